@@ -1,0 +1,87 @@
+// Process configuration from the environment (README "Configuration"). Read once at startup.
+import { randomBytes } from 'node:crypto';
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+
+export interface Config {
+  port: number;
+  dataDir: string;
+  databaseUrl: string | undefined;
+  jwtSecret: string;
+  otpTestCodes: Map<string, string>;
+  otpSenderModule: string | undefined;
+  idp: { projectId: string; issuer: string; jwksUrl: string };
+  s3: {
+    endpoint: string | undefined;
+    bucket: string;
+    region: string;
+    accessKeyId: string;
+    secretAccessKey: string;
+    forcePathStyle: boolean;
+  };
+  adminApiToken: string | undefined;
+  publicWebBaseUrl: string;
+  termsVersion: string;
+  logLevel: string;
+}
+
+// A development secret kept under the data folder, created on first use (mode 0600), so every
+// process started on the same data folder agrees on it. Production sets the variable instead.
+export function localSecret(dataDir: string, name: string): string {
+  const file = path.join(dataDir, 'secrets', name);
+  try {
+    return readFileSync(file, 'utf8').trim();
+  } catch {
+    mkdirSync(dataDir, { recursive: true });
+    mkdirSync(path.dirname(file), { recursive: true, mode: 0o700 });
+    try {
+      writeFileSync(file, randomBytes(32).toString('hex'), { mode: 0o600, flag: 'wx' });
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error;
+    }
+    return readFileSync(file, 'utf8').trim();
+  }
+}
+
+function parseOtpTestCodes(raw: string | undefined): Map<string, string> {
+  const codes = new Map<string, string>();
+  for (const pair of (raw ?? '').split(',')) {
+    const [phone, code] = pair.split('=').map((s) => s.trim());
+    if (phone && code) codes.set(phone, code);
+  }
+  return codes;
+}
+
+export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
+  const production = env.NODE_ENV === 'production';
+  if (production && !env.JWT_SECRET) throw new Error('JWT_SECRET is required in production');
+  const projectId = env.IDP_PROJECT_ID ?? 'opinion-dev';
+  const dataDir = path.resolve(env.DATA_DIR ?? '.data');
+  return {
+    port: Number(env.PORT ?? 3000),
+    dataDir,
+    databaseUrl: env.DATABASE_URL || undefined,
+    jwtSecret: env.JWT_SECRET ?? localSecret(dataDir, 'jwt'),
+    otpTestCodes: parseOtpTestCodes(env.OTP_TEST_CODES),
+    otpSenderModule: env.OTP_SENDER_MODULE || undefined,
+    idp: {
+      projectId,
+      issuer: env.IDP_ISSUER ?? `https://securetoken.google.com/${projectId}`,
+      jwksUrl:
+        env.IDP_JWKS_URL ??
+        'https://www.googleapis.com/service_accounts/v1/jwk/securetoken@system.gserviceaccount.com',
+    },
+    s3: {
+      endpoint: env.S3_ENDPOINT || undefined,
+      bucket: env.S3_BUCKET ?? 'opinion-uploads',
+      region: env.S3_REGION ?? 'us-east-1',
+      accessKeyId: env.S3_ACCESS_KEY_ID ?? 'S3RVER',
+      secretAccessKey: env.S3_SECRET_ACCESS_KEY ?? 'S3RVER',
+      forcePathStyle: (env.S3_FORCE_PATH_STYLE ?? 'true') !== 'false',
+    },
+    adminApiToken: env.ADMIN_API_TOKEN || undefined,
+    publicWebBaseUrl: (env.PUBLIC_WEB_BASE_URL ?? 'http://localhost:3000').replace(/\/$/, ''),
+    termsVersion: env.TERMS_VERSION ?? '2026-11-01',
+    logLevel: env.LOG_LEVEL ?? (env.NODE_ENV === 'test' ? 'silent' : 'info'),
+  };
+}

@@ -1,0 +1,27 @@
+// Maps failures from PostgreSQL to the HTTP catalog: a stored function's `raise exception using
+// errcode = 'P0001', message = '<CODE>'` becomes that code; known constraints become their codes;
+// a lost or refused connection becomes 503. Anything else is left for the 500 handler.
+import { isErrorCode } from '../server/http/catalog.ts';
+import { ApiError } from '../server/http/errors.ts';
+
+const constraintCodes = {
+  users_username_key: 'USERNAME_TAKEN',
+} as const;
+
+const unavailableErrnos = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EHOSTUNREACH', 'ENOTFOUND', 'EPIPE']);
+
+export function translateDatabaseError(error: unknown): unknown {
+  if (!(error instanceof Error)) return error;
+  const pgError = error as Error & { code?: string; constraint?: string };
+  if (pgError.code === 'P0001' && isErrorCode(pgError.message)) return new ApiError(pgError.message);
+  if (pgError.code === '23505' && pgError.constraint && pgError.constraint in constraintCodes) {
+    return new ApiError(constraintCodes[pgError.constraint as keyof typeof constraintCodes]);
+  }
+  if (
+    (pgError.code && (unavailableErrnos.has(pgError.code) || /^(08|57P0[123]|53300)/.test(pgError.code))) ||
+    /Connection terminated|timeout exceeded when trying to connect/i.test(pgError.message)
+  ) {
+    return new ApiError('SERVICE_UNAVAILABLE', {}, { 'Retry-After': '5' });
+  }
+  return error;
+}

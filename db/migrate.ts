@@ -1,0 +1,36 @@
+// Brings a database to the current schema: the graphile-worker schema first (application
+// migrations reference it), then the SQL migrations in migrations/, then the login roles' passwords.
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import pg from 'pg';
+import { Logger, runMigrations as runWorkerMigrations } from 'graphile-worker';
+import { runner } from 'node-pg-migrate';
+import { rolePassword, type LoginRole } from './roles.ts';
+
+const migrationsDir = path.join(path.dirname(fileURLToPath(import.meta.url)), '..', 'migrations');
+
+export async function migrate(ownerUrl: string): Promise<void> {
+  await runWorkerMigrations({ connectionString: ownerUrl, logger: new Logger(() => () => {}) });
+  await runner({
+    databaseUrl: ownerUrl,
+    dir: migrationsDir,
+    direction: 'up',
+    migrationsTable: 'pgmigrations',
+    checkOrder: true,
+    log: () => {},
+    verbose: false,
+  });
+  await setLoginPasswords(ownerUrl);
+}
+
+async function setLoginPasswords(ownerUrl: string): Promise<void> {
+  const client = new pg.Client({ connectionString: ownerUrl });
+  await client.connect();
+  try {
+    for (const role of ['authenticator', 'app_worker'] satisfies LoginRole[]) {
+      await client.query(`alter role ${role} password ${client.escapeLiteral(rolePassword(ownerUrl, role))}`);
+    }
+  } finally {
+    await client.end();
+  }
+}

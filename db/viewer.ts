@@ -1,0 +1,55 @@
+// The viewer of a transaction: `set local role` to the viewer's role and the viewer's identity in
+// `app.user_id` / `app.session_id` (set_config(..., true)), so row-level security decides what the
+// transaction sees. Nothing else passes identity to SQL.
+import type pg from 'pg';
+
+export type ViewerRole = 'app_anonymous' | 'app_user' | 'app_admin';
+
+export interface Viewer {
+  role: ViewerRole;
+  userId: string | null;
+  sessionId: string | null;
+}
+
+export const anonymousViewer: Viewer = { role: 'app_anonymous', userId: null, sessionId: null };
+
+export function userViewer(userId: string, sessionId: string | null = null): Viewer {
+  return { role: 'app_user', userId, sessionId };
+}
+
+export function sqlLiteral(value: string | null): string {
+  if (value === null) return 'null';
+  return `'${value.replaceAll("'", "''")}'`;
+}
+
+/**
+ * `begin` plus the viewer's settings, as one simple-query text (one round trip). Values are quoted
+ * literals of verified identifiers (a signed token checked against the database) and a role name.
+ */
+export function beginAs(viewer: Viewer): string {
+  return (
+    `begin; select set_config('role', ${sqlLiteral(viewer.role)}, true), ` +
+    `set_config('app.user_id', ${sqlLiteral(viewer.userId ?? '')}, true), ` +
+    `set_config('app.session_id', ${sqlLiteral(viewer.sessionId ?? '')}, true);`
+  );
+}
+
+/** Runs `fn` in one transaction as `viewer`. */
+export async function withViewer<T>(pool: pg.Pool, viewer: Viewer, fn: (tx: pg.PoolClient) => Promise<T>): Promise<T> {
+  const client = await pool.connect();
+  try {
+    await client.query(beginAs(viewer));
+    const result = await fn(client);
+    await client.query('commit');
+    client.release();
+    return result;
+  } catch (error) {
+    // A client whose rollback fails has lost its connection: destroy it rather than pool it.
+    const rolledBack = await client.query('rollback').then(
+      () => true,
+      () => false,
+    );
+    client.release(!rolledBack);
+    throw error;
+  }
+}

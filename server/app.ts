@@ -1,0 +1,38 @@
+// The Express application: request context, JSON bodies (64 KiB), every resource's endpoints under
+// /api/v1, the OpenAPI document and docs page, unknown routes, and the error envelope.
+import express from 'express';
+import type { Endpoint } from './http/endpoint.ts';
+import { expressPath } from './http/endpoint.ts';
+import { ApiError } from './http/errors.ts';
+import { errorHandler } from './http/error-handler.ts';
+import { requestContext } from './http/request-context.ts';
+import { runEndpoint } from './http/run-endpoint.ts';
+import type { Services } from './services.ts';
+import { authEndpoints } from './auth/routes.ts';
+import { onboardingEndpoints } from './onboarding/routes.ts';
+import { userEndpoints } from './users/routes.ts';
+import { openApiRouter } from './openapi/router.ts';
+
+export const basePath = '/api/v1';
+
+export const allEndpoints: Endpoint[] = [...authEndpoints, ...onboardingEndpoints, ...userEndpoints];
+
+export function createApp(services: Services): express.Express {
+  const app = express();
+  app.disable('x-powered-by');
+  app.set('etag', false);
+  app.use(requestContext(services.log));
+  // Bodies are JSON whatever the declared content type; an empty body reads as {}.
+  app.use(express.json({ limit: '64kb', type: () => true }));
+
+  const api = express.Router();
+  for (const definition of allEndpoints) {
+    api[definition.method](expressPath(definition.path), runEndpoint(definition, services));
+  }
+  api.use(openApiRouter(allEndpoints));
+  app.use(basePath, api);
+
+  app.use((_req, _res, next) => next(new ApiError('ROUTE_NOT_FOUND')));
+  app.use(errorHandler(services.log));
+  return app;
+}

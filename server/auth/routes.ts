@@ -1,0 +1,198 @@
+// /auth: login configuration, phone OTP, identity-provider exchange, anonymous sessions, refresh
+// and logout (spec 4.1, contract section 3).
+import { z } from 'zod';
+import { endpoint } from '../http/endpoint.ts';
+import { ApiError, rateLimited } from '../http/errors.ts';
+import { otpPolicy } from './otp.ts';
+import { phoneInput } from './phone.ts';
+import { sessionPayload, sessionResponse } from './session.ts';
+import { hashRefreshToken } from './tokens.ts';
+
+const tag = 'Auth';
+
+export const authEndpoints = [
+  endpoint({
+    method: 'get',
+    path: '/auth/login-config',
+    tag,
+    summary: 'Data for the phone login screen',
+    auth: 'public',
+    response: z.object({
+      logoUrl: z.string(),
+      loginMethods: z.array(z.enum(['phone_otp', 'idp', 'anonymous'])),
+      otp: z.object({
+        length: z.number(),
+        resendAfterSeconds: z.number(),
+        expiresInSeconds: z.number(),
+        maxAttempts: z.number(),
+      }),
+      legal: z.object({ termsUrl: z.string(), privacyUrl: z.string(), termsVersion: z.string() }),
+    }),
+    async handler({ services: { config } }) {
+      return {
+        logoUrl: `${config.publicWebBaseUrl}/logo.png`,
+        loginMethods: ['phone_otp' as const, 'idp' as const, 'anonymous' as const],
+        otp: { ...otpPolicy },
+        legal: {
+          termsUrl: `${config.publicWebBaseUrl}/legal/terms`,
+          privacyUrl: `${config.publicWebBaseUrl}/legal/privacy`,
+          termsVersion: config.termsVersion,
+        },
+      };
+    },
+  }),
+
+  endpoint({
+    method: 'post',
+    path: '/auth/otp/request',
+    tag,
+    summary: 'Send a 4-digit code to a phone',
+    description:
+      'Phones are normalised to E.164. A second request for the same phone within 60 s answers 429. ' +
+      'A new code replaces the previous one. No SMS is sent by the service itself: delivery goes through ' +
+      'the configured sender, and numbers in OTP_TEST_CODES receive nothing.',
+    auth: 'public',
+    body: phoneInput,
+    response: z.object({ resendAfterSeconds: z.number(), expiresInSeconds: z.number() }),
+    errors: ['RATE_LIMITED'],
+    async handler({ body: phone, tx, services: { otp } }) {
+      const code = otp.codeFor(phone);
+      const { rows } = await tx.query<{ wait: number }>('select app.request_otp($1, $2) as wait', [phone, otp.hash(phone, code)]);
+      const wait = rows[0]?.wait ?? 0;
+      if (wait > 0) throw rateLimited(wait);
+      await tx.commit();
+      await otp.deliver(phone, code);
+      return { resendAfterSeconds: otpPolicy.resendAfterSeconds, expiresInSeconds: otpPolicy.expiresInSeconds };
+    },
+  }),
+
+  endpoint({
+    method: 'post',
+    path: '/auth/otp/verify',
+    tag,
+    summary: 'Verify a code and start a session',
+    description:
+      'Wrong, expired, replaced and unknown codes all answer 400 OTP_INVALID. Five wrong attempts burn the ' +
+      'code: then 429 until a new code is requested. With a valid access token of a user without a phone, ' +
+      'that user becomes the phone identity (same userId) when the phone is new; when the phone already has ' +
+      "a user, the caller's public activity is merged into it and the session returned is that user's.",
+    auth: 'public',
+    body: z
+      .strictObject({
+        phoneCountryCode: z.string().max(5),
+        phoneNumber: z.string().max(20),
+        code: z.string().regex(/^\d{4}$/, 'Must be 4 digits'),
+      })
+      .transform((value, ctx) => {
+        const phone = phoneInput.safeParse({ phoneCountryCode: value.phoneCountryCode, phoneNumber: value.phoneNumber });
+        if (!phone.success) {
+          ctx.addIssue({ code: 'custom', path: ['phoneNumber'], message: 'Not a valid phone number' });
+          return z.NEVER;
+        }
+        return { phone: phone.data, code: value.code };
+      }),
+    response: sessionResponse,
+    errors: ['OTP_INVALID', 'RATE_LIMITED'],
+    async handler({ body: { phone, code }, tx, services: { otp, tokens } }) {
+      const refresh = tokens.newRefresh();
+      const { rows } = await tx.query<{ outcome: string; retry_after: number; user_id: string; session_id: string }>(
+        'select outcome, retry_after, user_id, session_id from app.verify_otp($1, $2, $3)',
+        [phone, otp.hash(phone, code), refresh.hash],
+      );
+      const result = rows[0];
+      if (result?.outcome !== 'ok') {
+        await tx.commit(); // a wrong attempt counts
+        throw result?.outcome === 'locked' ? rateLimited(result.retry_after) : new ApiError('OTP_INVALID');
+      }
+      return sessionPayload(tx, tokens, { userId: result.user_id, sessionId: result.session_id, refreshToken: refresh.token });
+    },
+  }),
+
+  endpoint({
+    method: 'post',
+    path: '/auth/idp/token',
+    tag,
+    summary: 'Exchange an identity-provider ID token for a session',
+    description:
+      'RS256 tokens of the configured project from the phone or anonymous sign-in provider only. ' +
+      'A phone-provider token signs in that phone identity (same rules as OTP verify).',
+    auth: 'public',
+    body: z.strictObject({ idToken: z.string().min(1).max(8192) }),
+    response: sessionResponse,
+    async handler({ body, tx, services: { idp, tokens } }) {
+      const identity = await idp.verify(body.idToken);
+      if (!identity) throw new ApiError('UNAUTHORIZED');
+      const refresh = tokens.newRefresh();
+      const { rows } = await tx.query<{ user_id: string; session_id: string }>(
+        'select user_id, session_id from app.idp_session($1, $2, $3)',
+        [identity.subject, identity.phoneE164, refresh.hash],
+      );
+      const result = rows[0] as { user_id: string; session_id: string };
+      return sessionPayload(tx, tokens, { userId: result.user_id, sessionId: result.session_id, refreshToken: refresh.token });
+    },
+  }),
+
+  endpoint({
+    method: 'post',
+    path: '/auth/anonymous/session',
+    tag,
+    summary: 'Create or restore an anonymous session for an app install',
+    description:
+      'The same deviceId restores the same user while that user is still anonymous (no phone); otherwise a new anonymous user.',
+    auth: 'public',
+    body: z.strictObject({ deviceId: z.string().regex(/^[A-Za-z0-9._:-]{8,128}$/, '8-128 characters of A-Z a-z 0-9 . _ : -') }),
+    response: sessionResponse,
+    async handler({ body, tx, services: { tokens } }) {
+      const refresh = tokens.newRefresh();
+      const { rows } = await tx.query<{ user_id: string; session_id: string }>(
+        'select user_id, session_id from app.anonymous_session($1, $2)',
+        [body.deviceId, refresh.hash],
+      );
+      const result = rows[0] as { user_id: string; session_id: string };
+      return sessionPayload(tx, tokens, { userId: result.user_id, sessionId: result.session_id, refreshToken: refresh.token });
+    },
+  }),
+
+  endpoint({
+    method: 'post',
+    path: '/auth/session/refresh',
+    tag,
+    summary: 'Rotate a refresh token',
+    description:
+      'Refresh tokens are single use. Presenting an already-rotated token revokes the whole session and answers 401.',
+    auth: 'public',
+    body: z.strictObject({ refreshToken: z.string().min(1).max(200) }),
+    response: sessionResponse,
+    async handler({ body, tx, services: { tokens } }) {
+      const refresh = tokens.newRefresh();
+      const { rows } = await tx.query<{ outcome: string; user_id: string; session_id: string }>(
+        'select outcome, user_id, session_id from app.refresh_session($1, $2)',
+        [hashRefreshToken(body.refreshToken), refresh.hash],
+      );
+      const result = rows[0];
+      if (result?.outcome !== 'rotated') {
+        await tx.commit(); // reuse detection revoked the family
+        throw new ApiError('UNAUTHORIZED');
+      }
+      return sessionPayload(tx, tokens, { userId: result.user_id, sessionId: result.session_id, refreshToken: refresh.token });
+    },
+  }),
+
+  endpoint({
+    method: 'post',
+    path: '/auth/logout',
+    tag,
+    summary: 'Revoke this session, or every session of the user',
+    description:
+      "Revokes the session of the submitted refresh token when it is the caller's (an unknown token changes " +
+      'nothing), or every session of the caller with logoutFromAllDevices. Access tokens of a revoked session ' +
+      'stop working at once.',
+    auth: 'bearer',
+    body: z.strictObject({ refreshToken: z.string().min(1).max(200), logoutFromAllDevices: z.boolean() }),
+    response: z.object({}),
+    async handler({ body, tx }) {
+      await tx.query('select app.logout($1, $2)', [hashRefreshToken(body.refreshToken), body.logoutFromAllDevices]);
+      return {};
+    },
+  }),
+];

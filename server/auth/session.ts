@@ -1,0 +1,47 @@
+// The session payload (contract section 3), returned by OTP verify, IdP exchange, anonymous
+// session and refresh.
+import { z } from 'zod';
+import type { RequestTransaction } from '../../db/request-transaction.ts';
+import type { Tokens } from './tokens.ts';
+import { accessTokenSeconds, refreshTokenSeconds } from './tokens.ts';
+
+export const sessionResponse = z.object({
+  accessToken: z.string(),
+  refreshToken: z.string(),
+  tokenType: z.literal('Bearer'),
+  expiresIn: z.number().int(),
+  refreshExpiresIn: z.number().int(),
+  user: z.object({
+    id: z.string(),
+    isAnonymous: z.boolean(),
+    phoneVerified: z.boolean(),
+    accessLevel: z.number().int().min(1).max(4),
+  }),
+});
+
+export type SessionResponse = z.input<typeof sessionResponse>;
+
+/** Builds the payload for a session just started or refreshed in this transaction. */
+export async function sessionPayload(
+  tx: RequestTransaction,
+  tokens: Tokens,
+  session: { userId: string; sessionId: string; refreshToken: string },
+): Promise<SessionResponse> {
+  await tx.query(`select set_config('app.user_id', $1, true), set_config('app.session_id', $2, true)`, [
+    session.userId,
+    session.sessionId,
+  ]);
+  const { rows } = await tx.query<{ id: string; is_anonymous: boolean; phone_verified: boolean; access_level: number }>(
+    'select id, is_anonymous, phone_verified, access_level from app.session_user()',
+  );
+  const user = rows[0];
+  if (!user) throw new Error('session user vanished');
+  return {
+    accessToken: tokens.issueAccess(session),
+    refreshToken: session.refreshToken,
+    tokenType: 'Bearer',
+    expiresIn: accessTokenSeconds,
+    refreshExpiresIn: refreshTokenSeconds,
+    user: { id: user.id, isAnonymous: user.is_anonymous, phoneVerified: user.phone_verified, accessLevel: user.access_level },
+  };
+}

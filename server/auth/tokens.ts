@@ -1,0 +1,48 @@
+// Access tokens (JWT, HS256, 15 minutes, `sub` = user id, `sid` = session id) and opaque refresh
+// tokens (random, stored only as SHA-256 hashes).
+import { createHash, randomBytes } from 'node:crypto';
+import jwt from 'jsonwebtoken';
+import { isUuid } from '../http/ids.ts';
+
+export const accessTokenSeconds = 900;
+export const refreshTokenSeconds = 2_592_000;
+
+export interface AccessClaims {
+  userId: string;
+  sessionId: string;
+}
+
+export interface Tokens {
+  issueAccess(claims: AccessClaims): string;
+  verifyAccess(token: string): AccessClaims | null;
+  newRefresh(): { token: string; hash: Buffer };
+}
+
+export function hashRefreshToken(token: string): Buffer {
+  return createHash('sha256').update(token).digest();
+}
+
+export function createTokens(secret: string): Tokens {
+  return {
+    issueAccess: ({ userId, sessionId }) =>
+      jwt.sign({ sid: sessionId, typ: 'access' }, secret, {
+        algorithm: 'HS256',
+        subject: userId,
+        expiresIn: accessTokenSeconds,
+      }),
+    verifyAccess(token) {
+      try {
+        const claims = jwt.verify(token, secret, { algorithms: ['HS256'] });
+        if (typeof claims !== 'object' || claims.typ !== 'access') return null;
+        if (!isUuid(claims.sub) || !isUuid(claims.sid)) return null;
+        return { userId: claims.sub, sessionId: claims.sid };
+      } catch {
+        return null;
+      }
+    },
+    newRefresh() {
+      const token = `rt_${randomBytes(32).toString('base64url')}`;
+      return { token, hash: hashRefreshToken(token) };
+    },
+  };
+}

@@ -1,0 +1,64 @@
+// One object per route. The same definition drives the Express route, the checks in contract order
+// (token 401, access level 403, request shape 422, then the handler's existence/state checks), the
+// response shaping, and the OpenAPI document (server/openapi).
+import type { Request, Response } from 'express';
+import type { z } from 'zod';
+import type { RequestTransaction } from '../../db/request-transaction.ts';
+import type { Viewer } from '../../db/viewer.ts';
+import type { ErrorCode } from './catalog.ts';
+import type { Services } from '../services.ts';
+
+export type AuthMode = 'public' | 'optional' | 'bearer';
+export type AccessLevel = 1 | 2 | 3 | 4;
+type Method = 'get' | 'post' | 'put' | 'patch' | 'delete';
+
+export interface HandlerContext<B, Q, P> {
+  body: B;
+  query: Q;
+  params: P;
+  viewer: Viewer;
+  /** The viewer's access level: 0 without a token. */
+  level: number;
+  tx: RequestTransaction;
+  services: Services;
+  req: Request;
+  res: Response;
+}
+
+export interface Endpoint<
+  B extends z.ZodType = z.ZodType,
+  Q extends z.ZodType = z.ZodType,
+  R extends z.ZodType = z.ZodType,
+> {
+  method: Method;
+  /** OpenAPI-style path below /api/v1, e.g. `/users/{userId}/follow`. */
+  path: string;
+  tag: string;
+  summary: string;
+  description?: string;
+  auth: AuthMode;
+  /** Minimum access level (spec part 5); the gate answers the missing level's 403 code. */
+  level?: AccessLevel;
+  body?: B;
+  query?: Q;
+  /** Path ids and the 404 code an unknown one answers. */
+  ids?: Record<string, ErrorCode>;
+  status?: 200 | 201;
+  message?: string;
+  response: R;
+  /** Error codes beyond those every endpoint of its kind can answer (401/403 gate/422). */
+  errors?: ErrorCode[];
+  /** A streaming endpoint answers with its own content type and writes the response itself. */
+  stream?: { contentType: string };
+  handler(ctx: HandlerContext<z.output<B>, z.output<Q>, Record<string, string>>): Promise<z.input<R> | undefined>;
+}
+
+export function endpoint<B extends z.ZodType, Q extends z.ZodType, R extends z.ZodType>(
+  definition: Endpoint<B, Q, R>,
+): Endpoint {
+  return definition as unknown as Endpoint;
+}
+
+export function expressPath(path: string): string {
+  return path.replace(/\{(\w+)\}/g, ':$1');
+}

@@ -1,0 +1,58 @@
+// Cursor paging (contract section 1): `limit` within the endpoint's bounds, an opaque base64url
+// cursor (a cursor that does not decode is 422), `nextCursor` null on the last page. Cursors hold
+// keyset positions, so pages never repeat or skip an item while items are being added.
+import { z } from 'zod';
+
+export type CursorValue = (string | number)[];
+
+export function encodeCursor(position: CursorValue): string {
+  return Buffer.from(JSON.stringify(position)).toString('base64url');
+}
+
+function decodeCursor(cursor: string): CursorValue | undefined {
+  try {
+    const value: unknown = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8'));
+    if (Array.isArray(value) && value.length > 0 && value.every((v) => typeof v === 'string' || typeof v === 'number')) {
+      return value;
+    }
+  } catch {
+    // not a cursor this server issued
+  }
+  return undefined;
+}
+
+export function pageQuery(max: number, defaultLimit = 20) {
+  return z.object({
+    cursor: z
+      .string()
+      .optional()
+      .transform((cursor, ctx) => {
+        if (cursor === undefined) return undefined;
+        const position = decodeCursor(cursor);
+        if (!position) ctx.addIssue({ code: 'custom', message: 'Invalid cursor' });
+        return position;
+      }),
+    limit: z.coerce.number().int().min(1).max(max).default(defaultLimit),
+  });
+}
+
+export interface Page<T> {
+  items: T[];
+  nextCursor: string | null;
+}
+
+/**
+ * Builds a page from `limit + 1` fetched rows: the extra row only says another page exists.
+ */
+export function toPage<R, T>(rows: R[], limit: number, position: (row: R) => CursorValue, shape: (row: R) => T): Page<T> {
+  const visible = rows.slice(0, limit);
+  const last = visible.at(-1);
+  return {
+    items: visible.map(shape),
+    nextCursor: rows.length > limit && last !== undefined ? encodeCursor(position(last)) : null,
+  };
+}
+
+export function pageSchema<T extends z.ZodType>(item: T) {
+  return z.object({ items: z.array(item), nextCursor: z.string().nullable() });
+}

@@ -1,0 +1,34 @@
+// X-Request-Id on every response (echoed when the client sent a usable one) and one log line per
+// request: method, route pattern (never the raw URL: queries may hold search terms), status, time,
+// user id. Never bodies, tokens, codes or phone numbers.
+import { randomUUID } from 'node:crypto';
+import type { NextFunction, Request, Response } from 'express';
+import type { Log } from '../../logger.ts';
+import type { Endpoint } from './endpoint.ts';
+
+const usableRequestId = /^[A-Za-z0-9._:-]{1,128}$/;
+
+export function requestContext(log: Log) {
+  return (req: Request, res: Response, next: NextFunction): void => {
+    const sent = req.headers['x-request-id'];
+    const requestId = typeof sent === 'string' && usableRequestId.test(sent) ? sent : randomUUID();
+    res.locals.requestId = requestId;
+    res.setHeader('X-Request-Id', requestId);
+    const started = process.hrtime.bigint();
+    res.on('finish', () => {
+      const endpoint = res.locals.endpoint as Endpoint | undefined;
+      log.info(
+        {
+          requestId,
+          method: req.method,
+          route: endpoint?.path ?? '(unmatched)',
+          status: res.statusCode,
+          ms: Number(process.hrtime.bigint() - started) / 1e6,
+          userId: res.locals.userId ?? undefined,
+        },
+        'request',
+      );
+    });
+    next();
+  };
+}

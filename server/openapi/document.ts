@@ -1,0 +1,121 @@
+// The OpenAPI 3.1 document, generated from the same zod schemas and endpoint definitions that
+// validate requests and shape responses (zod 4 emits JSON Schema 2020-12, OpenAPI 3.1's dialect).
+import { z } from 'zod';
+import { errorCatalog, type ErrorCode } from '../http/catalog.ts';
+import type { Endpoint } from '../http/endpoint.ts';
+
+type JsonSchema = Record<string, unknown>;
+
+function jsonSchema(schema: z.ZodType, io: 'input' | 'output'): JsonSchema {
+  const { $schema: _ignored, ...rest } = z.toJSONSchema(schema, { io, unrepresentable: 'any', target: 'draft-2020-12' }) as JsonSchema;
+  return rest;
+}
+
+function errorCodes(definition: Endpoint): ErrorCode[] {
+  const codes = new Set<ErrorCode>(definition.errors ?? []);
+  if (definition.auth !== 'public') codes.add('UNAUTHORIZED');
+  if (definition.level === 2) codes.add('PROFILE_BASICS_REQUIRED');
+  if (definition.level === 3) codes.add('PROFILE_BASICS_REQUIRED').add('PHONE_VERIFICATION_REQUIRED');
+  if (definition.level === 4) codes.add('PROFILE_BASICS_REQUIRED').add('PHONE_VERIFICATION_REQUIRED').add('HUB_READINESS_REQUIRED');
+  if (definition.body || definition.query) codes.add('VALIDATION_FAILED');
+  if (definition.body) codes.add('MALFORMED_REQUEST').add('PAYLOAD_TOO_LARGE');
+  for (const code of Object.values(definition.ids ?? {})) codes.add(code);
+  return [...codes];
+}
+
+function operation(definition: Endpoint): JsonSchema {
+  const parameters: JsonSchema[] = [...definition.path.matchAll(/\{(\w+)\}/g)].map(([, name]) => ({
+    name,
+    in: 'path',
+    required: true,
+    schema: { type: 'string' },
+  }));
+  if (definition.query) {
+    const schema = jsonSchema(definition.query, 'input') as { properties?: Record<string, JsonSchema>; required?: string[] };
+    for (const [name, property] of Object.entries(schema.properties ?? {})) {
+      parameters.push({ name, in: 'query', required: schema.required?.includes(name) ?? false, schema: property });
+    }
+  }
+  const responses: Record<string, JsonSchema> = {};
+  const status = String(definition.status ?? 200);
+  responses[status] = definition.stream
+    ? { description: 'Stream', content: { [definition.stream.contentType]: { schema: { type: 'string' } } } }
+    : {
+        description: definition.message ?? 'OK',
+        content: {
+          'application/json': {
+            schema: {
+              type: 'object',
+              required: ['success', 'message', 'data'],
+              properties: { success: { const: true }, message: { type: 'string' }, data: jsonSchema(definition.response, 'output') },
+            },
+          },
+        },
+      };
+  const byStatus = new Map<number, ErrorCode[]>();
+  for (const code of errorCodes(definition)) {
+    const [httpStatus] = errorCatalog[code];
+    byStatus.set(httpStatus, [...(byStatus.get(httpStatus) ?? []), code]);
+  }
+  for (const [httpStatus, codes] of [...byStatus].sort(([a], [b]) => a - b)) {
+    responses[String(httpStatus)] = {
+      description: codes.map((code) => `${code}: ${errorCatalog[code][1]}`).join(' '),
+      content: { 'application/json': { schema: { $ref: '#/components/schemas/ErrorEnvelope' } } },
+    };
+  }
+  return {
+    operationId: `${definition.method}${definition.path.replace(/[{}]/g, '').replace(/(^|[/_-])(\w)/g, (_m, _s, c: string) => c.toUpperCase())}`,
+    tags: [definition.tag],
+    summary: definition.summary,
+    ...(definition.description ? { description: definition.description } : {}),
+    ...(definition.level ? { 'x-access-level': definition.level } : {}),
+    security: definition.auth === 'bearer' ? [{ bearer: [] }] : definition.auth === 'optional' ? [{}, { bearer: [] }] : [],
+    ...(parameters.length > 0 ? { parameters } : {}),
+    ...(definition.body
+      ? { requestBody: { required: true, content: { 'application/json': { schema: jsonSchema(definition.body, 'input') } } } }
+      : {}),
+    responses,
+  };
+}
+
+export function openApiDocument(endpoints: Endpoint[]): JsonSchema {
+  const paths: Record<string, Record<string, JsonSchema>> = {};
+  for (const definition of endpoints) {
+    paths[definition.path] ??= {};
+    (paths[definition.path] as Record<string, JsonSchema>)[definition.method] = operation(definition);
+  }
+  return {
+    openapi: '3.1.0',
+    info: {
+      title: 'Opinion-Sharing Service API',
+      version: '0.2.0',
+      description:
+        'Every response uses the envelope of spec 2.1. Access levels (x-access-level): 1 anonymous, 2 registered public ' +
+        'profile, 3 phone-confirmed, 4 Hub-ready; a missing level answers its 403 code. Checks run in this order: ' +
+        'token (401), access level (403), request shape (422), then existence, visibility and state.',
+    },
+    servers: [{ url: '/api/v1' }],
+    components: {
+      securitySchemes: { bearer: { type: 'http', scheme: 'bearer', bearerFormat: 'JWT' } },
+      schemas: {
+        ErrorEnvelope: {
+          type: 'object',
+          required: ['success', 'error'],
+          properties: {
+            success: { const: false },
+            error: {
+              type: 'object',
+              required: ['code', 'message', 'details'],
+              properties: {
+                code: { enum: Object.keys(errorCatalog) },
+                message: { type: 'string' },
+                details: { type: 'object' },
+              },
+            },
+          },
+        },
+      },
+    },
+    paths,
+  };
+}

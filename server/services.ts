@@ -1,0 +1,27 @@
+// What endpoint handlers may use, built once per process (server/app.ts).
+import type { Config } from '../config.ts';
+import type { Log } from '../logger.ts';
+import type { Pools } from '../db/pools.ts';
+import { createIdpVerifier, type IdpVerifier } from './auth/idp.ts';
+import { createOtp, loadOtpSender, type Otp } from './auth/otp.ts';
+import { createTokens, type Tokens } from './auth/tokens.ts';
+
+export interface Services {
+  config: Config;
+  log: Log;
+  pools: Pools;
+  tokens: Tokens;
+  otp: Otp;
+  idp: IdpVerifier;
+}
+
+export async function createServices(config: Config, log: Log, pools: Pools): Promise<Services> {
+  return {
+    config,
+    log,
+    pools,
+    tokens: createTokens(config.jwtSecret),
+    otp: createOtp(config, await loadOtpSender(config, log)),
+    idp: createIdpVerifier(config.idp),
+  };
+}

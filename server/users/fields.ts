@@ -1,0 +1,16 @@
+// Profile fields shared by onboarding and profile edits (spec 2.2, part 8).
+import { z } from 'zod';
+
+/** A handle as typed: trimmed, lowercased and stripped of a leading @ before the pattern check. */
+export const handle = z
+  .string()
+  .max(64)
+  .transform((value) => canonicalHandle(value))
+  .pipe(z.string().regex(/^[a-z0-9_]{3,30}$/, '3-30 characters of a-z, 0-9 and _'));
+
+export function canonicalHandle(value: string): string {
+  return value.trim().toLowerCase().replace(/^@/, '');
+}
+
+export const fullName = z.string().trim().min(2).max(80);
+export const bio = z.string().max(160).nullable();

@@ -1,0 +1,80 @@
+// The public profile (contract section 5): by-username and the public part of me/profile. Never a
+// phone number: the shape below has no field for one, and responses are parsed through it.
+import { z } from 'zod';
+import type { RequestTransaction } from '../../db/request-transaction.ts';
+
+export const publicProfile = z.object({
+  id: z.string(),
+  username: z.string().nullable(),
+  fullName: z.string().nullable(),
+  bio: z.string().nullable(),
+  profilePhotoUrl: z.string().nullable(),
+  counts: z.object({ followers: z.number(), following: z.number(), posts: z.number() }),
+  stats: z.object({ votesCast: z.number(), votesReceived: z.number() }),
+  adminHubs: z.array(z.object({ id: z.string(), name: z.string(), profilePhotoUrl: z.string().nullable() })),
+  viewer: z.object({ follows: z.boolean(), followedBy: z.boolean(), blocked: z.boolean() }).nullable(),
+});
+
+export const ownProfile = publicProfile.extend({
+  editable: z.object({
+    fullName: z.string().nullable(),
+    username: z.string().nullable(),
+    bio: z.string().nullable(),
+    profileAssetId: z.string().nullable(),
+  }),
+});
+
+interface ProfileRow {
+  id: string;
+  username: string | null;
+  full_name: string | null;
+  bio: string | null;
+  profile_asset_id: string | null;
+  followers: number;
+  following: number;
+  posts: number;
+  votes_cast: number;
+  votes_received: number;
+  admin_hubs: { id: string; name: string; profilePhotoUrl: string | null }[];
+  viewer_follows: boolean;
+  viewer_followed_by: boolean;
+  viewer_blocked: boolean;
+}
+
+/**
+ * Reads one user visible to the viewer (row-level security decides), selected by a condition on
+ * `u`, with the social part. Returns undefined when no visible user matches.
+ */
+export async function readProfile(tx: RequestTransaction, where: 'u.username = $1' | 'u.id = $1', value: string) {
+  const { rows } = await tx.query<ProfileRow>(
+    `select u.id, u.username, u.full_name, u.bio, u.profile_asset_id, s.*
+     from app.users u cross join lateral app.profile_social(u.id) s
+     where ${where}`,
+    [value],
+  );
+  return rows[0];
+}
+
+export function shapePublicProfile(row: ProfileRow, viewerId: string | null): z.input<typeof publicProfile> {
+  return {
+    id: row.id,
+    username: row.username,
+    fullName: row.full_name,
+    bio: row.bio,
+    profilePhotoUrl: null,
+    counts: { followers: row.followers, following: row.following, posts: row.posts },
+    stats: { votesCast: row.votes_cast, votesReceived: row.votes_received },
+    adminHubs: row.admin_hubs,
+    viewer:
+      viewerId === null || viewerId === row.id
+        ? null
+        : { follows: row.viewer_follows, followedBy: row.viewer_followed_by, blocked: row.viewer_blocked },
+  };
+}
+
+export function shapeOwnProfile(row: ProfileRow): z.input<typeof ownProfile> {
+  return {
+    ...shapePublicProfile(row, row.id),
+    editable: { fullName: row.full_name, username: row.username, bio: row.bio, profileAssetId: row.profile_asset_id },
+  };
+}

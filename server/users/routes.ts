@@ -1,0 +1,179 @@
+// /users: handle availability, own profile, public profile by handle, and the private Hub identity
+// (spec 4.4, contract section 5).
+import { z } from 'zod';
+import { endpoint } from '../http/endpoint.ts';
+import { ApiError, rateLimited } from '../http/errors.ts';
+import { isUuid } from '../http/ids.ts';
+import { bio, canonicalHandle, fullName, handle } from './fields.ts';
+import { ownProfile, publicProfile, readProfile, shapeOwnProfile, shapePublicProfile } from './profile.ts';
+import type { RequestTransaction } from '../../db/request-transaction.ts';
+
+const tag = 'Users';
+
+/** Availability checks allowed per user and window (429 RATE_LIMITED beyond). */
+export const availabilityLimit = { hits: 30, windowSeconds: 60 };
+
+const unusablePhoto = (field: string) => new ApiError('VALIDATION_FAILED', { fields: { [field]: 'Not a usable profile photo' } });
+
+async function requireUsablePhoto(tx: RequestTransaction, assetId: string | null | undefined, field: string): Promise<void> {
+  if (assetId === undefined || assetId === null) return;
+  if (!isUuid(assetId)) throw unusablePhoto(field);
+  const { rows } = await tx.query<{ ok: boolean }>('select app.profile_asset_usable($1) as ok', [assetId]);
+  if (!rows[0]?.ok) throw unusablePhoto(field);
+}
+
+const hubProfile = z.object({
+  displayName: z.string().nullable(),
+  profilePhotoUrl: z.string().nullable(),
+  profileAssetId: z.string().nullable(),
+  phoneNumber: z.string().nullable(),
+});
+
+async function readHubProfile(tx: RequestTransaction): Promise<z.input<typeof hubProfile>> {
+  const { rows } = await tx.query<{ display_name: string | null; profile_asset_id: string | null; phone_e164: string | null }>(
+    `select coalesce(h.display_name, u.full_name) as display_name, h.profile_asset_id, p.phone_e164
+     from app.users u
+     left join app.hub_profiles h on h.user_id = u.id
+     left join app.phone_identities p on p.user_id = u.id
+     where u.id = app.viewer_id()`,
+  );
+  const row = rows[0];
+  if (!row) throw new ApiError('USER_NOT_FOUND');
+  return { displayName: row.display_name, profilePhotoUrl: null, profileAssetId: row.profile_asset_id, phoneNumber: row.phone_e164 };
+}
+
+export const userEndpoints = [
+  endpoint({
+    method: 'post',
+    path: '/users/handles/availability',
+    tag,
+    summary: 'Preview whether a handle is available (reserves nothing)',
+    description:
+      'The handle is canonicalised first. When it is taken, reserved or invalid, up to three numeric-suffix ' +
+      `alternatives that are free at answer time are returned. At most ${availabilityLimit.hits} checks per ` +
+      `${availabilityLimit.windowSeconds} s per user.`,
+    auth: 'bearer',
+    body: z.strictObject({ handle: z.string().max(100) }),
+    response: z.object({
+      handle: z.string(),
+      available: z.boolean(),
+      reason: z.enum(['taken', 'invalid', 'reserved']).nullable(),
+      alternatives: z.array(z.string()).max(3),
+    }),
+    errors: ['RATE_LIMITED'],
+    async handler({ body, tx }) {
+      const limit = await tx.query<{ wait: number }>('select app.consume_rate_limit($1, $2, $3) as wait', [
+        'handle_availability',
+        availabilityLimit.hits,
+        availabilityLimit.windowSeconds,
+      ]);
+      const wait = limit.rows[0]?.wait ?? 0;
+      if (wait > 0) {
+        await tx.commit();
+        throw rateLimited(wait);
+      }
+      const canonical = canonicalHandle(body.handle);
+      const { rows } = await tx.query<{ available: boolean; reason: 'taken' | 'invalid' | 'reserved' | null; alternatives: string[] }>(
+        'select available, reason, alternatives from app.handle_availability($1)',
+        [canonical],
+      );
+      const row = rows[0] as { available: boolean; reason: 'taken' | 'invalid' | 'reserved' | null; alternatives: string[] };
+      return { handle: canonical, ...row };
+    },
+  }),
+
+  endpoint({
+    method: 'get',
+    path: '/users/me/profile',
+    tag,
+    summary: 'Own public profile with the editable fields',
+    auth: 'bearer',
+    response: ownProfile,
+    async handler({ tx, viewer }) {
+      const row = await readProfile(tx, 'u.id = $1', viewer.userId as string);
+      if (!row) throw new ApiError('USER_NOT_FOUND');
+      return shapeOwnProfile(row);
+    },
+  }),
+
+  endpoint({
+    method: 'patch',
+    path: '/users/me/profile',
+    tag,
+    summary: 'Edit the public profile',
+    description: 'At least one field. The handle is canonicalised like in profile basics. A new profileAssetId replaces the previous image.',
+    auth: 'bearer',
+    level: 2,
+    body: z
+      .strictObject({ fullName: fullName.optional(), username: handle.optional(), bio: bio.optional(), profileAssetId: z.string().max(64).optional() })
+      .refine((value) => Object.keys(value).length > 0, { message: 'At least one field is required' }),
+    response: ownProfile,
+    errors: ['USERNAME_TAKEN'],
+    async handler({ body, tx, viewer }) {
+      await requireUsablePhoto(tx, body.profileAssetId, 'profileAssetId');
+      const columns = { fullName: 'full_name', username: 'username', bio: 'bio', profileAssetId: 'profile_asset_id' } as const;
+      const entries = Object.entries(body).filter(([, value]) => value !== undefined) as [keyof typeof columns, unknown][];
+      await tx.query(
+        `update app.users set ${entries.map(([key], i) => `${columns[key]} = $${i + 1}`).join(', ')} where id = app.viewer_id()`,
+        entries.map(([, value]) => value),
+      );
+      const row = await readProfile(tx, 'u.id = $1', viewer.userId as string);
+      if (!row) throw new ApiError('USER_NOT_FOUND');
+      return shapeOwnProfile(row);
+    },
+  }),
+
+  endpoint({
+    method: 'get',
+    path: '/users/by-username/{username}',
+    tag,
+    summary: 'Public profile by handle',
+    description: 'A token is optional and adds the viewer relationship; an invalid token is 401. Never includes phone numbers.',
+    auth: 'optional',
+    response: publicProfile,
+    errors: ['USER_NOT_FOUND'],
+    async handler({ params, tx, viewer }) {
+      const row = await readProfile(tx, 'u.username = $1', canonicalHandle(params.username ?? ''));
+      if (!row || row.username === null) throw new ApiError('USER_NOT_FOUND');
+      return shapePublicProfile(row, viewer.userId);
+    },
+  }),
+
+  endpoint({
+    method: 'get',
+    path: '/users/me/hub-profile',
+    tag,
+    summary: 'The private Hub identity',
+    description: 'Display name (defaults to the public full name), Hub image and the own phone number. Hub-ready users only.',
+    auth: 'bearer',
+    level: 4,
+    response: hubProfile,
+    handler: ({ tx }) => readHubProfile(tx),
+  }),
+
+  endpoint({
+    method: 'patch',
+    path: '/users/me/hub-profile',
+    tag,
+    summary: 'Edit the private Hub identity (the public profile is unchanged)',
+    auth: 'bearer',
+    level: 4,
+    body: z
+      .strictObject({ displayName: z.string().trim().min(2).max(80).optional(), profileAssetId: z.string().max(64).optional() })
+      .refine((value) => Object.keys(value).length > 0, { message: 'At least one field is required' }),
+    response: hubProfile,
+    async handler({ body, tx }) {
+      await requireUsablePhoto(tx, body.profileAssetId, 'profileAssetId');
+      await tx.query(
+        `insert into app.hub_profiles as h (user_id, display_name, profile_asset_id)
+         values (app.viewer_id(), $1, $2)
+         on conflict (user_id) do update
+           set display_name = coalesce($1, h.display_name),
+               profile_asset_id = coalesce($2, h.profile_asset_id),
+               updated_at = now()`,
+        [body.displayName ?? null, body.profileAssetId ?? null],
+      );
+      return readHubProfile(tx);
+    },
+  }),
+];
