@@ -3,7 +3,7 @@ import type { Config } from '../config.ts';
 import type { Log } from '../logger.ts';
 import type { Pools } from '../db/pools.ts';
 import { createIdpVerifier, type IdpVerifier } from './auth/idp.ts';
-import { createOtp, loadOtpSender, type Otp } from './auth/otp.ts';
+import { createOtp, loadOtpSender, type Otp, type OtpSender } from './auth/otp.ts';
 import { createTokens, type Tokens } from './auth/tokens.ts';
 
 export interface Services {
@@ -15,13 +15,18 @@ export interface Services {
   idp: IdpVerifier;
 }
 
-export async function createServices(config: Config, log: Log, pools: Pools): Promise<Services> {
+/** Adapters a deployment (or a test) plugs in instead of the configured ones. */
+export interface ServiceOverrides {
+  otpSender?: OtpSender;
+}
+
+export async function createServices(config: Config, log: Log, pools: Pools, overrides: ServiceOverrides = {}): Promise<Services> {
   return {
     config,
     log,
     pools,
     tokens: createTokens(config.jwtSecret),
-    otp: createOtp(config, await loadOtpSender(config, log)),
+    otp: createOtp(config, overrides.otpSender ?? (await loadOtpSender(config, log))),
     idp: createIdpVerifier(config.idp),
   };
 }

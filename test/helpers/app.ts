@@ -1,0 +1,76 @@
+// One test file's world: its own database cloned from the migrated template, the real Express app
+// on a real socket, and an owner connection for SQL-level assertions.
+import { randomBytes } from 'node:crypto';
+import type { AddressInfo } from 'node:net';
+import pg from 'pg';
+import { inject } from 'vitest';
+import { loadConfig, type Config } from '../../config.ts';
+import { createLogger } from '../../logger.ts';
+import { createPools, type Pools } from '../../db/pools.ts';
+import { createApp } from '../../server/app.ts';
+import { createServices, type ServiceOverrides } from '../../server/services.ts';
+import { databaseUrl } from './global-setup.ts';
+import { createClient, type Client } from './client.ts';
+
+/** Test phones +1555000NNNN (N < 500) answer the code 1234 and receive nothing. */
+export const testOtpCode = '1234';
+export function testPhone(n: number): { phoneCountryCode: string; phoneNumber: string; e164: string } {
+  const national = `555000${String(n).padStart(4, '0')}`;
+  return { phoneCountryCode: '+1', phoneNumber: national, e164: `+1${national}` };
+}
+const testCodes = Array.from({ length: 500 }, (_, n) => `${testPhone(n).e164}=${testOtpCode}`).join(',');
+
+export interface TestApp extends Client {
+  url: string;
+  config: Config;
+  ownerUrl: string;
+  /** Owner connection (policies do not apply): for arranging and inspecting state. */
+  owner: pg.Pool;
+  pools: Pools;
+  close(): Promise<void>;
+}
+
+export async function startTestApp(env: Record<string, string> = {}, overrides: ServiceOverrides = {}): Promise<TestApp> {
+  const adminUrl = inject('adminUrl');
+  const database = `opinion_test_${randomBytes(6).toString('hex')}`;
+  const admin = new pg.Client({ connectionString: adminUrl });
+  await admin.connect();
+  await admin.query(`create database ${database} template ${inject('templateDatabase')}`);
+  await admin.end();
+  const ownerUrl = databaseUrl(adminUrl, database);
+
+  const config = loadConfig({
+    NODE_ENV: 'test',
+    JWT_SECRET: 'test-secret-not-for-production',
+    OTP_TEST_CODES: testCodes,
+    IDP_PROJECT_ID: 'opinion-test',
+    PUBLIC_WEB_BASE_URL: 'https://opinion.example',
+    LOG_LEVEL: process.env.TEST_LOG_LEVEL ?? 'silent',
+    ...env,
+  });
+  const log = createLogger(config.logLevel);
+  const pools = createPools(ownerUrl);
+  const owner = new pg.Pool({ connectionString: ownerUrl, max: 4 });
+  const services = await createServices(config, log, pools, overrides);
+  const server = createApp(services).listen(0, '127.0.0.1');
+  await new Promise((resolve) => server.once('listening', resolve));
+  const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+
+  return {
+    ...createClient(url),
+    url,
+    config,
+    ownerUrl,
+    owner,
+    pools,
+    async close() {
+      server.closeAllConnections();
+      await new Promise((resolve) => server.close(resolve));
+      await Promise.all([pools.end(), owner.end()]);
+      const cleanup = new pg.Client({ connectionString: adminUrl });
+      await cleanup.connect();
+      await cleanup.query(`drop database if exists ${database} with (force)`);
+      await cleanup.end();
+    },
+  };
+}
