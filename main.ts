@@ -9,6 +9,7 @@ import { createPools } from './db/pools.ts';
 import { createServices } from './server/services.ts';
 import { createApp, basePath } from './server/app.ts';
 import { startWorker } from './worker/runner.ts';
+import { openStorage } from './server/uploads/open-storage.ts';
 
 const only = process.argv.find((arg) => arg.startsWith('--only='))?.slice('--only='.length);
 const config = loadConfig();
@@ -17,29 +18,36 @@ const started = Date.now();
 
 const database = await openDatabase(config);
 const pools = createPools(database.ownerUrl);
+const objects = await openStorage(config);
 const stops: (() => Promise<void>)[] = [];
 
 if (only !== 'worker') {
-  const services = await createServices(config, log, pools);
+  const services = await createServices(config, log, pools, objects.storage);
   const server: Server = createApp(services).listen(config.port);
   await new Promise((resolve) => server.once('listening', resolve));
   stops.push(() => new Promise((resolve) => server.close(() => resolve())));
   log.info(`API listening on http://localhost:${config.port}${basePath} (docs: ${basePath}/docs)`);
 }
 if (only !== 'api') {
-  const runner = await startWorker(pools.worker, log);
+  const runner = await startWorker(pools.worker, log, { storage: objects.storage });
   stops.push(() => runner.stop());
   log.info('worker running');
 }
-log.info(`data: ${database.location}; ready in ${Date.now() - started} ms`);
+log.info(`data: ${database.location}; files: ${objects.location}; ready in ${Date.now() - started} ms`);
 
 let stopping = false;
 async function shutdown(signal: string): Promise<void> {
   if (stopping) return;
   stopping = true;
   log.info(`${signal}: shutting down`);
+  // Requests in flight get 10 s to finish; then the process leaves regardless.
+  setTimeout(() => {
+    log.error('shutdown took longer than 10 s; exiting');
+    process.exit(1);
+  }, 10_000).unref();
   await Promise.allSettled(stops.map((stop) => stop()));
   await pools.end();
+  await objects.stop();
   await database.stop();
   log.info('stopped');
   process.exit(0);

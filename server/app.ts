@@ -11,11 +11,12 @@ import type { Services } from './services.ts';
 import { authEndpoints } from './auth/routes.ts';
 import { onboardingEndpoints } from './onboarding/routes.ts';
 import { userEndpoints } from './users/routes.ts';
+import { uploadEndpoints } from './uploads/routes.ts';
 import { openApiRouter } from './openapi/router.ts';
 
 export const basePath = '/api/v1';
 
-export const allEndpoints: Endpoint[] = [...authEndpoints, ...onboardingEndpoints, ...userEndpoints];
+export const allEndpoints: Endpoint[] = [...authEndpoints, ...onboardingEndpoints, ...userEndpoints, ...uploadEndpoints];
 
 export function createApp(services: Services): express.Express {
   const app = express();

@@ -5,6 +5,7 @@ import type { Pools } from '../db/pools.ts';
 import { createIdpVerifier, type IdpVerifier } from './auth/idp.ts';
 import { createOtp, loadOtpSender, type Otp, type OtpSender } from './auth/otp.ts';
 import { createTokens, type Tokens } from './auth/tokens.ts';
+import type { Storage } from './uploads/storage.ts';
 
 export interface Services {
   config: Config;
@@ -13,6 +14,7 @@ export interface Services {
   tokens: Tokens;
   otp: Otp;
   idp: IdpVerifier;
+  storage: Storage;
 }
 
 /** Adapters a deployment (or a test) plugs in instead of the configured ones. */
@@ -20,11 +22,18 @@ export interface ServiceOverrides {
   otpSender?: OtpSender;
 }
 
-export async function createServices(config: Config, log: Log, pools: Pools, overrides: ServiceOverrides = {}): Promise<Services> {
+export async function createServices(
+  config: Config,
+  log: Log,
+  pools: Pools,
+  storage: Storage,
+  overrides: ServiceOverrides = {},
+): Promise<Services> {
   return {
     config,
     log,
     pools,
+    storage,
     tokens: createTokens(config.jwtSecret),
     otp: createOtp(config, overrides.otpSender ?? (await loadOtpSender(config, log))),
     idp: createIdpVerifier(config.idp),

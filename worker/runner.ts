@@ -2,18 +2,29 @@
 import { run, type Runner, type TaskList } from 'graphile-worker';
 import type pg from 'pg';
 import { workerLogger, type Log } from '../logger.ts';
+import type { Storage } from '../server/uploads/storage.ts';
+import { deleteAsset } from './tasks/delete-asset.ts';
 import { purgeExpiredAuth } from './tasks/purge-expired-auth.ts';
+import { purgeExpiredUploads } from './tasks/purge-expired-uploads.ts';
 
-export const taskList: TaskList = {
-  purge_expired_auth: purgeExpiredAuth,
-};
+export interface WorkerDeps {
+  storage: Storage;
+}
 
-const crontab = '0 * * * * purge_expired_auth ?max=1';
+export function createTaskList({ storage }: WorkerDeps): TaskList {
+  return {
+    delete_asset: deleteAsset(storage),
+    purge_expired_auth: purgeExpiredAuth,
+    purge_expired_uploads: purgeExpiredUploads(storage),
+  };
+}
 
-export async function startWorker(pool: pg.Pool, log: Log, { concurrency = 2 } = {}): Promise<Runner> {
+const crontab = ['0 * * * * purge_expired_auth ?max=1', '*/15 * * * * purge_expired_uploads ?max=1'].join('\n');
+
+export async function startWorker(pool: pg.Pool, log: Log, deps: WorkerDeps, { concurrency = 2 } = {}): Promise<Runner> {
   return run({
     pgPool: pool,
-    taskList,
+    taskList: createTaskList(deps),
     crontab,
     concurrency,
     noHandleSignals: true,

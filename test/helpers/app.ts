@@ -5,10 +5,15 @@ import type { AddressInfo } from 'node:net';
 import pg from 'pg';
 import { inject } from 'vitest';
 import { loadConfig, type Config } from '../../config.ts';
-import { createLogger } from '../../logger.ts';
+import { createLogger, workerLogger } from '../../logger.ts';
 import { createPools, type Pools } from '../../db/pools.ts';
 import { createApp } from '../../server/app.ts';
+import { CreateBucketCommand } from '@aws-sdk/client-s3';
+import { runOnce } from 'graphile-worker';
 import { createServices, type ServiceOverrides } from '../../server/services.ts';
+import { openStorage } from '../../server/uploads/open-storage.ts';
+import { s3Client, type Storage } from '../../server/uploads/storage.ts';
+import { createTaskList } from '../../worker/runner.ts';
 import { databaseUrl } from './global-setup.ts';
 import { createClient, type Client } from './client.ts';
 
@@ -27,6 +32,9 @@ export interface TestApp extends Client {
   /** Owner connection (policies do not apply): for arranging and inspecting state. */
   owner: pg.Pool;
   pools: Pools;
+  storage: Storage;
+  /** Runs every queued worker job once, as the worker role (graphile-worker runOnce). */
+  runJobs(): Promise<void>;
   close(): Promise<void>;
 }
 
@@ -46,12 +54,18 @@ export async function startTestApp(env: Record<string, string> = {}, overrides: 
     IDP_PROJECT_ID: 'opinion-test',
     PUBLIC_WEB_BASE_URL: 'https://opinion.example',
     LOG_LEVEL: process.env.TEST_LOG_LEVEL ?? 'silent',
+    S3_ENDPOINT: inject('s3Endpoint'),
+    S3_BUCKET: database.replaceAll('_', '-'),
     ...env,
   });
+  const bucketClient = s3Client(config.s3, config.s3.endpoint);
+  await bucketClient.send(new CreateBucketCommand({ Bucket: config.s3.bucket }));
+  bucketClient.destroy();
+  const objects = await openStorage(config);
   const log = createLogger(config.logLevel);
   const pools = createPools(ownerUrl);
   const owner = new pg.Pool({ connectionString: ownerUrl, max: 4 });
-  const services = await createServices(config, log, pools, overrides);
+  const services = await createServices(config, log, pools, objects.storage, overrides);
   const server = createApp(services).listen(0, '127.0.0.1');
   await new Promise((resolve) => server.once('listening', resolve));
   const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
@@ -63,10 +77,12 @@ export async function startTestApp(env: Record<string, string> = {}, overrides: 
     ownerUrl,
     owner,
     pools,
+    storage: objects.storage,
+    runJobs: () => runOnce({ pgPool: pools.worker, taskList: createTaskList({ storage: objects.storage }), logger: workerLogger(log) }),
     async close() {
       server.closeAllConnections();
       await new Promise((resolve) => server.close(resolve));
-      await Promise.all([pools.end(), owner.end()]);
+      await Promise.all([pools.end(), owner.end(), objects.stop()]);
       const cleanup = new pg.Client({ connectionString: adminUrl });
       await cleanup.connect();
       await cleanup.query(`drop database if exists ${database} with (force)`);

@@ -8,11 +8,14 @@ import pg from 'pg';
 import type { TestProject } from 'vitest/node';
 import { startEmbeddedPostgres, type EmbeddedDatabase } from '../../db/embedded.ts';
 import { migrate } from '../../db/migrate.ts';
+import S3rver from 's3rver';
+import { freePort } from '../../db/embedded.ts';
 
 declare module 'vitest' {
   export interface ProvidedContext {
     adminUrl: string;
     templateDatabase: string;
+    s3Endpoint: string;
   }
 }
 
@@ -41,9 +44,18 @@ export default async function setup(project: TestProject) {
   project.provide('adminUrl', adminUrl);
   project.provide('templateDatabase', templateDatabase);
 
+  // One local S3-compatible store for the run; each test file makes its own bucket.
+  const s3Directory = await mkdtemp(path.join(os.tmpdir(), 'opinion-s3-'));
+  const s3Port = await freePort();
+  const s3 = new S3rver({ address: '127.0.0.1', port: s3Port, directory: s3Directory, silent: true });
+  await s3.run();
+  project.provide('s3Endpoint', `http://127.0.0.1:${s3Port}`);
+
   return async () => {
     await admin.query(`drop database if exists ${templateDatabase} with (force)`);
     await admin.end();
+    await s3.close();
+    await rm(s3Directory, { recursive: true, force: true });
     await embedded?.stop();
     if (dataDir) await rm(dataDir, { recursive: true, force: true });
   };

@@ -101,7 +101,7 @@ describe('database unreachable', () => {
     const user = await anonymousUser(app);
     // The same application over pools whose server does not exist (nothing listens on port 1).
     const pools = createPools('postgres://owner:secret@127.0.0.1:1/none');
-    const server = createApp(await createServices(app.config, createLogger('silent'), pools)).listen(0, '127.0.0.1');
+    const server = createApp(await createServices(app.config, createLogger('silent'), pools, app.storage)).listen(0, '127.0.0.1');
     await new Promise((resolve) => server.once('listening', resolve));
     try {
       const client = createClient(`http://127.0.0.1:${(server.address() as AddressInfo).port}`);

@@ -18,7 +18,7 @@ async function mountedRoutes(): Promise<string[]> {
   const { createApp } = await import('../../server/app.ts');
   const { createServices } = await import('../../server/services.ts');
   const { createLogger } = await import('../../logger.ts');
-  const express = createApp(await createServices(app.config, createLogger('silent'), app.pools));
+  const express = createApp(await createServices(app.config, createLogger('silent'), app.pools, app.storage));
   const routes: string[] = [];
   const walk = (stack: any[]) => {
     for (const layer of stack) {

@@ -29,7 +29,9 @@ async function runService(env: Record<string, string>) {
   }
   const readyMs = Date.now() - started;
   child.kill('SIGINT');
+  const killer = setTimeout(() => child.kill('SIGKILL'), 20_000);
   const code = await exited;
+  clearTimeout(killer);
   return { answer, readyMs, code, output };
 }
 

@@ -1,0 +1,138 @@
+// /uploads: presign, complete, download URL (spec 4.3; contract section 6). The binary never
+// passes through the API: the client PUTs it to the signed URL.
+import { z } from 'zod';
+import { endpoint } from '../http/endpoint.ts';
+import { ApiError } from '../http/errors.ts';
+
+const tag = 'Uploads';
+const mib = 1024 * 1024;
+const intentSeconds = 15 * 60;
+const downloadSeconds = 5 * 60;
+
+const purposes = ['profile_photo', 'hub_photo', 'post_image', 'document'] as const;
+const imageTypes = ['image/jpeg', 'image/png', 'image/webp', 'image/heic'] as const;
+
+/** What each purpose accepts: content types and the largest size. */
+export const uploadRules: Record<(typeof purposes)[number], { contentTypes: readonly string[]; maxBytes: number }> = {
+  profile_photo: { contentTypes: imageTypes, maxBytes: 10 * mib },
+  hub_photo: { contentTypes: imageTypes, maxBytes: 10 * mib },
+  post_image: { contentTypes: imageTypes, maxBytes: 10 * mib },
+  document: { contentTypes: ['application/pdf'], maxBytes: 25 * mib },
+};
+
+const purpose = z.enum(purposes);
+
+const asset = z.object({
+  assetId: z.string(),
+  purpose,
+  contentType: z.string(),
+  size: z.number().int(),
+  checksum: z.string(),
+});
+
+export const uploadEndpoints = [
+  endpoint({
+    method: 'post',
+    path: '/uploads/presign',
+    tag,
+    summary: 'Start an upload: a signed PUT URL bound to the content type and length',
+    description:
+      'Images (image/jpeg, image/png, image/webp, image/heic) up to 10 MiB for profile_photo, hub_photo and post_image; ' +
+      'application/pdf up to 25 MiB for document. PUT the bytes to uploadUrl with the returned headers within 15 minutes, ' +
+      'then call /uploads/complete. Needs profile basics (level 2).',
+    auth: 'bearer',
+    level: 2,
+    body: z
+      .strictObject({ purpose, contentType: z.string().max(100), contentLength: z.number().int().min(1) })
+      .superRefine((value, ctx) => {
+        const rule = uploadRules[value.purpose];
+        if (!rule.contentTypes.includes(value.contentType)) {
+          ctx.addIssue({ code: 'custom', path: ['contentType'], message: `One of ${rule.contentTypes.join(', ')}` });
+        }
+        if (value.contentLength > rule.maxBytes) {
+          ctx.addIssue({ code: 'custom', path: ['contentLength'], message: `At most ${rule.maxBytes} bytes` });
+        }
+      }),
+    response: z.object({
+      uploadId: z.string(),
+      uploadUrl: z.string(),
+      method: z.literal('PUT'),
+      headers: z.object({ 'content-type': z.string() }),
+      expiresAt: z.string(),
+    }),
+    async handler({ body, tx, services: { storage } }) {
+      const { rows } = await tx.query<{ upload_id: string; object_key: string; expires_at: Date }>(
+        'select upload_id, object_key, expires_at from app.create_upload_intent($1, $2, $3)',
+        [body.purpose, body.contentType, body.contentLength],
+      );
+      const intent = rows[0] as { upload_id: string; object_key: string; expires_at: Date };
+      return {
+        uploadId: intent.upload_id,
+        uploadUrl: await storage.presignPut(intent.object_key, body.contentType, body.contentLength, intentSeconds),
+        method: 'PUT' as const,
+        headers: { 'content-type': body.contentType },
+        expiresAt: intent.expires_at.toISOString(),
+      };
+    },
+  }),
+
+  endpoint({
+    method: 'post',
+    path: '/uploads/complete',
+    tag,
+    summary: 'Finish an upload: verify the object and return a reusable asset',
+    description:
+      "Checks that the upload is the caller's, not older than 15 minutes, of the same purpose, not yet completed, that " +
+      'the object exists with the declared size (a different size is UPLOAD_CHECKSUM_MISMATCH), and that its SHA-256 equals checksum.',
+    auth: 'bearer',
+    level: 2,
+    status: 201,
+    body: z.strictObject({
+      uploadId: z.string().max(64),
+      purpose,
+      checksum: z.string().regex(/^[0-9a-fA-F]{64}$/, '64 hexadecimal characters'),
+    }),
+    response: asset,
+    errors: ['UPLOAD_NOT_FOUND', 'UPLOAD_EXPIRED', 'UPLOAD_OBJECT_MISSING', 'UPLOAD_CHECKSUM_MISMATCH', 'UPLOAD_ALREADY_COMPLETED', 'UPLOAD_PURPOSE_MISMATCH'],
+    async handler({ body, tx, services: { storage } }) {
+      if (!/^[0-9a-f-]{36}$/i.test(body.uploadId)) throw new ApiError('UPLOAD_NOT_FOUND');
+      const checked = await tx.query<{ object_key: string; content_length: number }>(
+        'select object_key, content_length from app.check_upload($1, $2)',
+        [body.uploadId, body.purpose],
+      );
+      const intent = checked.rows[0] as { object_key: string; content_length: number };
+      const object = await storage.head(intent.object_key);
+      if (!object) throw new ApiError('UPLOAD_OBJECT_MISSING');
+      const checksum = body.checksum.toLowerCase();
+      if (object.size !== intent.content_length || (object.sha256 ?? (await storage.sha256(intent.object_key))) !== checksum) {
+        throw new ApiError('UPLOAD_CHECKSUM_MISMATCH');
+      }
+      const { rows } = await tx.query<{ id: string; purpose: (typeof purposes)[number]; content_type: string; size: number; checksum: string }>(
+        'select id, purpose, content_type, size, checksum from app.complete_upload($1, $2, $3)',
+        [body.uploadId, body.purpose, checksum],
+      );
+      const completed = rows[0] as { id: string; purpose: (typeof purposes)[number]; content_type: string; size: number; checksum: string };
+      return { assetId: completed.id, purpose: completed.purpose, contentType: completed.content_type, size: completed.size, checksum: completed.checksum };
+    },
+  }),
+
+  endpoint({
+    method: 'get',
+    path: '/uploads/{assetId}/download-url',
+    tag,
+    summary: 'A short-lived signed GET URL for an asset',
+    description: 'For the owner, or for a viewer of a profile, hub or post that uses the asset. The URL lasts 5 minutes.',
+    auth: 'bearer',
+    ids: { assetId: 'ASSET_NOT_FOUND' },
+    response: z.object({ url: z.string(), expiresAt: z.string() }),
+    async handler({ params, tx, services: { storage } }) {
+      const { rows } = await tx.query<{ object_key: string }>('select object_key from app.assets where id = $1', [params.assetId]);
+      const found = rows[0];
+      if (!found) throw new ApiError('ASSET_NOT_FOUND');
+      return {
+        url: await storage.presignGet(found.object_key, downloadSeconds),
+        expiresAt: new Date(Date.now() + downloadSeconds * 1000).toISOString(),
+      };
+    },
+  }),
+];
