@@ -2,6 +2,7 @@
 // phone number: the shape below has no field for one, and responses are parsed through it.
 import { z } from 'zod';
 import type { RequestTransaction } from '../../db/request-transaction.ts';
+import type { Storage } from '../uploads/storage.ts';
 
 export const publicProfile = z.object({
   id: z.string(),
@@ -30,6 +31,7 @@ interface ProfileRow {
   full_name: string | null;
   bio: string | null;
   profile_asset_id: string | null;
+  photo_key: string | null;
   followers: number;
   following: number;
   posts: number;
@@ -47,21 +49,23 @@ interface ProfileRow {
  */
 export async function readProfile(tx: RequestTransaction, where: 'u.username = $1' | 'u.id = $1', value: string) {
   const { rows } = await tx.query<ProfileRow>(
-    `select u.id, u.username, u.full_name, u.bio, u.profile_asset_id, s.*
-     from app.users u cross join lateral app.profile_social(u.id) s
+    `select u.id, u.username, u.full_name, u.bio, u.profile_asset_id, a.object_key as photo_key, s.*
+     from app.users u
+     left join app.assets a on a.id = u.profile_asset_id
+     cross join lateral app.profile_social(u.id) s
      where ${where}`,
     [value],
   );
   return rows[0];
 }
 
-export function shapePublicProfile(row: ProfileRow, viewerId: string | null): z.input<typeof publicProfile> {
+export async function shapePublicProfile(storage: Storage, row: ProfileRow, viewerId: string | null): Promise<z.input<typeof publicProfile>> {
   return {
     id: row.id,
     username: row.username,
     fullName: row.full_name,
     bio: row.bio,
-    profilePhotoUrl: null,
+    profilePhotoUrl: await storage.photoUrl(row.photo_key),
     counts: { followers: row.followers, following: row.following, posts: row.posts },
     stats: { votesCast: row.votes_cast, votesReceived: row.votes_received },
     adminHubs: row.admin_hubs,
@@ -72,9 +76,9 @@ export function shapePublicProfile(row: ProfileRow, viewerId: string | null): z.
   };
 }
 
-export function shapeOwnProfile(row: ProfileRow): z.input<typeof ownProfile> {
+export async function shapeOwnProfile(storage: Storage, row: ProfileRow): Promise<z.input<typeof ownProfile>> {
   return {
-    ...shapePublicProfile(row, row.id),
+    ...(await shapePublicProfile(storage, row, row.id)),
     editable: { fullName: row.full_name, username: row.username, bio: row.bio, profileAssetId: row.profile_asset_id },
   };
 }

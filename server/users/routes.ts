@@ -7,6 +7,7 @@ import { isUuid } from '../http/ids.ts';
 import { bio, canonicalHandle, fullName, handle } from './fields.ts';
 import { ownProfile, publicProfile, readProfile, shapeOwnProfile, shapePublicProfile } from './profile.ts';
 import type { RequestTransaction } from '../../db/request-transaction.ts';
+import type { Storage } from '../uploads/storage.ts';
 
 const tag = 'Users';
 
@@ -29,17 +30,23 @@ const hubProfile = z.object({
   phoneNumber: z.string().nullable(),
 });
 
-async function readHubProfile(tx: RequestTransaction): Promise<z.input<typeof hubProfile>> {
-  const { rows } = await tx.query<{ display_name: string | null; profile_asset_id: string | null; phone_e164: string | null }>(
-    `select coalesce(h.display_name, u.full_name) as display_name, h.profile_asset_id, p.phone_e164
+async function readHubProfile(tx: RequestTransaction, storage: Storage): Promise<z.input<typeof hubProfile>> {
+  const { rows } = await tx.query<{ display_name: string | null; profile_asset_id: string | null; photo_key: string | null; phone_e164: string | null }>(
+    `select coalesce(h.display_name, u.full_name) as display_name, h.profile_asset_id, a.object_key as photo_key, p.phone_e164
      from app.users u
      left join app.hub_profiles h on h.user_id = u.id
+     left join app.assets a on a.id = h.profile_asset_id
      left join app.phone_identities p on p.user_id = u.id
      where u.id = app.viewer_id()`,
   );
   const row = rows[0];
   if (!row) throw new ApiError('USER_NOT_FOUND');
-  return { displayName: row.display_name, profilePhotoUrl: null, profileAssetId: row.profile_asset_id, phoneNumber: row.phone_e164 };
+  return {
+    displayName: row.display_name,
+    profilePhotoUrl: await storage.photoUrl(row.photo_key),
+    profileAssetId: row.profile_asset_id,
+    phoneNumber: row.phone_e164,
+  };
 }
 
 export const userEndpoints = [
@@ -89,10 +96,10 @@ export const userEndpoints = [
     summary: 'Own public profile with the editable fields',
     auth: 'bearer',
     response: ownProfile,
-    async handler({ tx, viewer }) {
+    async handler({ tx, viewer, services: { storage } }) {
       const row = await readProfile(tx, 'u.id = $1', viewer.userId as string);
       if (!row) throw new ApiError('USER_NOT_FOUND');
-      return shapeOwnProfile(row);
+      return shapeOwnProfile(storage, row);
     },
   }),
 
@@ -109,7 +116,7 @@ export const userEndpoints = [
       .refine((value) => Object.keys(value).length > 0, { message: 'At least one field is required' }),
     response: ownProfile,
     errors: ['USERNAME_TAKEN'],
-    async handler({ body, tx, viewer }) {
+    async handler({ body, tx, viewer, services: { storage } }) {
       await requireUsablePhoto(tx, body.profileAssetId, 'profileAssetId');
       const columns = { fullName: 'full_name', username: 'username', bio: 'bio', profileAssetId: 'profile_asset_id' } as const;
       const entries = Object.entries(body).filter(([, value]) => value !== undefined) as [keyof typeof columns, unknown][];
@@ -119,7 +126,7 @@ export const userEndpoints = [
       );
       const row = await readProfile(tx, 'u.id = $1', viewer.userId as string);
       if (!row) throw new ApiError('USER_NOT_FOUND');
-      return shapeOwnProfile(row);
+      return shapeOwnProfile(storage, row);
     },
   }),
 
@@ -132,10 +139,10 @@ export const userEndpoints = [
     auth: 'optional',
     response: publicProfile,
     errors: ['USER_NOT_FOUND'],
-    async handler({ params, tx, viewer }) {
+    async handler({ params, tx, viewer, services: { storage } }) {
       const row = await readProfile(tx, 'u.username = $1', canonicalHandle(params.username ?? ''));
       if (!row || row.username === null) throw new ApiError('USER_NOT_FOUND');
-      return shapePublicProfile(row, viewer.userId);
+      return shapePublicProfile(storage, row, viewer.userId);
     },
   }),
 
@@ -148,7 +155,7 @@ export const userEndpoints = [
     auth: 'bearer',
     level: 4,
     response: hubProfile,
-    handler: ({ tx }) => readHubProfile(tx),
+    handler: ({ tx, services: { storage } }) => readHubProfile(tx, storage),
   }),
 
   endpoint({
@@ -162,7 +169,7 @@ export const userEndpoints = [
       .strictObject({ displayName: z.string().trim().min(2).max(80).optional(), profileAssetId: z.string().max(64).optional() })
       .refine((value) => Object.keys(value).length > 0, { message: 'At least one field is required' }),
     response: hubProfile,
-    async handler({ body, tx }) {
+    async handler({ body, tx, services: { storage } }) {
       await requireUsablePhoto(tx, body.profileAssetId, 'profileAssetId');
       await tx.query(
         `insert into app.hub_profiles as h (user_id, display_name, profile_asset_id)
@@ -173,7 +180,7 @@ export const userEndpoints = [
                updated_at = now()`,
         [body.displayName ?? null, body.profileAssetId ?? null],
       );
-      return readHubProfile(tx);
+      return readHubProfile(tx, storage);
     },
   }),
 ];
