@@ -12,11 +12,22 @@ import { authEndpoints } from './auth/routes.ts';
 import { onboardingEndpoints } from './onboarding/routes.ts';
 import { userEndpoints } from './users/routes.ts';
 import { uploadEndpoints } from './uploads/routes.ts';
+import { followEndpoints } from './users/follows.ts';
+import { blockEndpoints } from './users/blocks.ts';
+import { searchEndpoints } from './search/routes.ts';
 import { openApiRouter } from './openapi/router.ts';
 
 export const basePath = '/api/v1';
 
-export const allEndpoints: Endpoint[] = [...authEndpoints, ...onboardingEndpoints, ...userEndpoints, ...uploadEndpoints];
+export const allEndpoints: Endpoint[] = [
+  ...authEndpoints,
+  ...onboardingEndpoints,
+  ...userEndpoints,
+  ...followEndpoints,
+  ...blockEndpoints,
+  ...uploadEndpoints,
+  ...searchEndpoints,
+];
 
 export function createApp(services: Services): express.Express {
   const app = express();

@@ -1,0 +1,63 @@
+// /search: people search (contract section 5). Hub search joins when hubs arrive.
+import { z } from 'zod';
+import { endpoint } from '../http/endpoint.ts';
+import { pageQuery, pageSchema, toPage } from '../http/paging.ts';
+import { searchQuery, type UserListRow } from '../users/list-item.ts';
+
+const tag = 'Search';
+
+const personResult = z.object({
+  id: z.string(),
+  name: z.string().nullable(),
+  username: z.string().nullable(),
+  profilePhotoUrl: z.string().nullable(),
+  bio: z.string().nullable(),
+  viewerFollows: z.boolean().optional(),
+});
+
+export const searchEndpoints = [
+  endpoint({
+    method: 'get',
+    path: '/search/users',
+    tag,
+    summary: 'Find people by handle prefix or name words',
+    description:
+      'Case- and accent-insensitive; a leading @ is ignored; an empty q finds nobody. Results expose only id, name, username, ' +
+      'profilePhotoUrl and bio, plus viewerFollows with a token. Exact handle first, then handle prefixes, then name matches. ' +
+      'Phone numbers are never searched.',
+    auth: 'optional',
+    query: pageQuery(50).extend({ q: searchQuery.default('') }),
+    response: pageSchema(personResult),
+    async handler({ query, tx, viewer, services: { storage } }) {
+      if (query.q === '') return { items: [], nextCursor: null };
+      const [afterRank, afterUsername] = (query.cursor ?? [-1, '']) as [number, string];
+      const { rows } = await tx.query<UserListRow & { rank: number }>(
+        `select * from (
+           select u.id, u.username, u.full_name, u.bio, a.object_key as photo_key, app.viewer_follows(u.id) as viewer_follows,
+                  case when u.username = app.search_text($1) then 0 when u.username like app.search_text($1) || '%' then 1 else 2 end as rank
+           from app.users u
+           left join app.assets a on a.id = u.profile_asset_id
+           where u.username is not null and app.user_matches(u.username, u.full_name, app.search_text($1))
+         ) matches
+         where (rank, username) > ($2::int, $3::text)
+         order by rank, username
+         limit $4`,
+        [query.q, afterRank, afterUsername, query.limit + 1],
+      );
+      const page = toPage(rows, query.limit, (row) => [row.rank, row.username as string], (row) => row);
+      return {
+        items: await Promise.all(
+          page.items.map(async (row) => ({
+            id: row.id,
+            name: row.full_name,
+            username: row.username,
+            profilePhotoUrl: await storage.photoUrl(row.photo_key),
+            bio: row.bio,
+            ...(viewer.userId ? { viewerFollows: row.id !== viewer.userId && row.viewer_follows } : {}),
+          })),
+        ),
+        nextCursor: page.nextCursor,
+      };
+    },
+  }),
+];
