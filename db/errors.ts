@@ -6,6 +6,7 @@ import { ApiError } from '../server/http/errors.ts';
 
 const constraintCodes = {
   users_username_key: 'USERNAME_TAKEN',
+  hubs_custom_link_key: 'HUB_LINK_TAKEN',
 } as const;
 
 const unavailableErrnos = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EHOSTUNREACH', 'ENOTFOUND', 'EPIPE']);

@@ -15,6 +15,9 @@ import { uploadEndpoints } from './uploads/routes.ts';
 import { followEndpoints } from './users/follows.ts';
 import { blockEndpoints } from './users/blocks.ts';
 import { searchEndpoints } from './search/routes.ts';
+import { hubEndpoints } from './hubs/routes.ts';
+import { myHubEndpoints } from './users/my-hubs.ts';
+import { reportEndpoints } from './reports/routes.ts';
 import { openApiRouter } from './openapi/router.ts';
 
 export const basePath = '/api/v1';
@@ -27,6 +30,9 @@ export const allEndpoints: Endpoint[] = [
   ...blockEndpoints,
   ...uploadEndpoints,
   ...searchEndpoints,
+  ...hubEndpoints,
+  ...myHubEndpoints,
+  ...reportEndpoints,
 ];
 
 export function createApp(services: Services): express.Express {

@@ -4,6 +4,7 @@ import type pg from 'pg';
 import { workerLogger, type Log } from '../logger.ts';
 import type { Storage } from '../server/uploads/storage.ts';
 import { deleteAsset } from './tasks/delete-asset.ts';
+import { hubNotificationFanout } from './tasks/hub-notification-fanout.ts';
 import { purgeExpiredAuth } from './tasks/purge-expired-auth.ts';
 import { purgeExpiredUploads } from './tasks/purge-expired-uploads.ts';
 
@@ -14,6 +15,7 @@ export interface WorkerDeps {
 export function createTaskList({ storage }: WorkerDeps): TaskList {
   return {
     delete_asset: deleteAsset(storage),
+    hub_notification_fanout: hubNotificationFanout,
     purge_expired_auth: purgeExpiredAuth,
     purge_expired_uploads: purgeExpiredUploads(storage),
   };

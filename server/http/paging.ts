@@ -56,3 +56,15 @@ export function toPage<R, T>(rows: R[], limit: number, position: (row: R) => Cur
 export function pageSchema<T extends z.ZodType>(item: T) {
   return z.object({ items: z.array(item), nextCursor: z.string().nullable() });
 }
+
+/**
+ * Timestamps in keyset positions: microseconds since the epoch, exact (a JS number holds them).
+ * `micros('t.created_at')` in the select list, `fromMicros('$2')` in the keyset condition.
+ */
+export function micros(column: string): string {
+  return `(extract(epoch from ${column}) * 1000000)::bigint`;
+}
+
+export function fromMicros(parameter: string): string {
+  return `(timestamptz 'epoch' + ${parameter}::bigint * interval '1 microsecond')`;
+}

@@ -1,4 +1,4 @@
-// /search: people search (contract section 5). Hub search joins when hubs arrive.
+// /search: people (contract section 5) and hubs (spec 4.6).
 import { z } from 'zod';
 import { endpoint } from '../http/endpoint.ts';
 import { pageQuery, pageSchema, toPage } from '../http/paging.ts';
@@ -58,6 +58,36 @@ export const searchEndpoints = [
         ),
         nextCursor: page.nextCursor,
       };
+    },
+  }),
+
+  endpoint({
+    method: 'get',
+    path: '/search/hubs',
+    tag,
+    summary: 'Find hubs by name words; an empty q lists recommended hubs',
+    description: 'Case- and accent-insensitive. isRecommended is an admin-set flag; activeUsers24h counts members active in the last 24 hours.',
+    auth: 'bearer',
+    level: 4,
+    query: pageQuery(50).extend({ q: searchQuery.default('') }),
+    response: pageSchema(z.object({ id: z.string(), name: z.string(), activeUsers24h: z.number().int(), isRecommended: z.boolean() })),
+    async handler({ query, tx }) {
+      const [afterName, afterId] = (query.cursor ?? [null, null]) as [string | null, string | null];
+      const { rows } = await tx.query<{ id: string; name: string; active_users: number; is_recommended: boolean }>(
+        `select h.id, h.name, app.hub_active_users(h.id) as active_users, h.is_recommended
+         from app.hubs h
+         where (case when $1 = '' then h.is_recommended else app.name_words_match(h.name, app.search_text($1)) end)
+           and ($2::text is null or (h.name, h.id) > ($2, $3::uuid))
+         order by h.name, h.id
+         limit $4`,
+        [query.q, afterName, afterId, query.limit + 1],
+      );
+      return toPage(rows, query.limit, (row) => [row.name, row.id], (row) => ({
+        id: row.id,
+        name: row.name,
+        activeUsers24h: row.active_users,
+        isRecommended: row.is_recommended,
+      }));
     },
   }),
 ];

@@ -1,7 +1,7 @@
 // Uploads through signed URLs against a real S3-compatible store (spec 4.3; contract section 6).
-import { createHash } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestApp, type TestApp } from '../helpers/app.ts';
+import { png, presign as presignAs, putObject as put, sha256, uploadAsset as uploadAs } from '../helpers/uploads.ts';
 import { anonymousUser, userAtLevel, type TestUser } from '../helpers/users.ts';
 
 let app: TestApp;
@@ -10,27 +10,8 @@ beforeAll(async () => {
 });
 afterAll(() => app.close());
 
-const png = Buffer.concat([Buffer.from('89504e470d0a1a0a', 'hex'), Buffer.from('fake image body for tests')]);
-const sha256 = (bytes: Buffer) => createHash('sha256').update(bytes).digest('hex');
-
-async function presign(user: TestUser, purpose = 'profile_photo', bytes = png, contentType = 'image/png') {
-  const response = await app.post('/uploads/presign', { purpose, contentType, contentLength: bytes.length }, { token: user.token });
-  expect(response.status).toBe(200);
-  return response.body.data as { uploadId: string; uploadUrl: string; method: string; headers: Record<string, string>; expiresAt: string };
-}
-
-async function put(url: string, bytes: Buffer, headers: Record<string, string>) {
-  return fetch(url, { method: 'PUT', body: new Uint8Array(bytes), headers });
-}
-
-/** presign + PUT + complete: a finished asset of the user. */
-async function uploadAsset(user: TestUser, purpose = 'profile_photo', bytes = png, contentType = 'image/png'): Promise<string> {
-  const intent = await presign(user, purpose, bytes, contentType);
-  expect((await put(intent.uploadUrl, bytes, intent.headers)).status).toBe(200);
-  const complete = await app.post('/uploads/complete', { uploadId: intent.uploadId, purpose, checksum: sha256(bytes) }, { token: user.token });
-  expect(complete.status).toBe(201);
-  return complete.body.data.assetId;
-}
+const presign = (user: TestUser, ...rest: [string?, Buffer?, string?]) => presignAs(app, user, ...rest);
+const uploadAsset = (user: TestUser, ...rest: [string?, Buffer?, string?]) => uploadAs(app, user, ...rest);
 
 describe('presign → PUT → complete', () => {
   it('returns a signed PUT URL, accepts the bytes there, and completes into an asset', async () => {

@@ -1,0 +1,186 @@
+// Hubs: create, read, edit, custom link, leave, notification settings (spec 4.6; contract 8).
+import { z } from 'zod';
+import { endpoint } from '../http/endpoint.ts';
+import { ApiError } from '../http/errors.ts';
+import { isUuid } from '../http/ids.ts';
+import { phoneInput } from '../auth/phone.ts';
+import type { RequestTransaction } from '../../db/request-transaction.ts';
+import {
+  customLink,
+  hubDescription,
+  hubName,
+  hubResponse,
+  invitationResult,
+  readHub,
+  requireHubRole,
+  shapeInvitation,
+  type InvitationRow,
+} from './shape.ts';
+
+const tag = 'Hubs';
+const ids = { hubId: 'HUB_NOT_FOUND' } as const;
+
+async function requireHubPhoto(tx: RequestTransaction, assetId: string | undefined): Promise<void> {
+  if (assetId === undefined) return;
+  const unusable = new ApiError('VALIDATION_FAILED', { fields: { profileAssetId: 'Must be a completed hub_photo asset of yours' } });
+  if (!isUuid(assetId)) throw unusable;
+  const { rows } = await tx.query<{ ok: boolean }>('select app.hub_asset_usable($1) as ok', [assetId]);
+  if (!rows[0]?.ok) throw unusable;
+}
+
+const notificationSettings = z.object({ contentMuted: z.boolean() });
+
+export const hubCoreEndpoints = [
+  endpoint({
+    method: 'post',
+    path: '/hubs',
+    tag,
+    summary: 'Create a hub',
+    description:
+      'The creator becomes super_admin and first member (with default notification settings), the custom link is reserved ' +
+      '(case-insensitively, stored lowercase), and each initial invitee gets an admin invitation (hub_invite_received for ' +
+      'existing users; a phone without a user gets the invitation when it is verified). Phones of existing members and the ' +
+      "creator's own are skipped. The API never receives a contact book, only the selected phone numbers. Hub-ready users only.",
+    auth: 'bearer',
+    level: 4,
+    status: 201,
+    body: z.strictObject({
+      name: hubName,
+      profileAssetId: z.string().max(64),
+      description: hubDescription.optional(),
+      customLink: customLink.optional(),
+      initialInvitees: z.array(phoneInput).min(1).max(50).optional(),
+    }),
+    response: z.object({ hubId: z.string(), role: z.literal('super_admin'), initialInvitations: z.array(invitationResult) }),
+    errors: ['HUB_LINK_TAKEN'],
+    async handler({ body, tx, services: { config } }) {
+      await requireHubPhoto(tx, body.profileAssetId);
+      const created = await tx.query<{ hub_id: string }>('select app.create_hub($1, $2, $3, $4, $5) as hub_id', [
+        body.name,
+        body.description ?? null,
+        body.profileAssetId,
+        body.customLink ?? null,
+        body.initialInvitees ?? [],
+      ]);
+      const hubId = created.rows[0]?.hub_id as string;
+      const invitations = await tx.query<InvitationRow>(
+        'select id, masked_phone, requires_admin_approval, expires_at from app.hub_invitations where hub_id = $1 order by created_at, id',
+        [hubId],
+      );
+      return {
+        hubId,
+        role: 'super_admin' as const,
+        initialInvitations: invitations.rows.map((row) => shapeInvitation(config, body.name, row)),
+      };
+    },
+  }),
+
+  endpoint({
+    method: 'get',
+    path: '/hubs/{hubId}',
+    tag,
+    summary: 'A hub as the viewer sees it',
+    description: 'viewerStatus and viewerRole are null when the viewer has no relationship (viewerRole is set for members only).',
+    auth: 'bearer',
+    level: 4,
+    ids,
+    response: hubResponse,
+    handler: ({ params, tx, services: { storage } }) => readHub(tx, storage, params.hubId as string),
+  }),
+
+  endpoint({
+    method: 'patch',
+    path: '/hubs/{hubId}',
+    tag,
+    summary: "Edit a hub's name, description or image (admins)",
+    auth: 'bearer',
+    level: 4,
+    ids,
+    body: z
+      .strictObject({ name: hubName.optional(), description: hubDescription.optional(), profileAssetId: z.string().max(64).optional() })
+      .refine((value) => Object.keys(value).length > 0, { message: 'At least one field is required' }),
+    response: hubResponse,
+    errors: ['HUB_ADMIN_REQUIRED'],
+    async handler({ body, params, tx, services: { storage } }) {
+      await requireHubPhoto(tx, body.profileAssetId);
+      await tx.query('select app.update_hub($1, $2, $3, $4)', [params.hubId, body.name ?? null, body.description ?? null, body.profileAssetId ?? null]);
+      return readHub(tx, storage, params.hubId as string);
+    },
+  }),
+
+  endpoint({
+    method: 'patch',
+    path: '/hubs/{hubId}/link',
+    tag,
+    summary: "Change a hub's custom link (admins)",
+    description: 'Links are unique case-insensitively and stored lowercase.',
+    auth: 'bearer',
+    level: 4,
+    ids,
+    body: z.strictObject({ customLink }),
+    response: z.object({ customLink: z.string() }),
+    errors: ['HUB_ADMIN_REQUIRED', 'HUB_LINK_TAKEN'],
+    async handler({ body, params, tx }) {
+      const { rows } = await tx.query<{ link: string }>('select app.set_hub_link($1, $2) as link', [params.hubId, body.customLink]);
+      return { customLink: rows[0]?.link as string };
+    },
+  }),
+
+  endpoint({
+    method: 'delete',
+    path: '/hubs/{hubId}/membership',
+    tag,
+    summary: 'Leave a hub',
+    description: 'The super_admin cannot leave (409 SUPER_ADMIN_CANNOT_LEAVE).',
+    auth: 'bearer',
+    level: 4,
+    ids,
+    response: z.object({ left: z.literal(true) }),
+    errors: ['HUB_MEMBERSHIP_REQUIRED', 'SUPER_ADMIN_CANNOT_LEAVE'],
+    async handler({ params, tx }) {
+      await tx.query('select app.leave_hub($1)', [params.hubId]);
+      return { left: true as const };
+    },
+  }),
+
+  endpoint({
+    method: 'get',
+    path: '/hubs/{hubId}/notification-settings',
+    tag,
+    summary: "The viewer's notification settings for a hub (active members)",
+    auth: 'bearer',
+    level: 4,
+    ids,
+    response: notificationSettings,
+    errors: ['HUB_MEMBERSHIP_REQUIRED'],
+    async handler({ params, tx }) {
+      await requireHubRole(tx, params.hubId as string, ['member', 'admin', 'super_admin']);
+      const { rows } = await tx.query<{ content_muted: boolean }>(
+        'select content_muted from app.hub_memberships where hub_id = $1 and user_id = app.viewer_id()',
+        [params.hubId],
+      );
+      return { contentMuted: rows[0]?.content_muted ?? false };
+    },
+  }),
+
+  endpoint({
+    method: 'patch',
+    path: '/hubs/{hubId}/notification-settings',
+    tag,
+    summary: 'Mute or unmute hub content notifications',
+    description:
+      'contentMuted=true suppresses hub_post_created, post_shared_to_hub and hub-scoped post_reposted for this hub: no row, ' +
+      'no stream event. It never mutes invitations, join requests, approvals, rejections, joins, removals, role changes or ' +
+      'global notifications, and does not change feeds.',
+    auth: 'bearer',
+    level: 4,
+    ids,
+    body: z.strictObject({ contentMuted: z.boolean() }),
+    response: notificationSettings,
+    errors: ['HUB_MEMBERSHIP_REQUIRED'],
+    async handler({ body, params, tx }) {
+      await tx.query('select app.set_hub_content_muted($1, $2)', [params.hubId, body.contentMuted]);
+      return { contentMuted: body.contentMuted };
+    },
+  }),
+];

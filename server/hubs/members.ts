@@ -1,0 +1,189 @@
+// Hub members and admins: lists, removal, promotion and demotion (spec 4.6; contract 8).
+import { z } from 'zod';
+import { endpoint } from '../http/endpoint.ts';
+import { ApiError } from '../http/errors.ts';
+import { isUuid } from '../http/ids.ts';
+import { fromMicros, micros, pageQuery, pageSchema, toPage } from '../http/paging.ts';
+import { searchQuery } from '../users/list-item.ts';
+import { hubRoles, requireHubRelationship } from './shape.ts';
+
+const tag = 'Hub members';
+const ids = { hubId: 'HUB_NOT_FOUND' } as const;
+const memberIds = { hubId: 'HUB_NOT_FOUND', userId: 'USER_NOT_FOUND' } as const;
+
+interface MemberRow {
+  id: string;
+  username: string | null;
+  name: string | null;
+  photo_key: string | null;
+  phone_e164: string | null;
+  role: (typeof hubRoles)[number];
+  joined_us: number;
+}
+
+/**
+ * Members of a hub in join order. Names and images are the Hub identity where the viewer may see it
+ * (co-members), else the public profile; phone numbers come through the phone policy (only between
+ * active co-members), so invited and pending viewers get the dark preview.
+ */
+const memberRows = `
+  select u.id, u.username, coalesce(hp.display_name, u.full_name) as name, coalesce(ha.object_key, ua.object_key) as photo_key,
+         pi.phone_e164, m.role, ${micros('m.joined_at')} as joined_us
+  from app.hub_memberships m
+  join app.users u on u.id = m.user_id
+  left join app.hub_profiles hp on hp.user_id = u.id
+  left join app.assets ha on ha.id = hp.profile_asset_id
+  left join app.assets ua on ua.id = u.profile_asset_id
+  left join app.phone_identities pi on pi.user_id = u.id
+  where m.hub_id = $1
+    and ($2::bigint is null or (m.joined_at, m.user_id) > (${fromMicros('$2')}, $3::uuid))`;
+
+const memberItem = z.object({
+  id: z.string(),
+  name: z.string().nullable(),
+  username: z.string().nullable(),
+  profilePhotoUrl: z.string().nullable(),
+  phoneNumber: z.string().nullable(),
+});
+
+const adminItem = z.object({
+  id: z.string(),
+  name: z.string().nullable(),
+  username: z.string().nullable(),
+  profilePhotoUrl: z.string().nullable(),
+  role: z.enum(hubRoles),
+});
+
+export const hubMemberEndpoints = [
+  endpoint({
+    method: 'get',
+    path: '/hubs/{hubId}/members',
+    tag,
+    summary: 'Active members of a hub',
+    description:
+      'For active members, invited and pending users (HUB_MEMBERSHIP_REQUIRED otherwise). phoneNumber is set only between active ' +
+      'members; invited and pending viewers get null (dark preview). Pending invitations and join requests are not listed. ' +
+      'q matches handle prefixes and name words; role filters by role.',
+    auth: 'bearer',
+    level: 4,
+    ids,
+    query: pageQuery(100).extend({ q: searchQuery.optional(), role: z.enum(hubRoles).optional() }),
+    response: pageSchema(memberItem),
+    errors: ['HUB_MEMBERSHIP_REQUIRED'],
+    async handler({ params, query, tx, services: { storage } }) {
+      await requireHubRelationship(tx, params.hubId as string);
+      const [afterUs, afterId] = (query.cursor ?? [null, null]) as [number | null, string | null];
+      const { rows } = await tx.query<MemberRow>(
+        `${memberRows}
+           and ($4::text is null or app.user_matches(u.username, coalesce(hp.display_name, u.full_name), app.search_text($4)))
+           and ($5::app.hub_role is null or m.role = $5)
+         order by m.joined_at, m.user_id
+         limit $6`,
+        [params.hubId, afterUs, afterId, query.q || null, query.role ?? null, query.limit + 1],
+      );
+      const page = toPage(rows, query.limit, (row) => [row.joined_us, row.id], (row) => row);
+      return {
+        items: await Promise.all(
+          page.items.map(async (row) => ({
+            id: row.id,
+            name: row.name,
+            username: row.username,
+            profilePhotoUrl: await storage.photoUrl(row.photo_key),
+            phoneNumber: row.phone_e164,
+          })),
+        ),
+        nextCursor: page.nextCursor,
+      };
+    },
+  }),
+
+  endpoint({
+    method: 'post',
+    path: '/hubs/{hubId}/members/{userId}/remove',
+    tag,
+    summary: 'Remove a member (admins)',
+    description:
+      'Admins remove members; only the super_admin removes admins (FORBIDDEN otherwise); nobody removes the super_admin ' +
+      '(SUPER_ADMIN_CANNOT_LEAVE); leaving yourself is DELETE /hubs/{hubId}/membership. The removed member gets ' +
+      'hub_member_removed as a global notification (hub_id null), since they can no longer see hub-scoped rows.',
+    auth: 'bearer',
+    level: 4,
+    ids: memberIds,
+    response: z.object({ removed: z.literal(true) }),
+    errors: ['HUB_ADMIN_REQUIRED', 'FORBIDDEN', 'SUPER_ADMIN_CANNOT_LEAVE'],
+    async handler({ params, tx }) {
+      await tx.query('select app.remove_hub_member($1, $2)', [params.hubId, params.userId]);
+      return { removed: true as const };
+    },
+  }),
+
+  endpoint({
+    method: 'get',
+    path: '/hubs/{hubId}/admins',
+    tag,
+    summary: 'Admins and the super_admin (shown as manager) of a hub',
+    auth: 'bearer',
+    level: 4,
+    ids,
+    query: pageQuery(100),
+    response: pageSchema(adminItem),
+    errors: ['HUB_MEMBERSHIP_REQUIRED'],
+    async handler({ params, query, tx, services: { storage } }) {
+      await requireHubRelationship(tx, params.hubId as string);
+      const [afterUs, afterId] = (query.cursor ?? [null, null]) as [number | null, string | null];
+      const { rows } = await tx.query<MemberRow>(
+        `${memberRows} and m.role in ('admin', 'super_admin') order by m.joined_at, m.user_id limit $4`,
+        [params.hubId, afterUs, afterId, query.limit + 1],
+      );
+      const page = toPage(rows, query.limit, (row) => [row.joined_us, row.id], (row) => row);
+      return {
+        items: await Promise.all(
+          page.items.map(async (row) => ({
+            id: row.id,
+            name: row.name,
+            username: row.username,
+            profilePhotoUrl: await storage.photoUrl(row.photo_key),
+            role: row.role,
+          })),
+        ),
+        nextCursor: page.nextCursor,
+      };
+    },
+  }),
+
+  endpoint({
+    method: 'post',
+    path: '/hubs/{hubId}/admins',
+    tag,
+    summary: 'Promote an active member to admin (super_admin only)',
+    description: 'Promoting an admin again is a no-op. The target gets hub_role_changed.',
+    auth: 'bearer',
+    level: 4,
+    ids,
+    body: z.strictObject({ userId: z.string().max(64) }),
+    response: z.object({ userId: z.string(), role: z.enum(hubRoles) }),
+    errors: ['HUB_ADMIN_REQUIRED', 'FORBIDDEN', 'USER_NOT_FOUND', 'SUPER_ADMIN_CANNOT_LEAVE'],
+    async handler({ body, params, tx }) {
+      if (!isUuid(body.userId)) throw new ApiError('USER_NOT_FOUND');
+      await tx.query(`select app.change_hub_role($1, $2, 'admin')`, [params.hubId, body.userId]);
+      return { userId: body.userId, role: 'admin' as const };
+    },
+  }),
+
+  endpoint({
+    method: 'delete',
+    path: '/hubs/{hubId}/admins/{userId}',
+    tag,
+    summary: 'Demote an admin to member (super_admin only)',
+    description: 'The super_admin cannot be demoted (SUPER_ADMIN_CANNOT_LEAVE). The target gets hub_role_changed.',
+    auth: 'bearer',
+    level: 4,
+    ids: memberIds,
+    response: z.object({ userId: z.string(), role: z.enum(hubRoles) }),
+    errors: ['HUB_ADMIN_REQUIRED', 'FORBIDDEN', 'SUPER_ADMIN_CANNOT_LEAVE'],
+    async handler({ params, tx }) {
+      await tx.query(`select app.change_hub_role($1, $2, 'member')`, [params.hubId, params.userId]);
+      return { userId: params.userId as string, role: 'member' as const };
+    },
+  }),
+];

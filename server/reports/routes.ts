@@ -1,0 +1,47 @@
+// /reports: users and hubs (posts join when posts arrive). A report notifies nobody
+// (spec 4.5 list, part 6; contract section 7).
+import { z } from 'zod';
+import { endpoint } from '../http/endpoint.ts';
+
+const tag = 'Reports';
+
+const reportBody = z.strictObject({
+  reason: z.enum(['spam', 'harassment', 'hate', 'violence', 'sexual', 'misinformation', 'other']),
+  details: z.string().max(1000).optional(),
+});
+const reportCreated = z.object({ reportId: z.string() });
+
+export const reportEndpoints = [
+  endpoint({
+    method: 'post',
+    path: '/reports/users/{userId}',
+    tag,
+    summary: 'Report a user',
+    description: 'Any signed-in user (level 1). The target must be a user the reporter can see; reporting yourself is USER_NOT_FOUND.',
+    auth: 'bearer',
+    status: 201,
+    ids: { userId: 'USER_NOT_FOUND' },
+    body: reportBody,
+    response: reportCreated,
+    async handler({ body, params, tx }) {
+      const { rows } = await tx.query<{ id: string }>('select app.report_user($1, $2, $3) as id', [params.userId, body.reason, body.details ?? null]);
+      return { reportId: rows[0]?.id as string };
+    },
+  }),
+
+  endpoint({
+    method: 'post',
+    path: '/reports/hubs/{hubId}',
+    tag,
+    summary: 'Report a hub',
+    auth: 'bearer',
+    status: 201,
+    ids: { hubId: 'HUB_NOT_FOUND' },
+    body: reportBody,
+    response: reportCreated,
+    async handler({ body, params, tx }) {
+      const { rows } = await tx.query<{ id: string }>('select app.report_hub($1, $2, $3) as id', [params.hubId, body.reason, body.details ?? null]);
+      return { reportId: rows[0]?.id as string };
+    },
+  }),
+];
