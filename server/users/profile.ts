@@ -37,7 +37,7 @@ interface ProfileRow {
   posts: number;
   votes_cast: number;
   votes_received: number;
-  admin_hubs: { id: string; name: string; profilePhotoUrl: string | null }[];
+  admin_hubs: { id: string; name: string; photoKey: string | null }[];
   viewer_follows: boolean;
   viewer_followed_by: boolean;
   viewer_blocked: boolean;
@@ -68,7 +68,9 @@ export async function shapePublicProfile(storage: Storage, row: ProfileRow, view
     profilePhotoUrl: await storage.photoUrl(row.photo_key),
     counts: { followers: row.followers, following: row.following, posts: row.posts },
     stats: { votesCast: row.votes_cast, votesReceived: row.votes_received },
-    adminHubs: row.admin_hubs,
+    adminHubs: await Promise.all(
+      row.admin_hubs.map(async (hub) => ({ id: hub.id, name: hub.name, profilePhotoUrl: await storage.photoUrl(hub.photoKey) })),
+    ),
     viewer:
       viewerId === null || viewerId === row.id
         ? null

@@ -56,6 +56,10 @@ describe('POST /hubs', () => {
       viewerRole: 'super_admin',
     });
     expect(await fetch(hub.body.data.profilePhotoUrl).then((r) => r.status)).toBe(200);
+    // The creator's public profile lists the hub for signed-in viewers, not for anonymous requests.
+    const seen = await app.get(`/users/by-username/${owner.username}`, { token: existing.token });
+    expect(seen.body.data.adminHubs).toEqual([{ id: hubId, name: 'Book Club', profilePhotoUrl: expect.any(String) }]);
+    expect((await app.get(`/users/by-username/${owner.username}`)).body.data.adminHubs).toEqual([]);
     // The existing user is notified (globally: not a member yet); the new phone waits.
     expect(await storedNotifications(app, existing.id, 'hub_invite_received')).toEqual([
       { type: 'hub_invite_received', actor_id: owner.id, hub_id: null, invitation_id: expect.any(String), join_request_id: null },
