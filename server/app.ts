@@ -18,6 +18,10 @@ import { searchEndpoints } from './search/routes.ts';
 import { hubEndpoints } from './hubs/routes.ts';
 import { myHubEndpoints } from './users/my-hubs.ts';
 import { reportEndpoints } from './reports/routes.ts';
+import { postEndpoints } from './posts/routes.ts';
+import { voteEndpoints } from './votes/routes.ts';
+import { commentEndpoints } from './comments/routes.ts';
+import { savedPostEndpoints } from './users/saved-posts.ts';
 import { openApiRouter } from './openapi/router.ts';
 
 export const basePath = '/api/v1';
@@ -33,6 +37,10 @@ export const allEndpoints: Endpoint[] = [
   ...hubEndpoints,
   ...myHubEndpoints,
   ...reportEndpoints,
+  ...postEndpoints,
+  ...voteEndpoints,
+  ...commentEndpoints,
+  ...savedPostEndpoints,
 ];
 
 export function createApp(services: Services): express.Express {

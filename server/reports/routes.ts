@@ -1,4 +1,4 @@
-// /reports: users and hubs (posts join when posts arrive). A report notifies nobody
+// /reports: users, posts and hubs. A report notifies nobody
 // (spec 4.5 list, part 6; contract section 7).
 import { z } from 'zod';
 import { endpoint } from '../http/endpoint.ts';
@@ -41,6 +41,22 @@ export const reportEndpoints = [
     response: reportCreated,
     async handler({ body, params, tx }) {
       const { rows } = await tx.query<{ id: string }>('select app.report_hub($1, $2, $3) as id', [params.hubId, body.reason, body.details ?? null]);
+      return { reportId: rows[0]?.id as string };
+    },
+  }),
+
+  endpoint({
+    method: 'post',
+    path: '/reports/posts/{postId}',
+    tag,
+    summary: 'Report a post',
+    auth: 'bearer',
+    status: 201,
+    ids: { postId: 'POST_NOT_FOUND' },
+    body: reportBody,
+    response: reportCreated,
+    async handler({ body, params, tx }) {
+      const { rows } = await tx.query<{ id: string }>('select app.report_post($1, $2, $3) as id', [params.postId, body.reason, body.details ?? null]);
       return { reportId: rows[0]?.id as string };
     },
   }),

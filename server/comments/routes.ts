@@ -1,0 +1,124 @@
+// Public comments (spec 2.3; contract section 7): one-level threads, UserLite authors.
+import { z } from 'zod';
+import { endpoint } from '../http/endpoint.ts';
+import { ApiError } from '../http/errors.ts';
+import { isUuid } from '../http/ids.ts';
+import { fromMicros, micros, pageQuery, pageSchema, toPage } from '../http/paging.ts';
+import type { RequestTransaction } from '../../db/request-transaction.ts';
+import type { Storage } from '../uploads/storage.ts';
+import { shapeUserLite, userLite, type UserLiteRow } from '../users/lite.ts';
+
+const tag = 'Comments';
+
+const comment = z.object({
+  id: z.string(),
+  postId: z.string(),
+  author: userLite,
+  text: z.string(),
+  parentCommentId: z.string().nullable(),
+  replyCount: z.number().int(),
+  createdAt: z.string(),
+});
+
+interface CommentRow extends UserLiteRow {
+  comment_id: string;
+  post_id: string;
+  text: string;
+  parent_id: string | null;
+  reply_count: number;
+  created_at: Date;
+  created_us: number;
+}
+
+/** Comments visible to the viewer (the comments policy decides), oldest first. */
+const commentRows = `
+  select c.id as comment_id, c.post_id, c.text, c.parent_id, c.reply_count, c.created_at, ${micros('c.created_at')} as created_us,
+         u.id, u.username, u.full_name, a.object_key as photo_key
+  from app.comments c
+  join app.users u on u.id = c.author_id
+  left join app.assets a on a.id = u.profile_asset_id`;
+
+async function shapeComment(storage: Storage, row: CommentRow): Promise<z.input<typeof comment>> {
+  return {
+    id: row.comment_id,
+    postId: row.post_id,
+    author: await shapeUserLite(storage, row),
+    text: row.text,
+    parentCommentId: row.parent_id,
+    replyCount: row.reply_count,
+    createdAt: row.created_at.toISOString(),
+  };
+}
+
+async function readComment(tx: RequestTransaction, storage: Storage, id: string) {
+  const { rows } = await tx.query<CommentRow>(`${commentRows} where c.id = $1`, [id]);
+  return shapeComment(storage, rows[0] as CommentRow);
+}
+
+export const commentEndpoints = [
+  endpoint({
+    method: 'get',
+    path: '/posts/{postId}/comments',
+    tag,
+    summary: 'Top-level comments, or the replies of parentCommentId, oldest first',
+    auth: 'bearer',
+    ids: { postId: 'POST_NOT_FOUND' },
+    query: pageQuery(100).extend({ parentCommentId: z.string().max(64).optional() }),
+    response: pageSchema(comment),
+    async handler({ params, query, tx, services: { storage } }) {
+      const post = await tx.query('select 1 from app.posts where id = $1', [params.postId]);
+      if (post.rowCount === 0) throw new ApiError('POST_NOT_FOUND');
+      const parent = query.parentCommentId ?? null;
+      if (parent !== null && !isUuid(parent)) throw new ApiError('COMMENT_NOT_FOUND');
+      const [afterUs, afterId] = (query.cursor ?? [null, null]) as [number | null, string | null];
+      const { rows } = await tx.query<CommentRow>(
+        `${commentRows}
+         where c.post_id = $1 and c.parent_id is not distinct from $2::uuid
+           and ($3::bigint is null or (c.created_at, c.id) > (${fromMicros('$3')}, $4::uuid))
+         order by c.created_at, c.id
+         limit $5`,
+        [params.postId, parent, afterUs, afterId, query.limit + 1],
+      );
+      const page = toPage(rows, query.limit, (row) => [row.created_us, row.comment_id], (row) => row);
+      return { items: await Promise.all(page.items.map((row) => shapeComment(storage, row))), nextCursor: page.nextCursor };
+    },
+  }),
+
+  endpoint({
+    method: 'post',
+    path: '/posts/{postId}/comments',
+    tag,
+    summary: 'Comment on a post, or reply to a comment',
+    description:
+      'A reply to a reply attaches to the thread root. The post author gets post_commented (not for their own comments). A block ' +
+      'between the commenter and the post author answers like a missing post.',
+    auth: 'bearer',
+    level: 2,
+    status: 201,
+    ids: { postId: 'POST_NOT_FOUND' },
+    body: z.strictObject({ text: z.string().trim().min(1).max(1000), parentCommentId: z.string().max(64).optional() }),
+    response: comment,
+    errors: ['COMMENT_NOT_FOUND'],
+    async handler({ body, params, tx, services: { storage } }) {
+      const parent = body.parentCommentId ?? null;
+      if (parent !== null && !isUuid(parent)) throw new ApiError('COMMENT_NOT_FOUND');
+      const { rows } = await tx.query<{ id: string }>('select app.create_comment($1, $2, $3) as id', [params.postId, body.text, parent]);
+      return readComment(tx, storage, rows[0]?.id as string);
+    },
+  }),
+
+  endpoint({
+    method: 'delete',
+    path: '/comments/{commentId}',
+    tag,
+    summary: "Delete a comment (its author or the post's author)",
+    auth: 'bearer',
+    ids: { commentId: 'COMMENT_NOT_FOUND' },
+    response: z.object({ deleted: z.literal(true) }),
+    errors: ['FORBIDDEN'],
+    async handler({ params, tx }) {
+      await tx.query('select app.delete_comment($1)', [params.commentId]);
+      return { deleted: true as const };
+    },
+  }),
+];

@@ -1,0 +1,178 @@
+// The post card (contract section 7), built for a whole page in one query: rows come through the
+// posts policy (invisible posts drop out, an invisible or deleted source shows sourcePost: null),
+// vote results only when the viewer voted on the frame or wrote it, never a position.
+import { z } from 'zod';
+import type { RequestTransaction } from '../../db/request-transaction.ts';
+import type { Storage } from '../uploads/storage.ts';
+import { shapeUserLite, userLite } from '../users/lite.ts';
+import { distribute, distributionBucket, summarize, tallySql, voteSummary } from '../votes/summary.ts';
+
+const article = z.object({
+  kind: z.enum(['link', 'media', 'text']),
+  url: z.string().nullable(),
+  title: z.string().nullable(),
+  text: z.string().nullable(),
+  media: z.array(z.object({ assetId: z.string(), url: z.string().nullable() })),
+});
+
+const slider = z.object({ leftLabel: z.string(), rightLabel: z.string() });
+
+export const feedContexts = [
+  'own_post',
+  'followed_author',
+  'hub_co_member_author',
+  'joined_hub_post',
+  'friend_interaction',
+  'shared_to_hub',
+  'default_feed_user',
+] as const;
+
+export const postCard = z.object({
+  id: z.string(),
+  author: userLite,
+  createdAt: z.string(),
+  article: article.nullable(),
+  thoughtText: z.string().nullable(),
+  sliderText: z.string().nullable(),
+  slider: slider.nullable(),
+  visibility: z.enum(['public', 'public_hub', 'private_locked_hub']),
+  sourcePostId: z.string().nullable(),
+  sourcePost: z
+    .object({ id: z.string(), article: article.nullable(), thoughtText: z.string().nullable(), sliderText: z.string().nullable(), slider: slider.nullable() })
+    .nullable(),
+  repostCount: z.number().int(),
+  commentCount: z.number().int(),
+  viewerVote: z.object({ hasVoted: z.boolean(), votedAt: z.string().nullable() }),
+  voteSummary: voteSummary.nullable(),
+  voteDistribution: z.array(distributionBucket).nullable(),
+  viewerSaved: z.boolean(),
+  feedContext: z.enum(feedContexts).nullable(),
+});
+
+export type PostCard = z.input<typeof postCard>;
+
+interface ArticleColumns {
+  kind: 'link' | 'media' | 'text';
+  url: string | null;
+  title: string | null;
+  body: string | null;
+  media: { assetId: string; key: string | null }[];
+}
+
+interface CardRow {
+  id: string;
+  created_at: Date;
+  thought_text: string | null;
+  slider_text: string | null;
+  slider_left_label: string | null;
+  slider_right_label: string | null;
+  visibility: 'public' | 'public_hub' | 'private_locked_hub';
+  source_post_id: string | null;
+  repost_count: number;
+  comment_count: number;
+  author_id: string;
+  author_username: string | null;
+  author_full_name: string | null;
+  author_photo_key: string | null;
+  article: ArticleColumns | null;
+  source: { id: string; thought_text: string | null; slider_text: string | null; left: string | null; right: string | null; article: ArticleColumns | null } | null;
+  voted_at: Date | null;
+  tally: number[] | null;
+  saved: boolean;
+}
+
+const articleJson = (alias: string) => `case when ${alias}.id is null then null else jsonb_build_object(
+  'kind', ${alias}.kind, 'url', ${alias}.url, 'title', ${alias}.title, 'body', ${alias}.body,
+  'media', coalesce((select jsonb_agg(jsonb_build_object('assetId', x.id, 'key', x.object_key) order by array_position(${alias}.asset_ids, x.id))
+                     from app.assets x where x.id = any (${alias}.asset_ids)), '[]')) end`;
+
+const cardQuery = `
+  select p.id, p.created_at, p.thought_text, p.slider_text, p.slider_left_label, p.slider_right_label, p.visibility,
+         p.source_post_id, p.repost_count, p.comment_count, p.author_id,
+         u.username as author_username, u.full_name as author_full_name, ua.object_key as author_photo_key,
+         ${articleJson('ar')} as article,
+         case when s.id is null then null else jsonb_build_object(
+           'id', s.id, 'thought_text', s.thought_text, 'slider_text', s.slider_text, 'left', s.slider_left_label,
+           'right', s.slider_right_label, 'article', ${articleJson('sar')}) end as source,
+         vr.voted_at,
+         case when p.slider_text is not null and (vr.voted_at is not null or p.author_id = app.viewer_id())
+              then ${tallySql('p.id', '$2::uuid')} end as tally,
+         exists (select from app.saved_posts sp where sp.post_id = p.id and sp.user_id = app.viewer_id()) as saved
+  from unnest($1::uuid[]) with ordinality wanted (id, ord)
+  join app.posts p on p.id = wanted.id
+  join app.users u on u.id = p.author_id
+  left join app.assets ua on ua.id = u.profile_asset_id
+  left join app.articles ar on ar.id = p.article_id
+  left join app.posts s on s.id = p.source_post_id
+  left join app.articles sar on sar.id = s.article_id
+  left join app.vote_receipts vr on vr.post_id = p.id and vr.user_id = app.viewer_id()
+  order by wanted.ord`;
+
+async function shapeArticle(storage: Storage, columns: ArticleColumns | null) {
+  if (!columns) return null;
+  return {
+    kind: columns.kind,
+    url: columns.url,
+    title: columns.title,
+    text: columns.body,
+    media: await Promise.all(columns.media.map(async (m) => ({ assetId: m.assetId, url: await storage.photoUrl(m.key) }))),
+  };
+}
+
+function shapeSlider(text: string | null, left: string | null, right: string | null) {
+  return text !== null && left !== null && right !== null ? { leftLabel: left, rightLabel: right } : null;
+}
+
+/**
+ * Cards for the given post ids, in that order, as the viewer sees them; ids the viewer may not see
+ * are left out. `hubId` selects the displayed vote scope (null: global).
+ */
+export async function readCards(
+  tx: RequestTransaction,
+  storage: Storage,
+  ids: string[],
+  hubId: string | null = null,
+  feedContext: (id: string) => PostCard['feedContext'] = () => null,
+): Promise<PostCard[]> {
+  if (ids.length === 0) return [];
+  const { rows } = await tx.query<CardRow>(cardQuery, [ids, hubId]);
+  return Promise.all(
+    rows.map(async (row) => ({
+      id: row.id,
+      author: await shapeUserLite(storage, {
+        id: row.author_id,
+        username: row.author_username,
+        full_name: row.author_full_name,
+        photo_key: row.author_photo_key,
+      }),
+      createdAt: row.created_at.toISOString(),
+      article: await shapeArticle(storage, row.article),
+      thoughtText: row.thought_text,
+      sliderText: row.slider_text,
+      slider: shapeSlider(row.slider_text, row.slider_left_label, row.slider_right_label),
+      visibility: row.visibility,
+      sourcePostId: row.source_post_id,
+      sourcePost: row.source
+        ? {
+            id: row.source.id,
+            article: await shapeArticle(storage, row.source.article),
+            thoughtText: row.source.thought_text,
+            sliderText: row.source.slider_text,
+            slider: shapeSlider(row.source.slider_text, row.source.left, row.source.right),
+          }
+        : null,
+      repostCount: row.repost_count,
+      commentCount: row.comment_count,
+      viewerVote: { hasVoted: row.voted_at !== null, votedAt: row.voted_at?.toISOString() ?? null },
+      voteSummary: row.tally ? summarize(row.tally.map(Number)) : null,
+      voteDistribution: row.tally ? distribute(row.tally.map(Number)) : null,
+      viewerSaved: row.saved,
+      feedContext: feedContext(row.id),
+    })),
+  );
+}
+
+/** One card, or POST_NOT_FOUND-style undefined when the viewer may not see it. */
+export async function readCard(tx: RequestTransaction, storage: Storage, id: string, hubId: string | null = null) {
+  return (await readCards(tx, storage, [id], hubId))[0];
+}

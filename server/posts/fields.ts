@@ -1,0 +1,48 @@
+// Post request fields (spec 2.3; contract section 7).
+import { z } from 'zod';
+
+const uuidPattern = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+export const idList = (max: number) => z.array(z.string().regex(uuidPattern, 'Not an id')).max(max);
+
+export const visibility = z.enum(['public', 'public_hub', 'private_locked_hub']);
+
+export const frameFields = {
+  thoughtText: z.string().min(1).max(2000).optional(),
+  sliderText: z.string().min(1).max(260).optional(),
+  slider: z.strictObject({ leftLabel: z.string().min(1).max(40), rightLabel: z.string().min(1).max(40) }).optional(),
+  hubIds: idList(10).optional(),
+};
+
+interface FrameInput {
+  sliderText?: string | undefined;
+  slider?: unknown;
+  visibility?: string | undefined;
+  hubIds?: string[] | undefined;
+}
+
+/** The slider needs its prompt and the reverse; public takes no hubs; hub visibilities take 1-10. */
+export function checkFrame(value: FrameInput, ctx: z.RefinementCtx): void {
+  if ((value.slider === undefined) !== (value.sliderText === undefined)) {
+    ctx.addIssue({ code: 'custom', path: [value.slider === undefined ? 'slider' : 'sliderText'], message: 'slider and sliderText go together' });
+  }
+  if (value.visibility === 'public' && (value.hubIds?.length ?? 0) > 0) {
+    ctx.addIssue({ code: 'custom', path: ['hubIds'], message: 'A public post has no hubs' });
+  }
+  if ((value.visibility === 'public_hub' || value.visibility === 'private_locked_hub') && (value.hubIds?.length ?? 0) === 0) {
+    ctx.addIssue({ code: 'custom', path: ['hubIds'], message: '1-10 hubs for a hub visibility' });
+  }
+}
+
+export const article = z
+  .strictObject({
+    kind: z.enum(['link', 'media', 'text']),
+    url: z.url({ protocol: /^https?$/ }).max(2048).optional(),
+    title: z.string().min(1).max(300).optional(),
+    text: z.string().min(1).max(10000).optional(),
+    assetIds: idList(10).optional(),
+  })
+  .superRefine((value, ctx) => {
+    if (value.kind === 'link' && !value.url) ctx.addIssue({ code: 'custom', path: ['url'], message: 'A link article needs a url' });
+    if (value.kind === 'media' && !value.assetIds?.length) ctx.addIssue({ code: 'custom', path: ['assetIds'], message: 'A media article needs assets' });
+    if (value.kind === 'text' && !value.text) ctx.addIssue({ code: 'custom', path: ['text'], message: 'A text article needs text' });
+  });

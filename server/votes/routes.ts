@@ -1,0 +1,159 @@
+// Slider votes (spec 2.4, 4.5; contract section 7). The position travels from the request body
+// to app.cast_vote and nowhere else: no response, log, job or notification carries it.
+import { z } from 'zod';
+import { endpoint } from '../http/endpoint.ts';
+import { ApiError } from '../http/errors.ts';
+import { isUuid } from '../http/ids.ts';
+import type { RequestTransaction } from '../../db/request-transaction.ts';
+import { distribute, distributionBucket, positions, summarize, tallySql, voteSummary } from './summary.ts';
+
+const tag = 'Votes';
+const ids = { postId: 'POST_NOT_FOUND' } as const;
+const minimumVotesToShow = 3 as const;
+
+/** The five counts of a visible slider post in a scope: POST_NOT_FOUND, POST_NOT_VOTABLE. */
+async function tally(tx: RequestTransaction, postId: string, hubId: string | null): Promise<number[]> {
+  const { rows } = await tx.query<{ has_slider: boolean; tally: string[] }>(
+    `select slider_text is not null as has_slider, ${tallySql('id', '$2::uuid')} as tally from app.posts where id = $1`,
+    [postId, hubId],
+  );
+  const post = rows[0];
+  if (!post) throw new ApiError('POST_NOT_FOUND');
+  if (!post.has_slider) throw new ApiError('POST_NOT_VOTABLE');
+  return post.tally.map(Number);
+}
+
+export const voteEndpoints = [
+  endpoint({
+    method: 'post',
+    path: '/posts/{postId}/vote',
+    tag,
+    summary: 'Cast your one vote on a post frame',
+    description:
+      'Needs profile basics only (no phone, no contacts), also for public hub content seen in General. Counts in the global ' +
+      'pool and in every hub pool where the post is already targeted or shared and the voter is an active member, evaluated ' +
+      'now (no backfill). hubVoteScope is null when only the global pool counted, else { hubIds }. Votes are final.',
+    auth: 'bearer',
+    level: 2,
+    status: 201,
+    ids,
+    body: z.strictObject({ position: z.enum(positions) }),
+    response: z.object({
+      postId: z.string(),
+      voteReceipt: z.object({
+        hasVoted: z.literal(true),
+        votedAt: z.string(),
+        hubVoteScope: z.object({ hubIds: z.array(z.string()) }).nullable(),
+      }),
+      summary: voteSummary,
+    }),
+    errors: ['VOTE_NOT_ALLOWED', 'VOTE_ALREADY_CAST', 'POST_NOT_VOTABLE'],
+    async handler({ body, params, tx }) {
+      const { rows } = await tx.query<{ voted_at: Date; hub_ids: string[]; tally: string[] }>(
+        `select v.voted_at, v.hub_ids, ${tallySql('$1', 'null')} as tally from app.cast_vote($1, $2) v`,
+        [params.postId, body.position],
+      );
+      const vote = rows[0] as { voted_at: Date; hub_ids: string[]; tally: string[] };
+      return {
+        postId: params.postId as string,
+        voteReceipt: {
+          hasVoted: true as const,
+          votedAt: vote.voted_at.toISOString(),
+          hubVoteScope: vote.hub_ids.length > 0 ? { hubIds: vote.hub_ids } : null,
+        },
+        summary: summarize(vote.tally.map(Number)),
+      };
+    },
+  }),
+
+  endpoint({
+    method: 'get',
+    path: '/posts/{postId}/vote/distribution',
+    tag,
+    summary: 'The five-position distribution, from 3 votes',
+    description: 'With fewer than 3 votes resultsVisible is false and buckets is empty. Read from anonymous counters only.',
+    auth: 'bearer',
+    ids,
+    response: z.object({
+      totalVotes: z.number().int(),
+      resultsVisible: z.boolean(),
+      minimumVotesToShow: z.literal(minimumVotesToShow),
+      buckets: z.array(distributionBucket),
+    }),
+    errors: ['POST_NOT_VOTABLE'],
+    async handler({ params, tx }) {
+      const counts = await tally(tx, params.postId as string, null);
+      const buckets = distribute(counts, minimumVotesToShow);
+      return { totalVotes: counts.reduce((a, b) => a + b, 0), resultsVisible: buckets.length > 0, minimumVotesToShow, buckets };
+    },
+  }),
+
+  endpoint({
+    method: 'get',
+    path: '/posts/{postId}/vote/me',
+    tag,
+    summary: 'Whether you voted on this frame, and when (never the position)',
+    auth: 'bearer',
+    ids,
+    response: z.object({ hasVoted: z.boolean(), votedAt: z.string().nullable() }),
+    async handler({ params, tx }) {
+      const { rows } = await tx.query<{ visible: boolean; voted_at: Date | null }>(
+        `select true as visible, r.voted_at from app.posts p
+         left join app.vote_receipts r on r.post_id = p.id and r.user_id = app.viewer_id()
+         where p.id = $1`,
+        [params.postId],
+      );
+      const row = rows[0];
+      if (!row) throw new ApiError('POST_NOT_FOUND');
+      return { hasVoted: row.voted_at !== null, votedAt: row.voted_at?.toISOString() ?? null };
+    },
+  }),
+
+  endpoint({
+    method: 'get',
+    path: '/posts/{postId}/vote/summary',
+    tag,
+    summary: 'Vote summary in the global scope, or in a hub scope with hubId',
+    description:
+      'A hub scope needs an active membership (HUB_MEMBERSHIP_REQUIRED) and the post placed in that hub (POST_NOT_FOUND). ' +
+      'A zero-vote scope answers resultsVisible=false, totalVotes=0 and null counts.',
+    auth: 'bearer',
+    ids,
+    query: z.object({ hubId: z.string().max(64).optional() }),
+    response: voteSummary.extend({ scope: z.object({ type: z.enum(['global', 'hub']), hubId: z.string().nullable() }) }),
+    errors: ['POST_NOT_VOTABLE', 'HUB_MEMBERSHIP_REQUIRED', 'HUB_NOT_FOUND'],
+    async handler({ params, query, tx }) {
+      const hubId = query.hubId ?? null;
+      if (hubId !== null) {
+        if (!isUuid(hubId)) throw new ApiError('HUB_NOT_FOUND');
+        await tx.query('select app.require_hub_role($1, $2::app.hub_role[])', [hubId, ['member', 'admin', 'super_admin']]);
+        const placed = await tx.query('select 1 from app.post_hubs where post_id = $1 and hub_id = $2', [params.postId, hubId]);
+        if (placed.rowCount === 0) throw new ApiError('POST_NOT_FOUND');
+      }
+      const counts = await tally(tx, params.postId as string, hubId);
+      return { scope: { type: hubId ? ('hub' as const) : ('global' as const), hubId }, ...summarize(counts) };
+    },
+  }),
+
+  endpoint({
+    method: 'get',
+    path: '/posts/{postId}/vote/hubs',
+    tag,
+    summary: 'Vote summaries per hub, for hubs where you are an active member and the post is placed',
+    auth: 'bearer',
+    ids,
+    response: z.object({ items: z.array(voteSummary.extend({ hubId: z.string(), hubName: z.string() })) }),
+    errors: ['POST_NOT_VOTABLE'],
+    async handler({ params, tx }) {
+      await tally(tx, params.postId as string, null);
+      const { rows } = await tx.query<{ hub_id: string; name: string; tally: string[] }>(
+        `select ph.hub_id, h.name, ${tallySql('ph.post_id', 'ph.hub_id')} as tally
+         from app.post_hubs ph join app.hubs h on h.id = ph.hub_id
+         where ph.post_id = $1
+         order by h.name, h.id`,
+        [params.postId],
+      );
+      return { items: rows.map((row) => ({ hubId: row.hub_id, hubName: row.name, ...summarize(row.tally.map(Number)) })) };
+    },
+  }),
+];

@@ -1,0 +1,47 @@
+// Vote tallies as the API shows them (spec 2.4, 4.5; contract section 7). Tallies come from the
+// anonymous counters only (app.vote_tally): five counts in position order.
+import { z } from 'zod';
+
+export const positions = ['strong_left', 'left', 'neutral', 'right', 'strong_right'] as const;
+export type Position = (typeof positions)[number];
+const buckets: Record<Position, 'left' | 'neutral' | 'right'> = {
+  strong_left: 'left',
+  left: 'left',
+  neutral: 'neutral',
+  right: 'right',
+  strong_right: 'right',
+};
+
+export const voteSummary = z.object({
+  totalVotes: z.number().int(),
+  resultsVisible: z.boolean(),
+  leftCount: z.number().int().nullable(),
+  neutralCount: z.number().int().nullable(),
+  rightCount: z.number().int().nullable(),
+});
+
+export const distributionBucket = z.object({
+  position: z.enum(positions),
+  bucket: z.enum(['left', 'neutral', 'right']),
+  count: z.number().int(),
+});
+
+/** Summary buckets: visible from the first vote; a zero-vote scope shows nulls. */
+export function summarize(counts: number[]): z.input<typeof voteSummary> {
+  const total = counts.reduce((sum, n) => sum + n, 0);
+  const [strongLeft = 0, left = 0, neutral = 0, right = 0, strongRight = 0] = counts;
+  if (total === 0) return { totalVotes: 0, resultsVisible: false, leftCount: null, neutralCount: null, rightCount: null };
+  return { totalVotes: total, resultsVisible: true, leftCount: strongLeft + left, neutralCount: neutral, rightCount: right + strongRight };
+}
+
+/** The five positions in order; empty when no votes (or under a threshold). */
+export function distribute(counts: number[], minimum = 1): z.input<typeof distributionBucket>[] {
+  const total = counts.reduce((sum, n) => sum + n, 0);
+  if (total < minimum) return [];
+  return positions.map((position, i) => ({ position, bucket: buckets[position], count: counts[i] ?? 0 }));
+}
+
+/** SQL for the five counts of a post in a scope, in position order (a bigint[]). */
+export function tallySql(post: string, hub: string): string {
+  return `(select array_agg(votes order by vote_position) from app.vote_tally(${post}, ${hub}))`;
+}
