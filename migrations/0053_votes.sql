@@ -77,9 +77,10 @@ grant execute on function app.vote_tally(uuid, uuid) to app_anonymous;
 -- receipt (VOTE_ALREADY_CAST, decided by the receipt's key). Then the receipt, the scope receipts
 -- (global + every hub the post is already targeted or shared to where the voter is an active member,
 -- evaluated now and never backfilled), the counter increments, post_voted to the author (not for
--- self-votes) and a feed activity event. Returns the time and the hub scopes counted.
+-- self-votes) and a feed activity event. Returns the time, the hub scopes counted, and the global
+-- tally after the vote (five counts in position order).
 create function app.cast_vote(p_post_id uuid, p_position app.vote_position,
-  out voted_at timestamptz, out hub_ids uuid[])
+  out voted_at timestamptz, out hub_ids uuid[], out global_tally bigint[])
   language plpgsql volatile security definer
   set search_path = pg_catalog
   as $$
@@ -119,6 +120,7 @@ begin
   end if;
   perform app_private.record_activity(p_post_id, 'post_voted');
   perform app_private.touch_hub_activity(h, v_viewer) from unnest(hub_ids) h;
+  select array_agg(t.votes order by t.vote_position) into global_tally from app.vote_tally(p_post_id, null) t;
 end
 $$;
 

@@ -49,11 +49,11 @@ export const voteEndpoints = [
     }),
     errors: ['VOTE_NOT_ALLOWED', 'VOTE_ALREADY_CAST', 'POST_NOT_VOTABLE'],
     async handler({ body, params, tx }) {
-      const { rows } = await tx.query<{ voted_at: Date; hub_ids: string[]; tally: string[] }>(
-        `select v.voted_at, v.hub_ids, ${tallySql('$1', 'null')} as tally from app.cast_vote($1, $2) v`,
+      const { rows } = await tx.query<{ voted_at: Date; hub_ids: string[]; global_tally: string[] }>(
+        'select voted_at, hub_ids, global_tally from app.cast_vote($1, $2)',
         [params.postId, body.position],
       );
-      const vote = rows[0] as { voted_at: Date; hub_ids: string[]; tally: string[] };
+      const vote = rows[0] as { voted_at: Date; hub_ids: string[]; global_tally: string[] };
       return {
         postId: params.postId as string,
         voteReceipt: {
@@ -61,7 +61,7 @@ export const voteEndpoints = [
           votedAt: vote.voted_at.toISOString(),
           hubVoteScope: vote.hub_ids.length > 0 ? { hubIds: vote.hub_ids } : null,
         },
-        summary: summarize(vote.tally.map(Number)),
+        summary: summarize(vote.global_tally.map(Number)),
       };
     },
   }),
