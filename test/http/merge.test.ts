@@ -2,6 +2,7 @@
 // caller's public activity moves to that user (contract section 3).
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestApp, type TestApp } from '../helpers/app.ts';
+import { createPost, slider, vote } from '../helpers/posts.ts';
 import { completeBasics, anonymousUser, nextPhone, userAtLevel, verifyPhone } from '../helpers/users.ts';
 
 let app: TestApp;
@@ -39,5 +40,37 @@ describe('merge into an existing phone identity', () => {
     expect((await app.get(`/users/by-username/${caller.username}`)).status).toBe(404);
     const reuse = await app.post('/users/handles/availability', { handle: caller.username }, { token: merged.token });
     expect(reuse.body.data.available).toBe(true);
+  });
+});
+
+describe('merge of post activity', () => {
+  it('moves votes on frames the target has not voted on, comments and saved posts', async () => {
+    const phone = nextPhone();
+    const target = await completeBasics(app, await verifyPhone(app, phone));
+    const writer = await userAtLevel(app, 3);
+    const [both, onlyCaller] = [
+      await createPost(app, writer, slider),
+      await createPost(app, writer, slider),
+    ];
+    await vote(app, target, both.id, 'left');
+    const caller = await completeBasics(app, await anonymousUser(app));
+    await vote(app, caller, both.id, 'right');
+    await vote(app, caller, onlyCaller.id, 'right');
+    await app.post(`/posts/${onlyCaller.id}/comments`, { text: 'from before' }, { token: caller.token });
+    await app.post(`/posts/${onlyCaller.id}/save`, undefined, { token: caller.token });
+
+    await app.owner.query(`update app_private.otp_codes set created_at = now() - interval '61 seconds'`);
+    const merged = await verifyPhone(app, phone, caller.token);
+    expect(merged.id).toBe(target.id);
+    expect((await app.get(`/posts/${onlyCaller.id}/vote/me`, { token: merged.token })).body.data.hasVoted).toBe(true);
+    const receipts = await app.owner.query('select post_id, user_id from app.vote_receipts where user_id = any($1) order by user_id, post_id', [[target.id, caller.id]]);
+    expect(receipts.rows.filter((r) => r.user_id === target.id).map((r) => r.post_id).sort()).toEqual([both.id, onlyCaller.id].sort());
+    expect(receipts.rows.filter((r) => r.user_id === caller.id).map((r) => r.post_id)).toEqual([both.id]);
+    const comments = await app.get(`/posts/${onlyCaller.id}/comments`, { token: merged.token });
+    expect(comments.body.data.items.map((c: any) => c.author.id)).toEqual([target.id]);
+    const saved = await app.get('/users/me/saved-posts', { token: merged.token });
+    expect(saved.body.data.items.map((c: any) => c.id)).toEqual([onlyCaller.id]);
+    // Counters were not touched by the merge: both votes still count.
+    expect((await app.get(`/posts/${both.id}/vote/summary`, { token: writer.token })).body.data.totalVotes).toBe(2);
   });
 });
