@@ -1,0 +1,75 @@
+// Post, comment, vote and bookmark policies, tested directly in SQL.
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startTestApp, type TestApp } from '../helpers/app.ts';
+import { addMember, createHub } from '../helpers/hubs.ts';
+import { createPost, slider, vote } from '../helpers/posts.ts';
+import { asViewer, rowsOrError } from '../helpers/sql.ts';
+import { userAtLevel, type TestUser } from '../helpers/users.ts';
+
+let app: TestApp;
+let author: TestUser;
+let member: TestUser;
+let outsider: TestUser;
+let lockedId: string;
+let publicId: string;
+beforeAll(async () => {
+  app = await startTestApp();
+  [author, member, outsider] = [await userAtLevel(app, 4), await userAtLevel(app, 4), await userAtLevel(app, 4)];
+  const hub = await createHub(app, author);
+  await addMember(app, hub, member);
+  lockedId = (await createPost(app, author, { ...slider, visibility: 'private_locked_hub', hubIds: [hub.id] })).id;
+  publicId = (await createPost(app, author, slider)).id;
+  await vote(app, member, lockedId);
+  await vote(app, member, publicId);
+  await app.post(`/posts/${lockedId}/comments`, { text: 'members only' }, { token: member.token });
+  await app.post(`/posts/${publicId}/save`, undefined, { token: member.token });
+});
+afterAll(() => app.close());
+
+const read = (user: TestUser | null, sql: string, params: unknown[] = []) =>
+  asViewer(app, user ? 'app_user' : 'app_anonymous', user?.id ?? null, (c) => rowsOrError(c, sql, params));
+
+describe('posts', () => {
+  it('hide private_locked_hub posts from outsiders and anonymous requests, not from members and the author', async () => {
+    expect(await read(outsider, 'select id from app.posts where id = $1', [lockedId])).toEqual([]);
+    expect(await read(null, 'select id from app.posts where id = $1', [lockedId])).toEqual([]);
+    expect(await read(member, 'select id from app.posts where id = $1', [lockedId])).toEqual([{ id: lockedId }]);
+    expect(await read(author, 'select id from app.posts where id = $1', [lockedId])).toEqual([{ id: lockedId }]);
+    expect(await read(null, 'select id from app.posts where id = $1', [publicId])).toEqual([{ id: publicId }]);
+  });
+
+  it('hide comments of posts the viewer cannot see', async () => {
+    expect(await read(outsider, 'select text from app.comments where post_id = $1', [lockedId])).toEqual([]);
+    expect(await read(member, 'select text from app.comments where post_id = $1', [lockedId])).toEqual([{ text: 'members only' }]);
+  });
+
+  it('cannot be written directly', async () => {
+    expect(await read(author, `update app.posts set thought_text = 'x' where id = $1 returning id`, [publicId])).toBe('42501');
+    expect(await read(author, `insert into app.comments (post_id, author_id, text) values ($1, $2, 'x') returning id`, [publicId, author.id])).toBe('42501');
+  });
+});
+
+describe('votes', () => {
+  it('show a user their own receipts only, and counters to nobody', async () => {
+    expect(await read(member, 'select post_id from app.vote_receipts order by post_id')).toHaveLength(2);
+    expect(await read(outsider, 'select post_id from app.vote_receipts where user_id = $1', [member.id])).toEqual([]);
+    expect(await read(author, 'select * from app.vote_scope_receipts where user_id = $1', [member.id])).toEqual([]);
+    expect(await read(member, 'select * from app.vote_counters')).toBe('42501');
+    expect(await read(member, 'select * from app.activity_events')).toBe('42501');
+    expect(await read(author, `insert into app.vote_receipts (post_id, user_id) values ($1, $2) returning post_id`, [publicId, author.id])).toBe('42501');
+  });
+
+  it('tally only posts the viewer can see', async () => {
+    expect(await read(outsider, 'select * from app.vote_tally($1, null)', [lockedId])).toEqual([]);
+    expect(((await read(member, 'select * from app.vote_tally($1, null)', [lockedId])) as unknown[]).length).toBe(5);
+  });
+});
+
+describe('saved posts', () => {
+  it("are private to their owner, and only visible posts can be saved", async () => {
+    expect(await read(outsider, 'select post_id from app.saved_posts where user_id = $1', [member.id])).toEqual([]);
+    expect(await read(member, 'select post_id from app.saved_posts')).toEqual([{ post_id: publicId }]);
+    expect(await read(outsider, `insert into app.saved_posts (user_id, post_id) values ($1, $2) returning post_id`, [outsider.id, lockedId])).toBe('42501');
+    expect(await read(outsider, `insert into app.saved_posts (user_id, post_id) values ($1, $2) returning post_id`, [member.id, publicId])).toBe('42501');
+  });
+});
