@@ -1,19 +1,20 @@
 // One pino logger for the process. Request logs carry method, route, status, timing and ids only:
-// never bodies, tokens, OTP codes or phone numbers (server/http/request-log.ts decides what goes in).
+// never bodies, tokens, OTP codes or phone numbers (server/http/request-context.ts decides what goes in).
 import pino from 'pino';
 import { Logger as WorkerLogger } from 'graphile-worker';
 
 export type Log = pino.Logger;
 
-export function createLogger(level: string): Log {
-  return pino({
+export function createLogger(level: string, destination?: pino.DestinationStream): Log {
+  const options: pino.LoggerOptions = {
     level,
     base: { service: 'opinion-backend' },
     redact: {
       paths: ['*.authorization', '*.password', '*.accessToken', '*.refreshToken', '*.phoneNumber', '*.phoneE164'],
       censor: '[redacted]',
     },
-  });
+  };
+  return destination ? pino(options, destination) : pino(options);
 }
 
 /** graphile-worker's logger interface, writing to the process logger. */

@@ -1,0 +1,67 @@
+// What the service writes to its log: request lines with method, route pattern, status, time and
+// ids, and never a body, token, OTP code, phone number or vote position.
+import type { AddressInfo } from 'node:net';
+import { Writable } from 'node:stream';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createLogger } from '../../logger.ts';
+import { createApp } from '../../server/app.ts';
+import { createServices } from '../../server/services.ts';
+import { startTestApp, type TestApp } from '../helpers/app.ts';
+import { createClient, type Client } from '../helpers/client.ts';
+import { createPost, slider } from '../helpers/posts.ts';
+import { userAtLevel } from '../helpers/users.ts';
+
+let app: TestApp;
+let logged: string[];
+let client: Client;
+let close: () => void;
+const sentCodes: string[] = [];
+
+beforeAll(async () => {
+  app = await startTestApp();
+  logged = [];
+  const sink = new Writable({
+    write(chunk, _encoding, done) {
+      logged.push(String(chunk));
+      done();
+    },
+  });
+  // The same application and database, logging at debug level into memory.
+  const services = await createServices(app.config, createLogger('debug', sink), app.pools, app.storage, {
+    otpSender: { send: async (_phone, code) => void sentCodes.push(code) },
+  });
+  const server = createApp(services).listen(0, '127.0.0.1');
+  await new Promise((resolve) => server.once('listening', resolve));
+  client = createClient(`http://127.0.0.1:${(server.address() as AddressInfo).port}`);
+  close = () => server.close();
+});
+afterAll(async () => {
+  close();
+  await app.close();
+});
+
+describe('request logs', () => {
+  it('carry no bodies, tokens, codes, phone numbers or positions', async () => {
+    const phone = { phoneCountryCode: '+44', phoneNumber: '7700900777' };
+    await client.post('/auth/otp/request', phone);
+    const code = sentCodes.at(-1) as string;
+    const session = await client.post('/auth/otp/verify', { ...phone, code }, { headers: { 'x-request-id': 'log-test-1' } });
+    const { accessToken, refreshToken } = session.body.data;
+    await client.put('/users/me/onboarding/profile-basics', { fullName: 'Secret Name', username: 'log_probe', acceptTerms: true }, { token: accessToken });
+    await client.get('/search/users?q=%2B447700900777', { token: accessToken });
+    const author = await userAtLevel(app, 3);
+    const post = await createPost(app, author, slider);
+    await client.post(`/posts/${post.id}/vote`, { position: 'strong_right' }, { token: accessToken });
+    await client.post('/auth/session/refresh', { refreshToken });
+
+    const text = logged.join('');
+    expect(logged.length).toBeGreaterThan(5);
+    const line = logged.map((l) => JSON.parse(l)).find((l) => l.requestId === 'log-test-1');
+    expect(line).toMatchObject({ method: 'POST', route: '/auth/otp/verify', status: 200, msg: 'request' });
+    for (const secret of ['7700900777', accessToken, refreshToken, 'strong_right', 'Secret Name', 'log_probe']) {
+      expect(text, secret).not.toContain(secret);
+    }
+    // The 4-digit code as a value of its own (digits of timestamps do not count).
+    expect(text).not.toMatch(new RegExp(`(^|[^0-9.])${code}($|[^0-9])`));
+  });
+});
