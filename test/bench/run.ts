@@ -64,6 +64,7 @@ await migrate(ownerUrl);
 
 const config = loadConfig({ NODE_ENV: 'production', JWT_SECRET: randomBytes(16).toString('hex'), OTP_SENDER_MODULE: '', LOG_LEVEL: 'silent', DATA_DIR: dataDir ?? os.tmpdir() });
 const owner = new pg.Pool({ connectionString: ownerUrl, max: 4 });
+owner.on('error', () => {});
 const pools = createPools(ownerUrl, { apiMax: concurrency });
 const objects = await openStorage({ ...config, s3: { ...config.s3, endpoint: undefined } });
 const services = await createServices({ ...config, otpSenderModule: undefined }, createLogger('silent'), pools, objects.storage, {
