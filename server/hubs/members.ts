@@ -5,6 +5,7 @@ import { ApiError } from '../http/errors.ts';
 import { isUuid } from '../http/ids.ts';
 import { fromMicros, micros, pageQuery, pageSchema, toPage } from '../http/paging.ts';
 import { searchQuery } from '../users/list-item.ts';
+import type { Storage } from '../uploads/storage.ts';
 import { hubRoles, requireHubRelationship } from './shape.ts';
 
 const tag = 'Hub members';
@@ -37,6 +38,12 @@ const memberRows = `
   left join app.phone_identities pi on pi.user_id = u.id
   where m.hub_id = $1
     and ($2::bigint is null or (m.joined_at, m.user_id) > (${fromMicros('$2')}, $3::uuid))`;
+
+/** One page of member rows with image URLs, shaped by `shape`. */
+async function memberPage<T>(storage: Storage, rows: MemberRow[], limit: number, shape: (row: MemberRow, photoUrl: string | null) => T) {
+  const page = toPage(rows, limit, (row) => [row.joined_us, row.id], (row) => row);
+  return { items: await Promise.all(page.items.map(async (row) => shape(row, await storage.photoUrl(row.photo_key)))), nextCursor: page.nextCursor };
+}
 
 const memberItem = z.object({
   id: z.string(),
@@ -81,19 +88,13 @@ export const hubMemberEndpoints = [
          limit $6`,
         [params.hubId, afterUs, afterId, query.q || null, query.role ?? null, query.limit + 1],
       );
-      const page = toPage(rows, query.limit, (row) => [row.joined_us, row.id], (row) => row);
-      return {
-        items: await Promise.all(
-          page.items.map(async (row) => ({
-            id: row.id,
-            name: row.name,
-            username: row.username,
-            profilePhotoUrl: await storage.photoUrl(row.photo_key),
-            phoneNumber: row.phone_e164,
-          })),
-        ),
-        nextCursor: page.nextCursor,
-      };
+      return memberPage(storage, rows, query.limit, (row, profilePhotoUrl) => ({
+        id: row.id,
+        name: row.name,
+        username: row.username,
+        profilePhotoUrl,
+        phoneNumber: row.phone_e164,
+      }));
     },
   }),
 
@@ -135,19 +136,13 @@ export const hubMemberEndpoints = [
         `${memberRows} and m.role in ('admin', 'super_admin') order by m.joined_at, m.user_id limit $4`,
         [params.hubId, afterUs, afterId, query.limit + 1],
       );
-      const page = toPage(rows, query.limit, (row) => [row.joined_us, row.id], (row) => row);
-      return {
-        items: await Promise.all(
-          page.items.map(async (row) => ({
-            id: row.id,
-            name: row.name,
-            username: row.username,
-            profilePhotoUrl: await storage.photoUrl(row.photo_key),
-            role: row.role,
-          })),
-        ),
-        nextCursor: page.nextCursor,
-      };
+      return memberPage(storage, rows, query.limit, (row, profilePhotoUrl) => ({
+        id: row.id,
+        name: row.name,
+        username: row.username,
+        profilePhotoUrl,
+        role: row.role,
+      }));
     },
   }),
 

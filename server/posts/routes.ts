@@ -16,6 +16,11 @@ async function requireCard(tx: RequestTransaction, storage: Parameters<typeof re
   return card;
 }
 
+/** The frame columns of app.create_post / app.create_repost, in their argument order. */
+function frameArgs(body: { thoughtText?: string | undefined; sliderText?: string | undefined; slider?: { leftLabel: string; rightLabel: string } | undefined }) {
+  return [body.thoughtText ?? null, body.sliderText ?? null, body.slider?.leftLabel ?? null, body.slider?.rightLabel ?? null];
+}
+
 const shareResult = z.object({ shareId: z.string(), postId: z.string(), sharedAt: z.string() });
 
 async function shareToFeed(tx: RequestTransaction, postId: string) {
@@ -55,10 +60,7 @@ export const postEndpoints = [
       }
       const { rows } = await tx.query<{ id: string }>('select app.create_post($1, $2, $3, $4, $5, $6, $7) as id', [
         body.article ?? null,
-        body.thoughtText ?? null,
-        body.sliderText ?? null,
-        body.slider?.leftLabel ?? null,
-        body.slider?.rightLabel ?? null,
+        ...frameArgs(body),
         body.visibility,
         body.hubIds ?? [],
       ]);
@@ -152,10 +154,7 @@ export const postEndpoints = [
       if (body.thoughtText === undefined && body.sliderText === undefined) return shareToFeed(tx, params.postId as string);
       const { rows } = await tx.query<{ id: string }>('select app.create_repost($1, $2, $3, $4, $5, $6, $7) as id', [
         params.postId,
-        body.thoughtText ?? null,
-        body.sliderText ?? null,
-        body.slider?.leftLabel ?? null,
-        body.slider?.rightLabel ?? null,
+        ...frameArgs(body),
         body.visibility,
         body.hubIds ?? [],
       ]);
