@@ -1,6 +1,6 @@
 // Access tokens (JWT, HS256, 15 minutes, `sub` = user id, `sid` = session id) and opaque refresh
 // tokens (random, stored only as SHA-256 hashes).
-import { createHash, randomBytes } from 'node:crypto';
+import { createHash, createSecretKey, randomBytes } from 'node:crypto';
 import jwt from 'jsonwebtoken';
 import { isUuid } from '../http/ids.ts';
 
@@ -23,16 +23,19 @@ export function hashRefreshToken(token: string): Buffer {
 }
 
 export function createTokens(secret: string): Tokens {
+  // A KeyObject made once: given a string, jsonwebtoken tries to parse it as a public key (and
+  // fails) on every verify.
+  const key = createSecretKey(Buffer.from(secret, 'utf8'));
   return {
     issueAccess: ({ userId, sessionId }) =>
-      jwt.sign({ sid: sessionId, typ: 'access' }, secret, {
+      jwt.sign({ sid: sessionId, typ: 'access' }, key, {
         algorithm: 'HS256',
         subject: userId,
         expiresIn: accessTokenSeconds,
       }),
     verifyAccess(token) {
       try {
-        const claims = jwt.verify(token, secret, { algorithms: ['HS256'] });
+        const claims = jwt.verify(token, key, { algorithms: ['HS256'] });
         if (typeof claims !== 'object' || claims.typ !== 'access') return null;
         if (!isUuid(claims.sub) || !isUuid(claims.sid)) return null;
         return { userId: claims.sub, sessionId: claims.sid };
