@@ -2,7 +2,7 @@
 -- Anonymous slider votes (spec 2.4, 4.5; design.md "Votes stay anonymous").
 -- The position exists only as an argument of app.cast_vote. Stored: a vote receipt (post, user,
 -- time), scope receipts (post, user, scope), and counters (post, scope, position, slot, count)
--- with no user and no time. Counters are slotted: each vote increments one of 64 rows per
+-- with no user and no time. Counters are slotted: each vote increments one of 16 rows per
 -- post/scope/position, chosen at random, and reads sum them, so one popular post does not
 -- serialise all its voters on a single row.
 create type app.vote_position as enum ('strong_left', 'left', 'neutral', 'right', 'strong_right');
@@ -30,7 +30,7 @@ create table app.vote_counters (
   -- null: the global pool; otherwise that hub's pool.
   hub_id uuid references app.hubs (id),
   position app.vote_position not null,
-  slot smallint not null check (slot between 0 and 63),
+  slot smallint not null check (slot between 0 and 15),
   count bigint not null default 0,
   unique nulls not distinct (post_id, hub_id, position, slot)
 );
@@ -113,7 +113,7 @@ begin
   insert into app.vote_scope_receipts (post_id, user_id, hub_id)
     select p_post_id, v_viewer, scope from unnest(array[null::uuid] || hub_ids) scope;
   insert into app.vote_counters as c (post_id, hub_id, position, slot, count)
-    select p_post_id, scope, p_position, floor(random() * 64)::smallint, 1 from unnest(array[null::uuid] || hub_ids) scope
+    select p_post_id, scope, p_position, floor(random() * 16)::smallint, 1 from unnest(array[null::uuid] || hub_ids) scope
     on conflict (post_id, hub_id, position, slot) do update set count = c.count + 1;
   if v_post.author_id <> v_viewer then
     insert into app.notifications (recipient_id, type, actor_id, post_id) values (v_post.author_id, 'post_voted', v_viewer, p_post_id);
