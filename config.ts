@@ -21,6 +21,8 @@ export interface Config {
   };
   adminApiToken: string | undefined;
   publicWebBaseUrl: string;
+  /** The notification stream (contract section 9): a `: ping` comment every pingSeconds, closed after maxSeconds. */
+  sse: { pingSeconds: number; maxSeconds: number };
   termsVersion: string;
   logLevel: string;
 }
@@ -41,6 +43,13 @@ export function localSecret(dataDir: string, name: string): string {
     }
     return readFileSync(file, 'utf8').trim();
   }
+}
+
+function positiveSeconds(name: string, raw: string | undefined, fallback: number): number {
+  if (raw === undefined || raw === '') return fallback;
+  const seconds = Number(raw);
+  if (!Number.isFinite(seconds) || seconds <= 0) throw new Error(`${name} must be a positive number of seconds`);
+  return seconds;
 }
 
 function parseOtpTestCodes(raw: string | undefined): Map<string, string> {
@@ -81,6 +90,10 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     },
     adminApiToken: env.ADMIN_API_TOKEN || undefined,
     publicWebBaseUrl: (env.PUBLIC_WEB_BASE_URL ?? 'http://localhost:3000').replace(/\/$/, ''),
+    sse: {
+      pingSeconds: positiveSeconds('SSE_PING_SECONDS', env.SSE_PING_SECONDS, 25),
+      maxSeconds: positiveSeconds('SSE_MAX_SECONDS', env.SSE_MAX_SECONDS, 3600),
+    },
     termsVersion: env.TERMS_VERSION ?? '2026-11-01',
     logLevel: env.LOG_LEVEL ?? (env.NODE_ENV === 'test' ? 'silent' : 'info'),
   };

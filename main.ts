@@ -6,8 +6,10 @@ import { loadConfig } from './config.ts';
 import { createLogger } from './logger.ts';
 import { openDatabase } from './db/database.ts';
 import { createPools } from './db/pools.ts';
+import { roleUrl } from './db/roles.ts';
 import { createServices } from './server/services.ts';
 import { createApp, basePath } from './server/app.ts';
+import { internalGraphqlPath } from './server/graphql/mount.ts';
 import { startWorker } from './worker/runner.ts';
 import { openStorage } from './server/uploads/open-storage.ts';
 
@@ -23,10 +25,18 @@ const stops: (() => Promise<void>)[] = [];
 
 if (only !== 'worker') {
   const services = await createServices(config, log, pools, objects.storage);
+  await services.notificationHub.start(roleUrl(database.ownerUrl, 'authenticator'));
   const server: Server = createApp(services).listen(config.port);
   await new Promise((resolve) => server.once('listening', resolve));
-  stops.push(() => new Promise((resolve) => server.close(() => resolve())));
-  log.info(`API listening on http://localhost:${config.port}${basePath} (docs: ${basePath}/docs)`);
+  stops.push(async () => {
+    const closed = new Promise<void>((resolve) => server.close(() => resolve()));
+    // Open notification streams would hold the server open: end them, then the hub's connection.
+    await services.notificationHub.stop();
+    await closed;
+    // After the last request, before the pools end (design.md: release the pgService first).
+    await services.graphql.release();
+  });
+  log.info(`API listening on http://localhost:${config.port}${basePath} (docs: ${basePath}/docs; internal GraphQL: ${internalGraphqlPath})`);
 }
 if (only !== 'api') {
   const runner = await startWorker(pools.worker, log, { storage: objects.storage });

@@ -34,10 +34,10 @@ $$;
 create index users_username_prefix on app.users (username text_pattern_ops);
 create index users_full_name_search on app.users using gin (app.search_text(full_name) public.gin_trgm_ops);
 
-grant execute on function app.search_text(text), app.name_words_match(text, text), app.user_matches(text, text, text) to app_anonymous;
+grant execute on function app.search_text(text), app.name_words_match(text, text), app.user_matches(text, text, text) to app_anonymous, app_admin;
 -- Extension functions follow this project's default of no PUBLIC execute (0002); the index
--- expression runs unaccent for whoever writes a name.
-grant execute on function public.unaccent(regdictionary, text) to app_anonymous;
+-- expressions run unaccent for whoever writes a name (API roles and internal tooling).
+grant execute on function public.unaccent(regdictionary, text) to app_anonymous, app_admin;
 
 -- Down Migration
 drop index app.users_full_name_search;

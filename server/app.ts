@@ -1,5 +1,6 @@
 // The Express application: request context, JSON bodies (64 KiB), every resource's endpoints under
-// /api/v1, the OpenAPI document and docs page, unknown routes, and the error envelope.
+// /api/v1, the OpenAPI document and docs page, the internal GraphQL API at /internal/graphql,
+// unknown routes, and the error envelope.
 import express from 'express';
 import type { Endpoint } from './http/endpoint.ts';
 import { expressPath } from './http/endpoint.ts';
@@ -22,6 +23,7 @@ import { postEndpoints } from './posts/routes.ts';
 import { voteEndpoints } from './votes/routes.ts';
 import { commentEndpoints } from './comments/routes.ts';
 import { savedPostEndpoints } from './users/saved-posts.ts';
+import { notificationEndpoints } from './notifications/routes.ts';
 import { openApiRouter } from './openapi/router.ts';
 
 export const basePath = '/api/v1';
@@ -41,6 +43,7 @@ export const allEndpoints: Endpoint[] = [
   ...voteEndpoints,
   ...commentEndpoints,
   ...savedPostEndpoints,
+  ...notificationEndpoints,
 ];
 
 export function createApp(services: Services): express.Express {
@@ -57,6 +60,7 @@ export function createApp(services: Services): express.Express {
   }
   api.use(openApiRouter(allEndpoints));
   app.use(basePath, api);
+  app.use(services.graphql.handler);
 
   app.use((_req, _res, next) => next(new ApiError('ROUTE_NOT_FOUND')));
   app.use(errorHandler(services.log));

@@ -5,6 +5,8 @@ import type { Pools } from '../db/pools.ts';
 import { createIdpVerifier, type IdpVerifier } from './auth/idp.ts';
 import { createOtp, loadOtpSender, type Otp, type OtpSender } from './auth/otp.ts';
 import { createTokens, type Tokens } from './auth/tokens.ts';
+import { createInternalGraphql, type InternalGraphql } from './graphql/mount.ts';
+import { NotificationHub } from './sse/hub.ts';
 import type { Storage } from './uploads/storage.ts';
 
 export interface Services {
@@ -15,6 +17,10 @@ export interface Services {
   otp: Otp;
   idp: IdpVerifier;
   storage: Storage;
+  /** The internal GraphQL API (built on first use); release it before the pools end. */
+  graphql: InternalGraphql;
+  /** Live notification streams of this process; start it with the API, stop it before the pools end. */
+  notificationHub: NotificationHub;
 }
 
 /** Adapters a deployment (or a test) plugs in instead of the configured ones. */
@@ -29,13 +35,16 @@ export async function createServices(
   storage: Storage,
   overrides: ServiceOverrides = {},
 ): Promise<Services> {
+  const tokens = createTokens(config.jwtSecret);
   return {
     config,
     log,
     pools,
     storage,
-    tokens: createTokens(config.jwtSecret),
+    tokens,
     otp: createOtp(config, overrides.otpSender ?? (await loadOtpSender(config, log))),
     idp: createIdpVerifier(config.idp),
+    graphql: createInternalGraphql({ pool: pools.api, tokens, adminApiToken: config.adminApiToken, log }),
+    notificationHub: new NotificationHub(config.sse, log, storage),
   };
 }

@@ -7,10 +7,11 @@ import { inject } from 'vitest';
 import { loadConfig, type Config } from '../../config.ts';
 import { createLogger, workerLogger } from '../../logger.ts';
 import { createPools, type Pools } from '../../db/pools.ts';
+import { roleUrl } from '../../db/roles.ts';
 import { createApp } from '../../server/app.ts';
 import { CreateBucketCommand } from '@aws-sdk/client-s3';
 import { runOnce } from 'graphile-worker';
-import { createServices, type ServiceOverrides } from '../../server/services.ts';
+import { createServices, type ServiceOverrides, type Services } from '../../server/services.ts';
 import { openStorage } from '../../server/uploads/open-storage.ts';
 import { s3Client, type Storage } from '../../server/uploads/storage.ts';
 import { createTaskList } from '../../worker/runner.ts';
@@ -33,6 +34,8 @@ export interface TestApp extends Client {
   owner: pg.Pool;
   pools: Pools;
   storage: Storage;
+  /** The app's services (the notification hub with its open streams, among others). */
+  services: Services;
   /** Runs every queued worker job once, as the worker role (graphile-worker runOnce). */
   runJobs(): Promise<void>;
   close(): Promise<void>;
@@ -66,6 +69,7 @@ export async function startTestApp(env: Record<string, string> = {}, overrides: 
   const pools = createPools(ownerUrl);
   const owner = new pg.Pool({ connectionString: ownerUrl, max: 4 });
   const services = await createServices(config, log, pools, objects.storage, overrides);
+  await services.notificationHub.start(roleUrl(ownerUrl, 'authenticator'));
   const server = createApp(services).listen(0, '127.0.0.1');
   await new Promise((resolve) => server.once('listening', resolve));
   const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
@@ -78,10 +82,13 @@ export async function startTestApp(env: Record<string, string> = {}, overrides: 
     owner,
     pools,
     storage: objects.storage,
+    services,
     runJobs: () => runOnce({ pgPool: pools.worker, taskList: createTaskList({ storage: objects.storage }), logger: workerLogger(log) }),
     async close() {
+      await services.notificationHub.stop();
       server.closeAllConnections();
       await new Promise((resolve) => server.close(resolve));
+      await services.graphql.release();
       await Promise.all([pools.end(), owner.end(), objects.stop()]);
       const cleanup = new pg.Client({ connectionString: adminUrl });
       await cleanup.connect();

@@ -1,0 +1,66 @@
+// Who an internal GraphQL request acts as (contract section 10):
+//   Authorization: Bearer <ADMIN_API_TOKEN>  → role app_admin, no user (off when the token is unset);
+//   Authorization: Bearer <access token>     → role app_user as that user and session, after the
+//                                              same token and live-session check as REST, in a
+//                                              read-only transaction;
+//   anything else                            → 401 UNAUTHORIZED in the error envelope.
+import { createHash, timingSafeEqual } from 'node:crypto';
+import type { Request } from 'express';
+import type pg from 'pg';
+import { RequestTransaction } from '../../db/request-transaction.ts';
+import { anonymousViewer, type Viewer } from '../../db/viewer.ts';
+import type { Tokens } from '../auth/tokens.ts';
+import { authenticate, bearerToken } from '../http/auth.ts';
+
+export const adminViewer: Viewer = { role: 'app_admin', userId: null, sessionId: null };
+
+function digest(value: string): Buffer {
+  return createHash('sha256').update(value).digest();
+}
+
+/** A constant-time check of the admin token; always false when ADMIN_API_TOKEN is unset. */
+export function adminTokenMatcher(adminApiToken: string | undefined): (token: string) => boolean {
+  if (!adminApiToken) return () => false;
+  // Equal-length digests: the comparison takes the same time whatever the candidate's length.
+  const expected = digest(adminApiToken);
+  return (token) => timingSafeEqual(digest(token), expected);
+}
+
+export interface GraphqlAuth {
+  pool: pg.Pool;
+  tokens: Tokens;
+  isAdminToken(token: string): boolean;
+}
+
+/**
+ * The viewer of a request, or an ApiError('UNAUTHORIZED'). A user token goes through REST's own
+ * `authenticate` (signature, expiry, and app.session_access_level in one round trip), in a
+ * transaction that only checks and ends; GraphQL then runs in its own transaction as that viewer.
+ */
+export async function graphqlViewer(req: Request, auth: GraphqlAuth): Promise<Viewer> {
+  const token = bearerToken(req);
+  if (token && auth.isAdminToken(token)) return adminViewer;
+  const check = new RequestTransaction(auth.pool, anonymousViewer);
+  let ok = false;
+  try {
+    await authenticate(req, 'bearer', auth.tokens, check);
+    ok = true;
+    return check.viewer;
+  } finally {
+    await check.finish(ok);
+  }
+}
+
+/**
+ * The transaction settings of a viewer, as @dataplan/pg applies them (set_config(..., true)). A
+ * user's transaction is also read-only (writes.ts says why); switching to read-only is allowed at
+ * any point of a transaction, and nothing in it can switch back.
+ */
+export function pgSettingsOf(viewer: Viewer): Record<string, string> {
+  return {
+    role: viewer.role,
+    'app.user_id': viewer.userId ?? '',
+    'app.session_id': viewer.sessionId ?? '',
+    ...(viewer.role === 'app_admin' ? {} : { transaction_read_only: 'on' }),
+  };
+}

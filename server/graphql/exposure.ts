@@ -1,0 +1,72 @@
+// What of schema `app` the internal GraphQL API shows, on top of what PostgreSQL decides.
+//
+// Tables: every table of `app` appears as far as the API roles' grants allow (PostGraphile's RBAC
+// plugin reads the grants of app_anonymous, app_user and app_admin together, since `authenticator`
+// may become any of them); which rows a request sees is row-level security's decision, per request.
+// Tables no API role may read (vote counters, activity, follow counts) do not appear at all.
+//
+// Functions: hidden unless listed below. Most functions of `app` are either SQL-internal helpers
+// (policy helpers such as app.viewer_id or app.can_see_post, app.fail, app.require_level) or the
+// stored half of a REST endpoint whose other half runs in Node: sign-in and OTP functions take
+// hashes only Node computes, upload functions need the object-store check, invite links take a
+// token Node generates, onboarding takes the configured terms version, and vote tallies are
+// thresholded in Node before they are shown. Exposing such a function would bypass that half, so a
+// function is added here only after its REST handler has been read and found to add nothing but
+// shaping. New functions in later migrations therefore stay out of GraphQL by default.
+import type {} from 'postgraphile';
+
+/** Functions of `app` exposed as GraphQL fields (read-only, viewer-scoped, shaped only by REST). */
+export const exposedFunctions: ReadonlySet<string> = new Set([
+  // The viewer's own onboarding progress (GET /users/me/onboarding only renames its columns).
+  'onboarding_status',
+]);
+
+// Behaviors that put a function resource into the schema: root query and mutation fields,
+// computed fields on a table's type (a function whose first argument is a row), ordering and
+// filtering by them, and pg-aggregates' aggregates of computed fields (registered by that plugin,
+// hence the cast).
+const functionFields = '-queryField -mutationField -typeField -orderBy -filterBy -aggregate -aggregates -havingBy' as GraphileBuild.BehaviorString;
+
+// pg-aggregates' attribute behaviors (registered by that plugin, so not in the static type).
+const noAggregates = '-aggregate -groupBy -havingBy' as GraphileBuild.BehaviorString;
+
+/**
+ * Removes every function resource of `app` not in `exposedFunctions` from the GraphQL schema, and
+ * keeps pg-aggregates off columns no API role may select (the RBAC plugin hides such a column from
+ * the type, not from aggregates; PostgreSQL would refuse the query, but the field should not exist:
+ * today app.notifications.tx_id).
+ */
+export const ExposurePlugin: GraphileConfig.Plugin = {
+  name: 'InternalGraphqlExposurePlugin',
+  description: 'Functions of schema app only when exposure.ts lists them; no aggregates of unreadable columns',
+  version: '1.0.0',
+  after: ['PgRBACPlugin'],
+  schema: {
+    entityBehavior: {
+      pgCodecAttribute: {
+        override: {
+          provides: ['internalGraphqlUnselectableColumns'],
+          callback(behavior, [codec, attributeName]) {
+            const attributes = codec.attributes as Record<string, { extensions?: { canSelect?: boolean } }>;
+            if (attributes[attributeName]?.extensions?.canSelect !== false) return behavior;
+            // As the RBAC plugin: a table with no selectable column at all is read through functions.
+            const siblingSelectable = Object.entries(attributes).some(([name, a]) => name !== attributeName && a.extensions?.canSelect !== false);
+            return siblingSelectable ? [behavior, noAggregates] : behavior;
+          },
+        },
+      },
+      pgResource: {
+        override: {
+          provides: ['internalGraphqlFunctionAllowList'],
+          callback(behavior, resource) {
+            // Function resources have parameters; tables and views do not.
+            if (!resource.parameters) return behavior;
+            const name = resource.extensions?.pg?.name;
+            if (resource.extensions?.pg?.schemaName === 'app' && name && exposedFunctions.has(name)) return behavior;
+            return [behavior, functionFields];
+          },
+        },
+      },
+    },
+  },
+};

@@ -1,0 +1,150 @@
+// /notifications: the list, the unread count, mark-read, and the live stream (spec 2.7, 4.7, 6.3;
+// contract section 9). Which rows a user sees is the policy of migrations/0019 (through
+// app.notification_visible_to); no handler here filters visibility itself.
+import { z } from 'zod';
+import { endpoint } from '../http/endpoint.ts';
+import { ApiError } from '../http/errors.ts';
+import { isUuid } from '../http/ids.ts';
+import { fromMicros, micros, pageQuery, pageSchema, toPage } from '../http/paging.ts';
+import { queryBoolean } from '../http/validation.ts';
+import { notification, shapeNotification, type NotificationRow } from './shape.ts';
+
+const tag = 'Notifications';
+
+const listQuery = pageQuery(50)
+  .extend({ unreadOnly: queryBoolean.default(false) })
+  .superRefine((query, ctx) => {
+    const [us, id] = query.cursor ?? [];
+    if (query.cursor && (query.cursor.length !== 2 || !Number.isSafeInteger(us) || !isUuid(id))) {
+      ctx.addIssue({ code: 'custom', path: ['cursor'], message: 'Invalid cursor' });
+    }
+  });
+
+const markReadBody = z
+  .strictObject({
+    notificationIds: z.array(z.string().max(100)).min(1).max(100).optional(),
+    markAll: z.boolean().optional(),
+  })
+  .superRefine((body, ctx) => {
+    if (body.markAll === true && body.notificationIds) {
+      ctx.addIssue({ code: 'custom', path: ['markAll'], message: 'Send notificationIds or markAll, not both' });
+    } else if (body.markAll !== true && !body.notificationIds) {
+      ctx.addIssue({ code: 'custom', path: ['notificationIds'], message: 'Required unless markAll is true' });
+    }
+  });
+
+const unreadCount = 'select count(*)::int as unread from app.notifications where read_at is null';
+
+export const notificationEndpoints = [
+  endpoint({
+    method: 'get',
+    path: '/notifications',
+    tag,
+    summary: "The viewer's notifications, newest first",
+    description:
+      'Only rows visible now: a row with a hub_id needs a Hub-ready viewer who is an active member of that hub; hidden ' +
+      'rows are kept and reappear when the viewer (re)joins. unreadOnly=true lists unread rows only. unreadCount counts ' +
+      'the visible unread rows, whatever the page. Pages are keyset (createdAt, id): rows added meanwhile never shift them. ' +
+      'actor is null when there is none or the viewer may not see that user (a block either way).',
+    auth: 'bearer',
+    query: listQuery,
+    response: pageSchema(notification).extend({ unreadCount: z.number().int() }),
+    async handler({ query, tx, services: { storage } }) {
+      const [beforeUs, beforeId] = (query.cursor ?? [null, null]) as [number | null, string | null];
+      const { rows } = await tx.query<NotificationRow & { created_us: number }>(
+        `select r.*, ${micros('r.created_at')} as created_us
+         from app.notification_rows(array(
+           select n.id from app.notifications n
+           where ($1::bigint is null or (n.created_at, n.id) < (${fromMicros('$1')}, $2::uuid))
+             and (not $3 or n.read_at is null)
+           order by n.created_at desc, n.id desc
+           limit $4)) r
+         order by r.created_at desc, r.notification_id desc`,
+        [beforeUs, beforeId, query.unreadOnly, query.limit + 1],
+      );
+      const page = toPage(rows, query.limit, (row) => [row.created_us, row.notification_id], (row) => row);
+      const count = await tx.query<{ unread: number }>(unreadCount);
+      return {
+        items: await Promise.all(page.items.map((row) => shapeNotification(storage, row))),
+        nextCursor: page.nextCursor,
+        unreadCount: count.rows[0]?.unread ?? 0,
+      };
+    },
+  }),
+
+  endpoint({
+    method: 'get',
+    path: '/notifications/unread-count',
+    tag,
+    summary: 'How many visible notifications are unread',
+    description: 'Hidden rows (hub rows while not an active member of the hub) are not counted.',
+    auth: 'bearer',
+    response: z.object({ unreadCount: z.number().int() }),
+    async handler({ tx }) {
+      const { rows } = await tx.query<{ unread: number }>(unreadCount);
+      return { unreadCount: rows[0]?.unread ?? 0 };
+    },
+  }),
+
+  endpoint({
+    method: 'patch',
+    path: '/notifications/read',
+    tag,
+    summary: 'Mark notifications read',
+    description:
+      'Send either notificationIds (1-100 ids) or markAll: true (not both; markAll: false alone is 422). updated is the ' +
+      'number of rows that went from unread to read. Any id that is unknown or not the viewer\'s (including a string ' +
+      'that is not an id) answers 404 NOTIFICATION_NOT_FOUND and changes nothing. A row of the viewer that is hidden ' +
+      'now (a hub row while not an active member) is not updated and stays unread; an already read row is not counted ' +
+      'again. markAll marks only the rows visible now. GET /notifications/unread-count answers the new count.',
+    auth: 'bearer',
+    body: markReadBody,
+    response: z.object({ updated: z.number().int() }),
+    errors: ['NOTIFICATION_NOT_FOUND'],
+    async handler({ body, tx }) {
+      const ids = body.notificationIds ?? [];
+      if (!ids.every(isUuid)) throw new ApiError('NOTIFICATION_NOT_FOUND');
+      const { rows } = await tx.query<{ updated: number }>('select app.mark_notifications_read($1::uuid[], $2) as updated', [
+        ids,
+        body.markAll === true,
+      ]);
+      return { updated: rows[0]?.updated ?? 0 };
+    },
+  }),
+
+  endpoint({
+    method: 'get',
+    path: '/notifications/stream',
+    tag,
+    summary: 'Live notifications (server-sent events)',
+    description:
+      'Send Accept: text/event-stream (an Accept header that does not allow it answers 426 SSE_NOT_SUPPORTED, after the ' +
+      'token check). Response headers: Content-Type: text/event-stream, Cache-Control: no-store, X-Accel-Buffering: no. ' +
+      'Each event is `id: <notification id>`, `event: notification`, `data: <the row exactly as GET /notifications ' +
+      'lists it, as JSON>`. A `: ping` comment line is sent every 25 s. The server closes the stream after 3600 s; ' +
+      'reconnect at once. Logging out (or any revocation of the session) closes its streams. Events carry the rows ' +
+      'written from about the moment the stream opens, usually within 100 ms of their commit, each only if the viewer ' +
+      'may see it at that moment (hub membership is checked then, never cached). The stream is not idempotent and ' +
+      'Last-Event-ID is not replayed: after (re)connecting, read GET /notifications for earlier rows; a row written ' +
+      'just before the stream opened can then arrive both ways, with the same id.',
+    auth: 'bearer',
+    stream: { contentType: 'text/event-stream' },
+    // The data of each event; the response itself is the stream.
+    response: notification,
+    errors: ['SSE_NOT_SUPPORTED', 'SERVICE_UNAVAILABLE'],
+    async handler({ req, res, viewer, tx, services: { notificationHub } }) {
+      if (!req.accepts('text/event-stream')) throw new ApiError('SSE_NOT_SUPPORTED');
+      const owner = { userId: viewer.userId as string, sessionId: viewer.sessionId as string };
+      const stream = notificationHub.open(res, owner);
+      // The session was checked when this request began. Checked again now that the stream is
+      // registered, so that a logout committed in between (whose announcement may have arrived
+      // before the registration) still closes it.
+      const { rows } = await tx.query<{ live: boolean }>('select app.session_access_level($1, $2) is not null as live', [
+        owner.sessionId,
+        owner.userId,
+      ]);
+      if (!rows[0]?.live) stream.close();
+      return undefined;
+    },
+  }),
+];

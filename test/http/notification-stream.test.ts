@@ -1,0 +1,402 @@
+// GET /notifications/stream (spec 4.7, 6.3 rule 5; contract sections 3 and 9): server-sent events
+// read by real streaming clients over real sockets, rows written by other connections and by a
+// second API process on the same database.
+import { spawn, type ChildProcess } from 'node:child_process';
+import { randomUUID } from 'node:crypto';
+import path from 'node:path';
+import { EventSource } from 'eventsource';
+import pg from 'pg';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { freePort } from '../../db/embedded.ts';
+import { startTestApp, type TestApp } from '../helpers/app.ts';
+import { createClient } from '../helpers/client.ts';
+import { addMember, createHub } from '../helpers/hubs.ts';
+import { endsWithin, insertNotification, openStream, sleep, type TestStream } from '../helpers/notifications.ts';
+import { anonymousUser, userAtLevel, type TestUser } from '../helpers/users.ts';
+
+let app: TestApp;
+const open: TestStream[] = [];
+beforeAll(async () => {
+  app = await startTestApp();
+});
+afterAll(async () => {
+  for (const stream of open) stream.close();
+  await app.close();
+});
+
+async function streamOf(user: TestUser, baseUrl = app.url): Promise<TestStream> {
+  const stream = await openStream(baseUrl, user.token);
+  expect(stream.status, JSON.stringify(stream.body)).toBe(200);
+  open.push(stream);
+  return stream;
+}
+
+const listed = async (user: TestUser) => (await app.get('/notifications', { token: user.token })).body.data.items;
+const sessionOf = (user: TestUser): string => JSON.parse(Buffer.from(user.token.split('.')[1] as string, 'base64url').toString()).sid;
+
+describe('refusals', () => {
+  it('answers 401 without a valid token, before looking at Accept', async () => {
+    const missing = await openStream(app.url);
+    expect(missing.status).toBe(401);
+    expect(missing.body.error.code).toBe('UNAUTHORIZED');
+    expect((await openStream(app.url, 'not-a-token')).status).toBe(401);
+    expect((await openStream(app.url, undefined, { accept: 'application/json' })).status).toBe(401);
+  });
+
+  it('answers 426 SSE_NOT_SUPPORTED when Accept does not allow text/event-stream', async () => {
+    const user = await anonymousUser(app);
+    for (const accept of ['application/json', 'text/html', 'text/event-stream;q=0']) {
+      const refused = await openStream(app.url, user.token, { accept });
+      expect(refused.status, accept).toBe(426);
+      expect(refused.body.error).toEqual({ code: 'SSE_NOT_SUPPORTED', message: 'Server-sent events are not supported by this client.', details: {} });
+    }
+    for (const accept of ['*/*', 'text/*', 'application/json, text/event-stream']) {
+      const accepted = await openStream(app.url, user.token, { accept });
+      expect(accepted.status, accept).toBe(200);
+      accepted.close();
+    }
+  });
+});
+
+describe('events', () => {
+  it('answers with the event-stream headers and sends a row written after opening as id/event/data, shaped as the list row, well under a second later', async () => {
+    const user = await userAtLevel(app, 2);
+    const actor = await userAtLevel(app, 2);
+    const stream = await streamOf(user);
+    expect(stream.headers.get('content-type')).toBe('text/event-stream');
+    expect(stream.headers.get('cache-control')).toBe('no-store');
+    expect(stream.headers.get('x-accel-buffering')).toBe('no');
+    expect(stream.headers.get('x-request-id')).toBeTruthy();
+
+    const written = performance.now();
+    const id = await insertNotification(app, user.id, { type: 'post_voted', actorId: actor.id, postId: randomUUID() });
+    const [event] = await stream.waitForEvents(1);
+    expect(event?.id).toBe(id);
+    expect(event?.event).toBe('notification');
+    expect(event?.data).toEqual((await listed(user))[0]);
+    expect(event?.data).toMatchObject({ id, type: 'post_voted', isRead: false, actor: { id: actor.id, username: actor.username }, hub_id: null });
+    expect((event?.at as number) - written).toBeLessThan(1000);
+  });
+
+  it('works with a standard EventSource client (event name, lastEventId, data)', async () => {
+    const user = await anonymousUser(app);
+    const source = new EventSource(`${app.url}/api/v1/notifications/stream`, {
+      fetch: (url, init) => fetch(url, { ...init, headers: { ...init.headers, authorization: `Bearer ${user.token}` } }),
+    });
+    try {
+      await new Promise((resolve, reject) => {
+        source.onopen = resolve;
+        source.onerror = reject;
+      });
+      const received = new Promise<MessageEvent>((resolve) => source.addEventListener('notification', resolve));
+      const id = await insertNotification(app, user.id, { type: 'hub_member_removed' });
+      const event = await received;
+      expect(event.lastEventId).toBe(id);
+      expect(JSON.parse(event.data)).toMatchObject({ id, type: 'hub_member_removed', actor: null });
+    } finally {
+      source.close();
+    }
+  });
+
+  it("never sends another user's rows, and sends a user's rows to each of their streams", async () => {
+    const alice = await anonymousUser(app);
+    const bob = await anonymousUser(app);
+    const aliceStream = await streamOf(alice);
+    const bobStream = await streamOf(bob);
+    const bobAgain = await streamOf(bob);
+    const forBob = await insertNotification(app, bob.id);
+    const forAlice = await insertNotification(app, alice.id);
+    const [first] = await aliceStream.waitForEvents(1);
+    expect(first?.id).toBe(forAlice);
+    expect((await bobStream.waitForEvents(1))[0]?.id).toBe(forBob);
+    expect((await bobAgain.waitForEvents(1))[0]?.id).toBe(forBob);
+    await sleep(200);
+    expect(aliceStream.events.map((event) => event.id)).toEqual([forAlice]);
+    expect(bobStream.events.map((event) => event.id)).toEqual([forBob]);
+  });
+
+  it('sends nothing written before the stream opened', async () => {
+    const user = await anonymousUser(app);
+    await insertNotification(app, user.id);
+    await sleep(150);
+    const stream = await streamOf(user);
+    const later = await insertNotification(app, user.id);
+    expect((await stream.waitForEvents(1)).map((event) => event.id)).toEqual([later]);
+  });
+
+  it('shows the actor exactly as the list does: null across a block', async () => {
+    const user = await userAtLevel(app, 2);
+    const blocked = await userAtLevel(app, 2);
+    expect((await app.post(`/users/${blocked.id}/block`, undefined, { token: user.token })).status).toBe(200);
+    const stream = await streamOf(user);
+    const id = await insertNotification(app, user.id, { actorId: blocked.id, type: 'hub_member_joined' });
+    const [event] = await stream.waitForEvents(1);
+    expect(event?.data).toMatchObject({ id, actor: null });
+    expect(event?.data).toEqual((await listed(user))[0]);
+  });
+});
+
+describe('hub-scoped rows are re-checked at emission (spec 6.3 rules 3 and 5)', () => {
+  it('emits a hub row only while the recipient is an active member of that hub', async () => {
+    const owner = await userAtLevel(app, 4);
+    const member = await userAtLevel(app, 4);
+    const hub = await createHub(app, owner);
+    await addMember(app, hub, member);
+    const stream = await streamOf(member);
+
+    // (The stream may also carry the invitation's own notification, written just before it opened.)
+    const otherHub = await insertNotification(app, member.id, { type: 'hub_post_created', hubId: randomUUID(), postId: randomUUID() });
+    const visible = await insertNotification(app, member.id, { type: 'hub_post_created', hubId: hub.id, postId: randomUUID() });
+    expect((await stream.waitForId(visible)).data).toMatchObject({ id: visible, hub_id: hub.id });
+
+    expect((await app.post(`/hubs/${hub.id}/members/${member.id}/remove`, undefined, { token: owner.token })).status).toBe(200);
+    const afterRemoval = await insertNotification(app, member.id, { type: 'post_shared_to_hub', hubId: hub.id, postId: randomUUID() });
+    const global = await insertNotification(app, member.id, { type: 'user_followed' });
+    await stream.waitForId(global);
+    await sleep(200);
+    const ids = stream.events.map((event) => event.id);
+    expect(ids).not.toContain(otherHub);
+    expect(ids).not.toContain(afterRemoval);
+    expect(ids.filter((id) => id === visible)).toHaveLength(1);
+  });
+});
+
+describe('sessions', () => {
+  it('closes the stream when its session logs out, and only that session', async () => {
+    const user = await anonymousUser(app);
+    const other = await anonymousUser(app);
+    const stream = await streamOf(user);
+    const otherStream = await streamOf(other);
+    const logout = await app.post('/auth/logout', { refreshToken: user.refreshToken, logoutFromAllDevices: false }, { token: user.token });
+    expect(logout.status).toBe(200);
+    expect(await endsWithin(stream, 2000)).toBe(true);
+    expect(otherStream.hasEnded()).toBe(false);
+  });
+
+  it('closes the streams of every session of the user with logoutFromAllDevices', async () => {
+    // The same device id signs the same anonymous user in again: two sessions of one user.
+    const deviceId = `stream-device-${randomUUID()}`;
+    const sessions: TestUser[] = [];
+    for (let i = 0; i < 2; i += 1) {
+      const { data } = (await app.post('/auth/anonymous/session', { deviceId })).body;
+      sessions.push({ id: data.user.id, token: data.accessToken, refreshToken: data.refreshToken });
+    }
+    expect(sessions[0]?.id).toBe(sessions[1]?.id);
+    const [first, second] = sessions as [TestUser, TestUser];
+    const streams = [await streamOf(first), await streamOf(second)];
+    const bystander = await streamOf(await anonymousUser(app));
+    const logout = await app.post('/auth/logout', { refreshToken: first.refreshToken, logoutFromAllDevices: true }, { token: first.token });
+    expect(logout.status).toBe(200);
+    for (const stream of streams) expect(await endsWithin(stream, 2000)).toBe(true);
+    expect(bystander.hasEnded()).toBe(false);
+  });
+
+  it('closes the stream of a session revoked by refresh-token reuse detection', async () => {
+    const user = await anonymousUser(app);
+    const stream = await streamOf(user);
+    expect((await app.post('/auth/session/refresh', { refreshToken: user.refreshToken })).status).toBe(200);
+    expect((await app.post('/auth/session/refresh', { refreshToken: user.refreshToken })).status).toBe(401);
+    expect(await endsWithin(stream, 2000)).toBe(true);
+  });
+
+  it('closes a stream whose session is found revoked when a row is about to be sent (no announcement)', async () => {
+    const user = await anonymousUser(app);
+    const stream = await streamOf(user);
+    // Revoke without the trigger's announcement: the batch re-check must close the stream by itself.
+    await app.owner.query('alter table app.sessions disable trigger sessions_announce_revoked');
+    try {
+      await app.owner.query('update app.sessions set revoked_at = now() where id = $1', [sessionOf(user)]);
+    } finally {
+      await app.owner.query('alter table app.sessions enable trigger sessions_announce_revoked');
+    }
+    await sleep(200);
+    expect(stream.hasEnded()).toBe(false);
+    await insertNotification(app, user.id);
+    expect(await endsWithin(stream, 2000)).toBe(true);
+    expect(stream.events).toEqual([]);
+  });
+
+  it('announces a revocation with the session id only', async () => {
+    const listener = new pg.Client({ connectionString: app.ownerUrl });
+    await listener.connect();
+    const payloads: string[] = [];
+    listener.on('notification', (message) => payloads.push(`${message.channel}:${message.payload}`));
+    await listener.query('listen session_revoked');
+    try {
+      const user = await anonymousUser(app);
+      await app.post('/auth/logout', { refreshToken: user.refreshToken, logoutFromAllDevices: false }, { token: user.token });
+      await sleep(200);
+      expect(payloads).toEqual([`session_revoked:${sessionOf(user)}`]);
+    } finally {
+      await listener.end();
+    }
+  });
+});
+
+describe('coalesced announcements', () => {
+  it('announces 50 rows written by 50 transactions with a few notifies carrying transaction ids only, and delivers all 50', async () => {
+    const listener = new pg.Client({ connectionString: app.ownerUrl });
+    await listener.connect();
+    const payloads: string[] = [];
+    listener.on('notification', (message) => payloads.push(message.payload ?? ''));
+    await listener.query('listen notifications');
+    try {
+      const user = await anonymousUser(app);
+      const stream = await streamOf(user);
+      const ids: string[] = [];
+      for (let i = 0; i < 50; i += 1) ids.push(await insertNotification(app, user.id));
+      const events = await stream.waitForEvents(50);
+      expect(events.map((event) => event.id).sort()).toEqual([...ids].sort());
+      await sleep(200);
+      expect(payloads.length).toBeGreaterThan(0);
+      expect(payloads.length).toBeLessThanOrEqual(10);
+      for (const payload of payloads) {
+        const parsed = JSON.parse(payload);
+        expect(Object.keys(parsed).sort()).toEqual(['from', 'to']);
+        expect(parsed.from).toMatch(/^\d+$/);
+        expect(BigInt(parsed.to)).toBeGreaterThan(BigInt(parsed.from));
+      }
+    } finally {
+      await listener.end();
+    }
+  });
+
+  it('announces nothing while no notification is written', async () => {
+    const listener = new pg.Client({ connectionString: app.ownerUrl });
+    await listener.connect();
+    let count = 0;
+    listener.on('notification', () => (count += 1));
+    await listener.query('listen notifications');
+    try {
+      await anonymousUser(app); // other writes (sessions, users) are not announced
+      await sleep(300);
+      expect(count).toBe(0);
+    } finally {
+      await listener.end();
+    }
+  });
+});
+
+describe('ping and maximum duration', () => {
+  let quick: TestApp;
+  beforeAll(async () => {
+    quick = await startTestApp({ SSE_PING_SECONDS: '0.2', SSE_MAX_SECONDS: '1.5' });
+  });
+  afterAll(() => quick.close());
+
+  it('sends a `: ping` comment every SSE_PING_SECONDS and closes the stream after SSE_MAX_SECONDS', async () => {
+    const user = await anonymousUser(quick);
+    const started = performance.now();
+    const stream = await openStream(quick.url, user.token);
+    expect(stream.status).toBe(200);
+    await sleep(700);
+    expect(stream.hasEnded()).toBe(false);
+    expect(stream.comments.length).toBeGreaterThanOrEqual(2);
+    expect(await endsWithin(stream, 3000)).toBe(true);
+    const lasted = performance.now() - started;
+    expect(lasted).toBeGreaterThanOrEqual(1400);
+    expect(lasted).toBeLessThan(2500);
+    expect(new Set(stream.comments)).toEqual(new Set([': ping']));
+    expect(stream.comments.length).toBeGreaterThanOrEqual(5);
+  });
+});
+
+describe('two API processes on one database', () => {
+  let child: ChildProcess;
+  let output = '';
+  let otherUrl: string;
+  beforeAll(async () => {
+    const port = await freePort();
+    otherUrl = `http://127.0.0.1:${port}`;
+    child = spawn(process.execPath, ['main.ts', '--only=api'], {
+      cwd: path.resolve(import.meta.dirname, '../..'),
+      env: {
+        ...process.env,
+        PORT: String(port),
+        DATABASE_URL: app.ownerUrl,
+        S3_ENDPOINT: app.config.s3.endpoint as string,
+        S3_BUCKET: app.config.s3.bucket,
+        JWT_SECRET: app.config.jwtSecret,
+        LOG_LEVEL: 'info',
+      },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    child.stdout?.on('data', (chunk) => (output += chunk));
+    child.stderr?.on('data', (chunk) => (output += chunk));
+    const started = Date.now();
+    for (;;) {
+      const answer = await fetch(`${otherUrl}/api/v1/auth/login-config`).catch(() => undefined);
+      if (answer?.status === 200) break;
+      if (child.exitCode !== null || Date.now() - started > 30_000) throw new Error(`process B did not start:\n${output}`);
+      await sleep(200);
+    }
+  }, 60_000);
+  afterAll(async () => {
+    if (child.exitCode === null) {
+      const exited = new Promise((resolve) => child.once('exit', resolve));
+      child.kill('SIGKILL');
+      await exited;
+    }
+  });
+
+  async function follow(baseUrl: string, follower: TestUser, target: TestUser): Promise<void> {
+    const response = await createClient(baseUrl).post(`/users/${target.id}/follow`, undefined, { token: follower.token });
+    expect(response.status, JSON.stringify(response.body)).toBe(200);
+  }
+
+  it('delivers a row written through process A to a stream open on process B, and the reverse', async () => {
+    const target = await userAtLevel(app, 2);
+    const onB = await streamOf(target, otherUrl);
+    const onA = await streamOf(target);
+
+    const viaA = await userAtLevel(app, 2);
+    await follow(app.url, viaA, target);
+    const [fromA] = await onB.waitForEvents(1);
+    expect(fromA?.data).toMatchObject({ type: 'user_followed', actor: { id: viaA.id, username: viaA.username } });
+    expect(fromA?.data).toEqual((await listed(target))[0]);
+
+    const viaB = await userAtLevel(app, 2);
+    await follow(otherUrl, viaB, target);
+    const fromB = (await onA.waitForEvents(2))[1];
+    expect(fromB?.data).toMatchObject({ type: 'user_followed', actor: { id: viaB.id } });
+    expect((await onB.waitForEvents(2)).map((event) => event.id)).toEqual(onA.events.map((event) => event.id));
+  });
+
+  it('closes a stream on process B when the session logs out through process A', async () => {
+    const user = await anonymousUser(app);
+    const onB = await streamOf(user, otherUrl);
+    await app.post('/auth/logout', { refreshToken: user.refreshToken, logoutFromAllDevices: false }, { token: user.token });
+    expect(await endsWithin(onB, 2000)).toBe(true);
+  });
+
+  it('keeps delivering when the dispatcher leader loses its connection: another takes over, the listener reconnects', async () => {
+    const user = await anonymousUser(app);
+    const onA = await streamOf(user);
+    const onB = await streamOf(user, otherUrl);
+    const { rows } = await app.owner.query(
+      `select pg_terminate_backend(l.pid) as terminated from pg_locks l
+       where l.locktype = 'advisory' and l.granted and l.database = (select oid from pg_database where datname = current_database())
+         and l.objid = 'app_private.notification_dispatch'::regclass::oid`,
+    );
+    expect(rows).toEqual([{ terminated: true }]);
+    const id = await insertNotification(app, user.id);
+    expect((await onA.waitForEvents(1, 5000))[0]?.id).toBe(id);
+    expect((await onB.waitForEvents(1, 5000))[0]?.id).toBe(id);
+    const leaders = await app.owner.query(
+      `select count(*)::int as count from pg_locks l
+       where l.locktype = 'advisory' and l.granted and l.objid = 'app_private.notification_dispatch'::regclass::oid
+         and l.database = (select oid from pg_database where datname = current_database())`,
+    );
+    expect(leaders.rows[0].count).toBe(1);
+  });
+
+  it('process B stops cleanly on SIGINT with a stream open, ending the stream', async () => {
+    const user = await anonymousUser(app);
+    const onB = await streamOf(user, otherUrl);
+    const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+    child.kill('SIGINT');
+    expect(await endsWithin(onB, 5000)).toBe(true);
+    expect(await exited, output).toBe(0);
+    expect(output).toContain('stopped');
+  }, 20_000);
+});

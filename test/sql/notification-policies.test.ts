@@ -1,0 +1,289 @@
+// Notification policies and the live-delivery functions tested directly in SQL (migrations/0019,
+// 0020): what the API roles may read and change, mark-read's rules, the dispatcher's ranges under
+// out-of-order commits, the per-batch re-check, and the revocation announcement.
+import { randomUUID } from 'node:crypto';
+import pg from 'pg';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { roleUrl } from '../../db/roles.ts';
+import { startTestApp, type TestApp } from '../helpers/app.ts';
+import { addMember, createHub, type TestHub } from '../helpers/hubs.ts';
+import { insertNotification, sleep } from '../helpers/notifications.ts';
+import { asViewer, rowsOrError } from '../helpers/sql.ts';
+import { anonymousUser, userAtLevel, type TestUser } from '../helpers/users.ts';
+
+let app: TestApp;
+/** A connection like the hub's: logged in as authenticator, no role switched. */
+let authenticator: pg.Client;
+let hub: TestHub;
+let member: TestUser;
+let outsider: TestUser;
+beforeAll(async () => {
+  app = await startTestApp();
+  // This file drives the dispatcher itself: the app's hub (and its dispatcher) must not run.
+  await app.services.notificationHub.stop();
+  authenticator = new pg.Client({ connectionString: roleUrl(app.ownerUrl, 'authenticator') });
+  await authenticator.connect();
+  hub = await createHub(app, await userAtLevel(app, 4));
+  member = await userAtLevel(app, 4);
+  outsider = await userAtLevel(app, 4);
+  await addMember(app, hub, member);
+});
+afterAll(async () => {
+  await authenticator.end();
+  await app.close();
+});
+
+const insufficientPrivilege = '42501';
+const sessionOf = (user: TestUser): string => JSON.parse(Buffer.from(user.token.split('.')[1] as string, 'base64url').toString()).sid;
+const read = (user: TestUser, sql: string, params: unknown[] = []) => asViewer(app, 'app_user', user.id, (c) => rowsOrError(c, sql, params));
+
+async function errorOf(run: Promise<unknown>): Promise<{ code?: string; message: string } | undefined> {
+  return run.then(
+    () => undefined,
+    (error: { code?: string; message: string }) => ({ code: error.code, message: error.message }),
+  );
+}
+
+describe('grants', () => {
+  it('lets app_user read notifications, never write them or read the writing transaction', async () => {
+    const row = await insertNotification(app, member.id);
+    for (const sql of [
+      `update app.notifications set read_at = now() where id = '${row}'`,
+      `delete from app.notifications where id = '${row}'`,
+      `insert into app.notifications (recipient_id, type) values ('${member.id}', 'user_followed')`,
+      'select tx_id from app.notifications',
+    ]) {
+      expect(await read(member, sql), sql).toBe(insufficientPrivilege);
+    }
+    expect(await asViewer(app, 'app_anonymous', null, (c) => rowsOrError(c, 'select id from app.notifications'))).toBe(insufficientPrivilege);
+  });
+
+  it('keeps the delivery functions to the authenticator login: no API role may call them', async () => {
+    for (const sql of [
+      'select app_private.dispatch_notifications()',
+      'select app_private.take_notification_dispatch()',
+      `select * from app_private.notification_batch('1'::xid8, '2'::xid8, '{}')`,
+      `select * from app_private.ended_sessions('{}')`,
+    ]) {
+      expect(await read(member, sql), sql).toBe(insufficientPrivilege);
+    }
+    expect(await asViewer(app, 'app_anonymous', null, (c) => rowsOrError(c, 'select app.mark_notifications_read(null, true)'))).toBe(insufficientPrivilege);
+  });
+
+  it('gives the authenticator login itself no access to notification rows', async () => {
+    expect((await errorOf(authenticator.query('select id from app.notifications')))?.code).toBe(insufficientPrivilege);
+    expect((await errorOf(authenticator.query('select * from app_private.notification_dispatch')))?.code).toBe(insufficientPrivilege);
+    expect((await errorOf(authenticator.query('select app.mark_notifications_read(null, true)')))?.code).toBe(insufficientPrivilege);
+  });
+});
+
+describe('the select policy', () => {
+  it('shows a recipient their global rows and the rows of hubs they are an active member of, nobody else', async () => {
+    const global = await insertNotification(app, outsider.id);
+    const hubRow = await insertNotification(app, outsider.id, { type: 'hub_post_created', hubId: hub.id });
+    const memberRow = await insertNotification(app, member.id, { type: 'hub_post_created', hubId: hub.id });
+    const ids = async (user: TestUser) => ((await read(user, 'select id from app.notifications')) as { id: string }[]).map((row) => row.id);
+    expect(await ids(outsider)).toContain(global);
+    expect(await ids(outsider)).not.toContain(hubRow);
+    expect(await ids(member)).toContain(memberRow);
+    expect(await ids(member)).not.toContain(global);
+  });
+});
+
+describe('app.notification_rows', () => {
+  it("returns the viewer's visible rows among the ids, with the actor only when the viewer may see that user", async () => {
+    const actor = await userAtLevel(app, 2);
+    const blocker = await userAtLevel(app, 2);
+    expect((await app.post(`/users/${actor.id}/block`, undefined, { token: blocker.token })).status).toBe(200);
+    const shown = await insertNotification(app, member.id, { actorId: actor.id });
+    const blockedActor = await insertNotification(app, blocker.id, { actorId: actor.id });
+    const hidden = await insertNotification(app, outsider.id, { type: 'hub_post_created', hubId: hub.id, actorId: actor.id });
+    const rowsFor = (user: TestUser) => read(user, 'select notification_id, actor_id, actor_username from app.notification_rows($1)', [[shown, blockedActor, hidden]]);
+    expect(await rowsFor(member)).toEqual([{ notification_id: shown, actor_id: actor.id, actor_username: actor.username }]);
+    expect(await rowsFor(blocker)).toEqual([{ notification_id: blockedActor, actor_id: null, actor_username: null }]);
+    expect(await rowsFor(outsider)).toEqual([]);
+  });
+});
+
+describe('app.mark_notifications_read', () => {
+  const mark = (user: TestUser, ids: string[] | null, all: boolean) =>
+    asViewer(app, 'app_user', user.id, (c) => rowsOrError(c, 'select app.mark_notifications_read($1::uuid[], $2) as updated', [ids, all]));
+
+  it("fails with NOTIFICATION_NOT_FOUND on an unknown id or another user's, before changing anything", async () => {
+    const own = await insertNotification(app, outsider.id);
+    const theirs = await insertNotification(app, member.id);
+    const failed = await asViewer(app, 'app_user', outsider.id, (c) =>
+      errorOf(c.query('select app.mark_notifications_read($1::uuid[], false)', [[own, theirs]])),
+    );
+    expect(failed).toEqual({ code: 'P0001', message: 'NOTIFICATION_NOT_FOUND' });
+    expect(await mark(outsider, [randomUUID()], false)).toBe('P0001');
+    expect(await mark(outsider, [own], false)).toEqual([{ updated: 1 }]);
+  });
+
+  it('counts and changes visible unread rows only', async () => {
+    const visible = await insertNotification(app, outsider.id);
+    const hidden = await insertNotification(app, outsider.id, { type: 'hub_role_changed', hubId: hub.id });
+    expect(await mark(outsider, [visible, hidden, visible], false)).toEqual([{ updated: 1 }]);
+    expect(await mark(outsider, [hidden], false)).toEqual([{ updated: 0 }]);
+    const all = (await mark(outsider, null, true)) as { updated: number }[];
+    const { rows } = await app.owner.query(
+      `select count(*)::int as n from app.notifications n where n.recipient_id = $1 and n.read_at is null and n.hub_id is null`,
+      [outsider.id],
+    );
+    expect(all[0]?.updated).toBe(rows[0].n);
+  });
+});
+
+describe('the dispatcher', () => {
+  async function listen(): Promise<{ payloads: { from: bigint; to: bigint }[]; end(): Promise<void> }> {
+    const client = new pg.Client({ connectionString: app.ownerUrl });
+    await client.connect();
+    const payloads: { from: bigint; to: bigint }[] = [];
+    client.on('notification', (message) => {
+      const parsed = JSON.parse(message.payload ?? '');
+      payloads.push({ from: BigInt(parsed.from), to: BigInt(parsed.to) });
+    });
+    await client.query('listen notifications');
+    return { payloads, end: () => client.end() };
+  }
+  const dispatch = () => authenticator.query('select app_private.dispatch_notifications()');
+  const txOf = async (id: string) => BigInt((await app.owner.query('select tx_id::text as tx from app.notifications where id = $1', [id])).rows[0].tx);
+  const watermark = async () => BigInt((await app.owner.query('select dispatched_to::text as w from app_private.notification_dispatch')).rows[0].w);
+
+  it('announces nothing when no row was written, and moves no watermark', async () => {
+    await dispatch();
+    const listener = await listen();
+    try {
+      const before = await watermark();
+      await anonymousUser(app);
+      await dispatch();
+      await sleep(100);
+      expect(listener.payloads).toEqual([]);
+      expect(await watermark()).toBe(before);
+    } finally {
+      await listener.end();
+    }
+  });
+
+  it('covers every committed row by exactly one announced range, also when an older transaction commits last', async () => {
+    await dispatch();
+    const listener = await listen();
+    const slow = new pg.Client({ connectionString: app.ownerUrl });
+    await slow.connect();
+    try {
+      await slow.query('begin');
+      const late = (await slow.query(`insert into app.notifications (recipient_id, type) values ($1, 'user_followed') returning id`, [outsider.id])).rows[0].id;
+      const early = await insertNotification(app, outsider.id);
+      await dispatch();
+      await sleep(50);
+      // While the older transaction runs, no range reaches the committed newer row.
+      const earlyTx = await txOf(early);
+      expect(listener.payloads.every((range) => range.to <= earlyTx)).toBe(true);
+      await slow.query('commit');
+      const lateTx = await txOf(late);
+      expect(lateTx).toBeLessThan(earlyTx);
+      const covering = (tx: bigint) => listener.payloads.filter((range) => range.from <= tx && tx < range.to);
+      for (let attempt = 0; attempt < 100 && (covering(earlyTx).length === 0 || covering(lateTx).length === 0); attempt += 1) {
+        await dispatch();
+        await sleep(20);
+      }
+      expect(covering(lateTx)).toHaveLength(1);
+      expect(covering(earlyTx)).toHaveLength(1);
+      // Consecutive ranges: each starts where the previous ended.
+      for (let i = 1; i < listener.payloads.length; i += 1) expect(listener.payloads[i]?.from).toBe(listener.payloads[i - 1]?.to);
+    } finally {
+      await slow.end();
+      await listener.end();
+    }
+  });
+
+  it('is led by one connection at a time, and passes on when that connection ends', async () => {
+    const other = new pg.Client({ connectionString: roleUrl(app.ownerUrl, 'authenticator') });
+    await other.connect();
+    try {
+      const take = async (client: pg.Client) => (await client.query('select app_private.take_notification_dispatch() as lead')).rows[0].lead;
+      expect(await take(authenticator)).toBe(true);
+      expect(await take(other)).toBe(false);
+      const third = new pg.Client({ connectionString: roleUrl(app.ownerUrl, 'authenticator') });
+      await third.connect();
+      expect(await take(third)).toBe(false);
+      await authenticator.query('select pg_advisory_unlock_all()');
+      expect(await take(third)).toBe(true);
+      await third.end();
+      await sleep(50);
+      expect(await take(other)).toBe(true);
+    } finally {
+      await other.end();
+    }
+  });
+});
+
+describe('app_private.notification_batch', () => {
+  const batch = async (from: bigint, to: bigint, sessions: string[]) =>
+    (
+      await authenticator.query('select session_id, user_id, live, notification_ids from app_private.notification_batch($1::xid8, $2::xid8, $3::uuid[])', [
+        from.toString(),
+        to.toString(),
+        sessions,
+      ])
+    ).rows;
+  const xmin = async () => BigInt((await app.owner.query('select pg_snapshot_xmin(pg_current_snapshot())::text as x')).rows[0].x);
+
+  it("returns, per session, the range's rows its user may see now, oldest first, and whether the session is live", async () => {
+    const from = await xmin();
+    const anonymous = await anonymousUser(app);
+    const memberRows = [await insertNotification(app, member.id, { ageSeconds: 1 }), await insertNotification(app, member.id, { type: 'hub_post_created', hubId: hub.id })];
+    const hidden = await insertNotification(app, outsider.id, { type: 'hub_post_created', hubId: hub.id });
+    const anonymousRow = await insertNotification(app, anonymous.id);
+    await app.owner.query('update app.sessions set revoked_at = now() where id = $1', [sessionOf(anonymous)]);
+    // Wait until every transaction that wrote those rows is below xmin (other databases' transactions hold it too).
+    const lastTx = BigInt((await app.owner.query('select max(tx_id)::text as t from app.notifications')).rows[0].t);
+    let to = await xmin();
+    for (let attempt = 0; attempt < 100 && to <= lastTx; attempt += 1) {
+      await sleep(20);
+      to = await xmin();
+    }
+    const rows = await batch(from, to, [sessionOf(member), sessionOf(outsider), sessionOf(anonymous), randomUUID()]);
+    expect(rows).toEqual(
+      expect.arrayContaining([
+        { session_id: sessionOf(member), user_id: member.id, live: true, notification_ids: memberRows },
+        { session_id: sessionOf(anonymous), user_id: anonymous.id, live: false, notification_ids: [anonymousRow] },
+      ]),
+    );
+    // The outsider's only row is hidden: no entry at all. Unknown sessions: none.
+    expect(rows).toHaveLength(2);
+    expect(JSON.stringify(rows)).not.toContain(hidden);
+    // The range's end is exclusive, its start inclusive.
+    expect(await batch(from, from, [sessionOf(member)])).toEqual([]);
+  });
+
+  it('names the sessions that are no longer live', async () => {
+    const live = await anonymousUser(app);
+    const ended = await anonymousUser(app);
+    await app.post('/auth/logout', { refreshToken: ended.refreshToken, logoutFromAllDevices: false }, { token: ended.token });
+    const unknown = randomUUID();
+    const { rows } = await authenticator.query('select id from app_private.ended_sessions($1::uuid[]) as id', [[sessionOf(live), sessionOf(ended), unknown]]);
+    expect(rows.map((row) => row.id).sort()).toEqual([sessionOf(ended), unknown].sort());
+  });
+});
+
+describe('session revocation announcements', () => {
+  it('announces a session once, when it becomes revoked, with its id only', async () => {
+    const listener = new pg.Client({ connectionString: app.ownerUrl });
+    await listener.connect();
+    const payloads: string[] = [];
+    listener.on('notification', (message) => payloads.push(message.payload ?? ''));
+    await listener.query('listen session_revoked');
+    try {
+      const user = await anonymousUser(app);
+      const session = sessionOf(user);
+      await app.owner.query(`update app.sessions set expires_at = expires_at + interval '1 day' where id = $1`, [session]);
+      await app.owner.query('update app.sessions set revoked_at = now() where id = $1', [session]);
+      await app.owner.query('update app.sessions set revoked_at = now() where id = $1', [session]);
+      await sleep(100);
+      expect(payloads).toEqual([session]);
+    } finally {
+      await listener.end();
+    }
+  });
+});
