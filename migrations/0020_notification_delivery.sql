@@ -17,8 +17,9 @@
 --     open in that process, through app_private.notification_batch and then app.notification_rows
 --     as each recipient (the list's own read, under row-level security), so a row is shown live
 --     exactly when, and exactly as, the list would show it.
--- The API processes' dedicated connection logs in as `authenticator` (db/roles.ts) and holds no
--- privilege beyond the functions granted to it below.
+-- The API processes' dedicated connection logs in as `authenticator` (db/roles.ts): as itself it
+-- may call the four app_private functions granted below and nothing else; for the re-read it sets
+-- the role and identity of each recipient in turn, exactly like a request's transaction.
 
 -- The notification row of contract section 9, for the list (GET /notifications) and the live
 -- stream alike, for the given ids, as the calling viewer sees it. Security invoker on purpose: the

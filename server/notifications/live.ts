@@ -46,8 +46,8 @@ async function readAsRecipients(client: pg.ClientBase, storage: Storage, rows: B
   const readers = new Map<string, BatchRow>();
   for (const row of rows) readers.set(row.user_id, row);
   if (readers.size === 0) return new Map();
-  // Per recipient, a transaction like a request's: `begin; select set_config(…);` (beginAs), the
-  // read, `commit;`: four results each. Values are ids this connection just read from the database.
+  // Per recipient, a transaction like a request's (beginAs), the read, commit. Values are ids this
+  // connection just read from the database.
   const text = [...readers.values()]
     .map(
       (reader) =>
@@ -62,12 +62,12 @@ async function readAsRecipients(client: pg.ClientBase, storage: Storage, rows: B
     await client.query('rollback').catch(() => undefined);
     throw error;
   }
+  // One result per statement; the reads, in reader order, are those with notification rows' columns.
+  const reads = results.filter((result) => result.fields.some((field) => field.name === 'notification_id'));
   const byUser = new Map<string, Notification[]>();
-  let index = 0;
-  for (const userId of readers.keys()) {
-    const read = results[index * 4 + 2]?.rows ?? [];
+  for (const [index, userId] of [...readers.keys()].entries()) {
+    const read = reads[index]?.rows ?? [];
     byUser.set(userId, await Promise.all(read.map(async (row) => notification.parse(await shapeNotification(storage, row)))));
-    index += 1;
   }
   return byUser;
 }

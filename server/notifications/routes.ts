@@ -1,6 +1,7 @@
 // /notifications: the list, the unread count, mark-read, and the live stream (spec 2.7, 4.7, 6.3;
 // contract section 9). Which rows a user sees is the policy of migrations/0019 (through
-// app.notification_visible_to); no handler here filters visibility itself.
+// app.notification_visible_to), and rows are read through app.notification_rows (0020) as the
+// viewer, like the live stream does; no handler here filters visibility itself.
 import { z } from 'zod';
 import { endpoint } from '../http/endpoint.ts';
 import { ApiError } from '../http/errors.ts';
