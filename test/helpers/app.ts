@@ -68,6 +68,9 @@ export async function startTestApp(env: Record<string, string> = {}, overrides: 
   const log = createLogger(config.logLevel);
   const pools = createPools(ownerUrl);
   const owner = new pg.Pool({ connectionString: ownerUrl, max: 4 });
+  // The database is dropped with (force) at close: a client still closing then loses its server.
+  owner.on('error', () => {});
+  owner.on('connect', (client) => client.on('error', () => {}));
   const services = await createServices(config, log, pools, objects.storage, overrides);
   await services.notificationHub.start(roleUrl(ownerUrl, 'authenticator'));
   const server = createApp(services).listen(0, '127.0.0.1');
