@@ -1,6 +1,7 @@
 // `npm start` as a user runs it: the real entry point in a child process, on its embedded
 // PostgreSQL (a fresh data folder) and on DATABASE_URL; it answers, then stops cleanly on SIGINT.
 import { spawn } from 'node:child_process';
+import { existsSync } from 'node:fs';
 import { chmod, mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
@@ -10,7 +11,7 @@ import { describe, expect, inject, it } from 'vitest';
 import { freePort } from '../../db/embedded.ts';
 import { databaseUrl } from '../helpers/global-setup.ts';
 
-async function runService(env: Record<string, string>) {
+async function runService(env: Record<string, string>, { interruptWhenStarting = false } = {}) {
   const port = await freePort();
   const started = Date.now();
   const child = spawn(process.execPath, ['main.ts'], {
@@ -23,7 +24,10 @@ async function runService(env: Record<string, string>) {
   child.stderr.on('data', (chunk) => (output += chunk));
   const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
   let answer: Response | undefined;
-  while (!answer && Date.now() - started < 30_000 && child.exitCode === null) {
+  while (interruptWhenStarting && !output.includes('starting') && Date.now() - started < 30_000) {
+    await new Promise((resolve) => setTimeout(resolve, 20));
+  }
+  while (!interruptWhenStarting && !answer && Date.now() - started < 30_000 && child.exitCode === null) {
     answer = await fetch(`http://127.0.0.1:${port}/api/v1/auth/login-config`).catch(() => undefined);
     if (!answer) await new Promise((resolve) => setTimeout(resolve, 200));
   }
@@ -47,6 +51,20 @@ describe('npm start', () => {
       expect(output).toContain(`embedded PostgreSQL in ${dataDir}`);
       expect(output).toContain('stopped');
       expect(code).toBe(0);
+    } finally {
+      await rm(dataDir, { recursive: true, force: true });
+    }
+  });
+
+  it('stops cleanly when interrupted during startup, leaving no database running', { timeout: 60_000 }, async () => {
+    const dataDir = await mkdtemp(path.join(os.tmpdir(), 'opinion-start-'));
+    await chmod(dataDir, 0o755);
+    try {
+      const { code, output } = await runService({ DATA_DIR: dataDir, DATABASE_URL: '' }, { interruptWhenStarting: true });
+      expect(output).toContain('SIGINT: shutting down');
+      expect(output).toContain('stopped');
+      expect(code).toBe(0);
+      expect(existsSync(path.join(dataDir, 'pg', 'postmaster.pid'))).toBe(false);
     } finally {
       await rm(dataDir, { recursive: true, force: true });
     }
