@@ -23,7 +23,7 @@ begin
     return;
   end if;
   -- Up to three numeric-suffix alternatives that are free now: the usable part of the handle,
-  -- or "user" when nothing usable is left, plus a random number of 2 to 4 digits.
+  -- or "user" when nothing usable is left, plus a short random number.
   v_base := left(regexp_replace(p_handle, '[^a-z0-9_]', '', 'g'), 26);
   if v_base = '' then
     v_base := 'user';
@@ -32,7 +32,7 @@ begin
   from (
     select distinct on (handle) handle, n
     from (select v_base || n::text as handle, n
-          from (select case when g <= 6 then 10 + floor(random() * 90) else 100 + floor(random() * 9900) end::int as n
+          from (select (1 + floor(random() * case when g <= 6 then 99 else 9999 end))::int as n
                 from generate_series(1, 12) g) r) k
     where k.handle ~ '^[a-z0-9_]{3,30}$'
       and not exists (select from app.users u where u.username = k.handle)
