@@ -1,8 +1,7 @@
 // The viewer of a transaction: `set local role` to the viewer's role and the viewer's identity in
 // `app.user_id` / `app.session_id` (set_config(..., true)), so row-level security decides what the
-// transaction sees. Nothing else passes identity to SQL.
-import type pg from 'pg';
-
+// transaction sees. Nothing else passes identity to SQL. Requests use it through
+// db/request-transaction.ts; the live notification reader and the SQL tests through beginAs.
 export type ViewerRole = 'app_anonymous' | 'app_user' | 'app_admin';
 
 export interface Viewer {
@@ -32,24 +31,4 @@ export function beginAs(viewer: Viewer): string {
     `set_config('app.user_id', ${sqlLiteral(viewer.userId ?? '')}, true), ` +
     `set_config('app.session_id', ${sqlLiteral(viewer.sessionId ?? '')}, true);`
   );
-}
-
-/** Runs `fn` in one transaction as `viewer`. */
-export async function withViewer<T>(pool: pg.Pool, viewer: Viewer, fn: (tx: pg.PoolClient) => Promise<T>): Promise<T> {
-  const client = await pool.connect();
-  try {
-    await client.query(beginAs(viewer));
-    const result = await fn(client);
-    await client.query('commit');
-    client.release();
-    return result;
-  } catch (error) {
-    // A client whose rollback fails has lost its connection: destroy it rather than pool it.
-    const rolledBack = await client.query('rollback').then(
-      () => true,
-      () => false,
-    );
-    client.release(!rolledBack);
-    throw error;
-  }
 }

@@ -17,7 +17,7 @@ const article = z.object({
 
 const slider = z.object({ leftLabel: z.string(), rightLabel: z.string() });
 
-export const feedContexts = [
+const feedContexts = [
   'own_post',
   'followed_author',
   'hub_co_member_author',
@@ -125,15 +125,10 @@ function shapeSlider(text: string | null, left: string | null, right: string | n
 
 /**
  * Cards for the given post ids, in that order, as the viewer sees them; ids the viewer may not see
- * are left out. `hubId` selects the displayed vote scope (null: global).
+ * are left out. `hubId` selects the displayed vote scope (null: global). feedContext is set on feed
+ * items only, and no feed serves cards yet.
  */
-export async function readCards(
-  tx: RequestTransaction,
-  storage: Storage,
-  ids: string[],
-  hubId: string | null = null,
-  feedContext: (id: string) => PostCard['feedContext'] = () => null,
-): Promise<PostCard[]> {
+export async function readCards(tx: RequestTransaction, storage: Storage, ids: string[], hubId: string | null = null): Promise<PostCard[]> {
   if (ids.length === 0) return [];
   const { rows } = await tx.query<CardRow>(cardQuery, [ids, hubId]);
   return Promise.all(
@@ -167,7 +162,7 @@ export async function readCards(
       voteSummary: row.tally ? summarize(row.tally.map(Number)) : null,
       voteDistribution: row.tally ? distribute(row.tally.map(Number)) : null,
       viewerSaved: row.saved,
-      feedContext: feedContext(row.id),
+      feedContext: null,
     })),
   );
 }

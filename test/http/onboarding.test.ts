@@ -1,6 +1,7 @@
 // Onboarding steps and access levels (spec 4.2, part 5; contract section 4).
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestApp, type TestApp } from '../helpers/app.ts';
+import { asViewer } from '../helpers/sql.ts';
 import { anonymousUser, completeBasics, nextHandle, nextPhone, userAtLevel, verifyPhone } from '../helpers/users.ts';
 
 let app: TestApp;
@@ -135,14 +136,10 @@ describe('media and contacts', () => {
 
   it('enforces the level in SQL too (the stored function refuses a viewer below level 3)', async () => {
     const user = await userAtLevel(app, 2);
-    const client = await app.pools.api.connect();
-    try {
-      await client.query('begin');
-      await client.query(`select set_config('role', 'app_user', true), set_config('app.user_id', $1, true)`, [user.id]);
-      await expect(client.query('select app.acknowledge_contacts()')).rejects.toThrow('PHONE_VERIFICATION_REQUIRED');
-    } finally {
-      await client.query('rollback');
-      client.release();
-    }
+    await expect(asViewer(app, 'app_user', user.id, (c) => c.query('select app.acknowledge_contacts()'))).rejects.toThrow(
+      'PHONE_VERIFICATION_REQUIRED',
+    );
+    const { rows } = await app.owner.query('select contacts_synced_at from app.users where id = $1', [user.id]);
+    expect(rows[0].contacts_synced_at).toBeNull();
   });
 });
