@@ -28,10 +28,11 @@ create table app.vote_counters (
 alter table app.vote_counters enable row level security;
 alter table app.vote_counters force row level security;
 -- No policy and no grant: counters are read only through app.vote_tally (aggregates of visible
--- posts) and written only by app.cast_vote.
+-- posts) and written only by app.cast_vote and the seeding triggers below.
 
 -- The 16 slot rows of one post and scope, seeded so that each position's counts add up to zero.
--- Called by app.cast_vote when a scope has no counters yet; concurrent first voters create one set.
+-- They are made with the scope (a slider post's insert; its placement in a hub), never by a vote:
+-- a vote only rewrites one existing row, and the seed rows carry the author's transaction.
 create function app_private.seed_vote_counters(p_post_id uuid, p_hub_id uuid)
   returns void
   language plpgsql volatile
@@ -51,8 +52,42 @@ begin
 end
 $$;
 
--- Counts so far, moved onto seeded slot sets (their sums per position are unchanged).
-select app_private.seed_vote_counters(post_id, hub_id) from (select distinct post_id, hub_id from app.vote_counters_by_position) scopes;
+create function app_private.posts_seed_vote_counters() returns trigger
+  language plpgsql security definer
+  set search_path = pg_catalog
+  as $$
+begin
+  perform app_private.seed_vote_counters(new.id, null);
+  return null;
+end
+$$;
+
+create trigger posts_seed_vote_counters
+  after insert on app.posts
+  for each row when (new.slider_text is not null)
+  execute function app_private.posts_seed_vote_counters();
+
+create function app_private.post_hubs_seed_vote_counters() returns trigger
+  language plpgsql security definer
+  set search_path = pg_catalog
+  as $$
+begin
+  if exists (select from app.posts p where p.id = new.post_id and p.slider_text is not null) then
+    perform app_private.seed_vote_counters(new.post_id, new.hub_id);
+  end if;
+  return null;
+end
+$$;
+
+create trigger post_hubs_seed_vote_counters
+  after insert on app.post_hubs
+  for each row execute function app_private.post_hubs_seed_vote_counters();
+
+-- Every existing slider post and hub placement gets its seeded set; counts so far are added onto
+-- it (their sums per position are unchanged).
+select app_private.seed_vote_counters(p.id, null) from app.posts p where p.slider_text is not null;
+select app_private.seed_vote_counters(ph.post_id, ph.hub_id)
+  from app.post_hubs ph join app.posts p on p.id = ph.post_id where p.slider_text is not null;
 update app.vote_counters c
   set strong_left_count = c.strong_left_count + o.sl, left_count = c.left_count + o.l, neutral_count = c.neutral_count + o.n,
       right_count = c.right_count + o.r, strong_right_count = c.strong_right_count + o.sr
@@ -93,8 +128,8 @@ $$;
 -- receipt (VOTE_ALREADY_CAST, decided by the receipt's key). Then the receipt, the scope receipts
 -- (global + every hub the post is already targeted or shared to where the voter is an active member,
 -- evaluated now and never backfilled), post_voted to the author (not for self-votes) with no actor,
--- a feed activity event, hub activity, and last the counter rows: in each scope a random one of
--- its 16 seeded slot rows, all five counts rewritten (the row version shows no position; the row
+-- a feed activity event, hub activity, and last the counter rows: in each scope the same random
+-- one of its 16 seeded slot rows, all five counts rewritten in one statement (the row version shows no position; the row
 -- lock, the only one voters of a popular post share, is held from here to commit). Returns the time, the hub
 -- scopes counted, and the global tally after the vote (five counts in position order).
 -- Each check is one statement with a cached plan: visibility, level and slider are read together.
@@ -111,16 +146,23 @@ declare
   v_votable boolean;
   v_visible boolean;
   v_slot smallint := floor(random() * 16)::smallint;
-  v_scope uuid;
-  v_attempt int;
+  v_rows int;
+  v_level int;
 begin
-  select p.author_id, p.visibility, p.slider_text is not null, app.post_visible_to(p, v_viewer, app.viewer_block_list())
-    into v_author, v_visibility, v_votable, v_visible
+  -- One statement reads what every check needs: visibility, the viewer's level, the post, and the
+  -- hubs where this vote would count (read-only; used only once the checks pass).
+  select p.author_id, p.visibility, p.slider_text is not null, app.post_visible_to(p, v_viewer, app.viewer_block_list()),
+         app.user_access_level(v_viewer),
+         (select coalesce(array_agg(ph.hub_id order by ph.hub_id), '{}') from app.post_hubs ph
+          where ph.post_id = p.id and app.is_active_member(ph.hub_id, v_viewer))
+    into v_author, v_visibility, v_votable, v_visible, v_level, hub_ids
     from app.posts p where p.id = p_post_id;
   if not coalesce(v_visible, false) then
     perform app.fail('POST_NOT_FOUND');
   end if;
-  perform app.require_level(2);
+  if coalesce(v_level, 0) < 2 then
+    perform app.require_level(2);
+  end if;
   if v_visibility = 'private_locked_hub' and v_author <> v_viewer
      and not exists (select from app.post_hubs ph where ph.post_id = p_post_id and ph.kind = 'target'
                      and app.is_active_member(ph.hub_id, v_viewer)) then
@@ -135,8 +177,6 @@ begin
   if voted_at is null then
     perform app.fail('VOTE_ALREADY_CAST');
   end if;
-  select coalesce(array_agg(ph.hub_id order by ph.hub_id), '{}') into hub_ids
-  from app.post_hubs ph where ph.post_id = p_post_id and app.is_active_member(ph.hub_id, v_viewer);
   insert into app.vote_scope_receipts (post_id, user_id, hub_id)
     select p_post_id, v_viewer, scope from unnest(array[null::uuid] || hub_ids) scope;
   if v_author <> v_viewer then
@@ -146,19 +186,17 @@ begin
   if cardinality(hub_ids) > 0 then
     perform app_private.touch_hub_activity(h, v_viewer) from unnest(hub_ids) h;
   end if;
-  foreach v_scope in array array[null::uuid] || hub_ids loop
-    for v_attempt in 1..2 loop
-      update app.vote_counters c
-        set strong_left_count = c.strong_left_count + (p_position = 'strong_left')::int,
-            left_count = c.left_count + (p_position = 'left')::int,
-            neutral_count = c.neutral_count + (p_position = 'neutral')::int,
-            right_count = c.right_count + (p_position = 'right')::int,
-            strong_right_count = c.strong_right_count + (p_position = 'strong_right')::int
-        where c.post_id = p_post_id and c.hub_id is not distinct from v_scope and c.slot = v_slot;
-      exit when found;
-      perform app_private.seed_vote_counters(p_post_id, v_scope);
-    end loop;
-  end loop;
+  update app.vote_counters c
+    set strong_left_count = c.strong_left_count + (p_position = 'strong_left')::int,
+        left_count = c.left_count + (p_position = 'left')::int,
+        neutral_count = c.neutral_count + (p_position = 'neutral')::int,
+        right_count = c.right_count + (p_position = 'right')::int,
+        strong_right_count = c.strong_right_count + (p_position = 'strong_right')::int
+    where c.post_id = p_post_id and c.slot = v_slot and (c.hub_id is null or c.hub_id = any (hub_ids));
+  get diagnostics v_rows = row_count;
+  if v_rows <> 1 + cardinality(hub_ids) then
+    raise exception 'vote counters missing for a scope of post %', p_post_id;
+  end if;
   select array[coalesce(sum(c.strong_left_count), 0), coalesce(sum(c.left_count), 0), coalesce(sum(c.neutral_count), 0),
                coalesce(sum(c.right_count), 0), coalesce(sum(c.strong_right_count), 0)]::bigint[]
     into global_tally
@@ -186,6 +224,10 @@ insert into app.vote_counters (post_id, hub_id, position, slot, count)
   group by c.post_id, c.hub_id, p.position
   having sum(p.count) > 0;
 drop table app.vote_counters_by_slot;
+drop trigger post_hubs_seed_vote_counters on app.post_hubs;
+drop trigger posts_seed_vote_counters on app.posts;
+drop function app_private.post_hubs_seed_vote_counters();
+drop function app_private.posts_seed_vote_counters();
 drop function app_private.seed_vote_counters(uuid, uuid);
 
 create or replace function app.vote_tally(p_post_id uuid, p_hub_id uuid)
@@ -230,8 +272,6 @@ begin
   if voted_at is null then
     perform app.fail('VOTE_ALREADY_CAST');
   end if;
-  select coalesce(array_agg(ph.hub_id order by ph.hub_id), '{}') into hub_ids
-  from app.post_hubs ph where ph.post_id = p_post_id and app.is_active_member(ph.hub_id, v_viewer);
   insert into app.vote_scope_receipts (post_id, user_id, hub_id)
     select p_post_id, v_viewer, scope from unnest(array[null::uuid] || hub_ids) scope;
   insert into app.vote_counters as c (post_id, hub_id, position, slot, count)
