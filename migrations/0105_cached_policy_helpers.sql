@@ -8,6 +8,21 @@
 -- search_path) and rules are unchanged; only the language of the bodies moves. app.viewer_id() and
 -- app.post_visible_to(...) stay plain SQL: they are inlined where they are used.
 
+-- The level rule itself, over the columns it reads: plain SQL, inlined wherever it is used, so
+-- app.user_access_level and app.onboarding_status share one rule without calling each other.
+create function app.access_level_of(p_full_name text, p_username text, p_terms_accepted_at timestamptz,
+  p_has_phone boolean, p_media_completed_at timestamptz, p_contacts_synced_at timestamptz)
+  returns int
+  language sql immutable
+  as $$
+  select case
+    when p_full_name is null or p_username is null or p_terms_accepted_at is null then 1
+    when not p_has_phone or p_media_completed_at is null then 2
+    when p_contacts_synced_at is null then 3
+    else 4
+  end
+$$;
+
 create or replace function app.user_access_level(p_user_id uuid)
   returns int
   language plpgsql stable security definer
@@ -15,12 +30,7 @@ create or replace function app.user_access_level(p_user_id uuid)
   as $$
 begin
   return (
-    select case
-      when u.full_name is null or u.username is null or u.terms_accepted_at is null then 1
-      when p.user_id is null or u.media_completed_at is null then 2
-      when u.contacts_synced_at is null then 3
-      else 4
-    end
+    select app.access_level_of(u.full_name, u.username, u.terms_accepted_at, p.user_id is not null, u.media_completed_at, u.contacts_synced_at)
     from app.users u
     left join app.phone_identities p on p.user_id = u.id
     where u.id = p_user_id);
@@ -34,11 +44,12 @@ create or replace function app.session_access_level(p_session_id uuid, p_user_id
   set search_path = pg_catalog
   as $$
 begin
-  if exists (select from app.sessions s
-             where s.id = p_session_id and s.user_id = p_user_id and s.revoked_at is null and s.expires_at > now()) then
-    return app.user_access_level(p_user_id);
-  end if;
-  return null;
+  return (
+    select app.access_level_of(u.full_name, u.username, u.terms_accepted_at, p.user_id is not null, u.media_completed_at, u.contacts_synced_at)
+    from app.sessions s
+    join app.users u on u.id = s.user_id
+    left join app.phone_identities p on p.user_id = u.id
+    where s.id = p_session_id and s.user_id = p_user_id and s.revoked_at is null and s.expires_at > now());
 end
 $$;
 
@@ -56,7 +67,7 @@ create or replace function app.onboarding_status()
   as $$
 begin
   return query
-  select app.user_access_level(u.id),
+  select app.access_level_of(u.full_name, u.username, u.terms_accepted_at, p.user_id is not null, u.media_completed_at, u.contacts_synced_at),
          u.full_name is not null and u.username is not null and u.terms_accepted_at is not null,
          u.media_completed_at is not null,
          p.user_id is not null,
@@ -299,3 +310,5 @@ create or replace function app.user_access_level(p_user_id uuid)
   left join app.phone_identities p on p.user_id = u.id
   where u.id = p_user_id
 $$;
+
+drop function app.access_level_of(text, text, timestamptz, boolean, timestamptz, timestamptz);

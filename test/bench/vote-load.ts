@@ -1,10 +1,13 @@
 // The load generator of the vote benchmark (test/bench/votes.ts), a separate process so that
 // clients never share the server's CPU time slice or event loop. Reads one job (a JSON file named
-// by argv[2]), runs its operations `concurrency` at a time after a warm-up, and prints one JSON
-// line: { rate, seconds, dbCpuSeconds, failure }. dbCpuSeconds is the CPU its own database
-// connections used (SQL modes only; the orchestrator measures the server's connections itself).
+// by argv[2]), warms up (every connection open, plans cached), prints `warm`, waits for a line on
+// stdin, runs its operations `concurrency` at a time, and prints one JSON line:
+// { rate, seconds, dbCpuSeconds, failure }. dbCpuSeconds is the CPU its own database connections
+// used (SQL modes; for HTTP modes the orchestrator reads the service's connections between `warm`
+// and the result).
 import http from 'node:http';
 import { readFileSync } from 'node:fs';
+import { once } from 'node:events';
 import pg from 'pg';
 import { RequestTransaction } from '../../db/request-transaction.ts';
 import { anonymousViewer, userViewer } from '../../db/viewer.ts';
@@ -113,6 +116,8 @@ try {
     for (const client of clients) client.release();
   }
   await run(job.warmup);
+  process.stdout.write('warm\n');
+  await once(process.stdin, 'data');
   const before = cpuSeconds(pids);
   const seconds = await run(job.items);
   const dbCpuSeconds = pool ? cpuDelta(before, cpuSeconds(pids)) : null;
@@ -123,3 +128,4 @@ try {
 agent.destroy();
 await pool?.end();
 process.stdout.write(`${JSON.stringify(result)}\n`);
+process.stdin.destroy();

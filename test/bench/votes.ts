@@ -43,6 +43,12 @@ const positions = ['strong_left', 'left', 'neutral', 'right', 'strong_right'];
 const log = (line: string) => process.stdout.write(`${line}\n`);
 
 type Phase = 'floor' | 'sql' | 'http' | 'hot' | 'hub' | 'session' | 'onboarding';
+/** Operations per second; PostgreSQL CPU and (HTTP phases) the service process's CPU per operation. */
+interface PhaseResult {
+  rate: number;
+  cpuMs: number | null;
+  serviceCpuMs: number | null;
+}
 const phases: Phase[] = ['floor', 'sql', 'http', 'hot', 'hub', 'session', 'onboarding'];
 
 interface Variant {
@@ -54,7 +60,7 @@ interface Variant {
   server: ChildProcess;
   base: string;
   data: BenchData;
-  results: Record<Phase, { rate: number; cpuMs: number | null }>[];
+  results: Record<Phase, PhaseResult>[];
 }
 
 let embedded: Awaited<ReturnType<typeof startEmbeddedPostgres>> | undefined;
@@ -132,13 +138,24 @@ async function serverBackends(variant: Variant): Promise<number[]> {
   return rows.map((r) => r.pid);
 }
 
-async function runLoad(job: LoadJob): Promise<{ rate: number; dbCpuSeconds: number | null }> {
+/**
+ * Runs one job in a load process. `onWarm` runs once the process has warmed up, right before the
+ * timed operations (the orchestrator reads the service's CPU counters there).
+ */
+async function runLoad(job: LoadJob, onWarm: () => Promise<void>): Promise<{ rate: number; dbCpuSeconds: number | null }> {
   const file = path.join(scratch, `job-${randomBytes(4).toString('hex')}.json`);
   await writeFile(file, JSON.stringify(job));
-  const child = spawn(process.execPath, [path.join(root, 'test', 'bench', 'vote-load.ts'), file], { stdio: ['ignore', 'pipe', 'inherit'] });
+  const child = spawn(process.execPath, [path.join(root, 'test', 'bench', 'vote-load.ts'), file], { stdio: ['pipe', 'pipe', 'inherit'] });
   let out = '';
+  let warm = false;
   child.stdout.setEncoding('utf8');
-  child.stdout.on('data', (chunk: string) => (out += chunk));
+  child.stdout.on('data', (chunk: string) => {
+    out += chunk;
+    if (!warm && out.startsWith('warm\n')) {
+      warm = true;
+      void onWarm().then(() => child.stdin.write('go\n'));
+    }
+  });
   await new Promise((resolve) => child.once('exit', resolve));
   await rm(file);
   const result = JSON.parse(out.trim().split('\n').at(-1) as string) as { rate: number; dbCpuSeconds: number | null; failure?: string };
@@ -146,7 +163,7 @@ async function runLoad(job: LoadJob): Promise<{ rate: number; dbCpuSeconds: numb
   return result;
 }
 
-async function runPhase(variant: Variant, phase: Phase): Promise<{ rate: number; cpuMs: number | null }> {
+async function runPhase(variant: Variant, phase: Phase): Promise<PhaseResult> {
   const { data } = variant;
   const postCount = phase === 'hot' ? 1 : spreadPosts;
   const needsPosts = phase !== 'floor' && phase !== 'session' && phase !== 'onboarding';
@@ -170,9 +187,16 @@ async function runPhase(variant: Variant, phase: Phase): Promise<{ rate: number;
     warmup: all.slice(0, warmupCount),
     items: all.slice(warmupCount),
   };
-  const pidsBefore = await serverBackends(variant);
-  const before = cpuSeconds(pidsBefore);
-  const result = await runLoad(job);
+  let pidsBefore: number[] = [];
+  let before = new Map<number, number>();
+  const servicePid = variant.server.pid as number;
+  let serviceBefore = new Map<number, number>();
+  const result = await runLoad(job, async () => {
+    pidsBefore = await serverBackends(variant);
+    before = cpuSeconds(pidsBefore);
+    serviceBefore = cpuSeconds([servicePid]);
+  });
+  const serviceCpu = cpuDelta(serviceBefore, cpuSeconds([servicePid]));
   const serverCpu = cpuDelta(before, cpuSeconds([...new Set([...pidsBefore, ...(await serverBackends(variant))])]));
   // SQL phases: the load process's own connections; HTTP phases: the service's connections.
   const cpu = job.mode === 'floor' || job.mode === 'sql' || job.mode === 'session' ? result.dbCpuSeconds : serverCpu;
@@ -181,7 +205,8 @@ async function runPhase(variant: Variant, phase: Phase): Promise<{ rate: number;
     const expected = all.length; // warm-up votes count too
     if (counted.rows[0]?.n !== expected) throw new Error(`${variant.name} ${phase}: ${counted.rows[0]?.n} receipts, expected ${expected}`);
   }
-  return { rate: result.rate, cpuMs: cpu === null ? null : (cpu * 1000) / job.items.length };
+  const perOp = (seconds: number | null) => (seconds === null ? null : (seconds * 1000) / job.items.length);
+  return { rate: result.rate, cpuMs: perOp(cpu), serviceCpuMs: job.mode.startsWith('http') ? perOp(serviceCpu) : null };
 }
 
 const variants: Variant[] = [];
@@ -205,7 +230,7 @@ try {
   log(`repeats: ${repeats}, operations per phase: ${votes} (+${warmupCount} warm-up), concurrency: ${concurrency}${beforeRef ? `, before = ${beforeRef}` : ''}`);
   for (let r = 0; r < repeats; r++) {
     const order = r % 2 === 0 ? phases : [...phases].reverse();
-    const results = variants.map(() => ({}) as Record<Phase, { rate: number; cpuMs: number | null }>);
+    const results = variants.map(() => ({}) as Record<Phase, PhaseResult>);
     for (const phase of order) {
       for (const [i, variant] of (r % 2 === 0 ? variants : [...variants].reverse()).entries()) {
         const index = r % 2 === 0 ? i : variants.length - 1 - i;
@@ -222,15 +247,20 @@ try {
   };
   const fmt = (n: number, digits = 0) => n.toFixed(digits);
   log('');
-  log('operations per second and PostgreSQL CPU per operation (median over repeats; min-max):');
+  log('operations per second, and CPU per operation of PostgreSQL and of the service process (median over repeats; min-max):');
   for (const variant of variants) {
     for (const phase of phases) {
       const rate = stats(variant.results.map((r) => r[phase].rate));
-      const cpus = variant.results.map((r) => r[phase].cpuMs).filter((n): n is number => n !== null);
-      const cpu = cpus.length ? stats(cpus) : undefined;
+      const median = (key: 'cpuMs' | 'serviceCpuMs') => {
+        const values = variant.results.map((r) => r[phase][key]).filter((n): n is number => n !== null);
+        return values.length ? stats(values) : undefined;
+      };
+      const cpu = median('cpuMs');
+      const service = median('serviceCpuMs');
       log(
         `  ${variant.name.padEnd(8)} ${phase.padEnd(11)} ${fmt(rate.median).padStart(6)}/s (${fmt(rate.min)}-${fmt(rate.max)})` +
-          (cpu ? `   ${fmt(cpu.median, 3)} ms CPU (${fmt(cpu.min, 3)}-${fmt(cpu.max, 3)})` : '   CPU n/a'),
+          (cpu ? `   PostgreSQL ${fmt(cpu.median, 3)} ms (${fmt(cpu.min, 3)}-${fmt(cpu.max, 3)})` : '   PostgreSQL n/a') +
+          (service ? `   service ${fmt(service.median, 3)} ms` : ''),
       );
     }
   }
