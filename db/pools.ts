@@ -12,7 +12,9 @@ export interface Pools {
 }
 
 export function createPools(ownerUrl: string, { apiMax = 20, workerMax = 5 } = {}): Pools {
-  const api = new pg.Pool({ connectionString: roleUrl(ownerUrl, 'authenticator'), max: apiMax });
+  // Pipelined: queries issued without waiting for the previous answer share one round trip
+  // (a request's last statement and its commit, RequestTransaction.queryAndCommit).
+  const api = new pg.Pool({ connectionString: roleUrl(ownerUrl, 'authenticator'), max: apiMax, pipeline: true });
   const worker = new pg.Pool({ connectionString: roleUrl(ownerUrl, 'app_worker'), max: workerMax });
   // A client that loses its server emits 'error' (on the pool when idle, on the client when
   // checked out); the failing query rejects and the pool replaces the client.

@@ -18,8 +18,9 @@ const onboardingStatus = z.object({
   nextStep: z.enum(['profile_basics', 'media', 'phone', 'contacts', 'done']),
 });
 
+/** The status as the request's last statement, committed in the same round trip. */
 async function readStatus(tx: RequestTransaction): Promise<z.input<typeof onboardingStatus>> {
-  const { rows } = await tx.query<{
+  const { rows } = await tx.queryAndCommit<{
     access_level: number;
     profile_basics_completed: boolean;
     media_completed: boolean;

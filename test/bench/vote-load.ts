@@ -26,7 +26,7 @@ export interface LoadJob {
    * floor: the minimal write a vote needs, one statement in one round trip (a receipt and one of 16
    *   counter slots, in tables of their own);
    * sql: the vote's SQL exactly as the API sends it (RequestTransaction: begin + role + session
-   *   check in one round trip, app.cast_vote, commit);
+   *   check in one round trip, then app.cast_vote and commit pipelined in a second);
    * session: the session lookup alone (RequestTransaction opened with the session check, committed);
    * http-vote: POST /posts/{postId}/vote; http-onboarding: GET /users/me/onboarding/status.
    */
@@ -41,7 +41,8 @@ export interface LoadJob {
 const job = JSON.parse(readFileSync(process.argv[2] as string, 'utf8')) as LoadJob;
 const { concurrency } = job;
 const sqlMode = job.mode === 'floor' || job.mode === 'sql' || job.mode === 'session';
-const pool = sqlMode ? new pg.Pool({ connectionString: job.databaseUrl, max: concurrency, idleTimeoutMillis: 0 }) : undefined;
+// Configured like the API pool (db/pools.ts): pipelined.
+const pool = sqlMode ? new pg.Pool({ connectionString: job.databaseUrl, max: concurrency, idleTimeoutMillis: 0, pipeline: true }) : undefined;
 const target = new URL(job.base);
 const agent = new http.Agent({ keepAlive: true, maxSockets: concurrency });
 
@@ -77,9 +78,10 @@ async function perform(item: LoadItem): Promise<void> {
       const level = await tx.openWithSession(userViewer(item.userId, item.sessionId));
       if (level === null) throw new Error('session refused');
       if (job.mode === 'sql') {
-        await tx.query('select voted_at, hub_ids, global_tally from app.cast_vote($1, $2)', [item.postId, item.position]);
+        await tx.queryAndCommit('select voted_at, hub_ids, global_tally from app.cast_vote($1, $2)', [item.postId, item.position]);
+      } else {
+        await tx.finish(true);
       }
-      await tx.finish(true);
       return;
     }
     case 'http-vote': {

@@ -44,7 +44,7 @@ try {
   const publicPosts = await makePosts(owner, data, 1000, 'public');
   const hubPosts = await makePosts(owner, data, 1000, 'hub');
   await owner.query('create extension if not exists pg_stat_statements');
-  const api = new pg.Pool({ connectionString: roleUrl(ownerUrl, 'authenticator'), max: concurrency });
+  const api = new pg.Pool({ connectionString: roleUrl(ownerUrl, 'authenticator'), max: concurrency, pipeline: true });
   let next = 0;
   const started = performance.now();
   let reset = false;
@@ -61,8 +61,7 @@ try {
         const tx = new RequestTransaction(api, anonymousViewer);
         await tx.openWithSession(userViewer(voter.userId, voter.sessionId));
         const post = (i % 2 === 0 ? publicPosts : hubPosts)[i % 1000] as string;
-        await tx.query('select voted_at, hub_ids, global_tally from app.cast_vote($1, $2)', [post, 'left']);
-        await tx.finish(true);
+        await tx.queryAndCommit('select voted_at, hub_ids, global_tally from app.cast_vote($1, $2)', [post, 'left']);
       }
     }),
   );

@@ -264,21 +264,31 @@ try {
       );
     }
   }
-  const current = variants[0] as Variant;
   const goal = (name: string, ratios: number[], op: '>=' | '<=', target: number) => {
     const s = stats(ratios);
     const ok = op === '>=' ? s.median >= target : s.median <= target;
-    log(`goal ${name}: ${fmt(s.median, 2)} (min ${fmt(s.min, 2)}, max ${fmt(s.max, 2)}; target ${op} ${target}) ${ok ? 'ok' : 'short'}`);
+    return `${name}: ${fmt(s.median, 2)} (min ${fmt(s.min, 2)}, max ${fmt(s.max, 2)}; target ${op} ${target}) ${ok ? 'ok' : 'short'}`;
   };
-  const ratio = (a: Phase, b: Phase) => current.results.map((r) => r[a].rate / r[b].rate);
+  const goals = (variant: Variant): string[] => {
+    const ratio = (a: Phase, b: Phase) => variant.results.map((r) => r[a].rate / r[b].rate);
+    const cpuRatios = variant.results.flatMap((r) => (r.onboarding.cpuMs !== null && r.session.cpuMs ? [r.onboarding.cpuMs / r.session.cpuMs] : []));
+    return [
+      goal('vote-sql-vs-floor', ratio('sql', 'floor'), '>=', 0.5),
+      goal('vote-http-vs-sql', ratio('http', 'sql'), '>=', 0.5),
+      goal('hot-vs-spread', ratio('hot', 'http'), '>=', 0.8),
+      goal('hub-vs-public', ratio('hub', 'http'), '>=', 0.8),
+      cpuRatios.length
+        ? goal('onboarding-cpu-vs-session-lookup', cpuRatios, '<=', 2)
+        : 'onboarding-cpu-vs-session-lookup: n/a (database CPU is readable only for a server on this machine) short',
+    ];
+  };
+  // The same ratios of the before variant, for comparison; the goal lines (last) are the current code's.
+  for (const variant of variants.slice(1)) {
+    log('');
+    for (const line of goals(variant)) log(`${variant.name} ${line}`);
+  }
   log('');
-  goal('vote-sql-vs-floor', ratio('sql', 'floor'), '>=', 0.5);
-  goal('vote-http-vs-sql', ratio('http', 'sql'), '>=', 0.5);
-  goal('hot-vs-spread', ratio('hot', 'http'), '>=', 0.8);
-  goal('hub-vs-public', ratio('hub', 'http'), '>=', 0.8);
-  const cpuRatios = current.results.flatMap((r) => (r.onboarding.cpuMs !== null && r.session.cpuMs ? [r.onboarding.cpuMs / r.session.cpuMs] : []));
-  if (cpuRatios.length) goal('onboarding-cpu-vs-session-lookup', cpuRatios, '<=', 2);
-  else log('goal onboarding-cpu-vs-session-lookup: n/a (database CPU is readable only for a server on this machine) short');
+  for (const line of goals(variants[0] as Variant)) log(`goal ${line}`);
 } finally {
   await stop();
 }
