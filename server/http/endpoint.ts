@@ -5,11 +5,10 @@ import type { Request, Response } from 'express';
 import type { z } from 'zod';
 import type { RequestTransaction } from '../../db/request-transaction.ts';
 import type { Viewer } from '../../db/viewer.ts';
+import type { AccessLevel, AuthMode } from './auth.ts';
 import type { ErrorCode } from './catalog.ts';
 import type { Services } from '../services.ts';
 
-export type AuthMode = 'public' | 'optional' | 'bearer';
-export type AccessLevel = 1 | 2 | 3 | 4;
 type Method = 'get' | 'post' | 'put' | 'patch' | 'delete';
 
 export interface HandlerContext<B, Q, P> {
