@@ -19,6 +19,7 @@ interface Session {
   wake: (() => void) | undefined;
 }
 
+const { url, signal, replies } = workerData as { url: string; signal: Int32Array; replies: MessagePort };
 let session: Session | undefined;
 
 function message(type: string, body: Buffer): Buffer {
@@ -44,7 +45,7 @@ function messageTypes(bytes: Buffer): string[] {
   return types;
 }
 
-async function open(url: string): Promise<Buffer> {
+async function open(): Promise<Buffer> {
   const client = new pg.Client({ connectionString: url });
   const parameters: Buffer[] = [];
   let keyData = Buffer.alloc(8);
@@ -83,9 +84,9 @@ async function untilReadyForQuery(current: Session): Promise<Buffer> {
   return answer;
 }
 
-async function exchange(url: string, bytes: Uint8Array): Promise<Uint8Array> {
+async function exchange(bytes: Uint8Array): Promise<Uint8Array> {
+  if (!session) return open(); // the startup message, answered here
   const sent = Buffer.from(bytes);
-  if (!session) return open(url);
   const current = session;
   const types = messageTypes(sent);
   current.socket.write(sent);
@@ -99,10 +100,8 @@ async function exchange(url: string, bytes: Uint8Array): Promise<Uint8Array> {
   return untilReadyForQuery(current);
 }
 
-const { url, signal, replies } = workerData as { url: string; signal: Int32Array; replies: MessagePort };
-
 parentPort?.on('message', (bytes: Uint8Array) => {
-  exchange(url, bytes).then(
+  exchange(bytes).then(
     (answer): WireReply => ({ bytes: answer }),
     (error: unknown): WireReply => ({ error: error instanceof Error ? error.message : String(error) }),
   ).then((reply) => {
