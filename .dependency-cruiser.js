@@ -1,5 +1,6 @@
 // Layering (npm run lint): dependencies run one way, main.ts → worker/, server/ → db/ → config.ts,
 // logger.ts, and no module reaches itself again through its imports (type-only imports included).
+// Inside server/, the endpoint framework (http/) does not import the services or the app that use it.
 // Tests may use every layer; no layer uses the tests.
 const layers = [
   { name: 'config', path: '^(config|logger)\\.ts$', below: [] },
@@ -28,6 +29,13 @@ export default {
         pathNot: [layer.path, ...layer.below.map((name) => layerPath[name])],
       },
     })),
+    {
+      name: 'http-below-services',
+      comment: 'The endpoint framework (server/http) hands the services to handlers without importing them.',
+      severity: 'error',
+      from: { path: '^server/http/' },
+      to: { path: '^server/(services|app)\\.ts$' },
+    },
   ],
   options: {
     doNotFollow: { path: 'node_modules' },
