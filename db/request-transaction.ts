@@ -59,13 +59,14 @@ export class RequestTransaction {
   /**
    * The request's last statement and its commit, sent together (pipelined: one round trip). When
    * the statement fails, the commit ends the aborted transaction as a rollback and the statement's
-   * error is thrown; nothing of the transaction remains.
+   * error is thrown; nothing of the transaction remains. A `name` makes it a prepared statement of
+   * the connection: parsed and planned once, then only bound and executed (hot endpoints).
    */
-  async queryAndCommit<R extends pg.QueryResultRow = pg.QueryResultRow>(text: string, params?: unknown[]): Promise<pg.QueryResult<R>> {
+  async queryAndCommit<R extends pg.QueryResultRow = pg.QueryResultRow>(text: string, params?: unknown[], name?: string): Promise<pg.QueryResult<R>> {
     const client = await this.client();
     this.#done = true;
     this.#client = undefined;
-    const [result, commit] = await Promise.allSettled([client.query<R>(text, params), client.query('commit')]);
+    const [result, commit] = await Promise.allSettled([client.query<R>({ name, text, values: params }), client.query('commit')]);
     if (commit.status === 'rejected') {
       client.release(true);
       throw commit.reason;

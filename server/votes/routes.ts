@@ -52,6 +52,7 @@ export const voteEndpoints = [
       const { rows } = await tx.queryAndCommit<{ voted_at: Date; hub_ids: string[]; global_tally: string[] }>(
         'select voted_at, hub_ids, global_tally from app.cast_vote($1, $2)',
         [params.postId, body.position],
+        'cast_vote',
       );
       const vote = rows[0] as { voted_at: Date; hub_ids: string[]; global_tally: string[] };
       return {

@@ -78,7 +78,7 @@ async function perform(item: LoadItem): Promise<void> {
       const level = await tx.openWithSession(userViewer(item.userId, item.sessionId));
       if (level === null) throw new Error('session refused');
       if (job.mode === 'sql') {
-        await tx.queryAndCommit('select voted_at, hub_ids, global_tally from app.cast_vote($1, $2)', [item.postId, item.position]);
+        await tx.queryAndCommit('select voted_at, hub_ids, global_tally from app.cast_vote($1, $2)', [item.postId, item.position], 'cast_vote');
       } else {
         await tx.finish(true);
       }

@@ -61,7 +61,7 @@ try {
         const tx = new RequestTransaction(api, anonymousViewer);
         await tx.openWithSession(userViewer(voter.userId, voter.sessionId));
         const post = (i % 2 === 0 ? publicPosts : hubPosts)[i % 1000] as string;
-        await tx.queryAndCommit('select voted_at, hub_ids, global_tally from app.cast_vote($1, $2)', [post, 'left']);
+        await tx.queryAndCommit('select voted_at, hub_ids, global_tally from app.cast_vote($1, $2)', [post, 'left'], 'cast_vote');
       }
     }),
   );
