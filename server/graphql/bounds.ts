@@ -2,8 +2,8 @@
 //
 // - before execution (validation, so a refused document runs no SQL):
 //     depth, list depth and self-reference by @graphile/depth-limit (Benjie Gillam's rule, which
-//     knows introspection apart: the standard introspection query passes), aliases by GraphQL
-//     Armor's max-aliases rule, and the request's size by grafserv's maxRequestLength;
+//     knows introspection apart: the standard introspection query passes) and aliases by GraphQL
+//     Armor's max-aliases rule (the body itself is bounded by the app's 64 KiB JSON limit);
 // - during execution: a connection page is at most `maxPageSize` rows (`first`/`last` above it are
 //   refused; a connection with neither reads the first `maxPageSize`), and so is a
 //   `groupedAggregates` list; every statement runs under `statementTimeout` (pgSettings, see
@@ -25,8 +25,6 @@ export const graphqlBounds = {
   maxSelfReferentialDepth: 2,
   maxAliases: 10,
   maxPageSize: 100,
-  /** Bytes of one request body (grafserv's maxRequestLength). */
-  maxRequestLength: 16_384,
   /** PostgreSQL's statement_timeout for every statement of an operation. */
   statementTimeout: '5s',
 } as const;

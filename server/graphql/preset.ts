@@ -26,7 +26,7 @@ import type { Log } from '../../logger.ts';
 import { ApiError } from '../http/errors.ts';
 import { Xid8CodecPlugin } from './codecs.ts';
 import type { SchemaRole } from './auth.ts';
-import { graphqlBounds, PageSizePlugin } from './bounds.ts';
+import { PageSizePlugin } from './bounds.ts';
 import { ExposurePlugin } from './exposure.ts';
 
 export type PgService = ReturnType<typeof makePgService>;
@@ -74,7 +74,6 @@ export function internalGraphqlPreset({ graphqlPath, role, pgService, pgSettings
       graphiql: false,
       watch: false,
       websockets: false,
-      maxRequestLength: graphqlBounds.maxRequestLength,
       maskError: maskErrorWith(log),
     },
   };
