@@ -82,12 +82,13 @@ interface ConnectionLike extends Step {
 const pageArgNames = ['first', 'last'] as const;
 
 /**
- * Bounds connection pages and grouped aggregates. `first` and `last` lose their own applyPlan and
- * are applied together by the field's plan, which checks them and supplies the default page.
+ * Adds the validation rules, and bounds connection pages and grouped aggregates: `first` and
+ * `last` lose their own applyPlan and are applied together by the field's plan, which checks them
+ * (before the connection's SQL can run) and supplies the default page.
  */
-export const PageSizePlugin: GraphileConfig.Plugin = {
-  name: 'InternalGraphqlPageSizePlugin',
-  description: `Connections read at most ${graphqlBounds.maxPageSize} rows a page`,
+export const OperationBoundsPlugin: GraphileConfig.Plugin = {
+  name: 'InternalGraphqlOperationBoundsPlugin',
+  description: `Depth, list depth and alias limits; connections read at most ${graphqlBounds.maxPageSize} rows a page`,
   version: '1.0.0',
   after: ['PgFirstLastBeforeAfterArgsPlugin'],
   schema: {
@@ -109,9 +110,12 @@ export const PageSizePlugin: GraphileConfig.Plugin = {
             ...field,
             plan(parent, fieldArgs, info) {
               const $connection = plan(parent, fieldArgs, info) as ConnectionLike;
-              const hasLast = info.field.args.some((arg) => arg.name === 'last');
+              const argNames = new Set(info.field.args.map((arg) => arg.name));
+              if (!argNames.has('first')) return $connection;
+              const hasLast = argNames.has('last');
               const $raw = list([fieldArgs.getRaw('first'), hasLast ? fieldArgs.getRaw('last') : constant(null)]);
-              const $page = lambda($raw, checkedPage, true);
+              // Not "sync and safe": it throws on a page too large.
+              const $page = lambda($raw, checkedPage);
               $connection.setFirst(lambda($page, (page) => page.first, true));
               if (hasLast) $connection.setLast(lambda($page, (page) => page.last, true));
               return $connection;

@@ -26,7 +26,7 @@ import type { Log } from '../../logger.ts';
 import { ApiError } from '../http/errors.ts';
 import { Xid8CodecPlugin } from './codecs.ts';
 import type { SchemaRole } from './auth.ts';
-import { PageSizePlugin } from './bounds.ts';
+import { OperationBoundsPlugin } from './bounds.ts';
 import { ExposurePlugin } from './exposure.ts';
 
 export type PgService = ReturnType<typeof makePgService>;
@@ -50,7 +50,7 @@ export interface PresetOptions {
 export function internalGraphqlPreset({ graphqlPath, role, pgService, pgSettingsFor, log }: PresetOptions): GraphileConfig.Preset {
   return {
     extends: [PostGraphileAmberPreset, PgAggregatesPreset],
-    plugins: [ExposurePlugin, PageSizePlugin, Xid8CodecPlugin],
+    plugins: [ExposurePlugin, OperationBoundsPlugin, Xid8CodecPlugin],
     pgServices: [pgService],
     schema: {
       // A naming conflict (design.md: V5 inflection collisions) fails the build instead of
