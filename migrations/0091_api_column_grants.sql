@@ -11,8 +11,7 @@
 --   users.created_at; assets' upload, owner, purpose, type, size, checksum and time (REST shows an
 --   asset only as its URL); articles.created_by/created_at; comments.deleted_at and
 --   posts.deleted_at (policies hide deleted rows); follows.created_at (lists page by seq);
---   hubs.created_by/created_at/last_activity_at (REST shows the last activity only of the viewer's
---   own hubs); hub_profiles.updated_at; blocks.created_at;
+--   hubs.created_by/created_at; hub_profiles.updated_at; blocks.created_at;
 --   hub_discussions.created_at; hub_invite_links.token/created_by/created_at (the token is a
 --   capability REST gives only its creator, once); hub_invitations.invitee_id (it maps invited
 --   phones to accounts) and responded_at; hub_join_requests' links and decision columns;
@@ -36,7 +35,8 @@ grant select (follower_id, followee_id, seq) on app.follows to app_anonymous;
 grant select (id, author_id, article_id, thought_text, slider_text, slider_left_label, slider_right_label, visibility,
   source_post_id, created_at, repost_count, comment_count) on app.posts to app_anonymous;
 grant select (handle) on app.reserved_handles to app_anonymous;
-grant select (id, name, description, profile_asset_id, custom_link, is_recommended, member_count) on app.hubs to app_anonymous;
+grant select (id, name, description, profile_asset_id, custom_link, is_recommended, member_count, last_activity_at)
+  on app.hubs to app_anonymous;
 grant select (user_id, display_name, profile_asset_id) on app.hub_profiles to app_anonymous;
 
 -- Signed-in reads (rows: policies).

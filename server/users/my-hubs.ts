@@ -45,13 +45,25 @@ export const myHubEndpoints = [
     async handler({ query, tx, services: { storage } }) {
       const [afterUs, afterId] = (query.cursor ?? [null, null]) as [number | null, string | null];
       const { rows } = await tx.query<MyHubRow>(
-        `select h.id, h.name, a.object_key as photo_key, h.member_count, rel.status, rel.role, rel.invitation_id,
-                rel.last_activity_at, ${micros('rel.last_activity_at')} as activity_us
-         from app.viewer_hub_relations() rel
-         join app.hubs h on h.id = rel.hub_id
-         left join app.assets a on a.id = h.profile_asset_id
-         where $1::bigint is null or (rel.last_activity_at, h.id) < (${fromMicros('$1')}, $2::uuid)
-         order by rel.last_activity_at desc, h.id desc
+        `select * from (
+           select distinct on (h.id) h.id, h.name, a.object_key as photo_key, h.member_count, rel.status, rel.role,
+                  rel.invitation_id, h.last_activity_at, ${micros('h.last_activity_at')} as activity_us
+           from (
+             select m.hub_id, 'member' as status, m.role, null::uuid as invitation_id, 1 as rank
+               from app.hub_memberships m where m.user_id = app.viewer_id()
+             union all
+             select r.hub_id, 'pending_admin_approval', null, null, 2
+               from app.hub_join_requests r where r.user_id = app.viewer_id() and r.status = 'pending'
+             union all
+             select i.hub_id, 'invited', null, i.id, 3
+               from app.viewer_open_invitations() i
+           ) rel
+           join app.hubs h on h.id = rel.hub_id
+           left join app.assets a on a.id = h.profile_asset_id
+           order by h.id, rel.rank
+         ) mine
+         where $1::bigint is null or (last_activity_at, id) < (${fromMicros('$1')}, $2::uuid)
+         order by last_activity_at desc, id desc
          limit $3`,
         [afterUs, afterId, query.limit + 1],
       );
