@@ -119,6 +119,7 @@ export const authEndpoints = [
     auth: 'public',
     body: z.strictObject({ idToken: z.string().min(1).max(8192) }),
     response: sessionResponse,
+    errors: ['UNAUTHORIZED'],
     async handler({ body, tx, services: { idp, tokens } }) {
       const identity = await idp.verify(body.idToken);
       if (!identity) throw new ApiError('UNAUTHORIZED');
@@ -163,6 +164,7 @@ export const authEndpoints = [
     auth: 'public',
     body: z.strictObject({ refreshToken: z.string().min(1).max(200) }),
     response: sessionResponse,
+    errors: ['UNAUTHORIZED'],
     async handler({ body, tx, services: { tokens } }) {
       const refresh = tokens.newRefresh();
       const { rows } = await tx.query<{ outcome: string; user_id: string; session_id: string }>(

@@ -1,4 +1,5 @@
 // Every failure ends here and leaves as a catalogued error envelope: body parser failures (400, 413),
+// paths that are not valid percent-encoding (400),
 // catalogued ApiErrors, database errors mapped by db/errors.ts, and anything else as a bare 500.
 import type { NextFunction, Request, Response } from 'express';
 import { translateDatabaseError } from '../../db/errors.ts';
@@ -29,5 +30,7 @@ function asApiError(error: unknown): ApiError {
   if (bodyError.type === 'entity.parse.failed' || bodyError.type === 'encoding.unsupported' || bodyError.type === 'charset.unsupported') {
     return new ApiError('MALFORMED_REQUEST');
   }
+  // A path that is not valid percent-encoding: the router cannot decode its parameters.
+  if (translated instanceof URIError) return new ApiError('MALFORMED_REQUEST');
   return new ApiError('INTERNAL_ERROR');
 }

@@ -104,7 +104,7 @@ export const postEndpoints = [
     description: 'For a repost id, the frames of its original. The original comes first, then reposts newest first.',
     auth: 'bearer',
     ids,
-    query: pageQuery(50),
+    query: pageQuery(50, ['int']),
     response: pageSchema(postCard),
     async handler({ params, query, tx, services: { storage } }) {
       const original = await tx.query<{ id: string }>('select coalesce(source_post_id, id) as id from app.posts where id = $1', [params.postId]);

@@ -8,7 +8,7 @@ import { loadConfig, type Config } from '../../config.ts';
 import { createLogger, workerLogger } from '../../logger.ts';
 import { createPools, type Pools } from '../../db/pools.ts';
 import { roleUrl } from '../../db/roles.ts';
-import { createApp } from '../../server/app.ts';
+import { createServer } from '../../server/app.ts';
 import { CreateBucketCommand } from '@aws-sdk/client-s3';
 import { runOnce } from 'graphile-worker';
 import { createServices, type ServiceOverrides, type Services } from '../../server/services.ts';
@@ -73,7 +73,7 @@ export async function startTestApp(env: Record<string, string> = {}, overrides: 
   owner.on('connect', (client) => client.on('error', () => {}));
   const services = await createServices(config, log, pools, objects.storage, overrides);
   await services.notificationHub.start(roleUrl(ownerUrl, 'authenticator'));
-  const server = createApp(services).listen(0, '127.0.0.1');
+  const server = createServer(services).listen(0, '127.0.0.1');
   await new Promise((resolve) => server.once('listening', resolve));
   const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
 
