@@ -52,6 +52,8 @@ export function createApp(services: Services): express.Express {
   const app = express();
   app.disable('x-powered-by');
   app.set('etag', false);
+  // The client address (req.ip) for per-address limits: the socket's, or a trusted proxy's entry.
+  app.set('trust proxy', services.config.trustProxy);
   app.use(requestContext(services.log));
   // Bodies are JSON whatever the declared content type; an empty body reads as {}.
   app.use(express.json({ limit: '64kb', type: () => true }));

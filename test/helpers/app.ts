@@ -56,6 +56,8 @@ export async function startTestApp(env: Record<string, string> = {}, overrides: 
     OTP_TEST_CODES: testCodes,
     IDP_PROJECT_ID: 'opinion-test',
     PUBLIC_WEB_BASE_URL: 'https://opinion.example',
+    // The test client is a proxy's worth of devices: see test/helpers/client.ts.
+    TRUST_PROXY: 'loopback',
     LOG_LEVEL: process.env.TEST_LOG_LEVEL ?? 'silent',
     S3_ENDPOINT: inject('s3Endpoint'),
     S3_BUCKET: database.replaceAll('_', '-'),
