@@ -25,12 +25,11 @@ export function errorHandler(log: Log) {
 function asApiError(error: unknown): ApiError {
   const translated = translateDatabaseError(error);
   if (translated instanceof ApiError) return translated;
-  const bodyError = translated as { type?: string; status?: number };
-  if (bodyError.type === 'entity.too.large') return new ApiError('PAYLOAD_TOO_LARGE');
-  if (bodyError.type === 'entity.parse.failed' || bodyError.type === 'encoding.unsupported' || bodyError.type === 'charset.unsupported') {
-    return new ApiError('MALFORMED_REQUEST');
-  }
-  // A path that is not valid percent-encoding: the router cannot decode its parameters.
-  if (translated instanceof URIError) return new ApiError('MALFORMED_REQUEST');
+  // Refusals of the body parser and the router (http-errors with a 4xx status): a body over the
+  // limit; a body that is not JSON, in an unsupported charset or content encoding, or that does not
+  // decompress; a path that is not valid percent-encoding.
+  const status = (translated as { status?: unknown }).status;
+  if (status === 413) return new ApiError('PAYLOAD_TOO_LARGE');
+  if (typeof status === 'number' && status >= 400 && status < 500) return new ApiError('MALFORMED_REQUEST');
   return new ApiError('INTERNAL_ERROR');
 }

@@ -13,7 +13,7 @@ import { encodedJson, headerText, text, valueFor } from '../helpers/schema-arbit
 import { uploadAsset } from '../helpers/uploads.ts';
 import { userAtLevel, type TestUser } from '../helpers/users.ts';
 
-const runsPerOperation = Number(process.env.FUZZ_RUNS ?? 40);
+const runsPerOperation = Number(process.env.FUZZ_RUNS ?? 25);
 
 interface Operation {
   method: string;
@@ -127,6 +127,8 @@ function requestArbitrary({ method, path, operation }: Operation) {
     contentType,
     accept: fc.option(fc.oneof(fc.constantFrom('*/*', 'application/json', 'text/event-stream', 'text/html'), headerText(20)), { freq: 3 }),
     requestId: fc.option(headerText(140), { freq: 3 }),
+    contentEncoding: fc.option(fc.oneof(fc.constantFrom('gzip', 'deflate', 'br', 'identity'), headerText(10)), { freq: 8 }),
+    forwardedFor: fc.option(fc.oneof(fc.ipV4(), fc.ipV6(), headerText(30)), { freq: 3 }),
   });
 }
 
@@ -138,6 +140,8 @@ async function send(method: string, request: Generated): Promise<{ status: numbe
   if (request.contentType !== null) headers['content-type'] = request.contentType;
   if (request.accept !== null) headers.accept = request.accept;
   if (request.requestId !== null) headers['x-request-id'] = request.requestId;
+  if (request.contentEncoding !== null) headers['content-encoding'] = request.contentEncoding;
+  if (request.forwardedFor !== null) headers['x-forwarded-for'] = request.forwardedFor;
   const query = request.query
     .map(([k, v]) => `${k}=${k === 'pad' ? 'x'.repeat(Number(v)) : encodeURIComponent(v.toWellFormed())}`)
     .join('&');
