@@ -17,6 +17,11 @@ export function text(minLength = 0, maxLength = 30): fc.Arbitrary<string> {
   return fc.string({ unit: fc.oneof({ weight: 4, arbitrary: fc.string({ unit: 'grapheme', minLength: 1, maxLength: 1 }) }, { weight: 1, arbitrary: oddCharacter }), minLength, maxLength });
 }
 
+/** Text of the allowed length that holds a NUL character (which PostgreSQL text cannot store). */
+function withNul(minLength: number, maxLength: number): fc.Arbitrary<string> {
+  return text(Math.max(0, minLength - 1), Math.max(0, maxLength - 1)).map((s) => `${s.slice(0, 1)}\u0000${s.slice(1)}`);
+}
+
 /** JSON arrays of the kind a keyset cursor holds, base64url encoded. */
 export const encodedJson = fc
   .array(fc.oneof(text(0, 12), fc.integer(), fc.double({ noNaN: true }), fc.uuid(), fc.constant(null)), { minLength: 0, maxLength: 3 })
@@ -40,7 +45,7 @@ function stringFor(schema: Schema): fc.Arbitrary<string> {
   const options: fc.Arbitrary<string>[] = [];
   if (schema.format === 'uuid') options.push(fc.uuid());
   if (typeof schema.pattern === 'string') options.push(fc.stringMatching(new RegExp(schema.pattern)));
-  if (options.length === 0) options.push(text(min, Math.min(max, 40)), text(min, Math.min(max, 40)), text(min, Math.min(max, 40)));
+  if (options.length === 0) options.push(text(min, Math.min(max, 40)), text(min, Math.min(max, 40)), withNul(min, Math.min(max, 40)));
   if (schema.maxLength !== undefined) options.push(fc.constant('x'.repeat(max)), fc.constant('x'.repeat(max + 1)));
   return fc.oneof(...options);
 }
@@ -85,5 +90,5 @@ function fitting(schema: Schema, depth: number): fc.Arbitrary<unknown> {
 
 /** A value for a schema: usually fitting it, sometimes hostile. */
 export function valueFor(schema: Schema, depth = 0): fc.Arbitrary<unknown> {
-  return fc.oneof({ weight: 12, arbitrary: fitting(schema, depth) }, { weight: 1, arbitrary: hostile });
+  return fc.oneof({ weight: 20, arbitrary: fitting(schema, depth) }, { weight: 1, arbitrary: hostile });
 }
