@@ -2,7 +2,7 @@
 // paths that are not valid percent-encoding (400),
 // catalogued ApiErrors, database errors mapped by db/errors.ts, and anything else as a bare 500.
 import type { NextFunction, Request, Response } from 'express';
-import { translateDatabaseError } from '../../db/errors.ts';
+import { translateDatabaseError } from './database-errors.ts';
 import type { Log } from '../../logger.ts';
 import { sendError } from './envelope.ts';
 import { ApiError } from './errors.ts';
