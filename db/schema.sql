@@ -465,10 +465,12 @@ $$;
 -- Name: check_upload(uuid, app.upload_purpose); Type: FUNCTION; Schema: app; Owner: -
 --
 
-CREATE FUNCTION app.check_upload(p_upload_id uuid, p_purpose app.upload_purpose, OUT object_key text, OUT content_length bigint) RETURNS record
+CREATE FUNCTION app.check_upload(p_upload_id uuid, p_purpose app.upload_purpose, OUT object_key text, OUT content_length bigint, OUT content_type text) RETURNS record
     LANGUAGE sql SECURITY DEFINER
     SET search_path TO 'pg_catalog'
-    AS $$ select i.object_key, i.content_length from app_private.completable_upload(p_upload_id, p_purpose, false) i $$;
+    AS $$
+  select i.object_key, i.content_length, i.content_type from app_private.completable_upload(p_upload_id, p_purpose, false) i
+$$;
 
 
 --
@@ -550,6 +552,23 @@ begin
             lower(p_checksum), v_intent.object_key)
     returning * into v_asset;
   return v_asset;
+end
+$$;
+
+
+--
+-- Name: consume_address_limit(text, text); Type: FUNCTION; Schema: app; Owner: -
+--
+
+CREATE FUNCTION app.consume_address_limit(p_bucket text, p_address text) RETURNS integer
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog'
+    AS $$
+begin
+  if p_bucket not in ('otp_request', 'anonymous_session') then
+    raise exception 'unknown address limit %', p_bucket;
+  end if;
+  return app_private.consume_sliding_limit('address:' || p_bucket || ':' || p_address, 30, interval '5 minutes');
 end
 $$;
 
@@ -1424,19 +1443,22 @@ CREATE FUNCTION app.request_otp(p_phone text, p_code_hash bytea) RETURNS integer
     AS $$
 declare
   v_created timestamptz;
+  v_wait int;
 begin
+  perform pg_advisory_xact_lock(hashtextextended('otp_phone:' || p_phone, 0));
+  select o.created_at into v_created from app_private.otp_codes o where o.phone_e164 = p_phone;
+  if found and v_created > now() - interval '60 seconds' then
+    return greatest(1, ceil(60 - extract(epoch from now() - v_created)))::int;
+  end if;
+  v_wait := app_private.consume_sliding_limit('phone_codes:' || p_phone, 10, interval '24 hours');
+  if v_wait > 0 then
+    return v_wait;
+  end if;
   insert into app_private.otp_codes as o (phone_e164, code_hash, expires_at)
     values (p_phone, p_code_hash, now() + interval '300 seconds')
     on conflict (phone_e164) do update
-      set code_hash = excluded.code_hash, created_at = now(), expires_at = excluded.expires_at,
-          failed_attempts = 0
-      where o.created_at <= now() - interval '60 seconds'
-    returning o.created_at into v_created;
-  if found then
-    return 0;
-  end if;
-  select o.created_at into v_created from app_private.otp_codes o where o.phone_e164 = p_phone;
-  return greatest(1, ceil(60 - extract(epoch from now() - v_created)))::int;
+      set code_hash = excluded.code_hash, created_at = now(), expires_at = excluded.expires_at, failed_attempts = 0;
+  return 0;
 end
 $$;
 
@@ -2129,6 +2151,31 @@ $$;
 
 
 --
+-- Name: consume_sliding_limit(text, integer, interval); Type: FUNCTION; Schema: app_private; Owner: -
+--
+
+CREATE FUNCTION app_private.consume_sliding_limit(p_key text, p_limit integer, p_window interval) RETURNS integer
+    LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog'
+    AS $$
+declare
+  v_hits timestamptz[];
+begin
+  insert into app_private.sliding_limits as l (key, hits) values (p_key, '{}')
+    on conflict (key) do update set key = excluded.key
+    returning l.hits into v_hits;
+  v_hits := array(select h from unnest(v_hits) h where h > now() - p_window order by h);
+  if cardinality(v_hits) >= p_limit then
+    update app_private.sliding_limits l set hits = v_hits where l.key = p_key;
+    return greatest(1, ceil(extract(epoch from v_hits[cardinality(v_hits) - p_limit + 1] + p_window - now())))::int;
+  end if;
+  update app_private.sliding_limits l set hits = v_hits || now() where l.key = p_key;
+  return 0;
+end
+$$;
+
+
+--
 -- Name: dispatch_notifications(); Type: FUNCTION; Schema: app_private; Owner: -
 --
 
@@ -2633,6 +2680,7 @@ CREATE FUNCTION app_private.purge_expired_auth() RETURNS void
   delete from app_private.refresh_tokens t using app.sessions s
     where t.session_id = s.id and (s.revoked_at < now() - interval '1 day' or s.expires_at < now() - interval '1 day');
   delete from app_private.rate_limits where window_started_at < now() - interval '1 hour';
+  delete from app_private.sliding_limits where coalesce(hits[cardinality(hits)], '-infinity') < now() - interval '24 hours';
 $$;
 
 
@@ -3647,6 +3695,16 @@ CREATE TABLE app_private.refresh_tokens (
 
 
 --
+-- Name: sliding_limits; Type: TABLE; Schema: app_private; Owner: -
+--
+
+CREATE TABLE app_private.sliding_limits (
+    key text NOT NULL,
+    hits timestamp with time zone[] NOT NULL
+);
+
+
+--
 -- Name: user_merge_steps; Type: TABLE; Schema: app_private; Owner: -
 --
 
@@ -4125,6 +4183,14 @@ ALTER TABLE ONLY app_private.rate_limits
 
 ALTER TABLE ONLY app_private.refresh_tokens
     ADD CONSTRAINT refresh_tokens_pkey PRIMARY KEY (token_hash);
+
+
+--
+-- Name: sliding_limits sliding_limits_pkey; Type: CONSTRAINT; Schema: app_private; Owner: -
+--
+
+ALTER TABLE ONLY app_private.sliding_limits
+    ADD CONSTRAINT sliding_limits_pkey PRIMARY KEY (key);
 
 
 --
@@ -5679,11 +5745,11 @@ GRANT ALL ON FUNCTION app.change_hub_role(p_hub_id uuid, p_user_id uuid, p_role 
 
 
 --
--- Name: FUNCTION check_upload(p_upload_id uuid, p_purpose app.upload_purpose, OUT object_key text, OUT content_length bigint); Type: ACL; Schema: app; Owner: -
+-- Name: FUNCTION check_upload(p_upload_id uuid, p_purpose app.upload_purpose, OUT object_key text, OUT content_length bigint, OUT content_type text); Type: ACL; Schema: app; Owner: -
 --
 
-REVOKE ALL ON FUNCTION app.check_upload(p_upload_id uuid, p_purpose app.upload_purpose, OUT object_key text, OUT content_length bigint) FROM PUBLIC;
-GRANT ALL ON FUNCTION app.check_upload(p_upload_id uuid, p_purpose app.upload_purpose, OUT object_key text, OUT content_length bigint) TO app_user;
+REVOKE ALL ON FUNCTION app.check_upload(p_upload_id uuid, p_purpose app.upload_purpose, OUT object_key text, OUT content_length bigint, OUT content_type text) FROM PUBLIC;
+GRANT ALL ON FUNCTION app.check_upload(p_upload_id uuid, p_purpose app.upload_purpose, OUT object_key text, OUT content_length bigint, OUT content_type text) TO app_user;
 
 
 --
@@ -5729,6 +5795,14 @@ GRANT SELECT(object_key) ON TABLE app.assets TO app_anonymous;
 
 REVOKE ALL ON FUNCTION app.complete_upload(p_upload_id uuid, p_purpose app.upload_purpose, p_checksum text) FROM PUBLIC;
 GRANT ALL ON FUNCTION app.complete_upload(p_upload_id uuid, p_purpose app.upload_purpose, p_checksum text) TO app_user;
+
+
+--
+-- Name: FUNCTION consume_address_limit(p_bucket text, p_address text); Type: ACL; Schema: app; Owner: -
+--
+
+REVOKE ALL ON FUNCTION app.consume_address_limit(p_bucket text, p_address text) FROM PUBLIC;
+GRANT ALL ON FUNCTION app.consume_address_limit(p_bucket text, p_address text) TO app_anonymous;
 
 
 --
@@ -6581,6 +6655,13 @@ GRANT SELECT(completed_at) ON TABLE app.upload_intents TO app_user;
 --
 
 REVOKE ALL ON FUNCTION app_private.completable_upload(p_upload_id uuid, p_purpose app.upload_purpose, p_lock boolean) FROM PUBLIC;
+
+
+--
+-- Name: FUNCTION consume_sliding_limit(p_key text, p_limit integer, p_window interval); Type: ACL; Schema: app_private; Owner: -
+--
+
+REVOKE ALL ON FUNCTION app_private.consume_sliding_limit(p_key text, p_limit integer, p_window interval) FROM PUBLIC;
 
 
 --

@@ -74,7 +74,7 @@ export const hubMemberEndpoints = [
     auth: 'bearer',
     level: 4,
     ids,
-    query: pageQuery(100).extend({ q: searchQuery.optional(), role: z.enum(hubRoles).optional() }),
+    query: pageQuery(100, ['timestamp', 'id']).extend({ q: searchQuery.optional(), role: z.enum(hubRoles).optional() }),
     response: pageSchema(memberItem),
     errors: ['HUB_MEMBERSHIP_REQUIRED'],
     async handler({ params, query, tx, services: { storage } }) {
@@ -126,7 +126,7 @@ export const hubMemberEndpoints = [
     auth: 'bearer',
     level: 4,
     ids,
-    query: pageQuery(100),
+    query: pageQuery(100, ['timestamp', 'id']),
     response: pageSchema(adminItem),
     errors: ['HUB_MEMBERSHIP_REQUIRED'],
     async handler({ params, query, tx, services: { storage } }) {

@@ -40,7 +40,7 @@ export const myHubEndpoints = [
       'paging keeps the position it had when the page was read.',
     auth: 'bearer',
     level: 4,
-    query: pageQuery(50),
+    query: pageQuery(50, ['timestamp', 'id']),
     response: pageSchema(myHub),
     async handler({ query, tx, services: { storage } }) {
       const [afterUs, afterId] = (query.cursor ?? [null, null]) as [number | null, string | null];
