@@ -1,11 +1,13 @@
 // The transaction of one HTTP request, opened lazily as the request's viewer. A request with a
 // token opens it at once together with the session check, in one round trip:
 //   begin; set role + app.user_id + app.session_id; select app.session_access_level(...)
-// A request's last statement can travel with the commit (queryAndCommit, on the pipelined API
-// pool): a vote is two round trips in all. Requests that never touch the database never take a
-// connection.
+// or, when its endpoint allows (deferSession), defers that check to its first statement: the
+// opening, the check (app.session_gate, which raises 401/403 codes) and the statement travel in
+// one pipeline. A request's last statement can travel with the commit (queryAndCommit, on the
+// pipelined API pool): a vote is one round trip in all. Requests that never touch the database
+// never take a connection.
 import type pg from 'pg';
-import { beginAs, sqlLiteral, type Viewer } from './viewer.ts';
+import { anonymousViewer, beginAs, sqlLiteral, type Viewer } from './viewer.ts';
 
 export class RequestTransaction {
   #pool: pg.Pool;
@@ -13,6 +15,8 @@ export class RequestTransaction {
   #client: pg.PoolClient | undefined;
   #opening: Promise<pg.PoolClient> | undefined;
   #done = false;
+  /** The deferred session check, sent with the opening (deferSession). */
+  #gate = '';
 
   constructor(pool: pg.Pool, viewer: Viewer) {
     this.#pool = pool;
@@ -45,6 +49,17 @@ export class RequestTransaction {
     return level;
   }
 
+  /**
+   * Takes a signed-in viewer whose session is checked with the request's first statement, in the
+   * same round trip: the opening runs app.session_gate, which raises UNAUTHORIZED when the session
+   * is not live and the 403 code of the first missing level below `level`; the transaction is then
+   * aborted, so the statements behind it change nothing, and the gate's error is thrown.
+   */
+  deferSession(viewer: Viewer, level: number): void {
+    this.#viewer = viewer;
+    this.#gate = `select app.session_gate(app.session_access_level(${sqlLiteral(viewer.sessionId)}, ${sqlLiteral(viewer.userId)}), ${level});`;
+  }
+
   async client(): Promise<pg.PoolClient> {
     if (this.#client) return this.#client;
     this.#opening ??= this.#open().then(() => this.#client as pg.PoolClient);
@@ -63,15 +78,27 @@ export class RequestTransaction {
    * the connection: parsed and planned once, then only bound and executed (hot endpoints).
    */
   async queryAndCommit<R extends pg.QueryResultRow = pg.QueryResultRow>(text: string, params?: unknown[], name?: string): Promise<pg.QueryResult<R>> {
-    const client = await this.client();
+    // Not yet open: the opening (and a deferred session check) travels in the same pipeline.
+    const opening = this.#client || this.#opening ? undefined : await this.#connect('', true);
+    const client = opening?.client ?? (await this.client());
     this.#done = true;
     this.#client = undefined;
-    const [result, commit] = await Promise.allSettled([client.query<R>({ name, text, values: params }), client.query('commit')]);
+    // One write (one send) for the whole pipeline: the opening, the statement and the commit.
+    const stream = client.connection.stream;
+    if (!opening) stream.cork();
+    const pending = [opening?.opened, client.query<R>({ name, text, values: params }), client.query('commit')] as const;
+    stream.uncork();
+    const [opened, result, commit] = await Promise.allSettled(pending);
     if (commit.status === 'rejected') {
       client.release(true);
-      throw commit.reason;
+      if (opened.status === 'rejected') this.#viewer = anonymousViewer;
+      throw opened.status === 'rejected' ? opened.reason : commit.reason;
     }
     client.release();
+    if (opened.status === 'rejected') {
+      this.#viewer = anonymousViewer;
+      throw opened.reason;
+    }
     if (result.status === 'rejected') throw result.reason;
     return result.value;
   }
@@ -85,23 +112,44 @@ export class RequestTransaction {
     await this.#finish(ok);
   }
 
-  async #open(extra = ''): Promise<pg.QueryResult[]> {
+  /**
+   * Takes a connection and sends the opening (not awaited: what follows joins its pipeline).
+   * `corked` holds it in the socket until the caller uncorks, so that the statements behind it
+   * leave in the same write.
+   */
+  async #connect(extra = '', corked = false): Promise<{ client: pg.PoolClient; opened: Promise<pg.QueryResult[]> }> {
     if (this.#done) throw new Error('request transaction already finished');
     const client = await this.#pool.connect();
-    // Simple-query protocol: several statements, one round trip.
-    const text = beginAs(this.#viewer) + (extra ? ` ${extra};` : '');
+    // Simple-query protocol: several statements, one message.
+    const text = beginAs(this.#viewer) + (this.#gate ? ` ${this.#gate}` : '') + (extra ? ` ${extra};` : '');
+    this.#gate = '';
+    if (corked) client.connection.stream.cork();
+    const opened = client.query(text) as unknown as Promise<pg.QueryResult[]>;
+    return { client, opened };
+  }
+
+  async #open(extra = ''): Promise<pg.QueryResult[]> {
+    const { client, opened } = await this.#connect(extra);
     try {
-      const results = (await client.query(text)) as unknown as pg.QueryResult[];
+      const results = await opened;
       this.#client = client;
       return results;
     } catch (error) {
-      client.release(true);
+      // A refused session check leaves an aborted transaction: end it before the pool reuses the
+      // connection. The request stays anonymous.
+      this.#viewer = anonymousViewer;
+      await client.query('rollback').then(
+        () => client.release(),
+        () => client.release(true),
+      );
       throw error;
     }
   }
 
   async #finish(ok: boolean): Promise<void> {
     if (this.#done) return;
+    // A deferred session check always runs before a request answers success.
+    if (ok && this.#gate) await this.client();
     this.#done = true;
     if (this.#opening) await this.#opening.catch(() => undefined);
     const client = this.#client;

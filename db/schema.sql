@@ -1628,6 +1628,28 @@ $$;
 
 
 --
+-- Name: session_gate(integer, integer); Type: FUNCTION; Schema: app; Owner: -
+--
+
+CREATE FUNCTION app.session_gate(p_level integer, p_required integer) RETURNS integer
+    LANGUAGE plpgsql
+    AS $$
+begin
+  if p_level is null then
+    perform app.fail('UNAUTHORIZED');
+  end if;
+  if p_level < p_required then
+    perform app.fail(case least(greatest(p_level + 1, 2), p_required)
+      when 2 then 'PROFILE_BASICS_REQUIRED'
+      when 3 then 'PHONE_VERIFICATION_REQUIRED'
+      else 'HUB_READINESS_REQUIRED' end);
+  end if;
+  return p_level;
+end
+$$;
+
+
+--
 -- Name: session_user(); Type: FUNCTION; Schema: app; Owner: -
 --
 
@@ -6502,6 +6524,14 @@ GRANT ALL ON FUNCTION app.search_text(p_text text) TO app_admin;
 
 REVOKE ALL ON FUNCTION app.session_access_level(p_session_id uuid, p_user_id uuid) FROM PUBLIC;
 GRANT ALL ON FUNCTION app.session_access_level(p_session_id uuid, p_user_id uuid) TO app_anonymous;
+
+
+--
+-- Name: FUNCTION session_gate(p_level integer, p_required integer); Type: ACL; Schema: app; Owner: -
+--
+
+REVOKE ALL ON FUNCTION app.session_gate(p_level integer, p_required integer) FROM PUBLIC;
+GRANT ALL ON FUNCTION app.session_gate(p_level integer, p_required integer) TO app_anonymous;
 
 
 --

@@ -20,13 +20,17 @@ export function bearerToken(req: Request): string | undefined {
 
 /**
  * Resolves the request's viewer. Returns the access level (0 for no token). A missing token on a
- * bearer endpoint, or an invalid, expired or revoked one where a token counts, is 401.
+ * bearer endpoint, or an invalid, expired or revoked one where a token counts, is 401. With
+ * `deferTo` (bearer endpoints whose handler starts with a statement), the session check and the
+ * gate at that level travel with the request's first statement (RequestTransaction.deferSession)
+ * and `deferTo` is returned: the level the request is known to have once that statement ran.
  */
 export async function authenticate(
   req: Request,
   mode: AuthMode,
   tokens: Tokens,
   tx: RequestTransaction,
+  deferTo?: number,
 ): Promise<number> {
   const token = bearerToken(req);
   if (token === undefined) {
@@ -37,6 +41,10 @@ export async function authenticate(
   if (!claims) {
     if (mode === 'public') return 0;
     throw new ApiError('UNAUTHORIZED');
+  }
+  if (deferTo !== undefined && mode === 'bearer') {
+    tx.deferSession(userViewer(claims.userId, claims.sessionId), deferTo);
+    return deferTo;
   }
   const level = await tx.openWithSession(userViewer(claims.userId, claims.sessionId));
   if (level === null) {

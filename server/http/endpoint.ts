@@ -22,7 +22,7 @@ export interface HandlerContext<B, Q, P> {
   query: Q;
   params: P;
   viewer: Viewer;
-  /** The viewer's access level: 0 without a token. */
+  /** The viewer's access level: 0 without a token (sessionWithFirstStatement: the endpoint's level). */
   level: number;
   tx: RequestTransaction;
   services: Services;
@@ -44,6 +44,12 @@ export interface Endpoint<
   auth: AuthMode;
   /** Minimum access level (spec part 5); the gate answers the missing level's 403 code. */
   level?: AccessLevel;
+  /**
+   * Bearer endpoints whose handler does nothing before its first statement: the session check and
+   * the level gate travel with that statement, in one round trip (app.session_gate answers the
+   * same 401/403 codes). The handler's `level` is then the endpoint's level (or 1).
+   */
+  sessionWithFirstStatement?: true;
   body?: B;
   query?: Q;
   /** Path ids and the 404 code an unknown one answers. */

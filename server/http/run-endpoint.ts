@@ -14,20 +14,36 @@ export function runEndpoint(definition: Endpoint, services: Services) {
     const tx = new RequestTransaction(services.pools.api, anonymousViewer);
     res.locals.endpoint = definition;
     try {
-      const level = await authenticate(req, definition.auth, services.tokens, tx);
-      res.locals.userId = tx.viewer.userId;
+      const deferTo = definition.sessionWithFirstStatement ? (definition.level ?? 1) : undefined;
+      const level = await authenticate(req, definition.auth, services.tokens, tx, deferTo);
       if (definition.level) requireLevel(level, definition.level);
-      const body = definition.body ? parseOrFail(definition.body, req.body ?? {}) : undefined;
-      const query = definition.query ? parseOrFail(definition.query, req.query) : undefined;
-      rejectNul(req.params);
-      const params = requireIds(req.params as Record<string, string>, definition.ids ?? {});
+      const { body, query, params } = await parseRequest(definition, req, tx);
+      res.locals.userId = tx.viewer.userId;
       const data = await definition.handler({ body, query, params, viewer: tx.viewer, level, tx, services, req, res });
       await tx.finish(true);
       if (definition.stream) return;
       sendSuccess(res, definition.status ?? 200, definition.message ?? 'OK', definition.response.parse(data));
     } catch (error) {
+      res.locals.userId = tx.viewer.userId;
       await tx.finish(false).catch(() => undefined);
       next(error);
     }
   };
+}
+
+/**
+ * Body, query and path ids (422 / 404). A request shape error answers only once the session is
+ * known good: with a deferred session check, that check runs first (contract order 401, 403, 422).
+ */
+async function parseRequest(definition: Endpoint, req: Request, tx: RequestTransaction) {
+  try {
+    const body = definition.body ? parseOrFail(definition.body, req.body ?? {}) : undefined;
+    const query = definition.query ? parseOrFail(definition.query, req.query) : undefined;
+    rejectNul(req.params);
+    const params = requireIds(req.params as Record<string, string>, definition.ids ?? {});
+    return { body, query, params };
+  } catch (error) {
+    await tx.client();
+    throw error;
+  }
 }

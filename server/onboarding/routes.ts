@@ -56,6 +56,7 @@ export const onboardingEndpoints = [
     tag,
     summary: 'Onboarding progress and access level',
     auth: 'bearer',
+    sessionWithFirstStatement: true,
     response: onboardingStatus,
     handler: ({ tx }) => readStatus(tx),
   }),

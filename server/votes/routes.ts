@@ -35,6 +35,7 @@ export const voteEndpoints = [
       'now (no backfill). hubVoteScope is null when only the global pool counted, else { hubIds }. Votes are final.',
     auth: 'bearer',
     level: 2,
+    sessionWithFirstStatement: true,
     status: 201,
     ids,
     body: z.strictObject({ position: z.enum(positions) }),

@@ -10,7 +10,7 @@ import { readFileSync } from 'node:fs';
 import { once } from 'node:events';
 import pg from 'pg';
 import { RequestTransaction } from '../../db/request-transaction.ts';
-import { anonymousViewer, userViewer } from '../../db/viewer.ts';
+import { anonymousViewer, beginAs, sqlLiteral, userViewer } from '../../db/viewer.ts';
 import { cpuDelta, cpuSeconds } from './backend-cpu.ts';
 
 export interface LoadItem {
@@ -26,8 +26,8 @@ export interface LoadJob {
    * floor: the minimal write a vote needs, one statement in one round trip (a receipt and one of 16
    *   counter slots, in tables of their own);
    * sql: the vote's SQL exactly as the API sends it (RequestTransaction: begin + role + session
-   *   check in one round trip, then app.cast_vote and commit pipelined in a second);
-   * session: the session lookup alone (RequestTransaction opened with the session check, committed);
+   *   gate, app.cast_vote and commit, pipelined: one round trip);
+   * session: the session lookup alone (begin + role + session check + commit, one message);
    * http-vote: POST /posts/{postId}/vote; http-onboarding: GET /users/me/onboarding/status.
    */
   mode: 'floor' | 'sql' | 'session' | 'http-vote' | 'http-onboarding';
@@ -72,16 +72,20 @@ async function perform(item: LoadItem): Promise<void> {
       );
       return;
     }
-    case 'sql':
-    case 'session': {
+    case 'sql': {
+      // As POST /posts/{postId}/vote sends it: opening, session gate, cast_vote and commit in one pipeline.
       const tx = new RequestTransaction(pool as pg.Pool, anonymousViewer);
-      const level = await tx.openWithSession(userViewer(item.userId, item.sessionId));
-      if (level === null) throw new Error('session refused');
-      if (job.mode === 'sql') {
-        await tx.queryAndCommit('select voted_at, hub_ids, global_tally from app.cast_vote($1, $2)', [item.postId, item.position], 'cast_vote');
-      } else {
-        await tx.finish(true);
-      }
+      tx.deferSession(userViewer(item.userId, item.sessionId), 2);
+      await tx.queryAndCommit('select voted_at, hub_ids, global_tally from app.cast_vote($1, $2)', [item.postId, item.position], 'cast_vote');
+      return;
+    }
+    case 'session': {
+      // The session lookup alone, at its cheapest: opening, check and commit in one message.
+      const viewer = userViewer(item.userId, item.sessionId);
+      const results = (await (pool as pg.Pool).query(
+        `${beginAs(viewer)} select app.session_access_level(${sqlLiteral(item.sessionId)}, ${sqlLiteral(item.userId)}) as level; commit`,
+      )) as unknown as pg.QueryResult<{ level: number | null }>[];
+      if ((results[2]?.rows[0]?.level ?? null) === null) throw new Error('session refused');
       return;
     }
     case 'http-vote': {

@@ -59,7 +59,7 @@ try {
         }
         const voter = data.voters[i] as { userId: string; sessionId: string };
         const tx = new RequestTransaction(api, anonymousViewer);
-        await tx.openWithSession(userViewer(voter.userId, voter.sessionId));
+        tx.deferSession(userViewer(voter.userId, voter.sessionId), 2);
         const post = (i % 2 === 0 ? publicPosts : hubPosts)[i % 1000] as string;
         await tx.queryAndCommit('select voted_at, hub_ids, global_tally from app.cast_vote($1, $2)', [post, 'left'], 'cast_vote');
       }

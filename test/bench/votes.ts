@@ -99,7 +99,9 @@ async function startVariant(name: string, dir: string): Promise<Variant> {
   const ownerUrl = url.toString();
   const port = await freePort();
   const dataDir = path.join(scratch, name);
-  const child = spawn(process.execPath, [path.join(dir, 'main.ts')], {
+  // BENCH_CPU_PROF=<dir>: the service writes a V8 CPU profile there when it stops (node --cpu-prof).
+  const profile = process.env.BENCH_CPU_PROF ? ['--cpu-prof', `--cpu-prof-dir=${path.resolve(process.env.BENCH_CPU_PROF, name)}`] : [];
+  const child = spawn(process.execPath, [...profile, path.join(dir, 'main.ts')], {
     cwd: dir,
     stdio: ['ignore', 'ignore', 'inherit'],
     env: {
