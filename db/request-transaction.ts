@@ -75,9 +75,23 @@ export class RequestTransaction {
    * The request's last statement and its commit, sent together (pipelined: one round trip). When
    * the statement fails, the commit ends the aborted transaction as a rollback and the statement's
    * error is thrown; nothing of the transaction remains. A `name` makes it a prepared statement of
-   * the connection: parsed and planned once, then only bound and executed (hot endpoints).
+   * the connection: parsed and planned once, then only bound and executed (hot endpoints). A
+   * statement without parameters, on a transaction not yet open, goes in the opening message itself
+   * (one message, one answer from the server).
    */
   async queryAndCommit<R extends pg.QueryResultRow = pg.QueryResultRow>(text: string, params?: unknown[], name?: string): Promise<pg.QueryResult<R>> {
+    if (!this.#client && !this.#opening && !params?.length) {
+      const { client, opened } = await this.#connect(`${text}; commit`);
+      this.#done = true;
+      try {
+        const results = await opened;
+        client.release();
+        return results.at(-2) as pg.QueryResult<R>;
+      } catch (error) {
+        await this.#abandon(client);
+        throw error;
+      }
+    }
     // Not yet open: the opening (and a deferred session check) travels in the same pipeline.
     const opening = this.#client || this.#opening ? undefined : await this.#connect('', true);
     const client = opening?.client ?? (await this.client());
@@ -135,15 +149,21 @@ export class RequestTransaction {
       this.#client = client;
       return results;
     } catch (error) {
-      // A refused session check leaves an aborted transaction: end it before the pool reuses the
-      // connection. The request stays anonymous.
-      this.#viewer = anonymousViewer;
-      await client.query('rollback').then(
-        () => client.release(),
-        () => client.release(true),
-      );
+      await this.#abandon(client);
       throw error;
     }
+  }
+
+  /**
+   * After a failed opening message: a refused session check (or a failed statement) leaves an
+   * aborted transaction; end it before the pool reuses the connection. The request stays anonymous.
+   */
+  async #abandon(client: pg.PoolClient): Promise<void> {
+    this.#viewer = anonymousViewer;
+    await client.query('rollback').then(
+      () => client.release(),
+      () => client.release(true),
+    );
   }
 
   async #finish(ok: boolean): Promise<void> {

@@ -33,6 +33,11 @@ export interface LoadJob {
   mode: 'floor' | 'sql' | 'session' | 'http-vote' | 'http-onboarding';
   databaseUrl: string;
   base: string;
+  /**
+   * sql mode: the schema has app.session_gate, so the check travels with cast_vote (this tree's
+   * API); without it (BENCH_BEFORE of an older ref) the check is its own round trip, as that API sent it.
+   */
+  sessionGate: boolean;
   concurrency: number;
   warmup: LoadItem[];
   items: LoadItem[];
@@ -75,7 +80,9 @@ async function perform(item: LoadItem): Promise<void> {
     case 'sql': {
       // As POST /posts/{postId}/vote sends it: opening, session gate, cast_vote and commit in one pipeline.
       const tx = new RequestTransaction(pool as pg.Pool, anonymousViewer);
-      tx.deferSession(userViewer(item.userId, item.sessionId), 2);
+      const viewer = userViewer(item.userId, item.sessionId);
+      if (job.sessionGate) tx.deferSession(viewer, 2);
+      else if ((await tx.openWithSession(viewer)) === null) throw new Error('session refused');
       await tx.queryAndCommit('select voted_at, hub_ids, global_tally from app.cast_vote($1, $2)', [item.postId, item.position], 'cast_vote');
       return;
     }

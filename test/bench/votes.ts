@@ -60,6 +60,8 @@ interface Variant {
   server: ChildProcess;
   base: string;
   data: BenchData;
+  /** Whether its schema has app.session_gate (the session check joined with the first statement). */
+  sessionGate: boolean;
   results: Record<Phase, PhaseResult>[];
 }
 
@@ -120,7 +122,9 @@ async function startVariant(name: string, dir: string): Promise<Variant> {
   const owner = new pg.Pool({ connectionString: ownerUrl, max: 4 });
   owner.on('error', () => {});
   const data = await seed(owner, votes + warmupCount);
-  return { name, dir, database, ownerUrl, owner, server: child, base, data, results: [] };
+  const gate = await owner.query<{ present: boolean }>(`select to_regprocedure('app.session_gate(int, int)') is not null as present`);
+  const sessionGate = gate.rows[0]?.present === true;
+  return { name, dir, database, ownerUrl, owner, server: child, base, data, sessionGate, results: [] };
 }
 
 /** The source tree of a git ref, runnable with this tree's node_modules. */
@@ -185,6 +189,7 @@ async function runPhase(variant: Variant, phase: Phase): Promise<PhaseResult> {
     ] as LoadJob['mode'],
     databaseUrl: phase === 'floor' ? variant.ownerUrl : roleUrl(variant.ownerUrl, 'authenticator'),
     base: variant.base,
+    sessionGate: variant.sessionGate,
     concurrency,
     warmup: all.slice(0, warmupCount),
     items: all.slice(warmupCount),
