@@ -24,6 +24,8 @@ import { voteEndpoints } from './votes/routes.ts';
 import { commentEndpoints } from './comments/routes.ts';
 import { savedPostEndpoints } from './users/saved-posts.ts';
 import { notificationEndpoints } from './notifications/routes.ts';
+import { discussionEndpoints } from './discussions/routes.ts';
+import { savedDiscussionEndpoints } from './discussions/saved.ts';
 import { openApiRouter } from './openapi/router.ts';
 
 export const basePath = '/api/v1';
@@ -44,6 +46,8 @@ export const allEndpoints: Endpoint[] = [
   ...commentEndpoints,
   ...savedPostEndpoints,
   ...notificationEndpoints,
+  ...discussionEndpoints,
+  ...savedDiscussionEndpoints,
 ];
 
 export function createApp(services: Services): express.Express {

@@ -2,6 +2,7 @@
 // cursor (a cursor that does not decode is 422), `nextCursor` null on the last page. Cursors hold
 // keyset positions, so pages never repeat or skip an item while items are being added.
 import { z } from 'zod';
+import { isUuid } from './ids.ts';
 
 export type CursorValue = (string | number)[];
 
@@ -21,16 +22,27 @@ function decodeCursor(cursor: string): CursorValue | undefined {
   return undefined;
 }
 
-export function pageQuery(max: number, defaultLimit = 20) {
+/**
+ * The keyset position most lists page by: a timestamp in microseconds (within the range a
+ * timestamptz holds from the epoch) and a row id. A list that passes it to `pageQuery` answers a
+ * cursor of any other shape with 422, so a forged cursor never reaches SQL.
+ */
+export const timeIdPosition = z.tuple([z.number().int().min(0).max(Number.MAX_SAFE_INTEGER), z.string().refine(isUuid)]);
+
+export function pageQuery<P extends CursorValue = CursorValue>(max: number, defaultLimit = 20, position?: z.ZodType<P>) {
   return z.object({
     cursor: z
       .string()
       .optional()
-      .transform((cursor, ctx) => {
+      .transform((cursor, ctx): P | undefined => {
         if (cursor === undefined) return undefined;
-        const position = decodeCursor(cursor);
-        if (!position) ctx.addIssue({ code: 'custom', message: 'Invalid cursor' });
-        return position;
+        const decoded = decodeCursor(cursor);
+        const checked = decoded && position ? position.safeParse(decoded) : undefined;
+        if (!decoded || (checked && !checked.success)) {
+          ctx.addIssue({ code: 'custom', message: 'Invalid cursor' });
+          return undefined;
+        }
+        return (checked ? checked.data : decoded) as P;
       }),
     limit: z.coerce.number().int().min(1).max(max).default(defaultLimit),
   });
