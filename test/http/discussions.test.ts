@@ -342,7 +342,7 @@ describe('saved discussions', () => {
     await addMember(app, hub, user);
     const a = await hubPost(owner);
     const b = await hubPost(owner);
-    const messages = [];
+    const messages: any[] = [];
     for (const text of ['one', 'two', 'three', 'four']) messages.push((await say(owner, a.discussionId, { text })).body.data);
     await say(user, a.discussionId, { text: 'a reply', parentMessageId: messages[0].id });
 

@@ -19,7 +19,13 @@ let discussionId: string;
 let messageId: string;
 beforeAll(async () => {
   app = await startTestApp();
-  [owner, member, invited, pending, outsider] = await Promise.all([1, 2, 3, 4, 5].map(() => userAtLevel(app, 4)));
+  [owner, member, invited, pending, outsider] = await Promise.all([
+    userAtLevel(app, 4),
+    userAtLevel(app, 4),
+    userAtLevel(app, 4),
+    userAtLevel(app, 4),
+    userAtLevel(app, 4),
+  ]);
   hub = await createHub(app, owner);
   await addMember(app, hub, member);
   await invite(app, hub, owner, invited);
