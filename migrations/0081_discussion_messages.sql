@@ -128,11 +128,12 @@ grant execute on function app.post_hub_discussion_message(uuid, uuid, text, uuid
 --     the phone where the phone policy shows it, publicUsername null;
 --   - a former member: public profile (full name, image, handle as publicUsername), no phone;
 --   - an author whose account is gone: no id, no phone, no handle.
--- photoKey is the image's object key: Node signs it into profilePhotoUrl.
+-- photoKey is the image's object key: Node signs it into profilePhotoUrl. A plain SQL table
+-- function (no SET clause), so `cross join lateral` inlines it and the policies' helpers run once
+-- per statement, not once per message.
 create function app.hub_discussion_author(p_hub_id uuid, p_author_id uuid)
-  returns jsonb
+  returns table (author jsonb)
   language sql stable
-  set search_path = pg_catalog
   as $$
   select case
     when p_author_id is null then
@@ -146,7 +147,8 @@ create function app.hub_discussion_author(p_hub_id uuid, p_author_id uuid)
       jsonb_build_object('id', p_author_id, 'displayName', coalesce(u.full_name, u.username, 'Former member'),
                          'photoKey', ua.object_key, 'phoneNumber', null, 'publicUsername', u.username, 'isFormerMember', true)
   end
-  from (select app.is_active_member(p_hub_id, p_author_id) as active) author
+  -- offset 0: the membership check runs once per author row, not once per join below.
+  from (select app.is_active_member(p_hub_id, p_author_id) as active offset 0) author
   left join app.users u on u.id = p_author_id
   left join app.assets ua on ua.id = u.profile_asset_id
   left join app.hub_profiles hp on author.active and hp.user_id = p_author_id

@@ -45,9 +45,11 @@ export interface MessageRow {
   };
 }
 
-/** Columns of a MessageRow, from `app.hub_discussion_messages m`. */
+/** Columns of a MessageRow, from `app.hub_discussion_messages m` joined with `messageAuthor`. */
 export const messageColumns = `m.id, m.discussion_id, m.parent_id, m.text, m.reply_count, m.created_at,
-  ${micros('m.created_at')} as created_us, app.hub_discussion_author(m.hub_id, m.author_id) as author`;
+  ${micros('m.created_at')} as created_us, a.author`;
+
+export const messageAuthor = 'cross join lateral app.hub_discussion_author(m.hub_id, m.author_id) a';
 
 export async function shapeMessage(storage: Storage, row: MessageRow): Promise<DiscussionMessage> {
   const { photoKey, ...author } = row.author;
@@ -77,7 +79,7 @@ export async function readPreviews(
   const { rows } = await tx.query<MessageRow>(
     `select first.* from unnest($1::uuid[]) wanted (id)
      cross join lateral (
-       select ${messageColumns} from app.hub_discussion_messages m
+       select ${messageColumns} from app.hub_discussion_messages m ${messageAuthor}
        where m.discussion_id = wanted.id and m.parent_id is null
        order by m.created_at, m.id
        limit $2) first

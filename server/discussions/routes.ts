@@ -8,7 +8,7 @@ import { lookupId } from '../http/ids.ts';
 import { fromMicros, micros, pageQuery, pageSchema, timeIdPosition, toPage } from '../http/paging.ts';
 import { hubRoles, requireHubRole } from '../hubs/shape.ts';
 import { postCard, readCards } from '../posts/card.ts';
-import { discussionMessage, messageColumns, shapeMessage, type MessageRow } from './messages.ts';
+import { discussionMessage, messageAuthor, messageColumns, shapeMessage, type MessageRow } from './messages.ts';
 
 const tag = 'Hub discussions';
 const ids = { hubId: 'HUB_NOT_FOUND' } as const;
@@ -46,7 +46,7 @@ async function discussionThread(tx: RequestTransaction, hubId: string, discussio
 }
 
 async function readMessage(tx: RequestTransaction, id: string) {
-  const { rows } = await tx.query<MessageRow>(`select ${messageColumns} from app.hub_discussion_messages m where m.id = $1`, [id]);
+  const { rows } = await tx.query<MessageRow>(`select ${messageColumns} from app.hub_discussion_messages m ${messageAuthor} where m.id = $1`, [id]);
   return rows[0] as MessageRow;
 }
 
@@ -116,7 +116,7 @@ export const discussionEndpoints = [
       const root = await discussionThread(tx, params.hubId as string, discussionId, query.parentMessageId ?? null);
       const [afterUs, afterId] = query.cursor ?? [null, null];
       const { rows } = await tx.query<MessageRow>(
-        `select ${messageColumns} from app.hub_discussion_messages m
+        `select ${messageColumns} from app.hub_discussion_messages m ${messageAuthor}
          where ${root === null ? 'm.discussion_id = $1 and m.parent_id is null' : 'm.parent_id = $1'}
            and ($2::bigint is null or (m.created_at, m.id) > (${fromMicros('$2')}, $3::uuid))
          order by m.created_at, m.id

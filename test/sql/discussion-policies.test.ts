@@ -103,7 +103,7 @@ describe('writes', () => {
 });
 
 describe('app.hub_discussion_author', () => {
-  const author = (viewer: TestUser, authorId: string) => read(viewer, 'select app.hub_discussion_author($1, $2) as a', [hub.id, authorId]);
+  const author = (viewer: TestUser, authorId: string) => read(viewer, 'select author as a from app.hub_discussion_author($1, $2)', [hub.id, authorId]);
 
   it('shows the phone and Hub identity through the co-member policies only', async () => {
     await app.owner.query(`insert into app.hub_profiles (user_id, display_name) values ($1, 'Hub Self') on conflict (user_id) do update set display_name = 'Hub Self'`, [owner.id]);
