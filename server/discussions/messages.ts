@@ -6,14 +6,20 @@ import type { RequestTransaction } from '../../db/request-transaction.ts';
 import { micros } from '../http/paging.ts';
 import type { Storage } from '../uploads/storage.ts';
 
-export const hubDiscussionAuthor = z.object({
-  id: z.string().nullable(),
-  displayName: z.string(),
-  profilePhotoUrl: z.string().nullable(),
-  phoneNumber: z.string().nullable(),
-  publicUsername: z.string().nullable(),
-  isFormerMember: z.boolean(),
-});
+export const hubDiscussionAuthor = z
+  .object({
+    id: z.string().nullable(),
+    displayName: z.string(),
+    profilePhotoUrl: z.string().nullable(),
+    phoneNumber: z.string().nullable(),
+    publicUsername: z.string().nullable(),
+    isFormerMember: z.boolean(),
+  })
+  .describe(
+    'HubDiscussionAuthor. An active member of the hub: Hub identity (displayName, image) and phoneNumber (E.164), publicUsername ' +
+      'null. A former member: public name, image and handle (publicUsername), phoneNumber null, isFormerMember true. An author ' +
+      'whose account is gone: id null, displayName "Former member", no phone, no handle.',
+  );
 
 export const discussionMessage = z.object({
   id: z.string(),

@@ -67,6 +67,8 @@ describe('discussions of a hub', () => {
     const second = (await app.owner.query('select id from app.hub_discussions where post_id = $1', [post.id])).rows[0].id as string;
     const third = await hubPost(user, ownHub);
     await vote(app, user, post.id, 'right');
+    // A vote from outside the hub counts in the global pool only.
+    expect((await vote(app, outsider, post.id, 'left')).status).toBe(201);
 
     const page = await discussionsOf(user, ownHub.id, '?limit=2');
     expect(page.status).toBe(200);
@@ -82,6 +84,7 @@ describe('discussions of a hub', () => {
       viewerSaved: false,
     });
     expect(item.post.voteSummary).toEqual({ totalVotes: 1, resultsVisible: true, leftCount: 0, neutralCount: 0, rightCount: 1 });
+    expect((await app.get(`/posts/${post.id}`, { token: user.token })).body.data.voteSummary.totalVotes).toBe(2);
     const rest = await discussionsOf(user, ownHub.id, `?limit=2&cursor=${page.body.data.nextCursor}`);
     expect(rest.body.data.items.map((d: any) => d.id)).toEqual([first.discussionId]);
     expect(rest.body.data.nextCursor).toBeNull();
