@@ -73,9 +73,10 @@ export const discussionEndpoints = [
       const [afterUs, afterId] = query.cursor ?? [null, null];
       const { rows } = await tx.query<DiscussionRow>(
         `select d.id, d.post_id, d.message_count, d.last_activity_at, ${micros('d.last_activity_at')} as activity_us,
-                exists (select from app.saved_discussions s where s.user_id = app.viewer_id() and s.discussion_id = d.id) as saved
+                s.discussion_id is not null as saved
          from app.hub_discussions d
          join app.posts p on p.id = d.post_id
+         left join app.saved_discussions s on s.user_id = app.viewer_id() and s.discussion_id = d.id
          where d.hub_id = $1
            and ($2::bigint is null or (d.last_activity_at, d.id) < (${fromMicros('$2')}, $3::uuid))
          order by d.last_activity_at desc, d.id desc
