@@ -120,9 +120,9 @@ $$;
 
 grant execute on function app.post_hub_discussion_message(uuid, uuid, text, uuid) to app_user;
 
--- HubDiscussionAuthor (spec 2.2) of a message in a hub, as the viewer may see it. It runs with the
--- viewer's rights, so the Hub identity and the phone number come through the same policies as the
--- member list (hub_profiles_select_co_members, phone_identities_select_co_members: only between
+-- HubDiscussionAuthor (spec 2.2) of a message in a hub, as an active member of that hub sees it (no
+-- row for anyone else). It runs with the viewer's rights, so the Hub identity and the phone number
+-- come through the same policies as the member list (hub_profiles_select_co_members, phone_identities_select_co_members: only between
 -- active co-members); on top of them, the author must be an active member of this very hub:
 --   - an active member: Hub identity (display name, else full name; Hub image, else profile image),
 --     the phone where the phone policy shows it, publicUsername null;
@@ -154,6 +154,8 @@ create function app.hub_discussion_author(p_hub_id uuid, p_author_id uuid)
   left join app.hub_profiles hp on author.active and hp.user_id = p_author_id
   left join app.assets ha on ha.id = hp.profile_asset_id
   left join app.phone_identities pi on author.active and pi.user_id = p_author_id
+  -- Nothing for viewers outside the hub: who is a member of it is not theirs to learn.
+  where p_hub_id = any ((select app.viewer_active_hub_ids())::uuid[])
 $$;
 
 grant execute on function app.hub_discussion_author(uuid, uuid) to app_user;

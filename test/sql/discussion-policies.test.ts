@@ -105,14 +105,16 @@ describe('writes', () => {
 describe('app.hub_discussion_author', () => {
   const author = (viewer: TestUser, authorId: string) => read(viewer, 'select author as a from app.hub_discussion_author($1, $2)', [hub.id, authorId]);
 
-  it('shows the phone and Hub identity through the co-member policies only', async () => {
+  it('shows an active member with Hub identity and phone, others by their public face, and nothing outside the hub', async () => {
     await app.owner.query(`insert into app.hub_profiles (user_id, display_name) values ($1, 'Hub Self') on conflict (user_id) do update set display_name = 'Hub Self'`, [owner.id]);
     expect(await author(member, owner.id)).toEqual([
       { a: { id: owner.id, displayName: 'Hub Self', photoKey: null, phoneNumber: owner.phone?.e164, publicUsername: null, isFormerMember: false } },
     ]);
-    // Called by someone the policies show nothing private to: no phone, no Hub identity.
-    expect(await author(outsider, owner.id)).toEqual([
-      { a: { id: owner.id, displayName: 'Test Person', photoKey: null, phoneNumber: null, publicUsername: null, isFormerMember: false } },
+    // Someone who never was a member is shown like a former one: public face, no phone.
+    expect(await author(member, outsider.id)).toEqual([
+      { a: { id: outsider.id, displayName: 'Test Person', photoKey: null, phoneNumber: null, publicUsername: outsider.username, isFormerMember: true } },
     ]);
+    // Outside the hub it answers nothing, not even whether the author is a member.
+    for (const viewer of [outsider, invited, pending]) expect(await author(viewer, owner.id)).toEqual([]);
   });
 });
