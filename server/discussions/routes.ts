@@ -12,9 +12,10 @@ import { discussionMessage, messageAuthor, messageColumns, shapeMessage, type Me
 
 const tag = 'Hub discussions';
 const ids = { hubId: 'HUB_NOT_FOUND' } as const;
-const access =
+const membership =
   'For active members of the hub at level 4: HUB_READINESS_REQUIRED below it, HUB_MEMBERSHIP_REQUIRED for outsiders, invited ' +
-  'and pending users. DISCUSSION_NOT_FOUND for an unknown discussion, one of another hub, or one whose post you may not see.';
+  'and pending users.';
+const access = `${membership} DISCUSSION_NOT_FOUND for an unknown discussion, one of another hub, or one whose post you may not see.`;
 
 const discussionItem = z.object({
   id: z.string(),
@@ -36,7 +37,7 @@ interface DiscussionRow {
 }
 
 /** Checks the hub and discussion in contract order and returns the thread root of `messageId`. */
-async function discussionThread(tx: RequestTransaction, hubId: string, discussionId: string, messageId: string | null = null) {
+async function discussionThread(tx: RequestTransaction, hubId: string, discussionId: string, messageId: string | null) {
   const { rows } = await tx.query<{ root: string | null }>('select app.hub_discussion_thread($1, $2, $3) as root', [
     hubId,
     lookupId(discussionId),
@@ -57,7 +58,7 @@ export const discussionEndpoints = [
     tag,
     summary: 'Discussions of a hub, most recent activity first',
     description:
-      `${access} One discussion per post targeted or shared into the hub, opened with that placement. The post card shows vote ` +
+      `${membership} One discussion per post targeted or shared into the hub, opened with that placement. The post card shows vote ` +
       'results in this hub\'s scope. messageCount counts every message, replies included; lastActivityAt is the latest message ' +
       '(or placement). A discussion whose activity changes while you page moves to the top: read the first page again to see it. ' +
       'Discussions of posts you may not see (deleted, blocked author) are left out.',
