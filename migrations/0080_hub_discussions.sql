@@ -16,10 +16,10 @@ alter table app.hub_discussions add constraint hub_discussions_id_hub_key unique
 -- GET /hubs/{hubId}/discussions: most recent activity first.
 create index hub_discussions_activity on app.hub_discussions (hub_id, last_activity_at desc, id desc);
 
--- Column grants (a user token reads in GraphQL exactly what app_user may select); the policy of
--- 0050 still decides the rows: active members of the discussion's hub.
+-- Column grants (a user token reads in GraphQL exactly what app_user may select; REST shows no
+-- creation time); the policy of 0050 still decides the rows: active members of the discussion's hub.
 revoke select on app.hub_discussions from app_user;
-grant select (id, hub_id, post_id, created_at, last_activity_at, message_count) on app.hub_discussions to app_user;
+grant select (id, hub_id, post_id, last_activity_at, message_count) on app.hub_discussions to app_user;
 
 -- Down Migration
 revoke select on app.hub_discussions from app_user;

@@ -106,7 +106,7 @@ describe('a user token', () => {
         .map((f: any) => f.name)
         .sort();
     };
-    expect(await fields('HubDiscussion')).toEqual(['createdAt', 'hubId', 'id', 'lastActivityAt', 'messageCount', 'postId', 'rowId']);
+    expect(await fields('HubDiscussion')).toEqual(['hubId', 'id', 'lastActivityAt', 'messageCount', 'postId', 'rowId']);
     expect(await fields('HubDiscussionMessage')).toEqual(['authorId', 'createdAt', 'discussionId', 'hubId', 'id', 'parentId', 'replyCount', 'rowId', 'text']);
     expect(await fields('SavedDiscussion')).toEqual(['discussionId', 'hubId', 'id', 'savedAt', 'userId']);
     const schema = JSON.stringify(await graphql('{ __schema { types { name fields { name } } } }', member.token));
