@@ -200,6 +200,8 @@ describe('messages', () => {
     const message = (await say(leaver, discussionId, { text: 'bye soon' })).body.data;
     expect(message.author.displayName).toBe('Private Name');
     expect((await app.delete(`/hubs/${hub.id}/membership`, { token: leaver.token })).status).toBe(200);
+    expect((await say(leaver, discussionId, { text: 'still here?' })).body.error.code).toBe('HUB_MEMBERSHIP_REQUIRED');
+    expect((await listMessages(leaver, discussionId)).body.error.code).toBe('HUB_MEMBERSHIP_REQUIRED');
 
     const author = async () => (await listMessages(member, discussionId)).body.data.items[0].author;
     expect(await author()).toEqual({
