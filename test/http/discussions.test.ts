@@ -352,9 +352,12 @@ describe('saved discussions', () => {
     await say(user, a.discussionId, { text: 'a reply', parentMessageId: messages[0].id });
 
     const save = (id: string) => app.post(`/hubs/${hub.id}/discussions/${id}/save`, undefined, { token: user.token });
+    const [notifications, jobs] = [await countRows('app.notifications'), await countRows('graphile_worker._private_jobs')];
     expect((await save(a.discussionId)).body.data).toEqual({ saved: true });
     expect((await save(a.discussionId)).body.data).toEqual({ saved: true });
     expect((await save(b.discussionId)).body.data).toEqual({ saved: true });
+    // Saving notifies nobody (spec part 6).
+    expect([await countRows('app.notifications'), await countRows('graphile_worker._private_jobs')]).toEqual([notifications, jobs]);
 
     const list = await app.get('/users/me/saved-discussions', { token: user.token });
     expect(list.status).toBe(200);
