@@ -77,6 +77,25 @@ $$;
 
 grant execute on function app.hub_discussion_thread(uuid, uuid, uuid) to app_user;
 
+-- messageCount of a discussion: its messages, replies included. The message side keeps its counter
+-- (and its grant) in a table of its own; the discussion row keeps only its activity time.
+create table app.hub_discussion_stats (
+  discussion_id uuid primary key,
+  hub_id uuid not null,
+  message_count int not null default 0 check (message_count >= 0),
+  foreign key (discussion_id, hub_id) references app.hub_discussions (id, hub_id)
+);
+
+alter table app.hub_discussion_stats enable row level security;
+alter table app.hub_discussion_stats force row level security;
+
+-- Counts are read by the active members of the discussion's hub, like the discussion itself.
+create policy hub_discussion_stats_select_members on app.hub_discussion_stats
+  for select to app_user
+  using (hub_id = any ((select app.viewer_active_hub_ids())::uuid[]));
+
+grant select (discussion_id, hub_id, message_count) on app.hub_discussion_stats to app_user;
+
 -- Counters and ordering, whatever inserts the row: the discussion's message count and last
 -- activity, and the root's reply count.
 create function app_private.hub_discussion_messages_count() returns trigger
@@ -84,8 +103,9 @@ create function app_private.hub_discussion_messages_count() returns trigger
   set search_path = pg_catalog
   as $$
 begin
-  update app.hub_discussions set message_count = message_count + 1, last_activity_at = new.created_at
-    where id = new.discussion_id;
+  update app.hub_discussions set last_activity_at = new.created_at where id = new.discussion_id;
+  insert into app.hub_discussion_stats as s (discussion_id, hub_id, message_count) values (new.discussion_id, new.hub_id, 1)
+    on conflict (discussion_id) do update set message_count = s.message_count + 1;
   if new.parent_id is not null then
     update app.hub_discussion_messages set reply_count = reply_count + 1 where id = new.parent_id;
   end if;
@@ -165,5 +185,6 @@ drop function app.hub_discussion_author(uuid, uuid);
 drop function app.post_hub_discussion_message(uuid, uuid, text, uuid);
 drop trigger hub_discussion_messages_count on app.hub_discussion_messages;
 drop function app_private.hub_discussion_messages_count();
+drop table app.hub_discussion_stats;
 drop function app.hub_discussion_thread(uuid, uuid, uuid);
 drop table app.hub_discussion_messages cascade;

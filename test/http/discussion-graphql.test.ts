@@ -48,19 +48,22 @@ async function graphql(query: string, token: string): Promise<any> {
 
 const graphqlRows = (user: TestUser) =>
   graphql(
-    `{ allHubDiscussions { nodes { rowId hubId postId messageCount } }
+    `{ allHubDiscussions { nodes { rowId hubId postId } }
+       allHubDiscussionStats { nodes { discussionId messageCount } }
        allHubDiscussionMessages { nodes { rowId discussionId parentId text replyCount } }
        allSavedDiscussions { nodes { discussionId userId } } }`,
     user.token,
   );
 
-/** What REST shows the user: every discussion of their hubs, every message in them, their saved list. */
+/** What REST shows the user: every discussion of their hubs (with its count), every message in them, their saved list. */
 async function restRows(user: TestUser, hubs: TestHub[]) {
   const discussions: any[] = [];
+  const stats: any[] = [];
   const messages: any[] = [];
   for (const h of hubs) {
     for (const d of (await app.get(`/hubs/${h.id}/discussions`, { token: user.token })).body.data.items) {
-      discussions.push({ rowId: d.id, hubId: h.id, postId: d.postId, messageCount: d.messageCount });
+      discussions.push({ rowId: d.id, hubId: h.id, postId: d.postId });
+      stats.push({ discussionId: d.id, messageCount: d.messageCount });
       const base = `/hubs/${h.id}/discussions/${d.id}/messages`;
       for (const m of (await app.get(base, { token: user.token })).body.data.items) {
         messages.push({ rowId: m.id, discussionId: d.id, parentId: null, text: m.text, replyCount: m.replyCount });
@@ -71,7 +74,7 @@ async function restRows(user: TestUser, hubs: TestHub[]) {
     }
   }
   const saved = (await app.get('/users/me/saved-discussions', { token: user.token })).body.data.items.map((s: any) => ({ discussionId: s.discussionId, userId: user.id }));
-  return { discussions, messages, saved };
+  return { discussions, stats, messages, saved };
 }
 
 const byId = (rows: any[]) => [...rows].sort((a, b) => JSON.stringify(a).localeCompare(JSON.stringify(b)));
@@ -87,6 +90,7 @@ describe('a user token', () => {
       expect(rest.discussions).toHaveLength(2);
       expect(rest.messages).toHaveLength(4);
       expect(byId(gql.allHubDiscussions.nodes)).toEqual(byId(rest.discussions));
+      expect(byId(gql.allHubDiscussionStats.nodes)).toEqual(byId(rest.stats));
       expect(byId(gql.allHubDiscussionMessages.nodes)).toEqual(byId(rest.messages));
       expect(byId(gql.allSavedDiscussions.nodes)).toEqual(byId(rest.saved));
     }
@@ -94,6 +98,7 @@ describe('a user token', () => {
     const gql = await graphqlRows(outsider);
     expect(gql.allHubDiscussions.nodes.map((d: any) => d.hubId)).not.toContain(hub.id);
     expect(gql.allHubDiscussions.nodes).toHaveLength(1);
+    expect(gql.allHubDiscussionStats.nodes).toEqual([{ discussionId: gql.allHubDiscussions.nodes[0].rowId, messageCount: 2 }]);
     expect(gql.allHubDiscussionMessages.nodes).toHaveLength(2);
     expect(gql.allSavedDiscussions.nodes).toHaveLength(1);
   });
@@ -106,7 +111,8 @@ describe('a user token', () => {
         .map((f: any) => f.name)
         .sort();
     };
-    expect(await fields('HubDiscussion')).toEqual(['hubId', 'id', 'lastActivityAt', 'messageCount', 'postId', 'rowId']);
+    expect(await fields('HubDiscussion')).toEqual(['hubId', 'id', 'lastActivityAt', 'postId', 'rowId']);
+    expect(await fields('HubDiscussionStat')).toEqual(['discussionId', 'hubId', 'id', 'messageCount']);
     expect(await fields('HubDiscussionMessage')).toEqual(['authorId', 'createdAt', 'discussionId', 'hubId', 'id', 'parentId', 'replyCount', 'rowId', 'text']);
     expect(await fields('SavedDiscussion')).toEqual(['discussionId', 'hubId', 'id', 'savedAt', 'userId']);
     const schema = JSON.stringify(await graphql('{ __schema { types { name fields { name } } } }', member.token));

@@ -40,8 +40,9 @@ it('backfills a discussion for every placement that lacks one', async () => {
   await migrate('up');
 
   const { rows } = await app.owner.query(
-    `select ph.post_id, d.id, d.created_at, d.last_activity_at, d.message_count from app.post_hubs ph
+    `select ph.post_id, d.id, d.created_at, d.last_activity_at, st.message_count from app.post_hubs ph
      left join app.hub_discussions d on d.hub_id = ph.hub_id and d.post_id = ph.post_id
+     left join app.hub_discussion_stats st on st.discussion_id = d.id
      where ph.hub_id = $1`,
     [hub.id],
   );
@@ -51,10 +52,15 @@ it('backfills a discussion for every placement that lacks one', async () => {
   const backfilled = byPost.get(orphan.id);
   expect(backfilled.created_at.toISOString()).toBe('2026-01-02T03:04:05.000Z');
   expect(backfilled.last_activity_at.toISOString()).toBe('2026-01-02T03:04:05.000Z');
-  expect(backfilled.message_count).toBe(0);
+  expect(backfilled.message_count).toBeNull();
   // The backfilled discussion is a normal one: listed to members, and it takes messages.
   const list = await app.get(`/hubs/${hub.id}/discussions`, { token: author.token });
   expect(list.body.data.items.map((d: { id: string }) => d.id)).toEqual([keptBefore[0].id, backfilled.id]);
   const message = await app.post(`/hubs/${hub.id}/discussions/${backfilled.id}/messages`, { text: 'late' }, { token: author.token });
   expect(message.status).toBe(201);
+  const after = await app.get(`/hubs/${hub.id}/discussions`, { token: author.token });
+  expect(after.body.data.items.map((d: { id: string; messageCount: number }) => [d.id, d.messageCount])).toEqual([
+    [backfilled.id, 1],
+    [keptBefore[0].id, 0],
+  ]);
 });

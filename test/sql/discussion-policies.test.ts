@@ -49,21 +49,22 @@ const visibleRows = (user: TestUser) =>
     read(user, 'select id from app.hub_discussions where hub_id = $1', [hub.id]),
     read(user, 'select id from app.hub_discussion_messages where hub_id = $1', [hub.id]),
     read(user, 'select user_id from app.saved_discussions where hub_id = $1 order by user_id', [hub.id]),
+    read(user, 'select message_count from app.hub_discussion_stats where hub_id = $1', [hub.id]),
   ]);
 
 describe('row-level security', () => {
   it('shows an active member the discussion, its messages and only their own saved row', async () => {
-    expect(await visibleRows(member)).toEqual([[{ id: discussionId }], [{ id: messageId }], [{ user_id: member.id }]]);
+    expect(await visibleRows(member)).toEqual([[{ id: discussionId }], [{ id: messageId }], [{ user_id: member.id }], [{ message_count: 1 }]]);
   });
 
   it('shows outsiders, invited and pending users nothing', async () => {
-    for (const user of [outsider, invited, pending]) expect(await visibleRows(user)).toEqual([[], [], []]);
+    for (const user of [outsider, invited, pending]) expect(await visibleRows(user)).toEqual([[], [], [], []]);
   });
 
   it('shows a member below level 4 nothing', async () => {
     await app.owner.query('update app.users set contacts_synced_at = null where id = $1', [member.id]);
     try {
-      expect(await visibleRows(member)).toEqual([[], [], []]);
+      expect(await visibleRows(member)).toEqual([[], [], [], []]);
     } finally {
       await app.owner.query('update app.users set contacts_synced_at = now() where id = $1', [member.id]);
     }
@@ -74,7 +75,7 @@ describe('row-level security', () => {
     await addMember(app, hub, leaver);
     await app.post(`/hubs/${hub.id}/discussions/${discussionId}/save`, undefined, { token: leaver.token });
     await app.delete(`/hubs/${hub.id}/membership`, { token: leaver.token });
-    expect(await visibleRows(leaver)).toEqual([[], [], []]);
+    expect(await visibleRows(leaver)).toEqual([[], [], [], []]);
     expect(await read(leaver, 'select discussion_id from app.saved_discussions')).toEqual([]);
     expect((await app.owner.query('select count(*)::int as n from app.saved_discussions where user_id = $1', [leaver.id])).rows[0].n).toBe(1);
     await addMember(app, hub, leaver);
@@ -86,7 +87,8 @@ describe('writes', () => {
   it('refuses direct message writes and foreign or non-member saves', async () => {
     expect(await read(member, `insert into app.hub_discussion_messages (discussion_id, hub_id, author_id, text) values ($1, $2, $3, 'x')`, [discussionId, hub.id, member.id])).toBe('42501');
     expect(await read(member, `update app.hub_discussion_messages set text = 'edited' where id = $1`, [messageId])).toBe('42501');
-    expect(await read(member, `update app.hub_discussions set message_count = 0`)).toBe('42501');
+    expect(await read(member, `update app.hub_discussions set last_activity_at = now()`)).toBe('42501');
+    expect(await read(member, `update app.hub_discussion_stats set message_count = 0`)).toBe('42501');
     expect(await read(member, 'delete from app.saved_discussions where user_id = $1 returning user_id', [owner.id])).toEqual([]);
     expect(await read(member, 'insert into app.saved_discussions (user_id, discussion_id, hub_id) values ($1, $2, $3)', [outsider.id, discussionId, hub.id])).toBe('42501');
     expect(await read(outsider, 'insert into app.saved_discussions (user_id, discussion_id, hub_id) values ($1, $2, $3)', [outsider.id, discussionId, hub.id])).toBe('42501');
