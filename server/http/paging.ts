@@ -23,11 +23,11 @@ function decodeCursor(cursor: string): CursorValue | undefined {
 }
 
 /**
- * The keyset position most lists page by: a timestamp in microseconds (within the range a
- * timestamptz holds from the epoch) and a row id. A list that passes it to `pageQuery` answers a
- * cursor of any other shape with 422, so a forged cursor never reaches SQL.
+ * The keyset position most lists page by: a timestamp in microseconds since the epoch (any safe
+ * integer is a valid timestamptz, about 285 years either side) and a row id. A list that passes it
+ * to `pageQuery` answers a cursor of any other shape with 422, so a forged cursor never reaches SQL.
  */
-export const timeIdPosition = z.tuple([z.number().int().min(0).max(Number.MAX_SAFE_INTEGER), z.string().refine(isUuid)]);
+export const timeIdPosition = z.tuple([z.number().int().min(Number.MIN_SAFE_INTEGER).max(Number.MAX_SAFE_INTEGER), z.string().refine(isUuid)]);
 
 export function pageQuery<P extends CursorValue = CursorValue>(max: number, defaultLimit = 20, position?: z.ZodType<P>) {
   return z.object({
