@@ -922,6 +922,100 @@ $$;
 
 
 --
+-- Name: hub_discussion_author(uuid, uuid); Type: FUNCTION; Schema: app; Owner: -
+--
+
+CREATE FUNCTION app.hub_discussion_author(p_hub_id uuid, p_author_id uuid) RETURNS TABLE(author jsonb)
+    LANGUAGE sql STABLE
+    AS $$
+  select case
+    when p_author_id is null then
+      jsonb_build_object('id', null, 'displayName', 'Former member', 'photoKey', null, 'phoneNumber', null,
+                         'publicUsername', null, 'isFormerMember', true)
+    when author.active then
+      jsonb_build_object('id', p_author_id, 'displayName', coalesce(hp.display_name, u.full_name, 'Hub member'),
+                         'photoKey', coalesce(ha.object_key, ua.object_key), 'phoneNumber', pi.phone_e164,
+                         'publicUsername', null, 'isFormerMember', false)
+    else
+      jsonb_build_object('id', p_author_id, 'displayName', coalesce(u.full_name, u.username, 'Former member'),
+                         'photoKey', ua.object_key, 'phoneNumber', null, 'publicUsername', u.username, 'isFormerMember', true)
+  end
+  -- offset 0: the membership check runs once per author row, not once per join below.
+  from (select app.is_active_member(p_hub_id, p_author_id) as active offset 0) author
+  left join app.users u on u.id = p_author_id
+  left join app.assets ua on ua.id = u.profile_asset_id
+  left join app.hub_profiles hp on author.active and hp.user_id = p_author_id
+  left join app.assets ha on ha.id = hp.profile_asset_id
+  left join app.phone_identities pi on author.active and pi.user_id = p_author_id
+  -- Nothing for viewers outside the hub: who is a member of it is not theirs to learn.
+  where p_hub_id = any ((select app.viewer_active_hub_ids())::uuid[])
+$$;
+
+
+--
+-- Name: hub_discussion_thread(uuid, uuid, uuid); Type: FUNCTION; Schema: app; Owner: -
+--
+
+CREATE FUNCTION app.hub_discussion_thread(p_hub_id uuid, p_discussion_id uuid, p_message_id uuid DEFAULT NULL::uuid) RETURNS uuid
+    LANGUAGE plpgsql STABLE SECURITY DEFINER
+    SET search_path TO 'pg_catalog'
+    AS $$
+declare
+  v_post uuid;
+  v_root uuid;
+begin
+  perform app.require_hub_role(p_hub_id, '{member,admin,super_admin}');
+  select d.post_id into v_post from app.hub_discussions d where d.id = p_discussion_id and d.hub_id = p_hub_id;
+  if v_post is null or not app.can_see_post(v_post) then
+    perform app.fail('DISCUSSION_NOT_FOUND');
+  end if;
+  if p_message_id is null then
+    return null;
+  end if;
+  select coalesce(m.parent_id, m.id) into v_root from app.hub_discussion_messages m
+    where m.id = p_message_id and m.discussion_id = p_discussion_id
+      and app.hub_message_visible(m, app.viewer_active_hub_ids(), app.viewer_block_list());
+  if v_root is null then
+    perform app.fail('MESSAGE_NOT_FOUND');
+  end if;
+  return v_root;
+end
+$$;
+
+
+--
+-- Name: hub_discussion_messages; Type: TABLE; Schema: app; Owner: -
+--
+
+CREATE TABLE app.hub_discussion_messages (
+    id uuid DEFAULT gen_random_uuid() NOT NULL,
+    discussion_id uuid NOT NULL,
+    hub_id uuid NOT NULL,
+    author_id uuid,
+    parent_id uuid,
+    text text NOT NULL,
+    created_at timestamp with time zone DEFAULT now() NOT NULL,
+    reply_count integer DEFAULT 0 NOT NULL,
+    CONSTRAINT hub_discussion_messages_reply_count_check CHECK ((reply_count >= 0)),
+    CONSTRAINT hub_discussion_messages_text_check CHECK (((char_length(text) >= 1) AND (char_length(text) <= 2000)))
+);
+
+ALTER TABLE ONLY app.hub_discussion_messages FORCE ROW LEVEL SECURITY;
+
+
+--
+-- Name: hub_message_visible(app.hub_discussion_messages, uuid[], uuid[]); Type: FUNCTION; Schema: app; Owner: -
+--
+
+CREATE FUNCTION app.hub_message_visible(p_message app.hub_discussion_messages, p_active_hub_ids uuid[], p_block_list uuid[]) RETURNS boolean
+    LANGUAGE sql STABLE
+    AS $$
+  select p_message.hub_id = any (p_active_hub_ids)
+     and (p_message.author_id is null or not p_message.author_id = any (p_block_list))
+$$;
+
+
+--
 -- Name: idp_session(text, text, bytea); Type: FUNCTION; Schema: app; Owner: -
 --
 
@@ -1175,6 +1269,27 @@ CREATE FUNCTION app.post_assets_usable(p_asset_ids uuid[]) RETURNS boolean
   select coalesce(array_length(p_asset_ids, 1), 0) = (
     select count(*) from app.assets a
     where a.id = any (p_asset_ids) and a.owner_id = app.viewer_id() and a.purpose = 'post_image')
+$$;
+
+
+--
+-- Name: post_hub_discussion_message(uuid, uuid, text, uuid); Type: FUNCTION; Schema: app; Owner: -
+--
+
+CREATE FUNCTION app.post_hub_discussion_message(p_hub_id uuid, p_discussion_id uuid, p_text text, p_parent_id uuid DEFAULT NULL::uuid) RETURNS uuid
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog'
+    AS $$
+declare
+  v_root uuid := app.hub_discussion_thread(p_hub_id, p_discussion_id, p_parent_id);
+  v_message uuid;
+begin
+  insert into app.hub_discussion_messages (discussion_id, hub_id, author_id, parent_id, text)
+    values (p_discussion_id, p_hub_id, app.viewer_id(), v_root, p_text)
+    returning id into v_message;
+  perform app_private.touch_hub_activity(p_hub_id, app.viewer_id());
+  return v_message;
+end
 $$;
 
 
@@ -1491,6 +1606,26 @@ begin
     when 2 then 'PROFILE_BASICS_REQUIRED'
     when 3 then 'PHONE_VERIFICATION_REQUIRED'
     else 'HUB_READINESS_REQUIRED' end);
+end
+$$;
+
+
+--
+-- Name: save_hub_discussion(uuid, uuid, boolean); Type: FUNCTION; Schema: app; Owner: -
+--
+
+CREATE FUNCTION app.save_hub_discussion(p_hub_id uuid, p_discussion_id uuid, p_saved boolean) RETURNS void
+    LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog'
+    AS $$
+begin
+  perform app.hub_discussion_thread(p_hub_id, p_discussion_id);
+  if p_saved then
+    insert into app.saved_discussions (user_id, discussion_id, hub_id) values (app.viewer_id(), p_discussion_id, p_hub_id)
+      on conflict do nothing;
+  else
+    delete from app.saved_discussions where user_id = app.viewer_id() and discussion_id = p_discussion_id;
+  end if;
 end
 $$;
 
@@ -2206,6 +2341,26 @@ CREATE FUNCTION app_private.forget_upload_intents(p_ids uuid[]) RETURNS void
     LANGUAGE sql SECURITY DEFINER
     SET search_path TO 'pg_catalog'
     AS $$ delete from app.upload_intents where id = any (p_ids) and completed_at is null $$;
+
+
+--
+-- Name: hub_discussion_messages_count(); Type: FUNCTION; Schema: app_private; Owner: -
+--
+
+CREATE FUNCTION app_private.hub_discussion_messages_count() RETURNS trigger
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog'
+    AS $$
+begin
+  update app.hub_discussions set last_activity_at = new.created_at where id = new.discussion_id;
+  insert into app.hub_discussion_stats as s (discussion_id, hub_id, message_count) values (new.discussion_id, new.hub_id, 1)
+    on conflict (discussion_id) do update set message_count = s.message_count + 1;
+  if new.parent_id is not null then
+    update app.hub_discussion_messages set reply_count = reply_count + 1 where id = new.parent_id;
+  end if;
+  return null;
+end
+$$;
 
 
 --
@@ -3305,6 +3460,20 @@ ALTER TABLE ONLY app.hub_activity FORCE ROW LEVEL SECURITY;
 
 
 --
+-- Name: hub_discussion_stats; Type: TABLE; Schema: app; Owner: -
+--
+
+CREATE TABLE app.hub_discussion_stats (
+    discussion_id uuid NOT NULL,
+    hub_id uuid NOT NULL,
+    message_count integer DEFAULT 0 NOT NULL,
+    CONSTRAINT hub_discussion_stats_message_count_check CHECK ((message_count >= 0))
+);
+
+ALTER TABLE ONLY app.hub_discussion_stats FORCE ROW LEVEL SECURITY;
+
+
+--
 -- Name: hub_discussions; Type: TABLE; Schema: app; Owner: -
 --
 
@@ -3441,6 +3610,20 @@ ALTER TABLE ONLY app.reports FORCE ROW LEVEL SECURITY;
 CREATE TABLE app.reserved_handles (
     handle text NOT NULL
 );
+
+
+--
+-- Name: saved_discussions; Type: TABLE; Schema: app; Owner: -
+--
+
+CREATE TABLE app.saved_discussions (
+    user_id uuid NOT NULL,
+    discussion_id uuid NOT NULL,
+    hub_id uuid NOT NULL,
+    saved_at timestamp with time zone DEFAULT now() NOT NULL
+);
+
+ALTER TABLE ONLY app.saved_discussions FORCE ROW LEVEL SECURITY;
 
 
 --
@@ -3831,11 +4014,35 @@ ALTER TABLE ONLY app.hub_activity
 
 
 --
+-- Name: hub_discussion_messages hub_discussion_messages_pkey; Type: CONSTRAINT; Schema: app; Owner: -
+--
+
+ALTER TABLE ONLY app.hub_discussion_messages
+    ADD CONSTRAINT hub_discussion_messages_pkey PRIMARY KEY (id);
+
+
+--
+-- Name: hub_discussion_stats hub_discussion_stats_pkey; Type: CONSTRAINT; Schema: app; Owner: -
+--
+
+ALTER TABLE ONLY app.hub_discussion_stats
+    ADD CONSTRAINT hub_discussion_stats_pkey PRIMARY KEY (discussion_id);
+
+
+--
 -- Name: hub_discussions hub_discussions_hub_id_post_id_key; Type: CONSTRAINT; Schema: app; Owner: -
 --
 
 ALTER TABLE ONLY app.hub_discussions
     ADD CONSTRAINT hub_discussions_hub_id_post_id_key UNIQUE (hub_id, post_id);
+
+
+--
+-- Name: hub_discussions hub_discussions_id_hub_key; Type: CONSTRAINT; Schema: app; Owner: -
+--
+
+ALTER TABLE ONLY app.hub_discussions
+    ADD CONSTRAINT hub_discussions_id_hub_key UNIQUE (id, hub_id);
 
 
 --
@@ -3972,6 +4179,14 @@ ALTER TABLE ONLY app.reports
 
 ALTER TABLE ONLY app.reserved_handles
     ADD CONSTRAINT reserved_handles_pkey PRIMARY KEY (handle);
+
+
+--
+-- Name: saved_discussions saved_discussions_pkey; Type: CONSTRAINT; Schema: app; Owner: -
+--
+
+ALTER TABLE ONLY app.saved_discussions
+    ADD CONSTRAINT saved_discussions_pkey PRIMARY KEY (user_id, discussion_id);
 
 
 --
@@ -4230,6 +4445,34 @@ CREATE INDEX hub_activity_recent ON app.hub_activity USING btree (hub_id, last_a
 
 
 --
+-- Name: hub_discussion_messages_author; Type: INDEX; Schema: app; Owner: -
+--
+
+CREATE INDEX hub_discussion_messages_author ON app.hub_discussion_messages USING btree (author_id);
+
+
+--
+-- Name: hub_discussion_messages_replies; Type: INDEX; Schema: app; Owner: -
+--
+
+CREATE INDEX hub_discussion_messages_replies ON app.hub_discussion_messages USING btree (parent_id, created_at, id) WHERE (parent_id IS NOT NULL);
+
+
+--
+-- Name: hub_discussion_messages_top; Type: INDEX; Schema: app; Owner: -
+--
+
+CREATE INDEX hub_discussion_messages_top ON app.hub_discussion_messages USING btree (discussion_id, created_at, id) WHERE (parent_id IS NULL);
+
+
+--
+-- Name: hub_discussions_activity; Type: INDEX; Schema: app; Owner: -
+--
+
+CREATE INDEX hub_discussions_activity ON app.hub_discussions USING btree (hub_id, last_activity_at DESC, id DESC);
+
+
+--
 -- Name: hub_invitations_hub; Type: INDEX; Schema: app; Owner: -
 --
 
@@ -4370,6 +4613,13 @@ CREATE INDEX reports_target ON app.reports USING btree (target_type, target_id);
 
 
 --
+-- Name: saved_discussions_recent; Type: INDEX; Schema: app; Owner: -
+--
+
+CREATE INDEX saved_discussions_recent ON app.saved_discussions USING btree (user_id, saved_at DESC, discussion_id DESC);
+
+
+--
 -- Name: saved_posts_recent; Type: INDEX; Schema: app; Owner: -
 --
 
@@ -4472,6 +4722,13 @@ CREATE TRIGGER comments_count AFTER INSERT OR UPDATE OF deleted_at ON app.commen
 --
 
 CREATE TRIGGER follows_count AFTER INSERT OR DELETE ON app.follows FOR EACH ROW EXECUTE FUNCTION app_private.follows_count();
+
+
+--
+-- Name: hub_discussion_messages hub_discussion_messages_count; Type: TRIGGER; Schema: app; Owner: -
+--
+
+CREATE TRIGGER hub_discussion_messages_count AFTER INSERT ON app.hub_discussion_messages FOR EACH ROW EXECUTE FUNCTION app_private.hub_discussion_messages_count();
 
 
 --
@@ -4663,6 +4920,38 @@ ALTER TABLE ONLY app.hub_activity
 
 ALTER TABLE ONLY app.hub_activity
     ADD CONSTRAINT hub_activity_user_id_fkey FOREIGN KEY (user_id) REFERENCES app.users(id);
+
+
+--
+-- Name: hub_discussion_messages hub_discussion_messages_author_id_fkey; Type: FK CONSTRAINT; Schema: app; Owner: -
+--
+
+ALTER TABLE ONLY app.hub_discussion_messages
+    ADD CONSTRAINT hub_discussion_messages_author_id_fkey FOREIGN KEY (author_id) REFERENCES app.users(id) ON DELETE SET NULL;
+
+
+--
+-- Name: hub_discussion_messages hub_discussion_messages_discussion_id_hub_id_fkey; Type: FK CONSTRAINT; Schema: app; Owner: -
+--
+
+ALTER TABLE ONLY app.hub_discussion_messages
+    ADD CONSTRAINT hub_discussion_messages_discussion_id_hub_id_fkey FOREIGN KEY (discussion_id, hub_id) REFERENCES app.hub_discussions(id, hub_id);
+
+
+--
+-- Name: hub_discussion_messages hub_discussion_messages_parent_id_fkey; Type: FK CONSTRAINT; Schema: app; Owner: -
+--
+
+ALTER TABLE ONLY app.hub_discussion_messages
+    ADD CONSTRAINT hub_discussion_messages_parent_id_fkey FOREIGN KEY (parent_id) REFERENCES app.hub_discussion_messages(id);
+
+
+--
+-- Name: hub_discussion_stats hub_discussion_stats_discussion_id_hub_id_fkey; Type: FK CONSTRAINT; Schema: app; Owner: -
+--
+
+ALTER TABLE ONLY app.hub_discussion_stats
+    ADD CONSTRAINT hub_discussion_stats_discussion_id_hub_id_fkey FOREIGN KEY (discussion_id, hub_id) REFERENCES app.hub_discussions(id, hub_id);
 
 
 --
@@ -4906,6 +5195,22 @@ ALTER TABLE ONLY app.reports
 
 
 --
+-- Name: saved_discussions saved_discussions_discussion_id_hub_id_fkey; Type: FK CONSTRAINT; Schema: app; Owner: -
+--
+
+ALTER TABLE ONLY app.saved_discussions
+    ADD CONSTRAINT saved_discussions_discussion_id_hub_id_fkey FOREIGN KEY (discussion_id, hub_id) REFERENCES app.hub_discussions(id, hub_id);
+
+
+--
+-- Name: saved_discussions saved_discussions_user_id_fkey; Type: FK CONSTRAINT; Schema: app; Owner: -
+--
+
+ALTER TABLE ONLY app.saved_discussions
+    ADD CONSTRAINT saved_discussions_user_id_fkey FOREIGN KEY (user_id) REFERENCES app.users(id);
+
+
+--
 -- Name: saved_posts saved_posts_post_id_fkey; Type: FK CONSTRAINT; Schema: app; Owner: -
 --
 
@@ -5130,6 +5435,32 @@ CREATE POLICY follows_select_visible ON app.follows FOR SELECT TO app_anonymous 
 --
 
 ALTER TABLE app.hub_activity ENABLE ROW LEVEL SECURITY;
+
+--
+-- Name: hub_discussion_messages; Type: ROW SECURITY; Schema: app; Owner: -
+--
+
+ALTER TABLE app.hub_discussion_messages ENABLE ROW LEVEL SECURITY;
+
+--
+-- Name: hub_discussion_messages hub_discussion_messages_select_members; Type: POLICY; Schema: app; Owner: -
+--
+
+CREATE POLICY hub_discussion_messages_select_members ON app.hub_discussion_messages FOR SELECT TO app_user USING (app.hub_message_visible(hub_discussion_messages.*, ( SELECT app.viewer_active_hub_ids() AS viewer_active_hub_ids), ( SELECT app.viewer_block_list() AS viewer_block_list)));
+
+
+--
+-- Name: hub_discussion_stats; Type: ROW SECURITY; Schema: app; Owner: -
+--
+
+ALTER TABLE app.hub_discussion_stats ENABLE ROW LEVEL SECURITY;
+
+--
+-- Name: hub_discussion_stats hub_discussion_stats_select_members; Type: POLICY; Schema: app; Owner: -
+--
+
+CREATE POLICY hub_discussion_stats_select_members ON app.hub_discussion_stats FOR SELECT TO app_user USING ((hub_id = ANY (( SELECT app.viewer_active_hub_ids() AS viewer_active_hub_ids)::uuid[])));
+
 
 --
 -- Name: hub_discussions; Type: ROW SECURITY; Schema: app; Owner: -
@@ -5361,6 +5692,33 @@ CREATE POLICY reports_select_admin ON app.reports FOR SELECT TO app_admin USING 
 --
 
 CREATE POLICY reports_select_own ON app.reports FOR SELECT TO app_user USING ((reporter_id = ( SELECT app.viewer_id() AS viewer_id)));
+
+
+--
+-- Name: saved_discussions; Type: ROW SECURITY; Schema: app; Owner: -
+--
+
+ALTER TABLE app.saved_discussions ENABLE ROW LEVEL SECURITY;
+
+--
+-- Name: saved_discussions saved_discussions_delete_own; Type: POLICY; Schema: app; Owner: -
+--
+
+CREATE POLICY saved_discussions_delete_own ON app.saved_discussions FOR DELETE TO app_user USING (((user_id = ( SELECT app.viewer_id() AS viewer_id)) AND (hub_id = ANY (( SELECT app.viewer_active_hub_ids() AS viewer_active_hub_ids)::uuid[]))));
+
+
+--
+-- Name: saved_discussions saved_discussions_insert_own; Type: POLICY; Schema: app; Owner: -
+--
+
+CREATE POLICY saved_discussions_insert_own ON app.saved_discussions FOR INSERT TO app_user WITH CHECK (((user_id = ( SELECT app.viewer_id() AS viewer_id)) AND (hub_id = ANY (( SELECT app.viewer_active_hub_ids() AS viewer_active_hub_ids)::uuid[]))));
+
+
+--
+-- Name: saved_discussions saved_discussions_select_own; Type: POLICY; Schema: app; Owner: -
+--
+
+CREATE POLICY saved_discussions_select_own ON app.saved_discussions FOR SELECT TO app_user USING (((user_id = ( SELECT app.viewer_id() AS viewer_id)) AND (hub_id = ANY (( SELECT app.viewer_active_hub_ids() AS viewer_active_hub_ids)::uuid[]))));
 
 
 --
@@ -5801,6 +6159,86 @@ GRANT ALL ON FUNCTION app.hub_asset_usable(p_asset_id uuid) TO app_user;
 
 
 --
+-- Name: FUNCTION hub_discussion_author(p_hub_id uuid, p_author_id uuid); Type: ACL; Schema: app; Owner: -
+--
+
+REVOKE ALL ON FUNCTION app.hub_discussion_author(p_hub_id uuid, p_author_id uuid) FROM PUBLIC;
+GRANT ALL ON FUNCTION app.hub_discussion_author(p_hub_id uuid, p_author_id uuid) TO app_user;
+
+
+--
+-- Name: FUNCTION hub_discussion_thread(p_hub_id uuid, p_discussion_id uuid, p_message_id uuid); Type: ACL; Schema: app; Owner: -
+--
+
+REVOKE ALL ON FUNCTION app.hub_discussion_thread(p_hub_id uuid, p_discussion_id uuid, p_message_id uuid) FROM PUBLIC;
+GRANT ALL ON FUNCTION app.hub_discussion_thread(p_hub_id uuid, p_discussion_id uuid, p_message_id uuid) TO app_user;
+
+
+--
+-- Name: COLUMN hub_discussion_messages.id; Type: ACL; Schema: app; Owner: -
+--
+
+GRANT SELECT(id) ON TABLE app.hub_discussion_messages TO app_user;
+
+
+--
+-- Name: COLUMN hub_discussion_messages.discussion_id; Type: ACL; Schema: app; Owner: -
+--
+
+GRANT SELECT(discussion_id) ON TABLE app.hub_discussion_messages TO app_user;
+
+
+--
+-- Name: COLUMN hub_discussion_messages.hub_id; Type: ACL; Schema: app; Owner: -
+--
+
+GRANT SELECT(hub_id) ON TABLE app.hub_discussion_messages TO app_user;
+
+
+--
+-- Name: COLUMN hub_discussion_messages.author_id; Type: ACL; Schema: app; Owner: -
+--
+
+GRANT SELECT(author_id) ON TABLE app.hub_discussion_messages TO app_user;
+
+
+--
+-- Name: COLUMN hub_discussion_messages.parent_id; Type: ACL; Schema: app; Owner: -
+--
+
+GRANT SELECT(parent_id) ON TABLE app.hub_discussion_messages TO app_user;
+
+
+--
+-- Name: COLUMN hub_discussion_messages.text; Type: ACL; Schema: app; Owner: -
+--
+
+GRANT SELECT(text) ON TABLE app.hub_discussion_messages TO app_user;
+
+
+--
+-- Name: COLUMN hub_discussion_messages.created_at; Type: ACL; Schema: app; Owner: -
+--
+
+GRANT SELECT(created_at) ON TABLE app.hub_discussion_messages TO app_user;
+
+
+--
+-- Name: COLUMN hub_discussion_messages.reply_count; Type: ACL; Schema: app; Owner: -
+--
+
+GRANT SELECT(reply_count) ON TABLE app.hub_discussion_messages TO app_user;
+
+
+--
+-- Name: FUNCTION hub_message_visible(p_message app.hub_discussion_messages, p_active_hub_ids uuid[], p_block_list uuid[]); Type: ACL; Schema: app; Owner: -
+--
+
+REVOKE ALL ON FUNCTION app.hub_message_visible(p_message app.hub_discussion_messages, p_active_hub_ids uuid[], p_block_list uuid[]) FROM PUBLIC;
+GRANT ALL ON FUNCTION app.hub_message_visible(p_message app.hub_discussion_messages, p_active_hub_ids uuid[], p_block_list uuid[]) TO app_user;
+
+
+--
 -- Name: FUNCTION idp_session(p_subject text, p_phone text, p_refresh_hash bytea, OUT user_id uuid, OUT session_id uuid); Type: ACL; Schema: app; Owner: -
 --
 
@@ -5991,6 +6429,14 @@ GRANT ALL ON FUNCTION app.post_assets_usable(p_asset_ids uuid[]) TO app_user;
 
 
 --
+-- Name: FUNCTION post_hub_discussion_message(p_hub_id uuid, p_discussion_id uuid, p_text text, p_parent_id uuid); Type: ACL; Schema: app; Owner: -
+--
+
+REVOKE ALL ON FUNCTION app.post_hub_discussion_message(p_hub_id uuid, p_discussion_id uuid, p_text text, p_parent_id uuid) FROM PUBLIC;
+GRANT ALL ON FUNCTION app.post_hub_discussion_message(p_hub_id uuid, p_discussion_id uuid, p_text text, p_parent_id uuid) TO app_user;
+
+
+--
 -- Name: TABLE posts; Type: ACL; Schema: app; Owner: -
 --
 
@@ -6100,6 +6546,14 @@ GRANT ALL ON FUNCTION app.require_hub_role(p_hub_id uuid, p_roles app.hub_role[]
 
 REVOKE ALL ON FUNCTION app.require_level(p_level integer) FROM PUBLIC;
 GRANT ALL ON FUNCTION app.require_level(p_level integer) TO app_anonymous;
+
+
+--
+-- Name: FUNCTION save_hub_discussion(p_hub_id uuid, p_discussion_id uuid, p_saved boolean); Type: ACL; Schema: app; Owner: -
+--
+
+REVOKE ALL ON FUNCTION app.save_hub_discussion(p_hub_id uuid, p_discussion_id uuid, p_saved boolean) FROM PUBLIC;
+GRANT ALL ON FUNCTION app.save_hub_discussion(p_hub_id uuid, p_discussion_id uuid, p_saved boolean) TO app_user;
 
 
 --
@@ -6419,6 +6873,13 @@ GRANT ALL ON FUNCTION app_private.forget_asset(p_asset_id uuid) TO app_worker;
 
 REVOKE ALL ON FUNCTION app_private.forget_upload_intents(p_ids uuid[]) FROM PUBLIC;
 GRANT ALL ON FUNCTION app_private.forget_upload_intents(p_ids uuid[]) TO app_worker;
+
+
+--
+-- Name: FUNCTION hub_discussion_messages_count(); Type: ACL; Schema: app_private; Owner: -
+--
+
+REVOKE ALL ON FUNCTION app_private.hub_discussion_messages_count() FROM PUBLIC;
 
 
 --
@@ -7032,10 +7493,52 @@ GRANT SELECT ON TABLE app.follows TO app_admin;
 
 
 --
--- Name: TABLE hub_discussions; Type: ACL; Schema: app; Owner: -
+-- Name: COLUMN hub_discussion_stats.discussion_id; Type: ACL; Schema: app; Owner: -
 --
 
-GRANT SELECT ON TABLE app.hub_discussions TO app_user;
+GRANT SELECT(discussion_id) ON TABLE app.hub_discussion_stats TO app_user;
+
+
+--
+-- Name: COLUMN hub_discussion_stats.hub_id; Type: ACL; Schema: app; Owner: -
+--
+
+GRANT SELECT(hub_id) ON TABLE app.hub_discussion_stats TO app_user;
+
+
+--
+-- Name: COLUMN hub_discussion_stats.message_count; Type: ACL; Schema: app; Owner: -
+--
+
+GRANT SELECT(message_count) ON TABLE app.hub_discussion_stats TO app_user;
+
+
+--
+-- Name: COLUMN hub_discussions.id; Type: ACL; Schema: app; Owner: -
+--
+
+GRANT SELECT(id) ON TABLE app.hub_discussions TO app_user;
+
+
+--
+-- Name: COLUMN hub_discussions.hub_id; Type: ACL; Schema: app; Owner: -
+--
+
+GRANT SELECT(hub_id) ON TABLE app.hub_discussions TO app_user;
+
+
+--
+-- Name: COLUMN hub_discussions.post_id; Type: ACL; Schema: app; Owner: -
+--
+
+GRANT SELECT(post_id) ON TABLE app.hub_discussions TO app_user;
+
+
+--
+-- Name: COLUMN hub_discussions.last_activity_at; Type: ACL; Schema: app; Owner: -
+--
+
+GRANT SELECT(last_activity_at) ON TABLE app.hub_discussions TO app_user;
 
 
 --
@@ -7161,6 +7664,41 @@ GRANT INSERT(details) ON TABLE app.reports TO app_user;
 
 GRANT SELECT ON TABLE app.reserved_handles TO app_anonymous;
 GRANT SELECT ON TABLE app.reserved_handles TO app_admin;
+
+
+--
+-- Name: TABLE saved_discussions; Type: ACL; Schema: app; Owner: -
+--
+
+GRANT DELETE ON TABLE app.saved_discussions TO app_user;
+
+
+--
+-- Name: COLUMN saved_discussions.user_id; Type: ACL; Schema: app; Owner: -
+--
+
+GRANT SELECT(user_id),INSERT(user_id) ON TABLE app.saved_discussions TO app_user;
+
+
+--
+-- Name: COLUMN saved_discussions.discussion_id; Type: ACL; Schema: app; Owner: -
+--
+
+GRANT SELECT(discussion_id),INSERT(discussion_id) ON TABLE app.saved_discussions TO app_user;
+
+
+--
+-- Name: COLUMN saved_discussions.hub_id; Type: ACL; Schema: app; Owner: -
+--
+
+GRANT SELECT(hub_id),INSERT(hub_id) ON TABLE app.saved_discussions TO app_user;
+
+
+--
+-- Name: COLUMN saved_discussions.saved_at; Type: ACL; Schema: app; Owner: -
+--
+
+GRANT SELECT(saved_at) ON TABLE app.saved_discussions TO app_user;
 
 
 --
