@@ -465,10 +465,12 @@ $$;
 -- Name: check_upload(uuid, app.upload_purpose); Type: FUNCTION; Schema: app; Owner: -
 --
 
-CREATE FUNCTION app.check_upload(p_upload_id uuid, p_purpose app.upload_purpose, OUT object_key text, OUT content_length bigint) RETURNS record
+CREATE FUNCTION app.check_upload(p_upload_id uuid, p_purpose app.upload_purpose, OUT object_key text, OUT content_length bigint, OUT content_type text) RETURNS record
     LANGUAGE sql SECURITY DEFINER
     SET search_path TO 'pg_catalog'
-    AS $$ select i.object_key, i.content_length from app_private.completable_upload(p_upload_id, p_purpose, false) i $$;
+    AS $$
+  select i.object_key, i.content_length, i.content_type from app_private.completable_upload(p_upload_id, p_purpose, false) i
+$$;
 
 
 --
@@ -550,6 +552,23 @@ begin
             lower(p_checksum), v_intent.object_key)
     returning * into v_asset;
   return v_asset;
+end
+$$;
+
+
+--
+-- Name: consume_address_limit(text, text); Type: FUNCTION; Schema: app; Owner: -
+--
+
+CREATE FUNCTION app.consume_address_limit(p_bucket text, p_address text) RETURNS integer
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog'
+    AS $$
+begin
+  if p_bucket not in ('otp_request', 'anonymous_session') then
+    raise exception 'unknown address limit %', p_bucket;
+  end if;
+  return app_private.consume_sliding_limit('address:' || p_bucket || ':' || p_address, 30, interval '5 minutes');
 end
 $$;
 
@@ -980,6 +999,21 @@ begin
   end if;
   return v_root;
 end
+$$;
+
+
+--
+-- Name: hub_member_roster(uuid); Type: FUNCTION; Schema: app; Owner: -
+--
+
+CREATE FUNCTION app.hub_member_roster(p_hub_id uuid) RETURNS TABLE(user_id uuid, role app.hub_role, joined_at timestamp with time zone)
+    LANGUAGE sql STABLE SECURITY DEFINER
+    SET search_path TO 'pg_catalog'
+    AS $$
+  select m.user_id, m.role, m.joined_at
+  from app.hub_memberships m
+  where m.hub_id = p_hub_id
+    and (m.user_id = app.viewer_id() or m.hub_id = any (app.viewer_related_hub_ids()))
 $$;
 
 
@@ -1524,19 +1558,22 @@ CREATE FUNCTION app.request_otp(p_phone text, p_code_hash bytea) RETURNS integer
     AS $$
 declare
   v_created timestamptz;
+  v_wait int;
 begin
+  perform pg_advisory_xact_lock(hashtextextended('otp_phone:' || p_phone, 0));
+  select o.created_at into v_created from app_private.otp_codes o where o.phone_e164 = p_phone;
+  if found and v_created > now() - interval '60 seconds' then
+    return greatest(1, ceil(60 - extract(epoch from now() - v_created)))::int;
+  end if;
+  v_wait := app_private.consume_sliding_limit('phone_codes:' || p_phone, 10, interval '24 hours');
+  if v_wait > 0 then
+    return v_wait;
+  end if;
   insert into app_private.otp_codes as o (phone_e164, code_hash, expires_at)
     values (p_phone, p_code_hash, now() + interval '300 seconds')
     on conflict (phone_e164) do update
-      set code_hash = excluded.code_hash, created_at = now(), expires_at = excluded.expires_at,
-          failed_attempts = 0
-      where o.created_at <= now() - interval '60 seconds'
-    returning o.created_at into v_created;
-  if found then
-    return 0;
-  end if;
-  select o.created_at into v_created from app_private.otp_codes o where o.phone_e164 = p_phone;
-  return greatest(1, ceil(60 - extract(epoch from now() - v_created)))::int;
+      set code_hash = excluded.code_hash, created_at = now(), expires_at = excluded.expires_at, failed_attempts = 0;
+  return 0;
 end
 $$;
 
@@ -1953,6 +1990,18 @@ CREATE FUNCTION app.viewer_has_level(p_level integer) RETURNS boolean
 
 
 --
+-- Name: viewer_hub_content_muted(uuid); Type: FUNCTION; Schema: app; Owner: -
+--
+
+CREATE FUNCTION app.viewer_hub_content_muted(p_hub_id uuid) RETURNS boolean
+    LANGUAGE sql STABLE SECURITY DEFINER
+    SET search_path TO 'pg_catalog'
+    AS $$
+  select coalesce((select m.content_muted from app.hub_memberships m where m.hub_id = p_hub_id and m.user_id = app.viewer_id()), false)
+$$;
+
+
+--
 -- Name: viewer_hub_status(uuid); Type: FUNCTION; Schema: app; Owner: -
 --
 
@@ -1985,6 +2034,20 @@ $$;
 CREATE FUNCTION app.viewer_id() RETURNS uuid
     LANGUAGE sql STABLE PARALLEL SAFE
     AS $$ select nullif(current_setting('app.user_id', true), '')::uuid $$;
+
+
+--
+-- Name: viewer_open_invitations(); Type: FUNCTION; Schema: app; Owner: -
+--
+
+CREATE FUNCTION app.viewer_open_invitations() RETURNS TABLE(id uuid, hub_id uuid)
+    LANGUAGE sql STABLE SECURITY DEFINER
+    SET search_path TO 'pg_catalog'
+    AS $$
+  select i.id, i.hub_id
+  from app.hub_invitations i
+  where i.invitee_id = app.viewer_id() and i.status = 'invited' and i.expires_at > now()
+$$;
 
 
 --
@@ -2218,6 +2281,31 @@ begin
     perform app.fail('UPLOAD_EXPIRED');
   end if;
   return v_intent;
+end
+$$;
+
+
+--
+-- Name: consume_sliding_limit(text, integer, interval); Type: FUNCTION; Schema: app_private; Owner: -
+--
+
+CREATE FUNCTION app_private.consume_sliding_limit(p_key text, p_limit integer, p_window interval) RETURNS integer
+    LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog'
+    AS $$
+declare
+  v_hits timestamptz[];
+begin
+  insert into app_private.sliding_limits as l (key, hits) values (p_key, '{}')
+    on conflict (key) do update set key = excluded.key
+    returning l.hits into v_hits;
+  v_hits := array(select h from unnest(v_hits) h where h > now() - p_window order by h);
+  if cardinality(v_hits) >= p_limit then
+    update app_private.sliding_limits l set hits = v_hits where l.key = p_key;
+    return greatest(1, ceil(extract(epoch from v_hits[cardinality(v_hits) - p_limit + 1] + p_window - now())))::int;
+  end if;
+  update app_private.sliding_limits l set hits = v_hits || now() where l.key = p_key;
+  return 0;
 end
 $$;
 
@@ -2747,6 +2835,7 @@ CREATE FUNCTION app_private.purge_expired_auth() RETURNS void
   delete from app_private.refresh_tokens t using app.sessions s
     where t.session_id = s.id and (s.revoked_at < now() - interval '1 day' or s.expires_at < now() - interval '1 day');
   delete from app_private.rate_limits where window_started_at < now() - interval '1 hour';
+  delete from app_private.sliding_limits where coalesce(hits[cardinality(hits)], '-infinity') < now() - interval '24 hours';
 $$;
 
 
@@ -3789,6 +3878,16 @@ CREATE TABLE app_private.refresh_tokens (
 
 
 --
+-- Name: sliding_limits; Type: TABLE; Schema: app_private; Owner: -
+--
+
+CREATE TABLE app_private.sliding_limits (
+    key text NOT NULL,
+    hits timestamp with time zone[] NOT NULL
+);
+
+
+--
 -- Name: user_merge_steps; Type: TABLE; Schema: app_private; Owner: -
 --
 
@@ -4299,6 +4398,14 @@ ALTER TABLE ONLY app_private.rate_limits
 
 ALTER TABLE ONLY app_private.refresh_tokens
     ADD CONSTRAINT refresh_tokens_pkey PRIMARY KEY (token_hash);
+
+
+--
+-- Name: sliding_limits sliding_limits_pkey; Type: CONSTRAINT; Schema: app_private; Owner: -
+--
+
+ALTER TABLE ONLY app_private.sliding_limits
+    ADD CONSTRAINT sliding_limits_pkey PRIMARY KEY (key);
 
 
 --
@@ -5996,11 +6103,11 @@ GRANT ALL ON FUNCTION app.change_hub_role(p_hub_id uuid, p_user_id uuid, p_role 
 
 
 --
--- Name: FUNCTION check_upload(p_upload_id uuid, p_purpose app.upload_purpose, OUT object_key text, OUT content_length bigint); Type: ACL; Schema: app; Owner: -
+-- Name: FUNCTION check_upload(p_upload_id uuid, p_purpose app.upload_purpose, OUT object_key text, OUT content_length bigint, OUT content_type text); Type: ACL; Schema: app; Owner: -
 --
 
-REVOKE ALL ON FUNCTION app.check_upload(p_upload_id uuid, p_purpose app.upload_purpose, OUT object_key text, OUT content_length bigint) FROM PUBLIC;
-GRANT ALL ON FUNCTION app.check_upload(p_upload_id uuid, p_purpose app.upload_purpose, OUT object_key text, OUT content_length bigint) TO app_user;
+REVOKE ALL ON FUNCTION app.check_upload(p_upload_id uuid, p_purpose app.upload_purpose, OUT object_key text, OUT content_length bigint, OUT content_type text) FROM PUBLIC;
+GRANT ALL ON FUNCTION app.check_upload(p_upload_id uuid, p_purpose app.upload_purpose, OUT object_key text, OUT content_length bigint, OUT content_type text) TO app_user;
 
 
 --
@@ -6023,8 +6130,21 @@ GRANT ALL ON FUNCTION app.complete_profile_basics(p_full_name text, p_username t
 -- Name: TABLE assets; Type: ACL; Schema: app; Owner: -
 --
 
-GRANT SELECT ON TABLE app.assets TO app_anonymous;
 GRANT SELECT ON TABLE app.assets TO app_admin;
+
+
+--
+-- Name: COLUMN assets.id; Type: ACL; Schema: app; Owner: -
+--
+
+GRANT SELECT(id) ON TABLE app.assets TO app_anonymous;
+
+
+--
+-- Name: COLUMN assets.object_key; Type: ACL; Schema: app; Owner: -
+--
+
+GRANT SELECT(object_key) ON TABLE app.assets TO app_anonymous;
 
 
 --
@@ -6033,6 +6153,14 @@ GRANT SELECT ON TABLE app.assets TO app_admin;
 
 REVOKE ALL ON FUNCTION app.complete_upload(p_upload_id uuid, p_purpose app.upload_purpose, p_checksum text) FROM PUBLIC;
 GRANT ALL ON FUNCTION app.complete_upload(p_upload_id uuid, p_purpose app.upload_purpose, p_checksum text) TO app_user;
+
+
+--
+-- Name: FUNCTION consume_address_limit(p_bucket text, p_address text); Type: ACL; Schema: app; Owner: -
+--
+
+REVOKE ALL ON FUNCTION app.consume_address_limit(p_bucket text, p_address text) FROM PUBLIC;
+GRANT ALL ON FUNCTION app.consume_address_limit(p_bucket text, p_address text) TO app_anonymous;
 
 
 --
@@ -6172,6 +6300,14 @@ GRANT ALL ON FUNCTION app.hub_discussion_author(p_hub_id uuid, p_author_id uuid)
 
 REVOKE ALL ON FUNCTION app.hub_discussion_thread(p_hub_id uuid, p_discussion_id uuid, p_message_id uuid) FROM PUBLIC;
 GRANT ALL ON FUNCTION app.hub_discussion_thread(p_hub_id uuid, p_discussion_id uuid, p_message_id uuid) TO app_user;
+
+
+--
+-- Name: FUNCTION hub_member_roster(p_hub_id uuid); Type: ACL; Schema: app; Owner: -
+--
+
+REVOKE ALL ON FUNCTION app.hub_member_roster(p_hub_id uuid) FROM PUBLIC;
+GRANT ALL ON FUNCTION app.hub_member_roster(p_hub_id uuid) TO app_user;
 
 
 --
@@ -6440,8 +6576,91 @@ GRANT ALL ON FUNCTION app.post_hub_discussion_message(p_hub_id uuid, p_discussio
 -- Name: TABLE posts; Type: ACL; Schema: app; Owner: -
 --
 
-GRANT SELECT ON TABLE app.posts TO app_anonymous;
 GRANT SELECT ON TABLE app.posts TO app_admin;
+
+
+--
+-- Name: COLUMN posts.id; Type: ACL; Schema: app; Owner: -
+--
+
+GRANT SELECT(id) ON TABLE app.posts TO app_anonymous;
+
+
+--
+-- Name: COLUMN posts.author_id; Type: ACL; Schema: app; Owner: -
+--
+
+GRANT SELECT(author_id) ON TABLE app.posts TO app_anonymous;
+
+
+--
+-- Name: COLUMN posts.article_id; Type: ACL; Schema: app; Owner: -
+--
+
+GRANT SELECT(article_id) ON TABLE app.posts TO app_anonymous;
+
+
+--
+-- Name: COLUMN posts.thought_text; Type: ACL; Schema: app; Owner: -
+--
+
+GRANT SELECT(thought_text) ON TABLE app.posts TO app_anonymous;
+
+
+--
+-- Name: COLUMN posts.slider_text; Type: ACL; Schema: app; Owner: -
+--
+
+GRANT SELECT(slider_text) ON TABLE app.posts TO app_anonymous;
+
+
+--
+-- Name: COLUMN posts.slider_left_label; Type: ACL; Schema: app; Owner: -
+--
+
+GRANT SELECT(slider_left_label) ON TABLE app.posts TO app_anonymous;
+
+
+--
+-- Name: COLUMN posts.slider_right_label; Type: ACL; Schema: app; Owner: -
+--
+
+GRANT SELECT(slider_right_label) ON TABLE app.posts TO app_anonymous;
+
+
+--
+-- Name: COLUMN posts.visibility; Type: ACL; Schema: app; Owner: -
+--
+
+GRANT SELECT(visibility) ON TABLE app.posts TO app_anonymous;
+
+
+--
+-- Name: COLUMN posts.source_post_id; Type: ACL; Schema: app; Owner: -
+--
+
+GRANT SELECT(source_post_id) ON TABLE app.posts TO app_anonymous;
+
+
+--
+-- Name: COLUMN posts.created_at; Type: ACL; Schema: app; Owner: -
+--
+
+GRANT SELECT(created_at) ON TABLE app.posts TO app_anonymous;
+
+
+--
+-- Name: COLUMN posts.repost_count; Type: ACL; Schema: app; Owner: -
+--
+
+GRANT SELECT(repost_count) ON TABLE app.posts TO app_anonymous;
+
+
+--
+-- Name: COLUMN posts.comment_count; Type: ACL; Schema: app; Owner: -
+--
+
+GRANT SELECT(comment_count) ON TABLE app.posts TO app_anonymous;
 
 
 --
@@ -6714,6 +6933,14 @@ GRANT ALL ON FUNCTION app.viewer_has_level(p_level integer) TO app_admin;
 
 
 --
+-- Name: FUNCTION viewer_hub_content_muted(p_hub_id uuid); Type: ACL; Schema: app; Owner: -
+--
+
+REVOKE ALL ON FUNCTION app.viewer_hub_content_muted(p_hub_id uuid) FROM PUBLIC;
+GRANT ALL ON FUNCTION app.viewer_hub_content_muted(p_hub_id uuid) TO app_user;
+
+
+--
 -- Name: FUNCTION viewer_hub_status(p_hub_id uuid); Type: ACL; Schema: app; Owner: -
 --
 
@@ -6729,6 +6956,14 @@ REVOKE ALL ON FUNCTION app.viewer_id() FROM PUBLIC;
 GRANT ALL ON FUNCTION app.viewer_id() TO app_anonymous;
 GRANT ALL ON FUNCTION app.viewer_id() TO app_admin;
 GRANT ALL ON FUNCTION app.viewer_id() TO app_worker;
+
+
+--
+-- Name: FUNCTION viewer_open_invitations(); Type: ACL; Schema: app; Owner: -
+--
+
+REVOKE ALL ON FUNCTION app.viewer_open_invitations() FROM PUBLIC;
+GRANT ALL ON FUNCTION app.viewer_open_invitations() TO app_user;
 
 
 --
@@ -6807,10 +7042,66 @@ REVOKE ALL ON FUNCTION app_private.comments_count() FROM PUBLIC;
 
 
 --
--- Name: TABLE upload_intents; Type: ACL; Schema: app; Owner: -
+-- Name: COLUMN upload_intents.id; Type: ACL; Schema: app; Owner: -
 --
 
-GRANT SELECT ON TABLE app.upload_intents TO app_user;
+GRANT SELECT(id) ON TABLE app.upload_intents TO app_user;
+
+
+--
+-- Name: COLUMN upload_intents.owner_id; Type: ACL; Schema: app; Owner: -
+--
+
+GRANT SELECT(owner_id) ON TABLE app.upload_intents TO app_user;
+
+
+--
+-- Name: COLUMN upload_intents.purpose; Type: ACL; Schema: app; Owner: -
+--
+
+GRANT SELECT(purpose) ON TABLE app.upload_intents TO app_user;
+
+
+--
+-- Name: COLUMN upload_intents.content_type; Type: ACL; Schema: app; Owner: -
+--
+
+GRANT SELECT(content_type) ON TABLE app.upload_intents TO app_user;
+
+
+--
+-- Name: COLUMN upload_intents.content_length; Type: ACL; Schema: app; Owner: -
+--
+
+GRANT SELECT(content_length) ON TABLE app.upload_intents TO app_user;
+
+
+--
+-- Name: COLUMN upload_intents.object_key; Type: ACL; Schema: app; Owner: -
+--
+
+GRANT SELECT(object_key) ON TABLE app.upload_intents TO app_user;
+
+
+--
+-- Name: COLUMN upload_intents.created_at; Type: ACL; Schema: app; Owner: -
+--
+
+GRANT SELECT(created_at) ON TABLE app.upload_intents TO app_user;
+
+
+--
+-- Name: COLUMN upload_intents.expires_at; Type: ACL; Schema: app; Owner: -
+--
+
+GRANT SELECT(expires_at) ON TABLE app.upload_intents TO app_user;
+
+
+--
+-- Name: COLUMN upload_intents.completed_at; Type: ACL; Schema: app; Owner: -
+--
+
+GRANT SELECT(completed_at) ON TABLE app.upload_intents TO app_user;
 
 
 --
@@ -6818,6 +7109,13 @@ GRANT SELECT ON TABLE app.upload_intents TO app_user;
 --
 
 REVOKE ALL ON FUNCTION app_private.completable_upload(p_upload_id uuid, p_purpose app.upload_purpose, p_lock boolean) FROM PUBLIC;
+
+
+--
+-- Name: FUNCTION consume_sliding_limit(p_key text, p_limit integer, p_window interval); Type: ACL; Schema: app_private; Owner: -
+--
+
+REVOKE ALL ON FUNCTION app_private.consume_sliding_limit(p_key text, p_limit integer, p_window interval) FROM PUBLIC;
 
 
 --
@@ -6918,13 +7216,6 @@ GRANT SELECT(masked_phone) ON TABLE app.hub_invitations TO app_user;
 
 
 --
--- Name: COLUMN hub_invitations.invitee_id; Type: ACL; Schema: app; Owner: -
---
-
-GRANT SELECT(invitee_id) ON TABLE app.hub_invitations TO app_user;
-
-
---
 -- Name: COLUMN hub_invitations.requires_admin_approval; Type: ACL; Schema: app; Owner: -
 --
 
@@ -6950,13 +7241,6 @@ GRANT SELECT(created_at) ON TABLE app.hub_invitations TO app_user;
 --
 
 GRANT SELECT(expires_at) ON TABLE app.hub_invitations TO app_user;
-
-
---
--- Name: COLUMN hub_invitations.responded_at; Type: ACL; Schema: app; Owner: -
---
-
-GRANT SELECT(responded_at) ON TABLE app.hub_invitations TO app_user;
 
 
 --
@@ -7045,10 +7329,45 @@ REVOKE ALL ON FUNCTION app_private.pending_invitation(p_invitation_id uuid) FROM
 
 
 --
--- Name: TABLE hub_join_requests; Type: ACL; Schema: app; Owner: -
+-- Name: COLUMN hub_join_requests.id; Type: ACL; Schema: app; Owner: -
 --
 
-GRANT SELECT ON TABLE app.hub_join_requests TO app_user;
+GRANT SELECT(id) ON TABLE app.hub_join_requests TO app_user;
+
+
+--
+-- Name: COLUMN hub_join_requests.hub_id; Type: ACL; Schema: app; Owner: -
+--
+
+GRANT SELECT(hub_id) ON TABLE app.hub_join_requests TO app_user;
+
+
+--
+-- Name: COLUMN hub_join_requests.user_id; Type: ACL; Schema: app; Owner: -
+--
+
+GRANT SELECT(user_id) ON TABLE app.hub_join_requests TO app_user;
+
+
+--
+-- Name: COLUMN hub_join_requests.source; Type: ACL; Schema: app; Owner: -
+--
+
+GRANT SELECT(source) ON TABLE app.hub_join_requests TO app_user;
+
+
+--
+-- Name: COLUMN hub_join_requests.status; Type: ACL; Schema: app; Owner: -
+--
+
+GRANT SELECT(status) ON TABLE app.hub_join_requests TO app_user;
+
+
+--
+-- Name: COLUMN hub_join_requests.created_at; Type: ACL; Schema: app; Owner: -
+--
+
+GRANT SELECT(created_at) ON TABLE app.hub_join_requests TO app_user;
 
 
 --
@@ -7153,10 +7472,24 @@ GRANT ALL ON FUNCTION app_private.unused_asset_key(p_asset_id uuid) TO app_worke
 
 
 --
--- Name: TABLE hub_invite_links; Type: ACL; Schema: app; Owner: -
+-- Name: COLUMN hub_invite_links.id; Type: ACL; Schema: app; Owner: -
 --
 
-GRANT SELECT ON TABLE app.hub_invite_links TO app_user;
+GRANT SELECT(id) ON TABLE app.hub_invite_links TO app_user;
+
+
+--
+-- Name: COLUMN hub_invite_links.hub_id; Type: ACL; Schema: app; Owner: -
+--
+
+GRANT SELECT(hub_id) ON TABLE app.hub_invite_links TO app_user;
+
+
+--
+-- Name: COLUMN hub_invite_links.expires_at; Type: ACL; Schema: app; Owner: -
+--
+
+GRANT SELECT(expires_at) ON TABLE app.hub_invite_links TO app_user;
 
 
 --
@@ -7466,30 +7799,140 @@ REVOKE ALL ON FUNCTION public.word_similarity_op(text, text) FROM PUBLIC;
 -- Name: TABLE articles; Type: ACL; Schema: app; Owner: -
 --
 
-GRANT SELECT ON TABLE app.articles TO app_anonymous;
 GRANT SELECT ON TABLE app.articles TO app_admin;
 
 
 --
--- Name: TABLE blocks; Type: ACL; Schema: app; Owner: -
+-- Name: COLUMN articles.id; Type: ACL; Schema: app; Owner: -
 --
 
-GRANT SELECT ON TABLE app.blocks TO app_user;
+GRANT SELECT(id) ON TABLE app.articles TO app_anonymous;
 
 
 --
--- Name: TABLE comments; Type: ACL; Schema: app; Owner: -
+-- Name: COLUMN articles.kind; Type: ACL; Schema: app; Owner: -
 --
 
-GRANT SELECT ON TABLE app.comments TO app_anonymous;
+GRANT SELECT(kind) ON TABLE app.articles TO app_anonymous;
+
+
+--
+-- Name: COLUMN articles.url; Type: ACL; Schema: app; Owner: -
+--
+
+GRANT SELECT(url) ON TABLE app.articles TO app_anonymous;
+
+
+--
+-- Name: COLUMN articles.title; Type: ACL; Schema: app; Owner: -
+--
+
+GRANT SELECT(title) ON TABLE app.articles TO app_anonymous;
+
+
+--
+-- Name: COLUMN articles.body; Type: ACL; Schema: app; Owner: -
+--
+
+GRANT SELECT(body) ON TABLE app.articles TO app_anonymous;
+
+
+--
+-- Name: COLUMN articles.asset_ids; Type: ACL; Schema: app; Owner: -
+--
+
+GRANT SELECT(asset_ids) ON TABLE app.articles TO app_anonymous;
+
+
+--
+-- Name: COLUMN blocks.blocker_id; Type: ACL; Schema: app; Owner: -
+--
+
+GRANT SELECT(blocker_id) ON TABLE app.blocks TO app_user;
+
+
+--
+-- Name: COLUMN blocks.blocked_id; Type: ACL; Schema: app; Owner: -
+--
+
+GRANT SELECT(blocked_id) ON TABLE app.blocks TO app_user;
+
+
+--
+-- Name: COLUMN comments.id; Type: ACL; Schema: app; Owner: -
+--
+
+GRANT SELECT(id) ON TABLE app.comments TO app_anonymous;
+
+
+--
+-- Name: COLUMN comments.post_id; Type: ACL; Schema: app; Owner: -
+--
+
+GRANT SELECT(post_id) ON TABLE app.comments TO app_anonymous;
+
+
+--
+-- Name: COLUMN comments.author_id; Type: ACL; Schema: app; Owner: -
+--
+
+GRANT SELECT(author_id) ON TABLE app.comments TO app_anonymous;
+
+
+--
+-- Name: COLUMN comments.parent_id; Type: ACL; Schema: app; Owner: -
+--
+
+GRANT SELECT(parent_id) ON TABLE app.comments TO app_anonymous;
+
+
+--
+-- Name: COLUMN comments.text; Type: ACL; Schema: app; Owner: -
+--
+
+GRANT SELECT(text) ON TABLE app.comments TO app_anonymous;
+
+
+--
+-- Name: COLUMN comments.created_at; Type: ACL; Schema: app; Owner: -
+--
+
+GRANT SELECT(created_at) ON TABLE app.comments TO app_anonymous;
+
+
+--
+-- Name: COLUMN comments.reply_count; Type: ACL; Schema: app; Owner: -
+--
+
+GRANT SELECT(reply_count) ON TABLE app.comments TO app_anonymous;
 
 
 --
 -- Name: TABLE follows; Type: ACL; Schema: app; Owner: -
 --
 
-GRANT SELECT ON TABLE app.follows TO app_anonymous;
 GRANT SELECT ON TABLE app.follows TO app_admin;
+
+
+--
+-- Name: COLUMN follows.follower_id; Type: ACL; Schema: app; Owner: -
+--
+
+GRANT SELECT(follower_id) ON TABLE app.follows TO app_anonymous;
+
+
+--
+-- Name: COLUMN follows.followee_id; Type: ACL; Schema: app; Owner: -
+--
+
+GRANT SELECT(followee_id) ON TABLE app.follows TO app_anonymous;
+
+
+--
+-- Name: COLUMN follows.seq; Type: ACL; Schema: app; Owner: -
+--
+
+GRANT SELECT(seq) ON TABLE app.follows TO app_anonymous;
 
 
 --
@@ -7545,16 +7988,28 @@ GRANT SELECT(last_activity_at) ON TABLE app.hub_discussions TO app_user;
 -- Name: TABLE hub_memberships; Type: ACL; Schema: app; Owner: -
 --
 
-GRANT SELECT ON TABLE app.hub_memberships TO app_user;
 GRANT SELECT ON TABLE app.hub_memberships TO app_admin;
 
 
 --
--- Name: TABLE hub_profiles; Type: ACL; Schema: app; Owner: -
+-- Name: COLUMN hub_memberships.hub_id; Type: ACL; Schema: app; Owner: -
 --
 
-GRANT SELECT ON TABLE app.hub_profiles TO app_user;
-GRANT SELECT ON TABLE app.hub_profiles TO app_anonymous;
+GRANT SELECT(hub_id) ON TABLE app.hub_memberships TO app_user;
+
+
+--
+-- Name: COLUMN hub_memberships.user_id; Type: ACL; Schema: app; Owner: -
+--
+
+GRANT SELECT(user_id) ON TABLE app.hub_memberships TO app_user;
+
+
+--
+-- Name: COLUMN hub_memberships.role; Type: ACL; Schema: app; Owner: -
+--
+
+GRANT SELECT(role) ON TABLE app.hub_memberships TO app_user;
 
 
 --
@@ -7562,6 +8017,7 @@ GRANT SELECT ON TABLE app.hub_profiles TO app_anonymous;
 --
 
 GRANT INSERT(user_id) ON TABLE app.hub_profiles TO app_user;
+GRANT SELECT(user_id) ON TABLE app.hub_profiles TO app_anonymous;
 
 
 --
@@ -7569,6 +8025,7 @@ GRANT INSERT(user_id) ON TABLE app.hub_profiles TO app_user;
 --
 
 GRANT INSERT(display_name),UPDATE(display_name) ON TABLE app.hub_profiles TO app_user;
+GRANT SELECT(display_name) ON TABLE app.hub_profiles TO app_anonymous;
 
 
 --
@@ -7576,6 +8033,7 @@ GRANT INSERT(display_name),UPDATE(display_name) ON TABLE app.hub_profiles TO app
 --
 
 GRANT INSERT(profile_asset_id),UPDATE(profile_asset_id) ON TABLE app.hub_profiles TO app_user;
+GRANT SELECT(profile_asset_id) ON TABLE app.hub_profiles TO app_anonymous;
 
 
 --
@@ -7589,9 +8047,42 @@ GRANT UPDATE(updated_at) ON TABLE app.hub_profiles TO app_user;
 -- Name: TABLE hubs; Type: ACL; Schema: app; Owner: -
 --
 
-GRANT SELECT ON TABLE app.hubs TO app_user;
 GRANT SELECT ON TABLE app.hubs TO app_admin;
-GRANT SELECT ON TABLE app.hubs TO app_anonymous;
+
+
+--
+-- Name: COLUMN hubs.id; Type: ACL; Schema: app; Owner: -
+--
+
+GRANT SELECT(id) ON TABLE app.hubs TO app_anonymous;
+
+
+--
+-- Name: COLUMN hubs.name; Type: ACL; Schema: app; Owner: -
+--
+
+GRANT SELECT(name) ON TABLE app.hubs TO app_anonymous;
+
+
+--
+-- Name: COLUMN hubs.description; Type: ACL; Schema: app; Owner: -
+--
+
+GRANT SELECT(description) ON TABLE app.hubs TO app_anonymous;
+
+
+--
+-- Name: COLUMN hubs.profile_asset_id; Type: ACL; Schema: app; Owner: -
+--
+
+GRANT SELECT(profile_asset_id) ON TABLE app.hubs TO app_anonymous;
+
+
+--
+-- Name: COLUMN hubs.custom_link; Type: ACL; Schema: app; Owner: -
+--
+
+GRANT SELECT(custom_link) ON TABLE app.hubs TO app_anonymous;
 
 
 --
@@ -7599,28 +8090,77 @@ GRANT SELECT ON TABLE app.hubs TO app_anonymous;
 --
 
 GRANT UPDATE(is_recommended) ON TABLE app.hubs TO app_admin;
+GRANT SELECT(is_recommended) ON TABLE app.hubs TO app_anonymous;
 
 
 --
--- Name: TABLE phone_identities; Type: ACL; Schema: app; Owner: -
+-- Name: COLUMN hubs.member_count; Type: ACL; Schema: app; Owner: -
 --
 
-GRANT SELECT ON TABLE app.phone_identities TO app_user;
+GRANT SELECT(member_count) ON TABLE app.hubs TO app_anonymous;
 
 
 --
--- Name: TABLE post_hubs; Type: ACL; Schema: app; Owner: -
+-- Name: COLUMN hubs.last_activity_at; Type: ACL; Schema: app; Owner: -
 --
 
-GRANT SELECT ON TABLE app.post_hubs TO app_user;
+GRANT SELECT(last_activity_at) ON TABLE app.hubs TO app_anonymous;
+
+
+--
+-- Name: COLUMN phone_identities.user_id; Type: ACL; Schema: app; Owner: -
+--
+
+GRANT SELECT(user_id) ON TABLE app.phone_identities TO app_user;
+
+
+--
+-- Name: COLUMN phone_identities.phone_e164; Type: ACL; Schema: app; Owner: -
+--
+
+GRANT SELECT(phone_e164) ON TABLE app.phone_identities TO app_user;
+
+
+--
+-- Name: COLUMN post_hubs.post_id; Type: ACL; Schema: app; Owner: -
+--
+
+GRANT SELECT(post_id) ON TABLE app.post_hubs TO app_user;
+
+
+--
+-- Name: COLUMN post_hubs.hub_id; Type: ACL; Schema: app; Owner: -
+--
+
+GRANT SELECT(hub_id) ON TABLE app.post_hubs TO app_user;
+
+
+--
+-- Name: COLUMN post_hubs.kind; Type: ACL; Schema: app; Owner: -
+--
+
+GRANT SELECT(kind) ON TABLE app.post_hubs TO app_user;
+
+
+--
+-- Name: COLUMN post_hubs.created_at; Type: ACL; Schema: app; Owner: -
+--
+
+GRANT SELECT(created_at) ON TABLE app.post_hubs TO app_user;
 
 
 --
 -- Name: TABLE reports; Type: ACL; Schema: app; Owner: -
 --
 
-GRANT SELECT ON TABLE app.reports TO app_user;
 GRANT SELECT ON TABLE app.reports TO app_admin;
+
+
+--
+-- Name: COLUMN reports.id; Type: ACL; Schema: app; Owner: -
+--
+
+GRANT SELECT(id) ON TABLE app.reports TO app_user;
 
 
 --
@@ -7662,8 +8202,14 @@ GRANT INSERT(details) ON TABLE app.reports TO app_user;
 -- Name: TABLE reserved_handles; Type: ACL; Schema: app; Owner: -
 --
 
-GRANT SELECT ON TABLE app.reserved_handles TO app_anonymous;
 GRANT SELECT ON TABLE app.reserved_handles TO app_admin;
+
+
+--
+-- Name: COLUMN reserved_handles.handle; Type: ACL; Schema: app; Owner: -
+--
+
+GRANT SELECT(handle) ON TABLE app.reserved_handles TO app_anonymous;
 
 
 --
@@ -7705,21 +8251,28 @@ GRANT SELECT(saved_at) ON TABLE app.saved_discussions TO app_user;
 -- Name: TABLE saved_posts; Type: ACL; Schema: app; Owner: -
 --
 
-GRANT SELECT,DELETE ON TABLE app.saved_posts TO app_user;
+GRANT DELETE ON TABLE app.saved_posts TO app_user;
 
 
 --
 -- Name: COLUMN saved_posts.user_id; Type: ACL; Schema: app; Owner: -
 --
 
-GRANT INSERT(user_id) ON TABLE app.saved_posts TO app_user;
+GRANT SELECT(user_id),INSERT(user_id) ON TABLE app.saved_posts TO app_user;
 
 
 --
 -- Name: COLUMN saved_posts.post_id; Type: ACL; Schema: app; Owner: -
 --
 
-GRANT INSERT(post_id) ON TABLE app.saved_posts TO app_user;
+GRANT SELECT(post_id),INSERT(post_id) ON TABLE app.saved_posts TO app_user;
+
+
+--
+-- Name: COLUMN saved_posts.saved_at; Type: ACL; Schema: app; Owner: -
+--
+
+GRANT SELECT(saved_at) ON TABLE app.saved_posts TO app_user;
 
 
 --
@@ -7775,53 +8328,74 @@ GRANT SELECT(id) ON TABLE app.users TO app_anonymous;
 -- Name: COLUMN users.username; Type: ACL; Schema: app; Owner: -
 --
 
-GRANT SELECT(username) ON TABLE app.users TO app_anonymous;
 GRANT UPDATE(username) ON TABLE app.users TO app_user;
+GRANT SELECT(username) ON TABLE app.users TO app_anonymous;
 
 
 --
 -- Name: COLUMN users.full_name; Type: ACL; Schema: app; Owner: -
 --
 
-GRANT SELECT(full_name) ON TABLE app.users TO app_anonymous;
 GRANT UPDATE(full_name) ON TABLE app.users TO app_user;
+GRANT SELECT(full_name) ON TABLE app.users TO app_anonymous;
 
 
 --
 -- Name: COLUMN users.bio; Type: ACL; Schema: app; Owner: -
 --
 
-GRANT SELECT(bio) ON TABLE app.users TO app_anonymous;
 GRANT UPDATE(bio) ON TABLE app.users TO app_user;
+GRANT SELECT(bio) ON TABLE app.users TO app_anonymous;
 
 
 --
 -- Name: COLUMN users.profile_asset_id; Type: ACL; Schema: app; Owner: -
 --
 
-GRANT SELECT(profile_asset_id) ON TABLE app.users TO app_anonymous;
 GRANT UPDATE(profile_asset_id) ON TABLE app.users TO app_user;
+GRANT SELECT(profile_asset_id) ON TABLE app.users TO app_anonymous;
 
 
 --
--- Name: COLUMN users.created_at; Type: ACL; Schema: app; Owner: -
+-- Name: COLUMN vote_receipts.post_id; Type: ACL; Schema: app; Owner: -
 --
 
-GRANT SELECT(created_at) ON TABLE app.users TO app_anonymous;
-
-
---
--- Name: TABLE vote_receipts; Type: ACL; Schema: app; Owner: -
---
-
-GRANT SELECT ON TABLE app.vote_receipts TO app_user;
+GRANT SELECT(post_id) ON TABLE app.vote_receipts TO app_user;
 
 
 --
--- Name: TABLE vote_scope_receipts; Type: ACL; Schema: app; Owner: -
+-- Name: COLUMN vote_receipts.user_id; Type: ACL; Schema: app; Owner: -
 --
 
-GRANT SELECT ON TABLE app.vote_scope_receipts TO app_user;
+GRANT SELECT(user_id) ON TABLE app.vote_receipts TO app_user;
+
+
+--
+-- Name: COLUMN vote_receipts.voted_at; Type: ACL; Schema: app; Owner: -
+--
+
+GRANT SELECT(voted_at) ON TABLE app.vote_receipts TO app_user;
+
+
+--
+-- Name: COLUMN vote_scope_receipts.post_id; Type: ACL; Schema: app; Owner: -
+--
+
+GRANT SELECT(post_id) ON TABLE app.vote_scope_receipts TO app_user;
+
+
+--
+-- Name: COLUMN vote_scope_receipts.user_id; Type: ACL; Schema: app; Owner: -
+--
+
+GRANT SELECT(user_id) ON TABLE app.vote_scope_receipts TO app_user;
+
+
+--
+-- Name: COLUMN vote_scope_receipts.hub_id; Type: ACL; Schema: app; Owner: -
+--
+
+GRANT SELECT(hub_id) ON TABLE app.vote_scope_receipts TO app_user;
 
 
 --

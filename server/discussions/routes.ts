@@ -5,7 +5,7 @@ import { z } from 'zod';
 import type { RequestTransaction } from '../../db/request-transaction.ts';
 import { endpoint } from '../http/endpoint.ts';
 import { lookupId } from '../http/ids.ts';
-import { fromMicros, micros, pageQuery, pageSchema, timeIdPosition, toPage } from '../http/paging.ts';
+import { fromMicros, micros, pageQuery, pageSchema, toPage } from '../http/paging.ts';
 import { hubRoles, requireHubRole } from '../hubs/shape.ts';
 import { postCard, readCards } from '../posts/card.ts';
 import { discussionMessage, messageAuthor, messageColumns, shapeMessage, type MessageRow } from './messages.ts';
@@ -65,7 +65,7 @@ export const discussionEndpoints = [
     auth: 'bearer',
     level: 4,
     ids,
-    query: pageQuery(50, 20, timeIdPosition),
+    query: pageQuery(50, ['timestamp', 'id']),
     response: pageSchema(discussionItem),
     errors: ['HUB_MEMBERSHIP_REQUIRED'],
     async handler({ params, query, tx, services: { storage } }) {
@@ -111,7 +111,7 @@ export const discussionEndpoints = [
     auth: 'bearer',
     level: 4,
     ids,
-    query: pageQuery(100, 20, timeIdPosition).extend({ parentMessageId: z.string().max(64).optional() }),
+    query: pageQuery(100, ['timestamp', 'id']).extend({ parentMessageId: z.string().max(64).optional() }),
     response: pageSchema(discussionMessage),
     errors: ['HUB_MEMBERSHIP_REQUIRED', 'DISCUSSION_NOT_FOUND', 'MESSAGE_NOT_FOUND'],
     async handler({ params, query, tx, services: { storage } }) {

@@ -3,7 +3,7 @@
 // longer an active member (the rows are kept and shown again on rejoining).
 import { z } from 'zod';
 import { endpoint } from '../http/endpoint.ts';
-import { fromMicros, micros, pageQuery, pageSchema, timeIdPosition, toPage } from '../http/paging.ts';
+import { fromMicros, micros, pageQuery, pageSchema, toPage } from '../http/paging.ts';
 import { discussionMessage, readPreviews } from './messages.ts';
 
 /** Saved discussion preview: up to 3 earliest messages (spec part 8). */
@@ -39,7 +39,7 @@ export const savedDiscussionEndpoints = [
       'first, with the same authors as GET .../messages.',
     auth: 'bearer',
     level: 4,
-    query: pageQuery(50, 20, timeIdPosition),
+    query: pageQuery(50, ['timestamp', 'id']),
     response: pageSchema(savedDiscussion),
     async handler({ query, tx, services: { storage } }) {
       const [afterUs, afterId] = query.cursor ?? [null, null];
