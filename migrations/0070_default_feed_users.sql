@@ -11,19 +11,19 @@ create table app.default_feed_users (
 alter table app.default_feed_users enable row level security;
 alter table app.default_feed_users force row level security;
 
--- Internal tooling (app_admin) lists, adds and removes; no other API role has any privilege.
-create policy default_feed_users_admin on app.default_feed_users
-  for all to app_admin
-  using (true) with check (true);
+-- Internal tooling (app_admin) lists them; it adds and removes through the two functions below,
+-- which only app_admin may execute. No other API role has any privilege.
+create policy default_feed_users_select_admin on app.default_feed_users
+  for select to app_admin
+  using (true);
 
-grant select (user_id, added_at), insert (user_id) on app.default_feed_users to app_admin;
-grant delete on app.default_feed_users to app_admin;
+grant select (user_id, added_at) on app.default_feed_users to app_admin;
 
 -- The user with this handle (canonicalised like profile basics: trimmed, lowercased, a leading @
--- removed), or USER_NOT_FOUND. Runs as the caller: app_admin reads every user.
+-- removed), or USER_NOT_FOUND.
 create function app.user_id_by_handle(p_handle text)
   returns uuid
-  language plpgsql stable
+  language plpgsql stable security definer
   set search_path = pg_catalog
   as $$
 declare
@@ -41,7 +41,7 @@ $$;
 -- Adds a default feed user by handle (a no-op when already one); returns the row.
 create function app.add_default_feed_user(username text)
   returns app.default_feed_users
-  language plpgsql volatile
+  language plpgsql volatile security definer
   set search_path = pg_catalog
   as $$
 declare
@@ -57,7 +57,7 @@ $$;
 -- Removes a default feed user by handle; true when one was removed.
 create function app.remove_default_feed_user(username text)
   returns boolean
-  language plpgsql volatile
+  language plpgsql volatile security definer
   set search_path = pg_catalog
   as $$
 begin

@@ -208,7 +208,7 @@ describe('the schema', () => {
   });
 
   it('has no mutation only a user role could run', () => {
-    expect(mutationFields.sort()).toEqual(['updateHub', 'updateHubByCustomLink', 'updateHubByRowId']);
+    expect(mutationFields.sort()).toEqual(['addDefaultFeedUser', 'removeDefaultFeedUser', 'updateHub', 'updateHubByCustomLink', 'updateHubByRowId']);
   });
 
   it('never exposes a vote position', () => {
