@@ -21,7 +21,12 @@ create type app.feed_context as enum (
 create type app_private.feed_item as (post_id uuid, at timestamptz, context app.feed_context);
 
 -- Every source below is a range scan of one of these (or of posts_author / post_hubs_hub /
--- activity_events_actor from earlier migrations), newest first.
+-- activity_events_actor from earlier migrations), newest first. A source over a set of users (the
+-- followed users, co-members) reads each user's range when the set is small, and the global time
+-- ranges (posts_time, activity_events_time) filtered by the set when it is large: either way the
+-- rows read are bounded by the page size and the set's share of all activity, not by the table.
+create index posts_time on app.posts (created_at desc, id desc);
+create index activity_events_time on app.activity_events (created_at desc, post_id desc);
 create index activity_events_post_time on app.activity_events (post_id, created_at desc);
 create index activity_events_hub_time on app.activity_events (hub_id, created_at desc) where hub_id is not null;
 create index activity_events_actor_shares on app.activity_events (actor_id, created_at desc)
@@ -80,6 +85,61 @@ create function app_private.home_later(p_post_id uuid, p_visibility app.post_vis
            or (e.kind <> 'post_shared_to_hub' and e.actor_id = any (p_friends) and p_visibility <> 'private_locked_hub')))
 $$;
 
+-- Visible posts of a set of authors before the cursor, newest first, at most p_window: per author
+-- when the set is small, else one scan of posts by time filtered by the set (the array test is
+-- deliberately not indexable, so the planner keeps the time order). The unused branch is skipped
+-- as a one-time filter.
+create function app_private.posts_by_authors(p_authors uuid[], p_visibilities app.post_visibility[], p_viewer uuid,
+  p_blocks uuid[], p_after_at timestamptz, p_after_id uuid, p_window int)
+  returns table (post_id uuid, at timestamptz, visibility app.post_visibility)
+  language sql stable
+  as $$
+  (select a.id, a.created_at, a.visibility
+   from unnest(p_authors) author (id)
+   cross join lateral (
+     select p.id, p.created_at, p.visibility from app.posts p
+     where p.author_id = author.id and p.visibility = any (p_visibilities) and app.post_visible_to(p, p_viewer, p_blocks)
+       and p.created_at <= p_after_at and (p.created_at, p.id) < (p_after_at, p_after_id)
+     order by p.created_at desc, p.id desc limit p_window) a
+   where cardinality(p_authors) <= 100
+   order by a.created_at desc, a.id desc limit p_window)
+  union all
+  (select p.id, p.created_at, p.visibility
+   from app.posts p
+   where cardinality(p_authors) > 100 and array[p.author_id] <@ p_authors
+     and p.visibility = any (p_visibilities) and app.post_visible_to(p, p_viewer, p_blocks)
+     and p.created_at <= p_after_at and (p.created_at, p.id) < (p_after_at, p_after_id)
+   order by p.created_at desc, p.id desc limit p_window)
+$$;
+
+-- Public and public_hub posts a set of users voted on, commented on, reposted or shared to their
+-- feed, before the cursor, newest event first, at most p_window (per user, or by time for a large
+-- set, as above).
+create function app_private.interactions_of(p_actors uuid[], p_viewer uuid, p_blocks uuid[], p_after_at timestamptz,
+  p_after_id uuid, p_window int)
+  returns table (post_id uuid, at timestamptz, visibility app.post_visibility)
+  language sql stable
+  as $$
+  (select a.post_id, a.created_at, a.visibility
+   from unnest(p_actors) actor (id)
+   cross join lateral (
+     select e.post_id, e.created_at, p.visibility
+     from app.activity_events e join app.posts p on p.id = e.post_id
+     where e.actor_id = actor.id and e.kind <> 'post_shared_to_hub'
+       and p.visibility <> 'private_locked_hub' and app.post_visible_to(p, p_viewer, p_blocks)
+       and e.created_at <= p_after_at and (e.created_at, e.post_id) < (p_after_at, p_after_id)
+     order by e.created_at desc, e.post_id desc limit p_window) a
+   where cardinality(p_actors) <= 100
+   order by a.created_at desc, a.post_id desc limit p_window)
+  union all
+  (select e.post_id, e.created_at, p.visibility
+   from app.activity_events e join app.posts p on p.id = e.post_id
+   where cardinality(p_actors) > 100 and array[e.actor_id] <@ p_actors and e.kind <> 'post_shared_to_hub'
+     and p.visibility <> 'private_locked_hub' and app.post_visible_to(p, p_viewer, p_blocks)
+     and e.created_at <= p_after_at and (e.created_at, e.post_id) < (p_after_at, p_after_id)
+   order by e.created_at desc, e.post_id desc limit p_window)
+$$;
+
 -- Home events before the cursor, at most p_window per source, newest first (src numbers the
 -- source). These SQL functions carry no SET clause so that the planner inlines them.
 create function app_private.home_events(p_subject uuid, p_snapshot timestamptz, p_after_at timestamptz, p_after_id uuid, p_window int)
@@ -97,50 +157,45 @@ create function app_private.home_events(p_subject uuid, p_snapshot timestamptz, 
        and p.created_at <= p_after_at and (p.created_at, p.id) < (p_after_at, p_after_id)
      order by p.created_at desc, p.id desc limit p_window)
     union all
-    -- posts targeted to the viewer's active hubs (private_locked_hub included)
-    (select 2, ph.post_id, ph.created_at, 'joined_hub_post', p.visibility
-     from app.post_hubs ph join app.posts p on p.id = ph.post_id
-     where ph.hub_id = any (s.hubs) and ph.kind = 'target' and app.post_visible_to(p, s.viewer, s.blocks)
-       and ph.created_at <= p_after_at and (ph.created_at, ph.post_id) < (p_after_at, p_after_id)
-     order by ph.created_at desc, ph.post_id desc limit p_window)
+    -- posts targeted to the viewer's active hubs (private_locked_hub included), per hub
+    (select 2, t.post_id, t.created_at, 'joined_hub_post', t.visibility
+     from unnest(s.hubs) hub (id)
+     cross join lateral (
+       select ph.post_id, ph.created_at, p.visibility
+       from app.post_hubs ph join app.posts p on p.id = ph.post_id
+       where ph.hub_id = hub.id and ph.kind = 'target' and app.post_visible_to(p, s.viewer, s.blocks)
+         and ph.created_at <= p_after_at and (ph.created_at, ph.post_id) < (p_after_at, p_after_id)
+       order by ph.created_at desc, ph.post_id desc limit p_window) t
+     order by t.created_at desc, t.post_id desc limit p_window)
     union all
-    -- shares into the viewer's active hubs (the only hub-scoped activity)
-    (select 3, e.post_id, e.created_at, 'shared_to_hub', p.visibility
-     from app.activity_events e join app.posts p on p.id = e.post_id
-     where e.hub_id = any (s.hubs) and e.kind = 'post_shared_to_hub' and not (e.actor_id = any (s.blocks))
-       and app.post_visible_to(p, s.viewer, s.blocks)
-       and e.created_at <= p_after_at and (e.created_at, e.post_id) < (p_after_at, p_after_id)
-     order by e.created_at desc, e.post_id desc limit p_window)
+    -- shares into the viewer's active hubs (the only hub-scoped activity), per hub
+    (select 3, h.post_id, h.created_at, 'shared_to_hub', h.visibility
+     from unnest(s.hubs) hub (id)
+     cross join lateral (
+       select e.post_id, e.created_at, p.visibility
+       from app.activity_events e join app.posts p on p.id = e.post_id
+       where e.hub_id = hub.id and e.kind = 'post_shared_to_hub' and not (e.actor_id = any (s.blocks))
+         and app.post_visible_to(p, s.viewer, s.blocks)
+         and e.created_at <= p_after_at and (e.created_at, e.post_id) < (p_after_at, p_after_id)
+       order by e.created_at desc, e.post_id desc limit p_window) h
+     order by h.created_at desc, h.post_id desc limit p_window)
     union all
     -- followed users' posts (never private_locked_hub: those come through their hubs only)
-    (select 4, p.id, p.created_at, 'followed_author', p.visibility
-     from app.posts p
-     where p.author_id = any (s.followees) and p.visibility <> 'private_locked_hub' and app.post_visible_to(p, s.viewer, s.blocks)
-       and p.created_at <= p_after_at and (p.created_at, p.id) < (p_after_at, p_after_id)
-     order by p.created_at desc, p.id desc limit p_window)
+    (select 4, f.post_id, f.at, 'followed_author', f.visibility
+     from app_private.posts_by_authors(s.followees, '{public,public_hub}', s.viewer, s.blocks, p_after_at, p_after_id, p_window) f)
     union all
     -- co-members' public and public_hub posts
-    (select 5, p.id, p.created_at, 'hub_co_member_author', p.visibility
-     from app.posts p
-     where p.author_id = any (s.co_members) and p.visibility <> 'private_locked_hub' and app.post_visible_to(p, s.viewer, s.blocks)
-       and p.created_at <= p_after_at and (p.created_at, p.id) < (p_after_at, p_after_id)
-     order by p.created_at desc, p.id desc limit p_window)
+    (select 5, c.post_id, c.at, 'hub_co_member_author', c.visibility
+     from app_private.posts_by_authors(s.co_members, '{public,public_hub}', s.viewer, s.blocks, p_after_at, p_after_id, p_window) c)
     union all
     -- public and public_hub posts followed users or co-members voted on, commented on, reposted or
     -- shared to their feed (global activity)
-    (select 6, e.post_id, e.created_at, 'friend_interaction', p.visibility
-     from app.activity_events e join app.posts p on p.id = e.post_id
-     where e.actor_id = any (s.friends) and e.kind <> 'post_shared_to_hub'
-       and p.visibility <> 'private_locked_hub' and app.post_visible_to(p, s.viewer, s.blocks)
-       and e.created_at <= p_after_at and (e.created_at, e.post_id) < (p_after_at, p_after_id)
-     order by e.created_at desc, e.post_id desc limit p_window)
+    (select 6, i.post_id, i.at, 'friend_interaction', i.visibility
+     from app_private.interactions_of(s.friends, s.viewer, s.blocks, p_after_at, p_after_id, p_window) i)
     union all
     -- default feed users' public posts (only when the viewer has no personal source)
-    (select 7, p.id, p.created_at, 'default_feed_user', p.visibility
-     from app.posts p
-     where p.author_id = any (s.default_authors) and p.visibility = 'public' and app.post_visible_to(p, s.viewer, s.blocks)
-       and p.created_at <= p_after_at and (p.created_at, p.id) < (p_after_at, p_after_id)
-     order by p.created_at desc, p.id desc limit p_window)
+    (select 7, d.post_id, d.at, 'default_feed_user', d.visibility
+     from app_private.posts_by_authors(s.default_authors, '{public}', s.viewer, s.blocks, p_after_at, p_after_id, p_window) d)
   ) ev
 $$;
 
@@ -308,9 +363,13 @@ drop function app_private.profile_events(uuid, timestamptz, timestamptz, uuid, i
 drop function app_private.profile_later(uuid, uuid, uuid[], timestamptz, timestamptz, uuid);
 drop function app_private.home_events(uuid, timestamptz, timestamptz, uuid, int);
 drop function app_private.home_later(uuid, app.post_visibility, uuid[], uuid[], uuid[], timestamptz, timestamptz, uuid);
+drop function app_private.interactions_of(uuid[], uuid, uuid[], timestamptz, uuid, int);
+drop function app_private.posts_by_authors(uuid[], app.post_visibility[], uuid, uuid[], timestamptz, uuid, int);
 drop function app_private.home_sources();
 drop index app.activity_events_actor_shares;
 drop index app.activity_events_hub_time;
 drop index app.activity_events_post_time;
+drop index app.activity_events_time;
+drop index app.posts_time;
 drop type app_private.feed_item;
 drop type app.feed_context;

@@ -67,6 +67,30 @@ describe('app.home_feed', () => {
   });
 });
 
+describe('app.home_feed over a large set of followed users (the time-ordered branch)', () => {
+  it('gives the same sources and rules as for a small set', async () => {
+    const fan = await userAtLevel(app, 2);
+    const { rows: made } = await app.owner.query<{ id: string }>(
+      `insert into app.users (username, full_name, terms_accepted_at, terms_version)
+       select 'many_' || g || '_' || $1::text, 'Many', now(), 'x' from generate_series(1, 150) g returning id`,
+      [fan.id.slice(0, 8)],
+    );
+    const many = made.map((row) => row.id);
+    await app.owner.query('insert into app.follows (follower_id, followee_id) select $1, unnest($2::uuid[])', [fan.id, many]);
+    const { rows: posts } = await app.owner.query<{ id: string; visibility: string }>(
+      `insert into app.posts (author_id, thought_text, visibility, created_at)
+       select a, 'x', v::app.post_visibility, now() - g * interval '1 minute'
+       from unnest($1::uuid[], array['public', 'private_locked_hub', 'public_hub', 'public']) with ordinality t (a, v, g)
+       returning id, visibility`,
+      [many.slice(0, 4)],
+    );
+    // one of them votes (an activity event) on an outsider's post
+    await app.owner.query(`insert into app.activity_events (actor_id, post_id, kind) values ($1, $2, 'post_voted')`, [many[10], post.outsiders]);
+    const expected = posts.filter((row) => row.visibility !== 'private_locked_hub').map((row) => ({ post_id: row.id, context: 'followed_author' }));
+    expect(await run(fan, home)).toEqual([{ post_id: post.outsiders, context: 'friend_interaction' }, ...expected]);
+  });
+});
+
 describe('app.hub_feed and app.profile_feed', () => {
   it('refuse non-members of the hub with HUB_MEMBERSHIP_REQUIRED', async () => {
     const message = await asViewer(app, 'app_user', outsider.id, (client) =>
