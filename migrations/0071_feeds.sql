@@ -20,16 +20,20 @@ create type app.feed_context as enum (
 -- One candidate card of a page.
 create type app_private.feed_item as (post_id uuid, at timestamptz, context app.feed_context);
 
--- Every source below is a range scan of one of these (or of posts_author / post_hubs_hub /
--- activity_events_actor from earlier migrations), newest first. A source over a set of users (the
+-- Every source below is a range scan of one of these, newest first. A source over a set of users (the
 -- followed users, co-members) reads each user's range when the set is small, and the global time
 -- ranges (posts_time, activity_events_time) filtered by the set when it is large: either way the
 -- rows read are bounded by the page size and the set's share of all activity, not by the table.
+-- Each index ends with the tie-breaker of the feed order (time, post id), so that a range scan
+-- returns rows already in page order and stops after a window.
 create index posts_time on app.posts (created_at desc, id desc);
+create index posts_author_time on app.posts (author_id, created_at desc, id desc);
+create index post_hubs_hub_targets on app.post_hubs (hub_id, created_at desc, post_id desc) where kind = 'target';
 create index activity_events_time on app.activity_events (created_at desc, post_id desc);
+create index activity_events_actor_time on app.activity_events (actor_id, created_at desc, post_id desc);
 create index activity_events_post_time on app.activity_events (post_id, created_at desc);
-create index activity_events_hub_time on app.activity_events (hub_id, created_at desc) where hub_id is not null;
-create index activity_events_actor_shares on app.activity_events (actor_id, created_at desc)
+create index activity_events_hub_time on app.activity_events (hub_id, created_at desc, post_id desc) where hub_id is not null;
+create index activity_events_actor_shares on app.activity_events (actor_id, created_at desc, post_id desc)
   where kind in ('post_shared_to_feed', 'post_shared_to_hub');
 
 -- The Home sources of the viewer, by access level (spec 2.8):
@@ -290,25 +294,29 @@ declare
   v_truncated boolean;
 begin
   loop
-    execute format($q$
-      with ev as materialized (select * from app_private.%I($1, $2, $3, $4, $5)),
-      horizon as (
-        select h.at, h.post_id from (
-          select e.at, e.post_id, row_number() over (partition by e.src order by e.at desc, e.post_id desc) as n from ev e) h
-        where h.n = $5
-        order by h.at desc, h.post_id desc limit 1),
-      newest as (
-        select distinct on (e.post_id) e.post_id, e.at, e.context from ev e
-        where not e.later
-        order by e.post_id, e.at desc, e.context)
-      select array(
-               select row(n.post_id, n.at, n.context)::app_private.feed_item from newest n
-               where not exists (select from horizon h where (n.at, n.post_id) < (h.at, h.post_id))
-               order by n.at desc, n.post_id desc limit $6),
-             exists (select from horizon)
-      $q$, p_feed || '_events')
-      into v_items, v_truncated
-      using p_subject, p_snapshot, p_after_at, p_after_id, v_window, p_limit + 1;
+    -- Static SQL, so the plan is prepared once per connection; the feed not asked for is skipped
+    -- by a one-time filter.
+    with ev as materialized (
+      select * from app_private.home_events(p_subject, p_snapshot, p_after_at, p_after_id, v_window) where p_feed = 'home'
+      union all
+      select * from app_private.profile_events(p_subject, p_snapshot, p_after_at, p_after_id, v_window) where p_feed = 'profile'
+      union all
+      select * from app_private.hub_events(p_subject, p_snapshot, p_after_at, p_after_id, v_window) where p_feed = 'hub'),
+    horizon as (
+      select h.at, h.post_id from (
+        select e.at, e.post_id, row_number() over (partition by e.src order by e.at desc, e.post_id desc) as n from ev e) h
+      where h.n = v_window
+      order by h.at desc, h.post_id desc limit 1),
+    newest as (
+      select distinct on (e.post_id) e.post_id, e.at, e.context from ev e
+      where not e.later
+      order by e.post_id, e.at desc, e.context)
+    select array(
+             select row(n.post_id, n.at, n.context)::app_private.feed_item from newest n
+             where not exists (select from horizon h where (n.at, n.post_id) < (h.at, h.post_id))
+             order by n.at desc, n.post_id desc limit p_limit + 1),
+           exists (select from horizon)
+      into v_items, v_truncated;
     exit when not v_truncated or cardinality(v_items) > p_limit;
     v_window := v_window * 4;
   end loop;
@@ -370,6 +378,9 @@ drop index app.activity_events_actor_shares;
 drop index app.activity_events_hub_time;
 drop index app.activity_events_post_time;
 drop index app.activity_events_time;
+drop index app.activity_events_actor_time;
+drop index app.post_hubs_hub_targets;
+drop index app.posts_author_time;
 drop index app.posts_time;
 drop type app_private.feed_item;
 drop type app.feed_context;

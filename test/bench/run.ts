@@ -25,6 +25,12 @@ import { createTokens } from '../../server/auth/tokens.ts';
 import { createServices } from '../../server/services.ts';
 import { openStorage } from '../../server/uploads/open-storage.ts';
 
+// `npm run bench -- feeds` runs the feeds benchmark (test/bench/feeds.ts); no argument: votes.
+if (process.argv[2] === 'feeds') {
+  await import('./feeds.ts');
+  process.exit(0);
+}
+
 const votesPerRun = Number(process.env.BENCH_VOTES ?? 3000);
 const concurrency = Number(process.env.BENCH_CONCURRENCY ?? 32);
 const spreadPosts = 1000;
