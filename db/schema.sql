@@ -2454,7 +2454,7 @@ $$;
 CREATE FUNCTION app_private.home_later(p_post_id uuid, p_visibility app.post_visibility, p_friends uuid[], p_hubs uuid[], p_blocks uuid[], p_snapshot timestamp with time zone, p_after_at timestamp with time zone, p_after_id uuid) RETURNS boolean
     LANGUAGE sql STABLE
     AS $$
-  select exists (
+  select p_after_id <> 'ffffffff-ffff-ffff-ffff-ffffffffffff' and exists (
     select from app.activity_events e
     where e.post_id = p_post_id and e.created_at >= p_after_at and e.created_at <= p_snapshot
       and (e.created_at, e.post_id) >= (p_after_at, p_after_id)
@@ -2530,7 +2530,7 @@ $$;
 CREATE FUNCTION app_private.hub_later(p_hub_id uuid, p_post_id uuid, p_blocks uuid[], p_snapshot timestamp with time zone, p_after_at timestamp with time zone, p_after_id uuid) RETURNS boolean
     LANGUAGE sql STABLE
     AS $$
-  select exists (
+  select p_after_id <> 'ffffffff-ffff-ffff-ffff-ffffffffffff' and exists (
     select from app.activity_events e
     where e.post_id = p_post_id and e.hub_id = p_hub_id and e.kind = 'post_shared_to_hub' and not (e.actor_id = any (p_blocks))
       and e.created_at >= p_after_at and e.created_at <= p_snapshot and (e.created_at, e.post_id) >= (p_after_at, p_after_id))
@@ -2999,7 +2999,7 @@ $$;
 CREATE FUNCTION app_private.profile_later(p_subject uuid, p_post_id uuid, p_hubs uuid[], p_snapshot timestamp with time zone, p_after_at timestamp with time zone, p_after_id uuid) RETURNS boolean
     LANGUAGE sql STABLE
     AS $$
-  select exists (
+  select p_after_id <> 'ffffffff-ffff-ffff-ffff-ffffffffffff' and exists (
     select from app.activity_events e
     where e.post_id = p_post_id and e.actor_id = p_subject and e.created_at >= p_after_at and e.created_at <= p_snapshot
       and (e.created_at, e.post_id) >= (p_after_at, p_after_id)

@@ -73,14 +73,15 @@ end
 $$;
 
 -- Whether a Home card of this post has an eligible event at or after the cursor (and not after
--- the snapshot): then an earlier page showed it (the cursor is the last card's own event). Only interactions and hub shares can follow a post's
--- own creation (hub targeting happens with it).
+-- the snapshot): then an earlier page showed it (the cursor is the last card's own event). Only
+-- interactions and hub shares can follow a post's own creation (hub targeting happens with it).
+-- The first page (its cursor id the largest uuid) has none.
 create function app_private.home_later(p_post_id uuid, p_visibility app.post_visibility, p_friends uuid[], p_hubs uuid[],
   p_blocks uuid[], p_snapshot timestamptz, p_after_at timestamptz, p_after_id uuid)
   returns boolean
   language sql stable
   as $$
-  select exists (
+  select p_after_id <> 'ffffffff-ffff-ffff-ffff-ffffffffffff' and exists (
     select from app.activity_events e
     where e.post_id = p_post_id and e.created_at >= p_after_at and e.created_at <= p_snapshot
       and (e.created_at, e.post_id) >= (p_after_at, p_after_id)
@@ -211,7 +212,7 @@ create function app_private.profile_later(p_subject uuid, p_post_id uuid, p_hubs
   returns boolean
   language sql stable
   as $$
-  select exists (
+  select p_after_id <> 'ffffffff-ffff-ffff-ffff-ffffffffffff' and exists (
     select from app.activity_events e
     where e.post_id = p_post_id and e.actor_id = p_subject and e.created_at >= p_after_at and e.created_at <= p_snapshot
       and (e.created_at, e.post_id) >= (p_after_at, p_after_id)
@@ -249,7 +250,7 @@ create function app_private.hub_later(p_hub_id uuid, p_post_id uuid, p_blocks uu
   returns boolean
   language sql stable
   as $$
-  select exists (
+  select p_after_id <> 'ffffffff-ffff-ffff-ffff-ffffffffffff' and exists (
     select from app.activity_events e
     where e.post_id = p_post_id and e.hub_id = p_hub_id and e.kind = 'post_shared_to_hub' and not (e.actor_id = any (p_blocks))
       and e.created_at >= p_after_at and e.created_at <= p_snapshot and (e.created_at, e.post_id) >= (p_after_at, p_after_id))
