@@ -2302,6 +2302,7 @@ $$;
 CREATE FUNCTION app_private.feed_page(p_feed text, p_subject uuid, p_snapshot timestamp with time zone, p_after_at timestamp with time zone, p_after_id uuid, p_limit integer) RETURNS SETOF app_private.feed_item
     LANGUAGE plpgsql STABLE
     SET search_path TO 'pg_catalog'
+    SET enable_bitmapscan TO 'off'
     AS $$
 declare
   v_window int := p_limit + 1;

@@ -288,6 +288,10 @@ create function app_private.feed_page(p_feed text, p_subject uuid, p_snapshot ti
   returns setof app_private.feed_item
   language plpgsql stable
   set search_path = pg_catalog
+  -- The window is a parameter, so the planner cannot see how few rows each source needs and would
+  -- fetch a source's whole range by bitmap and sort it; without bitmaps every source is an ordered
+  -- index range scan that stops after its window.
+  set enable_bitmapscan = off
   as $$
 declare
   v_window int := p_limit + 1;
