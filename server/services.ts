@@ -51,7 +51,7 @@ export async function createServices(
     tokens,
     otp: createOtp(config, overrides.otpSender ?? (await loadOtpSender(config, log))),
     idp: createIdpVerifier(config.idp),
-    graphql: createInternalGraphql({ pool: pools.api, tokens, adminApiToken: config.adminApiToken, log }),
+    graphql: createInternalGraphql({ pool: pools.graphql, tokens, adminApiToken: config.adminApiToken, log }),
     notificationHub: new NotificationHub(config.sse, log, storage),
   };
 }

@@ -5,12 +5,12 @@
 import type { z } from 'zod';
 import type { RequestTransaction } from '../../db/request-transaction.ts';
 import { ApiError } from '../http/errors.ts';
-import { isUuid } from '../http/ids.ts';
-import { fromMicros, micros, pageQuery, toPage, type CursorValue } from '../http/paging.ts';
+import { fromMicros, micros, pageQuery, toPage } from '../http/paging.ts';
 import { readCards, type FeedContext, type PostCard } from '../posts/card.ts';
 import type { Storage } from '../uploads/storage.ts';
 
-export const feedQuery = pageQuery(50);
+/** A position: the snapshot (µs), the last card's event time (µs) and its post id. */
+export const feedQuery = pageQuery(50, ['timestamp', 'timestamp', 'id']);
 
 /** The largest uuid: the first page's tie-breaker, so every event at the snapshot counts. */
 const lastUuid = 'ffffffff-ffff-ffff-ffff-ffffffffffff';
@@ -21,15 +21,14 @@ interface FeedPosition {
   postId: string;
 }
 
-const isMicros = (value: unknown): value is number => typeof value === 'number' && Number.isSafeInteger(value) && value >= 0;
-
-/** The decoded cursor checked before it reaches SQL: a forged one is 422, never a 500. */
-function feedPosition(cursor: CursorValue | undefined): FeedPosition | null {
+/**
+ * The decoded cursor (its shape checked by pageQuery) checked further before it reaches SQL: times
+ * after the epoch, the card not after the snapshot. A forged one is 422, never a 500.
+ */
+function feedPosition(cursor: z.output<typeof feedQuery>['cursor']): FeedPosition | null {
   if (cursor === undefined) return null;
   const [snapshotUs, atUs, postId] = cursor;
-  if (cursor.length !== 3 || !isMicros(snapshotUs) || !isMicros(atUs) || atUs > snapshotUs || !isUuid(postId)) {
-    throw new ApiError('VALIDATION_FAILED', { fields: { cursor: 'Invalid cursor' } });
-  }
+  if (atUs < 0 || atUs > snapshotUs) throw new ApiError('VALIDATION_FAILED', { fields: { cursor: 'Invalid cursor' } });
   return { snapshotUs, atUs, postId };
 }
 
