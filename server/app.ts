@@ -26,6 +26,7 @@ import { voteEndpoints } from './votes/routes.ts';
 import { commentEndpoints } from './comments/routes.ts';
 import { savedPostEndpoints } from './users/saved-posts.ts';
 import { notificationEndpoints } from './notifications/routes.ts';
+import { feedEndpoints } from './feeds/routes.ts';
 import { discussionEndpoints } from './discussions/routes.ts';
 import { savedDiscussionEndpoints } from './discussions/saved.ts';
 import { openApiRouter } from './openapi/router.ts';
@@ -48,6 +49,7 @@ export const allEndpoints: Endpoint[] = [
   ...commentEndpoints,
   ...savedPostEndpoints,
   ...notificationEndpoints,
+  ...feedEndpoints,
   ...discussionEndpoints,
   ...savedDiscussionEndpoints,
 ];
