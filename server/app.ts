@@ -1,5 +1,5 @@
 // The Express application: request context, JSON bodies (64 KiB), every resource's endpoints under
-// /api/v1, the OpenAPI document and docs page, the internal GraphQL API at /internal/graphql,
+// /api/v1, the OpenAPI document and docs page, /healthz and /readyz, the internal GraphQL API at /internal/graphql,
 // unknown routes, and the error envelope.
 import express from 'express';
 import type { Endpoint } from './http/endpoint.ts';
@@ -25,6 +25,7 @@ import { commentEndpoints } from './comments/routes.ts';
 import { savedPostEndpoints } from './users/saved-posts.ts';
 import { notificationEndpoints } from './notifications/routes.ts';
 import { openApiRouter } from './openapi/router.ts';
+import { healthRouter } from './health.ts';
 
 export const basePath = '/api/v1';
 
@@ -50,6 +51,9 @@ export function createApp(services: Services): express.Express {
   const app = express();
   app.disable('x-powered-by');
   app.set('etag', false);
+  app.use(services.metrics.requests());
+  // Probes come often: they are measured but not logged.
+  app.use(healthRouter(services.pools.api));
   app.use(requestContext(services.log));
   // Bodies are JSON whatever the declared content type; an empty body reads as {}.
   app.use(express.json({ limit: '64kb', type: () => true }));
@@ -63,6 +67,6 @@ export function createApp(services: Services): express.Express {
   app.use(services.graphql.handler);
 
   app.use((_req, _res, next) => next(new ApiError('ROUTE_NOT_FOUND')));
-  app.use(errorHandler(services.log));
+  app.use(errorHandler(services.log, services.outage));
   return app;
 }

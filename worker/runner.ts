@@ -3,6 +3,7 @@ import { run, type Runner, type TaskList } from 'graphile-worker';
 import type pg from 'pg';
 import { workerLogger, type Log } from '../logger.ts';
 import type { Storage } from '../server/uploads/storage.ts';
+import type { Metrics } from '../server/metrics.ts';
 import { deleteAsset } from './tasks/delete-asset.ts';
 import { hubNotificationFanout } from './tasks/hub-notification-fanout.ts';
 import { purgeExpiredAuth } from './tasks/purge-expired-auth.ts';
@@ -23,8 +24,13 @@ export function createTaskList({ storage }: WorkerDeps): TaskList {
 
 const crontab = ['0 * * * * purge_expired_auth ?max=1', '*/15 * * * * purge_expired_uploads ?max=1'].join('\n');
 
-export async function startWorker(pool: pg.Pool, log: Log, deps: WorkerDeps, { concurrency = 2 } = {}): Promise<Runner> {
-  return run({
+export async function startWorker(
+  pool: pg.Pool,
+  log: Log,
+  deps: WorkerDeps,
+  { concurrency = 2, metrics = undefined as Metrics | undefined } = {},
+): Promise<Runner> {
+  const runner = await run({
     pgPool: pool,
     taskList: createTaskList(deps),
     crontab,
@@ -33,4 +39,6 @@ export async function startWorker(pool: pg.Pool, log: Log, deps: WorkerDeps, { c
     pollInterval: 1000,
     logger: workerLogger(log),
   });
+  metrics?.watchWorker(runner.events);
+  return runner;
 }
