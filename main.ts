@@ -66,16 +66,17 @@ async function start(): Promise<void> {
   if (only !== 'worker' && !stopping) {
     const services = await createServices(config, log, pools, objects.storage, { metrics });
     await services.notificationHub.start(roleUrl(database.ownerUrl, 'authenticator'));
-    let server: Server | undefined;
+    // Until the API listens, stopping means ending the hub's connection (stop() is idempotent).
+    closers.push(() => services.notificationHub.stop());
+    const server = await listen(createApp(services), config.port, 'PORT');
     closers.push(async () => {
-      const closed = new Promise<void>((resolve) => (server ? server.close(() => resolve()) : resolve()));
+      const closed = new Promise<void>((resolve) => server.close(() => resolve()));
       // Open notification streams would hold the server open: end them, then the hub's connection.
       await services.notificationHub.stop();
       await closed;
       // After the last request, before the pools end (design.md: release the pgService first).
       await services.graphql.release();
     });
-    server = await listen(createApp(services), config.port, 'PORT');
     log.info(`API listening on http://localhost:${config.port}${basePath} (docs: ${basePath}/docs; internal GraphQL: ${internalGraphqlPath})`);
   }
   if (only !== 'api' && !stopping) {

@@ -98,6 +98,7 @@ async function placeForPostgresUser(account: Account, nativeDir: string, databas
   if (!(await reachable(account, path.dirname(databaseDir)))) {
     const key = createHash('sha256').update(databaseDir).digest('hex').slice(0, 12);
     dataDir = path.join('/var/lib/opinion-backend', `${path.basename(databaseDir)}-${key}`);
+    await mkdir(path.dirname(dataDir), { recursive: true, mode: 0o755 });
   }
   await mkdir(dataDir, { recursive: true, mode: 0o700 });
   await chown(dataDir, account.uid, account.gid);
