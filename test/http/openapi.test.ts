@@ -23,7 +23,9 @@ async function mountedRoutes(): Promise<string[]> {
   const walk = (stack: any[]) => {
     for (const layer of stack) {
       if (layer.route) {
-        for (const method of Object.keys(layer.route.methods)) routes.push(`${method} ${layer.route.path}`);
+        for (const path of [layer.route.path].flat()) {
+          for (const method of Object.keys(layer.route.methods)) routes.push(`${method} ${path}`);
+        }
       } else if (layer.handle?.stack) {
         walk(layer.handle.stack);
       }
@@ -46,7 +48,7 @@ describe('GET /api/v1/openapi.json', () => {
     expect(routes.length).toBeGreaterThan(15);
     for (const route of routes) {
       const [method, path] = route.split(' ') as [string, string];
-      if (path === '/openapi.json' || path === '/docs') continue;
+      if (['/openapi.json', '/docs', '/docs/', '/docs/assets/:file', '/healthz', '/readyz'].includes(path)) continue;
       const documented = path.replace(/:(\w+)/g, '{$1}');
       expect(document.paths[documented]?.[method], route).toBeDefined();
     }
@@ -65,10 +67,16 @@ describe('GET /api/v1/openapi.json', () => {
     }
   });
 
-  it('serves a readable docs page', async () => {
-    const page = await app.get('/docs');
-    expect(page.status).toBe(200);
-    expect(page.headers.get('content-type')).toContain('text/html');
-    expect(page.text).toContain('openapi.json');
+  it('serves the docs page with and without the trailing slash, and its assets from this server', async () => {
+    for (const path of ['/docs', '/docs/']) {
+      const page = await app.get(path);
+      expect(page.status).toBe(200);
+      expect(page.headers.get('content-type')).toContain('text/html');
+      expect(page.text).toContain('src="/api/v1/docs/assets/swagger-ui-bundle.js"');
+    }
+    const script = await app.get('/docs/assets/swagger-ui-bundle.js');
+    expect(script.status).toBe(200);
+    expect(script.headers.get('content-type')).toContain('javascript');
+    expect((await app.get('/docs/assets/index.html')).status).toBe(404);
   });
 });

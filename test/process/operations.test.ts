@@ -13,10 +13,12 @@ import { answers, startProcess, type RunningProcess } from '../helpers/process.t
 class CuttableProxy {
   #server: net.Server | undefined;
   #sockets = new Set<net.Socket>();
-  constructor(
-    readonly port: number,
-    readonly target: { host: string; port: number },
-  ) {}
+  readonly port: number;
+  readonly target: { host: string; port: number };
+  constructor(port: number, target: { host: string; port: number }) {
+    this.port = port;
+    this.target = target;
+  }
   async open(): Promise<void> {
     this.#server = net.createServer((socket) => {
       const upstream = net.connect(this.target.port, this.target.host);
