@@ -16,7 +16,7 @@ const onboardingStatus = z.object({
   contacts_synced: z.boolean(),
   contactsSyncedAt: z.string().nullable(),
   nextStep: z.enum(['profile_basics', 'media', 'phone', 'contacts', 'done']),
-});
+}).meta({ id: 'OnboardingStatus' });
 
 async function readStatus(tx: RequestTransaction): Promise<z.input<typeof onboardingStatus>> {
   const { rows } = await tx.query<{

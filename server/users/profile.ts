@@ -14,7 +14,7 @@ export const publicProfile = z.object({
   stats: z.object({ votesCast: z.number(), votesReceived: z.number() }),
   adminHubs: z.array(z.object({ id: z.string(), name: z.string(), profilePhotoUrl: z.string().nullable() })),
   viewer: z.object({ follows: z.boolean(), followedBy: z.boolean(), blocked: z.boolean() }).nullable(),
-});
+}).meta({ id: 'PublicProfile' });
 
 export const ownProfile = publicProfile.extend({
   editable: z.object({

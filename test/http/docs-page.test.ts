@@ -36,7 +36,7 @@ describe('the docs page in headless Chromium', () => {
       await operation.waitFor({ timeout: 40_000 });
       expect(await page.locator('.opblock').count()).toBeGreaterThan(50);
       // A named component schema is listed in the schemas section.
-      await page.locator('.models .json-schema-2020-12__title', { hasText: 'ErrorEnvelope' }).first().waitFor({ timeout: 20_000 });
+      await page.locator('.models .json-schema-2020-12__title', { hasText: 'PostCard' }).first().waitFor({ timeout: 20_000 });
       expect(elsewhere).toEqual([]);
       await page.close();
     });

@@ -80,3 +80,40 @@ describe('GET /api/v1/openapi.json', () => {
     expect((await app.get('/docs/assets/index.html')).status).toBe(404);
   });
 });
+
+describe('named schemas and examples', () => {
+  it('names the resource shapes in components.schemas and refers to them', () => {
+    const names = Object.keys(document.components.schemas);
+    for (const name of ['PostCard', 'UserLite', 'Hub', 'Notification', 'Session', 'ErrorEnvelope', 'Comment', 'VoteSummary']) expect(names).toContain(name);
+    const card = document.paths['/posts/{postId}'].get.responses['200'].content['application/json'].schema.properties.data;
+    expect(card).toEqual({ $ref: '#/components/schemas/PostCard' });
+    expect(document.components.schemas.PostCard.properties.author).toEqual({ $ref: '#/components/schemas/UserLite' });
+    const refs = [...JSON.stringify(document).matchAll(/"\$ref":"#\/components\/schemas\/(\w+)"/g)].map((m) => m[1]);
+    for (const ref of refs) expect(names, ref).toContain(ref);
+  });
+
+  it('gives every operation an example for its body and each of its responses', () => {
+    for (const [path, operations] of Object.entries<any>(document.paths)) {
+      for (const [method, operation] of Object.entries<any>(operations)) {
+        if (operation.requestBody) expect(operation.requestBody.content['application/json'].example, `${method} ${path}`).toBeDefined();
+        for (const [status, response] of Object.entries<any>(operation.responses)) {
+          const json = response.content?.['application/json'];
+          if (!json) continue;
+          expect(json.example, `${method} ${path} ${status}`).toBeDefined();
+          expect(json.example.success).toBe(Number(status) < 400);
+          if (Number(status) >= 400) expect(errorCatalog[json.example.error.code as keyof typeof errorCatalog][0]).toBe(Number(status));
+        }
+      }
+    }
+  });
+
+  it("gives request examples that the endpoint's own schema accepts", async () => {
+    const { allEndpoints } = await import('../../server/app.ts');
+    for (const definition of allEndpoints) {
+      if (!definition.body) continue;
+      const example = document.paths[definition.path][definition.method].requestBody.content['application/json'].example;
+      const parsed = definition.body.safeParse(example);
+      expect(parsed.success, `${definition.method} ${definition.path}: ${JSON.stringify(parsed.error?.issues)}`).toBe(true);
+    }
+  });
+});
