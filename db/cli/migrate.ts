@@ -6,6 +6,6 @@ import { openDatabase } from '../database.ts';
 
 const config = loadConfig();
 const log = createLogger(config.logLevel);
-const database = await openDatabase(config);
+const database = await openDatabase({ ...config, migrateOnStart: true });
 log.info(`migrated: ${database.location}`);
 await database.stop();
