@@ -39,13 +39,29 @@ const server = createApp(services).listen(0, '127.0.0.1');
 await new Promise((resolve) => server.once('listening', resolve));
 const base = `http://127.0.0.1:${(server.address() as AddressInfo).port}/api/v1`;
 
-async function call(method: string, path: string, body?: unknown, token?: string): Promise<any> {
+const print = (line: string) => process.stdout.write(`${line}\n`);
+
+// The fields of response bodies the seed reads (the API's own shapes are in the OpenAPI document).
+interface Data {
+  accessToken: string;
+  user: { id: string };
+  nextStep: string;
+  uploadId: string;
+  uploadUrl: string;
+  headers: Record<string, string>;
+  assetId: string;
+  hubId: string;
+  invitations: { invitationId: string }[];
+  id: string;
+}
+
+async function call(method: string, path: string, body?: unknown, token?: string): Promise<Data> {
   const response = await fetch(`${base}${path}`, {
     method,
     headers: { 'content-type': 'application/json', ...(token ? { authorization: `Bearer ${token}` } : {}) },
     body: body === undefined ? undefined : JSON.stringify(body),
   });
-  const json = (await response.json()) as { success: boolean; data?: unknown; error?: { code: string } };
+  const json = (await response.json()) as { success: boolean; data: Data; error?: { code: string } };
   if (!json.success) throw new Error(`${method} ${path}: ${response.status} ${json.error?.code}`);
   return json.data;
 }
@@ -69,7 +85,7 @@ try {
     const session = await call('POST', '/auth/otp/verify', { phoneCountryCode: person.phoneCountryCode, phoneNumber: person.phoneNumber, code });
     const status = await call('GET', '/users/me/onboarding/status', undefined, session.accessToken);
     if (status.nextStep !== 'profile_basics' && person === people[0]) {
-      console.log('This database is seeded already.');
+      print('This database is seeded already.');
       throw Object.assign(new Error('seeded'), { seeded: true });
     }
     await call('PUT', '/users/me/onboarding/profile-basics', { fullName: person.fullName, username: person.username, acceptTerms: true }, session.accessToken);
@@ -97,7 +113,7 @@ try {
     for (const member of hub.members) {
       const person = people[member] as (typeof people)[number];
       const invited = await call('POST', `/hubs/${created.hubId}/invitations`, { invitees: [{ phoneCountryCode: person.phoneCountryCode, phoneNumber: person.phoneNumber }] }, token(hub.owner));
-      await call('POST', `/hub-invitations/${invited.invitations[0].invitationId}/accept`, undefined, token(member));
+      await call('POST', `/hub-invitations/${invited.invitations[0]?.invitationId}/accept`, undefined, token(member));
     }
   }
 
@@ -115,7 +131,7 @@ try {
     const created = await call('POST', '/posts', { ...body, ...(hubIndexes ? { hubIds: hubIndexes.map((i) => hubIds[i]) } : {}) }, token(author));
     for (const [voter, position] of Object.entries(votes)) await call('POST', `/posts/${created.id}/vote`, { position }, token(Number(voter)));
   }
-  console.log(`Seeded ${people.length} people, ${follows.length} follows, ${hubs.length} hubs, ${posts.length} posts (${database.location}).`);
+  print(`Seeded ${people.length} people, ${follows.length} follows, ${hubs.length} hubs, ${posts.length} posts (${database.location}).`);
 } catch (error) {
   if (!(error as { seeded?: boolean }).seeded) throw error;
 } finally {
@@ -127,7 +143,7 @@ try {
   await database.stop();
 }
 
-console.log('\nSign in with these phones (country code +1) and the code below:');
-for (const person of people) console.log(`  ${person.phoneNumber}  ${person.fullName} (@${person.username})`);
-console.log(`\nStart the service with fixed codes for them:\n  OTP_TEST_CODES='${people.map((person) => `${e164(person)}=${code}`).join(',')}' npm start`);
-console.log('(without it, development writes each sign-in code to the server log.)');
+print('\nSign in with these phones (country code +1) and the code below:');
+for (const person of people) print(`  ${person.phoneNumber}  ${person.fullName} (@${person.username})`);
+print(`\nStart the service with fixed codes for them:\n  OTP_TEST_CODES='${people.map((person) => `${e164(person)}=${code}`).join(',')}' npm start`);
+print('(without it, development writes each sign-in code to the server log.)');
