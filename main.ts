@@ -32,9 +32,11 @@ const started = Date.now();
 const closers: (() => Promise<void>)[] = [];
 
 let stopping = false;
+const startupAborted = new AbortController();
 async function shutdown(signal: string, exitCode = 0): Promise<void> {
   if (stopping) return;
   stopping = true;
+  startupAborted.abort();
   log.info(`${signal}: shutting down`);
   // Requests in flight get 10 s to finish; then the process leaves regardless.
   setTimeout(() => {
@@ -51,7 +53,7 @@ process.on('SIGTERM', () => void shutdown('SIGTERM'));
 
 async function start(): Promise<void> {
   log.info(`starting (${config.databaseUrl ? 'DATABASE_URL' : `embedded data in ${config.dataDir}`})`);
-  const database = await openDatabase(config);
+  const database = await openDatabase(config, startupAborted.signal);
   closers.push(() => database.stop());
   const objects = await openStorage(config);
   closers.push(() => objects.stop());
@@ -104,6 +106,7 @@ async function listen(app: { listen(port: number): Server }, port: number, setti
 
 const startup = start();
 startup.catch((error: unknown) => {
+  if (stopping) return; // a shutdown during startup: it ends the process
   if (error instanceof StartupError) log.fatal(error.message);
   else log.fatal({ err: error instanceof Error ? { message: error.message, stack: error.stack } : error }, 'startup failed');
   void shutdown('startup failure', 1);

@@ -28,15 +28,17 @@ async function checkReachable(ownerUrl: string, name: string): Promise<void> {
   }
 }
 
-export async function openDatabase(config: Config): Promise<Database> {
+/** `signal`: a shutdown during startup; the embedded database then stops before migrating. */
+export async function openDatabase(config: Config, signal?: AbortSignal): Promise<Database> {
   if (config.databaseUrl) {
     await checkReachable(config.databaseUrl, 'DATABASE_URL');
     if (config.migrateOnStart) await migrate(config.databaseUrl);
     const url = new URL(config.databaseUrl);
     return { ownerUrl: config.databaseUrl, location: `${url.host}${url.pathname}`, stop: async () => {} };
   }
-  const embedded = await startEmbeddedPostgres(config.dataDir);
+  const embedded = await startEmbeddedPostgres(config.dataDir, signal ? { signal } : {});
   try {
+    signal?.throwIfAborted();
     await checkReachable(embedded.url, 'embedded');
     await migrate(embedded.url);
   } catch (error) {

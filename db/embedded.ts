@@ -111,14 +111,16 @@ async function placeForPostgresUser(account: Account, nativeDir: string, databas
 }
 
 /** Runs a program to completion, failing with the last lines it wrote. */
-async function runToEnd(command: string, args: string[], account: Account | undefined): Promise<void> {
-  const child = spawn(command, args, { ...account, stdio: ['ignore', 'ignore', 'pipe'], env: { ...process.env, LC_MESSAGES: 'C' } });
+async function runToEnd(command: string, args: string[], account: Account | undefined, signal: AbortSignal | undefined): Promise<void> {
+  // An abort sends SIGTERM: initdb then removes what it created.
+  const child = spawn(command, args, { ...account, signal, stdio: ['ignore', 'ignore', 'pipe'], env: { ...process.env, LC_MESSAGES: 'C' } });
   let stderr = '';
   child.stderr.on('data', (chunk: Buffer) => (stderr = (stderr + chunk.toString()).slice(-2000)));
   const code = await new Promise<number | null>((resolve, reject) => {
-    child.once('error', reject);
+    child.once('error', (error) => (signal?.aborted ? undefined : reject(error)));
     child.once('exit', resolve);
   });
+  signal?.throwIfAborted();
   if (code !== 0) throw new StartupError(`${path.basename(command)} failed: ${lastLine(stderr)}`);
 }
 
@@ -126,7 +128,7 @@ function lastLine(text: string): string {
   return text.trim().split('\n').filter(Boolean).at(-1)?.trim() ?? '(no output)';
 }
 
-async function initialise(binaries: string, dataDir: string, password: string, account: Account | undefined): Promise<void> {
+async function initialise(binaries: string, dataDir: string, password: string, account: Account | undefined, signal: AbortSignal | undefined): Promise<void> {
   const passwordFile = path.join(os.tmpdir(), `opinion-pg-${randomBytes(6).toString('hex')}`);
   await writeFile(passwordFile, `${password}\n`, { mode: 0o600 });
   try {
@@ -143,6 +145,7 @@ async function initialise(binaries: string, dataDir: string, password: string, a
         '--lc-messages=C',
       ],
       account,
+      signal,
     );
   } finally {
     await rm(passwordFile, { force: true });
@@ -160,6 +163,8 @@ export async function startEmbeddedPostgres(
     durable = true,
     databaseDir = path.join(dataDir, 'pg'),
     nativeDir = undefined as string | undefined,
+    /** Aborted (a shutdown during startup): no server is started after initdb. */
+    signal = undefined as AbortSignal | undefined,
   } = {},
 ): Promise<EmbeddedDatabase> {
   const password = localSecret(dataDir, 'postgres');
@@ -167,7 +172,8 @@ export async function startEmbeddedPostgres(
   let binaries = nativeDir ?? (await packagedBinaries());
   let clusterDir = databaseDir;
   if (account) ({ binaries, dataDir: clusterDir } = await placeForPostgresUser(account, binaries, databaseDir));
-  if (!existsSync(path.join(clusterDir, 'PG_VERSION'))) await initialise(binaries, clusterDir, password, account);
+  if (!existsSync(path.join(clusterDir, 'PG_VERSION'))) await initialise(binaries, clusterDir, password, account, signal);
+  signal?.throwIfAborted();
 
   const port = await freePort();
   const server = spawn(
