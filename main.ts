@@ -82,7 +82,7 @@ async function start(): Promise<void> {
     log.info(`API listening on http://localhost:${config.port}${basePath} (docs: ${basePath}/docs; internal GraphQL: ${internalGraphqlPath})`);
   }
   if (only !== 'api' && !stopping) {
-    const runner = await startWorker(pools.worker, log, { storage: objects.storage }, { metrics });
+    const runner = await startWorker(pools.worker, log, { storage: objects.storage }, { watch: (events) => metrics.watchWorker(events) });
     closers.push(() => runner.stop());
     log.info('worker running');
   }

@@ -28,6 +28,13 @@ export interface Services {
   outage: DatabaseOutage;
 }
 
+// Handlers see these services (server/http/endpoint.ts declares the name and knows nothing else).
+type AppServices = Services;
+declare module './http/endpoint.ts' {
+  // eslint-disable-next-line @typescript-eslint/no-empty-object-type
+  interface Services extends AppServices {}
+}
+
 /** Adapters a deployment (or a test) plugs in instead of the configured ones. */
 export interface ServiceOverrides {
   otpSender?: OtpSender;

@@ -1,16 +1,15 @@
 // The graphile-worker runner: the task list (one file per task in worker/tasks) and the schedule.
-import { run, type Runner, type TaskList } from 'graphile-worker';
+import { run, type Runner, type TaskList, type WorkerEvents } from 'graphile-worker';
 import type pg from 'pg';
 import { workerLogger, type Log } from '../logger.ts';
-import type { Storage } from '../server/uploads/storage.ts';
-import type { Metrics } from '../server/metrics.ts';
+import type { ObjectStore } from './object-store.ts';
 import { deleteAsset } from './tasks/delete-asset.ts';
 import { hubNotificationFanout } from './tasks/hub-notification-fanout.ts';
 import { purgeExpiredAuth } from './tasks/purge-expired-auth.ts';
 import { purgeExpiredUploads } from './tasks/purge-expired-uploads.ts';
 
 export interface WorkerDeps {
-  storage: Storage;
+  storage: ObjectStore;
 }
 
 export function createTaskList({ storage }: WorkerDeps): TaskList {
@@ -24,11 +23,12 @@ export function createTaskList({ storage }: WorkerDeps): TaskList {
 
 const crontab = ['0 * * * * purge_expired_auth ?max=1', '*/15 * * * * purge_expired_uploads ?max=1'].join('\n');
 
+/** `watch` receives the runner's events (main.ts counts jobs for the metrics). */
 export async function startWorker(
   pool: pg.Pool,
   log: Log,
   deps: WorkerDeps,
-  { concurrency = 2, metrics = undefined as Metrics | undefined } = {},
+  { concurrency = 2, watch = undefined as ((events: WorkerEvents) => void) | undefined } = {},
 ): Promise<Runner> {
   const runner = await run({
     pgPool: pool,
@@ -39,6 +39,6 @@ export async function startWorker(
     pollInterval: 1000,
     logger: workerLogger(log),
   });
-  metrics?.watchWorker(runner.events);
+  watch?.(runner.events);
   return runner;
 }

@@ -10,7 +10,7 @@ import { PostGraphileAmberPreset } from 'postgraphile/presets/amber';
 import { makePgService } from 'postgraphile/adaptors/pg';
 import { GraphQLError } from 'postgraphile/graphql';
 import type {} from 'postgraphile/grafserv/express/v4';
-import { translateDatabaseError } from '../../db/errors.ts';
+import { translateDatabaseError } from '../http/database-errors.ts';
 import type { Log } from '../../logger.ts';
 import { ApiError } from '../http/errors.ts';
 import { Xid8CodecPlugin } from './codecs.ts';

@@ -1,7 +1,7 @@
 // Every failure ends here and leaves as a catalogued error envelope: body parser failures (400, 413),
 // catalogued ApiErrors, database errors mapped by db/errors.ts, and anything else as a bare 500.
 import type { NextFunction, Request, Response } from 'express';
-import { translateDatabaseError } from '../../db/errors.ts';
+import { translateDatabaseError } from './database-errors.ts';
 import type { Log } from '../../logger.ts';
 import type { DatabaseOutage } from '../outage.ts';
 import { sendError } from './envelope.ts';

@@ -3,9 +3,8 @@
 import type { NextFunction, Request, Response } from 'express';
 import { RequestTransaction } from '../../db/request-transaction.ts';
 import { anonymousViewer } from '../../db/viewer.ts';
-import type { Services } from '../services.ts';
 import { authenticate, requireLevel } from './auth.ts';
-import type { Endpoint } from './endpoint.ts';
+import type { Endpoint, Services } from './endpoint.ts';
 import { sendSuccess } from './envelope.ts';
 import { requireIds } from './ids.ts';
 import { parseOrFail } from './validation.ts';

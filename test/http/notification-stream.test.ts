@@ -5,13 +5,12 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import path from 'node:path';
 import { EventSource } from 'eventsource';
-import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { freePort } from '../../db/embedded.ts';
 import { startTestApp, type TestApp } from '../helpers/app.ts';
 import { createClient } from '../helpers/client.ts';
 import { addMember, createHub } from '../helpers/hubs.ts';
-import { endsWithin, insertNotification, openStream, sleep, type TestStream } from '../helpers/notifications.ts';
+import { endsWithin, insertNotification, listenTo, openStream, sleep, type TestStream } from '../helpers/notifications.ts';
 import { anonymousUser, userAtLevel, type TestUser } from '../helpers/users.ts';
 
 let app: TestApp;
@@ -217,16 +216,12 @@ describe('sessions', () => {
   });
 
   it('announces a revocation with the session id only', async () => {
-    const listener = new pg.Client({ connectionString: app.ownerUrl });
-    await listener.connect();
-    const payloads: string[] = [];
-    listener.on('notification', (message) => payloads.push(`${message.channel}:${message.payload}`));
-    await listener.query('listen session_revoked');
+    const listener = await listenTo(app, 'session_revoked');
     try {
       const user = await anonymousUser(app);
       await app.post('/auth/logout', { refreshToken: user.refreshToken, logoutFromAllDevices: false }, { token: user.token });
       await sleep(200);
-      expect(payloads).toEqual([`session_revoked:${sessionOf(user)}`]);
+      expect(listener.payloads).toEqual([sessionOf(user)]);
     } finally {
       await listener.end();
     }
@@ -235,11 +230,8 @@ describe('sessions', () => {
 
 describe('coalesced announcements', () => {
   it('announces 50 rows written by 50 transactions with a few notifies carrying transaction ids only, and delivers all 50', async () => {
-    const listener = new pg.Client({ connectionString: app.ownerUrl });
-    await listener.connect();
-    const payloads: string[] = [];
-    listener.on('notification', (message) => payloads.push(message.payload ?? ''));
-    await listener.query('listen notifications');
+    const listener = await listenTo(app, 'notifications');
+    const { payloads } = listener;
     try {
       const user = await anonymousUser(app);
       const stream = await streamOf(user);
@@ -262,15 +254,11 @@ describe('coalesced announcements', () => {
   });
 
   it('announces nothing while no notification is written', async () => {
-    const listener = new pg.Client({ connectionString: app.ownerUrl });
-    await listener.connect();
-    let count = 0;
-    listener.on('notification', () => (count += 1));
-    await listener.query('listen notifications');
+    const listener = await listenTo(app, 'notifications');
     try {
       await anonymousUser(app); // other writes (sessions, users) are not announced
       await sleep(300);
-      expect(count).toBe(0);
+      expect(listener.payloads).toEqual([]);
     } finally {
       await listener.end();
     }
