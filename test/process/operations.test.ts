@@ -6,6 +6,7 @@ import net from 'node:net';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { freePort } from '../../db/embedded.ts';
+import { rolePassword, roleUrl } from '../../db/roles.ts';
 import { databaseUrl } from '../helpers/global-setup.ts';
 import { answers, startProcess, type RunningProcess } from '../helpers/process.ts';
 
@@ -83,6 +84,19 @@ async function metric(name: string, labels: string): Promise<number | undefined>
   const line = text.split('\n').find((l) => l.startsWith(`${name}{`) && l.includes(labels));
   return line === undefined ? undefined : Number(line.split(' ').at(-1));
 }
+
+describe('a process reaching the database through a proxy', () => {
+  it('derives the same login-role passwords as every other process (roles are cluster-wide)', async () => {
+    const direct = databaseUrl(adminUrl, database);
+    const proxied = new URL(direct);
+    proxied.host = `127.0.0.1:${proxy.port}`;
+    for (const role of ['authenticator', 'app_worker'] as const) expect(rolePassword(proxied.toString(), role)).toBe(rolePassword(direct, role));
+    // This file's process migrated through the proxy at startup; a direct login still works.
+    const client = new pg.Client({ connectionString: roleUrl(direct, 'authenticator') });
+    await client.connect();
+    await client.end();
+  });
+});
 
 describe('health, readiness and metrics', () => {
   it('answers /healthz and /readyz outside /api/v1 without a token', async () => {
