@@ -32,6 +32,8 @@ export interface Config {
     port: number;
   };
   adminApiToken: string | undefined;
+  /** Express's trust-proxy setting: which proxies' X-Forwarded-For entries give the client address. */
+  trustProxy: boolean | number | string;
   publicWebBaseUrl: string;
   /** The notification stream (contract section 9): a `: ping` comment every pingSeconds, closed after maxSeconds. */
   sse: { pingSeconds: number; maxSeconds: number };
@@ -91,6 +93,14 @@ function databaseUrl(raw: string | undefined): string | undefined {
 
 const logLevels = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'];
 
+/** TRUST_PROXY: unset or `false` trusts no proxy; `true`, a hop count, or Express's list of addresses, subnets and names (`loopback`, `uniquelocal`...). */
+function parseTrustProxy(raw: string | undefined): boolean | number | string {
+  if (raw === undefined || raw === '' || raw === 'false') return false;
+  if (raw === 'true') return true;
+  if (/^\d+$/.test(raw)) return Number(raw);
+  return raw;
+}
+
 function parseOtpTestCodes(raw: string | undefined): Map<string, string> {
   const codes = new Map<string, string>();
   for (const pair of (raw ?? '').split(',')) {
@@ -138,6 +148,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       port: s3Port,
     },
     adminApiToken: env.ADMIN_API_TOKEN || undefined,
+    trustProxy: parseTrustProxy(env.TRUST_PROXY),
     publicWebBaseUrl: httpUrl('PUBLIC_WEB_BASE_URL', env.PUBLIC_WEB_BASE_URL, `http://localhost:${port}`),
     sse: {
       pingSeconds: positiveSeconds('SSE_PING_SECONDS', env.SSE_PING_SECONDS, 25),

@@ -12,7 +12,7 @@ import { openDatabase } from './db/database.ts';
 import { createPools } from './db/pools.ts';
 import { roleUrl } from './db/roles.ts';
 import { createServices } from './server/services.ts';
-import { createApp, basePath } from './server/app.ts';
+import { createServer, basePath } from './server/app.ts';
 import { internalGraphqlPath } from './server/graphql/mount.ts';
 import { startWorker } from './worker/runner.ts';
 import { openStorage } from './server/uploads/open-storage.ts';
@@ -70,7 +70,7 @@ async function start(): Promise<void> {
     await services.notificationHub.start(roleUrl(database.ownerUrl, 'authenticator'));
     // Until the API listens, stopping means ending the hub's connection (stop() is idempotent).
     closers.push(() => services.notificationHub.stop());
-    const server = await listen(createApp(services), config.port, 'PORT');
+    const server = await listen(createServer(services), config.port, 'PORT');
     closers.push(async () => {
       const closed = new Promise<void>((resolve) => server.close(() => resolve()));
       // Open notification streams would hold the server open: end them, then the hub's connection.

@@ -274,6 +274,22 @@ $$;
 
 
 --
+-- Name: access_level_of(text, text, timestamp with time zone, boolean, timestamp with time zone, timestamp with time zone); Type: FUNCTION; Schema: app; Owner: -
+--
+
+CREATE FUNCTION app.access_level_of(p_full_name text, p_username text, p_terms_accepted_at timestamp with time zone, p_has_phone boolean, p_media_completed_at timestamp with time zone, p_contacts_synced_at timestamp with time zone) RETURNS integer
+    LANGUAGE sql IMMUTABLE
+    AS $$
+  select case
+    when p_full_name is null or p_username is null or p_terms_accepted_at is null then 1
+    when not p_has_phone or p_media_completed_at is null then 2
+    when p_contacts_synced_at is null then 3
+    else 4
+  end
+$$;
+
+
+--
 -- Name: acknowledge_contacts(); Type: FUNCTION; Schema: app; Owner: -
 --
 
@@ -377,10 +393,12 @@ $$;
 --
 
 CREATE FUNCTION app.can_see_post(p_post_id uuid) RETURNS boolean
-    LANGUAGE sql STABLE SECURITY DEFINER
+    LANGUAGE plpgsql STABLE SECURITY DEFINER
     SET search_path TO 'pg_catalog'
     AS $$
-  select coalesce((select app.post_visible_to(p, app.viewer_id(), app.viewer_block_list()) from app.posts p where p.id = p_post_id), false)
+begin
+  return coalesce((select app.post_visible_to(p, app.viewer_id(), app.viewer_block_list()) from app.posts p where p.id = p_post_id), false);
+end
 $$;
 
 
@@ -394,20 +412,35 @@ CREATE FUNCTION app.cast_vote(p_post_id uuid, p_position app.vote_position, OUT 
     AS $$
 #variable_conflict use_column
 declare
-  v_post app.posts;
   v_viewer uuid := app.viewer_id();
+  v_author uuid;
+  v_visibility app.post_visibility;
+  v_votable boolean;
+  v_visible boolean;
+  v_slot smallint := floor(random() * 16)::smallint;
+  v_rows int;
+  v_level int;
 begin
-  select * into v_post from app.posts p where p.id = p_post_id;
-  if not found or not app.can_see_post(p_post_id) then
+  -- One statement reads what every check needs: visibility, the viewer's level, the post, and the
+  -- hubs where this vote would count (read-only; used only once the checks pass).
+  select p.author_id, p.visibility, p.slider_text is not null, app.post_visible_to(p, v_viewer, app.viewer_block_list()),
+         app.user_access_level(v_viewer),
+         (select coalesce(array_agg(ph.hub_id order by ph.hub_id), '{}') from app.post_hubs ph
+          where ph.post_id = p.id and app.is_active_member(ph.hub_id, v_viewer))
+    into v_author, v_visibility, v_votable, v_visible, v_level, hub_ids
+    from app.posts p where p.id = p_post_id;
+  if not coalesce(v_visible, false) then
     perform app.fail('POST_NOT_FOUND');
   end if;
-  perform app.require_level(2);
-  if v_post.visibility = 'private_locked_hub' and v_post.author_id <> v_viewer
+  if coalesce(v_level, 0) < 2 then
+    perform app.require_level(2);
+  end if;
+  if v_visibility = 'private_locked_hub' and v_author <> v_viewer
      and not exists (select from app.post_hubs ph where ph.post_id = p_post_id and ph.kind = 'target'
                      and app.is_active_member(ph.hub_id, v_viewer)) then
     perform app.fail('VOTE_NOT_ALLOWED');
   end if;
-  if v_post.slider_text is null then
+  if not v_votable then
     perform app.fail('POST_NOT_VOTABLE');
   end if;
   insert into app.vote_receipts (post_id, user_id) values (p_post_id, v_viewer)
@@ -416,19 +449,30 @@ begin
   if voted_at is null then
     perform app.fail('VOTE_ALREADY_CAST');
   end if;
-  select coalesce(array_agg(ph.hub_id order by ph.hub_id), '{}') into hub_ids
-  from app.post_hubs ph where ph.post_id = p_post_id and app.is_active_member(ph.hub_id, v_viewer);
   insert into app.vote_scope_receipts (post_id, user_id, hub_id)
     select p_post_id, v_viewer, scope from unnest(array[null::uuid] || hub_ids) scope;
-  insert into app.vote_counters as c (post_id, hub_id, position, slot, count)
-    select p_post_id, scope, p_position, floor(random() * 16)::smallint, 1 from unnest(array[null::uuid] || hub_ids) scope
-    on conflict (post_id, hub_id, position, slot) do update set count = c.count + 1;
-  if v_post.author_id <> v_viewer then
-    insert into app.notifications (recipient_id, type, actor_id, post_id) values (v_post.author_id, 'post_voted', v_viewer, p_post_id);
+  if v_author <> v_viewer then
+    insert into app.notifications (recipient_id, type, actor_id, post_id) values (v_author, 'post_voted', null, p_post_id);
   end if;
   perform app_private.record_activity(p_post_id, 'post_voted');
-  perform app_private.touch_hub_activity(h, v_viewer) from unnest(hub_ids) h;
-  select array_agg(t.votes order by t.vote_position) into global_tally from app.vote_tally(p_post_id, null) t;
+  if cardinality(hub_ids) > 0 then
+    perform app_private.touch_hub_activity(h, v_viewer) from unnest(hub_ids) h;
+  end if;
+  update app.vote_counters c
+    set strong_left_count = c.strong_left_count + (p_position = 'strong_left')::int,
+        left_count = c.left_count + (p_position = 'left')::int,
+        neutral_count = c.neutral_count + (p_position = 'neutral')::int,
+        right_count = c.right_count + (p_position = 'right')::int,
+        strong_right_count = c.strong_right_count + (p_position = 'strong_right')::int
+    where c.post_id = p_post_id and c.slot = v_slot and (c.hub_id is null or c.hub_id = any (hub_ids));
+  get diagnostics v_rows = row_count;
+  if v_rows <> 1 + cardinality(hub_ids) then
+    raise exception 'vote counters missing for a scope of post %', p_post_id;
+  end if;
+  select array[coalesce(sum(c.strong_left_count), 0), coalesce(sum(c.left_count), 0), coalesce(sum(c.neutral_count), 0),
+               coalesce(sum(c.right_count), 0), coalesce(sum(c.strong_right_count), 0)]::bigint[]
+    into global_tally
+    from app.vote_counters c where c.post_id = p_post_id and c.hub_id is null;
 end
 $$;
 
@@ -465,10 +509,12 @@ $$;
 -- Name: check_upload(uuid, app.upload_purpose); Type: FUNCTION; Schema: app; Owner: -
 --
 
-CREATE FUNCTION app.check_upload(p_upload_id uuid, p_purpose app.upload_purpose, OUT object_key text, OUT content_length bigint) RETURNS record
+CREATE FUNCTION app.check_upload(p_upload_id uuid, p_purpose app.upload_purpose, OUT object_key text, OUT content_length bigint, OUT content_type text) RETURNS record
     LANGUAGE sql SECURITY DEFINER
     SET search_path TO 'pg_catalog'
-    AS $$ select i.object_key, i.content_length from app_private.completable_upload(p_upload_id, p_purpose, false) i $$;
+    AS $$
+  select i.object_key, i.content_length, i.content_type from app_private.completable_upload(p_upload_id, p_purpose, false) i
+$$;
 
 
 --
@@ -550,6 +596,23 @@ begin
             lower(p_checksum), v_intent.object_key)
     returning * into v_asset;
   return v_asset;
+end
+$$;
+
+
+--
+-- Name: consume_address_limit(text, text); Type: FUNCTION; Schema: app; Owner: -
+--
+
+CREATE FUNCTION app.consume_address_limit(p_bucket text, p_address text) RETURNS integer
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog'
+    AS $$
+begin
+  if p_bucket not in ('otp_request', 'anonymous_session') then
+    raise exception 'unknown address limit %', p_bucket;
+  end if;
+  return app_private.consume_sliding_limit('address:' || p_bucket || ':' || p_address, 30, interval '5 minutes');
 end
 $$;
 
@@ -922,6 +985,37 @@ $$;
 
 
 --
+-- Name: hub_last_activity_at(uuid); Type: FUNCTION; Schema: app; Owner: -
+--
+
+CREATE FUNCTION app.hub_last_activity_at(p_hub_id uuid) RETURNS timestamp with time zone
+    LANGUAGE plpgsql STABLE SECURITY DEFINER
+    SET search_path TO 'pg_catalog'
+    AS $$
+begin
+  return greatest(
+    (select h.last_activity_at from app.hubs h where h.id = p_hub_id),
+    (select max(a.last_active_at) from app.hub_activity a where a.hub_id = p_hub_id));
+end
+$$;
+
+
+--
+-- Name: hub_member_roster(uuid); Type: FUNCTION; Schema: app; Owner: -
+--
+
+CREATE FUNCTION app.hub_member_roster(p_hub_id uuid) RETURNS TABLE(user_id uuid, role app.hub_role, joined_at timestamp with time zone)
+    LANGUAGE sql STABLE SECURITY DEFINER
+    SET search_path TO 'pg_catalog'
+    AS $$
+  select m.user_id, m.role, m.joined_at
+  from app.hub_memberships m
+  where m.hub_id = p_hub_id
+    and (m.user_id = app.viewer_id() or m.hub_id = any (app.viewer_related_hub_ids()))
+$$;
+
+
+--
 -- Name: idp_session(text, text, bytea); Type: FUNCTION; Schema: app; Owner: -
 --
 
@@ -982,11 +1076,13 @@ $$;
 --
 
 CREATE FUNCTION app.is_active_member(p_hub_id uuid, p_user_id uuid) RETURNS boolean
-    LANGUAGE sql STABLE SECURITY DEFINER
+    LANGUAGE plpgsql STABLE SECURITY DEFINER
     SET search_path TO 'pg_catalog'
     AS $$
-  select exists (select from app.hub_memberships m where m.hub_id = p_hub_id and m.user_id = p_user_id)
-     and coalesce(app.user_access_level(p_user_id) >= 4, false)
+begin
+  return exists (select from app.hub_memberships m where m.hub_id = p_hub_id and m.user_id = p_user_id)
+     and coalesce(app.user_access_level(p_user_id) >= 4, false);
+end
 $$;
 
 
@@ -995,13 +1091,15 @@ $$;
 --
 
 CREATE FUNCTION app.is_member_of_post_target(p_post_id uuid, p_user_id uuid) RETURNS boolean
-    LANGUAGE sql STABLE SECURITY DEFINER
+    LANGUAGE plpgsql STABLE SECURITY DEFINER
     SET search_path TO 'pg_catalog'
     AS $$
-  select exists (
+begin
+  return exists (
     select from app.post_hubs ph
     join app.hub_memberships m on m.hub_id = ph.hub_id and m.user_id = p_user_id
-    where ph.post_id = p_post_id and ph.kind = 'target')
+    where ph.post_id = p_post_id and ph.kind = 'target');
+end
 $$;
 
 
@@ -1150,17 +1248,20 @@ $$;
 --
 
 CREATE FUNCTION app.onboarding_status() RETURNS TABLE(access_level integer, profile_basics_completed boolean, media_completed boolean, phone_confirmed boolean, contacts_synced_at timestamp with time zone)
-    LANGUAGE sql STABLE SECURITY DEFINER
+    LANGUAGE plpgsql STABLE SECURITY DEFINER
     SET search_path TO 'pg_catalog'
     AS $$
-  select app.user_access_level(u.id),
+begin
+  return query
+  select app.access_level_of(u.full_name, u.username, u.terms_accepted_at, p.user_id is not null, u.media_completed_at, u.contacts_synced_at),
          u.full_name is not null and u.username is not null and u.terms_accepted_at is not null,
          u.media_completed_at is not null,
          p.user_id is not null,
          u.contacts_synced_at
   from app.users u
   left join app.phone_identities p on p.user_id = u.id
-  where u.id = app.viewer_id()
+  where u.id = app.viewer_id();
+end
 $$;
 
 
@@ -1245,7 +1346,7 @@ CREATE FUNCTION app.profile_social(p_user_id uuid, OUT followers bigint, OUT fol
     AS $$
   select coalesce(c.followers, 0), coalesce(c.following, 0),
          (select count(*) from app.posts p where p.author_id = p_user_id and p.deleted_at is null and p.visibility <> 'private_locked_hub'),
-         (select count(*) from app.vote_receipts r where r.user_id = p_user_id),
+         case when p_user_id = app.viewer_id() then (select count(*) from app.vote_receipts r where r.user_id = p_user_id) end,
          (select count(*) from app.vote_receipts r join app.posts p on p.id = r.post_id where p.author_id = p_user_id and p.deleted_at is null),
          coalesce((select jsonb_agg(jsonb_build_object('id', h.id, 'name', h.name, 'photoKey', a.object_key) order by h.name)
                    from app.hub_memberships m
@@ -1409,19 +1510,22 @@ CREATE FUNCTION app.request_otp(p_phone text, p_code_hash bytea) RETURNS integer
     AS $$
 declare
   v_created timestamptz;
+  v_wait int;
 begin
+  perform pg_advisory_xact_lock(hashtextextended('otp_phone:' || p_phone, 0));
+  select o.created_at into v_created from app_private.otp_codes o where o.phone_e164 = p_phone;
+  if found and v_created > now() - interval '60 seconds' then
+    return greatest(1, ceil(60 - extract(epoch from now() - v_created)))::int;
+  end if;
+  v_wait := app_private.consume_sliding_limit('phone_codes:' || p_phone, 10, interval '24 hours');
+  if v_wait > 0 then
+    return v_wait;
+  end if;
   insert into app_private.otp_codes as o (phone_e164, code_hash, expires_at)
     values (p_phone, p_code_hash, now() + interval '300 seconds')
     on conflict (phone_e164) do update
-      set code_hash = excluded.code_hash, created_at = now(), expires_at = excluded.expires_at,
-          failed_attempts = 0
-      where o.created_at <= now() - interval '60 seconds'
-    returning o.created_at into v_created;
-  if found then
-    return 0;
-  end if;
-  select o.created_at into v_created from app_private.otp_codes o where o.phone_e164 = p_phone;
-  return greatest(1, ceil(60 - extract(epoch from now() - v_created)))::int;
+      set code_hash = excluded.code_hash, created_at = now(), expires_at = excluded.expires_at, failed_attempts = 0;
+  return 0;
 end
 $$;
 
@@ -1509,13 +1613,17 @@ CREATE FUNCTION app.search_text(p_text text) RETURNS text
 --
 
 CREATE FUNCTION app.session_access_level(p_session_id uuid, p_user_id uuid) RETURNS integer
-    LANGUAGE sql STABLE SECURITY DEFINER
+    LANGUAGE plpgsql STABLE SECURITY DEFINER
     SET search_path TO 'pg_catalog'
     AS $$
-  select app.user_access_level(s.user_id)
-  from app.sessions s
-  where s.id = p_session_id and s.user_id = p_user_id
-    and s.revoked_at is null and s.expires_at > now()
+begin
+  return (
+    select app.access_level_of(u.full_name, u.username, u.terms_accepted_at, p.user_id is not null, u.media_completed_at, u.contacts_synced_at)
+    from app.sessions s
+    join app.users u on u.id = s.user_id
+    left join app.phone_identities p on p.user_id = u.id
+    where s.id = p_session_id and s.user_id = p_user_id and s.revoked_at is null and s.expires_at > now());
+end
 $$;
 
 
@@ -1680,18 +1788,16 @@ $$;
 --
 
 CREATE FUNCTION app.user_access_level(p_user_id uuid) RETURNS integer
-    LANGUAGE sql STABLE SECURITY DEFINER
+    LANGUAGE plpgsql STABLE SECURITY DEFINER
     SET search_path TO 'pg_catalog'
     AS $$
-  select case
-    when u.full_name is null or u.username is null or u.terms_accepted_at is null then 1
-    when p.user_id is null or u.media_completed_at is null then 2
-    when u.contacts_synced_at is null then 3
-    else 4
-  end
-  from app.users u
-  left join app.phone_identities p on p.user_id = u.id
-  where u.id = p_user_id
+begin
+  return (
+    select app.access_level_of(u.full_name, u.username, u.terms_accepted_at, p.user_id is not null, u.media_completed_at, u.contacts_synced_at)
+    from app.users u
+    left join app.phone_identities p on p.user_id = u.id
+    where u.id = p_user_id);
+end
 $$;
 
 
@@ -1746,11 +1852,13 @@ $$;
 --
 
 CREATE FUNCTION app.viewer_active_hub_ids() RETURNS uuid[]
-    LANGUAGE sql STABLE SECURITY DEFINER
+    LANGUAGE plpgsql STABLE SECURITY DEFINER
     SET search_path TO 'pg_catalog'
     AS $$
-  select coalesce(array_agg(m.hub_id), '{}') from app.hub_memberships m
-  where m.user_id = app.viewer_id() and app.viewer_has_level(4)
+begin
+  return (select coalesce(array_agg(m.hub_id), '{}') from app.hub_memberships m
+          where m.user_id = app.viewer_id() and app.viewer_has_level(4));
+end
 $$;
 
 
@@ -1759,11 +1867,13 @@ $$;
 --
 
 CREATE FUNCTION app.viewer_admin_hub_ids() RETURNS uuid[]
-    LANGUAGE sql STABLE SECURITY DEFINER
+    LANGUAGE plpgsql STABLE SECURITY DEFINER
     SET search_path TO 'pg_catalog'
     AS $$
-  select coalesce(array_agg(m.hub_id), '{}') from app.hub_memberships m
-  where m.user_id = app.viewer_id() and m.role in ('admin', 'super_admin') and app.viewer_has_level(4)
+begin
+  return (select coalesce(array_agg(m.hub_id), '{}') from app.hub_memberships m
+          where m.user_id = app.viewer_id() and m.role in ('admin', 'super_admin') and app.viewer_has_level(4));
+end
 $$;
 
 
@@ -1772,13 +1882,16 @@ $$;
 --
 
 CREATE FUNCTION app.viewer_block_list() RETURNS uuid[]
-    LANGUAGE sql STABLE SECURITY DEFINER
+    LANGUAGE plpgsql STABLE SECURITY DEFINER
     SET search_path TO 'pg_catalog'
     AS $$
-  select coalesce(array_agg(other), '{}') from (
-    select b.blocked_id as other from app.blocks b where b.blocker_id = app.viewer_id()
-    union
-    select b.blocker_id from app.blocks b where b.blocked_id = app.viewer_id()) pairs
+begin
+  return (
+    select coalesce(array_agg(other), '{}') from (
+      select b.blocked_id as other from app.blocks b where b.blocker_id = app.viewer_id()
+      union
+      select b.blocker_id from app.blocks b where b.blocked_id = app.viewer_id()) pairs);
+end
 $$;
 
 
@@ -1787,13 +1900,15 @@ $$;
 --
 
 CREATE FUNCTION app.viewer_co_member_ids() RETURNS uuid[]
-    LANGUAGE sql STABLE SECURITY DEFINER
+    LANGUAGE plpgsql STABLE SECURITY DEFINER
     SET search_path TO 'pg_catalog'
     AS $$
-  select coalesce(array_agg(distinct other.user_id), '{}')
-  from app.hub_memberships mine
-  join app.hub_memberships other on other.hub_id = mine.hub_id
-  where mine.user_id = app.viewer_id() and app.viewer_has_level(4)
+begin
+  return (select coalesce(array_agg(distinct other.user_id), '{}')
+          from app.hub_memberships mine
+          join app.hub_memberships other on other.hub_id = mine.hub_id
+          where mine.user_id = app.viewer_id() and app.viewer_has_level(4));
+end
 $$;
 
 
@@ -1802,9 +1917,13 @@ $$;
 --
 
 CREATE FUNCTION app.viewer_follows(p_user_id uuid) RETURNS boolean
-    LANGUAGE sql STABLE SECURITY DEFINER
+    LANGUAGE plpgsql STABLE SECURITY DEFINER
     SET search_path TO 'pg_catalog'
-    AS $$ select exists (select from app.follows f where f.follower_id = app.viewer_id() and f.followee_id = p_user_id) $$;
+    AS $$
+begin
+  return exists (select from app.follows f where f.follower_id = app.viewer_id() and f.followee_id = p_user_id);
+end
+$$;
 
 
 --
@@ -1812,9 +1931,21 @@ CREATE FUNCTION app.viewer_follows(p_user_id uuid) RETURNS boolean
 --
 
 CREATE FUNCTION app.viewer_has_level(p_level integer) RETURNS boolean
+    LANGUAGE plpgsql STABLE SECURITY DEFINER
+    SET search_path TO 'pg_catalog'
+    AS $$ begin return coalesce(app.user_access_level(app.viewer_id()) >= p_level, false); end $$;
+
+
+--
+-- Name: viewer_hub_content_muted(uuid); Type: FUNCTION; Schema: app; Owner: -
+--
+
+CREATE FUNCTION app.viewer_hub_content_muted(p_hub_id uuid) RETURNS boolean
     LANGUAGE sql STABLE SECURITY DEFINER
     SET search_path TO 'pg_catalog'
-    AS $$ select coalesce(app.user_access_level(app.viewer_id()) >= p_level, false) $$;
+    AS $$
+  select coalesce((select m.content_muted from app.hub_memberships m where m.hub_id = p_hub_id and m.user_id = app.viewer_id()), false)
+$$;
 
 
 --
@@ -1853,6 +1984,20 @@ CREATE FUNCTION app.viewer_id() RETURNS uuid
 
 
 --
+-- Name: viewer_open_invitations(); Type: FUNCTION; Schema: app; Owner: -
+--
+
+CREATE FUNCTION app.viewer_open_invitations() RETURNS TABLE(id uuid, hub_id uuid)
+    LANGUAGE sql STABLE SECURITY DEFINER
+    SET search_path TO 'pg_catalog'
+    AS $$
+  select i.id, i.hub_id
+  from app.hub_invitations i
+  where i.invitee_id = app.viewer_id() and i.status = 'invited' and i.expires_at > now()
+$$;
+
+
+--
 -- Name: viewer_related_hub_ids(); Type: FUNCTION; Schema: app; Owner: -
 --
 
@@ -1886,15 +2031,22 @@ CREATE FUNCTION app.viewer_session_id() RETURNS uuid
 --
 
 CREATE FUNCTION app.vote_tally(p_post_id uuid, p_hub_id uuid) RETURNS TABLE(vote_position app.vote_position, votes bigint)
-    LANGUAGE sql STABLE SECURITY DEFINER
+    LANGUAGE plpgsql STABLE SECURITY DEFINER
     SET search_path TO 'pg_catalog'
     AS $$
-  select pos, coalesce(sum(c.count), 0)::bigint
-  from unnest(enum_range(null::app.vote_position)) pos
-  left join app.vote_counters c on c.post_id = p_post_id and c.hub_id is not distinct from p_hub_id and c.position = pos
-  where app.can_see_post(p_post_id)
-  group by pos
-  order by pos
+begin
+  if not app.can_see_post(p_post_id) then
+    return;
+  end if;
+  return query
+  select t.pos, t.n
+  from (select coalesce(sum(c.strong_left_count), 0)::bigint sl, coalesce(sum(c.left_count), 0)::bigint l,
+               coalesce(sum(c.neutral_count), 0)::bigint n, coalesce(sum(c.right_count), 0)::bigint r,
+               coalesce(sum(c.strong_right_count), 0)::bigint sr
+        from app.vote_counters c where c.post_id = p_post_id and c.hub_id is not distinct from p_hub_id) s
+  cross join lateral (values ('strong_left'::app.vote_position, s.sl), ('left', s.l), ('neutral', s.n),
+                             ('right', s.r), ('strong_right', s.sr)) t (pos, n);
+end
 $$;
 
 
@@ -2095,6 +2247,31 @@ begin
     perform app.fail('UPLOAD_EXPIRED');
   end if;
   return v_intent;
+end
+$$;
+
+
+--
+-- Name: consume_sliding_limit(text, integer, interval); Type: FUNCTION; Schema: app_private; Owner: -
+--
+
+CREATE FUNCTION app_private.consume_sliding_limit(p_key text, p_limit integer, p_window interval) RETURNS integer
+    LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog'
+    AS $$
+declare
+  v_hits timestamptz[];
+begin
+  insert into app_private.sliding_limits as l (key, hits) values (p_key, '{}')
+    on conflict (key) do update set key = excluded.key
+    returning l.hits into v_hits;
+  v_hits := array(select h from unnest(v_hits) h where h > now() - p_window order by h);
+  if cardinality(v_hits) >= p_limit then
+    update app_private.sliding_limits l set hits = v_hits where l.key = p_key;
+    return greatest(1, ceil(extract(epoch from v_hits[cardinality(v_hits) - p_limit + 1] + p_window - now())))::int;
+  end if;
+  update app_private.sliding_limits l set hits = v_hits || now() where l.key = p_key;
+  return 0;
 end
 $$;
 
@@ -2574,6 +2751,23 @@ $$;
 
 
 --
+-- Name: post_hubs_seed_vote_counters(); Type: FUNCTION; Schema: app_private; Owner: -
+--
+
+CREATE FUNCTION app_private.post_hubs_seed_vote_counters() RETURNS trigger
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog'
+    AS $$
+begin
+  if exists (select from app.posts p where p.id = new.post_id and p.slider_text is not null) then
+    perform app_private.seed_vote_counters(new.post_id, new.hub_id);
+  end if;
+  return null;
+end
+$$;
+
+
+--
 -- Name: posts_count_reposts(); Type: FUNCTION; Schema: app_private; Owner: -
 --
 
@@ -2593,6 +2787,21 @@ $$;
 
 
 --
+-- Name: posts_seed_vote_counters(); Type: FUNCTION; Schema: app_private; Owner: -
+--
+
+CREATE FUNCTION app_private.posts_seed_vote_counters() RETURNS trigger
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog'
+    AS $$
+begin
+  perform app_private.seed_vote_counters(new.id, null);
+  return null;
+end
+$$;
+
+
+--
 -- Name: purge_expired_auth(); Type: FUNCTION; Schema: app_private; Owner: -
 --
 
@@ -2604,6 +2813,7 @@ CREATE FUNCTION app_private.purge_expired_auth() RETURNS void
   delete from app_private.refresh_tokens t using app.sessions s
     where t.session_id = s.id and (s.revoked_at < now() - interval '1 day' or s.expires_at < now() - interval '1 day');
   delete from app_private.rate_limits where window_started_at < now() - interval '1 hour';
+  delete from app_private.sliding_limits where coalesce(hits[cardinality(hits)], '-infinity') < now() - interval '24 hours';
 $$;
 
 
@@ -2644,9 +2854,13 @@ $$;
 --
 
 CREATE FUNCTION app_private.record_activity(p_post_id uuid, p_kind app.activity_kind, p_hub_id uuid DEFAULT NULL::uuid) RETURNS void
-    LANGUAGE sql
+    LANGUAGE plpgsql
     SET search_path TO 'pg_catalog'
-    AS $$ insert into app.activity_events (actor_id, post_id, kind, hub_id) values (app.viewer_id(), p_post_id, p_kind, p_hub_id) $$;
+    AS $$
+begin
+  insert into app.activity_events (actor_id, post_id, kind, hub_id) values (app.viewer_id(), p_post_id, p_kind, p_hub_id);
+end
+$$;
 
 
 --
@@ -2667,6 +2881,29 @@ CREATE FUNCTION app_private.repost_row_visible(p_repost_id uuid, p_user_id uuid)
              else false
            end
     from app.posts p where p.id = p_repost_id and p.deleted_at is null), false)
+$$;
+
+
+--
+-- Name: seed_vote_counters(uuid, uuid); Type: FUNCTION; Schema: app_private; Owner: -
+--
+
+CREATE FUNCTION app_private.seed_vote_counters(p_post_id uuid, p_hub_id uuid) RETURNS void
+    LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog'
+    AS $$
+begin
+  insert into app.vote_counters as c (post_id, hub_id, slot, strong_left_count, left_count, neutral_count, right_count, strong_right_count)
+    select p_post_id, p_hub_id, r.slot,
+           r.a - coalesce(lead(r.a) over w, first_value(r.a) over w), r.b - coalesce(lead(r.b) over w, first_value(r.b) over w),
+           r.c - coalesce(lead(r.c) over w, first_value(r.c) over w), r.d - coalesce(lead(r.d) over w, first_value(r.d) over w),
+           r.e - coalesce(lead(r.e) over w, first_value(r.e) over w)
+    from (select slot::smallint, (random() * 1e12)::bigint a, (random() * 1e12)::bigint b, (random() * 1e12)::bigint c,
+                 (random() * 1e12)::bigint d, (random() * 1e12)::bigint e
+          from generate_series(0, 15) slot) r
+    window w as (order by r.slot)
+    on conflict (post_id, hub_id, slot) do nothing;
+end
 $$;
 
 
@@ -2754,12 +2991,13 @@ CREATE FUNCTION app_private.take_notification_dispatch() RETURNS boolean
 --
 
 CREATE FUNCTION app_private.touch_hub_activity(p_hub_id uuid, p_user_id uuid) RETURNS void
-    LANGUAGE sql
+    LANGUAGE plpgsql
     SET search_path TO 'pg_catalog'
     AS $$
+begin
   insert into app.hub_activity (hub_id, user_id) values (p_hub_id, p_user_id)
     on conflict (hub_id, user_id) do update set last_active_at = now();
-  update app.hubs set last_activity_at = now() where id = p_hub_id;
+end
 $$;
 
 
@@ -3512,13 +3750,17 @@ ALTER TABLE ONLY app.users FORCE ROW LEVEL SECURITY;
 --
 
 CREATE TABLE app.vote_counters (
-    post_id uuid NOT NULL,
+    post_id uuid CONSTRAINT vote_counters_post_id_not_null1 NOT NULL,
     hub_id uuid,
-    "position" app.vote_position NOT NULL,
-    slot smallint NOT NULL,
-    count bigint DEFAULT 0 NOT NULL,
-    CONSTRAINT vote_counters_slot_check CHECK (((slot >= 0) AND (slot <= 15)))
-);
+    slot smallint CONSTRAINT vote_counters_slot_not_null1 NOT NULL,
+    strong_left_count bigint DEFAULT 0 NOT NULL,
+    left_count bigint DEFAULT 0 NOT NULL,
+    neutral_count bigint DEFAULT 0 NOT NULL,
+    right_count bigint DEFAULT 0 NOT NULL,
+    strong_right_count bigint DEFAULT 0 NOT NULL,
+    CONSTRAINT vote_counters_slot_check1 CHECK (((slot >= 0) AND (slot <= 15)))
+)
+WITH (fillfactor='50');
 
 ALTER TABLE ONLY app.vote_counters FORCE ROW LEVEL SECURITY;
 
@@ -3614,6 +3856,16 @@ CREATE TABLE app_private.refresh_tokens (
     created_at timestamp with time zone DEFAULT now() NOT NULL,
     expires_at timestamp with time zone NOT NULL,
     rotated_at timestamp with time zone
+);
+
+
+--
+-- Name: sliding_limits; Type: TABLE; Schema: app_private; Owner: -
+--
+
+CREATE TABLE app_private.sliding_limits (
+    key text NOT NULL,
+    hits timestamp with time zone[] NOT NULL
 );
 
 
@@ -4027,11 +4279,11 @@ ALTER TABLE ONLY app.users
 
 
 --
--- Name: vote_counters vote_counters_post_id_hub_id_position_slot_key; Type: CONSTRAINT; Schema: app; Owner: -
+-- Name: vote_counters vote_counters_post_id_hub_id_slot_key; Type: CONSTRAINT; Schema: app; Owner: -
 --
 
 ALTER TABLE ONLY app.vote_counters
-    ADD CONSTRAINT vote_counters_post_id_hub_id_position_slot_key UNIQUE NULLS NOT DISTINCT (post_id, hub_id, "position", slot);
+    ADD CONSTRAINT vote_counters_post_id_hub_id_slot_key UNIQUE NULLS NOT DISTINCT (post_id, hub_id, slot);
 
 
 --
@@ -4096,6 +4348,14 @@ ALTER TABLE ONLY app_private.rate_limits
 
 ALTER TABLE ONLY app_private.refresh_tokens
     ADD CONSTRAINT refresh_tokens_pkey PRIMARY KEY (token_hash);
+
+
+--
+-- Name: sliding_limits sliding_limits_pkey; Type: CONSTRAINT; Schema: app_private; Owner: -
+--
+
+ALTER TABLE ONLY app_private.sliding_limits
+    ADD CONSTRAINT sliding_limits_pkey PRIMARY KEY (key);
 
 
 --
@@ -4515,10 +4775,24 @@ CREATE TRIGGER phone_identities_attach_invitations AFTER INSERT ON app.phone_ide
 
 
 --
+-- Name: post_hubs post_hubs_seed_vote_counters; Type: TRIGGER; Schema: app; Owner: -
+--
+
+CREATE TRIGGER post_hubs_seed_vote_counters AFTER INSERT ON app.post_hubs FOR EACH ROW EXECUTE FUNCTION app_private.post_hubs_seed_vote_counters();
+
+
+--
 -- Name: posts posts_count_reposts; Type: TRIGGER; Schema: app; Owner: -
 --
 
 CREATE TRIGGER posts_count_reposts AFTER INSERT OR UPDATE OF deleted_at ON app.posts FOR EACH ROW EXECUTE FUNCTION app_private.posts_count_reposts();
+
+
+--
+-- Name: posts posts_seed_vote_counters; Type: TRIGGER; Schema: app; Owner: -
+--
+
+CREATE TRIGGER posts_seed_vote_counters AFTER INSERT ON app.posts FOR EACH ROW WHEN ((new.slider_text IS NOT NULL)) EXECUTE FUNCTION app_private.posts_seed_vote_counters();
 
 
 --
@@ -4966,19 +5240,19 @@ ALTER TABLE ONLY app.users
 
 
 --
--- Name: vote_counters vote_counters_hub_id_fkey; Type: FK CONSTRAINT; Schema: app; Owner: -
+-- Name: vote_counters vote_counters_hub_id_fkey1; Type: FK CONSTRAINT; Schema: app; Owner: -
 --
 
 ALTER TABLE ONLY app.vote_counters
-    ADD CONSTRAINT vote_counters_hub_id_fkey FOREIGN KEY (hub_id) REFERENCES app.hubs(id);
+    ADD CONSTRAINT vote_counters_hub_id_fkey1 FOREIGN KEY (hub_id) REFERENCES app.hubs(id);
 
 
 --
--- Name: vote_counters vote_counters_post_id_fkey; Type: FK CONSTRAINT; Schema: app; Owner: -
+-- Name: vote_counters vote_counters_post_id_fkey1; Type: FK CONSTRAINT; Schema: app; Owner: -
 --
 
 ALTER TABLE ONLY app.vote_counters
-    ADD CONSTRAINT vote_counters_post_id_fkey FOREIGN KEY (post_id) REFERENCES app.posts(id);
+    ADD CONSTRAINT vote_counters_post_id_fkey1 FOREIGN KEY (post_id) REFERENCES app.posts(id);
 
 
 --
@@ -4995,22 +5269,6 @@ ALTER TABLE ONLY app.vote_receipts
 
 ALTER TABLE ONLY app.vote_receipts
     ADD CONSTRAINT vote_receipts_user_id_fkey FOREIGN KEY (user_id) REFERENCES app.users(id);
-
-
---
--- Name: vote_scope_receipts vote_scope_receipts_hub_id_fkey; Type: FK CONSTRAINT; Schema: app; Owner: -
---
-
-ALTER TABLE ONLY app.vote_scope_receipts
-    ADD CONSTRAINT vote_scope_receipts_hub_id_fkey FOREIGN KEY (hub_id) REFERENCES app.hubs(id);
-
-
---
--- Name: vote_scope_receipts vote_scope_receipts_post_id_user_id_fkey; Type: FK CONSTRAINT; Schema: app; Owner: -
---
-
-ALTER TABLE ONLY app.vote_scope_receipts
-    ADD CONSTRAINT vote_scope_receipts_post_id_user_id_fkey FOREIGN KEY (post_id, user_id) REFERENCES app.vote_receipts(post_id, user_id);
 
 
 --
@@ -5586,6 +5844,13 @@ GRANT ALL ON FUNCTION app.accept_invitation(p_invitation_id uuid, OUT hub_id uui
 
 
 --
+-- Name: FUNCTION access_level_of(p_full_name text, p_username text, p_terms_accepted_at timestamp with time zone, p_has_phone boolean, p_media_completed_at timestamp with time zone, p_contacts_synced_at timestamp with time zone); Type: ACL; Schema: app; Owner: -
+--
+
+REVOKE ALL ON FUNCTION app.access_level_of(p_full_name text, p_username text, p_terms_accepted_at timestamp with time zone, p_has_phone boolean, p_media_completed_at timestamp with time zone, p_contacts_synced_at timestamp with time zone) FROM PUBLIC;
+
+
+--
 -- Name: FUNCTION acknowledge_contacts(); Type: ACL; Schema: app; Owner: -
 --
 
@@ -5650,11 +5915,11 @@ GRANT ALL ON FUNCTION app.change_hub_role(p_hub_id uuid, p_user_id uuid, p_role 
 
 
 --
--- Name: FUNCTION check_upload(p_upload_id uuid, p_purpose app.upload_purpose, OUT object_key text, OUT content_length bigint); Type: ACL; Schema: app; Owner: -
+-- Name: FUNCTION check_upload(p_upload_id uuid, p_purpose app.upload_purpose, OUT object_key text, OUT content_length bigint, OUT content_type text); Type: ACL; Schema: app; Owner: -
 --
 
-REVOKE ALL ON FUNCTION app.check_upload(p_upload_id uuid, p_purpose app.upload_purpose, OUT object_key text, OUT content_length bigint) FROM PUBLIC;
-GRANT ALL ON FUNCTION app.check_upload(p_upload_id uuid, p_purpose app.upload_purpose, OUT object_key text, OUT content_length bigint) TO app_user;
+REVOKE ALL ON FUNCTION app.check_upload(p_upload_id uuid, p_purpose app.upload_purpose, OUT object_key text, OUT content_length bigint, OUT content_type text) FROM PUBLIC;
+GRANT ALL ON FUNCTION app.check_upload(p_upload_id uuid, p_purpose app.upload_purpose, OUT object_key text, OUT content_length bigint, OUT content_type text) TO app_user;
 
 
 --
@@ -5677,8 +5942,21 @@ GRANT ALL ON FUNCTION app.complete_profile_basics(p_full_name text, p_username t
 -- Name: TABLE assets; Type: ACL; Schema: app; Owner: -
 --
 
-GRANT SELECT ON TABLE app.assets TO app_anonymous;
 GRANT SELECT ON TABLE app.assets TO app_admin;
+
+
+--
+-- Name: COLUMN assets.id; Type: ACL; Schema: app; Owner: -
+--
+
+GRANT SELECT(id) ON TABLE app.assets TO app_anonymous;
+
+
+--
+-- Name: COLUMN assets.object_key; Type: ACL; Schema: app; Owner: -
+--
+
+GRANT SELECT(object_key) ON TABLE app.assets TO app_anonymous;
 
 
 --
@@ -5687,6 +5965,14 @@ GRANT SELECT ON TABLE app.assets TO app_admin;
 
 REVOKE ALL ON FUNCTION app.complete_upload(p_upload_id uuid, p_purpose app.upload_purpose, p_checksum text) FROM PUBLIC;
 GRANT ALL ON FUNCTION app.complete_upload(p_upload_id uuid, p_purpose app.upload_purpose, p_checksum text) TO app_user;
+
+
+--
+-- Name: FUNCTION consume_address_limit(p_bucket text, p_address text); Type: ACL; Schema: app; Owner: -
+--
+
+REVOKE ALL ON FUNCTION app.consume_address_limit(p_bucket text, p_address text) FROM PUBLIC;
+GRANT ALL ON FUNCTION app.consume_address_limit(p_bucket text, p_address text) TO app_anonymous;
 
 
 --
@@ -5810,6 +6096,22 @@ GRANT ALL ON FUNCTION app.hub_active_users(p_hub_id uuid) TO app_admin;
 
 REVOKE ALL ON FUNCTION app.hub_asset_usable(p_asset_id uuid) FROM PUBLIC;
 GRANT ALL ON FUNCTION app.hub_asset_usable(p_asset_id uuid) TO app_user;
+
+
+--
+-- Name: FUNCTION hub_last_activity_at(p_hub_id uuid); Type: ACL; Schema: app; Owner: -
+--
+
+REVOKE ALL ON FUNCTION app.hub_last_activity_at(p_hub_id uuid) FROM PUBLIC;
+GRANT ALL ON FUNCTION app.hub_last_activity_at(p_hub_id uuid) TO app_user;
+
+
+--
+-- Name: FUNCTION hub_member_roster(p_hub_id uuid); Type: ACL; Schema: app; Owner: -
+--
+
+REVOKE ALL ON FUNCTION app.hub_member_roster(p_hub_id uuid) FROM PUBLIC;
+GRANT ALL ON FUNCTION app.hub_member_roster(p_hub_id uuid) TO app_user;
 
 
 --
@@ -6006,8 +6308,91 @@ GRANT ALL ON FUNCTION app.post_assets_usable(p_asset_ids uuid[]) TO app_user;
 -- Name: TABLE posts; Type: ACL; Schema: app; Owner: -
 --
 
-GRANT SELECT ON TABLE app.posts TO app_anonymous;
 GRANT SELECT ON TABLE app.posts TO app_admin;
+
+
+--
+-- Name: COLUMN posts.id; Type: ACL; Schema: app; Owner: -
+--
+
+GRANT SELECT(id) ON TABLE app.posts TO app_anonymous;
+
+
+--
+-- Name: COLUMN posts.author_id; Type: ACL; Schema: app; Owner: -
+--
+
+GRANT SELECT(author_id) ON TABLE app.posts TO app_anonymous;
+
+
+--
+-- Name: COLUMN posts.article_id; Type: ACL; Schema: app; Owner: -
+--
+
+GRANT SELECT(article_id) ON TABLE app.posts TO app_anonymous;
+
+
+--
+-- Name: COLUMN posts.thought_text; Type: ACL; Schema: app; Owner: -
+--
+
+GRANT SELECT(thought_text) ON TABLE app.posts TO app_anonymous;
+
+
+--
+-- Name: COLUMN posts.slider_text; Type: ACL; Schema: app; Owner: -
+--
+
+GRANT SELECT(slider_text) ON TABLE app.posts TO app_anonymous;
+
+
+--
+-- Name: COLUMN posts.slider_left_label; Type: ACL; Schema: app; Owner: -
+--
+
+GRANT SELECT(slider_left_label) ON TABLE app.posts TO app_anonymous;
+
+
+--
+-- Name: COLUMN posts.slider_right_label; Type: ACL; Schema: app; Owner: -
+--
+
+GRANT SELECT(slider_right_label) ON TABLE app.posts TO app_anonymous;
+
+
+--
+-- Name: COLUMN posts.visibility; Type: ACL; Schema: app; Owner: -
+--
+
+GRANT SELECT(visibility) ON TABLE app.posts TO app_anonymous;
+
+
+--
+-- Name: COLUMN posts.source_post_id; Type: ACL; Schema: app; Owner: -
+--
+
+GRANT SELECT(source_post_id) ON TABLE app.posts TO app_anonymous;
+
+
+--
+-- Name: COLUMN posts.created_at; Type: ACL; Schema: app; Owner: -
+--
+
+GRANT SELECT(created_at) ON TABLE app.posts TO app_anonymous;
+
+
+--
+-- Name: COLUMN posts.repost_count; Type: ACL; Schema: app; Owner: -
+--
+
+GRANT SELECT(repost_count) ON TABLE app.posts TO app_anonymous;
+
+
+--
+-- Name: COLUMN posts.comment_count; Type: ACL; Schema: app; Owner: -
+--
+
+GRANT SELECT(comment_count) ON TABLE app.posts TO app_anonymous;
 
 
 --
@@ -6272,6 +6657,14 @@ GRANT ALL ON FUNCTION app.viewer_has_level(p_level integer) TO app_admin;
 
 
 --
+-- Name: FUNCTION viewer_hub_content_muted(p_hub_id uuid); Type: ACL; Schema: app; Owner: -
+--
+
+REVOKE ALL ON FUNCTION app.viewer_hub_content_muted(p_hub_id uuid) FROM PUBLIC;
+GRANT ALL ON FUNCTION app.viewer_hub_content_muted(p_hub_id uuid) TO app_user;
+
+
+--
 -- Name: FUNCTION viewer_hub_status(p_hub_id uuid); Type: ACL; Schema: app; Owner: -
 --
 
@@ -6287,6 +6680,14 @@ REVOKE ALL ON FUNCTION app.viewer_id() FROM PUBLIC;
 GRANT ALL ON FUNCTION app.viewer_id() TO app_anonymous;
 GRANT ALL ON FUNCTION app.viewer_id() TO app_admin;
 GRANT ALL ON FUNCTION app.viewer_id() TO app_worker;
+
+
+--
+-- Name: FUNCTION viewer_open_invitations(); Type: ACL; Schema: app; Owner: -
+--
+
+REVOKE ALL ON FUNCTION app.viewer_open_invitations() FROM PUBLIC;
+GRANT ALL ON FUNCTION app.viewer_open_invitations() TO app_user;
 
 
 --
@@ -6373,10 +6774,66 @@ REVOKE ALL ON FUNCTION app_private.comments_count() FROM PUBLIC;
 
 
 --
--- Name: TABLE upload_intents; Type: ACL; Schema: app; Owner: -
+-- Name: COLUMN upload_intents.id; Type: ACL; Schema: app; Owner: -
 --
 
-GRANT SELECT ON TABLE app.upload_intents TO app_user;
+GRANT SELECT(id) ON TABLE app.upload_intents TO app_user;
+
+
+--
+-- Name: COLUMN upload_intents.owner_id; Type: ACL; Schema: app; Owner: -
+--
+
+GRANT SELECT(owner_id) ON TABLE app.upload_intents TO app_user;
+
+
+--
+-- Name: COLUMN upload_intents.purpose; Type: ACL; Schema: app; Owner: -
+--
+
+GRANT SELECT(purpose) ON TABLE app.upload_intents TO app_user;
+
+
+--
+-- Name: COLUMN upload_intents.content_type; Type: ACL; Schema: app; Owner: -
+--
+
+GRANT SELECT(content_type) ON TABLE app.upload_intents TO app_user;
+
+
+--
+-- Name: COLUMN upload_intents.content_length; Type: ACL; Schema: app; Owner: -
+--
+
+GRANT SELECT(content_length) ON TABLE app.upload_intents TO app_user;
+
+
+--
+-- Name: COLUMN upload_intents.object_key; Type: ACL; Schema: app; Owner: -
+--
+
+GRANT SELECT(object_key) ON TABLE app.upload_intents TO app_user;
+
+
+--
+-- Name: COLUMN upload_intents.created_at; Type: ACL; Schema: app; Owner: -
+--
+
+GRANT SELECT(created_at) ON TABLE app.upload_intents TO app_user;
+
+
+--
+-- Name: COLUMN upload_intents.expires_at; Type: ACL; Schema: app; Owner: -
+--
+
+GRANT SELECT(expires_at) ON TABLE app.upload_intents TO app_user;
+
+
+--
+-- Name: COLUMN upload_intents.completed_at; Type: ACL; Schema: app; Owner: -
+--
+
+GRANT SELECT(completed_at) ON TABLE app.upload_intents TO app_user;
 
 
 --
@@ -6384,6 +6841,13 @@ GRANT SELECT ON TABLE app.upload_intents TO app_user;
 --
 
 REVOKE ALL ON FUNCTION app_private.completable_upload(p_upload_id uuid, p_purpose app.upload_purpose, p_lock boolean) FROM PUBLIC;
+
+
+--
+-- Name: FUNCTION consume_sliding_limit(p_key text, p_limit integer, p_window interval); Type: ACL; Schema: app_private; Owner: -
+--
+
+REVOKE ALL ON FUNCTION app_private.consume_sliding_limit(p_key text, p_limit integer, p_window interval) FROM PUBLIC;
 
 
 --
@@ -6477,13 +6941,6 @@ GRANT SELECT(masked_phone) ON TABLE app.hub_invitations TO app_user;
 
 
 --
--- Name: COLUMN hub_invitations.invitee_id; Type: ACL; Schema: app; Owner: -
---
-
-GRANT SELECT(invitee_id) ON TABLE app.hub_invitations TO app_user;
-
-
---
 -- Name: COLUMN hub_invitations.requires_admin_approval; Type: ACL; Schema: app; Owner: -
 --
 
@@ -6509,13 +6966,6 @@ GRANT SELECT(created_at) ON TABLE app.hub_invitations TO app_user;
 --
 
 GRANT SELECT(expires_at) ON TABLE app.hub_invitations TO app_user;
-
-
---
--- Name: COLUMN hub_invitations.responded_at; Type: ACL; Schema: app; Owner: -
---
-
-GRANT SELECT(responded_at) ON TABLE app.hub_invitations TO app_user;
 
 
 --
@@ -6604,10 +7054,45 @@ REVOKE ALL ON FUNCTION app_private.pending_invitation(p_invitation_id uuid) FROM
 
 
 --
--- Name: TABLE hub_join_requests; Type: ACL; Schema: app; Owner: -
+-- Name: COLUMN hub_join_requests.id; Type: ACL; Schema: app; Owner: -
 --
 
-GRANT SELECT ON TABLE app.hub_join_requests TO app_user;
+GRANT SELECT(id) ON TABLE app.hub_join_requests TO app_user;
+
+
+--
+-- Name: COLUMN hub_join_requests.hub_id; Type: ACL; Schema: app; Owner: -
+--
+
+GRANT SELECT(hub_id) ON TABLE app.hub_join_requests TO app_user;
+
+
+--
+-- Name: COLUMN hub_join_requests.user_id; Type: ACL; Schema: app; Owner: -
+--
+
+GRANT SELECT(user_id) ON TABLE app.hub_join_requests TO app_user;
+
+
+--
+-- Name: COLUMN hub_join_requests.source; Type: ACL; Schema: app; Owner: -
+--
+
+GRANT SELECT(source) ON TABLE app.hub_join_requests TO app_user;
+
+
+--
+-- Name: COLUMN hub_join_requests.status; Type: ACL; Schema: app; Owner: -
+--
+
+GRANT SELECT(status) ON TABLE app.hub_join_requests TO app_user;
+
+
+--
+-- Name: COLUMN hub_join_requests.created_at; Type: ACL; Schema: app; Owner: -
+--
+
+GRANT SELECT(created_at) ON TABLE app.hub_join_requests TO app_user;
 
 
 --
@@ -6625,10 +7110,24 @@ REVOKE ALL ON FUNCTION app_private.place_post_in_hubs(p_post_id uuid, p_hub_ids 
 
 
 --
+-- Name: FUNCTION post_hubs_seed_vote_counters(); Type: ACL; Schema: app_private; Owner: -
+--
+
+REVOKE ALL ON FUNCTION app_private.post_hubs_seed_vote_counters() FROM PUBLIC;
+
+
+--
 -- Name: FUNCTION posts_count_reposts(); Type: ACL; Schema: app_private; Owner: -
 --
 
 REVOKE ALL ON FUNCTION app_private.posts_count_reposts() FROM PUBLIC;
+
+
+--
+-- Name: FUNCTION posts_seed_vote_counters(); Type: ACL; Schema: app_private; Owner: -
+--
+
+REVOKE ALL ON FUNCTION app_private.posts_seed_vote_counters() FROM PUBLIC;
 
 
 --
@@ -6665,6 +7164,13 @@ REVOKE ALL ON FUNCTION app_private.record_activity(p_post_id uuid, p_kind app.ac
 --
 
 REVOKE ALL ON FUNCTION app_private.repost_row_visible(p_repost_id uuid, p_user_id uuid) FROM PUBLIC;
+
+
+--
+-- Name: FUNCTION seed_vote_counters(p_post_id uuid, p_hub_id uuid); Type: ACL; Schema: app_private; Owner: -
+--
+
+REVOKE ALL ON FUNCTION app_private.seed_vote_counters(p_post_id uuid, p_hub_id uuid) FROM PUBLIC;
 
 
 --
@@ -6712,10 +7218,24 @@ GRANT ALL ON FUNCTION app_private.unused_asset_key(p_asset_id uuid) TO app_worke
 
 
 --
--- Name: TABLE hub_invite_links; Type: ACL; Schema: app; Owner: -
+-- Name: COLUMN hub_invite_links.id; Type: ACL; Schema: app; Owner: -
 --
 
-GRANT SELECT ON TABLE app.hub_invite_links TO app_user;
+GRANT SELECT(id) ON TABLE app.hub_invite_links TO app_user;
+
+
+--
+-- Name: COLUMN hub_invite_links.hub_id; Type: ACL; Schema: app; Owner: -
+--
+
+GRANT SELECT(hub_id) ON TABLE app.hub_invite_links TO app_user;
+
+
+--
+-- Name: COLUMN hub_invite_links.expires_at; Type: ACL; Schema: app; Owner: -
+--
+
+GRANT SELECT(expires_at) ON TABLE app.hub_invite_links TO app_user;
 
 
 --
@@ -7025,53 +7545,196 @@ REVOKE ALL ON FUNCTION public.word_similarity_op(text, text) FROM PUBLIC;
 -- Name: TABLE articles; Type: ACL; Schema: app; Owner: -
 --
 
-GRANT SELECT ON TABLE app.articles TO app_anonymous;
 GRANT SELECT ON TABLE app.articles TO app_admin;
 
 
 --
--- Name: TABLE blocks; Type: ACL; Schema: app; Owner: -
+-- Name: COLUMN articles.id; Type: ACL; Schema: app; Owner: -
 --
 
-GRANT SELECT ON TABLE app.blocks TO app_user;
+GRANT SELECT(id) ON TABLE app.articles TO app_anonymous;
 
 
 --
--- Name: TABLE comments; Type: ACL; Schema: app; Owner: -
+-- Name: COLUMN articles.kind; Type: ACL; Schema: app; Owner: -
 --
 
-GRANT SELECT ON TABLE app.comments TO app_anonymous;
+GRANT SELECT(kind) ON TABLE app.articles TO app_anonymous;
+
+
+--
+-- Name: COLUMN articles.url; Type: ACL; Schema: app; Owner: -
+--
+
+GRANT SELECT(url) ON TABLE app.articles TO app_anonymous;
+
+
+--
+-- Name: COLUMN articles.title; Type: ACL; Schema: app; Owner: -
+--
+
+GRANT SELECT(title) ON TABLE app.articles TO app_anonymous;
+
+
+--
+-- Name: COLUMN articles.body; Type: ACL; Schema: app; Owner: -
+--
+
+GRANT SELECT(body) ON TABLE app.articles TO app_anonymous;
+
+
+--
+-- Name: COLUMN articles.asset_ids; Type: ACL; Schema: app; Owner: -
+--
+
+GRANT SELECT(asset_ids) ON TABLE app.articles TO app_anonymous;
+
+
+--
+-- Name: COLUMN blocks.blocker_id; Type: ACL; Schema: app; Owner: -
+--
+
+GRANT SELECT(blocker_id) ON TABLE app.blocks TO app_user;
+
+
+--
+-- Name: COLUMN blocks.blocked_id; Type: ACL; Schema: app; Owner: -
+--
+
+GRANT SELECT(blocked_id) ON TABLE app.blocks TO app_user;
+
+
+--
+-- Name: COLUMN comments.id; Type: ACL; Schema: app; Owner: -
+--
+
+GRANT SELECT(id) ON TABLE app.comments TO app_anonymous;
+
+
+--
+-- Name: COLUMN comments.post_id; Type: ACL; Schema: app; Owner: -
+--
+
+GRANT SELECT(post_id) ON TABLE app.comments TO app_anonymous;
+
+
+--
+-- Name: COLUMN comments.author_id; Type: ACL; Schema: app; Owner: -
+--
+
+GRANT SELECT(author_id) ON TABLE app.comments TO app_anonymous;
+
+
+--
+-- Name: COLUMN comments.parent_id; Type: ACL; Schema: app; Owner: -
+--
+
+GRANT SELECT(parent_id) ON TABLE app.comments TO app_anonymous;
+
+
+--
+-- Name: COLUMN comments.text; Type: ACL; Schema: app; Owner: -
+--
+
+GRANT SELECT(text) ON TABLE app.comments TO app_anonymous;
+
+
+--
+-- Name: COLUMN comments.created_at; Type: ACL; Schema: app; Owner: -
+--
+
+GRANT SELECT(created_at) ON TABLE app.comments TO app_anonymous;
+
+
+--
+-- Name: COLUMN comments.reply_count; Type: ACL; Schema: app; Owner: -
+--
+
+GRANT SELECT(reply_count) ON TABLE app.comments TO app_anonymous;
 
 
 --
 -- Name: TABLE follows; Type: ACL; Schema: app; Owner: -
 --
 
-GRANT SELECT ON TABLE app.follows TO app_anonymous;
 GRANT SELECT ON TABLE app.follows TO app_admin;
 
 
 --
--- Name: TABLE hub_discussions; Type: ACL; Schema: app; Owner: -
+-- Name: COLUMN follows.follower_id; Type: ACL; Schema: app; Owner: -
 --
 
-GRANT SELECT ON TABLE app.hub_discussions TO app_user;
+GRANT SELECT(follower_id) ON TABLE app.follows TO app_anonymous;
+
+
+--
+-- Name: COLUMN follows.followee_id; Type: ACL; Schema: app; Owner: -
+--
+
+GRANT SELECT(followee_id) ON TABLE app.follows TO app_anonymous;
+
+
+--
+-- Name: COLUMN follows.seq; Type: ACL; Schema: app; Owner: -
+--
+
+GRANT SELECT(seq) ON TABLE app.follows TO app_anonymous;
+
+
+--
+-- Name: COLUMN hub_discussions.id; Type: ACL; Schema: app; Owner: -
+--
+
+GRANT SELECT(id) ON TABLE app.hub_discussions TO app_user;
+
+
+--
+-- Name: COLUMN hub_discussions.hub_id; Type: ACL; Schema: app; Owner: -
+--
+
+GRANT SELECT(hub_id) ON TABLE app.hub_discussions TO app_user;
+
+
+--
+-- Name: COLUMN hub_discussions.post_id; Type: ACL; Schema: app; Owner: -
+--
+
+GRANT SELECT(post_id) ON TABLE app.hub_discussions TO app_user;
+
+
+--
+-- Name: COLUMN hub_discussions.last_activity_at; Type: ACL; Schema: app; Owner: -
+--
+
+GRANT SELECT(last_activity_at) ON TABLE app.hub_discussions TO app_user;
 
 
 --
 -- Name: TABLE hub_memberships; Type: ACL; Schema: app; Owner: -
 --
 
-GRANT SELECT ON TABLE app.hub_memberships TO app_user;
 GRANT SELECT ON TABLE app.hub_memberships TO app_admin;
 
 
 --
--- Name: TABLE hub_profiles; Type: ACL; Schema: app; Owner: -
+-- Name: COLUMN hub_memberships.hub_id; Type: ACL; Schema: app; Owner: -
 --
 
-GRANT SELECT ON TABLE app.hub_profiles TO app_user;
-GRANT SELECT ON TABLE app.hub_profiles TO app_anonymous;
+GRANT SELECT(hub_id) ON TABLE app.hub_memberships TO app_user;
+
+
+--
+-- Name: COLUMN hub_memberships.user_id; Type: ACL; Schema: app; Owner: -
+--
+
+GRANT SELECT(user_id) ON TABLE app.hub_memberships TO app_user;
+
+
+--
+-- Name: COLUMN hub_memberships.role; Type: ACL; Schema: app; Owner: -
+--
+
+GRANT SELECT(role) ON TABLE app.hub_memberships TO app_user;
 
 
 --
@@ -7079,6 +7742,7 @@ GRANT SELECT ON TABLE app.hub_profiles TO app_anonymous;
 --
 
 GRANT INSERT(user_id) ON TABLE app.hub_profiles TO app_user;
+GRANT SELECT(user_id) ON TABLE app.hub_profiles TO app_anonymous;
 
 
 --
@@ -7086,6 +7750,7 @@ GRANT INSERT(user_id) ON TABLE app.hub_profiles TO app_user;
 --
 
 GRANT INSERT(display_name),UPDATE(display_name) ON TABLE app.hub_profiles TO app_user;
+GRANT SELECT(display_name) ON TABLE app.hub_profiles TO app_anonymous;
 
 
 --
@@ -7093,6 +7758,7 @@ GRANT INSERT(display_name),UPDATE(display_name) ON TABLE app.hub_profiles TO app
 --
 
 GRANT INSERT(profile_asset_id),UPDATE(profile_asset_id) ON TABLE app.hub_profiles TO app_user;
+GRANT SELECT(profile_asset_id) ON TABLE app.hub_profiles TO app_anonymous;
 
 
 --
@@ -7106,9 +7772,42 @@ GRANT UPDATE(updated_at) ON TABLE app.hub_profiles TO app_user;
 -- Name: TABLE hubs; Type: ACL; Schema: app; Owner: -
 --
 
-GRANT SELECT ON TABLE app.hubs TO app_user;
 GRANT SELECT ON TABLE app.hubs TO app_admin;
-GRANT SELECT ON TABLE app.hubs TO app_anonymous;
+
+
+--
+-- Name: COLUMN hubs.id; Type: ACL; Schema: app; Owner: -
+--
+
+GRANT SELECT(id) ON TABLE app.hubs TO app_anonymous;
+
+
+--
+-- Name: COLUMN hubs.name; Type: ACL; Schema: app; Owner: -
+--
+
+GRANT SELECT(name) ON TABLE app.hubs TO app_anonymous;
+
+
+--
+-- Name: COLUMN hubs.description; Type: ACL; Schema: app; Owner: -
+--
+
+GRANT SELECT(description) ON TABLE app.hubs TO app_anonymous;
+
+
+--
+-- Name: COLUMN hubs.profile_asset_id; Type: ACL; Schema: app; Owner: -
+--
+
+GRANT SELECT(profile_asset_id) ON TABLE app.hubs TO app_anonymous;
+
+
+--
+-- Name: COLUMN hubs.custom_link; Type: ACL; Schema: app; Owner: -
+--
+
+GRANT SELECT(custom_link) ON TABLE app.hubs TO app_anonymous;
 
 
 --
@@ -7116,28 +7815,77 @@ GRANT SELECT ON TABLE app.hubs TO app_anonymous;
 --
 
 GRANT UPDATE(is_recommended) ON TABLE app.hubs TO app_admin;
+GRANT SELECT(is_recommended) ON TABLE app.hubs TO app_anonymous;
 
 
 --
--- Name: TABLE phone_identities; Type: ACL; Schema: app; Owner: -
+-- Name: COLUMN hubs.member_count; Type: ACL; Schema: app; Owner: -
 --
 
-GRANT SELECT ON TABLE app.phone_identities TO app_user;
+GRANT SELECT(member_count) ON TABLE app.hubs TO app_anonymous;
 
 
 --
--- Name: TABLE post_hubs; Type: ACL; Schema: app; Owner: -
+-- Name: COLUMN hubs.last_activity_at; Type: ACL; Schema: app; Owner: -
 --
 
-GRANT SELECT ON TABLE app.post_hubs TO app_user;
+GRANT SELECT(last_activity_at) ON TABLE app.hubs TO app_anonymous;
+
+
+--
+-- Name: COLUMN phone_identities.user_id; Type: ACL; Schema: app; Owner: -
+--
+
+GRANT SELECT(user_id) ON TABLE app.phone_identities TO app_user;
+
+
+--
+-- Name: COLUMN phone_identities.phone_e164; Type: ACL; Schema: app; Owner: -
+--
+
+GRANT SELECT(phone_e164) ON TABLE app.phone_identities TO app_user;
+
+
+--
+-- Name: COLUMN post_hubs.post_id; Type: ACL; Schema: app; Owner: -
+--
+
+GRANT SELECT(post_id) ON TABLE app.post_hubs TO app_user;
+
+
+--
+-- Name: COLUMN post_hubs.hub_id; Type: ACL; Schema: app; Owner: -
+--
+
+GRANT SELECT(hub_id) ON TABLE app.post_hubs TO app_user;
+
+
+--
+-- Name: COLUMN post_hubs.kind; Type: ACL; Schema: app; Owner: -
+--
+
+GRANT SELECT(kind) ON TABLE app.post_hubs TO app_user;
+
+
+--
+-- Name: COLUMN post_hubs.created_at; Type: ACL; Schema: app; Owner: -
+--
+
+GRANT SELECT(created_at) ON TABLE app.post_hubs TO app_user;
 
 
 --
 -- Name: TABLE reports; Type: ACL; Schema: app; Owner: -
 --
 
-GRANT SELECT ON TABLE app.reports TO app_user;
 GRANT SELECT ON TABLE app.reports TO app_admin;
+
+
+--
+-- Name: COLUMN reports.id; Type: ACL; Schema: app; Owner: -
+--
+
+GRANT SELECT(id) ON TABLE app.reports TO app_user;
 
 
 --
@@ -7179,29 +7927,42 @@ GRANT INSERT(details) ON TABLE app.reports TO app_user;
 -- Name: TABLE reserved_handles; Type: ACL; Schema: app; Owner: -
 --
 
-GRANT SELECT ON TABLE app.reserved_handles TO app_anonymous;
 GRANT SELECT ON TABLE app.reserved_handles TO app_admin;
+
+
+--
+-- Name: COLUMN reserved_handles.handle; Type: ACL; Schema: app; Owner: -
+--
+
+GRANT SELECT(handle) ON TABLE app.reserved_handles TO app_anonymous;
 
 
 --
 -- Name: TABLE saved_posts; Type: ACL; Schema: app; Owner: -
 --
 
-GRANT SELECT,DELETE ON TABLE app.saved_posts TO app_user;
+GRANT DELETE ON TABLE app.saved_posts TO app_user;
 
 
 --
 -- Name: COLUMN saved_posts.user_id; Type: ACL; Schema: app; Owner: -
 --
 
-GRANT INSERT(user_id) ON TABLE app.saved_posts TO app_user;
+GRANT SELECT(user_id),INSERT(user_id) ON TABLE app.saved_posts TO app_user;
 
 
 --
 -- Name: COLUMN saved_posts.post_id; Type: ACL; Schema: app; Owner: -
 --
 
-GRANT INSERT(post_id) ON TABLE app.saved_posts TO app_user;
+GRANT SELECT(post_id),INSERT(post_id) ON TABLE app.saved_posts TO app_user;
+
+
+--
+-- Name: COLUMN saved_posts.saved_at; Type: ACL; Schema: app; Owner: -
+--
+
+GRANT SELECT(saved_at) ON TABLE app.saved_posts TO app_user;
 
 
 --
@@ -7257,53 +8018,74 @@ GRANT SELECT(id) ON TABLE app.users TO app_anonymous;
 -- Name: COLUMN users.username; Type: ACL; Schema: app; Owner: -
 --
 
-GRANT SELECT(username) ON TABLE app.users TO app_anonymous;
 GRANT UPDATE(username) ON TABLE app.users TO app_user;
+GRANT SELECT(username) ON TABLE app.users TO app_anonymous;
 
 
 --
 -- Name: COLUMN users.full_name; Type: ACL; Schema: app; Owner: -
 --
 
-GRANT SELECT(full_name) ON TABLE app.users TO app_anonymous;
 GRANT UPDATE(full_name) ON TABLE app.users TO app_user;
+GRANT SELECT(full_name) ON TABLE app.users TO app_anonymous;
 
 
 --
 -- Name: COLUMN users.bio; Type: ACL; Schema: app; Owner: -
 --
 
-GRANT SELECT(bio) ON TABLE app.users TO app_anonymous;
 GRANT UPDATE(bio) ON TABLE app.users TO app_user;
+GRANT SELECT(bio) ON TABLE app.users TO app_anonymous;
 
 
 --
 -- Name: COLUMN users.profile_asset_id; Type: ACL; Schema: app; Owner: -
 --
 
-GRANT SELECT(profile_asset_id) ON TABLE app.users TO app_anonymous;
 GRANT UPDATE(profile_asset_id) ON TABLE app.users TO app_user;
+GRANT SELECT(profile_asset_id) ON TABLE app.users TO app_anonymous;
 
 
 --
--- Name: COLUMN users.created_at; Type: ACL; Schema: app; Owner: -
+-- Name: COLUMN vote_receipts.post_id; Type: ACL; Schema: app; Owner: -
 --
 
-GRANT SELECT(created_at) ON TABLE app.users TO app_anonymous;
-
-
---
--- Name: TABLE vote_receipts; Type: ACL; Schema: app; Owner: -
---
-
-GRANT SELECT ON TABLE app.vote_receipts TO app_user;
+GRANT SELECT(post_id) ON TABLE app.vote_receipts TO app_user;
 
 
 --
--- Name: TABLE vote_scope_receipts; Type: ACL; Schema: app; Owner: -
+-- Name: COLUMN vote_receipts.user_id; Type: ACL; Schema: app; Owner: -
 --
 
-GRANT SELECT ON TABLE app.vote_scope_receipts TO app_user;
+GRANT SELECT(user_id) ON TABLE app.vote_receipts TO app_user;
+
+
+--
+-- Name: COLUMN vote_receipts.voted_at; Type: ACL; Schema: app; Owner: -
+--
+
+GRANT SELECT(voted_at) ON TABLE app.vote_receipts TO app_user;
+
+
+--
+-- Name: COLUMN vote_scope_receipts.post_id; Type: ACL; Schema: app; Owner: -
+--
+
+GRANT SELECT(post_id) ON TABLE app.vote_scope_receipts TO app_user;
+
+
+--
+-- Name: COLUMN vote_scope_receipts.user_id; Type: ACL; Schema: app; Owner: -
+--
+
+GRANT SELECT(user_id) ON TABLE app.vote_scope_receipts TO app_user;
+
+
+--
+-- Name: COLUMN vote_scope_receipts.hub_id; Type: ACL; Schema: app; Owner: -
+--
+
+GRANT SELECT(hub_id) ON TABLE app.vote_scope_receipts TO app_user;
 
 
 --

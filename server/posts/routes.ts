@@ -2,7 +2,6 @@
 import { z } from 'zod';
 import { endpoint } from '../http/endpoint.ts';
 import { ApiError } from '../http/errors.ts';
-import { isUuid } from '../http/ids.ts';
 import { fromMicros, micros, pageQuery, pageSchema, toPage } from '../http/paging.ts';
 import type { RequestTransaction } from '../../db/request-transaction.ts';
 import { postCard, readCard, readCards } from './card.ts';
@@ -31,11 +30,10 @@ async function shareToFeed(tx: RequestTransaction, postId: string) {
 }
 
 /** Frames are paged by [kind, created_at in µs, id]: 1 for the original, 0 for a repost. */
-const framesQuery = pageQuery(50).superRefine((query, ctx) => {
-  const [kind, us, id] = query.cursor ?? [];
-  if (query.cursor && (query.cursor.length !== 3 || (kind !== 0 && kind !== 1) || !Number.isSafeInteger(us) || !isUuid(id))) {
-    ctx.addIssue({ code: 'custom', path: ['cursor'], message: 'Invalid cursor' });
-  }
+// Position [kind, created_at, id]: kind 1 is the original, 0 a repost.
+const framesQuery = pageQuery(50, ['int', 'timestamp', 'id']).refine((query) => query.cursor === undefined || query.cursor[0] === 0 || query.cursor[0] === 1, {
+  path: ['cursor'],
+  message: 'Invalid cursor',
 });
 
 export const postEndpoints = [

@@ -40,14 +40,14 @@ export const myHubEndpoints = [
       'paging keeps the position it had when the page was read.',
     auth: 'bearer',
     level: 4,
-    query: pageQuery(50),
+    query: pageQuery(50, ['timestamp', 'id']),
     response: pageSchema(myHub),
     async handler({ query, tx, services: { storage } }) {
       const [afterUs, afterId] = (query.cursor ?? [null, null]) as [number | null, string | null];
       const { rows } = await tx.query<MyHubRow>(
         `select * from (
            select distinct on (h.id) h.id, h.name, a.object_key as photo_key, h.member_count, rel.status, rel.role,
-                  rel.invitation_id, h.last_activity_at, ${micros('h.last_activity_at')} as activity_us
+                  rel.invitation_id, act.last_activity_at, ${micros('act.last_activity_at')} as activity_us
            from (
              select m.hub_id, 'member' as status, m.role, null::uuid as invitation_id, 1 as rank
                from app.hub_memberships m where m.user_id = app.viewer_id()
@@ -56,9 +56,10 @@ export const myHubEndpoints = [
                from app.hub_join_requests r where r.user_id = app.viewer_id() and r.status = 'pending'
              union all
              select i.hub_id, 'invited', null, i.id, 3
-               from app.hub_invitations i where i.invitee_id = app.viewer_id() and i.status = 'invited' and i.expires_at > now()
+               from app.viewer_open_invitations() i
            ) rel
            join app.hubs h on h.id = rel.hub_id
+           cross join lateral (select app.hub_last_activity_at(h.id) as last_activity_at) act
            left join app.assets a on a.id = h.profile_asset_id
            order by h.id, rel.rank
          ) mine
