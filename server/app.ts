@@ -1,6 +1,6 @@
 // The Express application: request context, JSON bodies (64 KiB), every resource's endpoints under
-// /api/v1, the OpenAPI document and docs page, the internal GraphQL API at /internal/graphql,
-// unknown routes, and the error envelope; and the HTTP server around it.
+// /api/v1, the OpenAPI document and docs page, /healthz and /readyz, the internal GraphQL API at
+// /internal/graphql, unknown routes, and the error envelope; and the HTTP server around it.
 import { createServer as createHttpServer, type Server } from 'node:http';
 import express from 'express';
 import type { Endpoint } from './http/endpoint.ts';
@@ -26,7 +26,11 @@ import { voteEndpoints } from './votes/routes.ts';
 import { commentEndpoints } from './comments/routes.ts';
 import { savedPostEndpoints } from './users/saved-posts.ts';
 import { notificationEndpoints } from './notifications/routes.ts';
+import { feedEndpoints } from './feeds/routes.ts';
+import { discussionEndpoints } from './discussions/routes.ts';
+import { savedDiscussionEndpoints } from './discussions/saved.ts';
 import { openApiRouter } from './openapi/router.ts';
+import { healthRouter } from './health.ts';
 
 export const basePath = '/api/v1';
 
@@ -46,6 +50,9 @@ export const allEndpoints: Endpoint[] = [
   ...commentEndpoints,
   ...savedPostEndpoints,
   ...notificationEndpoints,
+  ...feedEndpoints,
+  ...discussionEndpoints,
+  ...savedDiscussionEndpoints,
 ];
 
 export function createApp(services: Services): express.Express {
@@ -54,6 +61,9 @@ export function createApp(services: Services): express.Express {
   app.set('etag', false);
   // The client address (req.ip) for per-address limits: the socket's, or a trusted proxy's entry.
   app.set('trust proxy', services.config.trustProxy);
+  app.use(services.metrics.requests());
+  // Probes come often: they are measured but not logged.
+  app.use(healthRouter(services.pools.api));
   app.use(requestContext(services.log));
   // Bodies are JSON whatever the declared content type; an empty body reads as {}.
   app.use(express.json({ limit: '64kb', type: () => true }));
@@ -67,7 +77,7 @@ export function createApp(services: Services): express.Express {
   app.use(services.graphql.handler);
 
   app.use((_req, _res, next) => next(new ApiError('ROUTE_NOT_FOUND')));
-  app.use(errorHandler(services.log));
+  app.use(errorHandler(services.log, services.outage));
   return app;
 }
 

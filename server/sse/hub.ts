@@ -63,6 +63,15 @@ export class NotificationHub {
     await client?.end().catch(() => undefined);
   }
 
+  /** For metrics (server/metrics.ts). */
+  get openStreams(): number {
+    return this.#streams.count;
+  }
+
+  get dispatcherLagSeconds(): number | undefined {
+    return this.#dispatcher.lagSeconds;
+  }
+
   /** Answers the request with a notification stream for the session (503 when the hub is not running). */
   open(res: Response, owner: StreamOwner): SseStream {
     if (this.#connectionString === undefined || this.#stopped) throw new ApiError('SERVICE_UNAVAILABLE', {}, { 'Retry-After': '5' });

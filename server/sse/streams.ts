@@ -86,6 +86,13 @@ export class SseStreams {
     return stream;
   }
 
+  /** Open streams. */
+  get count(): number {
+    let count = 0;
+    for (const streams of this.#bySession.values()) count += streams.size;
+    return count;
+  }
+
   /** Session ids with at least one open stream. */
   sessions(): string[] {
     return [...this.#bySession.keys()];
