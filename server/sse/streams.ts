@@ -1,6 +1,8 @@
 // The server-sent-event streams open in this process (contract section 9), by session: headers,
-// events, the `: ping` comment every pingSeconds, and the close after maxSeconds. Which events a
-// stream gets, and when a session's streams close, is decided by the hub (hub.ts).
+// events, the `: ping` comment every pingSeconds, the close after maxSeconds, and at most
+// maxPerSession open streams per session (opening one more closes the oldest, with a final
+// comment). Which events a stream gets, and when a session's streams close, is decided by the hub
+// (hub.ts).
 import type { Response } from 'express';
 
 export interface StreamOwner {
@@ -14,8 +16,11 @@ export interface SseEvent {
   data: unknown;
 }
 
-/** A client that stops reading is dropped once this much output waits for it (it reconnects and re-reads the list). */
+/** A client that stops reading is dropped once this much output waits for it (it reconnects and resumes). */
 const maxBufferedBytes = 1024 * 1024;
+/** Live events held for a stream while its replay is read; beyond this it is closed (the client resumes). */
+const maxHeldEvents = 5000;
+export const maxStreamsPerSession = 5;
 
 export class SseStream {
   readonly owner: StreamOwner;
@@ -23,11 +28,14 @@ export class SseStream {
   #timers: NodeJS.Timeout[];
   #onClose: (stream: SseStream) => void;
   #closed = false;
+  /** Live events that arrive while the replay is being read: sent after it. */
+  #held: SseEvent[] | undefined;
 
-  constructor(res: Response, owner: StreamOwner, timing: { pingMs: number; maxMs: number }, onClose: (stream: SseStream) => void) {
+  constructor(res: Response, owner: StreamOwner, timing: { pingMs: number; maxMs: number }, hold: boolean, onClose: (stream: SseStream) => void) {
     this.owner = owner;
     this.#res = res;
     this.#onClose = onClose;
+    this.#held = hold ? [] : undefined;
     // Connection: close: a stream's connection is not reused once the stream ends (an hour later,
     // or at shutdown, which then does not wait for idle keep-alive connections).
     res.writeHead(200, { 'Content-Type': 'text/event-stream', 'Cache-Control': 'no-store', 'X-Accel-Buffering': 'no', Connection: 'close' });
@@ -44,7 +52,25 @@ export class SseStream {
   }
 
   send(event: SseEvent): void {
+    if (this.#held) {
+      this.#held.push(event);
+      if (this.#held.length > maxHeldEvents) this.close();
+      return;
+    }
     this.#write(`id: ${event.id}\nevent: ${event.event}\ndata: ${JSON.stringify(event.data)}\n\n`);
+  }
+
+  /** Sends the replayed events, then `comment` (if any), then the live events held meanwhile. */
+  release(replayed: SseEvent[], comment?: string): void {
+    const held = this.#held ?? [];
+    this.#held = undefined;
+    for (const event of replayed) this.send(event);
+    if (comment) this.comment(comment);
+    for (const event of held) this.send(event);
+  }
+
+  comment(text: string): void {
+    this.#write(`: ${text}\n\n`);
   }
 
   /** Ends the response; the client sees the stream end. */
@@ -69,32 +95,46 @@ export class SseStream {
 }
 
 export class SseStreams {
+  /** Per session, its open streams, oldest first. */
   #bySession = new Map<string, Set<SseStream>>();
+  #count = 0;
   #timing: { pingMs: number; maxMs: number };
 
   constructor(timing: { pingSeconds: number; maxSeconds: number }) {
     this.#timing = { pingMs: timing.pingSeconds * 1000, maxMs: timing.maxSeconds * 1000 };
   }
 
-  /** Answers the request with a stream (status 200 and the event-stream headers) and registers it. */
-  open(res: Response, owner: StreamOwner): SseStream {
-    const stream = new SseStream(res, owner, this.#timing, (closed) => this.#forget(closed));
+  /** Open streams in this process. */
+  get count(): number {
+    return this.#count;
+  }
+
+  /**
+   * Answers the request with a stream (status 200 and the event-stream headers) and registers it.
+   * With `hold`, live events wait until the stream's release (the replay goes first).
+   */
+  open(res: Response, owner: StreamOwner, hold = false): SseStream {
+    const stream = new SseStream(res, owner, this.#timing, hold, (closed) => this.#forget(closed));
     if (stream.closed) return stream;
     const streams = this.#bySession.get(owner.sessionId) ?? new Set();
+    for (const oldest of [...streams].slice(0, Math.max(0, streams.size - maxStreamsPerSession + 1))) {
+      oldest.comment(`closed: more than ${maxStreamsPerSession} streams open for this session`);
+      oldest.close();
+    }
     streams.add(stream);
     this.#bySession.set(owner.sessionId, streams);
+    this.#count += 1;
     return stream;
+  }
+
+  /** Every open stream. */
+  all(): SseStream[] {
+    return [...this.#bySession.values()].flatMap((streams) => [...streams]);
   }
 
   /** Session ids with at least one open stream. */
   sessions(): string[] {
     return [...this.#bySession.keys()];
-  }
-
-  send(sessionId: string, events: SseEvent[]): void {
-    for (const stream of this.#bySession.get(sessionId) ?? []) {
-      for (const event of events) stream.send(event);
-    }
   }
 
   closeSession(sessionId: string): void {
@@ -107,7 +147,8 @@ export class SseStreams {
 
   #forget(stream: SseStream): void {
     const streams = this.#bySession.get(stream.owner.sessionId);
-    streams?.delete(stream);
-    if (streams?.size === 0) this.#bySession.delete(stream.owner.sessionId);
+    if (!streams?.delete(stream)) return;
+    this.#count -= 1;
+    if (streams.size === 0) this.#bySession.delete(stream.owner.sessionId);
   }
 }
