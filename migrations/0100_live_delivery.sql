@@ -47,13 +47,13 @@ create index notifications_recipient_tx on app.notifications (recipient_id, tx_i
 -- Ordered by session, then (tx_id, id). The range is found through the tx_id index and recipients
 -- through sessions_user_id, so the cost follows the batch, not the number of open streams.
 create function app_private.live_notifications(p_from xid8, p_to xid8, p_sessions uuid[])
-  returns table (session_id uuid, live boolean, notification_id uuid, type app.notification_type, created_at timestamptz,
-                 is_read boolean, post_id uuid, comment_id uuid, hub_id uuid, invitation_id uuid, join_request_id uuid,
-                 actor_id uuid, actor_username text, actor_full_name text, actor_photo_key text)
+  returns table (session_id uuid, live boolean, tx_id xid8, notification_id uuid, type app.notification_type,
+                 created_at timestamptz, is_read boolean, post_id uuid, comment_id uuid, hub_id uuid, invitation_id uuid,
+                 join_request_id uuid, actor_id uuid, actor_username text, actor_full_name text, actor_photo_key text)
   language sql stable security definer
   set search_path = pg_catalog
   as $$
-  select r.session_id, r.live, n.id, n.type, n.created_at, n.read_at is not null, n.post_id, n.comment_id, n.hub_id,
+  select r.session_id, r.live, n.tx_id, n.id, n.type, n.created_at, n.read_at is not null, n.post_id, n.comment_id, n.hub_id,
          n.invitation_id, n.join_request_id, u.id, u.username, u.full_name, a.object_key
   from (
     select s.id as session_id, s.user_id, app.session_access_level(s.id, s.user_id) is not null as live,
@@ -69,18 +69,20 @@ create function app_private.live_notifications(p_from xid8, p_to xid8, p_session
   order by r.session_id, n.tx_id, n.id
 $$;
 
--- Resume (Last-Event-ID): the ids of the viewer's rows after p_after in (tx_id, id) order, written
--- by transactions below p_before (all finished: the server passes the start of the first range the
--- stream receives live), that app.notification_visible_to allows the viewer now, oldest first, at
--- most p_limit. Null when p_after is not a row of the viewer (unknown, or someone else's: nothing
+-- Resume (Last-Event-ID): where the viewer's row p_after stands (its writing transaction: place),
+-- and the ids of the viewer's rows after it in (tx_id, id) order, written by transactions below
+-- p_before (all finished: the server passes the start of the first range the stream receives
+-- live), that app.notification_visible_to allows the viewer now, oldest first, at most p_limit.
+-- One row; both null when p_after is not a row of the viewer (unknown, or someone else's: nothing
 -- tells which). A row of the viewer that is hidden now still marks the place. The caller reads the
--- rows through app.notification_rows as the viewer, under the list's policy.
+-- rows through app.notification_rows as the viewer, under the list's policy, and drops live rows
+-- at or before the place.
 create function app.notification_replay(p_after uuid, p_before xid8, p_limit int)
-  returns uuid[]
+  returns table (place xid8, ids uuid[])
   language sql stable security definer
   set search_path = pg_catalog
   as $$
-  select case when last.tx_id is null then null else array(
+  select last.tx_id, case when last.tx_id is null then null else array(
     select n.id from app.notifications n
     where n.recipient_id = last.viewer
       and (n.tx_id, n.id) > (last.tx_id, p_after) and n.tx_id < p_before

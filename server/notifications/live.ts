@@ -9,7 +9,7 @@
 import type pg from 'pg';
 import type { RequestTransaction } from '../../db/request-transaction.ts';
 import { isUuid } from '../http/ids.ts';
-import type { SseEvent } from '../sse/streams.ts';
+import type { Position, SseEvent } from '../sse/streams.ts';
 import type { Storage } from '../uploads/storage.ts';
 import { notification, shapeNotification, type NotificationRow } from './shape.ts';
 
@@ -23,7 +23,7 @@ export interface LiveBatch {
   bySession: Map<string, SseEvent[]>;
 }
 
-type BatchRow = NotificationRow & { session_id: string; live: boolean };
+type BatchRow = NotificationRow & { session_id: string; live: boolean; tx_id: string };
 
 export async function readLiveBatch(db: pg.Pool, storage: Storage, from: bigint, to: bigint, sessions: string[]): Promise<LiveBatch> {
   const { rows } = await db.query<BatchRow>('select * from app_private.live_notifications($1::xid8, $2::xid8, $3::uuid[])', [
@@ -39,7 +39,7 @@ export async function readLiveBatch(db: pg.Pool, storage: Storage, from: bigint,
       continue;
     }
     const events = bySession.get(row.session_id) ?? [];
-    events.push(await toEvent(storage, row));
+    events.push({ ...(await toEvent(storage, row)), position: [BigInt(row.tx_id), row.notification_id] });
     bySession.set(row.session_id, events);
   }
   return { ended: [...ended], bySession };
@@ -55,24 +55,27 @@ export interface Replay {
   events: SseEvent[];
   /** More rows than replayLimit, or a Last-Event-ID that names no row of the viewer: read the list. */
   truncated: boolean;
+  /** Where the Last-Event-ID row stands: live rows at or before it are not sent again. */
+  after: Position | undefined;
 }
 
 /** The viewer's rows after `lastEventId`, written below `before` (the stream's first live range). */
 export async function readReplay(tx: RequestTransaction, storage: Storage, lastEventId: string, before: bigint): Promise<Replay> {
-  if (!isUuid(lastEventId)) return { events: [], truncated: true };
-  const { rows } = await tx.query<Partial<NotificationRow> & { unknown: boolean }>(
-    `select place.ids is null as unknown, r.*
-     from (select app.notification_replay($1::uuid, $2::xid8, $3) as ids) place
+  if (!isUuid(lastEventId)) return { events: [], truncated: true, after: undefined };
+  const { rows } = await tx.query<Partial<NotificationRow> & { place: string | null }>(
+    `select place.place::text, r.*
+     from app.notification_replay($1::uuid, $2::xid8, $3) place
      left join lateral (
        select nr.*, o.position from unnest(place.ids) with ordinality as o(id, position)
        join app.notification_rows(place.ids) nr on nr.notification_id = o.id) r on true
      order by r.position`,
     [lastEventId, before.toString(), replayLimit + 1],
   );
-  if (rows[0]?.unknown !== false) return { events: [], truncated: true };
-  const found = rows.filter((row): row is NotificationRow & { unknown: boolean } => row.notification_id != null);
+  const place = rows[0]?.place;
+  if (place == null) return { events: [], truncated: true, after: undefined };
+  const found = rows.filter((row): row is NotificationRow & { place: string } => row.notification_id != null);
   const kept = found.slice(0, replayLimit);
-  return { events: await Promise.all(kept.map((row) => toEvent(storage, row))), truncated: found.length > replayLimit };
+  return { events: await Promise.all(kept.map((row) => toEvent(storage, row))), truncated: found.length > replayLimit, after: [BigInt(place), lastEventId.toLowerCase()] };
 }
 
 async function toEvent(storage: Storage, row: NotificationRow): Promise<SseEvent> {

@@ -157,7 +157,7 @@ export const notificationEndpoints = [
         if (!rows[0]?.live) stream.close();
         else if (lastEventId !== undefined && replayBefore !== undefined) {
           const replay = await readReplay(tx, storage, lastEventId, replayBefore);
-          stream.release(replay.events, replay.truncated ? 'replay truncated' : undefined);
+          stream.release(replay.events, replay.truncated ? 'replay truncated' : undefined, replay.after);
         }
       } catch (error) {
         // The response is a stream already: close it, and the client resumes.

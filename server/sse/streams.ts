@@ -10,11 +10,18 @@ export interface StreamOwner {
   sessionId: string;
 }
 
+/** Where a notification stands in the order of delivery: its writing transaction, then its id. */
+export type Position = readonly [bigint, string];
+
 export interface SseEvent {
   id: string;
   event: string;
   data: unknown;
+  /** Live events carry it: a resumed stream drops those at or before its place. */
+  position?: Position;
 }
+
+const isAfter = (position: Position, place: Position): boolean => position[0] > place[0] || (position[0] === place[0] && position[1] > place[1]);
 
 /** A client that stops reading is dropped once this much output waits for it (it reconnects and resumes). */
 const maxBufferedBytes = 1024 * 1024;
@@ -30,6 +37,8 @@ export class SseStream {
   #closed = false;
   /** Live events that arrive while the replay is being read: sent after it. */
   #held: SseEvent[] | undefined;
+  /** The place a resumed stream started after (the client has every row up to it). */
+  #after: Position | undefined;
 
   constructor(res: Response, owner: StreamOwner, timing: { pingMs: number; maxMs: number }, hold: boolean, onClose: (stream: SseStream) => void) {
     this.owner = owner;
@@ -52,6 +61,7 @@ export class SseStream {
   }
 
   send(event: SseEvent): void {
+    if (this.#after && event.position && !isAfter(event.position, this.#after)) return;
     if (this.#held) {
       this.#held.push(event);
       if (this.#held.length > maxHeldEvents) this.close();
@@ -60,10 +70,14 @@ export class SseStream {
     this.#write(`id: ${event.id}\nevent: ${event.event}\ndata: ${JSON.stringify(event.data)}\n\n`);
   }
 
-  /** Sends the replayed events, then `comment` (if any), then the live events held meanwhile. */
-  release(replayed: SseEvent[], comment?: string): void {
+  /**
+   * Sends the replayed events, then `comment` (if any), then the live events held meanwhile; from
+   * now on, live events at or before `after` are dropped.
+   */
+  release(replayed: SseEvent[], comment: string | undefined, after: Position | undefined): void {
     const held = this.#held ?? [];
     this.#held = undefined;
+    this.#after = after;
     for (const event of replayed) this.send(event);
     if (comment) this.comment(comment);
     for (const event of held) this.send(event);

@@ -233,6 +233,149 @@ describe('sessions', () => {
   });
 });
 
+describe('resume with Last-Event-ID (contract section 9)', () => {
+  const resume = (user: TestUser, lastEventId: string, baseUrl = app.url) =>
+    openStream(baseUrl, user.token, { accept: 'text/event-stream', 'last-event-id': lastEventId }).then((stream) => {
+      expect(stream.status).toBe(200);
+      open.push(stream);
+      return stream;
+    });
+  /** Waits until the hub has read past every row written so far (a later row reaches another stream), so they can only come by replay. */
+  const readPast = async () => {
+    const watcher = await anonymousUser(app);
+    const stream = await streamOf(watcher);
+    await stream.waitForId(await insertNotification(app, watcher.id));
+    stream.close();
+  };
+
+  it('first sends, oldest first, every row after the given one, shaped as the list rows, then live rows', async () => {
+    const user = await userAtLevel(app, 2);
+    const place = await insertNotification(app, user.id);
+    const missed = [await insertNotification(app, user.id), await insertNotification(app, user.id), await insertNotification(app, user.id)];
+    await readPast();
+    const stream = await resume(user, place);
+    await stream.waitForEvents(3);
+    const live = await insertNotification(app, user.id);
+    await stream.waitForId(live);
+    expect(stream.sequence).toEqual([...missed, live]);
+    const listed = await app.get('/notifications', { token: user.token });
+    for (const event of stream.events) expect(event.data).toEqual(listed.body.data.items.find((item: { id: string }) => item.id === event.id));
+  });
+
+  it('replays at most 500 rows, then says `: replay truncated`, then goes live', async () => {
+    const user = await anonymousUser(app);
+    const place = await insertNotification(app, user.id);
+    const { rows } = await app.owner.query<{ id: string }>(
+      `insert into app.notifications (recipient_id, type) select $1, 'user_followed' from generate_series(1, 502) returning id`,
+      [user.id],
+    );
+    const written = rows.map((row) => row.id).sort();
+    await readPast();
+    const stream = await resume(user, place);
+    await stream.waitForComment(': replay truncated');
+    const live = await insertNotification(app, user.id);
+    await stream.waitForId(live);
+    expect(stream.sequence).toEqual([...written.slice(0, 500), ': replay truncated', live]);
+  });
+
+  it('says `: replay truncated` at once for an id that is not a row of the viewer, then goes live', async () => {
+    const user = await anonymousUser(app);
+    const someoneElses = await insertNotification(app, (await anonymousUser(app)).id);
+    for (const lastEventId of [randomUUID(), someoneElses, 'not-an-id']) {
+      const stream = await resume(user, lastEventId);
+      await stream.waitForComment(': replay truncated');
+      const live = await insertNotification(app, user.id);
+      await stream.waitForId(live);
+      expect(stream.sequence).toEqual([': replay truncated', live]);
+      stream.close();
+    }
+  });
+
+  it('sends no hub row to a member who left that hub, whatever was written while they were a member', async () => {
+    const owner = await userAtLevel(app, 4);
+    const leaver = await userAtLevel(app, 4);
+    const hub = await createHub(app, owner);
+    await addMember(app, hub, leaver);
+    const place = await insertNotification(app, leaver.id);
+    const hubRow = await insertNotification(app, leaver.id, { type: 'hub_post_created', hubId: hub.id, postId: randomUUID() });
+    const global = await insertNotification(app, leaver.id);
+    expect((await resume(leaver, place).then((stream) => stream.waitForEvents(2))).map((event) => event.id)).toEqual([hubRow, global]);
+    expect((await app.delete(`/hubs/${hub.id}/membership`, { token: leaver.token })).status).toBe(200);
+    const after = await resume(leaver, place);
+    const marker = await insertNotification(app, leaver.id);
+    await after.waitForId(marker);
+    const ids = after.events.map((event) => event.id);
+    expect(ids).toContain(global);
+    expect(ids).not.toContain(hubRow);
+    expect(after.events.filter((event) => event.data.hub_id === hub.id)).toEqual([]);
+  });
+
+  it('has no duplicate and no gap at the seam between replay and live, with rows committed all along', async () => {
+    const user = await anonymousUser(app);
+    const place = await insertNotification(app, user.id);
+    const written: string[] = [];
+    let writing = true;
+    const writer = (async () => {
+      while (writing) written.push(await insertNotification(app, user.id));
+    })();
+    const streams: TestStream[] = [];
+    for (let i = 0; i < 4; i += 1) {
+      while (written.length < (i + 1) * 5) await sleep(5);
+      streams.push(await resume(user, place));
+    }
+    while (written.length < 30) await sleep(5);
+    writing = false;
+    await writer;
+    const last = written.at(-1) as string;
+    for (const stream of streams) {
+      await stream.waitForId(last, 10_000);
+      expect(stream.sequence).toEqual(written);
+    }
+  });
+
+  it('closes the streams of a batch that cannot be read after retries; the client resumes and gets its rows', async () => {
+    const user = await anonymousUser(app);
+    const stream = await streamOf(user);
+    const seen = await insertNotification(app, user.id);
+    await stream.waitForId(seen);
+    await app.owner.query('revoke execute on function app_private.live_notifications(xid8, xid8, uuid[]) from authenticator');
+    let lost: string;
+    try {
+      lost = await insertNotification(app, user.id);
+      expect(await endsWithin(stream, 10_000)).toBe(true);
+    } finally {
+      await app.owner.query('grant execute on function app_private.live_notifications(xid8, xid8, uuid[]) to authenticator');
+    }
+    expect(stream.events.map((event) => event.id)).toEqual([seen]);
+    const resumed = await resume(user, seen);
+    await resumed.waitForId(lost);
+    const live = await insertNotification(app, user.id);
+    await resumed.waitForId(live);
+    expect(resumed.sequence).toEqual([lost, live]);
+  });
+});
+
+describe('at most 5 streams per session', () => {
+  it('closes the oldest stream of the session with a final comment when a sixth opens; other sessions keep theirs', async () => {
+    const user = await anonymousUser(app);
+    const other = await streamOf(await anonymousUser(app));
+    const before = app.services.notificationHub.openStreams;
+    const streams: TestStream[] = [];
+    for (let i = 0; i < 5; i += 1) streams.push(await streamOf(user));
+    expect(app.services.notificationHub.openStreams).toBe(before + 5);
+    const sixth = await streamOf(user);
+    expect(await endsWithin(streams[0] as TestStream, 2000)).toBe(true);
+    expect(streams[0]?.comments).toEqual([': closed: more than 5 streams open for this session']);
+    expect(app.services.notificationHub.openStreams).toBe(before + 5);
+    const id = await insertNotification(app, user.id);
+    for (const stream of [...streams.slice(1), sixth]) {
+      expect((await stream.waitForId(id)).id).toBe(id);
+      expect(stream.hasEnded()).toBe(false);
+    }
+    expect(other.hasEnded()).toBe(false);
+  });
+});
+
 describe('coalesced announcements', () => {
   it('announces 50 rows written by 50 transactions with a few notifies carrying transaction ids only, and delivers all 50', async () => {
     const listener = new pg.Client({ connectionString: app.ownerUrl });
