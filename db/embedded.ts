@@ -43,15 +43,16 @@ export async function freePort(): Promise<number> {
 
 /**
  * Starts (initialising on first use) a cluster under `<dataDir>/pg`, listening on loopback only.
- * The test harness passes `persistent: false` (removed on stop) and `durable: false` (no fsync).
+ * The test harness passes `persistent: false` (removed on stop) and `durable: false` (no fsync);
+ * a test that restarts a cluster passes the port it had.
  */
 export async function startEmbeddedPostgres(
   dataDir: string,
-  { persistent = true, durable = true, databaseDir = path.join(dataDir, 'pg') } = {},
+  { persistent = true, durable = true, databaseDir = path.join(dataDir, 'pg'), port = 0 } = {},
 ): Promise<EmbeddedDatabase> {
   const EmbeddedPostgres = await loadEmbeddedPostgres();
   const password = localSecret(dataDir, 'postgres');
-  const port = await freePort();
+  port ||= await freePort();
   const pg = new EmbeddedPostgres({
     databaseDir,
     port,

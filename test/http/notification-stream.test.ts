@@ -523,8 +523,8 @@ describe('two API processes on one database', () => {
     );
     expect(rows).toEqual([{ terminated: true }]);
     const id = await insertNotification(app, user.id);
-    expect((await onA.waitForEvents(1, 5000))[0]?.id).toBe(id);
-    expect((await onB.waitForEvents(1, 5000))[0]?.id).toBe(id);
+    expect((await onA.waitForEvents(1, 15_000))[0]?.id).toBe(id);
+    expect((await onB.waitForEvents(1, 15_000))[0]?.id).toBe(id);
     const leaders = await app.owner.query(
       `select count(*)::int as count from pg_locks l
        where l.locktype = 'advisory' and l.granted and l.objid = 'app_private.notification_dispatch'::regclass::oid
