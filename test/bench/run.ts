@@ -25,6 +25,12 @@ import { createTokens } from '../../server/auth/tokens.ts';
 import { createServices } from '../../server/services.ts';
 import { openStorage } from '../../server/uploads/open-storage.ts';
 
+// `npm run bench -- live`: the live-notification benchmark (test/bench/live.ts).
+if (process.argv[2] === 'live') {
+  await import('./live.ts');
+  process.exit(0);
+}
+
 const votesPerRun = Number(process.env.BENCH_VOTES ?? 3000);
 const concurrency = Number(process.env.BENCH_CONCURRENCY ?? 32);
 const spreadPosts = 1000;
