@@ -11,7 +11,7 @@ import type { RequestTransaction } from '../../db/request-transaction.ts';
 import { isUuid } from '../http/ids.ts';
 import type { Position, SseEvent } from '../sse/streams.ts';
 import type { Storage } from '../uploads/storage.ts';
-import { notification, shapeNotification, type NotificationRow } from './shape.ts';
+import { shapeNotification, type NotificationRow } from './shape.ts';
 
 /** At most this many rows are replayed; then the `: replay truncated` comment says to read the list. */
 export const replayLimit = 500;
@@ -78,6 +78,7 @@ export async function readReplay(tx: RequestTransaction, storage: Storage, lastE
   return { events: await Promise.all(kept.map((row) => toEvent(storage, row))), truncated: found.length > replayLimit, after: [BigInt(place), lastEventId.toLowerCase()] };
 }
 
+// shapeNotification builds the list's row (the `notification` schema) field by field.
 async function toEvent(storage: Storage, row: NotificationRow): Promise<SseEvent> {
-  return { id: row.notification_id, event: 'notification', data: notification.parse(await shapeNotification(storage, row)) };
+  return { id: row.notification_id, event: 'notification', data: await shapeNotification(storage, row) };
 }

@@ -204,9 +204,7 @@ export class NotificationHub {
       try {
         const batch = await readLiveBatch(this.#reader as pg.Pool, this.#storage, from, to, sessions);
         for (const sessionId of batch.ended) this.#streams.closeSession(sessionId);
-        for (const stream of streams) {
-          for (const event of batch.bySession.get(stream.owner.sessionId) ?? []) stream.send(event);
-        }
+        for (const stream of streams) stream.sendAll(batch.bySession.get(stream.owner.sessionId) ?? []);
         return;
       } catch (error) {
         if (this.#stopped) return;

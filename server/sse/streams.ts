@@ -70,6 +70,14 @@ export class SseStream {
     this.#write(`id: ${event.id}\nevent: ${event.event}\ndata: ${JSON.stringify(event.data)}\n\n`);
   }
 
+  /** Sends events in as few writes as the socket allows. */
+  sendAll(events: SseEvent[]): void {
+    if (this.#closed || events.length === 0) return;
+    this.#res.cork();
+    for (const event of events) this.send(event);
+    this.#res.uncork();
+  }
+
   /**
    * Sends the replayed events, then `comment` (if any), then the live events held meanwhile; from
    * now on, live events at or before `after` are dropped.
@@ -78,9 +86,9 @@ export class SseStream {
     const held = this.#held ?? [];
     this.#held = undefined;
     this.#after = after;
-    for (const event of replayed) this.send(event);
+    this.sendAll(replayed);
     if (comment) this.comment(comment);
-    for (const event of held) this.send(event);
+    this.sendAll(held);
   }
 
   comment(text: string): void {
