@@ -44,8 +44,9 @@ create index notifications_recipient_tx on app.notifications (recipient_id, tx_i
 --     profile or the recipient themself, and no block either way: app.user_block_list), its photo
 --     with it (an asset in visible use: the profile photo of a visible user, 0016): the columns of
 --     app.notification_rows (0020), which the list reads as the viewer.
--- Ordered by session, then (tx_id, id). The range is found through the tx_id index and recipients
--- through sessions_user_id, so the cost follows the batch, not the number of open streams.
+-- Ordered by session, then (tx_id, id). The range is found through the tx_id index and each
+-- recipient's sessions through sessions_user_id (lateral: never a scan of every session), so the
+-- cost follows the batch, not the number of open streams.
 create function app_private.live_notifications(p_from xid8, p_to xid8, p_sessions uuid[])
   returns table (session_id uuid, live boolean, tx_id xid8, notification_id uuid, type app.notification_type,
                  created_at timestamptz, is_read boolean, post_id uuid, comment_id uuid, hub_id uuid, invitation_id uuid,
@@ -56,14 +57,14 @@ create function app_private.live_notifications(p_from xid8, p_to xid8, p_session
   select r.session_id, r.live, n.tx_id, n.id, n.type, n.created_at, n.read_at is not null, n.post_id, n.comment_id, n.hub_id,
          n.invitation_id, n.join_request_id, u.id, u.username, u.full_name, a.object_key
   from (
-    select s.id as session_id, s.user_id, app.session_access_level(s.id, s.user_id) is not null as live,
-           app.user_block_list(s.user_id) as blocked
+    select s.id as session_id, s.user_id, app.session_access_level(s.id, s.user_id) is not null as live
     from (select distinct n.recipient_id from app.notifications n where n.tx_id >= p_from and n.tx_id < p_to) recipients
-    join app.sessions s on s.user_id = recipients.recipient_id
-    where s.id = any (p_sessions)
+    cross join lateral (
+      select s.id, s.user_id from app.sessions s where s.user_id = recipients.recipient_id and s.id = any (p_sessions)) s
   ) r
   join app.notifications n on n.recipient_id = r.user_id and n.tx_id >= p_from and n.tx_id < p_to
-  left join app.users u on u.id = n.actor_id and (u.username is not null or u.id = r.user_id) and not (u.id = any (r.blocked))
+  left join app.users u on u.id = n.actor_id and (u.username is not null or u.id = r.user_id)
+                        and not (u.id = any (app.user_block_list(r.user_id)))
   left join app.assets a on a.id = u.profile_asset_id
   where app.notification_visible_to(n, r.user_id)
   order by r.session_id, n.tx_id, n.id

@@ -8,6 +8,7 @@ import { EventSource } from 'eventsource';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { freePort } from '../../db/embedded.ts';
+import { roleUrl } from '../../db/roles.ts';
 import { startTestApp, type TestApp } from '../helpers/app.ts';
 import { createClient } from '../helpers/client.ts';
 import { addMember, createHub } from '../helpers/hubs.ts';
@@ -352,6 +353,48 @@ describe('resume with Last-Event-ID (contract section 9)', () => {
     const live = await insertNotification(app, user.id);
     await resumed.waitForId(live);
     expect(resumed.sequence).toEqual([lost, live]);
+  });
+});
+
+describe('a listening connection that comes back', () => {
+  it('catches up on a range announced while it was away (by another leader), and delivers its rows', async () => {
+    const user = await anonymousUser(app);
+    const stream = await streamOf(user);
+    const seen = await insertNotification(app, user.id);
+    await stream.waitForId(seen);
+    // A second leader: this connection, logged in like a hub's.
+    const leader = new pg.Client({ connectionString: roleUrl(app.ownerUrl, 'authenticator') });
+    await leader.connect();
+    // Until the grant comes back, the hub's connection cannot finish (re)connecting.
+    await app.owner.query('revoke execute on function app_private.notification_dispatched_to() from authenticator');
+    try {
+      const { rows } = await app.owner.query(
+        `select pg_terminate_backend(pid) as terminated from pg_stat_activity
+         where datname = current_database() and application_name = 'notification-hub'`,
+      );
+      expect(rows).toEqual([{ terminated: true }]);
+      while (!(await leader.query('select app_private.take_notification_dispatch() as lead')).rows[0].lead) await sleep(10);
+      const missed = await insertNotification(app, user.id);
+      // Announce it now, while the hub is away: the hub never hears this notify.
+      for (let announced = false; !announced; ) {
+        await leader.query('select app_private.dispatch_notifications()');
+        const { rows: pending } = await app.owner.query(
+          'select d.dispatched_to > n.tx_id as announced from app_private.notification_dispatch d, app.notifications n where n.id = $1',
+          [missed],
+        );
+        announced = pending[0].announced;
+        if (!announced) await sleep(10);
+      }
+      await app.owner.query('grant execute on function app_private.notification_dispatched_to() to authenticator');
+      expect((await stream.waitForId(missed, 15_000)).id).toBe(missed);
+      expect(stream.events.map((event) => event.id)).toEqual([seen, missed]);
+    } finally {
+      await app.owner.query('grant execute on function app_private.notification_dispatched_to() to authenticator');
+      await leader.end();
+    }
+    // Leadership comes back to the app's own dispatcher.
+    const later = await insertNotification(app, user.id);
+    expect((await stream.waitForId(later, 15_000)).id).toBe(later);
   });
 });
 
