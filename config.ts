@@ -20,6 +20,8 @@ export interface Config {
     forcePathStyle: boolean;
   };
   adminApiToken: string | undefined;
+  /** Express's trust-proxy setting: which proxies' X-Forwarded-For entries give the client address. */
+  trustProxy: boolean | number | string;
   publicWebBaseUrl: string;
   /** The notification stream (contract section 9): a `: ping` comment every pingSeconds, closed after maxSeconds. */
   sse: { pingSeconds: number; maxSeconds: number };
@@ -50,6 +52,14 @@ function positiveSeconds(name: string, raw: string | undefined, fallback: number
   const seconds = Number(raw);
   if (!Number.isFinite(seconds) || seconds <= 0) throw new Error(`${name} must be a positive number of seconds`);
   return seconds;
+}
+
+/** TRUST_PROXY: unset or `false` trusts no proxy; `true`, a hop count, or Express's list of addresses, subnets and names (`loopback`, `uniquelocal`...). */
+function parseTrustProxy(raw: string | undefined): boolean | number | string {
+  if (raw === undefined || raw === '' || raw === 'false') return false;
+  if (raw === 'true') return true;
+  if (/^\d+$/.test(raw)) return Number(raw);
+  return raw;
 }
 
 function parseOtpTestCodes(raw: string | undefined): Map<string, string> {
@@ -89,6 +99,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       forcePathStyle: (env.S3_FORCE_PATH_STYLE ?? 'true') !== 'false',
     },
     adminApiToken: env.ADMIN_API_TOKEN || undefined,
+    trustProxy: parseTrustProxy(env.TRUST_PROXY),
     publicWebBaseUrl: (env.PUBLIC_WEB_BASE_URL ?? 'http://localhost:3000').replace(/\/$/, ''),
     sse: {
       pingSeconds: positiveSeconds('SSE_PING_SECONDS', env.SSE_PING_SECONDS, 25),

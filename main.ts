@@ -10,7 +10,7 @@ import { openDatabase } from './db/database.ts';
 import { createPools } from './db/pools.ts';
 import { roleUrl } from './db/roles.ts';
 import { createServices } from './server/services.ts';
-import { createApp, basePath } from './server/app.ts';
+import { createServer, basePath } from './server/app.ts';
 import { internalGraphqlPath } from './server/graphql/mount.ts';
 import { startWorker } from './worker/runner.ts';
 import { openStorage } from './server/uploads/open-storage.ts';
@@ -51,7 +51,7 @@ async function start(): Promise<void> {
   if (only !== 'worker' && !stopping) {
     const services = await createServices(config, log, pools, objects.storage);
     await services.notificationHub.start(roleUrl(database.ownerUrl, 'authenticator'));
-    const server: Server = createApp(services).listen(config.port);
+    const server: Server = createServer(services).listen(config.port);
     closers.push(async () => {
       const closed = new Promise<void>((resolve) => server.close(() => resolve()));
       // Open notification streams would hold the server open: end them, then the hub's connection.

@@ -1,5 +1,8 @@
-// Connection pools. The API pool logs in as `authenticator` and never as the owner; the worker pool
-// logs in as `app_worker`. Timestamps and bigint counts are parsed to Date and number.
+// Connection pools. The API pool and the internal GraphQL pool log in as `authenticator` and never
+// as the owner; the worker pool logs in as `app_worker`. GraphQL has a small pool of its own, so
+// however heavy its operations are, they never wait for or take a connection REST needs; when every
+// GraphQL connection is busy for `graphqlWaitMillis`, a GraphQL request answers 503.
+// Timestamps and bigint counts are parsed to Date and number.
 import pg from 'pg';
 import { roleUrl } from './roles.ts';
 
@@ -7,24 +10,37 @@ pg.types.setTypeParser(pg.types.builtins.INT8, (value) => Number(value));
 
 export interface Pools {
   api: pg.Pool;
+  /** Internal GraphQL only (server/graphql). */
+  graphql: pg.Pool;
   worker: pg.Pool;
   end(): Promise<void>;
 }
 
-export function createPools(ownerUrl: string, { apiMax = 20, workerMax = 5 } = {}): Pools {
-  const api = new pg.Pool({ connectionString: roleUrl(ownerUrl, 'authenticator'), max: apiMax });
+export interface PoolSizes {
+  apiMax?: number;
+  graphqlMax?: number;
+  workerMax?: number;
+}
+
+const graphqlWaitMillis = 10_000;
+
+export function createPools(ownerUrl: string, { apiMax = 20, graphqlMax = 3, workerMax = 5 }: PoolSizes = {}): Pools {
+  const authenticatorUrl = roleUrl(ownerUrl, 'authenticator');
+  const api = new pg.Pool({ connectionString: authenticatorUrl, max: apiMax });
+  const graphql = new pg.Pool({ connectionString: authenticatorUrl, max: graphqlMax, connectionTimeoutMillis: graphqlWaitMillis });
   const worker = new pg.Pool({ connectionString: roleUrl(ownerUrl, 'app_worker'), max: workerMax });
   // A client that loses its server emits 'error' (on the pool when idle, on the client when
   // checked out); the failing query rejects and the pool replaces the client.
-  for (const pool of [api, worker]) {
+  for (const pool of [api, graphql, worker]) {
     pool.on('error', () => {});
     pool.on('connect', (client) => client.on('error', () => {}));
   }
   return {
     api,
+    graphql,
     worker,
     end: async () => {
-      await Promise.all([api.end(), worker.end()]);
+      await Promise.all([api.end(), graphql.end(), worker.end()]);
     },
   };
 }

@@ -1,9 +1,11 @@
 // The Express application: request context, JSON bodies (64 KiB), every resource's endpoints under
 // /api/v1, the OpenAPI document and docs page, the internal GraphQL API at /internal/graphql,
-// unknown routes, and the error envelope.
+// unknown routes, and the error envelope; and the HTTP server around it.
+import { createServer as createHttpServer, type Server } from 'node:http';
 import express from 'express';
 import type { Endpoint } from './http/endpoint.ts';
 import { expressPath } from './http/endpoint.ts';
+import { answerClientErrors } from './http/client-errors.ts';
 import { ApiError } from './http/errors.ts';
 import { errorHandler } from './http/error-handler.ts';
 import { requestContext } from './http/request-context.ts';
@@ -50,6 +52,8 @@ export function createApp(services: Services): express.Express {
   const app = express();
   app.disable('x-powered-by');
   app.set('etag', false);
+  // The client address (req.ip) for per-address limits: the socket's, or a trusted proxy's entry.
+  app.set('trust proxy', services.config.trustProxy);
   app.use(requestContext(services.log));
   // Bodies are JSON whatever the declared content type; an empty body reads as {}.
   app.use(express.json({ limit: '64kb', type: () => true }));
@@ -65,4 +69,9 @@ export function createApp(services: Services): express.Express {
   app.use((_req, _res, next) => next(new ApiError('ROUTE_NOT_FOUND')));
   app.use(errorHandler(services.log));
   return app;
+}
+
+/** The HTTP server around the app (Node's default header limit, 16 KiB, with enveloped refusals). */
+export function createServer(services: Services): Server {
+  return answerClientErrors(createHttpServer(createApp(services)), services.log);
 }

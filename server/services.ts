@@ -23,6 +23,13 @@ export interface Services {
   notificationHub: NotificationHub;
 }
 
+// Handlers see these services (server/http/endpoint.ts declares the name and knows nothing else).
+type AppServices = Services;
+declare module './http/endpoint.ts' {
+  // eslint-disable-next-line @typescript-eslint/no-empty-object-type
+  interface Services extends AppServices {}
+}
+
 /** Adapters a deployment (or a test) plugs in instead of the configured ones. */
 export interface ServiceOverrides {
   otpSender?: OtpSender;
@@ -44,7 +51,7 @@ export async function createServices(
     tokens,
     otp: createOtp(config, overrides.otpSender ?? (await loadOtpSender(config, log))),
     idp: createIdpVerifier(config.idp),
-    graphql: createInternalGraphql({ pool: pools.api, tokens, adminApiToken: config.adminApiToken, log }),
+    graphql: createInternalGraphql({ pool: pools.graphql, tokens, adminApiToken: config.adminApiToken, log }),
     notificationHub: new NotificationHub(config.sse, log, storage),
   };
 }

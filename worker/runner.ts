@@ -2,14 +2,14 @@
 import { run, type Runner, type TaskList } from 'graphile-worker';
 import type pg from 'pg';
 import { workerLogger, type Log } from '../logger.ts';
-import type { Storage } from '../server/uploads/storage.ts';
+import type { ObjectStore } from './object-store.ts';
 import { deleteAsset } from './tasks/delete-asset.ts';
 import { hubNotificationFanout } from './tasks/hub-notification-fanout.ts';
 import { purgeExpiredAuth } from './tasks/purge-expired-auth.ts';
 import { purgeExpiredUploads } from './tasks/purge-expired-uploads.ts';
 
 export interface WorkerDeps {
-  storage: Storage;
+  storage: ObjectStore;
 }
 
 export function createTaskList({ storage }: WorkerDeps): TaskList {

@@ -65,7 +65,8 @@ export function createIdpVerifier(options: { projectId: string; issuer: string; 
           audience: options.projectId,
           issuer: options.issuer,
         });
-        if (typeof verified !== 'object') return null;
+        // jsonwebtoken accepts an `aud` array naming the project among others: it must be the project.
+        if (typeof verified !== 'object' || verified.aud !== options.projectId) return null;
         claims = verified;
       } catch {
         return null;

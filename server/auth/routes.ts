@@ -1,6 +1,8 @@
 // /auth: login configuration, phone OTP, identity-provider exchange, anonymous sessions, refresh
 // and logout (spec 4.1, contract section 3).
+import type { Request } from 'express';
 import { z } from 'zod';
+import type { RequestTransaction } from '../../db/request-transaction.ts';
 import { endpoint } from '../http/endpoint.ts';
 import { ApiError, rateLimited } from '../http/errors.ts';
 import { otpPolicy } from './otp.ts';
@@ -9,6 +11,17 @@ import { sessionPayload, sessionResponse } from './session.ts';
 import { hashRefreshToken } from './tokens.ts';
 
 const tag = 'Auth';
+
+/**
+ * One request of the client address (req.ip: see TRUST_PROXY) to a sign-in endpoint limited per
+ * address in the database (migrations/0095): 429 once it made 30 in the last 5 minutes.
+ */
+async function requireAddressAllowance(tx: RequestTransaction, bucket: 'otp_request' | 'anonymous_session', req: Request): Promise<void> {
+  const address = req.ip ?? req.socket.remoteAddress ?? 'unknown';
+  const { rows } = await tx.query<{ wait: number }>('select app.consume_address_limit($1, $2) as wait', [bucket, address]);
+  const wait = rows[0]?.wait ?? 0;
+  if (wait > 0) throw rateLimited(wait);
+}
 
 export const authEndpoints = [
   endpoint({
@@ -48,19 +61,22 @@ export const authEndpoints = [
     tag,
     summary: 'Send a 4-digit code to a phone',
     description:
-      'Phones are normalised to E.164. A second request for the same phone within 60 s answers 429. ' +
+      'Phones are normalised to E.164. A second request for the same phone within 60 s answers 429, and so does ' +
+      'an 11th code for one phone within 24 hours (retryAfterSeconds: until the oldest leaves the window). One ' +
+      'client address makes at most 30 requests here in any 5 minutes (429). ' +
       'A new code replaces the previous one. No SMS is sent by the service itself: delivery goes through ' +
       'the configured sender, and numbers in OTP_TEST_CODES receive nothing.',
     auth: 'public',
     body: phoneInput,
     response: z.object({ resendAfterSeconds: z.number(), expiresInSeconds: z.number() }),
     errors: ['RATE_LIMITED'],
-    async handler({ body: phone, tx, services: { otp } }) {
+    async handler({ body: phone, tx, req, services: { otp } }) {
+      await requireAddressAllowance(tx, 'otp_request', req);
       const code = otp.codeFor(phone);
       const { rows } = await tx.query<{ wait: number }>('select app.request_otp($1, $2) as wait', [phone, otp.hash(phone, code)]);
       const wait = rows[0]?.wait ?? 0;
+      await tx.commit(); // the address's request counts, whether or not the phone may get a code now
       if (wait > 0) throw rateLimited(wait);
-      await tx.commit();
       await otp.deliver(phone, code);
       return { resendAfterSeconds: otpPolicy.resendAfterSeconds, expiresInSeconds: otpPolicy.expiresInSeconds };
     },
@@ -119,6 +135,7 @@ export const authEndpoints = [
     auth: 'public',
     body: z.strictObject({ idToken: z.string().min(1).max(8192) }),
     response: sessionResponse,
+    errors: ['UNAUTHORIZED'],
     async handler({ body, tx, services: { idp, tokens } }) {
       const identity = await idp.verify(body.idToken);
       if (!identity) throw new ApiError('UNAUTHORIZED');
@@ -138,11 +155,14 @@ export const authEndpoints = [
     tag,
     summary: 'Create or restore an anonymous session for an app install',
     description:
-      'The same deviceId restores the same user while that user is still anonymous (no phone); otherwise a new anonymous user.',
+      'The same deviceId restores the same user while that user is still anonymous (no phone); otherwise a new anonymous user. ' +
+      'One client address makes at most 30 requests here in any 5 minutes (429 RATE_LIMITED).',
     auth: 'public',
     body: z.strictObject({ deviceId: z.string().regex(/^[A-Za-z0-9._:-]{8,128}$/, '8-128 characters of A-Z a-z 0-9 . _ : -') }),
     response: sessionResponse,
-    async handler({ body, tx, services: { tokens } }) {
+    errors: ['RATE_LIMITED'],
+    async handler({ body, tx, req, services: { tokens } }) {
+      await requireAddressAllowance(tx, 'anonymous_session', req);
       const refresh = tokens.newRefresh();
       const { rows } = await tx.query<{ user_id: string; session_id: string }>(
         'select user_id, session_id from app.anonymous_session($1, $2)',
@@ -163,6 +183,7 @@ export const authEndpoints = [
     auth: 'public',
     body: z.strictObject({ refreshToken: z.string().min(1).max(200) }),
     response: sessionResponse,
+    errors: ['UNAUTHORIZED'],
     async handler({ body, tx, services: { tokens } }) {
       const refresh = tokens.newRefresh();
       const { rows } = await tx.query<{ outcome: string; user_id: string; session_id: string }>(

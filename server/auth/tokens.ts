@@ -36,7 +36,8 @@ export function createTokens(secret: string): Tokens {
     verifyAccess(token) {
       try {
         const claims = jwt.verify(token, key, { algorithms: ['HS256'] });
-        if (typeof claims !== 'object' || claims.typ !== 'access') return null;
+        // jsonwebtoken checks `exp` only when present: a token without one would never expire.
+        if (typeof claims !== 'object' || claims.typ !== 'access' || typeof claims.exp !== 'number') return null;
         if (!isUuid(claims.sub) || !isUuid(claims.sid)) return null;
         return { userId: claims.sub, sessionId: claims.sid };
       } catch {

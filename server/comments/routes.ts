@@ -63,7 +63,7 @@ export const commentEndpoints = [
     summary: 'Top-level comments, or the replies of parentCommentId, oldest first',
     auth: 'bearer',
     ids: { postId: 'POST_NOT_FOUND' },
-    query: pageQuery(100).extend({ parentCommentId: z.string().max(64).optional() }),
+    query: pageQuery(100, ['timestamp', 'id']).extend({ parentCommentId: z.string().max(64).optional() }),
     response: pageSchema(comment),
     async handler({ params, query, tx, services: { storage } }) {
       const post = await tx.query('select 1 from app.posts where id = $1', [params.postId]);

@@ -11,8 +11,20 @@ import { RequestTransaction } from '../../db/request-transaction.ts';
 import { anonymousViewer, type Viewer } from '../../db/viewer.ts';
 import type { Tokens } from '../auth/tokens.ts';
 import { authenticate, bearerToken } from '../http/auth.ts';
+import { graphqlBounds } from './bounds.ts';
 
 export const adminViewer: Viewer = { role: 'app_admin', userId: null, sessionId: null };
+
+/** The roles a GraphQL schema is built for: one schema per role, from that role's grants. */
+export const schemaRoles = ['app_user', 'app_admin'] as const;
+export type SchemaRole = (typeof schemaRoles)[number];
+
+export function schemaRoleOf(viewer: Viewer): SchemaRole {
+  if (viewer.role === 'app_admin') return 'app_admin';
+  if (viewer.role === 'app_user') return 'app_user';
+  // graphqlViewer only yields the admin or a signed-in user.
+  throw new Error(`no internal GraphQL schema for role ${viewer.role}`);
+}
 
 function digest(value: string): Buffer {
   return createHash('sha256').update(value).digest();
@@ -52,15 +64,17 @@ export async function graphqlViewer(req: Request, auth: GraphqlAuth): Promise<Vi
 }
 
 /**
- * The transaction settings of a viewer, as @dataplan/pg applies them (set_config(..., true)). A
- * user's transaction is also read-only (writes.ts says why); switching to read-only is allowed at
- * any point of a transaction, and nothing in it can switch back.
+ * The transaction settings of a viewer, as @dataplan/pg applies them (set_config(..., true)):
+ * every statement is bounded by the statement timeout (bounds.ts). A user's transaction is also
+ * read-only (preset.ts says why); switching to read-only is allowed at any point of a transaction,
+ * and nothing in it can switch back.
  */
 export function pgSettingsOf(viewer: Viewer): Record<string, string> {
   return {
     role: viewer.role,
     'app.user_id': viewer.userId ?? '',
     'app.session_id': viewer.sessionId ?? '',
+    statement_timeout: graphqlBounds.statementTimeout,
     ...(viewer.role === 'app_admin' ? {} : { transaction_read_only: 'on' }),
   };
 }

@@ -1,9 +1,11 @@
 // What of schema `app` the internal GraphQL API shows, on top of what PostgreSQL decides.
 //
-// Tables: every table of `app` appears as far as the API roles' grants allow (PostGraphile's RBAC
-// plugin reads the grants of app_anonymous, app_user and app_admin together, since `authenticator`
-// may become any of them); which rows a request sees is row-level security's decision, per request.
-// Tables no API role may read (vote counters, activity, follow counts) do not appear at all.
+// Tables: every table of `app` appears as far as the grants of the schema's role allow
+// (PostGraphile's RBAC plugin reads the grants of the role introspection runs as: app_user, with
+// app_anonymous's, for user tokens; app_admin for the admin token; see preset.ts); which rows a
+// request sees is row-level security's decision, per request. Tables the role may not read (vote
+// counters, activity, follow counts) do not appear at all, and neither does a relation whose
+// columns, on either side, the role may not select (an invitation's invitee, an asset's owner).
 //
 // Functions: hidden unless listed below. Most functions of `app` are either SQL-internal helpers
 // (policy helpers such as app.viewer_id or app.can_see_post, app.fail, app.require_level) or the
@@ -30,11 +32,19 @@ const functionFields = '-queryField -mutationField -typeField -orderBy -filterBy
 // pg-aggregates' attribute behaviors (registered by that plugin, so not in the static type).
 const noAggregates = '-aggregate -groupBy -havingBy' as GraphileBuild.BehaviorString;
 
+type Attributes = Record<string, { extensions?: { canSelect?: boolean } }>;
+
+function selectable(attributes: Attributes, names: readonly string[]): boolean {
+  return names.every((name) => attributes[name]?.extensions?.canSelect !== false);
+}
+
 /**
- * Removes every function resource of `app` not in `exposedFunctions` from the GraphQL schema, and
- * keeps pg-aggregates off columns no API role may select (the RBAC plugin hides such a column from
- * the type, not from aggregates; PostgreSQL would refuse the query, but the field should not exist:
- * today app.notifications.tx_id).
+ * Removes every function resource of `app` not in `exposedFunctions` from the GraphQL schema, keeps
+ * pg-aggregates off columns the role may not select (the RBAC plugin hides such a column from the
+ * type, not from aggregates; PostgreSQL would refuse the query, but the field should not exist:
+ * today app.notifications.tx_id), and drops relations and unique lookups over such columns (the
+ * RBAC plugin keeps them: `userByInviteeId` or `hubInviteLinkByToken` would exist, and fail with a
+ * permission error).
  */
 export const ExposurePlugin: GraphileConfig.Plugin = {
   name: 'InternalGraphqlExposurePlugin',
@@ -52,6 +62,24 @@ export const ExposurePlugin: GraphileConfig.Plugin = {
             // As the RBAC plugin: a table with no selectable column at all is read through functions.
             const siblingSelectable = Object.entries(attributes).some(([name, a]) => name !== attributeName && a.extensions?.canSelect !== false);
             return siblingSelectable ? [behavior, noAggregates] : behavior;
+          },
+        },
+      },
+      pgResourceUnique: {
+        override: {
+          provides: ['internalGraphqlUnselectableUniques'],
+          callback(behavior, [resource, unique]) {
+            return selectable(resource.codec.attributes as Attributes, unique.attributes) ? behavior : [behavior, '-single' as GraphileBuild.BehaviorString];
+          },
+        },
+      },
+      pgCodecRelation: {
+        override: {
+          provides: ['internalGraphqlUnselectableRelations'],
+          callback(behavior, relation) {
+            const local = selectable(relation.localCodec.attributes as Attributes, relation.localAttributes);
+            const remote = selectable(relation.remoteResource.codec.attributes as Attributes, relation.remoteAttributes);
+            return local && remote ? behavior : [behavior, '-single -connection -list' as GraphileBuild.BehaviorString];
           },
         },
       },

@@ -1,29 +1,32 @@
 // The internal GraphQL endpoint, POST /internal/graphql (outside /api/v1 and its OpenAPI document).
-// Every request is authenticated first (auth.ts); PostGraphile then answers as that viewer.
-// PostGraphile is loaded and the schema built on the first authenticated request, not at startup:
-// processes and tests that never use GraphQL neither load it nor introspect. A failed build is
-// retried on the next request. release() must run before the API pool ends (design.md: release the
-// pgService before pool.end()).
+// Every request is authenticated first (auth.ts); PostGraphile then answers as that viewer, from
+// the schema of the viewer's role: user tokens get the schema built from app_user's grants (what
+// REST may show a user), the admin token the one built from app_admin's (preset.ts).
+// PostGraphile is loaded and a schema built on the first authenticated request of its role, not at
+// startup: processes and tests that never use GraphQL neither load it nor introspect. A failed
+// build is retried on the next request. release() must run before the GraphQL pool ends
+// (design.md: release the pgService before pool.end()).
 import type { NextFunction, Request, RequestHandler, Response } from 'express';
 import type pg from 'pg';
 import type { Viewer } from '../../db/viewer.ts';
 import type { Log } from '../../logger.ts';
 import type { Tokens } from '../auth/tokens.ts';
 import { ApiError } from '../http/errors.ts';
-import { adminTokenMatcher, graphqlViewer, pgSettingsOf, type GraphqlAuth } from './auth.ts';
+import { adminTokenMatcher, graphqlViewer, pgSettingsOf, schemaRoleOf, schemaRoles, type GraphqlAuth, type SchemaRole } from './auth.ts';
 
 export const internalGraphqlPath = '/internal/graphql';
 
 export interface InternalGraphql {
   /** Express middleware: serves internalGraphqlPath and passes every other request on. */
   handler: RequestHandler;
-  /** Builds the schema now instead of on the first request. */
+  /** Builds both schemas now instead of on the first request. */
   ready(): Promise<void>;
-  /** Stops serving and releases PostGraphile and its pgService. Idempotent. */
+  /** Stops serving and releases PostGraphile and its pgServices. Idempotent. */
   release(): Promise<void>;
 }
 
 export interface InternalGraphqlOptions {
+  /** The GraphQL pool (db/pools.ts), never REST's. */
   pool: pg.Pool;
   tokens: Tokens;
   adminApiToken: string | undefined;
@@ -39,7 +42,7 @@ export function createInternalGraphql({ pool, tokens, adminApiToken, log }: Inte
   const auth: GraphqlAuth = { pool, tokens, isAdminToken: adminTokenMatcher(adminApiToken) };
   // The viewer of each authenticated request, read back by the preset's grafast.context.
   const viewers = new WeakMap<Request, Viewer>();
-  let running: Promise<Running> | undefined;
+  const running = new Map<SchemaRole, Promise<Running>>();
   let released = false;
 
   function pgSettingsFor(req: Request): Record<string, string> {
@@ -49,7 +52,7 @@ export function createInternalGraphql({ pool, tokens, adminApiToken, log }: Inte
     return pgSettingsOf(viewer);
   }
 
-  async function start(): Promise<Running> {
+  async function start(role: SchemaRole): Promise<Running> {
     // Grafast warns on load when neither GRAPHILE_ENV nor NODE_ENV is set; production is what it
     // then runs as anyway, so say so. Tests (NODE_ENV=test) keep Grafast's development checks.
     if (process.env.GRAPHILE_ENV === undefined && process.env.NODE_ENV === undefined) process.env.GRAPHILE_ENV = 'production';
@@ -58,8 +61,8 @@ export function createInternalGraphql({ pool, tokens, adminApiToken, log }: Inte
       import('postgraphile/grafserv/express/v4'),
       import('./preset.ts'),
     ]);
-    const pgService = internalPgService(pool);
-    const pgl = postgraphile(internalGraphqlPreset({ graphqlPath: internalGraphqlPath, pgService, pgSettingsFor, log }));
+    const pgService = internalPgService(pool, role);
+    const pgl = postgraphile(internalGraphqlPreset({ graphqlPath: internalGraphqlPath, role, pgService, pgSettingsFor, log }));
     const releaseAll = async () => {
       await pgl.release();
       await pgService.release?.();
@@ -74,13 +77,17 @@ export function createInternalGraphql({ pool, tokens, adminApiToken, log }: Inte
     }
   }
 
-  function instance(): Promise<Running> {
+  function instance(role: SchemaRole): Promise<Running> {
     if (released) return Promise.reject(new ApiError('SERVICE_UNAVAILABLE'));
-    running ??= start().catch((error: unknown) => {
-      running = undefined;
-      throw error;
-    });
-    return running;
+    let current = running.get(role);
+    if (!current) {
+      current = start(role).catch((error: unknown) => {
+        running.delete(role);
+        throw error;
+      });
+      running.set(role, current);
+    }
+    return current;
   }
 
   const handler: RequestHandler = (req, res, next) => {
@@ -94,7 +101,7 @@ export function createInternalGraphql({ pool, tokens, adminApiToken, log }: Inte
       .then(async (viewer) => {
         viewers.set(req, viewer);
         res.locals.userId = viewer.userId ?? undefined;
-        (await instance()).serve(req, res, next);
+        (await instance(schemaRoleOf(viewer))).serve(req, res, next);
       })
       .catch(next);
   };
@@ -102,15 +109,17 @@ export function createInternalGraphql({ pool, tokens, adminApiToken, log }: Inte
   return {
     handler,
     async ready() {
-      await instance();
+      await Promise.all(schemaRoles.map(instance));
     },
     async release() {
       if (released) return;
       released = true;
-      const current = running;
-      running = undefined;
-      const built = await current?.catch(() => undefined);
-      await built?.release();
+      const current = [...running.values()];
+      running.clear();
+      for (const instance of current) {
+        const built = await instance.catch(() => undefined);
+        await built?.release();
+      }
     },
   };
 }

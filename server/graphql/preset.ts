@@ -1,8 +1,19 @@
 // The PostGraphile V5 preset of the internal GraphQL API (contract section 10): schema `app` only,
-// introspected and queried through the API's `authenticator` pool (never the owner), with
-// pg-aggregates, the function allow-list of exposure.ts, and per-request settings (role,
-// app.user_id, app.session_id) supplied by the caller through `pgSettingsFor`.
-// Loaded only when the first GraphQL request arrives (mount.ts), like everything PostGraphile.
+// introspected and queried through the GraphQL pool as `authenticator` (never the owner), with
+// pg-aggregates, the function allow-list of exposure.ts, the bounds of bounds.ts, and per-request
+// settings (role, app.user_id, app.session_id, statement_timeout) supplied by the caller through
+// `pgSettingsFor`. Loaded only when the first GraphQL request arrives (mount.ts).
+//
+// One schema per role: introspection runs as that role, so PostGraphile's RBAC plugin sees only
+// its grants (app_user's include app_anonymous's, which it inherits). A user token's schema
+// therefore holds exactly the columns app_user may select, which the column grants keep to what
+// REST shows a user (test/http/graphql-schema.test.ts walks it against an allow-list).
+//
+// Writes: only the admin schema has mutations, where app_admin's grants allow (today
+// hubs.is_recommended). The user schema has none, and a user's transaction is read-only besides
+// (auth.ts): several app_user grants exist for REST handlers that check more than a policy can (a
+// profile photo must be the user's own completed upload, a report goes through app.report_*), and
+// the mobile app's writes belong to REST, which holds the Node half of each.
 import type { Request } from 'express';
 import { PgAggregatesPreset } from '@graphile/pg-aggregates';
 import type pg from 'pg';
@@ -10,38 +21,42 @@ import { PostGraphileAmberPreset } from 'postgraphile/presets/amber';
 import { makePgService } from 'postgraphile/adaptors/pg';
 import { GraphQLError } from 'postgraphile/graphql';
 import type {} from 'postgraphile/grafserv/express/v4';
-import { translateDatabaseError } from '../../db/errors.ts';
+import { translateDatabaseError } from '../http/database-errors.ts';
 import type { Log } from '../../logger.ts';
 import { ApiError } from '../http/errors.ts';
 import { Xid8CodecPlugin } from './codecs.ts';
+import type { SchemaRole } from './auth.ts';
+import { OperationBoundsPlugin } from './bounds.ts';
 import { ExposurePlugin } from './exposure.ts';
-import { AdminWritesPlugin } from './writes.ts';
 
 export type PgService = ReturnType<typeof makePgService>;
 
-/** The pgService of the internal API over `pool`; release it before the pool ends. */
-export function internalPgService(pool: pg.Pool): PgService {
+/** The pgService of the schema of `role` over `pool`; release it before the pool ends. */
+export function internalPgService(pool: pg.Pool, role: SchemaRole): PgService {
   // pubsub: false: no subscriptions, so no LISTEN client is taken from the pool.
-  return makePgService({ pool, schemas: ['app'], pubsub: false });
+  return makePgService({ pool, schemas: ['app'], pubsub: false, pgSettingsForIntrospection: { role } });
 }
 
 export interface PresetOptions {
   graphqlPath: string;
+  /** The role whose grants shape this schema (its pgService introspects as that role). */
+  role: SchemaRole;
   pgService: PgService;
   /** The transaction settings of an authenticated request (the mount authenticates first). */
   pgSettingsFor(req: Request): Record<string, string>;
   log: Log;
 }
 
-export function internalGraphqlPreset({ graphqlPath, pgService, pgSettingsFor, log }: PresetOptions): GraphileConfig.Preset {
+export function internalGraphqlPreset({ graphqlPath, role, pgService, pgSettingsFor, log }: PresetOptions): GraphileConfig.Preset {
   return {
     extends: [PostGraphileAmberPreset, PgAggregatesPreset],
-    plugins: [ExposurePlugin, AdminWritesPlugin, Xid8CodecPlugin],
+    plugins: [ExposurePlugin, OperationBoundsPlugin, Xid8CodecPlugin],
     pgServices: [pgService],
     schema: {
       // A naming conflict (design.md: V5 inflection collisions) fails the build instead of
       // silently dropping a type or field.
       dontSwallowErrors: true,
+      ...(role === 'app_admin' ? {} : { defaultBehavior: '-insert -update -delete' as GraphileBuild.BehaviorString }),
     },
     grafast: {
       explain: false,

@@ -3,9 +3,13 @@ import type { Request } from 'express';
 import type { RequestTransaction } from '../../db/request-transaction.ts';
 import { userViewer } from '../../db/viewer.ts';
 import type { ErrorCode } from './catalog.ts';
-import type { AccessLevel, AuthMode } from './endpoint.ts';
 import { ApiError } from './errors.ts';
 import type { Tokens } from '../auth/tokens.ts';
+
+/** Whether an endpoint takes a token: never, when sent, or always. */
+export type AuthMode = 'public' | 'optional' | 'bearer';
+/** The access levels of spec part 5 an endpoint can require. */
+export type AccessLevel = 1 | 2 | 3 | 4;
 
 export function bearerToken(req: Request): string | undefined {
   const header = req.headers.authorization;

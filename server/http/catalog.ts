@@ -1,6 +1,6 @@
 // The error catalog: spec part 7 plus contract section 2. One status and one fixed message per code.
 export const errorCatalog = {
-  MALFORMED_REQUEST: [400, 'Request body is not valid JSON.'],
+  MALFORMED_REQUEST: [400, 'Request is malformed.'],
   OTP_INVALID: [400, 'The code is invalid or has expired.'],
   UNAUTHORIZED: [401, 'Authentication required.'],
   VOTE_NOT_ALLOWED: [403, 'You cannot vote on this post.'],
@@ -36,6 +36,7 @@ export const errorCatalog = {
   UPLOAD_CHECKSUM_MISMATCH: [409, 'Uploaded file does not match its checksum.'],
   UPLOAD_ALREADY_COMPLETED: [409, 'Upload is already completed.'],
   UPLOAD_PURPOSE_MISMATCH: [409, 'Upload purpose does not match.'],
+  UPLOAD_CONTENT_MISMATCH: [409, 'Uploaded file is not of the declared type.'],
   INVITATION_NOT_PENDING: [409, 'Invitation is no longer pending.'],
   JOIN_REQUEST_NOT_PENDING: [409, 'Join request is no longer pending.'],
   ALREADY_HUB_MEMBER: [409, 'Already a member of this hub.'],
@@ -48,6 +49,7 @@ export const errorCatalog = {
   CANNOT_BLOCK_SELF: [422, 'You cannot block yourself.'],
   SSE_NOT_SUPPORTED: [426, 'Server-sent events are not supported by this client.'],
   RATE_LIMITED: [429, 'Too many requests. Try again later.'],
+  HEADERS_TOO_LARGE: [431, 'Request URL or headers are too large.'],
   INTERNAL_ERROR: [500, 'Something went wrong.'],
   SERVICE_UNAVAILABLE: [503, 'Service is temporarily unavailable.'],
 } as const satisfies Record<string, readonly [number, string]>;

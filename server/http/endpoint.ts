@@ -5,12 +5,17 @@ import type { Request, Response } from 'express';
 import type { z } from 'zod';
 import type { RequestTransaction } from '../../db/request-transaction.ts';
 import type { Viewer } from '../../db/viewer.ts';
+import type { AccessLevel, AuthMode } from './auth.ts';
 import type { ErrorCode } from './catalog.ts';
-import type { Services } from '../services.ts';
 
-export type AuthMode = 'public' | 'optional' | 'bearer';
-export type AccessLevel = 1 | 2 | 3 | 4;
 type Method = 'get' | 'post' | 'put' | 'patch' | 'delete';
+
+/**
+ * What handlers may use, as `services`. Empty here and filled in by server/services.ts (declaration
+ * merging), so this framework imports none of the services it hands over: they may import it.
+ */
+// eslint-disable-next-line @typescript-eslint/no-empty-object-type
+export interface Services {}
 
 export interface HandlerContext<B, Q, P> {
   body: B;

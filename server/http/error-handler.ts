@@ -1,7 +1,8 @@
 // Every failure ends here and leaves as a catalogued error envelope: body parser failures (400, 413),
+// paths that are not valid percent-encoding (400),
 // catalogued ApiErrors, database errors mapped by db/errors.ts, and anything else as a bare 500.
 import type { NextFunction, Request, Response } from 'express';
-import { translateDatabaseError } from '../../db/errors.ts';
+import { translateDatabaseError } from './database-errors.ts';
 import type { Log } from '../../logger.ts';
 import { sendError } from './envelope.ts';
 import { ApiError } from './errors.ts';
@@ -24,10 +25,11 @@ export function errorHandler(log: Log) {
 function asApiError(error: unknown): ApiError {
   const translated = translateDatabaseError(error);
   if (translated instanceof ApiError) return translated;
-  const bodyError = translated as { type?: string; status?: number };
-  if (bodyError.type === 'entity.too.large') return new ApiError('PAYLOAD_TOO_LARGE');
-  if (bodyError.type === 'entity.parse.failed' || bodyError.type === 'encoding.unsupported' || bodyError.type === 'charset.unsupported') {
-    return new ApiError('MALFORMED_REQUEST');
-  }
+  // Refusals of the body parser and the router (http-errors with a 4xx status): a body over the
+  // limit; a body that is not JSON, in an unsupported charset or content encoding, or that does not
+  // decompress; a path that is not valid percent-encoding.
+  const status = (translated as { status?: unknown }).status;
+  if (status === 413) return new ApiError('PAYLOAD_TOO_LARGE');
+  if (typeof status === 'number' && status >= 400 && status < 500) return new ApiError('MALFORMED_REQUEST');
   return new ApiError('INTERNAL_ERROR');
 }

@@ -1,36 +1,60 @@
 // Cursor paging (contract section 1): `limit` within the endpoint's bounds, an opaque base64url
-// cursor (a cursor that does not decode is 422), `nextCursor` null on the last page. Cursors hold
-// keyset positions, so pages never repeat or skip an item while items are being added.
+// cursor, `nextCursor` null on the last page. Cursors hold keyset positions, so pages never repeat
+// or skip an item while items are being added. Every endpoint declares the shape of its position
+// (pageQuery's second argument); a cursor that does not decode to exactly that shape is 422, so a
+// forged cursor never reaches SQL.
 import { z } from 'zod';
+import { isUuid } from './ids.ts';
 
 export type CursorValue = (string | number)[];
+
+const safeInteger = z.number().int().min(Number.MIN_SAFE_INTEGER).max(Number.MAX_SAFE_INTEGER);
+
+/** The kinds of value a keyset position holds. */
+const positionParts = {
+  /** A timestamp as microseconds since the epoch (see micros/fromMicros below). */
+  timestamp: safeInteger,
+  /** A row id. */
+  id: z.string().refine(isUuid),
+  /** A PostgreSQL int (ranks, ordinals). */
+  int: z.number().int().min(-(2 ** 31)).max(2 ** 31 - 1),
+  /** A PostgreSQL bigint (sequence numbers). */
+  bigint: safeInteger,
+  /** A name or handle. */
+  text: z.string().max(300).refine((value) => !value.includes('\u0000')),
+} as const;
+
+export type PositionPart = keyof typeof positionParts;
+type PositionOf<K extends readonly PositionPart[]> = { [I in keyof K]: K[I] extends 'id' | 'text' ? string : number };
 
 export function encodeCursor(position: CursorValue): string {
   return Buffer.from(JSON.stringify(position)).toString('base64url');
 }
 
-function decodeCursor(cursor: string): CursorValue | undefined {
+function decodeCursor<K extends readonly PositionPart[]>(cursor: string, shape: K): PositionOf<K> | undefined {
+  let value: unknown;
   try {
-    const value: unknown = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8'));
-    if (Array.isArray(value) && value.length > 0 && value.every((v) => typeof v === 'string' || typeof v === 'number')) {
-      return value;
-    }
+    value = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8'));
   } catch {
-    // not a cursor this server issued
+    return undefined; // not a cursor this server issued
   }
-  return undefined;
+  const parts: z.ZodType[] = shape.map((part) => positionParts[part]);
+  const parsed = z.tuple(parts as [z.ZodType, ...z.ZodType[]]).safeParse(value);
+  return parsed.success ? (parsed.data as PositionOf<K>) : undefined;
 }
 
-export function pageQuery(max: number, defaultLimit = 20) {
+/** `limit` and `cursor` of a list endpoint whose keyset position has the given shape. */
+export function pageQuery<const K extends readonly PositionPart[]>(max: number, position: K, defaultLimit = 20) {
   return z.object({
     cursor: z
       .string()
+      .max(1000)
       .optional()
       .transform((cursor, ctx) => {
         if (cursor === undefined) return undefined;
-        const position = decodeCursor(cursor);
-        if (!position) ctx.addIssue({ code: 'custom', message: 'Invalid cursor' });
-        return position;
+        const decoded = decodeCursor(cursor, position);
+        if (!decoded) ctx.addIssue({ code: 'custom', message: 'Invalid cursor' });
+        return decoded;
       }),
     limit: z.coerce.number().int().min(1).max(max).default(defaultLimit),
   });

@@ -3,12 +3,11 @@
 import type { NextFunction, Request, Response } from 'express';
 import { RequestTransaction } from '../../db/request-transaction.ts';
 import { anonymousViewer } from '../../db/viewer.ts';
-import type { Services } from '../services.ts';
 import { authenticate, requireLevel } from './auth.ts';
-import type { Endpoint } from './endpoint.ts';
+import type { Endpoint, Services } from './endpoint.ts';
 import { sendSuccess } from './envelope.ts';
 import { requireIds } from './ids.ts';
-import { parseOrFail } from './validation.ts';
+import { parseOrFail, rejectNul } from './validation.ts';
 
 export function runEndpoint(definition: Endpoint, services: Services) {
   return async (req: Request, res: Response, next: NextFunction): Promise<void> => {
@@ -20,6 +19,7 @@ export function runEndpoint(definition: Endpoint, services: Services) {
       if (definition.level) requireLevel(level, definition.level);
       const body = definition.body ? parseOrFail(definition.body, req.body ?? {}) : undefined;
       const query = definition.query ? parseOrFail(definition.query, req.query) : undefined;
+      rejectNul(req.params);
       const params = requireIds(req.params as Record<string, string>, definition.ids ?? {});
       const data = await definition.handler({ body, query, params, viewer: tx.viewer, level, tx, services, req, res });
       await tx.finish(true);

@@ -1,6 +1,7 @@
 // Request validation with zod. A failure is 422 VALIDATION_FAILED with details.fields mapping each
-// JSON path to a human message (contract section 1). Path ids are not validated here: an id the
-// server never issued is simply unknown (see ids.ts).
+// JSON path to a human message (contract section 1). A NUL character anywhere in a body, query or
+// path parameter is a field error too (PostgreSQL text cannot hold one). Path ids are otherwise not
+// validated here: an id the server never issued is simply unknown (see ids.ts).
 import { z } from 'zod';
 import { ApiError } from './errors.ts';
 
@@ -17,9 +18,32 @@ export function fieldErrors(error: z.ZodError): Record<string, string> {
   return fields;
 }
 
+/**
+ * Text PostgreSQL cannot store: the NUL character. One check for every body, query and path
+ * parameter, before any schema: each string holding one is a field error.
+ */
+function nulFields(input: unknown, path: string[], fields: Record<string, string>): Record<string, string> {
+  if (typeof input === 'string') {
+    if (input.includes('\u0000')) fields[path.length > 0 ? path.join('.') : '(body)'] = 'Must not contain NUL characters';
+  } else if (Array.isArray(input)) {
+    input.forEach((item, index) => nulFields(item, [...path, String(index)], fields));
+  } else if (typeof input === 'object' && input !== null) {
+    for (const [key, value] of Object.entries(input)) nulFields(value, [...path, key], fields);
+  }
+  return fields;
+}
+
+export function rejectNul(input: unknown): void {
+  const fields = nulFields(input, [], {});
+  if (Object.keys(fields).length > 0) throw new ApiError('VALIDATION_FAILED', { fields });
+}
+
 export function parseOrFail<S extends z.ZodType>(schema: S, input: unknown): z.output<S> {
+  const nul = nulFields(input, [], {});
   const result = schema.safeParse(input);
-  if (!result.success) throw new ApiError('VALIDATION_FAILED', { fields: fieldErrors(result.error) });
+  if (!result.success || Object.keys(nul).length > 0) {
+    throw new ApiError('VALIDATION_FAILED', { fields: { ...(result.success ? {} : fieldErrors(result.error)), ...nul } });
+  }
   return result.data;
 }
 

@@ -155,10 +155,7 @@ export const hubCoreEndpoints = [
     errors: ['HUB_MEMBERSHIP_REQUIRED'],
     async handler({ params, tx }) {
       await requireHubRole(tx, params.hubId as string, ['member', 'admin', 'super_admin']);
-      const { rows } = await tx.query<{ content_muted: boolean }>(
-        'select content_muted from app.hub_memberships where hub_id = $1 and user_id = app.viewer_id()',
-        [params.hubId],
-      );
+      const { rows } = await tx.query<{ content_muted: boolean }>('select app.viewer_hub_content_muted($1) as content_muted', [params.hubId]);
       return { contentMuted: rows[0]?.content_muted ?? false };
     },
   }),

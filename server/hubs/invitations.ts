@@ -57,7 +57,7 @@ export const hubInvitationEndpoints = [
     auth: 'bearer',
     level: 4,
     ids: { hubId: 'HUB_NOT_FOUND' },
-    query: pageQuery(100),
+    query: pageQuery(100, ['timestamp', 'id']),
     response: pageSchema(invitationListItem),
     errors: ['HUB_MEMBERSHIP_REQUIRED'],
     async handler({ params, query, tx, services: { storage } }) {

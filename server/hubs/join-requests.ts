@@ -17,7 +17,7 @@ export const hubJoinRequestEndpoints = [
     auth: 'bearer',
     level: 4,
     ids: { hubId: 'HUB_NOT_FOUND' },
-    query: pageQuery(100),
+    query: pageQuery(100, ['timestamp', 'id']),
     response: pageSchema(
       z.object({ id: z.string(), user: userLite, source: z.enum(['invite_link', 'member_invitation']), createdAt: z.string() }),
     ),

@@ -25,19 +25,19 @@ interface MemberRow {
 /**
  * Members of a hub in join order. Names and images are the Hub identity where the viewer may see it
  * (co-members), else the public profile; phone numbers come through the phone policy (only between
- * active co-members), so invited and pending viewers get the dark preview.
+ * active co-members), so invited and pending viewers get the dark preview. Membership rows come from
+ * app.hub_member_roster (migration 0090): app_user may not select join times column by column.
  */
 const memberRows = `
   select u.id, u.username, coalesce(hp.display_name, u.full_name) as name, coalesce(ha.object_key, ua.object_key) as photo_key,
          pi.phone_e164, m.role, ${micros('m.joined_at')} as joined_us
-  from app.hub_memberships m
+  from app.hub_member_roster($1) m
   join app.users u on u.id = m.user_id
   left join app.hub_profiles hp on hp.user_id = u.id
   left join app.assets ha on ha.id = hp.profile_asset_id
   left join app.assets ua on ua.id = u.profile_asset_id
   left join app.phone_identities pi on pi.user_id = u.id
-  where m.hub_id = $1
-    and ($2::bigint is null or (m.joined_at, m.user_id) > (${fromMicros('$2')}, $3::uuid))`;
+  where ($2::bigint is null or (m.joined_at, m.user_id) > (${fromMicros('$2')}, $3::uuid))`;
 
 /** One page of member rows with image URLs, shaped by `shape`. */
 async function memberPage<T>(storage: Storage, rows: MemberRow[], limit: number, shape: (row: MemberRow, photoUrl: string | null) => T) {
@@ -74,7 +74,7 @@ export const hubMemberEndpoints = [
     auth: 'bearer',
     level: 4,
     ids,
-    query: pageQuery(100).extend({ q: searchQuery.optional(), role: z.enum(hubRoles).optional() }),
+    query: pageQuery(100, ['timestamp', 'id']).extend({ q: searchQuery.optional(), role: z.enum(hubRoles).optional() }),
     response: pageSchema(memberItem),
     errors: ['HUB_MEMBERSHIP_REQUIRED'],
     async handler({ params, query, tx, services: { storage } }) {
@@ -126,7 +126,7 @@ export const hubMemberEndpoints = [
     auth: 'bearer',
     level: 4,
     ids,
-    query: pageQuery(100),
+    query: pageQuery(100, ['timestamp', 'id']),
     response: pageSchema(adminItem),
     errors: ['HUB_MEMBERSHIP_REQUIRED'],
     async handler({ params, query, tx, services: { storage } }) {

@@ -13,14 +13,7 @@ import { notification, shapeNotification, type NotificationRow } from './shape.t
 
 const tag = 'Notifications';
 
-const listQuery = pageQuery(50)
-  .extend({ unreadOnly: queryBoolean.default(false) })
-  .superRefine((query, ctx) => {
-    const [us, id] = query.cursor ?? [];
-    if (query.cursor && (query.cursor.length !== 2 || !Number.isSafeInteger(us) || !isUuid(id))) {
-      ctx.addIssue({ code: 'custom', path: ['cursor'], message: 'Invalid cursor' });
-    }
-  });
+const listQuery = pageQuery(50, ['timestamp', 'id']).extend({ unreadOnly: queryBoolean.default(false) });
 
 const markReadBody = z
   .strictObject({

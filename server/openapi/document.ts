@@ -17,9 +17,15 @@ function errorCodes(definition: Endpoint): ErrorCode[] {
   if (definition.level === 2) codes.add('PROFILE_BASICS_REQUIRED');
   if (definition.level === 3) codes.add('PROFILE_BASICS_REQUIRED').add('PHONE_VERIFICATION_REQUIRED');
   if (definition.level === 4) codes.add('PROFILE_BASICS_REQUIRED').add('PHONE_VERIFICATION_REQUIRED').add('HUB_READINESS_REQUIRED');
-  if (definition.body || definition.query) codes.add('VALIDATION_FAILED');
-  if (definition.body) codes.add('MALFORMED_REQUEST').add('PAYLOAD_TOO_LARGE');
+  // Bodies, queries and path parameters are checked (a NUL character in a path parameter is 422).
+  if (definition.body || definition.query || definition.path.includes('{')) codes.add('VALIDATION_FAILED');
   for (const code of Object.values(definition.ids ?? {})) codes.add(code);
+  // Every operation: a body sent with any request is read as JSON (400 when it is not JSON or the
+  // path is not valid percent-encoding, 413 over 64 KiB), the URL and headers have a size limit
+  // (431), and the database may be unreachable (503) or something unexpected fail (500).
+  for (const code of ['MALFORMED_REQUEST', 'PAYLOAD_TOO_LARGE', 'HEADERS_TOO_LARGE', 'INTERNAL_ERROR', 'SERVICE_UNAVAILABLE'] as const) {
+    codes.add(code);
+  }
   return [...codes];
 }
 

@@ -2,7 +2,7 @@
 import { z } from 'zod';
 import { endpoint } from '../http/endpoint.ts';
 import { ApiError } from '../http/errors.ts';
-import { pageQuery, pageSchema, toPage } from '../http/paging.ts';
+import { fromMicros, micros, pageQuery, pageSchema, toPage } from '../http/paging.ts';
 import type { RequestTransaction } from '../../db/request-transaction.ts';
 import { postCard, readCard, readCards } from './card.ts';
 import { article, checkFrame, frameFields, idList, visibility } from './fields.ts';
@@ -28,6 +28,13 @@ async function shareToFeed(tx: RequestTransaction, postId: string) {
   const share = rows[0] as { share_id: string; shared_at: Date };
   return { shareId: share.share_id, postId, sharedAt: share.shared_at.toISOString() };
 }
+
+/** Frames are paged by [kind, created_at in µs, id]: 1 for the original, 0 for a repost. */
+// Position [kind, created_at, id]: kind 1 is the original, 0 a repost.
+const framesQuery = pageQuery(50, ['int', 'timestamp', 'id']).refine((query) => query.cursor === undefined || query.cursor[0] === 0 || query.cursor[0] === 1, {
+  path: ['cursor'],
+  message: 'Invalid cursor',
+});
 
 export const postEndpoints = [
   endpoint({
@@ -101,28 +108,33 @@ export const postEndpoints = [
     path: '/posts/{postId}/frames',
     tag,
     summary: 'The original frame and its direct reposts',
-    description: 'For a repost id, the frames of its original. The original comes first, then reposts newest first.',
+    description:
+      'For a repost id, the frames of its original. The original comes first, then reposts newest first. ' +
+      'Pages are keyset pages: reposts added while a client pages appear on no later page, and no item repeats.',
     auth: 'bearer',
     ids,
-    query: pageQuery(50),
+    query: framesQuery,
     response: pageSchema(postCard),
     async handler({ params, query, tx, services: { storage } }) {
       const original = await tx.query<{ id: string }>('select coalesce(source_post_id, id) as id from app.posts where id = $1', [params.postId]);
       const originalId = original.rows[0]?.id;
       if (!originalId) throw new ApiError('POST_NOT_FOUND');
-      const after = query.cursor?.[0] as number | undefined;
-      const { rows } = await tx.query<{ id: string; ord: number }>(
-        `select id, ord from (
-           select id, 0 as ord from app.posts where id = $1
-           union all
-           select id, row_number() over (order by created_at desc, id desc) from app.posts where source_post_id = $1
-         ) frames
-         where ord > coalesce($2::int, -1)
-         order by ord
-         limit $3`,
-        [originalId, after ?? null, query.limit + 1],
+      // Position: [1, us, id] for the original, [0, us, id] for a repost (ordered by kind, then
+      // created_at and id, all descending). The original is only on the first page.
+      const [kind, afterUs, afterId] = (query.cursor ?? [null, null, null]) as [0 | 1 | null, number | null, string | null];
+      const { rows } = await tx.query<{ id: string; kind: 0 | 1; created_us: number }>(
+        `select id, 1 as kind, ${micros('created_at')} as created_us from app.posts where id = $1 and $2::int is null
+         union all
+         (select id, 0, ${micros('created_at')} from app.posts
+           where source_post_id = $1
+             and ($2::int is distinct from 0 or (created_at, id) < (${fromMicros('$3')}, $4::uuid))
+           order by created_at desc, id desc
+           limit $5)
+         order by kind desc, created_us desc, id desc
+         limit $5`,
+        [originalId, kind, afterUs, afterId, query.limit + 1],
       );
-      const page = toPage(rows, query.limit, (row) => [Number(row.ord)], (row) => row.id);
+      const page = toPage(rows, query.limit, (row) => [row.kind, row.created_us, row.id], (row) => row.id);
       return { items: await readCards(tx, storage, page.items), nextCursor: page.nextCursor };
     },
   }),

@@ -26,7 +26,7 @@ export const searchEndpoints = [
       'profilePhotoUrl and bio, plus viewerFollows with a token. Exact handle first, then handle prefixes, then name matches. ' +
       'Phone numbers are never searched.',
     auth: 'optional',
-    query: pageQuery(50).extend({ q: searchQuery.default('') }),
+    query: pageQuery(50, ['int', 'text']).extend({ q: searchQuery.default('') }),
     response: pageSchema(personResult),
     async handler({ query, tx, viewer, services: { storage } }) {
       if (query.q === '') return { items: [], nextCursor: null };
@@ -69,7 +69,7 @@ export const searchEndpoints = [
     description: 'Case- and accent-insensitive. isRecommended is an admin-set flag; activeUsers24h counts members active in the last 24 hours.',
     auth: 'bearer',
     level: 4,
-    query: pageQuery(50).extend({ q: searchQuery.default('') }),
+    query: pageQuery(50, ['text', 'id']).extend({ q: searchQuery.default('') }),
     response: pageSchema(z.object({ id: z.string(), name: z.string(), activeUsers24h: z.number().int(), isRecommended: z.boolean() })),
     async handler({ query, tx }) {
       const [afterName, afterId] = (query.cursor ?? [null, null]) as [string | null, string | null];

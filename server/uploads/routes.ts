@@ -3,6 +3,7 @@
 import { z } from 'zod';
 import { endpoint } from '../http/endpoint.ts';
 import { ApiError } from '../http/errors.ts';
+import { hasDeclaredType } from './content.ts';
 
 const tag = 'Uploads';
 const mib = 1024 * 1024;
@@ -83,7 +84,9 @@ export const uploadEndpoints = [
     summary: 'Finish an upload: verify the object and return a reusable asset',
     description:
       "Checks that the upload is the caller's, not older than 15 minutes, of the same purpose, not yet completed, that " +
-      'the object exists with the declared size (a different size is UPLOAD_CHECKSUM_MISMATCH), and that its SHA-256 equals checksum.',
+      'the object exists with the declared size (a different size is UPLOAD_CHECKSUM_MISMATCH), that its SHA-256 equals checksum, ' +
+      'and that its first bytes are a file of the declared type (JPEG, PNG, WebP, HEIC or PDF signature): otherwise ' +
+      'UPLOAD_CONTENT_MISMATCH, and the object is deleted (PUT the right bytes to the same URL while it lasts, or presign again).',
     auth: 'bearer',
     level: 2,
     status: 201,
@@ -93,19 +96,23 @@ export const uploadEndpoints = [
       checksum: z.string().regex(/^[0-9a-fA-F]{64}$/, '64 hexadecimal characters'),
     }),
     response: asset,
-    errors: ['UPLOAD_NOT_FOUND', 'UPLOAD_EXPIRED', 'UPLOAD_OBJECT_MISSING', 'UPLOAD_CHECKSUM_MISMATCH', 'UPLOAD_ALREADY_COMPLETED', 'UPLOAD_PURPOSE_MISMATCH'],
+    errors: ['UPLOAD_NOT_FOUND', 'UPLOAD_EXPIRED', 'UPLOAD_OBJECT_MISSING', 'UPLOAD_CHECKSUM_MISMATCH', 'UPLOAD_ALREADY_COMPLETED', 'UPLOAD_PURPOSE_MISMATCH', 'UPLOAD_CONTENT_MISMATCH'],
     async handler({ body, tx, services: { storage } }) {
       if (!/^[0-9a-f-]{36}$/i.test(body.uploadId)) throw new ApiError('UPLOAD_NOT_FOUND');
-      const checked = await tx.query<{ object_key: string; content_length: number }>(
-        'select object_key, content_length from app.check_upload($1, $2)',
+      const checked = await tx.query<{ object_key: string; content_length: number; content_type: string }>(
+        'select object_key, content_length, content_type from app.check_upload($1, $2)',
         [body.uploadId, body.purpose],
       );
-      const intent = checked.rows[0] as { object_key: string; content_length: number };
+      const intent = checked.rows[0] as { object_key: string; content_length: number; content_type: string };
       const object = await storage.head(intent.object_key);
       if (!object) throw new ApiError('UPLOAD_OBJECT_MISSING');
       const checksum = body.checksum.toLowerCase();
       if (object.size !== intent.content_length || (object.sha256 ?? (await storage.sha256(intent.object_key))) !== checksum) {
         throw new ApiError('UPLOAD_CHECKSUM_MISMATCH');
+      }
+      if (!(await hasDeclaredType(storage, intent.object_key, intent.content_type))) {
+        await storage.delete(intent.object_key);
+        throw new ApiError('UPLOAD_CONTENT_MISMATCH');
       }
       const { rows } = await tx.query<{ id: string; purpose: (typeof purposes)[number]; content_type: string; size: number; checksum: string }>(
         'select id, purpose, content_type, size, checksum from app.complete_upload($1, $2, $3)',

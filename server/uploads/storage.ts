@@ -1,6 +1,6 @@
 // Object storage through the S3 API (S3, R2, MinIO, or the embedded s3rver): signed PUT and GET
 // URLs, existence and size, SHA-256 (the store's own checksum when it has a full-object one, else
-// by streaming the object), and deletion.
+// by streaming the object), the first bytes of an object, and deletion.
 import { createHash } from 'node:crypto';
 import type { Readable } from 'node:stream';
 import {
@@ -24,6 +24,8 @@ export interface Storage {
   presignGet(key: string, expiresInSeconds: number): Promise<string>;
   head(key: string): Promise<StoredObject | null>;
   sha256(key: string): Promise<string>;
+  /** Up to `length` bytes from the start of an object. */
+  readStart(key: string, length: number): Promise<Uint8Array>;
   delete(key: string): Promise<void>;
   /** A signed GET URL for an image shown in responses, reused while it has 10+ minutes left. */
   photoUrl(key: string | null): Promise<string | null>;
@@ -72,6 +74,10 @@ export function createStorage(client: S3Client, bucket: string): Storage {
       const hash = createHash('sha256');
       for await (const chunk of object.Body as Readable) hash.update(chunk as Buffer);
       return hash.digest('hex');
+    },
+    async readStart(key, length) {
+      const object = await client.send(new GetObjectCommand({ Bucket: bucket, Key: key, Range: `bytes=0-${length - 1}` }));
+      return (await object.Body?.transformToByteArray()) ?? new Uint8Array();
     },
     async delete(key) {
       await client.send(new DeleteObjectCommand({ Bucket: bucket, Key: key }));

@@ -10,7 +10,7 @@ import { followListItem, searchQuery, shapeFollowListItem, type UserListRow } fr
 const tag = 'Follows';
 const ids = { userId: 'USER_NOT_FOUND' } as const;
 
-const listQuery = pageQuery(100).extend({ q: searchQuery.optional() });
+const listQuery = pageQuery(100, ['bigint']).extend({ q: searchQuery.optional() });
 
 /**
  * One page of a follow list: `side` is the column naming the listed users. Rows come through the

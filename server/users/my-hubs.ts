@@ -40,7 +40,7 @@ export const myHubEndpoints = [
       'paging keeps the position it had when the page was read.',
     auth: 'bearer',
     level: 4,
-    query: pageQuery(50),
+    query: pageQuery(50, ['timestamp', 'id']),
     response: pageSchema(myHub),
     async handler({ query, tx, services: { storage } }) {
       const [afterUs, afterId] = (query.cursor ?? [null, null]) as [number | null, string | null];
@@ -56,7 +56,7 @@ export const myHubEndpoints = [
                from app.hub_join_requests r where r.user_id = app.viewer_id() and r.status = 'pending'
              union all
              select i.hub_id, 'invited', null, i.id, 3
-               from app.hub_invitations i where i.invitee_id = app.viewer_id() and i.status = 'invited' and i.expires_at > now()
+               from app.viewer_open_invitations() i
            ) rel
            join app.hubs h on h.id = rel.hub_id
            left join app.assets a on a.id = h.profile_asset_id

@@ -12,7 +12,7 @@ export const savedPostEndpoints = [
     description: 'Posts you can no longer see (deleted, blocked author, left hub) are left out.',
     auth: 'bearer',
     level: 2,
-    query: pageQuery(50),
+    query: pageQuery(50, ['timestamp', 'id']),
     response: pageSchema(postCard),
     async handler({ query, tx, services: { storage } }) {
       const [afterUs, afterId] = (query.cursor ?? [null, null]) as [number | null, string | null];

@@ -8,7 +8,7 @@ import { loadConfig, type Config } from '../../config.ts';
 import { createLogger, workerLogger } from '../../logger.ts';
 import { createPools, type Pools } from '../../db/pools.ts';
 import { roleUrl } from '../../db/roles.ts';
-import { createApp } from '../../server/app.ts';
+import { createServer } from '../../server/app.ts';
 import { CreateBucketCommand } from '@aws-sdk/client-s3';
 import { runOnce } from 'graphile-worker';
 import { createServices, type ServiceOverrides, type Services } from '../../server/services.ts';
@@ -56,6 +56,8 @@ export async function startTestApp(env: Record<string, string> = {}, overrides: 
     OTP_TEST_CODES: testCodes,
     IDP_PROJECT_ID: 'opinion-test',
     PUBLIC_WEB_BASE_URL: 'https://opinion.example',
+    // The test client is a proxy's worth of devices: see test/helpers/client.ts.
+    TRUST_PROXY: 'loopback',
     LOG_LEVEL: process.env.TEST_LOG_LEVEL ?? 'silent',
     S3_ENDPOINT: inject('s3Endpoint'),
     S3_BUCKET: database.replaceAll('_', '-'),
@@ -73,7 +75,7 @@ export async function startTestApp(env: Record<string, string> = {}, overrides: 
   owner.on('connect', (client) => client.on('error', () => {}));
   const services = await createServices(config, log, pools, objects.storage, overrides);
   await services.notificationHub.start(roleUrl(ownerUrl, 'authenticator'));
-  const server = createApp(services).listen(0, '127.0.0.1');
+  const server = createServer(services).listen(0, '127.0.0.1');
   await new Promise((resolve) => server.once('listening', resolve));
   const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
 

@@ -22,9 +22,20 @@ export interface Client {
   delete<T = any>(path: string, options?: RequestOptions): Promise<ApiResponse<T>>;
 }
 
+/**
+ * The test app trusts a proxy on loopback (TRUST_PROXY) and this client stands for many devices
+ * behind it: every request carries its own X-Forwarded-For address unless the test sets one, so the
+ * per-address sign-in limits stay on and only tests that mean to share an address do.
+ */
+let addressCounter = 0;
+export function nextClientAddress(): string {
+  addressCounter += 1;
+  return `2001:db8::${(addressCounter >>> 16).toString(16)}:${(addressCounter & 0xffff).toString(16)}`;
+}
+
 export function createClient(baseUrl: string): Client {
   async function request(method: string, path: string, options: RequestOptions = {}): Promise<ApiResponse> {
-    const headers: Record<string, string> = { ...options.headers };
+    const headers: Record<string, string> = { 'x-forwarded-for': nextClientAddress(), ...options.headers };
     if (options.token) headers.authorization = `Bearer ${options.token}`;
     let body: string | undefined = options.rawBody;
     if (options.body !== undefined) {

@@ -1,6 +1,7 @@
 // Notifications in tests: rows inserted as the owner (the features that write them have their own
 // tests), and a streaming reader of GET /notifications/stream over a real socket (fetch), which
 // keeps comment lines and the end of the stream, which EventSource hides.
+import pg from 'pg';
 import type { TestApp } from './app.ts';
 
 export interface NotificationFields {
@@ -14,6 +15,16 @@ export interface NotificationFields {
   /** Seconds before now (rows of the past). */
   ageSeconds?: number;
   readAt?: Date | null;
+}
+
+/** A LISTEN connection of the owner: the payloads announced on `channel`, in order of arrival. */
+export async function listenTo(app: TestApp, channel: string): Promise<{ payloads: string[]; end(): Promise<void> }> {
+  const client = new pg.Client({ connectionString: app.ownerUrl });
+  await client.connect();
+  const payloads: string[] = [];
+  client.on('notification', (message) => payloads.push(message.payload ?? ''));
+  await client.query(`listen ${channel}`);
+  return { payloads, end: () => client.end() };
 }
 
 /** Inserts one notification as the owner, in its own transaction; returns its id. */

@@ -289,7 +289,11 @@ describe('access tokens', () => {
     const expired = jwt.sign({ sid, typ: 'access', exp: Math.floor(Date.now() / 1000) - 5 }, secret, { subject: sub });
     const forged = jwt.sign({ sid, typ: 'access' }, 'some-other-secret', { subject: sub, expiresIn: 900 });
     const otherUser = jwt.sign({ sid, typ: 'access' }, secret, { subject: '00000000-0000-4000-8000-000000000000', expiresIn: 900 });
-    for (const token of [expired, forged, otherUser, 'garbage', `${user.token}x`]) {
+    // Signed with the real secret for a live session, but without `exp`: it would never expire.
+    const neverExpires = jwt.sign({ sid, typ: 'access' }, secret, { subject: sub });
+    const valid = jwt.sign({ sid, typ: 'access' }, secret, { subject: sub, expiresIn: 900 });
+    expect((await app.get('/users/me/onboarding/status', { token: valid })).status).toBe(200);
+    for (const token of [expired, forged, otherUser, neverExpires, 'garbage', `${user.token}x`]) {
       const response = await app.get('/users/me/onboarding/status', { token });
       expect(response.status).toBe(401);
     }
@@ -323,6 +327,8 @@ describe('identity-provider exchange', () => {
     const now = Math.floor(Date.now() / 1000);
     const bad = {
       'wrong audience': idp.sign(idpClaims(projectId, { aud: 'other-project' })),
+      'audience list naming the project among others': idp.sign(idpClaims(projectId, { aud: ['other', projectId] })),
+      'audience list of the project alone': idp.sign(idpClaims(projectId, { aud: [projectId] })),
       'wrong issuer': idp.sign(idpClaims(projectId, { iss: 'https://securetoken.google.com/other-project' })),
       expired: idp.sign(idpClaims(projectId, { exp: now - 1 })),
       'issued in the future': idp.sign(idpClaims(projectId, { iat: now + 600 })),

@@ -12,7 +12,7 @@ import { roleUrl } from '../../db/roles.ts';
 import { startTestApp, type TestApp } from '../helpers/app.ts';
 import { createClient } from '../helpers/client.ts';
 import { addMember, createHub } from '../helpers/hubs.ts';
-import { endsWithin, insertNotification, openStream, sleep, type TestStream } from '../helpers/notifications.ts';
+import { endsWithin, insertNotification, listenTo, openStream, sleep, type TestStream } from '../helpers/notifications.ts';
 import { anonymousUser, userAtLevel, type TestUser } from '../helpers/users.ts';
 
 let app: TestApp;
@@ -218,16 +218,12 @@ describe('sessions', () => {
   });
 
   it('announces a revocation with the session id only', async () => {
-    const listener = new pg.Client({ connectionString: app.ownerUrl });
-    await listener.connect();
-    const payloads: string[] = [];
-    listener.on('notification', (message) => payloads.push(`${message.channel}:${message.payload}`));
-    await listener.query('listen session_revoked');
+    const listener = await listenTo(app, 'session_revoked');
     try {
       const user = await anonymousUser(app);
       await app.post('/auth/logout', { refreshToken: user.refreshToken, logoutFromAllDevices: false }, { token: user.token });
       await sleep(200);
-      expect(payloads).toEqual([`session_revoked:${sessionOf(user)}`]);
+      expect(listener.payloads).toEqual([sessionOf(user)]);
     } finally {
       await listener.end();
     }
@@ -420,10 +416,8 @@ describe('at most 5 streams per session', () => {
 
 describe('coalesced announcements', () => {
   it('announces 50 rows written by 50 transactions, finished together, with one notify carrying transaction ids only, and delivers all 50', async () => {
-    const listener = new pg.Client({ connectionString: app.ownerUrl });
-    await listener.connect();
-    const payloads: string[] = [];
-    listener.on('notification', (message) => payloads.push(message.payload ?? ''));
+    const listener = await listenTo(app, 'notifications');
+    const { payloads } = listener;
     // A transaction that started writing first and is still open: no row after it may be
     // announced before it ends, however slowly the 50 are written.
     const older = await app.owner.connect();
@@ -432,7 +426,6 @@ describe('coalesced announcements', () => {
       const stream = await streamOf(user);
       await older.query('begin');
       await older.query('select pg_current_xact_id()');
-      await listener.query('listen notifications');
       const ids: string[] = [];
       for (let i = 0; i < 50; i += 1) ids.push(await insertNotification(app, user.id));
       await older.query('commit');
@@ -458,15 +451,11 @@ describe('coalesced announcements', () => {
   });
 
   it('announces nothing while no notification is written', async () => {
-    const listener = new pg.Client({ connectionString: app.ownerUrl });
-    await listener.connect();
-    let count = 0;
-    listener.on('notification', () => (count += 1));
-    await listener.query('listen notifications');
+    const listener = await listenTo(app, 'notifications');
     try {
       await anonymousUser(app); // other writes (sessions, users) are not announced
       await sleep(300);
-      expect(count).toBe(0);
+      expect(listener.payloads).toEqual([]);
     } finally {
       await listener.end();
     }

@@ -65,6 +65,27 @@ describe('GET /api/v1/openapi.json', () => {
     }
   });
 
+  it('lists the statuses every operation can answer: body, path and header refusals, 500 and 503', () => {
+    for (const [path, operations] of Object.entries<any>(document.paths)) {
+      for (const [method, operation] of Object.entries<any>(operations)) {
+        const statuses = Object.keys(operation.responses);
+        expect(statuses, `${method} ${path}`).toEqual(expect.arrayContaining(['400', '413', '431', '500', '503']));
+        if (path.includes('{')) expect(statuses, `${method} ${path}`).toContain('422');
+        if (operation.security?.length > 0) expect(statuses, `${method} ${path}`).toContain('401');
+      }
+    }
+  });
+
+  it('lists 401 on refresh and IdP exchange, 429 where limited, and the upload content check', () => {
+    const statuses = (method: string, path: string) => Object.keys(document.paths[path][method].responses);
+    expect(statuses('post', '/auth/session/refresh')).toContain('401');
+    expect(statuses('post', '/auth/idp/token')).toContain('401');
+    for (const path of ['/auth/otp/request', '/auth/otp/verify', '/auth/anonymous/session', '/users/handles/availability']) {
+      expect(statuses('post', path), path).toContain('429');
+    }
+    expect(document.paths['/uploads/complete'].post.responses['409'].description).toContain('UPLOAD_CONTENT_MISMATCH');
+  });
+
   it('serves a readable docs page', async () => {
     const page = await app.get('/docs');
     expect(page.status).toBe(200);

@@ -236,6 +236,50 @@ describe('frames and deletion (rule 13)', () => {
     expect([...paged.body.data.items, ...rest.body.data.items].map((c: any) => c.id)).toEqual([original.id, r2.body.data.id, r1.body.data.id]);
   });
 
+  it('pages frames by keyset: a repost added between two pages repeats and skips nothing', async () => {
+    const original = await createPost(app, author);
+    const repost = async (text: string) =>
+      (await app.post(`/posts/${original.id}/reposts`, { thoughtText: text, visibility: 'public' }, { token: reader.token })).body.data.id as string;
+    const r1 = await repost('one');
+    const r2 = await repost('two');
+    const r3 = await repost('three');
+    const first = await app.get(`/posts/${original.id}/frames?limit=2`, { token: reader.token });
+    expect(first.body.data.items.map((c: any) => c.id)).toEqual([original.id, r3]);
+    await repost('four, added between the pages');
+    const second = await app.get(`/posts/${original.id}/frames?limit=2&cursor=${first.body.data.nextCursor}`, { token: reader.token });
+    expect(second.body.data.items.map((c: any) => c.id)).toEqual([r2, r1]);
+    expect(second.body.data.nextCursor).toBeNull();
+
+    // A page that ends on the original continues with every repost, the newest first.
+    const head = await app.get(`/posts/${original.id}/frames?limit=1`, { token: reader.token });
+    expect(head.body.data.items.map((c: any) => c.id)).toEqual([original.id]);
+    const r5 = await repost('five, added after the original was paged');
+    const tail = await app.get(`/posts/${original.id}/frames?limit=50&cursor=${head.body.data.nextCursor}`, { token: reader.token });
+    expect(tail.body.data.items.map((c: any) => c.id).slice(0, 1)).toEqual([r5]);
+    expect(tail.body.data.items.map((c: any) => c.id)).toHaveLength(5);
+    expect(tail.body.data.items.map((c: any) => c.id)).not.toContain(original.id);
+  });
+
+  it('answers 422 to a frames cursor it did not issue, however it decodes', async () => {
+    const original = await createPost(app, author);
+    const cursor = (value: unknown) => Buffer.from(JSON.stringify(value)).toString('base64url');
+    for (const forged of [
+      cursor([1]), // the former offset cursor
+      cursor([0, 1_700_000_000_000_000]),
+      cursor([2, 1_700_000_000_000_000, original.id]),
+      cursor([0, 1.5, original.id]),
+      cursor([0, '1700000000000000', original.id]),
+      cursor([0, 1_700_000_000_000_000, 'not-a-uuid']),
+      cursor([0, 1_700_000_000_000_000, original.id, 'extra']),
+      'not base64 json',
+    ]) {
+      const response = await app.get(`/posts/${original.id}/frames?cursor=${encodeURIComponent(forged)}`, { token: reader.token });
+      expect(response.status, forged).toBe(422);
+      expect(response.body.error.code).toBe('VALIDATION_FAILED');
+      expect(response.body.error.details.fields).toHaveProperty('cursor');
+    }
+  });
+
   it("lets only the author delete, and a deleted post answers 404 everywhere", async () => {
     const post = await createPost(app, author, slider);
     const denied = await app.delete(`/posts/${post.id}`, { token: reader.token });

@@ -1,7 +1,7 @@
 // Uploads through signed URLs against a real S3-compatible store (spec 4.3; contract section 6).
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestApp, type TestApp } from '../helpers/app.ts';
-import { png, presign as presignAs, putObject as put, sha256, uploadAsset as uploadAs } from '../helpers/uploads.ts';
+import { png, presign as presignAs, putObject as put, samples, sha256, uploadAsset as uploadAs } from '../helpers/uploads.ts';
 import { anonymousUser, userAtLevel, type TestUser } from '../helpers/users.ts';
 
 let app: TestApp;
@@ -79,6 +79,38 @@ describe('presign → PUT → complete', () => {
     expect(rows[0].n).toBe(0);
   });
 
+  it('accepts a file of each declared type (JPEG, PNG, WebP, HEIC, PDF by their signature bytes)', async () => {
+    const user = await userAtLevel(app, 2);
+    for (const [contentType, bytes] of Object.entries(samples)) {
+      const purpose = contentType === 'application/pdf' ? 'document' : 'post_image';
+      const assetId = await uploadAsset(user, purpose, bytes, contentType);
+      const { rows } = await app.owner.query('select content_type from app.assets where id = $1', [assetId]);
+      expect(rows[0].content_type).toBe(contentType);
+    }
+  });
+
+  it('refuses bytes that are not of the declared type with 409 UPLOAD_CONTENT_MISMATCH, deletes the object, creates no asset', async () => {
+    const user = await userAtLevel(app, 2);
+    const cases: [string, string, Buffer][] = [
+      ['profile_photo', 'image/png', Buffer.from('a text file presigned as a PNG image')],
+      ['profile_photo', 'image/jpeg', samples['image/png']],
+      ['post_image', 'image/heic', samples['application/pdf']],
+      ['document', 'application/pdf', samples['image/jpeg']],
+    ];
+    for (const [purpose, contentType, bytes] of cases) {
+      const intent = await presign(user, purpose, bytes, contentType);
+      expect((await put(intent.uploadUrl, bytes, intent.headers)).status).toBe(200);
+      const { rows: keys } = await app.owner.query('select object_key from app.upload_intents where id = $1', [intent.uploadId]);
+      expect(await app.storage.head(keys[0].object_key)).not.toBeNull();
+      const response = await app.post('/uploads/complete', { uploadId: intent.uploadId, purpose, checksum: sha256(bytes) }, { token: user.token });
+      expect(response.status, contentType).toBe(409);
+      expect(response.body.error).toEqual({ code: 'UPLOAD_CONTENT_MISMATCH', message: 'Uploaded file is not of the declared type.', details: {} });
+      expect(await app.storage.head(keys[0].object_key)).toBeNull();
+    }
+    const { rows } = await app.owner.query('select count(*)::int as n from app.assets where owner_id = $1', [user.id]);
+    expect(rows[0].n).toBe(0);
+  });
+
   it('completes once: a repeat, or a concurrent second completion, is UPLOAD_ALREADY_COMPLETED', async () => {
     const user = await userAtLevel(app, 2);
     const intent = await presign(user);
@@ -139,7 +171,7 @@ describe('profile photos', () => {
 
   it("accepts only the caller's own completed profile_photo assets", async () => {
     const user = await userAtLevel(app, 2);
-    const document = await uploadAsset(user, 'document', Buffer.from('%PDF-1.4 test'), 'application/pdf');
+    const document = await uploadAsset(user, 'document', samples['application/pdf'], 'application/pdf');
     const other = await userAtLevel(app, 2);
     const othersPhoto = await uploadAsset(other);
     for (const profileAssetId of [document, othersPhoto]) {

@@ -38,8 +38,9 @@ describe('a non-member', () => {
     expect(await read(outsider, 'select display_name from app.hub_profiles where user_id = $1', [member.id])).toEqual([]);
   });
 
-  it('never reads raw invitation phones, even as a member', async () => {
+  it('never reads raw invitation phones or invitees, even as a member', async () => {
     expect(await read(member, 'select phone_e164 from app.hub_invitations')).toBe('42501');
+    expect(await read(member, 'select invitee_id from app.hub_invitations')).toBe('42501');
     const masked = (await read(member, 'select masked_phone from app.hub_invitations where hub_id = $1', [hub.id])) as { masked_phone: string }[];
     expect(masked.length).toBe(2);
     for (const row of masked) expect(row.masked_phone).toMatch(/^\+1\d•+\d{3}$/);
@@ -48,8 +49,14 @@ describe('a non-member', () => {
 
 describe('an invited user', () => {
   it('reads the preview (members) but no phone and no Hub identity', async () => {
-    const members = await read(invited, 'select user_id from app.hub_memberships where hub_id = $1 order by joined_at', [hub.id]);
+    const members = await read(invited, 'select user_id from app.hub_member_roster($1) order by joined_at', [hub.id]);
     expect(members).toEqual([{ user_id: owner.id }, { user_id: member.id }]);
+    expect(await read(invited, 'select user_id from app.hub_memberships where hub_id = $1 order by user_id', [hub.id])).toHaveLength(2);
+    // Column grants: members' join times and mute settings are not app_user's to read (0091).
+    for (const column of ['joined_at', 'content_muted']) {
+      expect(await read(invited, `select ${column} from app.hub_memberships where hub_id = $1`, [hub.id]), column).toBe('42501');
+    }
+    expect(await read(invited, 'select app.viewer_hub_content_muted($1) as muted', [hub.id])).toEqual([{ muted: false }]);
     expect(await read(invited, 'select phone_e164 from app.phone_identities where user_id = any($1)', [[owner.id, member.id]])).toEqual([]);
     expect(await read(invited, 'select id from app.hub_invitations')).toHaveLength(1);
     expect(await read(invited, 'select id from app.hub_join_requests where hub_id = $1', [hub.id])).toEqual([]);

@@ -7,7 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { roleUrl } from '../../db/roles.ts';
 import { startTestApp, type TestApp } from '../helpers/app.ts';
 import { addMember, createHub, type TestHub } from '../helpers/hubs.ts';
-import { insertNotification, sleep } from '../helpers/notifications.ts';
+import { insertNotification, listenTo, sleep } from '../helpers/notifications.ts';
 import { asViewer, rowsOrError } from '../helpers/sql.ts';
 import { anonymousUser, userAtLevel, type TestUser } from '../helpers/users.ts';
 
@@ -136,24 +136,19 @@ describe('app.mark_notifications_read', () => {
 });
 
 describe('the dispatcher', () => {
-  async function listen(): Promise<{ payloads: { from: bigint; to: bigint }[]; end(): Promise<void> }> {
-    const client = new pg.Client({ connectionString: app.ownerUrl });
-    await client.connect();
-    const payloads: { from: bigint; to: bigint }[] = [];
-    client.on('notification', (message) => {
-      const parsed = JSON.parse(message.payload ?? '');
-      payloads.push({ from: BigInt(parsed.from), to: BigInt(parsed.to) });
+  /** The announced transaction-id ranges, in order. */
+  const ranges = (payloads: string[]) =>
+    payloads.map((payload) => {
+      const parsed = JSON.parse(payload);
+      return { from: BigInt(parsed.from), to: BigInt(parsed.to) };
     });
-    await client.query('listen notifications');
-    return { payloads, end: () => client.end() };
-  }
   const dispatch = () => authenticator.query('select app_private.dispatch_notifications()');
   const txOf = async (id: string) => BigInt((await app.owner.query('select tx_id::text as tx from app.notifications where id = $1', [id])).rows[0].tx);
   const watermark = async () => BigInt((await app.owner.query('select dispatched_to::text as w from app_private.notification_dispatch')).rows[0].w);
 
   it('announces nothing when no row was written, and moves no watermark', async () => {
     await dispatch();
-    const listener = await listen();
+    const listener = await listenTo(app, 'notifications');
     try {
       const before = await watermark();
       await anonymousUser(app);
@@ -168,7 +163,7 @@ describe('the dispatcher', () => {
 
   it('covers every committed row by exactly one announced range, also when an older transaction commits last', async () => {
     await dispatch();
-    const listener = await listen();
+    const listener = await listenTo(app, 'notifications');
     const slow = new pg.Client({ connectionString: app.ownerUrl });
     await slow.connect();
     try {
@@ -179,11 +174,11 @@ describe('the dispatcher', () => {
       await sleep(50);
       // While the older transaction runs, no range reaches the committed newer row.
       const earlyTx = await txOf(early);
-      expect(listener.payloads.every((range) => range.to <= earlyTx)).toBe(true);
+      expect(ranges(listener.payloads).every((range) => range.to <= earlyTx)).toBe(true);
       await slow.query('commit');
       const lateTx = await txOf(late);
       expect(lateTx).toBeLessThan(earlyTx);
-      const covering = (tx: bigint) => listener.payloads.filter((range) => range.from <= tx && tx < range.to);
+      const covering = (tx: bigint) => ranges(listener.payloads).filter((range) => range.from <= tx && tx < range.to);
       for (let attempt = 0; attempt < 100 && (covering(earlyTx).length === 0 || covering(lateTx).length === 0); attempt += 1) {
         await dispatch();
         await sleep(20);
@@ -191,7 +186,8 @@ describe('the dispatcher', () => {
       expect(covering(lateTx)).toHaveLength(1);
       expect(covering(earlyTx)).toHaveLength(1);
       // Consecutive ranges: each starts where the previous ended.
-      for (let i = 1; i < listener.payloads.length; i += 1) expect(listener.payloads[i]?.from).toBe(listener.payloads[i - 1]?.to);
+      const announced = ranges(listener.payloads);
+      for (let i = 1; i < announced.length; i += 1) expect(announced[i]?.from).toBe(announced[i - 1]?.to);
     } finally {
       await slow.end();
       await listener.end();
@@ -347,11 +343,7 @@ describe('app.notification_replay', () => {
 
 describe('session revocation announcements', () => {
   it('announces a session once, when it becomes revoked, with its id only', async () => {
-    const listener = new pg.Client({ connectionString: app.ownerUrl });
-    await listener.connect();
-    const payloads: string[] = [];
-    listener.on('notification', (message) => payloads.push(message.payload ?? ''));
-    await listener.query('listen session_revoked');
+    const listener = await listenTo(app, 'session_revoked');
     try {
       const user = await anonymousUser(app);
       const session = sessionOf(user);
@@ -359,7 +351,7 @@ describe('session revocation announcements', () => {
       await app.owner.query('update app.sessions set revoked_at = now() where id = $1', [session]);
       await app.owner.query('update app.sessions set revoked_at = now() where id = $1', [session]);
       await sleep(100);
-      expect(payloads).toEqual([session]);
+      expect(listener.payloads).toEqual([session]);
     } finally {
       await listener.end();
     }

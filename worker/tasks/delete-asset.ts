@@ -1,9 +1,9 @@
 // Deletes a replaced image: the object first, then the asset row, each only while nothing uses
 // the asset any more (queued by the replacement's transaction, migrations/0017_upload_cleanup.sql).
 import type { Task } from 'graphile-worker';
-import type { Storage } from '../../server/uploads/storage.ts';
+import type { ObjectStore } from '../object-store.ts';
 
-export function deleteAsset(storage: Storage): Task {
+export function deleteAsset(storage: ObjectStore): Task {
   return async (payload, { withPgClient }) => {
     const { assetId } = payload as { assetId: string };
     const { rows } = await withPgClient((client) => client.query<{ key: string | null }>('select app_private.unused_asset_key($1) as key', [assetId]));

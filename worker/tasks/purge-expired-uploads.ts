@@ -1,10 +1,10 @@
 // Removes upload intents that expired without completion, with any object the client did PUT.
 import type { Task } from 'graphile-worker';
-import type { Storage } from '../../server/uploads/storage.ts';
+import type { ObjectStore } from '../object-store.ts';
 
 const batch = 500;
 
-export function purgeExpiredUploads(storage: Storage): Task {
+export function purgeExpiredUploads(storage: ObjectStore): Task {
   return async (_payload, { withPgClient }) => {
     for (;;) {
       const { rows } = await withPgClient((client) =>

@@ -1,8 +1,8 @@
 // Maps failures from PostgreSQL to the HTTP catalog: a stored function's `raise exception using
 // errcode = 'P0001', message = '<CODE>'` becomes that code; known constraints become their codes;
 // a lost or refused connection becomes 503. Anything else is left for the 500 handler.
-import { isErrorCode } from '../server/http/catalog.ts';
-import { ApiError } from '../server/http/errors.ts';
+import { isErrorCode } from './catalog.ts';
+import { ApiError } from './errors.ts';
 
 const constraintCodes = {
   users_username_key: 'USERNAME_TAKEN',
