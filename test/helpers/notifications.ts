@@ -142,7 +142,9 @@ export async function openStream(baseUrl: string, token?: string, headers: Recor
     })();
   }
 
-  function waitUntil<T>(found: () => T | undefined, what: string, timeoutMs = 5000): Promise<T> {
+  // Generous: delivery waits for the oldest writing transaction of the whole cluster (xmin), and
+  // other test files run migrations and long transactions on the same cluster meanwhile.
+  function waitUntil<T>(found: () => T | undefined, what: string, timeoutMs = 15_000): Promise<T> {
     return new Promise((resolve, reject) => {
       const check = () => {
         const value = found();
