@@ -26,7 +26,9 @@ const graphqlWaitMillis = 10_000;
 
 export function createPools(ownerUrl: string, { apiMax = 20, graphqlMax = 3, workerMax = 5 }: PoolSizes = {}): Pools {
   const authenticatorUrl = roleUrl(ownerUrl, 'authenticator');
-  const api = new pg.Pool({ connectionString: authenticatorUrl, max: apiMax });
+  // Pipelined: queries issued without waiting for the previous answer share one round trip
+  // (a request's last statement and its commit, RequestTransaction.queryAndCommit).
+  const api = new pg.Pool({ connectionString: authenticatorUrl, max: apiMax, pipeline: true });
   const graphql = new pg.Pool({ connectionString: authenticatorUrl, max: graphqlMax, connectionTimeoutMillis: graphqlWaitMillis });
   const worker = new pg.Pool({ connectionString: roleUrl(ownerUrl, 'app_worker'), max: workerMax });
   // A client that loses its server emits 'error' (on the pool when idle, on the client when

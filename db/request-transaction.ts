@@ -1,7 +1,9 @@
 // The transaction of one HTTP request, opened lazily as the request's viewer. A request with a
 // token opens it at once together with the session check, in one round trip:
 //   begin; set role + app.user_id + app.session_id; select app.session_access_level(...)
-// Requests that never touch the database never take a connection.
+// A request's last statement can travel with the commit (queryAndCommit, on the pipelined API
+// pool): a vote is two round trips in all. Requests that never touch the database never take a
+// connection.
 import type pg from 'pg';
 import { beginAs, sqlLiteral, type Viewer } from './viewer.ts';
 
@@ -52,6 +54,26 @@ export class RequestTransaction {
   async query<R extends pg.QueryResultRow = pg.QueryResultRow>(text: string, params?: unknown[]): Promise<pg.QueryResult<R>> {
     const client = await this.client();
     return client.query<R>(text, params);
+  }
+
+  /**
+   * The request's last statement and its commit, sent together (pipelined: one round trip). When
+   * the statement fails, the commit ends the aborted transaction as a rollback and the statement's
+   * error is thrown; nothing of the transaction remains. A `name` makes it a prepared statement of
+   * the connection: parsed and planned once, then only bound and executed (hot endpoints).
+   */
+  async queryAndCommit<R extends pg.QueryResultRow = pg.QueryResultRow>(text: string, params?: unknown[], name?: string): Promise<pg.QueryResult<R>> {
+    const client = await this.client();
+    this.#done = true;
+    this.#client = undefined;
+    const [result, commit] = await Promise.allSettled([client.query<R>({ name, text, values: params }), client.query('commit')]);
+    if (commit.status === 'rejected') {
+      client.release(true);
+      throw commit.reason;
+    }
+    client.release();
+    if (result.status === 'rejected') throw result.reason;
+    return result.value;
   }
 
   /** Commits now (a failed OTP attempt must count even though the request answers an error). */

@@ -274,6 +274,22 @@ $$;
 
 
 --
+-- Name: access_level_of(text, text, timestamp with time zone, boolean, timestamp with time zone, timestamp with time zone); Type: FUNCTION; Schema: app; Owner: -
+--
+
+CREATE FUNCTION app.access_level_of(p_full_name text, p_username text, p_terms_accepted_at timestamp with time zone, p_has_phone boolean, p_media_completed_at timestamp with time zone, p_contacts_synced_at timestamp with time zone) RETURNS integer
+    LANGUAGE sql IMMUTABLE
+    AS $$
+  select case
+    when p_full_name is null or p_username is null or p_terms_accepted_at is null then 1
+    when not p_has_phone or p_media_completed_at is null then 2
+    when p_contacts_synced_at is null then 3
+    else 4
+  end
+$$;
+
+
+--
 -- Name: acknowledge_contacts(); Type: FUNCTION; Schema: app; Owner: -
 --
 
@@ -377,10 +393,12 @@ $$;
 --
 
 CREATE FUNCTION app.can_see_post(p_post_id uuid) RETURNS boolean
-    LANGUAGE sql STABLE SECURITY DEFINER
+    LANGUAGE plpgsql STABLE SECURITY DEFINER
     SET search_path TO 'pg_catalog'
     AS $$
-  select coalesce((select app.post_visible_to(p, app.viewer_id(), app.viewer_block_list()) from app.posts p where p.id = p_post_id), false)
+begin
+  return coalesce((select app.post_visible_to(p, app.viewer_id(), app.viewer_block_list()) from app.posts p where p.id = p_post_id), false);
+end
 $$;
 
 
@@ -394,20 +412,35 @@ CREATE FUNCTION app.cast_vote(p_post_id uuid, p_position app.vote_position, OUT 
     AS $$
 #variable_conflict use_column
 declare
-  v_post app.posts;
   v_viewer uuid := app.viewer_id();
+  v_author uuid;
+  v_visibility app.post_visibility;
+  v_votable boolean;
+  v_visible boolean;
+  v_slot smallint := floor(random() * 16)::smallint;
+  v_rows int;
+  v_level int;
 begin
-  select * into v_post from app.posts p where p.id = p_post_id;
-  if not found or not app.can_see_post(p_post_id) then
+  -- One statement reads what every check needs: visibility, the viewer's level, the post, and the
+  -- hubs where this vote would count (read-only; used only once the checks pass).
+  select p.author_id, p.visibility, p.slider_text is not null, app.post_visible_to(p, v_viewer, app.viewer_block_list()),
+         app.user_access_level(v_viewer),
+         (select coalesce(array_agg(ph.hub_id order by ph.hub_id), '{}') from app.post_hubs ph
+          where ph.post_id = p.id and app.is_active_member(ph.hub_id, v_viewer))
+    into v_author, v_visibility, v_votable, v_visible, v_level, hub_ids
+    from app.posts p where p.id = p_post_id;
+  if not coalesce(v_visible, false) then
     perform app.fail('POST_NOT_FOUND');
   end if;
-  perform app.require_level(2);
-  if v_post.visibility = 'private_locked_hub' and v_post.author_id <> v_viewer
+  if coalesce(v_level, 0) < 2 then
+    perform app.require_level(2);
+  end if;
+  if v_visibility = 'private_locked_hub' and v_author <> v_viewer
      and not exists (select from app.post_hubs ph where ph.post_id = p_post_id and ph.kind = 'target'
                      and app.is_active_member(ph.hub_id, v_viewer)) then
     perform app.fail('VOTE_NOT_ALLOWED');
   end if;
-  if v_post.slider_text is null then
+  if not v_votable then
     perform app.fail('POST_NOT_VOTABLE');
   end if;
   insert into app.vote_receipts (post_id, user_id) values (p_post_id, v_viewer)
@@ -416,19 +449,30 @@ begin
   if voted_at is null then
     perform app.fail('VOTE_ALREADY_CAST');
   end if;
-  select coalesce(array_agg(ph.hub_id order by ph.hub_id), '{}') into hub_ids
-  from app.post_hubs ph where ph.post_id = p_post_id and app.is_active_member(ph.hub_id, v_viewer);
   insert into app.vote_scope_receipts (post_id, user_id, hub_id)
     select p_post_id, v_viewer, scope from unnest(array[null::uuid] || hub_ids) scope;
-  insert into app.vote_counters as c (post_id, hub_id, position, slot, count)
-    select p_post_id, scope, p_position, floor(random() * 16)::smallint, 1 from unnest(array[null::uuid] || hub_ids) scope
-    on conflict (post_id, hub_id, position, slot) do update set count = c.count + 1;
-  if v_post.author_id <> v_viewer then
-    insert into app.notifications (recipient_id, type, actor_id, post_id) values (v_post.author_id, 'post_voted', v_viewer, p_post_id);
+  if v_author <> v_viewer then
+    insert into app.notifications (recipient_id, type, actor_id, post_id) values (v_author, 'post_voted', null, p_post_id);
   end if;
   perform app_private.record_activity(p_post_id, 'post_voted');
-  perform app_private.touch_hub_activity(h, v_viewer) from unnest(hub_ids) h;
-  select array_agg(t.votes order by t.vote_position) into global_tally from app.vote_tally(p_post_id, null) t;
+  if cardinality(hub_ids) > 0 then
+    perform app_private.touch_hub_activity(h, v_viewer) from unnest(hub_ids) h;
+  end if;
+  update app.vote_counters c
+    set strong_left_count = c.strong_left_count + (p_position = 'strong_left')::int,
+        left_count = c.left_count + (p_position = 'left')::int,
+        neutral_count = c.neutral_count + (p_position = 'neutral')::int,
+        right_count = c.right_count + (p_position = 'right')::int,
+        strong_right_count = c.strong_right_count + (p_position = 'strong_right')::int
+    where c.post_id = p_post_id and c.slot = v_slot and (c.hub_id is null or c.hub_id = any (hub_ids));
+  get diagnostics v_rows = row_count;
+  if v_rows <> 1 + cardinality(hub_ids) then
+    raise exception 'vote counters missing for a scope of post %', p_post_id;
+  end if;
+  select array[coalesce(sum(c.strong_left_count), 0), coalesce(sum(c.left_count), 0), coalesce(sum(c.neutral_count), 0),
+               coalesce(sum(c.right_count), 0), coalesce(sum(c.strong_right_count), 0)]::bigint[]
+    into global_tally
+    from app.vote_counters c where c.post_id = p_post_id and c.hub_id is null;
 end
 $$;
 
@@ -941,6 +985,22 @@ $$;
 
 
 --
+-- Name: hub_last_activity_at(uuid); Type: FUNCTION; Schema: app; Owner: -
+--
+
+CREATE FUNCTION app.hub_last_activity_at(p_hub_id uuid) RETURNS timestamp with time zone
+    LANGUAGE plpgsql STABLE SECURITY DEFINER
+    SET search_path TO 'pg_catalog'
+    AS $$
+begin
+  return greatest(
+    (select h.last_activity_at from app.hubs h where h.id = p_hub_id),
+    (select max(a.last_active_at) from app.hub_activity a where a.hub_id = p_hub_id));
+end
+$$;
+
+
+--
 -- Name: hub_member_roster(uuid); Type: FUNCTION; Schema: app; Owner: -
 --
 
@@ -1016,11 +1076,13 @@ $$;
 --
 
 CREATE FUNCTION app.is_active_member(p_hub_id uuid, p_user_id uuid) RETURNS boolean
-    LANGUAGE sql STABLE SECURITY DEFINER
+    LANGUAGE plpgsql STABLE SECURITY DEFINER
     SET search_path TO 'pg_catalog'
     AS $$
-  select exists (select from app.hub_memberships m where m.hub_id = p_hub_id and m.user_id = p_user_id)
-     and coalesce(app.user_access_level(p_user_id) >= 4, false)
+begin
+  return exists (select from app.hub_memberships m where m.hub_id = p_hub_id and m.user_id = p_user_id)
+     and coalesce(app.user_access_level(p_user_id) >= 4, false);
+end
 $$;
 
 
@@ -1029,13 +1091,15 @@ $$;
 --
 
 CREATE FUNCTION app.is_member_of_post_target(p_post_id uuid, p_user_id uuid) RETURNS boolean
-    LANGUAGE sql STABLE SECURITY DEFINER
+    LANGUAGE plpgsql STABLE SECURITY DEFINER
     SET search_path TO 'pg_catalog'
     AS $$
-  select exists (
+begin
+  return exists (
     select from app.post_hubs ph
     join app.hub_memberships m on m.hub_id = ph.hub_id and m.user_id = p_user_id
-    where ph.post_id = p_post_id and ph.kind = 'target')
+    where ph.post_id = p_post_id and ph.kind = 'target');
+end
 $$;
 
 
@@ -1204,17 +1268,20 @@ $$;
 --
 
 CREATE FUNCTION app.onboarding_status() RETURNS TABLE(access_level integer, profile_basics_completed boolean, media_completed boolean, phone_confirmed boolean, contacts_synced_at timestamp with time zone)
-    LANGUAGE sql STABLE SECURITY DEFINER
+    LANGUAGE plpgsql STABLE SECURITY DEFINER
     SET search_path TO 'pg_catalog'
     AS $$
-  select app.user_access_level(u.id),
+begin
+  return query
+  select app.access_level_of(u.full_name, u.username, u.terms_accepted_at, p.user_id is not null, u.media_completed_at, u.contacts_synced_at),
          u.full_name is not null and u.username is not null and u.terms_accepted_at is not null,
          u.media_completed_at is not null,
          p.user_id is not null,
          u.contacts_synced_at
   from app.users u
   left join app.phone_identities p on p.user_id = u.id
-  where u.id = app.viewer_id()
+  where u.id = app.viewer_id();
+end
 $$;
 
 
@@ -1299,7 +1366,7 @@ CREATE FUNCTION app.profile_social(p_user_id uuid, OUT followers bigint, OUT fol
     AS $$
   select coalesce(c.followers, 0), coalesce(c.following, 0),
          (select count(*) from app.posts p where p.author_id = p_user_id and p.deleted_at is null and p.visibility <> 'private_locked_hub'),
-         (select count(*) from app.vote_receipts r where r.user_id = p_user_id),
+         case when p_user_id = app.viewer_id() then (select count(*) from app.vote_receipts r where r.user_id = p_user_id) end,
          (select count(*) from app.vote_receipts r join app.posts p on p.id = r.post_id where p.author_id = p_user_id and p.deleted_at is null),
          coalesce((select jsonb_agg(jsonb_build_object('id', h.id, 'name', h.name, 'photoKey', a.object_key) order by h.name)
                    from app.hub_memberships m
@@ -1566,13 +1633,17 @@ CREATE FUNCTION app.search_text(p_text text) RETURNS text
 --
 
 CREATE FUNCTION app.session_access_level(p_session_id uuid, p_user_id uuid) RETURNS integer
-    LANGUAGE sql STABLE SECURITY DEFINER
+    LANGUAGE plpgsql STABLE SECURITY DEFINER
     SET search_path TO 'pg_catalog'
     AS $$
-  select app.user_access_level(s.user_id)
-  from app.sessions s
-  where s.id = p_session_id and s.user_id = p_user_id
-    and s.revoked_at is null and s.expires_at > now()
+begin
+  return (
+    select app.access_level_of(u.full_name, u.username, u.terms_accepted_at, p.user_id is not null, u.media_completed_at, u.contacts_synced_at)
+    from app.sessions s
+    join app.users u on u.id = s.user_id
+    left join app.phone_identities p on p.user_id = u.id
+    where s.id = p_session_id and s.user_id = p_user_id and s.revoked_at is null and s.expires_at > now());
+end
 $$;
 
 
@@ -1737,18 +1808,16 @@ $$;
 --
 
 CREATE FUNCTION app.user_access_level(p_user_id uuid) RETURNS integer
-    LANGUAGE sql STABLE SECURITY DEFINER
+    LANGUAGE plpgsql STABLE SECURITY DEFINER
     SET search_path TO 'pg_catalog'
     AS $$
-  select case
-    when u.full_name is null or u.username is null or u.terms_accepted_at is null then 1
-    when p.user_id is null or u.media_completed_at is null then 2
-    when u.contacts_synced_at is null then 3
-    else 4
-  end
-  from app.users u
-  left join app.phone_identities p on p.user_id = u.id
-  where u.id = p_user_id
+begin
+  return (
+    select app.access_level_of(u.full_name, u.username, u.terms_accepted_at, p.user_id is not null, u.media_completed_at, u.contacts_synced_at)
+    from app.users u
+    left join app.phone_identities p on p.user_id = u.id
+    where u.id = p_user_id);
+end
 $$;
 
 
@@ -1818,11 +1887,13 @@ $$;
 --
 
 CREATE FUNCTION app.viewer_active_hub_ids() RETURNS uuid[]
-    LANGUAGE sql STABLE SECURITY DEFINER
+    LANGUAGE plpgsql STABLE SECURITY DEFINER
     SET search_path TO 'pg_catalog'
     AS $$
-  select coalesce(array_agg(m.hub_id), '{}') from app.hub_memberships m
-  where m.user_id = app.viewer_id() and app.viewer_has_level(4)
+begin
+  return (select coalesce(array_agg(m.hub_id), '{}') from app.hub_memberships m
+          where m.user_id = app.viewer_id() and app.viewer_has_level(4));
+end
 $$;
 
 
@@ -1831,11 +1902,13 @@ $$;
 --
 
 CREATE FUNCTION app.viewer_admin_hub_ids() RETURNS uuid[]
-    LANGUAGE sql STABLE SECURITY DEFINER
+    LANGUAGE plpgsql STABLE SECURITY DEFINER
     SET search_path TO 'pg_catalog'
     AS $$
-  select coalesce(array_agg(m.hub_id), '{}') from app.hub_memberships m
-  where m.user_id = app.viewer_id() and m.role in ('admin', 'super_admin') and app.viewer_has_level(4)
+begin
+  return (select coalesce(array_agg(m.hub_id), '{}') from app.hub_memberships m
+          where m.user_id = app.viewer_id() and m.role in ('admin', 'super_admin') and app.viewer_has_level(4));
+end
 $$;
 
 
@@ -1844,9 +1917,17 @@ $$;
 --
 
 CREATE FUNCTION app.viewer_block_list() RETURNS uuid[]
-    LANGUAGE sql STABLE SECURITY DEFINER
+    LANGUAGE plpgsql STABLE SECURITY DEFINER
     SET search_path TO 'pg_catalog'
-    AS $$ select app.user_block_list(app.viewer_id()) $$;
+    AS $$
+begin
+  return (
+    select coalesce(array_agg(other), '{}') from (
+      select b.blocked_id as other from app.blocks b where b.blocker_id = app.viewer_id()
+      union
+      select b.blocker_id from app.blocks b where b.blocked_id = app.viewer_id()) pairs);
+end
+$$;
 
 
 --
@@ -1854,13 +1935,15 @@ CREATE FUNCTION app.viewer_block_list() RETURNS uuid[]
 --
 
 CREATE FUNCTION app.viewer_co_member_ids() RETURNS uuid[]
-    LANGUAGE sql STABLE SECURITY DEFINER
+    LANGUAGE plpgsql STABLE SECURITY DEFINER
     SET search_path TO 'pg_catalog'
     AS $$
-  select coalesce(array_agg(distinct other.user_id), '{}')
-  from app.hub_memberships mine
-  join app.hub_memberships other on other.hub_id = mine.hub_id
-  where mine.user_id = app.viewer_id() and app.viewer_has_level(4)
+begin
+  return (select coalesce(array_agg(distinct other.user_id), '{}')
+          from app.hub_memberships mine
+          join app.hub_memberships other on other.hub_id = mine.hub_id
+          where mine.user_id = app.viewer_id() and app.viewer_has_level(4));
+end
 $$;
 
 
@@ -1869,9 +1952,13 @@ $$;
 --
 
 CREATE FUNCTION app.viewer_follows(p_user_id uuid) RETURNS boolean
-    LANGUAGE sql STABLE SECURITY DEFINER
+    LANGUAGE plpgsql STABLE SECURITY DEFINER
     SET search_path TO 'pg_catalog'
-    AS $$ select exists (select from app.follows f where f.follower_id = app.viewer_id() and f.followee_id = p_user_id) $$;
+    AS $$
+begin
+  return exists (select from app.follows f where f.follower_id = app.viewer_id() and f.followee_id = p_user_id);
+end
+$$;
 
 
 --
@@ -1879,9 +1966,9 @@ CREATE FUNCTION app.viewer_follows(p_user_id uuid) RETURNS boolean
 --
 
 CREATE FUNCTION app.viewer_has_level(p_level integer) RETURNS boolean
-    LANGUAGE sql STABLE SECURITY DEFINER
+    LANGUAGE plpgsql STABLE SECURITY DEFINER
     SET search_path TO 'pg_catalog'
-    AS $$ select coalesce(app.user_access_level(app.viewer_id()) >= p_level, false) $$;
+    AS $$ begin return coalesce(app.user_access_level(app.viewer_id()) >= p_level, false); end $$;
 
 
 --
@@ -1979,15 +2066,22 @@ CREATE FUNCTION app.viewer_session_id() RETURNS uuid
 --
 
 CREATE FUNCTION app.vote_tally(p_post_id uuid, p_hub_id uuid) RETURNS TABLE(vote_position app.vote_position, votes bigint)
-    LANGUAGE sql STABLE SECURITY DEFINER
+    LANGUAGE plpgsql STABLE SECURITY DEFINER
     SET search_path TO 'pg_catalog'
     AS $$
-  select pos, coalesce(sum(c.count), 0)::bigint
-  from unnest(enum_range(null::app.vote_position)) pos
-  left join app.vote_counters c on c.post_id = p_post_id and c.hub_id is not distinct from p_hub_id and c.position = pos
-  where app.can_see_post(p_post_id)
-  group by pos
-  order by pos
+begin
+  if not app.can_see_post(p_post_id) then
+    return;
+  end if;
+  return query
+  select t.pos, t.n
+  from (select coalesce(sum(c.strong_left_count), 0)::bigint sl, coalesce(sum(c.left_count), 0)::bigint l,
+               coalesce(sum(c.neutral_count), 0)::bigint n, coalesce(sum(c.right_count), 0)::bigint r,
+               coalesce(sum(c.strong_right_count), 0)::bigint sr
+        from app.vote_counters c where c.post_id = p_post_id and c.hub_id is not distinct from p_hub_id) s
+  cross join lateral (values ('strong_left'::app.vote_position, s.sl), ('left', s.l), ('neutral', s.n),
+                             ('right', s.r), ('strong_right', s.sr)) t (pos, n);
+end
 $$;
 
 
@@ -2691,6 +2785,23 @@ $$;
 
 
 --
+-- Name: post_hubs_seed_vote_counters(); Type: FUNCTION; Schema: app_private; Owner: -
+--
+
+CREATE FUNCTION app_private.post_hubs_seed_vote_counters() RETURNS trigger
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog'
+    AS $$
+begin
+  if exists (select from app.posts p where p.id = new.post_id and p.slider_text is not null) then
+    perform app_private.seed_vote_counters(new.post_id, new.hub_id);
+  end if;
+  return null;
+end
+$$;
+
+
+--
 -- Name: posts_count_reposts(); Type: FUNCTION; Schema: app_private; Owner: -
 --
 
@@ -2704,6 +2815,21 @@ begin
   elsif tg_op = 'UPDATE' and new.source_post_id is not null and old.deleted_at is null and new.deleted_at is not null then
     update app.posts set repost_count = repost_count - 1 where id = new.source_post_id;
   end if;
+  return null;
+end
+$$;
+
+
+--
+-- Name: posts_seed_vote_counters(); Type: FUNCTION; Schema: app_private; Owner: -
+--
+
+CREATE FUNCTION app_private.posts_seed_vote_counters() RETURNS trigger
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog'
+    AS $$
+begin
+  perform app_private.seed_vote_counters(new.id, null);
   return null;
 end
 $$;
@@ -2762,9 +2888,13 @@ $$;
 --
 
 CREATE FUNCTION app_private.record_activity(p_post_id uuid, p_kind app.activity_kind, p_hub_id uuid DEFAULT NULL::uuid) RETURNS void
-    LANGUAGE sql
+    LANGUAGE plpgsql
     SET search_path TO 'pg_catalog'
-    AS $$ insert into app.activity_events (actor_id, post_id, kind, hub_id) values (app.viewer_id(), p_post_id, p_kind, p_hub_id) $$;
+    AS $$
+begin
+  insert into app.activity_events (actor_id, post_id, kind, hub_id) values (app.viewer_id(), p_post_id, p_kind, p_hub_id);
+end
+$$;
 
 
 --
@@ -2785,6 +2915,29 @@ CREATE FUNCTION app_private.repost_row_visible(p_repost_id uuid, p_user_id uuid)
              else false
            end
     from app.posts p where p.id = p_repost_id and p.deleted_at is null), false)
+$$;
+
+
+--
+-- Name: seed_vote_counters(uuid, uuid); Type: FUNCTION; Schema: app_private; Owner: -
+--
+
+CREATE FUNCTION app_private.seed_vote_counters(p_post_id uuid, p_hub_id uuid) RETURNS void
+    LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog'
+    AS $$
+begin
+  insert into app.vote_counters as c (post_id, hub_id, slot, strong_left_count, left_count, neutral_count, right_count, strong_right_count)
+    select p_post_id, p_hub_id, r.slot,
+           r.a - coalesce(lead(r.a) over w, first_value(r.a) over w), r.b - coalesce(lead(r.b) over w, first_value(r.b) over w),
+           r.c - coalesce(lead(r.c) over w, first_value(r.c) over w), r.d - coalesce(lead(r.d) over w, first_value(r.d) over w),
+           r.e - coalesce(lead(r.e) over w, first_value(r.e) over w)
+    from (select slot::smallint, (random() * 1e12)::bigint a, (random() * 1e12)::bigint b, (random() * 1e12)::bigint c,
+                 (random() * 1e12)::bigint d, (random() * 1e12)::bigint e
+          from generate_series(0, 15) slot) r
+    window w as (order by r.slot)
+    on conflict (post_id, hub_id, slot) do nothing;
+end
 $$;
 
 
@@ -2872,12 +3025,13 @@ CREATE FUNCTION app_private.take_notification_dispatch() RETURNS boolean
 --
 
 CREATE FUNCTION app_private.touch_hub_activity(p_hub_id uuid, p_user_id uuid) RETURNS void
-    LANGUAGE sql
+    LANGUAGE plpgsql
     SET search_path TO 'pg_catalog'
     AS $$
+begin
   insert into app.hub_activity (hub_id, user_id) values (p_hub_id, p_user_id)
     on conflict (hub_id, user_id) do update set last_active_at = now();
-  update app.hubs set last_activity_at = now() where id = p_hub_id;
+end
 $$;
 
 
@@ -3630,13 +3784,17 @@ ALTER TABLE ONLY app.users FORCE ROW LEVEL SECURITY;
 --
 
 CREATE TABLE app.vote_counters (
-    post_id uuid NOT NULL,
+    post_id uuid CONSTRAINT vote_counters_post_id_not_null1 NOT NULL,
     hub_id uuid,
-    "position" app.vote_position NOT NULL,
-    slot smallint NOT NULL,
-    count bigint DEFAULT 0 NOT NULL,
-    CONSTRAINT vote_counters_slot_check CHECK (((slot >= 0) AND (slot <= 15)))
-);
+    slot smallint CONSTRAINT vote_counters_slot_not_null1 NOT NULL,
+    strong_left_count bigint DEFAULT 0 NOT NULL,
+    left_count bigint DEFAULT 0 NOT NULL,
+    neutral_count bigint DEFAULT 0 NOT NULL,
+    right_count bigint DEFAULT 0 NOT NULL,
+    strong_right_count bigint DEFAULT 0 NOT NULL,
+    CONSTRAINT vote_counters_slot_check1 CHECK (((slot >= 0) AND (slot <= 15)))
+)
+WITH (fillfactor='50');
 
 ALTER TABLE ONLY app.vote_counters FORCE ROW LEVEL SECURITY;
 
@@ -4155,11 +4313,11 @@ ALTER TABLE ONLY app.users
 
 
 --
--- Name: vote_counters vote_counters_post_id_hub_id_position_slot_key; Type: CONSTRAINT; Schema: app; Owner: -
+-- Name: vote_counters vote_counters_post_id_hub_id_slot_key; Type: CONSTRAINT; Schema: app; Owner: -
 --
 
 ALTER TABLE ONLY app.vote_counters
-    ADD CONSTRAINT vote_counters_post_id_hub_id_position_slot_key UNIQUE NULLS NOT DISTINCT (post_id, hub_id, "position", slot);
+    ADD CONSTRAINT vote_counters_post_id_hub_id_slot_key UNIQUE NULLS NOT DISTINCT (post_id, hub_id, slot);
 
 
 --
@@ -4658,10 +4816,24 @@ CREATE TRIGGER phone_identities_attach_invitations AFTER INSERT ON app.phone_ide
 
 
 --
+-- Name: post_hubs post_hubs_seed_vote_counters; Type: TRIGGER; Schema: app; Owner: -
+--
+
+CREATE TRIGGER post_hubs_seed_vote_counters AFTER INSERT ON app.post_hubs FOR EACH ROW EXECUTE FUNCTION app_private.post_hubs_seed_vote_counters();
+
+
+--
 -- Name: posts posts_count_reposts; Type: TRIGGER; Schema: app; Owner: -
 --
 
 CREATE TRIGGER posts_count_reposts AFTER INSERT OR UPDATE OF deleted_at ON app.posts FOR EACH ROW EXECUTE FUNCTION app_private.posts_count_reposts();
+
+
+--
+-- Name: posts posts_seed_vote_counters; Type: TRIGGER; Schema: app; Owner: -
+--
+
+CREATE TRIGGER posts_seed_vote_counters AFTER INSERT ON app.posts FOR EACH ROW WHEN ((new.slider_text IS NOT NULL)) EXECUTE FUNCTION app_private.posts_seed_vote_counters();
 
 
 --
@@ -5109,19 +5281,19 @@ ALTER TABLE ONLY app.users
 
 
 --
--- Name: vote_counters vote_counters_hub_id_fkey; Type: FK CONSTRAINT; Schema: app; Owner: -
+-- Name: vote_counters vote_counters_hub_id_fkey1; Type: FK CONSTRAINT; Schema: app; Owner: -
 --
 
 ALTER TABLE ONLY app.vote_counters
-    ADD CONSTRAINT vote_counters_hub_id_fkey FOREIGN KEY (hub_id) REFERENCES app.hubs(id);
+    ADD CONSTRAINT vote_counters_hub_id_fkey1 FOREIGN KEY (hub_id) REFERENCES app.hubs(id);
 
 
 --
--- Name: vote_counters vote_counters_post_id_fkey; Type: FK CONSTRAINT; Schema: app; Owner: -
+-- Name: vote_counters vote_counters_post_id_fkey1; Type: FK CONSTRAINT; Schema: app; Owner: -
 --
 
 ALTER TABLE ONLY app.vote_counters
-    ADD CONSTRAINT vote_counters_post_id_fkey FOREIGN KEY (post_id) REFERENCES app.posts(id);
+    ADD CONSTRAINT vote_counters_post_id_fkey1 FOREIGN KEY (post_id) REFERENCES app.posts(id);
 
 
 --
@@ -5138,22 +5310,6 @@ ALTER TABLE ONLY app.vote_receipts
 
 ALTER TABLE ONLY app.vote_receipts
     ADD CONSTRAINT vote_receipts_user_id_fkey FOREIGN KEY (user_id) REFERENCES app.users(id);
-
-
---
--- Name: vote_scope_receipts vote_scope_receipts_hub_id_fkey; Type: FK CONSTRAINT; Schema: app; Owner: -
---
-
-ALTER TABLE ONLY app.vote_scope_receipts
-    ADD CONSTRAINT vote_scope_receipts_hub_id_fkey FOREIGN KEY (hub_id) REFERENCES app.hubs(id);
-
-
---
--- Name: vote_scope_receipts vote_scope_receipts_post_id_user_id_fkey; Type: FK CONSTRAINT; Schema: app; Owner: -
---
-
-ALTER TABLE ONLY app.vote_scope_receipts
-    ADD CONSTRAINT vote_scope_receipts_post_id_user_id_fkey FOREIGN KEY (post_id, user_id) REFERENCES app.vote_receipts(post_id, user_id);
 
 
 --
@@ -5729,6 +5885,13 @@ GRANT ALL ON FUNCTION app.accept_invitation(p_invitation_id uuid, OUT hub_id uui
 
 
 --
+-- Name: FUNCTION access_level_of(p_full_name text, p_username text, p_terms_accepted_at timestamp with time zone, p_has_phone boolean, p_media_completed_at timestamp with time zone, p_contacts_synced_at timestamp with time zone); Type: ACL; Schema: app; Owner: -
+--
+
+REVOKE ALL ON FUNCTION app.access_level_of(p_full_name text, p_username text, p_terms_accepted_at timestamp with time zone, p_has_phone boolean, p_media_completed_at timestamp with time zone, p_contacts_synced_at timestamp with time zone) FROM PUBLIC;
+
+
+--
 -- Name: FUNCTION acknowledge_contacts(); Type: ACL; Schema: app; Owner: -
 --
 
@@ -5974,6 +6137,14 @@ GRANT ALL ON FUNCTION app.hub_active_users(p_hub_id uuid) TO app_admin;
 
 REVOKE ALL ON FUNCTION app.hub_asset_usable(p_asset_id uuid) FROM PUBLIC;
 GRANT ALL ON FUNCTION app.hub_asset_usable(p_asset_id uuid) TO app_user;
+
+
+--
+-- Name: FUNCTION hub_last_activity_at(p_hub_id uuid); Type: ACL; Schema: app; Owner: -
+--
+
+REVOKE ALL ON FUNCTION app.hub_last_activity_at(p_hub_id uuid) FROM PUBLIC;
+GRANT ALL ON FUNCTION app.hub_last_activity_at(p_hub_id uuid) TO app_user;
 
 
 --
@@ -6995,10 +7166,24 @@ REVOKE ALL ON FUNCTION app_private.place_post_in_hubs(p_post_id uuid, p_hub_ids 
 
 
 --
+-- Name: FUNCTION post_hubs_seed_vote_counters(); Type: ACL; Schema: app_private; Owner: -
+--
+
+REVOKE ALL ON FUNCTION app_private.post_hubs_seed_vote_counters() FROM PUBLIC;
+
+
+--
 -- Name: FUNCTION posts_count_reposts(); Type: ACL; Schema: app_private; Owner: -
 --
 
 REVOKE ALL ON FUNCTION app_private.posts_count_reposts() FROM PUBLIC;
+
+
+--
+-- Name: FUNCTION posts_seed_vote_counters(); Type: ACL; Schema: app_private; Owner: -
+--
+
+REVOKE ALL ON FUNCTION app_private.posts_seed_vote_counters() FROM PUBLIC;
 
 
 --
@@ -7035,6 +7220,13 @@ REVOKE ALL ON FUNCTION app_private.record_activity(p_post_id uuid, p_kind app.ac
 --
 
 REVOKE ALL ON FUNCTION app_private.repost_row_visible(p_repost_id uuid, p_user_id uuid) FROM PUBLIC;
+
+
+--
+-- Name: FUNCTION seed_vote_counters(p_post_id uuid, p_hub_id uuid); Type: ACL; Schema: app_private; Owner: -
+--
+
+REVOKE ALL ON FUNCTION app_private.seed_vote_counters(p_post_id uuid, p_hub_id uuid) FROM PUBLIC;
 
 
 --

@@ -18,14 +18,15 @@ const onboardingStatus = z.object({
   nextStep: z.enum(['profile_basics', 'media', 'phone', 'contacts', 'done']),
 });
 
+/** The status as the request's last statement, committed in the same round trip. */
 async function readStatus(tx: RequestTransaction): Promise<z.input<typeof onboardingStatus>> {
-  const { rows } = await tx.query<{
+  const { rows } = await tx.queryAndCommit<{
     access_level: number;
     profile_basics_completed: boolean;
     media_completed: boolean;
     phone_confirmed: boolean;
     contacts_synced_at: Date | null;
-  }>('select * from app.onboarding_status()');
+  }>('select * from app.onboarding_status()', [], 'onboarding_status');
   const row = rows[0];
   if (!row) throw new ApiError('USER_NOT_FOUND');
   const nextStep = !row.profile_basics_completed

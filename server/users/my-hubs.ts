@@ -47,7 +47,7 @@ export const myHubEndpoints = [
       const { rows } = await tx.query<MyHubRow>(
         `select * from (
            select distinct on (h.id) h.id, h.name, a.object_key as photo_key, h.member_count, rel.status, rel.role,
-                  rel.invitation_id, h.last_activity_at, ${micros('h.last_activity_at')} as activity_us
+                  rel.invitation_id, act.last_activity_at, ${micros('act.last_activity_at')} as activity_us
            from (
              select m.hub_id, 'member' as status, m.role, null::uuid as invitation_id, 1 as rank
                from app.hub_memberships m where m.user_id = app.viewer_id()
@@ -59,6 +59,7 @@ export const myHubEndpoints = [
                from app.viewer_open_invitations() i
            ) rel
            join app.hubs h on h.id = rel.hub_id
+           cross join lateral (select app.hub_last_activity_at(h.id) as last_activity_at) act
            left join app.assets a on a.id = h.profile_asset_id
            order by h.id, rel.rank
          ) mine

@@ -11,7 +11,13 @@ export const publicProfile = z.object({
   bio: z.string().nullable(),
   profilePhotoUrl: z.string().nullable(),
   counts: z.object({ followers: z.number(), following: z.number(), posts: z.number() }),
-  stats: z.object({ votesCast: z.number(), votesReceived: z.number() }),
+  stats: z.object({
+    votesCast: z
+      .number()
+      .nullable()
+      .describe('The profile owner\'s own vote count; null for everyone else (next to a live tally it would tell how someone voted).'),
+    votesReceived: z.number(),
+  }),
   adminHubs: z.array(z.object({ id: z.string(), name: z.string(), profilePhotoUrl: z.string().nullable() })),
   viewer: z.object({ follows: z.boolean(), followedBy: z.boolean(), blocked: z.boolean() }).nullable(),
 });
@@ -35,7 +41,7 @@ interface ProfileRow {
   followers: number;
   following: number;
   posts: number;
-  votes_cast: number;
+  votes_cast: number | null;
   votes_received: number;
   admin_hubs: { id: string; name: string; photoKey: string | null }[];
   viewer_follows: boolean;

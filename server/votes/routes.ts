@@ -49,9 +49,10 @@ export const voteEndpoints = [
     }),
     errors: ['VOTE_NOT_ALLOWED', 'VOTE_ALREADY_CAST', 'POST_NOT_VOTABLE'],
     async handler({ body, params, tx }) {
-      const { rows } = await tx.query<{ voted_at: Date; hub_ids: string[]; global_tally: string[] }>(
+      const { rows } = await tx.queryAndCommit<{ voted_at: Date; hub_ids: string[]; global_tally: string[] }>(
         'select voted_at, hub_ids, global_tally from app.cast_vote($1, $2)',
         [params.postId, body.position],
+        'cast_vote',
       );
       const vote = rows[0] as { voted_at: Date; hub_ids: string[]; global_tally: string[] };
       return {

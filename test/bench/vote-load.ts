@@ -1,0 +1,133 @@
+// The load generator of the vote benchmark (test/bench/votes.ts), a separate process so that
+// clients never share the server's CPU time slice or event loop. Reads one job (a JSON file named
+// by argv[2]), warms up (every connection open, plans cached), prints `warm`, waits for a line on
+// stdin, runs its operations `concurrency` at a time, and prints one JSON line:
+// { rate, seconds, dbCpuSeconds, failure }. dbCpuSeconds is the CPU its own database connections
+// used (SQL modes; for HTTP modes the orchestrator reads the service's connections between `warm`
+// and the result).
+import http from 'node:http';
+import { readFileSync } from 'node:fs';
+import { once } from 'node:events';
+import pg from 'pg';
+import { RequestTransaction } from '../../db/request-transaction.ts';
+import { anonymousViewer, userViewer } from '../../db/viewer.ts';
+import { cpuDelta, cpuSeconds } from './backend-cpu.ts';
+
+export interface LoadItem {
+  userId: string;
+  sessionId: string;
+  token: string;
+  postId: string;
+  position: string;
+}
+
+export interface LoadJob {
+  /**
+   * floor: the minimal write a vote needs, one statement in one round trip (a receipt and one of 16
+   *   counter slots, in tables of their own);
+   * sql: the vote's SQL exactly as the API sends it (RequestTransaction: begin + role + session
+   *   check in one round trip, then app.cast_vote and commit pipelined in a second);
+   * session: the session lookup alone (RequestTransaction opened with the session check, committed);
+   * http-vote: POST /posts/{postId}/vote; http-onboarding: GET /users/me/onboarding/status.
+   */
+  mode: 'floor' | 'sql' | 'session' | 'http-vote' | 'http-onboarding';
+  databaseUrl: string;
+  base: string;
+  concurrency: number;
+  warmup: LoadItem[];
+  items: LoadItem[];
+}
+
+const job = JSON.parse(readFileSync(process.argv[2] as string, 'utf8')) as LoadJob;
+const { concurrency } = job;
+const sqlMode = job.mode === 'floor' || job.mode === 'sql' || job.mode === 'session';
+// Configured like the API pool (db/pools.ts): pipelined.
+const pool = sqlMode ? new pg.Pool({ connectionString: job.databaseUrl, max: concurrency, idleTimeoutMillis: 0, pipeline: true }) : undefined;
+const target = new URL(job.base);
+const agent = new http.Agent({ keepAlive: true, maxSockets: concurrency });
+
+function request(method: 'GET' | 'POST', path: string, token: string, body?: string): Promise<{ status: number; text: string }> {
+  return new Promise((resolve, reject) => {
+    const headers: http.OutgoingHttpHeaders = { authorization: `Bearer ${token}` };
+    if (body !== undefined) Object.assign(headers, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) });
+    const req = http.request({ agent, host: target.hostname, port: target.port, method, path: `${target.pathname}${path}`, headers }, (response) => {
+      let text = '';
+      response.setEncoding('utf8');
+      response.on('data', (chunk: string) => (text += chunk));
+      response.on('end', () => resolve({ status: response.statusCode ?? 0, text }));
+    });
+    req.on('error', reject);
+    req.end(body);
+  });
+}
+
+async function perform(item: LoadItem): Promise<void> {
+  switch (job.mode) {
+    case 'floor': {
+      await (pool as pg.Pool).query(
+        `with receipt as (insert into bench_floor.receipts (post_id, user_id) values ($1, $2))
+         insert into bench_floor.counters as c (post_id, slot, count) values ($1, floor(random() * 16), 1)
+         on conflict (post_id, slot) do update set count = c.count + 1`,
+        [item.postId, item.userId],
+      );
+      return;
+    }
+    case 'sql':
+    case 'session': {
+      const tx = new RequestTransaction(pool as pg.Pool, anonymousViewer);
+      const level = await tx.openWithSession(userViewer(item.userId, item.sessionId));
+      if (level === null) throw new Error('session refused');
+      if (job.mode === 'sql') {
+        await tx.queryAndCommit('select voted_at, hub_ids, global_tally from app.cast_vote($1, $2)', [item.postId, item.position], 'cast_vote');
+      } else {
+        await tx.finish(true);
+      }
+      return;
+    }
+    case 'http-vote': {
+      const response = await request('POST', `/posts/${item.postId}/vote`, item.token, JSON.stringify({ position: item.position }));
+      if (response.status !== 201) throw new Error(`vote answered ${response.status}: ${response.text}`);
+      return;
+    }
+    case 'http-onboarding': {
+      const response = await request('GET', '/users/me/onboarding/status', item.token);
+      if (response.status !== 200) throw new Error(`onboarding status answered ${response.status}: ${response.text}`);
+      return;
+    }
+  }
+}
+
+async function run(items: LoadItem[]): Promise<number> {
+  let next = 0;
+  const started = performance.now();
+  await Promise.all(
+    Array.from({ length: concurrency }, async () => {
+      while (next < items.length) await perform(items[next++] as LoadItem);
+    }),
+  );
+  return (performance.now() - started) / 1000;
+}
+
+let result: { rate: number; seconds: number; dbCpuSeconds: number | null; failure?: string };
+try {
+  let pids: number[] = [];
+  if (pool) {
+    // Open every connection now (and learn its backend), so that none opens while timed.
+    const clients = await Promise.all(Array.from({ length: concurrency }, () => pool.connect()));
+    pids = await Promise.all(clients.map(async (client) => (await client.query<{ pid: number }>('select pg_backend_pid() as pid')).rows[0]?.pid as number));
+    for (const client of clients) client.release();
+  }
+  await run(job.warmup);
+  process.stdout.write('warm\n');
+  await once(process.stdin, 'data');
+  const before = cpuSeconds(pids);
+  const seconds = await run(job.items);
+  const dbCpuSeconds = pool ? cpuDelta(before, cpuSeconds(pids)) : null;
+  result = { rate: job.items.length / seconds, seconds, dbCpuSeconds };
+} catch (error) {
+  result = { rate: 0, seconds: 0, dbCpuSeconds: null, failure: error instanceof Error ? error.message : String(error) };
+}
+agent.destroy();
+await pool?.end();
+process.stdout.write(`${JSON.stringify(result)}\n`);
+process.stdin.destroy();

@@ -1,0 +1,294 @@
+// Vote cost benchmark (issue 12). Not part of `npm test`: `npm run bench` (or `npm run bench votes`).
+//
+// The service runs as production runs it: `node main.ts` in a process of its own (API, notification
+// dispatcher and worker), on a fresh database of DATABASE_URL's server, or of a throwaway embedded
+// PostgreSQL (durable: fsync and synchronous commit on). Load comes from another process
+// (vote-load.ts). Every repeat runs each phase once, in alternating order, and each goal is a
+// ratio of two phases of the same repeat: the machine is shared, so only ratios measured side by
+// side mean anything. Phases (BENCH_VOTES operations each, BENCH_CONCURRENCY at a time):
+//   floor        the minimal write a vote needs: a receipt and one of 16 counter slots, one statement
+//   sql          the vote's SQL exactly as the API sends it (begin + role + session check, cast_vote, commit)
+//   http         POST /posts/{postId}/vote over 1,000 public posts
+//   hot          the same, all on one post
+//   hub          the same over 1,000 public_hub posts of one hub whose members vote
+//   session      the session lookup alone (what every authenticated request pays), committed
+//   onboarding   GET /users/me/onboarding/status
+// PostgreSQL CPU per operation comes from the backends' own CPU counters (/proc), so it needs the
+// server on this machine.
+//
+// BENCH_BEFORE=<git ref> also runs that commit's service (its own migrations, on its own database)
+// through the same phases, alternating with the current one: the before/after table of README.
+import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { chmod, mkdtemp, rm, symlink, writeFile } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import pg from 'pg';
+import { startEmbeddedPostgres, freePort } from '../../db/embedded.ts';
+import { roleUrl } from '../../db/roles.ts';
+import { createTokens } from '../../server/auth/tokens.ts';
+import { cpuDelta, cpuSeconds } from './backend-cpu.ts';
+import { makePosts, seed, type BenchData } from './vote-data.ts';
+import type { LoadItem, LoadJob } from './vote-load.ts';
+
+const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
+const votes = Number(process.env.BENCH_VOTES ?? 1500);
+const concurrency = Number(process.env.BENCH_CONCURRENCY ?? 16);
+const repeats = Number(process.env.BENCH_REPEATS ?? 3);
+const beforeRef = process.env.BENCH_BEFORE;
+const spreadPosts = 1000;
+const warmupCount = concurrency * 4;
+const positions = ['strong_left', 'left', 'neutral', 'right', 'strong_right'];
+const log = (line: string) => process.stdout.write(`${line}\n`);
+
+type Phase = 'floor' | 'sql' | 'http' | 'hot' | 'hub' | 'session' | 'onboarding';
+/** Operations per second; PostgreSQL CPU and (HTTP phases) the service process's CPU per operation. */
+interface PhaseResult {
+  rate: number;
+  cpuMs: number | null;
+  serviceCpuMs: number | null;
+}
+const phases: Phase[] = ['floor', 'sql', 'http', 'hot', 'hub', 'session', 'onboarding'];
+
+interface Variant {
+  name: string;
+  dir: string;
+  database: string;
+  ownerUrl: string;
+  owner: pg.Pool;
+  server: ChildProcess;
+  base: string;
+  data: BenchData;
+  results: Record<Phase, PhaseResult>[];
+}
+
+let embedded: Awaited<ReturnType<typeof startEmbeddedPostgres>> | undefined;
+const scratch = await mkdtemp(path.join(os.tmpdir(), 'opinion-bench-'));
+await chmod(scratch, 0o755);
+let adminUrl = process.env.DATABASE_URL;
+if (!adminUrl) {
+  embedded = await startEmbeddedPostgres(scratch, { persistent: false, durable: true });
+  adminUrl = embedded.url;
+}
+const admin = new pg.Client({ connectionString: adminUrl });
+await admin.connect();
+const server = (
+  await admin.query<{ version: string; fsync: string; sync: string }>(
+    `select version() as version, current_setting('fsync') as fsync, current_setting('synchronous_commit') as sync`,
+  )
+).rows[0] as { version: string; fsync: string; sync: string };
+const jwtSecret = randomBytes(24).toString('hex');
+const tokens = createTokens(jwtSecret);
+
+async function waitForServer(base: string, child: ChildProcess): Promise<void> {
+  for (let i = 0; i < 600; i++) {
+    if (child.exitCode !== null) throw new Error(`service exited with ${child.exitCode}`);
+    const answer = await fetch(`${base}/auth/login-config`).catch(() => undefined);
+    if (answer?.ok) return;
+    await new Promise((resolve) => setTimeout(resolve, 200));
+  }
+  throw new Error('service did not start');
+}
+
+async function startVariant(name: string, dir: string): Promise<Variant> {
+  const database = `opinion_bench_${name}_${randomBytes(3).toString('hex')}`;
+  await admin.query(`create database ${database}`);
+  const url = new URL(adminUrl as string);
+  url.pathname = `/${database}`;
+  const ownerUrl = url.toString();
+  const port = await freePort();
+  const dataDir = path.join(scratch, name);
+  const child = spawn(process.execPath, [path.join(dir, 'main.ts')], {
+    cwd: dir,
+    stdio: ['ignore', 'ignore', 'inherit'],
+    env: {
+      ...process.env,
+      DATABASE_URL: ownerUrl,
+      PORT: String(port),
+      JWT_SECRET: jwtSecret,
+      LOG_LEVEL: 'silent',
+      DATA_DIR: dataDir,
+      // Votes touch no object storage: an endpoint that is never called, instead of a local store.
+      S3_ENDPOINT: 'http://127.0.0.1:9',
+    },
+  });
+  const base = `http://127.0.0.1:${port}/api/v1`;
+  await waitForServer(base, child);
+  const owner = new pg.Pool({ connectionString: ownerUrl, max: 4 });
+  owner.on('error', () => {});
+  const data = await seed(owner, votes + warmupCount);
+  return { name, dir, database, ownerUrl, owner, server: child, base, data, results: [] };
+}
+
+/** The source tree of a git ref, runnable with this tree's node_modules. */
+async function checkout(ref: string): Promise<string> {
+  const dir = path.join(scratch, 'before-src');
+  execFileSync('mkdir', ['-p', dir]);
+  execFileSync('sh', ['-c', `git -C "${root}" archive "${ref}" | tar -x -C "${dir}"`]);
+  await symlink(path.join(root, 'node_modules'), path.join(dir, 'node_modules'));
+  return dir;
+}
+
+/** Backends of the variant's database other than this process's owner connections. */
+async function serverBackends(variant: Variant): Promise<number[]> {
+  const { rows } = await variant.owner.query<{ pid: number }>(
+    `select pid from pg_stat_activity where datname = current_database() and usename in ('authenticator', 'app_worker')`,
+  );
+  return rows.map((r) => r.pid);
+}
+
+/**
+ * Runs one job in a load process. `onWarm` runs once the process has warmed up, right before the
+ * timed operations (the orchestrator reads the service's CPU counters there).
+ */
+async function runLoad(job: LoadJob, onWarm: () => Promise<void>): Promise<{ rate: number; dbCpuSeconds: number | null }> {
+  const file = path.join(scratch, `job-${randomBytes(4).toString('hex')}.json`);
+  await writeFile(file, JSON.stringify(job));
+  const child = spawn(process.execPath, [path.join(root, 'test', 'bench', 'vote-load.ts'), file], { stdio: ['pipe', 'pipe', 'inherit'] });
+  let out = '';
+  let warm = false;
+  child.stdout.setEncoding('utf8');
+  child.stdout.on('data', (chunk: string) => {
+    out += chunk;
+    if (!warm && out.startsWith('warm\n')) {
+      warm = true;
+      void onWarm().then(() => child.stdin.write('go\n'));
+    }
+  });
+  await new Promise((resolve) => child.once('exit', resolve));
+  await rm(file);
+  const result = JSON.parse(out.trim().split('\n').at(-1) as string) as { rate: number; dbCpuSeconds: number | null; failure?: string };
+  if (result.failure) throw new Error(result.failure);
+  return result;
+}
+
+async function runPhase(variant: Variant, phase: Phase): Promise<PhaseResult> {
+  const { data } = variant;
+  const postCount = phase === 'hot' ? 1 : spreadPosts;
+  const needsPosts = phase !== 'floor' && phase !== 'session' && phase !== 'onboarding';
+  const posts = needsPosts
+    ? await makePosts(variant.owner, data, postCount, phase === 'hub' ? 'hub' : 'public')
+    : Array.from({ length: spreadPosts }, () => crypto.randomUUID());
+  if (needsPosts) await variant.owner.query('analyze app.posts');
+  const all: LoadItem[] = data.voters.map((voter, i) => ({
+    ...voter,
+    token: tokens.issueAccess(voter),
+    postId: posts[i % posts.length] as string,
+    position: positions[i % positions.length] as string,
+  }));
+  const job: LoadJob = {
+    mode: { floor: 'floor', sql: 'sql', session: 'session', http: 'http-vote', hot: 'http-vote', hub: 'http-vote', onboarding: 'http-onboarding' }[
+      phase
+    ] as LoadJob['mode'],
+    databaseUrl: phase === 'floor' ? variant.ownerUrl : roleUrl(variant.ownerUrl, 'authenticator'),
+    base: variant.base,
+    concurrency,
+    warmup: all.slice(0, warmupCount),
+    items: all.slice(warmupCount),
+  };
+  let pidsBefore: number[] = [];
+  let before = new Map<number, number>();
+  const servicePid = variant.server.pid as number;
+  let serviceBefore = new Map<number, number>();
+  const result = await runLoad(job, async () => {
+    pidsBefore = await serverBackends(variant);
+    before = cpuSeconds(pidsBefore);
+    serviceBefore = cpuSeconds([servicePid]);
+  });
+  const serviceCpu = cpuDelta(serviceBefore, cpuSeconds([servicePid]));
+  const serverCpu = cpuDelta(before, cpuSeconds([...new Set([...pidsBefore, ...(await serverBackends(variant))])]));
+  // SQL phases: the load process's own connections; HTTP phases: the service's connections.
+  const cpu = job.mode === 'floor' || job.mode === 'sql' || job.mode === 'session' ? result.dbCpuSeconds : serverCpu;
+  if (needsPosts) {
+    const counted = await variant.owner.query<{ n: number }>('select count(*)::int as n from app.vote_receipts where post_id = any($1)', [posts]);
+    const expected = all.length; // warm-up votes count too
+    if (counted.rows[0]?.n !== expected) throw new Error(`${variant.name} ${phase}: ${counted.rows[0]?.n} receipts, expected ${expected}`);
+  }
+  const perOp = (seconds: number | null) => (seconds === null ? null : (seconds * 1000) / job.items.length);
+  return { rate: result.rate, cpuMs: perOp(cpu), serviceCpuMs: job.mode.startsWith('http') ? perOp(serviceCpu) : null };
+}
+
+const variants: Variant[] = [];
+const stop = async () => {
+  for (const variant of variants) {
+    variant.server.kill('SIGTERM');
+    await new Promise((resolve) => (variant.server.exitCode === null ? variant.server.once('exit', resolve) : resolve(null)));
+    await variant.owner.end();
+    await admin.query(`drop database ${variant.database} with (force)`);
+  }
+  await admin.end();
+  await embedded?.stop();
+  await rm(scratch, { recursive: true, force: true });
+};
+
+try {
+  variants.push(await startVariant('current', root));
+  if (beforeRef) variants.push(await startVariant('before', await checkout(beforeRef)));
+  log(`machine: ${os.cpus().length} cores (${os.cpus()[0]?.model ?? 'unknown'}), ${Math.round(os.totalmem() / 2 ** 30)} GiB, load average ${os.loadavg().map((n) => n.toFixed(1)).join(' ')}`);
+  log(`PostgreSQL: ${server.version.split(' on ')[0]} (${process.env.DATABASE_URL ? 'DATABASE_URL' : 'embedded'}), fsync ${server.fsync}, synchronous_commit ${server.sync}`);
+  log(`repeats: ${repeats}, operations per phase: ${votes} (+${warmupCount} warm-up), concurrency: ${concurrency}${beforeRef ? `, before = ${beforeRef}` : ''}`);
+  for (let r = 0; r < repeats; r++) {
+    const order = r % 2 === 0 ? phases : [...phases].reverse();
+    const results = variants.map(() => ({}) as Record<Phase, PhaseResult>);
+    for (const phase of order) {
+      for (const [i, variant] of (r % 2 === 0 ? variants : [...variants].reverse()).entries()) {
+        const index = r % 2 === 0 ? i : variants.length - 1 - i;
+        (results[index] as Record<Phase, unknown>)[phase] = await runPhase(variant, phase);
+      }
+    }
+    results.forEach((result, i) => (variants[i] as Variant).results.push(result));
+    log(`repeat ${r + 1}: ` + variants.map((v) => `${v.name} ` + phases.map((p) => `${p} ${v.results[r]?.[p].rate.toFixed(0)}/s`).join(', ')).join(' | '));
+  }
+
+  const stats = (values: number[]) => {
+    const sorted = [...values].sort((a, b) => a - b);
+    return { min: sorted[0] as number, median: sorted[Math.floor(sorted.length / 2)] as number, max: sorted.at(-1) as number };
+  };
+  const fmt = (n: number, digits = 0) => n.toFixed(digits);
+  log('');
+  log('operations per second, and CPU per operation of PostgreSQL and of the service process (median over repeats; min-max):');
+  for (const variant of variants) {
+    for (const phase of phases) {
+      const rate = stats(variant.results.map((r) => r[phase].rate));
+      const median = (key: 'cpuMs' | 'serviceCpuMs') => {
+        const values = variant.results.map((r) => r[phase][key]).filter((n): n is number => n !== null);
+        return values.length ? stats(values) : undefined;
+      };
+      const cpu = median('cpuMs');
+      const service = median('serviceCpuMs');
+      log(
+        `  ${variant.name.padEnd(8)} ${phase.padEnd(11)} ${fmt(rate.median).padStart(6)}/s (${fmt(rate.min)}-${fmt(rate.max)})` +
+          (cpu ? `   PostgreSQL ${fmt(cpu.median, 3)} ms (${fmt(cpu.min, 3)}-${fmt(cpu.max, 3)})` : '   PostgreSQL n/a') +
+          (service ? `   service ${fmt(service.median, 3)} ms` : ''),
+      );
+    }
+  }
+  const goal = (name: string, ratios: number[], op: '>=' | '<=', target: number) => {
+    const s = stats(ratios);
+    const ok = op === '>=' ? s.median >= target : s.median <= target;
+    return `${name}: ${fmt(s.median, 2)} (min ${fmt(s.min, 2)}, max ${fmt(s.max, 2)}; target ${op} ${target}) ${ok ? 'ok' : 'short'}`;
+  };
+  const goals = (variant: Variant): string[] => {
+    const ratio = (a: Phase, b: Phase) => variant.results.map((r) => r[a].rate / r[b].rate);
+    const cpuRatios = variant.results.flatMap((r) => (r.onboarding.cpuMs !== null && r.session.cpuMs ? [r.onboarding.cpuMs / r.session.cpuMs] : []));
+    return [
+      goal('vote-sql-vs-floor', ratio('sql', 'floor'), '>=', 0.5),
+      goal('vote-http-vs-sql', ratio('http', 'sql'), '>=', 0.5),
+      goal('hot-vs-spread', ratio('hot', 'http'), '>=', 0.8),
+      goal('hub-vs-public', ratio('hub', 'http'), '>=', 0.8),
+      cpuRatios.length
+        ? goal('onboarding-cpu-vs-session-lookup', cpuRatios, '<=', 2)
+        : 'onboarding-cpu-vs-session-lookup: n/a (database CPU is readable only for a server on this machine) short',
+    ];
+  };
+  // The same ratios of the before variant, for comparison; the goal lines (last) are the current code's.
+  for (const variant of variants.slice(1)) {
+    log('');
+    for (const line of goals(variant)) log(`${variant.name} ${line}`);
+  }
+  log('');
+  for (const line of goals(variants[0] as Variant)) log(`goal ${line}`);
+} finally {
+  await stop();
+}
