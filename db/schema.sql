@@ -1826,13 +1826,16 @@ $$;
 --
 
 CREATE FUNCTION app.user_block_list(p_user_id uuid) RETURNS uuid[]
-    LANGUAGE sql STABLE SECURITY DEFINER
+    LANGUAGE plpgsql STABLE SECURITY DEFINER
     SET search_path TO 'pg_catalog'
     AS $$
-  select coalesce(array_agg(other), '{}') from (
-    select b.blocked_id as other from app.blocks b where b.blocker_id = p_user_id
-    union
-    select b.blocker_id from app.blocks b where b.blocked_id = p_user_id) pairs
+begin
+  return (
+    select coalesce(array_agg(other), '{}') from (
+      select b.blocked_id as other from app.blocks b where b.blocker_id = p_user_id
+      union
+      select b.blocker_id from app.blocks b where b.blocked_id = p_user_id) pairs);
+end
 $$;
 
 

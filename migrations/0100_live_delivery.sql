@@ -11,24 +11,21 @@
 -- gets live, so replay and live never overlap).
 
 -- The users blocked by p_user_id or blocking them, in either direction: the block rule of the users
--- policy (0021), for any user. app.viewer_block_list() is this for the viewer; the live reader
--- applies it to each recipient.
+-- policy (app.viewer_block_list(), 0021), for any user; the live reader applies it to each
+-- recipient. PL/pgSQL so that its plan is kept per connection (see 0105).
 create function app.user_block_list(p_user_id uuid)
   returns uuid[]
-  language sql stable security definer
+  language plpgsql stable security definer
   set search_path = pg_catalog
   as $$
-  select coalesce(array_agg(other), '{}') from (
-    select b.blocked_id as other from app.blocks b where b.blocker_id = p_user_id
-    union
-    select b.blocker_id from app.blocks b where b.blocked_id = p_user_id) pairs
+begin
+  return (
+    select coalesce(array_agg(other), '{}') from (
+      select b.blocked_id as other from app.blocks b where b.blocker_id = p_user_id
+      union
+      select b.blocker_id from app.blocks b where b.blocked_id = p_user_id) pairs);
+end
 $$;
-
-create or replace function app.viewer_block_list()
-  returns uuid[]
-  language sql stable security definer
-  set search_path = pg_catalog
-  as $$ select app.user_block_list(app.viewer_id()) $$;
 
 -- Replay and live delivery read a recipient's rows by writing transaction.
 create index notifications_recipient_tx on app.notifications (recipient_id, tx_id, id);
@@ -133,14 +130,4 @@ drop function app_private.notification_dispatched_to();
 drop function app.notification_replay(uuid, xid8, int);
 drop function app_private.live_notifications(xid8, xid8, uuid[]);
 drop index app.notifications_recipient_tx;
-create or replace function app.viewer_block_list()
-  returns uuid[]
-  language sql stable security definer
-  set search_path = pg_catalog
-  as $$
-  select coalesce(array_agg(other), '{}') from (
-    select b.blocked_id as other from app.blocks b where b.blocker_id = app.viewer_id()
-    union
-    select b.blocker_id from app.blocks b where b.blocked_id = app.viewer_id()) pairs
-$$;
 drop function app.user_block_list(uuid);
