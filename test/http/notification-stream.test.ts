@@ -211,7 +211,7 @@ describe('sessions', () => {
     await sleep(200);
     expect(stream.hasEnded()).toBe(false);
     await insertNotification(app, user.id);
-    expect(await endsWithin(stream, 2000)).toBe(true);
+    expect(await endsWithin(stream, 15_000)).toBe(true);
     expect(stream.events).toEqual([]);
   });
 
@@ -434,7 +434,10 @@ describe('coalesced announcements', () => {
       const events = await stream.waitForEvents(50, 10_000);
       expect(events.map((event) => event.id).sort()).toEqual([...ids].sort());
       const lastTx = BigInt((await app.owner.query('select max(tx_id)::text as t from app.notifications where id = any ($1)', [ids])).rows[0].t);
-      const covering = payloads.map((payload) => JSON.parse(payload)).filter((parsed) => BigInt(parsed.from) <= lastTx && BigInt(parsed.to) > lastTx);
+      const coveringLast = () => payloads.map((payload) => JSON.parse(payload)).filter((parsed) => BigInt(parsed.from) <= lastTx && BigInt(parsed.to) > lastTx);
+      // This listener's backend forwards the notify when it is scheduled, maybe after the hub's did.
+      while (coveringLast().length === 0) await sleep(10);
+      const covering = coveringLast();
       expect(covering).toHaveLength(1);
       for (const payload of payloads) {
         const parsed = JSON.parse(payload);
