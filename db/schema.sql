@@ -92,6 +92,21 @@ CREATE TYPE app.article_kind AS ENUM (
 
 
 --
+-- Name: feed_context; Type: TYPE; Schema: app; Owner: -
+--
+
+CREATE TYPE app.feed_context AS ENUM (
+    'own_post',
+    'joined_hub_post',
+    'shared_to_hub',
+    'followed_author',
+    'hub_co_member_author',
+    'friend_interaction',
+    'default_feed_user'
+);
+
+
+--
 -- Name: hub_role; Type: TYPE; Schema: app; Owner: -
 --
 
@@ -229,6 +244,17 @@ CREATE TYPE app.vote_position AS ENUM (
 
 
 --
+-- Name: feed_item; Type: TYPE; Schema: app_private; Owner: -
+--
+
+CREATE TYPE app_private.feed_item AS (
+	post_id uuid,
+	at timestamp with time zone,
+	context app.feed_context
+);
+
+
+--
 -- Name: job_spec; Type: TYPE; Schema: graphile_worker; Owner: -
 --
 
@@ -300,6 +326,39 @@ CREATE FUNCTION app.acknowledge_contacts() RETURNS void
 begin
   perform app.require_level(3);
   update app.users set contacts_synced_at = coalesce(contacts_synced_at, now()) where id = app.viewer_id();
+end
+$$;
+
+
+SET default_table_access_method = heap;
+
+--
+-- Name: default_feed_users; Type: TABLE; Schema: app; Owner: -
+--
+
+CREATE TABLE app.default_feed_users (
+    user_id uuid NOT NULL,
+    added_at timestamp with time zone DEFAULT now() NOT NULL
+);
+
+ALTER TABLE ONLY app.default_feed_users FORCE ROW LEVEL SECURITY;
+
+
+--
+-- Name: add_default_feed_user(text); Type: FUNCTION; Schema: app; Owner: -
+--
+
+CREATE FUNCTION app.add_default_feed_user(username text) RETURNS app.default_feed_users
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog'
+    AS $$
+declare
+  v_user uuid := app.user_id_by_handle(add_default_feed_user.username);
+  v_row app.default_feed_users;
+begin
+  insert into app.default_feed_users (user_id) values (v_user) on conflict do nothing;
+  select * into v_row from app.default_feed_users d where d.user_id = v_user;
+  return v_row;
 end
 $$;
 
@@ -554,8 +613,6 @@ begin
 end
 $$;
 
-
-SET default_table_access_method = heap;
 
 --
 -- Name: assets; Type: TABLE; Schema: app; Owner: -
@@ -960,6 +1017,16 @@ $_$;
 
 
 --
+-- Name: home_feed(timestamp with time zone, timestamp with time zone, uuid, integer); Type: FUNCTION; Schema: app; Owner: -
+--
+
+CREATE FUNCTION app.home_feed(p_snapshot timestamp with time zone, p_after_at timestamp with time zone, p_after_id uuid, p_limit integer) RETURNS TABLE(post_id uuid, at timestamp with time zone, context app.feed_context)
+    LANGUAGE sql STABLE SECURITY DEFINER
+    SET search_path TO 'pg_catalog'
+    AS $$ select * from app_private.feed_page('home', null, p_snapshot, p_after_at, p_after_id, p_limit) $$;
+
+
+--
 -- Name: hub_active_users(uuid); Type: FUNCTION; Schema: app; Owner: -
 --
 
@@ -981,6 +1048,26 @@ CREATE FUNCTION app.hub_asset_usable(p_asset_id uuid) RETURNS boolean
     SET search_path TO 'pg_catalog'
     AS $$
   select exists (select from app.assets a where a.id = p_asset_id and a.owner_id = app.viewer_id() and a.purpose = 'hub_photo')
+$$;
+
+
+--
+-- Name: hub_feed(uuid, timestamp with time zone, timestamp with time zone, uuid, integer); Type: FUNCTION; Schema: app; Owner: -
+--
+
+CREATE FUNCTION app.hub_feed(p_hub_id uuid, p_snapshot timestamp with time zone, p_after_at timestamp with time zone, p_after_id uuid, p_limit integer) RETURNS TABLE(post_id uuid, at timestamp with time zone, context app.feed_context)
+    LANGUAGE plpgsql STABLE SECURITY DEFINER
+    SET search_path TO 'pg_catalog'
+    AS $$
+begin
+  if not exists (select from app.hubs h where h.id = p_hub_id) then
+    perform app.fail('HUB_NOT_FOUND');
+  end if;
+  if not app.is_active_member(p_hub_id, app.viewer_id()) then
+    perform app.fail('HUB_MEMBERSHIP_REQUIRED');
+  end if;
+  return query select i.post_id, i.at, i.context from app_private.feed_page('hub', p_hub_id, p_snapshot, p_after_at, p_after_id, p_limit) i;
+end
 $$;
 
 
@@ -1357,6 +1444,16 @@ CREATE FUNCTION app.profile_asset_usable(p_asset_id uuid) RETURNS boolean
 
 
 --
+-- Name: profile_feed(uuid, timestamp with time zone, timestamp with time zone, uuid, integer); Type: FUNCTION; Schema: app; Owner: -
+--
+
+CREATE FUNCTION app.profile_feed(p_user_id uuid, p_snapshot timestamp with time zone, p_after_at timestamp with time zone, p_after_id uuid, p_limit integer) RETURNS TABLE(post_id uuid, at timestamp with time zone, context app.feed_context)
+    LANGUAGE sql STABLE SECURITY DEFINER
+    SET search_path TO 'pg_catalog'
+    AS $$ select * from app_private.feed_page('profile', p_user_id, p_snapshot, p_after_at, p_after_id, p_limit) $$;
+
+
+--
 -- Name: profile_social(uuid); Type: FUNCTION; Schema: app; Owner: -
 --
 
@@ -1433,6 +1530,21 @@ begin
     where id = p_request_id;
   insert into app.notifications (recipient_id, type, actor_id, join_request_id)
     values (v_request.user_id, 'hub_join_request_rejected', app.viewer_id(), p_request_id);
+end
+$$;
+
+
+--
+-- Name: remove_default_feed_user(text); Type: FUNCTION; Schema: app; Owner: -
+--
+
+CREATE FUNCTION app.remove_default_feed_user(username text) RETURNS boolean
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog'
+    AS $$
+begin
+  delete from app.default_feed_users d where d.user_id = app.user_id_by_handle(remove_default_feed_user.username);
+  return found;
 end
 $$;
 
@@ -1835,6 +1947,27 @@ begin
       select b.blocked_id as other from app.blocks b where b.blocker_id = p_user_id
       union
       select b.blocker_id from app.blocks b where b.blocked_id = p_user_id) pairs);
+end
+$$;
+
+
+--
+-- Name: user_id_by_handle(text); Type: FUNCTION; Schema: app; Owner: -
+--
+
+CREATE FUNCTION app.user_id_by_handle(p_handle text) RETURNS uuid
+    LANGUAGE plpgsql STABLE SECURITY DEFINER
+    SET search_path TO 'pg_catalog'
+    AS $$
+declare
+  v_id uuid;
+begin
+  select u.id into v_id from app.users u
+  where u.username = lower(regexp_replace(btrim(p_handle), '^@', '')) and u.merged_into is null;
+  if v_id is null then
+    perform app.fail('USER_NOT_FOUND');
+  end if;
+  return v_id;
 end
 $$;
 
@@ -2378,6 +2511,52 @@ $$;
 
 
 --
+-- Name: feed_page(text, uuid, timestamp with time zone, timestamp with time zone, uuid, integer); Type: FUNCTION; Schema: app_private; Owner: -
+--
+
+CREATE FUNCTION app_private.feed_page(p_feed text, p_subject uuid, p_snapshot timestamp with time zone, p_after_at timestamp with time zone, p_after_id uuid, p_limit integer) RETURNS SETOF app_private.feed_item
+    LANGUAGE plpgsql STABLE
+    SET search_path TO 'pg_catalog'
+    SET enable_bitmapscan TO 'off'
+    AS $$
+declare
+  v_window int := p_limit + 1;
+  v_items app_private.feed_item[];
+  v_truncated boolean;
+begin
+  loop
+    -- Static SQL, so the plan is prepared once per connection; the feed not asked for is skipped
+    -- by a one-time filter.
+    with ev as materialized (
+      select * from app_private.home_events(p_subject, p_snapshot, p_after_at, p_after_id, v_window) where p_feed = 'home'
+      union all
+      select * from app_private.profile_events(p_subject, p_snapshot, p_after_at, p_after_id, v_window) where p_feed = 'profile'
+      union all
+      select * from app_private.hub_events(p_subject, p_snapshot, p_after_at, p_after_id, v_window) where p_feed = 'hub'),
+    horizon as (
+      select h.at, h.post_id from (
+        select e.at, e.post_id, row_number() over (partition by e.src order by e.at desc, e.post_id desc) as n from ev e) h
+      where h.n = v_window
+      order by h.at desc, h.post_id desc limit 1),
+    newest as (
+      select distinct on (e.post_id) e.post_id, e.at, e.context from ev e
+      where not e.later
+      order by e.post_id, e.at desc, e.context)
+    select array(
+             select row(n.post_id, n.at, n.context)::app_private.feed_item from newest n
+             where not exists (select from horizon h where (n.at, n.post_id) < (h.at, h.post_id))
+             order by n.at desc, n.post_id desc limit p_limit + 1),
+           exists (select from horizon)
+      into v_items, v_truncated;
+    exit when not v_truncated or cardinality(v_items) > p_limit;
+    v_window := v_window * 4;
+  end loop;
+  return query select * from unnest(v_items);
+end
+$$;
+
+
+--
 -- Name: follows_count(); Type: FUNCTION; Schema: app_private; Owner: -
 --
 
@@ -2424,6 +2603,157 @@ CREATE FUNCTION app_private.forget_upload_intents(p_ids uuid[]) RETURNS void
 
 
 --
+-- Name: home_events(uuid, timestamp with time zone, timestamp with time zone, uuid, integer); Type: FUNCTION; Schema: app_private; Owner: -
+--
+
+CREATE FUNCTION app_private.home_events(p_subject uuid, p_snapshot timestamp with time zone, p_after_at timestamp with time zone, p_after_id uuid, p_window integer) RETURNS TABLE(src integer, post_id uuid, at timestamp with time zone, context app.feed_context, later boolean)
+    LANGUAGE sql STABLE
+    AS $$
+  select ev.src, ev.post_id, ev.at, ev.context,
+         app_private.home_later(ev.post_id, ev.visibility, s.friends, s.hubs, s.blocks, p_snapshot, p_after_at, p_after_id)
+  from app_private.home_sources() s
+  cross join lateral (
+    -- own posts, any visibility (a private_locked_hub post reaches its author as own_post)
+    (select 1 as src, p.id as post_id, p.created_at as at, 'own_post'::app.feed_context as context, p.visibility
+     from app.posts p
+     where p.author_id = s.own and p.deleted_at is null
+       and p.created_at <= p_after_at and (p.created_at, p.id) < (p_after_at, p_after_id)
+     order by p.created_at desc, p.id desc limit p_window)
+    union all
+    -- posts targeted to the viewer's active hubs (private_locked_hub included), per hub
+    (select 2, t.post_id, t.created_at, 'joined_hub_post', t.visibility
+     from unnest(s.hubs) hub (id)
+     cross join lateral (
+       select ph.post_id, ph.created_at, p.visibility
+       from app.post_hubs ph join app.posts p on p.id = ph.post_id
+       where ph.hub_id = hub.id and ph.kind = 'target' and app.post_visible_to(p, s.viewer, s.blocks)
+         and ph.created_at <= p_after_at and (ph.created_at, ph.post_id) < (p_after_at, p_after_id)
+       order by ph.created_at desc, ph.post_id desc limit p_window) t
+     order by t.created_at desc, t.post_id desc limit p_window)
+    union all
+    -- shares into the viewer's active hubs (the only hub-scoped activity), per hub
+    (select 3, h.post_id, h.created_at, 'shared_to_hub', h.visibility
+     from unnest(s.hubs) hub (id)
+     cross join lateral (
+       select e.post_id, e.created_at, p.visibility
+       from app.activity_events e join app.posts p on p.id = e.post_id
+       where e.hub_id = hub.id and e.kind = 'post_shared_to_hub' and not (e.actor_id = any (s.blocks))
+         and app.post_visible_to(p, s.viewer, s.blocks)
+         and e.created_at <= p_after_at and (e.created_at, e.post_id) < (p_after_at, p_after_id)
+       order by e.created_at desc, e.post_id desc limit p_window) h
+     order by h.created_at desc, h.post_id desc limit p_window)
+    union all
+    -- followed users' posts (never private_locked_hub: those come through their hubs only)
+    (select 4, f.post_id, f.at, 'followed_author', f.visibility
+     from app_private.posts_by_authors(s.followees, '{public,public_hub}', s.viewer, s.blocks, p_after_at, p_after_id, p_window) f)
+    union all
+    -- co-members' public and public_hub posts
+    (select 5, c.post_id, c.at, 'hub_co_member_author', c.visibility
+     from app_private.posts_by_authors(s.co_members, '{public,public_hub}', s.viewer, s.blocks, p_after_at, p_after_id, p_window) c)
+    union all
+    -- public and public_hub posts followed users or co-members voted on, commented on, reposted or
+    -- shared to their feed (global activity)
+    (select 6, i.post_id, i.at, 'friend_interaction', i.visibility
+     from app_private.interactions_of(s.friends, s.viewer, s.blocks, p_after_at, p_after_id, p_window) i)
+    union all
+    -- default feed users' public posts (only when the viewer has no personal source)
+    (select 7, d.post_id, d.at, 'default_feed_user', d.visibility
+     from app_private.posts_by_authors(s.default_authors, '{public}', s.viewer, s.blocks, p_after_at, p_after_id, p_window) d)
+  ) ev
+$$;
+
+
+--
+-- Name: home_later(uuid, app.post_visibility, uuid[], uuid[], uuid[], timestamp with time zone, timestamp with time zone, uuid); Type: FUNCTION; Schema: app_private; Owner: -
+--
+
+CREATE FUNCTION app_private.home_later(p_post_id uuid, p_visibility app.post_visibility, p_friends uuid[], p_hubs uuid[], p_blocks uuid[], p_snapshot timestamp with time zone, p_after_at timestamp with time zone, p_after_id uuid) RETURNS boolean
+    LANGUAGE sql STABLE
+    AS $$
+  select p_after_id <> 'ffffffff-ffff-ffff-ffff-ffffffffffff' and exists (
+    select from app.activity_events e
+    where e.post_id = p_post_id and e.created_at >= p_after_at and e.created_at <= p_snapshot
+      and (e.created_at, e.post_id) >= (p_after_at, p_after_id)
+      and not (e.actor_id = any (p_blocks))
+      and ((e.kind = 'post_shared_to_hub' and e.hub_id = any (p_hubs))
+           or (e.kind <> 'post_shared_to_hub' and e.actor_id = any (p_friends) and p_visibility <> 'private_locked_hub')))
+$$;
+
+
+--
+-- Name: home_sources(); Type: FUNCTION; Schema: app_private; Owner: -
+--
+
+CREATE FUNCTION app_private.home_sources(OUT viewer uuid, OUT own uuid, OUT blocks uuid[], OUT hubs uuid[], OUT followees uuid[], OUT co_members uuid[], OUT friends uuid[], OUT default_authors uuid[]) RETURNS record
+    LANGUAGE plpgsql STABLE
+    SET search_path TO 'pg_catalog'
+    AS $$
+begin
+  viewer := app.viewer_id();
+  blocks := app.viewer_block_list();
+  hubs := '{}';
+  followees := '{}';
+  co_members := '{}';
+  default_authors := '{}';
+  if app.viewer_has_level(2) then
+    hubs := app.viewer_active_hub_ids();
+    followees := array(select f.followee_id from app.follows f where f.follower_id = viewer and not (f.followee_id = any (blocks)));
+    co_members := array(select m from unnest(app.viewer_co_member_ids()) m where m <> viewer and not (m = any (blocks)));
+    if cardinality(followees) > 0 or cardinality(hubs) > 0
+       or exists (select from app.posts p where p.author_id = viewer and p.deleted_at is null) then
+      own := viewer;
+    end if;
+  end if;
+  if own is null then
+    default_authors := array(select d.user_id from app.default_feed_users d where not (d.user_id = any (blocks)));
+  end if;
+  friends := array(select distinct f from unnest(followees || co_members) f);
+end
+$$;
+
+
+--
+-- Name: hub_events(uuid, timestamp with time zone, timestamp with time zone, uuid, integer); Type: FUNCTION; Schema: app_private; Owner: -
+--
+
+CREATE FUNCTION app_private.hub_events(p_subject uuid, p_snapshot timestamp with time zone, p_after_at timestamp with time zone, p_after_id uuid, p_window integer) RETURNS TABLE(src integer, post_id uuid, at timestamp with time zone, context app.feed_context, later boolean)
+    LANGUAGE sql STABLE
+    AS $$
+  select ev.src, ev.post_id, ev.at, ev.context,
+         app_private.hub_later(p_subject, ev.post_id, s.blocks, p_snapshot, p_after_at, p_after_id)
+  from (select app.viewer_id() as viewer, app.viewer_block_list() as blocks) s
+  cross join lateral (
+    (select 1 as src, ph.post_id, ph.created_at as at, 'joined_hub_post'::app.feed_context as context
+     from app.post_hubs ph join app.posts p on p.id = ph.post_id
+     where ph.hub_id = p_subject and ph.kind = 'target' and app.post_visible_to(p, s.viewer, s.blocks)
+       and ph.created_at <= p_after_at and (ph.created_at, ph.post_id) < (p_after_at, p_after_id)
+     order by ph.created_at desc, ph.post_id desc limit p_window)
+    union all
+    (select 2, e.post_id, e.created_at, 'shared_to_hub'
+     from app.activity_events e join app.posts p on p.id = e.post_id
+     where e.hub_id = p_subject and e.kind = 'post_shared_to_hub' and not (e.actor_id = any (s.blocks))
+       and app.post_visible_to(p, s.viewer, s.blocks)
+       and e.created_at <= p_after_at and (e.created_at, e.post_id) < (p_after_at, p_after_id)
+     order by e.created_at desc, e.post_id desc limit p_window)
+  ) ev
+$$;
+
+
+--
+-- Name: hub_later(uuid, uuid, uuid[], timestamp with time zone, timestamp with time zone, uuid); Type: FUNCTION; Schema: app_private; Owner: -
+--
+
+CREATE FUNCTION app_private.hub_later(p_hub_id uuid, p_post_id uuid, p_blocks uuid[], p_snapshot timestamp with time zone, p_after_at timestamp with time zone, p_after_id uuid) RETURNS boolean
+    LANGUAGE sql STABLE
+    AS $$
+  select p_after_id <> 'ffffffff-ffff-ffff-ffff-ffffffffffff' and exists (
+    select from app.activity_events e
+    where e.post_id = p_post_id and e.hub_id = p_hub_id and e.kind = 'post_shared_to_hub' and not (e.actor_id = any (p_blocks))
+      and e.created_at >= p_after_at and e.created_at <= p_snapshot and (e.created_at, e.post_id) >= (p_after_at, p_after_id))
+$$;
+
+
+--
 -- Name: hub_member_count(); Type: FUNCTION; Schema: app_private; Owner: -
 --
 
@@ -2439,6 +2769,34 @@ begin
   end if;
   return null;
 end
+$$;
+
+
+--
+-- Name: interactions_of(uuid[], uuid, uuid[], timestamp with time zone, uuid, integer); Type: FUNCTION; Schema: app_private; Owner: -
+--
+
+CREATE FUNCTION app_private.interactions_of(p_actors uuid[], p_viewer uuid, p_blocks uuid[], p_after_at timestamp with time zone, p_after_id uuid, p_window integer) RETURNS TABLE(post_id uuid, at timestamp with time zone, visibility app.post_visibility)
+    LANGUAGE sql STABLE
+    AS $$
+  (select a.post_id, a.created_at, a.visibility
+   from unnest(p_actors) actor (id)
+   cross join lateral (
+     select e.post_id, e.created_at, p.visibility
+     from app.activity_events e join app.posts p on p.id = e.post_id
+     where e.actor_id = actor.id and e.kind <> 'post_shared_to_hub'
+       and p.visibility <> 'private_locked_hub' and app.post_visible_to(p, p_viewer, p_blocks)
+       and e.created_at <= p_after_at and (e.created_at, e.post_id) < (p_after_at, p_after_id)
+     order by e.created_at desc, e.post_id desc limit p_window) a
+   where cardinality(p_actors) <= 100
+   order by a.created_at desc, a.post_id desc limit p_window)
+  union all
+  (select e.post_id, e.created_at, p.visibility
+   from app.activity_events e join app.posts p on p.id = e.post_id
+   where cardinality(p_actors) > 100 and array[e.actor_id] <@ p_actors and e.kind <> 'post_shared_to_hub'
+     and p.visibility <> 'private_locked_hub' and app.post_visible_to(p, p_viewer, p_blocks)
+     and e.created_at <= p_after_at and (e.created_at, e.post_id) < (p_after_at, p_after_id)
+   order by e.created_at desc, e.post_id desc limit p_window)
 $$;
 
 
@@ -2805,6 +3163,32 @@ $$;
 
 
 --
+-- Name: posts_by_authors(uuid[], app.post_visibility[], uuid, uuid[], timestamp with time zone, uuid, integer); Type: FUNCTION; Schema: app_private; Owner: -
+--
+
+CREATE FUNCTION app_private.posts_by_authors(p_authors uuid[], p_visibilities app.post_visibility[], p_viewer uuid, p_blocks uuid[], p_after_at timestamp with time zone, p_after_id uuid, p_window integer) RETURNS TABLE(post_id uuid, at timestamp with time zone, visibility app.post_visibility)
+    LANGUAGE sql STABLE
+    AS $$
+  (select a.id, a.created_at, a.visibility
+   from unnest(p_authors) author (id)
+   cross join lateral (
+     select p.id, p.created_at, p.visibility from app.posts p
+     where p.author_id = author.id and p.visibility = any (p_visibilities) and app.post_visible_to(p, p_viewer, p_blocks)
+       and p.created_at <= p_after_at and (p.created_at, p.id) < (p_after_at, p_after_id)
+     order by p.created_at desc, p.id desc limit p_window) a
+   where cardinality(p_authors) <= 100
+   order by a.created_at desc, a.id desc limit p_window)
+  union all
+  (select p.id, p.created_at, p.visibility
+   from app.posts p
+   where cardinality(p_authors) > 100 and array[p.author_id] <@ p_authors
+     and p.visibility = any (p_visibilities) and app.post_visible_to(p, p_viewer, p_blocks)
+     and p.created_at <= p_after_at and (p.created_at, p.id) < (p_after_at, p_after_id)
+   order by p.created_at desc, p.id desc limit p_window)
+$$;
+
+
+--
 -- Name: posts_count_reposts(); Type: FUNCTION; Schema: app_private; Owner: -
 --
 
@@ -2835,6 +3219,50 @@ begin
   perform app_private.seed_vote_counters(new.id, null);
   return null;
 end
+$$;
+
+
+--
+-- Name: profile_events(uuid, timestamp with time zone, timestamp with time zone, uuid, integer); Type: FUNCTION; Schema: app_private; Owner: -
+--
+
+CREATE FUNCTION app_private.profile_events(p_subject uuid, p_snapshot timestamp with time zone, p_after_at timestamp with time zone, p_after_id uuid, p_window integer) RETURNS TABLE(src integer, post_id uuid, at timestamp with time zone, context app.feed_context, later boolean)
+    LANGUAGE sql STABLE
+    AS $$
+  select ev.src, ev.post_id, ev.at, null::app.feed_context,
+         app_private.profile_later(p_subject, ev.post_id, s.hubs, p_snapshot, p_after_at, p_after_id)
+  from (select app.viewer_id() as viewer, app.viewer_block_list() as blocks, app.viewer_active_hub_ids() as hubs) s
+  cross join lateral (
+    (select 1 as src, p.id as post_id, p.created_at as at
+     from app.posts p
+     where p.author_id = p_subject and p.visibility <> 'private_locked_hub' and app.post_visible_to(p, s.viewer, s.blocks)
+       and p.created_at <= p_after_at and (p.created_at, p.id) < (p_after_at, p_after_id)
+     order by p.created_at desc, p.id desc limit p_window)
+    union all
+    (select 2, e.post_id, e.created_at
+     from app.activity_events e join app.posts p on p.id = e.post_id
+     where e.actor_id = p_subject and e.kind in ('post_shared_to_feed', 'post_shared_to_hub')
+       and (e.kind = 'post_shared_to_feed' or e.hub_id = any (s.hubs))
+       and p.visibility <> 'private_locked_hub' and app.post_visible_to(p, s.viewer, s.blocks)
+       and e.created_at <= p_after_at and (e.created_at, e.post_id) < (p_after_at, p_after_id)
+     order by e.created_at desc, e.post_id desc limit p_window)
+  ) ev
+  where not (p_subject = any (s.blocks))
+$$;
+
+
+--
+-- Name: profile_later(uuid, uuid, uuid[], timestamp with time zone, timestamp with time zone, uuid); Type: FUNCTION; Schema: app_private; Owner: -
+--
+
+CREATE FUNCTION app_private.profile_later(p_subject uuid, p_post_id uuid, p_hubs uuid[], p_snapshot timestamp with time zone, p_after_at timestamp with time zone, p_after_id uuid) RETURNS boolean
+    LANGUAGE sql STABLE
+    AS $$
+  select p_after_id <> 'ffffffff-ffff-ffff-ffff-ffffffffffff' and exists (
+    select from app.activity_events e
+    where e.post_id = p_post_id and e.actor_id = p_subject and e.created_at >= p_after_at and e.created_at <= p_snapshot
+      and (e.created_at, e.post_id) >= (p_after_at, p_after_id)
+      and (e.kind = 'post_shared_to_feed' or (e.kind = 'post_shared_to_hub' and e.hub_id = any (p_hubs))))
 $$;
 
 
@@ -4100,6 +4528,14 @@ ALTER TABLE ONLY app.comments
 
 
 --
+-- Name: default_feed_users default_feed_users_pkey; Type: CONSTRAINT; Schema: app; Owner: -
+--
+
+ALTER TABLE ONLY app.default_feed_users
+    ADD CONSTRAINT default_feed_users_pkey PRIMARY KEY (user_id);
+
+
+--
 -- Name: follow_counts follow_counts_pkey; Type: CONSTRAINT; Schema: app; Owner: -
 --
 
@@ -4483,10 +4919,45 @@ CREATE INDEX activity_events_actor ON app.activity_events USING btree (actor_id,
 
 
 --
+-- Name: activity_events_actor_shares; Type: INDEX; Schema: app; Owner: -
+--
+
+CREATE INDEX activity_events_actor_shares ON app.activity_events USING btree (actor_id, created_at DESC, post_id DESC) WHERE (kind = ANY (ARRAY['post_shared_to_feed'::app.activity_kind, 'post_shared_to_hub'::app.activity_kind]));
+
+
+--
+-- Name: activity_events_actor_time; Type: INDEX; Schema: app; Owner: -
+--
+
+CREATE INDEX activity_events_actor_time ON app.activity_events USING btree (actor_id, created_at DESC, post_id DESC);
+
+
+--
+-- Name: activity_events_hub_time; Type: INDEX; Schema: app; Owner: -
+--
+
+CREATE INDEX activity_events_hub_time ON app.activity_events USING btree (hub_id, created_at DESC, post_id DESC) WHERE (hub_id IS NOT NULL);
+
+
+--
 -- Name: activity_events_post; Type: INDEX; Schema: app; Owner: -
 --
 
 CREATE INDEX activity_events_post ON app.activity_events USING btree (post_id);
+
+
+--
+-- Name: activity_events_post_time; Type: INDEX; Schema: app; Owner: -
+--
+
+CREATE INDEX activity_events_post_time ON app.activity_events USING btree (post_id, created_at DESC);
+
+
+--
+-- Name: activity_events_time; Type: INDEX; Schema: app; Owner: -
+--
+
+CREATE INDEX activity_events_time ON app.activity_events USING btree (created_at DESC, post_id DESC);
 
 
 --
@@ -4651,6 +5122,13 @@ CREATE INDEX post_hubs_hub ON app.post_hubs USING btree (hub_id, created_at DESC
 
 
 --
+-- Name: post_hubs_hub_targets; Type: INDEX; Schema: app; Owner: -
+--
+
+CREATE INDEX post_hubs_hub_targets ON app.post_hubs USING btree (hub_id, created_at DESC, post_id DESC) WHERE (kind = 'target'::app.post_hub_kind);
+
+
+--
 -- Name: post_shares_post; Type: INDEX; Schema: app; Owner: -
 --
 
@@ -4672,10 +5150,24 @@ CREATE INDEX posts_author ON app.posts USING btree (author_id, created_at DESC);
 
 
 --
+-- Name: posts_author_time; Type: INDEX; Schema: app; Owner: -
+--
+
+CREATE INDEX posts_author_time ON app.posts USING btree (author_id, created_at DESC, id DESC);
+
+
+--
 -- Name: posts_source; Type: INDEX; Schema: app; Owner: -
 --
 
 CREATE INDEX posts_source ON app.posts USING btree (source_post_id, created_at DESC) WHERE (source_post_id IS NOT NULL);
+
+
+--
+-- Name: posts_time; Type: INDEX; Schema: app; Owner: -
+--
+
+CREATE INDEX posts_time ON app.posts USING btree (created_at DESC, id DESC);
 
 
 --
@@ -4953,6 +5445,14 @@ ALTER TABLE ONLY app.comments
 
 ALTER TABLE ONLY app.comments
     ADD CONSTRAINT comments_post_id_fkey FOREIGN KEY (post_id) REFERENCES app.posts(id);
+
+
+--
+-- Name: default_feed_users default_feed_users_user_id_fkey; Type: FK CONSTRAINT; Schema: app; Owner: -
+--
+
+ALTER TABLE ONLY app.default_feed_users
+    ADD CONSTRAINT default_feed_users_user_id_fkey FOREIGN KEY (user_id) REFERENCES app.users(id);
 
 
 --
@@ -5411,6 +5911,19 @@ ALTER TABLE app.comments ENABLE ROW LEVEL SECURITY;
 --
 
 CREATE POLICY comments_select_visible ON app.comments FOR SELECT TO app_anonymous USING (((deleted_at IS NULL) AND (NOT (author_id = ANY (( SELECT app.viewer_block_list() AS viewer_block_list)::uuid[]))) AND app.can_see_post(post_id)));
+
+
+--
+-- Name: default_feed_users; Type: ROW SECURITY; Schema: app; Owner: -
+--
+
+ALTER TABLE app.default_feed_users ENABLE ROW LEVEL SECURITY;
+
+--
+-- Name: default_feed_users default_feed_users_select_admin; Type: POLICY; Schema: app; Owner: -
+--
+
+CREATE POLICY default_feed_users_select_admin ON app.default_feed_users FOR SELECT TO app_admin USING (true);
 
 
 --
@@ -5903,6 +6416,28 @@ GRANT ALL ON FUNCTION app.acknowledge_contacts() TO app_user;
 
 
 --
+-- Name: COLUMN default_feed_users.user_id; Type: ACL; Schema: app; Owner: -
+--
+
+GRANT SELECT(user_id) ON TABLE app.default_feed_users TO app_admin;
+
+
+--
+-- Name: COLUMN default_feed_users.added_at; Type: ACL; Schema: app; Owner: -
+--
+
+GRANT SELECT(added_at) ON TABLE app.default_feed_users TO app_admin;
+
+
+--
+-- Name: FUNCTION add_default_feed_user(username text); Type: ACL; Schema: app; Owner: -
+--
+
+REVOKE ALL ON FUNCTION app.add_default_feed_user(username text) FROM PUBLIC;
+GRANT ALL ON FUNCTION app.add_default_feed_user(username text) TO app_admin;
+
+
+--
 -- Name: FUNCTION anonymous_session(p_device_id text, p_refresh_hash bytea, OUT user_id uuid, OUT session_id uuid); Type: ACL; Schema: app; Owner: -
 --
 
@@ -6126,6 +6661,14 @@ GRANT ALL ON FUNCTION app.handle_availability(p_handle text, OUT available boole
 
 
 --
+-- Name: FUNCTION home_feed(p_snapshot timestamp with time zone, p_after_at timestamp with time zone, p_after_id uuid, p_limit integer); Type: ACL; Schema: app; Owner: -
+--
+
+REVOKE ALL ON FUNCTION app.home_feed(p_snapshot timestamp with time zone, p_after_at timestamp with time zone, p_after_id uuid, p_limit integer) FROM PUBLIC;
+GRANT ALL ON FUNCTION app.home_feed(p_snapshot timestamp with time zone, p_after_at timestamp with time zone, p_after_id uuid, p_limit integer) TO app_anonymous;
+
+
+--
 -- Name: FUNCTION hub_active_users(p_hub_id uuid); Type: ACL; Schema: app; Owner: -
 --
 
@@ -6140,6 +6683,14 @@ GRANT ALL ON FUNCTION app.hub_active_users(p_hub_id uuid) TO app_admin;
 
 REVOKE ALL ON FUNCTION app.hub_asset_usable(p_asset_id uuid) FROM PUBLIC;
 GRANT ALL ON FUNCTION app.hub_asset_usable(p_asset_id uuid) TO app_user;
+
+
+--
+-- Name: FUNCTION hub_feed(p_hub_id uuid, p_snapshot timestamp with time zone, p_after_at timestamp with time zone, p_after_id uuid, p_limit integer); Type: ACL; Schema: app; Owner: -
+--
+
+REVOKE ALL ON FUNCTION app.hub_feed(p_hub_id uuid, p_snapshot timestamp with time zone, p_after_at timestamp with time zone, p_after_id uuid, p_limit integer) FROM PUBLIC;
+GRANT ALL ON FUNCTION app.hub_feed(p_hub_id uuid, p_snapshot timestamp with time zone, p_after_at timestamp with time zone, p_after_id uuid, p_limit integer) TO app_user;
 
 
 --
@@ -6464,6 +7015,14 @@ GRANT ALL ON FUNCTION app.profile_asset_usable(p_asset_id uuid) TO app_user;
 
 
 --
+-- Name: FUNCTION profile_feed(p_user_id uuid, p_snapshot timestamp with time zone, p_after_at timestamp with time zone, p_after_id uuid, p_limit integer); Type: ACL; Schema: app; Owner: -
+--
+
+REVOKE ALL ON FUNCTION app.profile_feed(p_user_id uuid, p_snapshot timestamp with time zone, p_after_at timestamp with time zone, p_after_id uuid, p_limit integer) FROM PUBLIC;
+GRANT ALL ON FUNCTION app.profile_feed(p_user_id uuid, p_snapshot timestamp with time zone, p_after_at timestamp with time zone, p_after_id uuid, p_limit integer) TO app_anonymous;
+
+
+--
 -- Name: FUNCTION profile_social(p_user_id uuid, OUT followers bigint, OUT following bigint, OUT posts bigint, OUT votes_cast bigint, OUT votes_received bigint, OUT admin_hubs jsonb, OUT viewer_follows boolean, OUT viewer_followed_by boolean, OUT viewer_blocked boolean); Type: ACL; Schema: app; Owner: -
 --
 
@@ -6485,6 +7044,14 @@ GRANT ALL ON FUNCTION app.refresh_session(p_refresh_hash bytea, p_new_refresh_ha
 
 REVOKE ALL ON FUNCTION app.reject_join_request(p_hub_id uuid, p_request_id uuid) FROM PUBLIC;
 GRANT ALL ON FUNCTION app.reject_join_request(p_hub_id uuid, p_request_id uuid) TO app_user;
+
+
+--
+-- Name: FUNCTION remove_default_feed_user(username text); Type: ACL; Schema: app; Owner: -
+--
+
+REVOKE ALL ON FUNCTION app.remove_default_feed_user(username text) FROM PUBLIC;
+GRANT ALL ON FUNCTION app.remove_default_feed_user(username text) TO app_admin;
 
 
 --
@@ -6644,6 +7211,14 @@ REVOKE ALL ON FUNCTION app.user_access_level(p_user_id uuid) FROM PUBLIC;
 --
 
 REVOKE ALL ON FUNCTION app.user_block_list(p_user_id uuid) FROM PUBLIC;
+
+
+--
+-- Name: FUNCTION user_id_by_handle(p_handle text); Type: ACL; Schema: app; Owner: -
+--
+
+REVOKE ALL ON FUNCTION app.user_id_by_handle(p_handle text) FROM PUBLIC;
+GRANT ALL ON FUNCTION app.user_id_by_handle(p_handle text) TO app_admin;
 
 
 --
@@ -6934,6 +7509,13 @@ GRANT ALL ON FUNCTION app_private.fan_out_hub_notification(p_payload jsonb) TO a
 
 
 --
+-- Name: FUNCTION feed_page(p_feed text, p_subject uuid, p_snapshot timestamp with time zone, p_after_at timestamp with time zone, p_after_id uuid, p_limit integer); Type: ACL; Schema: app_private; Owner: -
+--
+
+REVOKE ALL ON FUNCTION app_private.feed_page(p_feed text, p_subject uuid, p_snapshot timestamp with time zone, p_after_at timestamp with time zone, p_after_id uuid, p_limit integer) FROM PUBLIC;
+
+
+--
 -- Name: FUNCTION follows_count(); Type: ACL; Schema: app_private; Owner: -
 --
 
@@ -6957,10 +7539,52 @@ GRANT ALL ON FUNCTION app_private.forget_upload_intents(p_ids uuid[]) TO app_wor
 
 
 --
+-- Name: FUNCTION home_events(p_subject uuid, p_snapshot timestamp with time zone, p_after_at timestamp with time zone, p_after_id uuid, p_window integer); Type: ACL; Schema: app_private; Owner: -
+--
+
+REVOKE ALL ON FUNCTION app_private.home_events(p_subject uuid, p_snapshot timestamp with time zone, p_after_at timestamp with time zone, p_after_id uuid, p_window integer) FROM PUBLIC;
+
+
+--
+-- Name: FUNCTION home_later(p_post_id uuid, p_visibility app.post_visibility, p_friends uuid[], p_hubs uuid[], p_blocks uuid[], p_snapshot timestamp with time zone, p_after_at timestamp with time zone, p_after_id uuid); Type: ACL; Schema: app_private; Owner: -
+--
+
+REVOKE ALL ON FUNCTION app_private.home_later(p_post_id uuid, p_visibility app.post_visibility, p_friends uuid[], p_hubs uuid[], p_blocks uuid[], p_snapshot timestamp with time zone, p_after_at timestamp with time zone, p_after_id uuid) FROM PUBLIC;
+
+
+--
+-- Name: FUNCTION home_sources(OUT viewer uuid, OUT own uuid, OUT blocks uuid[], OUT hubs uuid[], OUT followees uuid[], OUT co_members uuid[], OUT friends uuid[], OUT default_authors uuid[]); Type: ACL; Schema: app_private; Owner: -
+--
+
+REVOKE ALL ON FUNCTION app_private.home_sources(OUT viewer uuid, OUT own uuid, OUT blocks uuid[], OUT hubs uuid[], OUT followees uuid[], OUT co_members uuid[], OUT friends uuid[], OUT default_authors uuid[]) FROM PUBLIC;
+
+
+--
+-- Name: FUNCTION hub_events(p_subject uuid, p_snapshot timestamp with time zone, p_after_at timestamp with time zone, p_after_id uuid, p_window integer); Type: ACL; Schema: app_private; Owner: -
+--
+
+REVOKE ALL ON FUNCTION app_private.hub_events(p_subject uuid, p_snapshot timestamp with time zone, p_after_at timestamp with time zone, p_after_id uuid, p_window integer) FROM PUBLIC;
+
+
+--
+-- Name: FUNCTION hub_later(p_hub_id uuid, p_post_id uuid, p_blocks uuid[], p_snapshot timestamp with time zone, p_after_at timestamp with time zone, p_after_id uuid); Type: ACL; Schema: app_private; Owner: -
+--
+
+REVOKE ALL ON FUNCTION app_private.hub_later(p_hub_id uuid, p_post_id uuid, p_blocks uuid[], p_snapshot timestamp with time zone, p_after_at timestamp with time zone, p_after_id uuid) FROM PUBLIC;
+
+
+--
 -- Name: FUNCTION hub_member_count(); Type: ACL; Schema: app_private; Owner: -
 --
 
 REVOKE ALL ON FUNCTION app_private.hub_member_count() FROM PUBLIC;
+
+
+--
+-- Name: FUNCTION interactions_of(p_actors uuid[], p_viewer uuid, p_blocks uuid[], p_after_at timestamp with time zone, p_after_id uuid, p_window integer); Type: ACL; Schema: app_private; Owner: -
+--
+
+REVOKE ALL ON FUNCTION app_private.interactions_of(p_actors uuid[], p_viewer uuid, p_blocks uuid[], p_after_at timestamp with time zone, p_after_id uuid, p_window integer) FROM PUBLIC;
 
 
 --
@@ -7176,6 +7800,13 @@ REVOKE ALL ON FUNCTION app_private.post_hubs_seed_vote_counters() FROM PUBLIC;
 
 
 --
+-- Name: FUNCTION posts_by_authors(p_authors uuid[], p_visibilities app.post_visibility[], p_viewer uuid, p_blocks uuid[], p_after_at timestamp with time zone, p_after_id uuid, p_window integer); Type: ACL; Schema: app_private; Owner: -
+--
+
+REVOKE ALL ON FUNCTION app_private.posts_by_authors(p_authors uuid[], p_visibilities app.post_visibility[], p_viewer uuid, p_blocks uuid[], p_after_at timestamp with time zone, p_after_id uuid, p_window integer) FROM PUBLIC;
+
+
+--
 -- Name: FUNCTION posts_count_reposts(); Type: ACL; Schema: app_private; Owner: -
 --
 
@@ -7187,6 +7818,20 @@ REVOKE ALL ON FUNCTION app_private.posts_count_reposts() FROM PUBLIC;
 --
 
 REVOKE ALL ON FUNCTION app_private.posts_seed_vote_counters() FROM PUBLIC;
+
+
+--
+-- Name: FUNCTION profile_events(p_subject uuid, p_snapshot timestamp with time zone, p_after_at timestamp with time zone, p_after_id uuid, p_window integer); Type: ACL; Schema: app_private; Owner: -
+--
+
+REVOKE ALL ON FUNCTION app_private.profile_events(p_subject uuid, p_snapshot timestamp with time zone, p_after_at timestamp with time zone, p_after_id uuid, p_window integer) FROM PUBLIC;
+
+
+--
+-- Name: FUNCTION profile_later(p_subject uuid, p_post_id uuid, p_hubs uuid[], p_snapshot timestamp with time zone, p_after_at timestamp with time zone, p_after_id uuid); Type: ACL; Schema: app_private; Owner: -
+--
+
+REVOKE ALL ON FUNCTION app_private.profile_later(p_subject uuid, p_post_id uuid, p_hubs uuid[], p_snapshot timestamp with time zone, p_after_at timestamp with time zone, p_after_id uuid) FROM PUBLIC;
 
 
 --

@@ -26,6 +26,7 @@ import { voteEndpoints } from './votes/routes.ts';
 import { commentEndpoints } from './comments/routes.ts';
 import { savedPostEndpoints } from './users/saved-posts.ts';
 import { notificationEndpoints } from './notifications/routes.ts';
+import { feedEndpoints } from './feeds/routes.ts';
 import { openApiRouter } from './openapi/router.ts';
 
 export const basePath = '/api/v1';
@@ -46,6 +47,7 @@ export const allEndpoints: Endpoint[] = [
   ...commentEndpoints,
   ...savedPostEndpoints,
   ...notificationEndpoints,
+  ...feedEndpoints,
 ];
 
 export function createApp(services: Services): express.Express {

@@ -21,6 +21,10 @@ import type {} from 'postgraphile';
 export const exposedFunctions: ReadonlySet<string> = new Set([
   // The viewer's own onboarding progress (GET /users/me/onboarding only renames its columns).
   'onboarding_status',
+  // Default feed users by handle (contract section 10): app_admin only (execute is granted to no
+  // other role); the same functions `npm run admin -- default-feed-users` runs.
+  'add_default_feed_user',
+  'remove_default_feed_user',
 ]);
 
 // Behaviors that put a function resource into the schema: root query and mutation fields,

@@ -17,7 +17,7 @@ const article = z.object({
 
 const slider = z.object({ leftLabel: z.string(), rightLabel: z.string() });
 
-const feedContexts = [
+export const feedContexts = [
   'own_post',
   'followed_author',
   'hub_co_member_author',
@@ -50,6 +50,7 @@ export const postCard = z.object({
 });
 
 export type PostCard = z.input<typeof postCard>;
+export type FeedContext = (typeof feedContexts)[number];
 
 interface ArticleColumns {
   kind: 'link' | 'media' | 'text';
@@ -86,7 +87,11 @@ const articleJson = (alias: string) => `case when ${alias}.id is null then null 
   'media', coalesce((select jsonb_agg(jsonb_build_object('assetId', x.id, 'key', x.object_key) order by array_position(${alias}.asset_ids, x.id))
                      from app.assets x where x.id = any (${alias}.asset_ids)), '[]')) end`;
 
-const cardQuery = `
+/**
+ * The card query. A guest (no token, app_anonymous) has no vote receipts or bookmarks, and that
+ * role may not read those tables: its cards say so without reading them.
+ */
+const cardQuery = (signedIn: boolean) => `
   select p.id, p.created_at, p.thought_text, p.slider_text, p.slider_left_label, p.slider_right_label, p.visibility,
          p.source_post_id, p.repost_count, p.comment_count, p.author_id,
          u.username as author_username, u.full_name as author_full_name, ua.object_key as author_photo_key,
@@ -94,10 +99,14 @@ const cardQuery = `
          case when s.id is null then null else jsonb_build_object(
            'id', s.id, 'thought_text', s.thought_text, 'slider_text', s.slider_text, 'left', s.slider_left_label,
            'right', s.slider_right_label, 'article', ${articleJson('sar')}) end as source,
-         vr.voted_at,
+         ${
+           signedIn
+             ? `vr.voted_at,
          case when p.slider_text is not null and (vr.voted_at is not null or p.author_id = app.viewer_id())
               then ${tallySql('p.id', '$2::uuid')} end as tally,
-         exists (select from app.saved_posts sp where sp.post_id = p.id and sp.user_id = app.viewer_id()) as saved
+         exists (select from app.saved_posts sp where sp.post_id = p.id and sp.user_id = app.viewer_id()) as saved`
+             : 'null::timestamptz as voted_at, null::bigint[] as tally, false as saved'
+         }
   from unnest($1::uuid[]) with ordinality wanted (id, ord)
   join app.posts p on p.id = wanted.id
   join app.users u on u.id = p.author_id
@@ -105,7 +114,7 @@ const cardQuery = `
   left join app.articles ar on ar.id = p.article_id
   left join app.posts s on s.id = p.source_post_id
   left join app.articles sar on sar.id = s.article_id
-  left join app.vote_receipts vr on vr.post_id = p.id and vr.user_id = app.viewer_id()
+  ${signedIn ? 'left join app.vote_receipts vr on vr.post_id = p.id and vr.user_id = app.viewer_id()' : ''}
   order by wanted.ord`;
 
 async function shapeArticle(storage: Storage, columns: ArticleColumns | null) {
@@ -125,12 +134,19 @@ function shapeSlider(text: string | null, left: string | null, right: string | n
 
 /**
  * Cards for the given post ids, in that order, as the viewer sees them; ids the viewer may not see
- * are left out. `hubId` selects the displayed vote scope (null: global). feedContext is set on feed
- * items only, and no feed serves cards yet.
+ * are left out. `hubId` selects the displayed vote scope (null: global). `contexts` gives the
+ * feedContext of feed items (server/feeds); other cards carry null.
  */
-export async function readCards(tx: RequestTransaction, storage: Storage, ids: string[], hubId: string | null = null): Promise<PostCard[]> {
+export async function readCards(
+  tx: RequestTransaction,
+  storage: Storage,
+  ids: string[],
+  hubId: string | null = null,
+  contexts: ReadonlyMap<string, FeedContext | null> = new Map(),
+): Promise<PostCard[]> {
   if (ids.length === 0) return [];
-  const { rows } = await tx.query<CardRow>(cardQuery, [ids, hubId]);
+  const signedIn = tx.viewer.userId !== null;
+  const { rows } = await tx.query<CardRow>(cardQuery(signedIn), signedIn ? [ids, hubId] : [ids]);
   return Promise.all(
     rows.map(async (row) => ({
       id: row.id,
@@ -162,7 +178,7 @@ export async function readCards(tx: RequestTransaction, storage: Storage, ids: s
       voteSummary: row.tally ? summarize(row.tally.map(Number)) : null,
       voteDistribution: row.tally ? distribute(row.tally.map(Number)) : null,
       viewerSaved: row.saved,
-      feedContext: null,
+      feedContext: contexts.get(row.id) ?? null,
     })),
   );
 }

@@ -229,7 +229,7 @@ describe('the schemas (user and admin)', () => {
 
   it("have mutations only in the admin schema, where app_admin's grants allow", () => {
     expect(schemas.user.mutationFields).toEqual([]);
-    expect(schemas.admin.mutationFields.sort()).toEqual(['updateHub', 'updateHubByCustomLink', 'updateHubByRowId']);
+    expect(schemas.admin.mutationFields.sort()).toEqual(['addDefaultFeedUser', 'removeDefaultFeedUser', 'updateHub', 'updateHubByCustomLink', 'updateHubByRowId']);
   });
 
   it('never expose a vote position', () => {

@@ -1,0 +1,109 @@
+// The feeds benchmark's data set, generated in bulk SQL (generate_series) as the owner. Size 1x:
+// 10,000 users, 100,000 posts, 500,000 interaction events, 100 hubs; 10x is ten times that. The
+// per-user shape is the same at every size, so a viewer's sources are alike and only the database
+// grows: follows are skewed (most users follow 5-34 users, every 100th follows up to 5,000,
+// log-uniform; user 100 follows exactly 5,000), followed users and authors are skewed towards the
+// first users, three hubs have min(10,000, users/2) members and the rest 20-199, 10 % of posts are
+// public_hub and 5 % private_locked_hub (targeted to a hub), interactions favour recent posts (half on the newest 10 %)
+// (60 % votes, 20 % comments, 10 % reposts, 8 % feed shares, 2 % hub shares).
+// Ids are a function of the row number, so the SQL refers to rows without lookups. Triggers and
+// foreign keys are off while loading (session_replication_role = replica); counters are set after.
+import type pg from 'pg';
+
+export interface Size {
+  users: number;
+  posts: number;
+  events: number;
+  hubs: number;
+}
+
+export function sizeOf(factor: number): Size {
+  return { users: Math.round(10_000 * factor), posts: Math.round(100_000 * factor), events: Math.round(500_000 * factor), hubs: Math.max(4, Math.round(100 * factor)) };
+}
+
+/** Row number → uuid, one namespace per table (users 1, posts 2, hubs 3). */
+export const benchId = (space: number, n: number) => `00000000-0000-4000-800${space}-${n.toString(16).padStart(12, '0')}`;
+const sqlId = (space: number, n: string) => `('00000000-0000-4000-800${space}-' || lpad(to_hex(${n}), 12, '0'))::uuid`;
+
+export async function generate(client: pg.ClientBase, size: Size, log: (line: string) => void): Promise<void> {
+  const { users: U, posts: P, events: E, hubs: H } = size;
+  const step = async (name: string, sql: string) => {
+    const started = performance.now();
+    await client.query(sql);
+    log(`  ${name}: ${((performance.now() - started) / 1000).toFixed(1)} s`);
+  };
+  await client.query('set session_replication_role = replica');
+  await step(
+    `${U} users`,
+    `insert into app.users (id, username, full_name, terms_accepted_at, terms_version, media_completed_at, contacts_synced_at)
+     select ${sqlId(1, 'n')}, 'bench_' || n, 'Bench User ' || n, now(), 'bench', now(), now() from generate_series(1, ${U}) n`,
+  );
+  // Post n was created at a time increasing with n over the last year.
+  await step(
+    `${P} posts`,
+    `insert into app.posts (id, author_id, thought_text, slider_text, slider_left_label, slider_right_label, visibility, created_at)
+     select ${sqlId(2, 'n')}, ${sqlId(1, `(1 + floor(${U} * random() ^ 2))::int`)}, 'Bench thought ' || n,
+            case when n % 2 = 0 then 'Agree?' end, case when n % 2 = 0 then 'No' end, case when n % 2 = 0 then 'Yes' end,
+            (case when n % 20 = 0 then 'private_locked_hub' when n % 10 = 0 then 'public_hub' else 'public' end)::app.post_visibility,
+            now() - interval '365 days' + n * (interval '365 days' / ${P})
+     from generate_series(1, ${P}) n`,
+  );
+  await step(
+    `${H} hubs`,
+    `insert into app.hubs (id, name, profile_asset_id, created_by)
+     select ${sqlId(3, 'h')}, 'Bench hub ' || h, gen_random_uuid(), ${sqlId(1, '1')} from generate_series(1, ${H}) h`,
+  );
+  await step(
+    'memberships',
+    `insert into app.hub_memberships (hub_id, user_id)
+     select ${sqlId(3, 'h')}, ${sqlId(1, `(1 + floor(${U} * random()))::int`)}
+     from generate_series(1, ${H}) h
+     cross join lateral generate_series(1, case when h <= 3 then least(10000, ${U} / 2) else 20 + (h * 37) % 180 end) m
+     on conflict do nothing;
+     update app.hubs h set member_count = (select count(*) from app.hub_memberships m where m.hub_id = h.id)`,
+  );
+  await step(
+    'hub targets',
+    `insert into app.post_hubs (post_id, hub_id, kind, added_by, created_at)
+     select p.id, ${sqlId(3, `(1 + floor(${H} * random() ^ 2))::int`)}, 'target', p.author_id, p.created_at
+     from app.posts p where p.visibility <> 'public'`,
+  );
+  await step(
+    'follows',
+    `insert into app.follows (follower_id, followee_id)
+     select ${sqlId(1, 'x.f')}, ${sqlId(1, 'x.t')}
+     from (select f, (1 + floor(${U} * random() ^ 3))::int as t
+           from generate_series(1, ${U}) f
+           cross join lateral (select case when f = 100 then 5000
+                                           when f % 100 = 0 then least(5000, floor(exp(random() * ln(5000))))::int
+                                           else 5 + floor(random() * 30)::int end as c) k
+           cross join lateral generate_series(1, k.c) g) x
+     where x.t <> x.f
+     on conflict do nothing;
+     insert into app.follow_counts (user_id, followers, following)
+       select u.id, (select count(*) from app.follows f where f.followee_id = u.id), (select count(*) from app.follows f where f.follower_id = u.id)
+       from app.users u`,
+  );
+  // Interactions favour recent posts; each happens after its post, before now.
+  await step(
+    `${E} interaction events`,
+    `insert into app.activity_events (actor_id, post_id, kind, hub_id, created_at)
+     select ${sqlId(1, `(1 + floor(${U} * random() ^ 2))::int`)}, ${sqlId(2, 'x.n')}, x.kind::app.activity_kind,
+            case when x.kind = 'post_shared_to_hub' then ${sqlId(3, `(1 + floor(${H} * random() ^ 2))::int`)} end,
+            x.at + random() * (now() - x.at)
+     from (
+       select n, now() - interval '365 days' + n * (interval '365 days' / ${P}) as at,
+              case when r < 0.6 or (r >= 0.98 and n % 20 = 0) then 'post_voted' when r < 0.8 then 'post_commented'
+                   when r < 0.9 then 'post_reposted' when r < 0.98 then 'post_shared_to_feed' else 'post_shared_to_hub' end as kind
+       from (select case when random() < 0.5 then 1 + floor(${P} * random())::int else ${P} - floor(${P} * 0.1 * random())::int end as n,
+                    random() as r
+             from generate_series(1, ${E})) g
+     ) x`,
+  );
+  await step(
+    'default feed users',
+    `insert into app.default_feed_users (user_id) select ${sqlId(1, 'n')} from generate_series(1, 20) n`,
+  );
+  await client.query('set session_replication_role = origin');
+  await step('analyze', 'analyze');
+}
