@@ -2,9 +2,11 @@
 // runs one of them (npm run server / npm run worker). Ctrl-C (SIGINT) or SIGTERM shuts down
 // cleanly, also during startup: in-flight requests finish, the worker stops, the embedded
 // database stops. Every resource registers its closer as soon as it exists; shutdown waits for
-// startup to settle, then closes them in reverse order.
+// startup to settle, then closes them in reverse order. A problem the operator can fix (a bad
+// setting, a port in use, an unreachable database) is one line and exit code 1, with whatever had
+// started (the embedded database) stopped first.
 import type { Server } from 'node:http';
-import { loadConfig } from './config.ts';
+import { loadConfig, StartupError, type Config } from './config.ts';
 import { createLogger } from './logger.ts';
 import { openDatabase } from './db/database.ts';
 import { createPools } from './db/pools.ts';
@@ -14,17 +16,27 @@ import { createServer, basePath } from './server/app.ts';
 import { internalGraphqlPath } from './server/graphql/mount.ts';
 import { startWorker } from './worker/runner.ts';
 import { openStorage } from './server/uploads/open-storage.ts';
+import { createMetrics } from './server/metrics.ts';
 
 const only = process.argv.find((arg) => arg.startsWith('--only='))?.slice('--only='.length);
-const config = loadConfig();
+let config: Config;
+try {
+  config = loadConfig();
+} catch (error) {
+  if (!(error instanceof StartupError)) throw error;
+  createLogger('info').fatal(error.message);
+  process.exit(1);
+}
 const log = createLogger(config.logLevel);
 const started = Date.now();
 const closers: (() => Promise<void>)[] = [];
 
 let stopping = false;
+const startupAborted = new AbortController();
 async function shutdown(signal: string, exitCode = 0): Promise<void> {
   if (stopping) return;
   stopping = true;
+  startupAborted.abort();
   log.info(`${signal}: shutting down`);
   // Requests in flight get 10 s to finish; then the process leaves regardless.
   setTimeout(() => {
@@ -41,17 +53,24 @@ process.on('SIGTERM', () => void shutdown('SIGTERM'));
 
 async function start(): Promise<void> {
   log.info(`starting (${config.databaseUrl ? 'DATABASE_URL' : `embedded data in ${config.dataDir}`})`);
-  const database = await openDatabase(config);
+  const database = await openDatabase(config, startupAborted.signal);
   closers.push(() => database.stop());
   const objects = await openStorage(config);
   closers.push(() => objects.stop());
   const pools = createPools(database.ownerUrl);
   closers.push(() => pools.end());
+  const metrics = createMetrics(pools);
+  if (config.metricsPort !== undefined && !stopping) {
+    const metricsServer = await listen(metrics.app(), config.metricsPort, 'METRICS_PORT');
+    closers.push(() => new Promise<void>((resolve) => metricsServer.close(() => resolve())));
+  }
 
   if (only !== 'worker' && !stopping) {
-    const services = await createServices(config, log, pools, objects.storage);
+    const services = await createServices(config, log, pools, objects.storage, { metrics });
     await services.notificationHub.start(roleUrl(database.ownerUrl, 'authenticator'));
-    const server: Server = createServer(services).listen(config.port);
+    // Until the API listens, stopping means ending the hub's connection (stop() is idempotent).
+    closers.push(() => services.notificationHub.stop());
+    const server = await listen(createServer(services), config.port, 'PORT');
     closers.push(async () => {
       const closed = new Promise<void>((resolve) => server.close(() => resolve()));
       // Open notification streams would hold the server open: end them, then the hub's connection.
@@ -60,19 +79,35 @@ async function start(): Promise<void> {
       // After the last request, before the pools end (design.md: release the pgService first).
       await services.graphql.release();
     });
-    await new Promise((resolve) => server.once('listening', resolve));
     log.info(`API listening on http://localhost:${config.port}${basePath} (docs: ${basePath}/docs; internal GraphQL: ${internalGraphqlPath})`);
   }
   if (only !== 'api' && !stopping) {
-    const runner = await startWorker(pools.worker, log, { storage: objects.storage });
+    const runner = await startWorker(pools.worker, log, { storage: objects.storage }, { watch: (events) => metrics.watchWorker(events) });
     closers.push(() => runner.stop());
     log.info('worker running');
   }
-  log.info(`data: ${database.location}; files: ${objects.location}; ready in ${Date.now() - started} ms`);
+  const metricsNote = config.metricsPort === undefined ? '' : `; metrics: http://localhost:${config.metricsPort}/metrics`;
+  log.info(`data: ${database.location}; files: ${objects.location}${metricsNote}; ready in ${Date.now() - started} ms`);
+}
+
+/** Listens on every interface; a busy or forbidden port is a StartupError naming its setting. */
+async function listen(app: { listen(port: number): Server }, port: number, setting: string): Promise<Server> {
+  const server = app.listen(port);
+  await new Promise<void>((resolve, reject) => {
+    server.once('listening', resolve);
+    server.once('error', (error: NodeJS.ErrnoException) => {
+      if (error.code === 'EADDRINUSE') reject(new StartupError(`port ${port} is already in use: set ${setting} to a free port`));
+      else if (error.code === 'EACCES') reject(new StartupError(`port ${port} needs privileges this user lacks: set ${setting} to a port above 1023`));
+      else reject(error);
+    });
+  });
+  return server;
 }
 
 const startup = start();
 startup.catch((error: unknown) => {
-  log.error({ err: error instanceof Error ? { message: error.message, stack: error.stack } : error }, 'startup failed');
+  if (stopping) return; // a shutdown during startup: it ends the process
+  if (error instanceof StartupError) log.fatal(error.message);
+  else log.fatal({ err: error instanceof Error ? { message: error.message, stack: error.stack } : error }, 'startup failed');
   void shutdown('startup failure', 1);
 });

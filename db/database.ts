@@ -1,7 +1,8 @@
 // The database the process uses: DATABASE_URL when set, otherwise the embedded PostgreSQL under
-// the data folder. Same code path after connection: migrations run, then the pools connect.
-import path from 'node:path';
-import type { Config } from '../config.ts';
+// the data folder. Same code path after connection: the owner's login is checked (a failure is one
+// line naming the database), migrations run (unless MIGRATE_ON_START=false), then the pools connect.
+import pg from 'pg';
+import { StartupError, type Config } from '../config.ts';
 import { startEmbeddedPostgres } from './embedded.ts';
 import { migrate } from './migrate.ts';
 
@@ -12,18 +13,37 @@ export interface Database {
   stop(): Promise<void>;
 }
 
-export async function openDatabase(config: Config): Promise<Database> {
+/** Connects once as the owner, so an unreachable or refusing database fails startup in one line. */
+async function checkReachable(ownerUrl: string, name: string): Promise<void> {
+  const client = new pg.Client({ connectionString: ownerUrl, connectionTimeoutMillis: 10_000 });
+  client.on('error', () => {});
+  try {
+    await client.connect();
+    await client.query('select 1');
+  } catch (error) {
+    const { host, pathname } = new URL(ownerUrl);
+    throw new StartupError(`cannot reach the database ${host}${pathname} (${name}): ${(error as Error).message || (error as Error).name}`);
+  } finally {
+    await client.end().catch(() => undefined);
+  }
+}
+
+/** `signal`: a shutdown during startup; the embedded database then stops before migrating. */
+export async function openDatabase(config: Config, signal?: AbortSignal): Promise<Database> {
   if (config.databaseUrl) {
-    await migrate(config.databaseUrl);
+    await checkReachable(config.databaseUrl, 'DATABASE_URL');
+    if (config.migrateOnStart) await migrate(config.databaseUrl);
     const url = new URL(config.databaseUrl);
     return { ownerUrl: config.databaseUrl, location: `${url.host}${url.pathname}`, stop: async () => {} };
   }
-  const embedded = await startEmbeddedPostgres(config.dataDir);
+  const embedded = await startEmbeddedPostgres(config.dataDir, signal ? { signal } : {});
   try {
+    signal?.throwIfAborted();
+    await checkReachable(embedded.url, 'embedded');
     await migrate(embedded.url);
   } catch (error) {
     await embedded.stop();
     throw error;
   }
-  return { ownerUrl: embedded.url, location: `embedded PostgreSQL in ${path.join(config.dataDir, 'pg')}`, stop: embedded.stop };
+  return { ownerUrl: embedded.url, location: `embedded PostgreSQL in ${embedded.databaseDir}`, stop: embedded.stop };
 }

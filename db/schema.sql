@@ -2237,6 +2237,18 @@ $$;
 
 
 --
+-- Name: applied_migrations(); Type: FUNCTION; Schema: app_private; Owner: -
+--
+
+CREATE FUNCTION app_private.applied_migrations() RETURNS SETOF text
+    LANGUAGE sql STABLE SECURITY DEFINER
+    SET search_path TO 'pg_catalog'
+    AS $$
+  select m.name::text from public.pgmigrations m
+$$;
+
+
+--
 -- Name: asset_referenced(uuid); Type: FUNCTION; Schema: app_private; Owner: -
 --
 
@@ -7355,6 +7367,14 @@ GRANT ALL ON FUNCTION app.vote_tally(p_post_id uuid, p_hub_id uuid) TO app_anony
 --
 
 REVOKE ALL ON FUNCTION app_private.announce_session_revoked() FROM PUBLIC;
+
+
+--
+-- Name: FUNCTION applied_migrations(); Type: ACL; Schema: app_private; Owner: -
+--
+
+REVOKE ALL ON FUNCTION app_private.applied_migrations() FROM PUBLIC;
+GRANT ALL ON FUNCTION app_private.applied_migrations() TO authenticator;
 
 
 --

@@ -1,6 +1,6 @@
 // The Express application: request context, JSON bodies (64 KiB), every resource's endpoints under
-// /api/v1, the OpenAPI document and docs page, the internal GraphQL API at /internal/graphql,
-// unknown routes, and the error envelope; and the HTTP server around it.
+// /api/v1, the OpenAPI document and docs page, /healthz and /readyz, the internal GraphQL API at
+// /internal/graphql, unknown routes, and the error envelope; and the HTTP server around it.
 import { createServer as createHttpServer, type Server } from 'node:http';
 import express from 'express';
 import type { Endpoint } from './http/endpoint.ts';
@@ -28,6 +28,7 @@ import { savedPostEndpoints } from './users/saved-posts.ts';
 import { notificationEndpoints } from './notifications/routes.ts';
 import { feedEndpoints } from './feeds/routes.ts';
 import { openApiRouter } from './openapi/router.ts';
+import { healthRouter } from './health.ts';
 
 export const basePath = '/api/v1';
 
@@ -56,6 +57,9 @@ export function createApp(services: Services): express.Express {
   app.set('etag', false);
   // The client address (req.ip) for per-address limits: the socket's, or a trusted proxy's entry.
   app.set('trust proxy', services.config.trustProxy);
+  app.use(services.metrics.requests());
+  // Probes come often: they are measured but not logged.
+  app.use(healthRouter(services.pools.api));
   app.use(requestContext(services.log));
   // Bodies are JSON whatever the declared content type; an empty body reads as {}.
   app.use(express.json({ limit: '64kb', type: () => true }));
@@ -69,7 +73,7 @@ export function createApp(services: Services): express.Express {
   app.use(services.graphql.handler);
 
   app.use((_req, _res, next) => next(new ApiError('ROUTE_NOT_FOUND')));
-  app.use(errorHandler(services.log));
+  app.use(errorHandler(services.log, services.outage));
   return app;
 }
 

@@ -6,6 +6,8 @@ import { createIdpVerifier, type IdpVerifier } from './auth/idp.ts';
 import { createOtp, loadOtpSender, type Otp, type OtpSender } from './auth/otp.ts';
 import { createTokens, type Tokens } from './auth/tokens.ts';
 import { createInternalGraphql, type InternalGraphql } from './graphql/mount.ts';
+import { createMetrics, type Metrics } from './metrics.ts';
+import { DatabaseOutage } from './outage.ts';
 import { NotificationHub } from './sse/hub.ts';
 import type { Storage } from './uploads/storage.ts';
 
@@ -21,6 +23,9 @@ export interface Services {
   graphql: InternalGraphql;
   /** Live notification streams of this process; start it with the API, stop it before the pools end. */
   notificationHub: NotificationHub;
+  metrics: Metrics;
+  /** Logs one warning per database outage instead of one error per failed request. */
+  outage: DatabaseOutage;
 }
 
 // Handlers see these services (server/http/endpoint.ts declares the name and knows nothing else).
@@ -33,6 +38,8 @@ declare module './http/endpoint.ts' {
 /** Adapters a deployment (or a test) plugs in instead of the configured ones. */
 export interface ServiceOverrides {
   otpSender?: OtpSender;
+  /** The process's metrics, shared with its worker (main.ts); a fresh set otherwise. */
+  metrics?: Metrics;
 }
 
 export async function createServices(
@@ -43,6 +50,9 @@ export async function createServices(
   overrides: ServiceOverrides = {},
 ): Promise<Services> {
   const tokens = createTokens(config.jwtSecret);
+  const notificationHub = new NotificationHub(config.sse, log, storage);
+  const metrics = overrides.metrics ?? createMetrics(pools);
+  metrics.watchLive(notificationHub);
   return {
     config,
     log,
@@ -52,6 +62,8 @@ export async function createServices(
     otp: createOtp(config, overrides.otpSender ?? (await loadOtpSender(config, log))),
     idp: createIdpVerifier(config.idp),
     graphql: createInternalGraphql({ pool: pools.graphql, tokens, adminApiToken: config.adminApiToken, log }),
-    notificationHub: new NotificationHub(config.sse, log, storage),
+    notificationHub,
+    metrics,
+    outage: new DatabaseOutage(log, pools.api),
   };
 }

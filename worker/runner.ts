@@ -1,5 +1,5 @@
 // The graphile-worker runner: the task list (one file per task in worker/tasks) and the schedule.
-import { run, type Runner, type TaskList } from 'graphile-worker';
+import { run, type Runner, type TaskList, type WorkerEvents } from 'graphile-worker';
 import type pg from 'pg';
 import { workerLogger, type Log } from '../logger.ts';
 import type { ObjectStore } from './object-store.ts';
@@ -23,8 +23,14 @@ export function createTaskList({ storage }: WorkerDeps): TaskList {
 
 const crontab = ['0 * * * * purge_expired_auth ?max=1', '*/15 * * * * purge_expired_uploads ?max=1'].join('\n');
 
-export async function startWorker(pool: pg.Pool, log: Log, deps: WorkerDeps, { concurrency = 2 } = {}): Promise<Runner> {
-  return run({
+/** `watch` receives the runner's events (main.ts counts jobs for the metrics). */
+export async function startWorker(
+  pool: pg.Pool,
+  log: Log,
+  deps: WorkerDeps,
+  { concurrency = 2, watch = undefined as ((events: WorkerEvents) => void) | undefined } = {},
+): Promise<Runner> {
+  const runner = await run({
     pgPool: pool,
     taskList: createTaskList(deps),
     crontab,
@@ -33,4 +39,6 @@ export async function startWorker(pool: pg.Pool, log: Log, deps: WorkerDeps, { c
     pollInterval: 1000,
     logger: workerLogger(log),
   });
+  watch?.(runner.events);
+  return runner;
 }

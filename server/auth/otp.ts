@@ -5,7 +5,7 @@
 import { createHmac, randomInt } from 'node:crypto';
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
-import type { Config } from '../../config.ts';
+import { StartupError, type Config } from '../../config.ts';
 import type { Log } from '../../logger.ts';
 
 export const otpPolicy = { length: 4, resendAfterSeconds: 60, expiresInSeconds: 300, maxAttempts: 5 } as const;
@@ -36,7 +36,7 @@ export async function loadOtpSender(config: Config, log: Log): Promise<OtpSender
     const module = (await import(pathToFileURL(path.resolve(config.otpSenderModule)).href)) as { default: OtpSender };
     return module.default;
   }
-  if (process.env.NODE_ENV === 'production') throw new Error('OTP_SENDER_MODULE is required in production');
+  if (process.env.NODE_ENV === 'production') throw new StartupError('OTP_SENDER_MODULE is required in production');
   return logSender(log);
 }
 

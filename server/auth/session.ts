@@ -17,7 +17,7 @@ export const sessionResponse = z.object({
     phoneVerified: z.boolean(),
     accessLevel: z.number().int().min(1).max(4),
   }),
-});
+}).meta({ id: 'Session' });
 
 export type SessionResponse = z.input<typeof sessionResponse>;
 

@@ -18,7 +18,7 @@ const comment = z.object({
   parentCommentId: z.string().nullable(),
   replyCount: z.number().int(),
   createdAt: z.string(),
-});
+}).meta({ id: 'Comment' });
 
 interface CommentRow extends UserLiteRow {
   comment_id: string;

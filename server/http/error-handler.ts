@@ -4,13 +4,16 @@
 import type { NextFunction, Request, Response } from 'express';
 import { translateDatabaseError } from './database-errors.ts';
 import type { Log } from '../../logger.ts';
+import type { DatabaseOutage } from '../outage.ts';
 import { sendError } from './envelope.ts';
 import { ApiError } from './errors.ts';
 
-export function errorHandler(log: Log) {
+export function errorHandler(log: Log, outage: DatabaseOutage) {
   return (error: unknown, req: Request, res: Response, _next: NextFunction): void => {
     const failure = asApiError(error);
-    if (failure.status >= 500) {
+    if (failure.code === 'SERVICE_UNAVAILABLE' && !(error instanceof ApiError)) {
+      outage.refused(error);
+    } else if (failure.status >= 500) {
       const cause = error instanceof Error ? { name: error.name, message: error.message, stack: error.stack } : { error };
       log.error({ requestId: res.locals.requestId, method: req.method, err: cause }, 'request failed');
     }

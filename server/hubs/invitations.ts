@@ -17,7 +17,7 @@ const invitationListItem = z.object({
   invitedBy: userLite,
   createdAt: z.string(),
   expiresAt: z.string(),
-});
+}).meta({ id: 'HubInvitationListItem' });
 
 export const hubInvitationEndpoints = [
   endpoint({

@@ -51,7 +51,7 @@ const memberItem = z.object({
   username: z.string().nullable(),
   profilePhotoUrl: z.string().nullable(),
   phoneNumber: z.string().nullable(),
-});
+}).meta({ id: 'HubMember' });
 
 const adminItem = z.object({
   id: z.string(),
@@ -59,7 +59,7 @@ const adminItem = z.object({
   username: z.string().nullable(),
   profilePhotoUrl: z.string().nullable(),
   role: z.enum(hubRoles),
-});
+}).meta({ id: 'HubAdmin' });
 
 export const hubMemberEndpoints = [
   endpoint({

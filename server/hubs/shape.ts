@@ -18,7 +18,7 @@ export const hubResponse = z.object({
   activeUsers24h: z.number().int(),
   viewerStatus: z.enum(viewerStatuses).nullable(),
   viewerRole: z.enum(hubRoles).nullable(),
-});
+}).meta({ id: 'Hub' });
 
 /** A hub as the viewer sees it (GET /hubs/{hubId}); HUB_NOT_FOUND when unknown. */
 export async function readHub(tx: RequestTransaction, storage: Storage, hubId: string): Promise<z.input<typeof hubResponse>> {
@@ -81,7 +81,7 @@ export const invitationResult = z.object({
   inviteUrl: z.string(),
   shareText: z.string(),
   expiresAt: z.string(),
-});
+}).meta({ id: 'HubInvitation' });
 
 export interface InvitationRow {
   id: string;

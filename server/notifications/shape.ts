@@ -25,7 +25,7 @@ export const notification = z.object({
   hub_id: z.string().nullable().describe('Null for global notifications (spec 2.7).'),
   invitationId: z.string().nullable(),
   joinRequestId: z.string().nullable(),
-});
+}).meta({ id: 'Notification' });
 
 export type Notification = z.input<typeof notification>;
 

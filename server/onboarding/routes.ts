@@ -16,7 +16,7 @@ const onboardingStatus = z.object({
   contacts_synced: z.boolean(),
   contactsSyncedAt: z.string().nullable(),
   nextStep: z.enum(['profile_basics', 'media', 'phone', 'contacts', 'done']),
-});
+}).meta({ id: 'OnboardingStatus' });
 
 /** The status as the request's last statement, committed in the same round trip. */
 async function readStatus(tx: RequestTransaction): Promise<z.input<typeof onboardingStatus>> {

@@ -1,14 +1,34 @@
 // The OpenAPI 3.1 document, generated from the same zod schemas and endpoint definitions that
 // validate requests and shape responses (zod 4 emits JSON Schema 2020-12, OpenAPI 3.1's dialect).
+// Schemas named with zod's `.meta({ id })` (PostCard, UserLite, Hub, Session, ...) become
+// components.schemas, so client generators make named types; every operation carries examples.
 import { z } from 'zod';
 import { errorCatalog, type ErrorCode } from '../http/catalog.ts';
 import type { Endpoint } from '../http/endpoint.ts';
+import { exampleOf } from './examples.ts';
 
 type JsonSchema = Record<string, unknown>;
+type Components = Record<string, JsonSchema>;
 
-function jsonSchema(schema: z.ZodType, io: 'input' | 'output'): JsonSchema {
-  const { $schema: _ignored, ...rest } = z.toJSONSchema(schema, { io, unrepresentable: 'any', target: 'draft-2020-12' }) as JsonSchema;
-  return rest;
+/**
+ * The JSON Schema of a zod schema, its named parts moved to `components` (a request shape that
+ * differs from the response shape of the same name is kept as `<name>Input`).
+ */
+function jsonSchema(schema: z.ZodType, io: 'input' | 'output', components: Components): JsonSchema {
+  const converted = z.toJSONSchema(schema, { io, unrepresentable: 'any', target: 'draft-2020-12' }) as JsonSchema;
+  const { $schema: _ignored, $defs, ...rest } = converted;
+  const renamed = new Map<string, string>();
+  const definitions = Object.entries(($defs ?? {}) as Components);
+  for (const [name, definition] of definitions) {
+    const existing = components[name];
+    if (io === 'input' && existing && JSON.stringify(existing) !== JSON.stringify(definition)) renamed.set(name, `${name}Input`);
+  }
+  const rewrite = <T>(value: T): T =>
+    JSON.parse(
+      JSON.stringify(value).replace(/"#\/\$defs\/([^"]+)"/g, (_m, name: string) => `"#/components/schemas/${renamed.get(name) ?? name}"`),
+    ) as T;
+  for (const [name, definition] of definitions) components[renamed.get(name) ?? name] ??= rewrite(definition);
+  return rewrite(rest);
 }
 
 function errorCodes(definition: Endpoint): ErrorCode[] {
@@ -29,7 +49,7 @@ function errorCodes(definition: Endpoint): ErrorCode[] {
   return [...codes];
 }
 
-function operation(definition: Endpoint): JsonSchema {
+function operation(definition: Endpoint, components: Components): JsonSchema {
   const parameters: JsonSchema[] = [...definition.path.matchAll(/\{(\w+)\}/g)].map(([, name]) => ({
     name,
     in: 'path',
@@ -37,15 +57,16 @@ function operation(definition: Endpoint): JsonSchema {
     schema: { type: 'string' },
   }));
   if (definition.query) {
-    const schema = jsonSchema(definition.query, 'input') as { properties?: Record<string, JsonSchema>; required?: string[] };
+    const schema = jsonSchema(definition.query, 'input', components) as { properties?: Record<string, JsonSchema>; required?: string[] };
     for (const [name, property] of Object.entries(schema.properties ?? {})) {
       parameters.push({ name, in: 'query', required: schema.required?.includes(name) ?? false, schema: property });
     }
   }
   const responses: Record<string, JsonSchema> = {};
   const status = String(definition.status ?? 200);
-  responses[status] = definition.stream
-    ? { description: 'Stream', content: { [definition.stream.contentType]: { schema: { type: 'string' } } } }
+  const data = definition.stream ? undefined : jsonSchema(definition.response, 'output', components);
+  responses[status] = !data
+    ? { description: 'Stream', content: { [definition.stream?.contentType ?? 'text/plain']: { schema: { type: 'string' } } } }
     : {
         description: definition.message ?? 'OK',
         content: {
@@ -53,8 +74,9 @@ function operation(definition: Endpoint): JsonSchema {
             schema: {
               type: 'object',
               required: ['success', 'message', 'data'],
-              properties: { success: { const: true }, message: { type: 'string' }, data: jsonSchema(definition.response, 'output') },
+              properties: { success: { const: true }, message: { type: 'string' }, data },
             },
+            example: { success: true, message: definition.message ?? 'OK', data: exampleOf(data, components) },
           },
         },
       };
@@ -64,9 +86,15 @@ function operation(definition: Endpoint): JsonSchema {
     byStatus.set(httpStatus, [...(byStatus.get(httpStatus) ?? []), code]);
   }
   for (const [httpStatus, codes] of [...byStatus].sort(([a], [b]) => a - b)) {
+    const [first] = codes as [ErrorCode];
     responses[String(httpStatus)] = {
       description: codes.map((code) => `${code}: ${errorCatalog[code][1]}`).join(' '),
-      content: { 'application/json': { schema: { $ref: '#/components/schemas/ErrorEnvelope' } } },
+      content: {
+        'application/json': {
+          schema: { $ref: '#/components/schemas/ErrorEnvelope' },
+          example: { success: false, error: { code: first, message: errorCatalog[first][1], details: {} } },
+        },
+      },
     };
   }
   return {
@@ -77,18 +105,22 @@ function operation(definition: Endpoint): JsonSchema {
     ...(definition.level ? { 'x-access-level': definition.level } : {}),
     security: definition.auth === 'bearer' ? [{ bearer: [] }] : definition.auth === 'optional' ? [{}, { bearer: [] }] : [],
     ...(parameters.length > 0 ? { parameters } : {}),
-    ...(definition.body
-      ? { requestBody: { required: true, content: { 'application/json': { schema: jsonSchema(definition.body, 'input') } } } }
-      : {}),
+    ...(definition.body ? { requestBody: requestBody(definition.body, components) } : {}),
     responses,
   };
 }
 
+function requestBody(body: z.ZodType, components: Components): JsonSchema {
+  const schema = jsonSchema(body, 'input', components);
+  return { required: true, content: { 'application/json': { schema, example: exampleOf(schema, components) } } };
+}
+
 export function openApiDocument(endpoints: Endpoint[]): JsonSchema {
   const paths: Record<string, Record<string, JsonSchema>> = {};
+  const components: Components = {};
   for (const definition of endpoints) {
     paths[definition.path] ??= {};
-    (paths[definition.path] as Record<string, JsonSchema>)[definition.method] = operation(definition);
+    (paths[definition.path] as Record<string, JsonSchema>)[definition.method] = operation(definition, components);
   }
   return {
     openapi: '3.1.0',
@@ -104,6 +136,7 @@ export function openApiDocument(endpoints: Endpoint[]): JsonSchema {
     components: {
       securitySchemes: { bearer: { type: 'http', scheme: 'bearer', bearerFormat: 'JWT' } },
       schemas: {
+        ...Object.fromEntries(Object.entries(components).sort(([a], [b]) => a.localeCompare(b))),
         ErrorEnvelope: {
           type: 'object',
           required: ['success', 'error'],

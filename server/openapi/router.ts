@@ -1,17 +1,28 @@
-// GET /api/v1/openapi.json and a readable docs page at GET /api/v1/docs (self-contained: no CDN).
+// GET /api/v1/openapi.json and the docs page at GET /api/v1/docs and /api/v1/docs/ (swagger-ui from
+// the swagger-ui-dist package, served from node_modules: no CDN).
+import { createRequire } from 'node:module';
+import path from 'node:path';
 import express from 'express';
 import type { Endpoint } from '../http/endpoint.ts';
 import { openApiDocument } from './document.ts';
-import { docsPage } from './docs-page.ts';
+import { docsAssets, docsPage } from './docs-page.ts';
 
 export function openApiRouter(endpoints: Endpoint[]): express.Router {
   const document = openApiDocument(endpoints);
+  const assetsDir = path.dirname(createRequire(import.meta.url).resolve('swagger-ui-dist/package.json'));
   const router = express.Router();
   router.get('/openapi.json', (_req, res) => {
     res.json(document);
   });
-  router.get('/docs', (_req, res) => {
-    res.type('html').send(docsPage);
+  let page: string | undefined;
+  router.get(['/docs', '/docs/'], (req, res) => {
+    page ??= docsPage(`${req.baseUrl}/docs/assets`, document);
+    res.type('html').send(page);
+  });
+  router.get('/docs/assets/:file', (req, res, next) => {
+    const file = req.params.file;
+    if (!docsAssets.includes(file)) return next();
+    res.sendFile(path.join(assetsDir, file), { maxAge: '1d' });
   });
   return router;
 }

@@ -13,9 +13,9 @@ const article = z.object({
   title: z.string().nullable(),
   text: z.string().nullable(),
   media: z.array(z.object({ assetId: z.string(), url: z.string().nullable() })),
-});
+}).meta({ id: 'Article' });
 
-const slider = z.object({ leftLabel: z.string(), rightLabel: z.string() });
+const slider = z.object({ leftLabel: z.string(), rightLabel: z.string() }).meta({ id: 'Slider' });
 
 export const feedContexts = [
   'own_post',
@@ -47,7 +47,7 @@ export const postCard = z.object({
   voteDistribution: z.array(distributionBucket).nullable(),
   viewerSaved: z.boolean(),
   feedContext: z.enum(feedContexts).nullable(),
-});
+}).meta({ id: 'PostCard' });
 
 export type PostCard = z.input<typeof postCard>;
 export type FeedContext = (typeof feedContexts)[number];

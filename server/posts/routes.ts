@@ -57,6 +57,16 @@ export const postEndpoints = [
           ctx.addIssue({ code: 'custom', path: ['thoughtText'], message: 'A post needs an article, a thought or a slider' });
         }
         checkFrame(value, ctx);
+      })
+      .meta({
+        examples: [
+          {
+            thoughtText: 'Remote work made our team faster, not slower.',
+            sliderText: 'Should offices stay optional?',
+            slider: { leftLabel: 'Always optional', rightLabel: 'Back to the office' },
+            visibility: 'public',
+          },
+        ],
       }),
     response: postCard,
     errors: ['HUB_READINESS_REQUIRED', 'HUB_MEMBERSHIP_REQUIRED', 'HUB_NOT_FOUND'],
@@ -159,7 +169,8 @@ export const postEndpoints = [
         const isRepost = value.thoughtText !== undefined || value.sliderText !== undefined || value.slider !== undefined;
         if (isRepost && !value.visibility) ctx.addIssue({ code: 'custom', path: ['visibility'], message: 'Required' });
         checkFrame(value, ctx);
-      }),
+      })
+      .meta({ examples: [{ thoughtText: 'Worth reading before the vote.', visibility: 'public' }] }),
     response: z.union([postCard, shareResult]),
     errors: ['REPOST_NOT_ALLOWED', 'SHARE_NOT_ALLOWED', 'PHONE_VERIFICATION_REQUIRED', 'HUB_READINESS_REQUIRED', 'HUB_MEMBERSHIP_REQUIRED'],
     async handler({ body, params, tx, services: { storage } }) {

@@ -13,7 +13,7 @@ const personResult = z.object({
   profilePhotoUrl: z.string().nullable(),
   bio: z.string().nullable(),
   viewerFollows: z.boolean().optional(),
-});
+}).meta({ id: 'PersonSearchResult' });
 
 export const searchEndpoints = [
   endpoint({

@@ -15,6 +15,7 @@ export class Dispatcher {
   #client: pg.Client | undefined;
   #timer: NodeJS.Timeout | undefined;
   #leading = false;
+  #lastTickAt = 0;
 
   constructor(log: Log) {
     this.#log = log;
@@ -34,6 +35,11 @@ export class Dispatcher {
     this.#leading = false;
   }
 
+  /** Seconds since this process, leading, last completed a dispatch; undefined when it does not lead. */
+  get lagSeconds(): number | undefined {
+    return this.#leading && this.#lastTickAt > 0 ? (Date.now() - this.#lastTickAt) / 1000 : undefined;
+  }
+
   async #run(client: pg.Client): Promise<void> {
     try {
       if (!this.#leading) {
@@ -41,7 +47,10 @@ export class Dispatcher {
         this.#leading = rows[0]?.lead === true;
         if (this.#leading) this.#log.info('notification dispatcher: this process leads');
       }
-      if (this.#leading) await client.query('select app_private.dispatch_notifications()');
+      if (this.#leading) {
+        await client.query('select app_private.dispatch_notifications()');
+        this.#lastTickAt = Date.now();
+      }
     } catch (error) {
       if (this.#client === client) this.#log.warn({ err: error }, 'notification dispatcher tick failed');
     }

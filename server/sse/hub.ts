@@ -96,6 +96,11 @@ export class NotificationHub {
     await this.#reader?.end().catch(() => undefined);
   }
 
+  /** The dispatcher's lag when this process leads (for metrics, server/metrics.ts). */
+  get dispatcherLagSeconds(): number | undefined {
+    return this.#dispatcher.lagSeconds;
+  }
+
   /**
    * Answers the request with a notification stream for the session (503 while the hub has never
    * reached the database). With `resume`, live events wait for the stream's release, after the

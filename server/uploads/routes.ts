@@ -29,7 +29,7 @@ const asset = z.object({
   contentType: z.string(),
   size: z.number().int(),
   checksum: z.string(),
-});
+}).meta({ id: 'Asset' });
 
 export const uploadEndpoints = [
   endpoint({

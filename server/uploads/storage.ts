@@ -46,14 +46,18 @@ export function s3Client(s3: Config['s3'], endpoint: string | undefined): S3Clie
   });
 }
 
-export function createStorage(client: S3Client, bucket: string): Storage {
+/**
+ * `signer` signs the URLs handed to clients: its endpoint is the store's public address (S3_PUBLIC_URL),
+ * which may differ from the one this process reaches it at (`client`).
+ */
+export function createStorage(client: S3Client, bucket: string, signer: S3Client = client): Storage {
   const photoUrls = new Map<string, { url: string; reuseUntil: number }>();
   const presignGet = (key: string, expiresIn: number) =>
-    getSignedUrl(client, new GetObjectCommand({ Bucket: bucket, Key: key }), { expiresIn });
+    getSignedUrl(signer, new GetObjectCommand({ Bucket: bucket, Key: key }), { expiresIn });
 
   return {
     presignPut: (key, contentType, contentLength, expiresIn) =>
-      getSignedUrl(client, new PutObjectCommand({ Bucket: bucket, Key: key, ContentType: contentType, ContentLength: contentLength }), {
+      getSignedUrl(signer, new PutObjectCommand({ Bucket: bucket, Key: key, ContentType: contentType, ContentLength: contentLength }), {
         expiresIn,
         signableHeaders: new Set(['content-type', 'content-length']),
       }),

@@ -17,7 +17,7 @@ export const followListItem = z.object({
   fullName: z.string().nullable(),
   profilePhotoUrl: z.string().nullable(),
   viewerFollows: z.boolean(),
-});
+}).meta({ id: 'FollowListItem' });
 
 export async function shapeFollowListItem(storage: Storage, row: UserListRow): Promise<z.input<typeof followListItem>> {
   return { ...(await shapeUserLite(storage, row)), viewerFollows: row.viewer_follows };

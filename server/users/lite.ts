@@ -10,7 +10,7 @@ export const userLite = z.object({
   username: z.string().nullable(),
   fullName: z.string().nullable(),
   profilePhotoUrl: z.string().nullable(),
-});
+}).meta({ id: 'UserLite' });
 
 export type UserLite = z.input<typeof userLite>;
 

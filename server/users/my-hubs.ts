@@ -14,7 +14,7 @@ const myHub = z.object({
   viewerRole: z.enum(hubRoles).nullable(),
   invitationId: z.string().nullable(),
   lastActivityAt: z.string(),
-});
+}).meta({ id: 'MyHub' });
 
 interface MyHubRow {
   id: string;

@@ -20,7 +20,7 @@ export const publicProfile = z.object({
   }),
   adminHubs: z.array(z.object({ id: z.string(), name: z.string(), profilePhotoUrl: z.string().nullable() })),
   viewer: z.object({ follows: z.boolean(), followedBy: z.boolean(), blocked: z.boolean() }).nullable(),
-});
+}).meta({ id: 'PublicProfile' });
 
 export const ownProfile = publicProfile.extend({
   editable: z.object({

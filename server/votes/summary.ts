@@ -18,13 +18,13 @@ export const voteSummary = z.object({
   leftCount: z.number().int().nullable(),
   neutralCount: z.number().int().nullable(),
   rightCount: z.number().int().nullable(),
-});
+}).meta({ id: 'VoteSummary' });
 
 export const distributionBucket = z.object({
   position: z.enum(positions),
   bucket: z.enum(['left', 'neutral', 'right']),
   count: z.number().int(),
-});
+}).meta({ id: 'DistributionBucket' });
 
 /** Summary buckets: visible from the first vote; a zero-vote scope shows nulls. */
 export function summarize(counts: number[]): z.input<typeof voteSummary> {

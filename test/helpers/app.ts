@@ -18,13 +18,13 @@ import { createTaskList } from '../../worker/runner.ts';
 import { databaseUrl } from './global-setup.ts';
 import { createClient, type Client } from './client.ts';
 
-/** Test phones +1555000NNNN (N < 500) answer the code 1234 and receive nothing. */
+/** Test phones +1555000NNNN (N < 500) answer the code 1234 and receive nothing (testCodes: OTP_TEST_CODES for them). */
 export const testOtpCode = '1234';
 export function testPhone(n: number): { phoneCountryCode: string; phoneNumber: string; e164: string } {
   const national = `555000${String(n).padStart(4, '0')}`;
   return { phoneCountryCode: '+1', phoneNumber: national, e164: `+1${national}` };
 }
-const testCodes = Array.from({ length: 500 }, (_, n) => `${testPhone(n).e164}=${testOtpCode}`).join(',');
+export const testCodes = Array.from({ length: 500 }, (_, n) => `${testPhone(n).e164}=${testOtpCode}`).join(',');
 
 export interface TestApp extends Client {
   url: string;

@@ -23,7 +23,9 @@ async function mountedRoutes(): Promise<string[]> {
   const walk = (stack: any[]) => {
     for (const layer of stack) {
       if (layer.route) {
-        for (const method of Object.keys(layer.route.methods)) routes.push(`${method} ${layer.route.path}`);
+        for (const path of [layer.route.path].flat()) {
+          for (const method of Object.keys(layer.route.methods)) routes.push(`${method} ${path}`);
+        }
       } else if (layer.handle?.stack) {
         walk(layer.handle.stack);
       }
@@ -46,7 +48,7 @@ describe('GET /api/v1/openapi.json', () => {
     expect(routes.length).toBeGreaterThan(15);
     for (const route of routes) {
       const [method, path] = route.split(' ') as [string, string];
-      if (path === '/openapi.json' || path === '/docs') continue;
+      if (['/openapi.json', '/docs', '/docs/', '/docs/assets/:file', '/healthz', '/readyz'].includes(path)) continue;
       const documented = path.replace(/:(\w+)/g, '{$1}');
       expect(document.paths[documented]?.[method], route).toBeDefined();
     }
@@ -86,10 +88,53 @@ describe('GET /api/v1/openapi.json', () => {
     expect(document.paths['/uploads/complete'].post.responses['409'].description).toContain('UPLOAD_CONTENT_MISMATCH');
   });
 
-  it('serves a readable docs page', async () => {
-    const page = await app.get('/docs');
-    expect(page.status).toBe(200);
-    expect(page.headers.get('content-type')).toContain('text/html');
-    expect(page.text).toContain('openapi.json');
+  it('serves the docs page with and without the trailing slash, and its assets from this server', async () => {
+    for (const path of ['/docs', '/docs/']) {
+      const page = await app.get(path);
+      expect(page.status).toBe(200);
+      expect(page.headers.get('content-type')).toContain('text/html');
+      expect(page.text).toContain('src="/api/v1/docs/assets/swagger-ui-bundle.js"');
+    }
+    const script = await app.get('/docs/assets/swagger-ui-bundle.js');
+    expect(script.status).toBe(200);
+    expect(script.headers.get('content-type')).toContain('javascript');
+    expect((await app.get('/docs/assets/index.html')).status).toBe(404);
+  });
+});
+
+describe('named schemas and examples', () => {
+  it('names the resource shapes in components.schemas and refers to them', () => {
+    const names = Object.keys(document.components.schemas);
+    for (const name of ['PostCard', 'UserLite', 'Hub', 'Notification', 'Session', 'ErrorEnvelope', 'Comment', 'VoteSummary']) expect(names).toContain(name);
+    const card = document.paths['/posts/{postId}'].get.responses['200'].content['application/json'].schema.properties.data;
+    expect(card).toEqual({ $ref: '#/components/schemas/PostCard' });
+    expect(document.components.schemas.PostCard.properties.author).toEqual({ $ref: '#/components/schemas/UserLite' });
+    const refs = [...JSON.stringify(document).matchAll(/"\$ref":"#\/components\/schemas\/(\w+)"/g)].map((m) => m[1]);
+    for (const ref of refs) expect(names, ref).toContain(ref);
+  });
+
+  it('gives every operation an example for its body and each of its responses', () => {
+    for (const [path, operations] of Object.entries<any>(document.paths)) {
+      for (const [method, operation] of Object.entries<any>(operations)) {
+        if (operation.requestBody) expect(operation.requestBody.content['application/json'].example, `${method} ${path}`).toBeDefined();
+        for (const [status, response] of Object.entries<any>(operation.responses)) {
+          const json = response.content?.['application/json'];
+          if (!json) continue;
+          expect(json.example, `${method} ${path} ${status}`).toBeDefined();
+          expect(json.example.success).toBe(Number(status) < 400);
+          if (Number(status) >= 400) expect(errorCatalog[json.example.error.code as keyof typeof errorCatalog][0]).toBe(Number(status));
+        }
+      }
+    }
+  });
+
+  it("gives request examples that the endpoint's own schema accepts", async () => {
+    const { allEndpoints } = await import('../../server/app.ts');
+    for (const definition of allEndpoints) {
+      if (!definition.body) continue;
+      const example = document.paths[definition.path][definition.method].requestBody.content['application/json'].example;
+      const parsed = definition.body.safeParse(example);
+      expect(parsed.success, `${definition.method} ${definition.path}: ${JSON.stringify(parsed.error?.issues)}`).toBe(true);
+    }
   });
 });

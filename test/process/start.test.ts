@@ -13,10 +13,11 @@ import { databaseUrl } from '../helpers/global-setup.ts';
 
 async function runService(env: Record<string, string>, { interruptWhenStarting = false } = {}) {
   const port = await freePort();
+  const s3Port = await freePort();
   const started = Date.now();
   const child = spawn(process.execPath, ['main.ts'], {
     cwd: path.resolve(import.meta.dirname, '../..'),
-    env: { ...process.env, NODE_ENV: 'development', LOG_LEVEL: 'info', PORT: String(port), ...env },
+    env: { ...process.env, NODE_ENV: 'development', LOG_LEVEL: 'info', PORT: String(port), S3_PORT: String(s3Port), ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let output = '';

@@ -1,0 +1,18 @@
+# The production image: one image for the API (`npm run server`), the worker (`npm run worker`) and
+# the one-off migration (`npm run migrate`). Node 24 runs the TypeScript sources directly (type
+# stripping); dev dependencies, including the pinned `node` package, are left out.
+FROM node:24-bookworm-slim
+WORKDIR /app
+ENV NODE_ENV=production
+COPY package.json package-lock.json ./
+RUN npm ci --omit=dev --no-audit --no-fund && npm cache clean --force
+COPY config.ts logger.ts main.ts ./
+COPY db ./db
+COPY migrations ./migrations
+COPY server ./server
+COPY worker ./worker
+USER node
+EXPOSE 3000 9464
+HEALTHCHECK --interval=10s --timeout=3s --start-period=20s \
+  CMD node -e "fetch('http://127.0.0.1:' + (process.env.PORT || 3000) + '/readyz').then((r) => process.exit(r.ok ? 0 : 1), () => process.exit(1))"
+CMD ["npm", "run", "server"]

@@ -1,0 +1,110 @@
+// Prometheus metrics of one process (contract 11), served on METRICS_PORT only, never on the public
+// port: requests by route pattern and status (count and latency), every connection pool's use and
+// waiters, open notification streams and the dispatcher's lag, worker jobs by task and outcome,
+// plus prom-client's process defaults. Labels hold route patterns, never raw URLs or ids.
+import express from 'express';
+import type { NextFunction, Request, Response } from 'express';
+import pg from 'pg';
+import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
+import type { WorkerEvents } from 'graphile-worker';
+import type { Pools } from '../db/pools.ts';
+import type { Endpoint } from './http/endpoint.ts';
+
+/** What the notification hub reports (server/sse/hub.ts). */
+export interface LiveStatus {
+  readonly openStreams: number;
+  readonly dispatcherLagSeconds: number | undefined;
+}
+
+export interface Metrics {
+  /** Express middleware counting and timing every request by route pattern and status. */
+  requests(): express.RequestHandler;
+  watchLive(live: LiveStatus): void;
+  watchWorker(events: WorkerEvents): void;
+  /** The metrics endpoint's app: GET /metrics. */
+  app(): express.Express;
+}
+
+export function createMetrics(pools: Pools): Metrics {
+  const registry = new Registry();
+  registry.setDefaultLabels({ service: 'opinion-backend' });
+  collectDefaultMetrics({ register: registry });
+
+  const labelNames = ['method', 'route', 'status'] as const;
+  const requestCount = new Counter({ name: 'http_requests_total', help: 'Requests answered, by route pattern and status', labelNames, registers: [registry] });
+  const requestSeconds = new Histogram({
+    name: 'http_request_duration_seconds',
+    help: 'Time to answer a request (to the end of the response; a stream counts its whole life)',
+    labelNames,
+    buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
+    registers: [registry],
+  });
+
+  // Every pg.Pool in Pools (api, worker, and any added later), read when scraped.
+  const namedPools = () => Object.entries(pools).filter((entry): entry is [string, pg.Pool] => entry[1] instanceof pg.Pool);
+  const poolGauge = (name: string, help: string, read: (pool: pg.Pool) => number) =>
+    new Gauge({
+      name,
+      help,
+      labelNames: ['pool'],
+      registers: [registry],
+      collect() {
+        for (const [pool, value] of namedPools()) this.set({ pool }, read(value));
+      },
+    });
+  poolGauge('db_pool_connections', 'Open connections of the pool', (pool) => pool.totalCount);
+  poolGauge('db_pool_connections_in_use', 'Connections checked out of the pool', (pool) => pool.totalCount - pool.idleCount);
+  poolGauge('db_pool_waiting', 'Callers waiting for a connection of the pool', (pool) => pool.waitingCount);
+
+  const jobs = new Counter({ name: 'worker_jobs_total', help: 'Worker jobs run, by task and outcome (success, error: will retry, failed: no attempts left)', labelNames: ['task', 'outcome'], registers: [registry] });
+
+  return {
+    requests() {
+      return (req: Request, res: Response, next: NextFunction) => {
+        const started = process.hrtime.bigint();
+        res.on('close', () => {
+          const endpoint = res.locals.endpoint as Endpoint | undefined;
+          const route = endpoint ? `/api/v1${endpoint.path}` : knownRoute(req.path);
+          const labels = { method: req.method, route, status: String(res.statusCode) };
+          requestCount.inc(labels);
+          requestSeconds.observe(labels, Number(process.hrtime.bigint() - started) / 1e9);
+        });
+        next();
+      };
+    },
+    watchLive(live) {
+      new Gauge({ name: 'sse_open_streams', help: 'Notification streams open in this process', registers: [registry], collect() { this.set(live.openStreams); } });
+      new Gauge({
+        name: 'notification_dispatcher_lag_seconds',
+        help: 'Seconds since the notification dispatcher last announced new rows or found none (reported by the process that leads)',
+        registers: [registry],
+        collect() {
+          const lag = live.dispatcherLagSeconds;
+          if (lag === undefined) this.reset();
+          else this.set(lag);
+        },
+      });
+    },
+    watchWorker(events) {
+      events.on('job:success', ({ job }) => jobs.inc({ task: job.task_identifier, outcome: 'success' }));
+      events.on('job:error', ({ job }) => jobs.inc({ task: job.task_identifier, outcome: 'error' }));
+      events.on('job:failed', ({ job }) => jobs.inc({ task: job.task_identifier, outcome: 'failed' }));
+    },
+    app() {
+      const app = express();
+      app.disable('x-powered-by');
+      app.get('/metrics', async (_req, res) => {
+        res.type(registry.contentType).send(await registry.metrics());
+      });
+      return app;
+    },
+  };
+}
+
+// Requests outside the endpoint table: a fixed set of names, so a scanner's URLs add no series.
+const otherRoutes = ['/healthz', '/readyz', '/internal/graphql', '/api/v1/openapi.json'];
+function knownRoute(path: string): string {
+  if (otherRoutes.includes(path)) return path;
+  if (path.startsWith('/api/v1/docs')) return '/api/v1/docs';
+  return '(unmatched)';
+}

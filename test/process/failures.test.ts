@@ -1,0 +1,100 @@
+// Contract 11, clean failures and signals, with real processes: a bad setting, a port in use and an
+// unreachable database each end the process with one line naming the problem and exit code 1,
+// leaving nothing running; SIGINT to `npm start`, or to its whole process group (a terminal's
+// Ctrl-C), stops the app and then its embedded PostgreSQL (in its own process group), in order.
+import { chmod, mkdtemp, rm } from 'node:fs/promises';
+import net from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { freePort } from '../../db/embedded.ts';
+import { answers, clusterRunning, startProcess } from '../helpers/process.ts';
+
+let dataDir: string;
+beforeAll(async () => {
+  dataDir = await mkdtemp(path.join(os.tmpdir(), 'opinion-failures-'));
+  await chmod(dataDir, 0o755);
+});
+afterAll(async () => {
+  await rm(dataDir, { recursive: true, force: true });
+});
+
+async function ports() {
+  return { PORT: String(await freePort()), S3_PORT: String(await freePort()) };
+}
+
+/** Runs main.ts to its end; it must fail with exactly one line at fatal level and no stack. */
+async function expectOneLineFailure(env: Record<string, string>, problem: RegExp) {
+  const run = startProcess(process.execPath, ['main.ts'], { DATA_DIR: dataDir, DATABASE_URL: '', ...env });
+  const code = await run.exited;
+  const problems = run.problems();
+  expect(code, run.output()).toBe(1);
+  expect(problems, run.output()).toHaveLength(1);
+  expect(problems[0]?.level).toBe(60);
+  expect(problems[0]?.msg).toMatch(problem);
+  expect(run.output()).not.toMatch(/\n\s+at /); // no stack trace
+  expect(clusterRunning(path.join(dataDir, 'pg'))).toBe(false);
+  return run;
+}
+
+describe('a problem the operator can fix: one line, exit 1, nothing left running', () => {
+  it('a bad setting names the setting', async () => {
+    await expectOneLineFailure({ PORT: 'eighty' }, /^PORT must be a port number/);
+    await expectOneLineFailure({ ...(await ports()), SSE_PING_SECONDS: '-1' }, /^SSE_PING_SECONDS must be a positive number/);
+    await expectOneLineFailure({ ...(await ports()), S3_PUBLIC_URL: 'phone.local:3001' }, /^S3_PUBLIC_URL must be an http\(s\) URL/);
+  });
+
+  it('a port in use names the port and stops the embedded database it had started', { timeout: 90_000 }, async () => {
+    const taken = net.createServer();
+    await new Promise<void>((resolve) => taken.listen(0, resolve));
+    const { port } = taken.address() as net.AddressInfo;
+    try {
+      const run = await expectOneLineFailure({ PORT: String(port), S3_PORT: String(await freePort()) }, new RegExp(`^port ${port} is already in use: set PORT`));
+      expect(run.output()).toContain('stopped');
+    } finally {
+      taken.close();
+    }
+    // The same data folder starts cleanly afterwards.
+    const env = { ...(await ports()), DATA_DIR: dataDir, DATABASE_URL: '' };
+    const run = startProcess(process.execPath, ['main.ts'], env);
+    await run.waitFor(() => answers(`http://127.0.0.1:${env.PORT}/healthz`), 'the service');
+    run.child.kill('SIGTERM');
+    expect(await run.exited).toBe(0);
+    expect(run.problems()).toEqual([]);
+  });
+
+  it('an unreachable DATABASE_URL names the database', async () => {
+    const nobody = await freePort();
+    await expectOneLineFailure(
+      { ...(await ports()), DATABASE_URL: `postgres://owner:secret@127.0.0.1:${nobody}/opinion` },
+      new RegExp(`^cannot reach the database 127.0.0.1:${nobody}/opinion \\(DATABASE_URL\\): .*ECONNREFUSED`),
+    );
+  });
+});
+
+describe('signals', () => {
+  it('SIGINT to `npm start` alone stops the app, then its database', { timeout: 90_000 }, async () => {
+    const env = { ...(await ports()), DATA_DIR: dataDir, DATABASE_URL: '' };
+    const npm = startProcess('npm', ['start'], env);
+    await npm.waitFor(() => answers(`http://127.0.0.1:${env.PORT}/healthz`), 'the service');
+    expect(clusterRunning(path.join(dataDir, 'pg'))).toBe(true);
+    npm.child.kill('SIGINT');
+    await npm.exited;
+    await npm.waitFor(() => npm.output().includes('"stopped"'), 'the app to stop');
+    expect(await answers(`http://127.0.0.1:${env.PORT}/healthz`)).toBe(false);
+    expect(clusterRunning(path.join(dataDir, 'pg'))).toBe(false);
+    expect(npm.problems()).toEqual([]);
+  });
+
+  it('Ctrl-C (SIGINT to the whole foreground group) reaches the app only: it closes its connections before its database stops', { timeout: 90_000 }, async () => {
+    const env = { ...(await ports()), DATA_DIR: dataDir, DATABASE_URL: '' };
+    const npm = startProcess('npm', ['start'], env);
+    await npm.waitFor(() => answers(`http://127.0.0.1:${env.PORT}/healthz`), 'the service');
+    process.kill(-(npm.child.pid as number), 'SIGINT');
+    await npm.exited;
+    await npm.waitFor(() => npm.output().includes('"stopped"'), 'the app to stop');
+    expect(clusterRunning(path.join(dataDir, 'pg'))).toBe(false);
+    expect(npm.output()).not.toMatch(/UNLISTEN|terminating connection/);
+    expect(npm.problems()).toEqual([]);
+  });
+});
