@@ -2192,11 +2192,7 @@ CREATE FUNCTION app.viewer_block_list() RETURNS uuid[]
     SET search_path TO 'pg_catalog'
     AS $$
 begin
-  return (
-    select coalesce(array_agg(other), '{}') from (
-      select b.blocked_id as other from app.blocks b where b.blocker_id = app.viewer_id()
-      union
-      select b.blocker_id from app.blocks b where b.blocked_id = app.viewer_id()) pairs);
+  return app.user_block_list(app.viewer_id());
 end
 $$;
 
