@@ -176,14 +176,109 @@ create function app_private.home_events(p_subject uuid, p_snapshot timestamptz, 
   ) ev
 $$;
 
--- One feed page runs its static query once or a few times per request; planning it (every source
--- inlined) costs several times more than running it, and the plan cache kept choosing custom plans.
--- The generic plan is index-driven for every viewer (the choice between a set's branches is a
--- one-time filter at run time), so it is prepared once per connection.
-alter function app_private.feed_page(text, uuid, timestamptz, timestamptz, uuid, int) set plan_cache_mode = force_generic_plan;
+-- The first windows hold two pages' worth of rows per source. The densest source (often friends'
+-- interactions) bounds the certain part of the candidates, and a window of one page of its rows
+-- rarely holds a page of distinct frames (several friends interact with one post; frames shown on
+-- earlier pages are skipped), so one-page windows nearly always ran twice, the second time four
+-- times as deep. A window that is too small now doubles. The page's plan is now generic.
+create or replace function app_private.feed_page(p_feed text, p_subject uuid, p_snapshot timestamptz, p_after_at timestamptz,
+  p_after_id uuid, p_limit int)
+  returns setof app_private.feed_item
+  language plpgsql stable
+  set search_path = pg_catalog
+  -- The window is a parameter, so the planner cannot see how few rows each source needs and would
+  -- fetch a source's whole range by bitmap and sort it; without bitmaps every source is an ordered
+  -- index range scan that stops after its window.
+  set enable_bitmapscan = off
+  -- Planning the static query (every source inlined) costs several times more than running it, and
+  -- the plan cache kept choosing custom plans; the generic plan is index-driven for every viewer
+  -- (a set's branch is chosen by a one-time filter at run time), so it is prepared once per connection.
+  set plan_cache_mode = force_generic_plan
+  as $$
+declare
+  v_window int := 2 * (p_limit + 1);
+  v_items app_private.feed_item[];
+  v_truncated boolean;
+begin
+  loop
+    -- Static SQL, so the plan is prepared once per connection; the feed not asked for is skipped
+    -- by a one-time filter.
+    with ev as materialized (
+      select * from app_private.home_events(p_subject, p_snapshot, p_after_at, p_after_id, v_window) where p_feed = 'home'
+      union all
+      select * from app_private.profile_events(p_subject, p_snapshot, p_after_at, p_after_id, v_window) where p_feed = 'profile'
+      union all
+      select * from app_private.hub_events(p_subject, p_snapshot, p_after_at, p_after_id, v_window) where p_feed = 'hub'),
+    horizon as (
+      select h.at, h.post_id from (
+        select e.at, e.post_id, row_number() over (partition by e.src order by e.at desc, e.post_id desc) as n from ev e) h
+      where h.n = v_window
+      order by h.at desc, h.post_id desc limit 1),
+    newest as (
+      select distinct on (e.post_id) e.post_id, e.at, e.context from ev e
+      where not e.later
+      order by e.post_id, e.at desc, e.context)
+    select array(
+             select row(n.post_id, n.at, n.context)::app_private.feed_item from newest n
+             where not exists (select from horizon h where (n.at, n.post_id) < (h.at, h.post_id))
+             order by n.at desc, n.post_id desc limit p_limit + 1),
+           exists (select from horizon)
+      into v_items, v_truncated;
+    exit when not v_truncated or cardinality(v_items) > p_limit;
+    v_window := v_window * 2;
+  end loop;
+  return query select * from unnest(v_items);
+end
+$$;
+
 
 -- Down Migration
-alter function app_private.feed_page(text, uuid, timestamptz, timestamptz, uuid, int) reset plan_cache_mode;
+create or replace function app_private.feed_page(p_feed text, p_subject uuid, p_snapshot timestamptz, p_after_at timestamptz,
+  p_after_id uuid, p_limit int)
+  returns setof app_private.feed_item
+  language plpgsql stable
+  set search_path = pg_catalog
+  -- The window is a parameter, so the planner cannot see how few rows each source needs and would
+  -- fetch a source's whole range by bitmap and sort it; without bitmaps every source is an ordered
+  -- index range scan that stops after its window.
+  set enable_bitmapscan = off
+  as $$
+declare
+  v_window int := p_limit + 1;
+  v_items app_private.feed_item[];
+  v_truncated boolean;
+begin
+  loop
+    -- Static SQL, so the plan is prepared once per connection; the feed not asked for is skipped
+    -- by a one-time filter.
+    with ev as materialized (
+      select * from app_private.home_events(p_subject, p_snapshot, p_after_at, p_after_id, v_window) where p_feed = 'home'
+      union all
+      select * from app_private.profile_events(p_subject, p_snapshot, p_after_at, p_after_id, v_window) where p_feed = 'profile'
+      union all
+      select * from app_private.hub_events(p_subject, p_snapshot, p_after_at, p_after_id, v_window) where p_feed = 'hub'),
+    horizon as (
+      select h.at, h.post_id from (
+        select e.at, e.post_id, row_number() over (partition by e.src order by e.at desc, e.post_id desc) as n from ev e) h
+      where h.n = v_window
+      order by h.at desc, h.post_id desc limit 1),
+    newest as (
+      select distinct on (e.post_id) e.post_id, e.at, e.context from ev e
+      where not e.later
+      order by e.post_id, e.at desc, e.context)
+    select array(
+             select row(n.post_id, n.at, n.context)::app_private.feed_item from newest n
+             where not exists (select from horizon h where (n.at, n.post_id) < (h.at, h.post_id))
+             order by n.at desc, n.post_id desc limit p_limit + 1),
+           exists (select from horizon)
+      into v_items, v_truncated;
+    exit when not v_truncated or cardinality(v_items) > p_limit;
+    v_window := v_window * 4;
+  end loop;
+  return query select * from unnest(v_items);
+end
+$$;
+
 drop function app_private.home_events(uuid, timestamptz, timestamptz, uuid, int);
 drop function app_private.home_later(uuid, app.post_visibility, uuid, uuid[], uuid[], timestamptz, timestamptz, uuid);
 drop function app_private.home_sources();
