@@ -1052,6 +1052,68 @@ $$;
 
 
 --
+-- Name: hub_discussion_author(uuid, uuid); Type: FUNCTION; Schema: app; Owner: -
+--
+
+CREATE FUNCTION app.hub_discussion_author(p_hub_id uuid, p_author_id uuid) RETURNS TABLE(author jsonb)
+    LANGUAGE sql STABLE
+    AS $$
+  select case
+    when p_author_id is null then
+      jsonb_build_object('id', null, 'displayName', 'Former member', 'photoKey', null, 'phoneNumber', null,
+                         'publicUsername', null, 'isFormerMember', true)
+    when author.active then
+      jsonb_build_object('id', p_author_id, 'displayName', coalesce(hp.display_name, u.full_name, 'Hub member'),
+                         'photoKey', coalesce(ha.object_key, ua.object_key), 'phoneNumber', pi.phone_e164,
+                         'publicUsername', null, 'isFormerMember', false)
+    else
+      jsonb_build_object('id', p_author_id, 'displayName', coalesce(u.full_name, u.username, 'Former member'),
+                         'photoKey', ua.object_key, 'phoneNumber', null, 'publicUsername', u.username, 'isFormerMember', true)
+  end
+  -- offset 0: the membership check runs once per author row, not once per join below.
+  from (select app.is_active_member(p_hub_id, p_author_id) as active offset 0) author
+  left join app.users u on u.id = p_author_id
+  left join app.assets ua on ua.id = u.profile_asset_id
+  left join app.hub_profiles hp on author.active and hp.user_id = p_author_id
+  left join app.assets ha on ha.id = hp.profile_asset_id
+  left join app.phone_identities pi on author.active and pi.user_id = p_author_id
+  -- Nothing for viewers outside the hub: who is a member of it is not theirs to learn.
+  where p_hub_id = any ((select app.viewer_active_hub_ids())::uuid[])
+$$;
+
+
+--
+-- Name: hub_discussion_thread(uuid, uuid, uuid); Type: FUNCTION; Schema: app; Owner: -
+--
+
+CREATE FUNCTION app.hub_discussion_thread(p_hub_id uuid, p_discussion_id uuid, p_message_id uuid DEFAULT NULL::uuid) RETURNS uuid
+    LANGUAGE plpgsql STABLE SECURITY DEFINER
+    SET search_path TO 'pg_catalog'
+    AS $$
+declare
+  v_post uuid;
+  v_root uuid;
+begin
+  perform app.require_hub_role(p_hub_id, '{member,admin,super_admin}');
+  select d.post_id into v_post from app.hub_discussions d where d.id = p_discussion_id and d.hub_id = p_hub_id;
+  if v_post is null or not app.can_see_post(v_post) then
+    perform app.fail('DISCUSSION_NOT_FOUND');
+  end if;
+  if p_message_id is null then
+    return null;
+  end if;
+  select coalesce(m.parent_id, m.id) into v_root from app.hub_discussion_messages m
+    where m.id = p_message_id and m.discussion_id = p_discussion_id
+      and app.hub_message_visible(m, app.viewer_active_hub_ids(), app.viewer_block_list());
+  if v_root is null then
+    perform app.fail('MESSAGE_NOT_FOUND');
+  end if;
+  return v_root;
+end
+$$;
+
+
+--
 -- Name: hub_feed(uuid, timestamp with time zone, timestamp with time zone, uuid, integer); Type: FUNCTION; Schema: app; Owner: -
 --
 
@@ -1099,6 +1161,38 @@ CREATE FUNCTION app.hub_member_roster(p_hub_id uuid) RETURNS TABLE(user_id uuid,
   from app.hub_memberships m
   where m.hub_id = p_hub_id
     and (m.user_id = app.viewer_id() or m.hub_id = any (app.viewer_related_hub_ids()))
+$$;
+
+
+--
+-- Name: hub_discussion_messages; Type: TABLE; Schema: app; Owner: -
+--
+
+CREATE TABLE app.hub_discussion_messages (
+    id uuid DEFAULT gen_random_uuid() NOT NULL,
+    discussion_id uuid NOT NULL,
+    hub_id uuid NOT NULL,
+    author_id uuid,
+    parent_id uuid,
+    text text NOT NULL,
+    created_at timestamp with time zone DEFAULT now() NOT NULL,
+    reply_count integer DEFAULT 0 NOT NULL,
+    CONSTRAINT hub_discussion_messages_reply_count_check CHECK ((reply_count >= 0)),
+    CONSTRAINT hub_discussion_messages_text_check CHECK (((char_length(text) >= 1) AND (char_length(text) <= 2000)))
+);
+
+ALTER TABLE ONLY app.hub_discussion_messages FORCE ROW LEVEL SECURITY;
+
+
+--
+-- Name: hub_message_visible(app.hub_discussion_messages, uuid[], uuid[]); Type: FUNCTION; Schema: app; Owner: -
+--
+
+CREATE FUNCTION app.hub_message_visible(p_message app.hub_discussion_messages, p_active_hub_ids uuid[], p_block_list uuid[]) RETURNS boolean
+    LANGUAGE sql STABLE
+    AS $$
+  select p_message.hub_id = any (p_active_hub_ids)
+     and (p_message.author_id is null or not p_message.author_id = any (p_block_list))
 $$;
 
 
@@ -1363,6 +1457,27 @@ CREATE FUNCTION app.post_assets_usable(p_asset_ids uuid[]) RETURNS boolean
   select coalesce(array_length(p_asset_ids, 1), 0) = (
     select count(*) from app.assets a
     where a.id = any (p_asset_ids) and a.owner_id = app.viewer_id() and a.purpose = 'post_image')
+$$;
+
+
+--
+-- Name: post_hub_discussion_message(uuid, uuid, text, uuid); Type: FUNCTION; Schema: app; Owner: -
+--
+
+CREATE FUNCTION app.post_hub_discussion_message(p_hub_id uuid, p_discussion_id uuid, p_text text, p_parent_id uuid DEFAULT NULL::uuid) RETURNS uuid
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog'
+    AS $$
+declare
+  v_root uuid := app.hub_discussion_thread(p_hub_id, p_discussion_id, p_parent_id);
+  v_message uuid;
+begin
+  insert into app.hub_discussion_messages (discussion_id, hub_id, author_id, parent_id, text)
+    values (p_discussion_id, p_hub_id, app.viewer_id(), v_root, p_text)
+    returning id into v_message;
+  perform app_private.touch_hub_activity(p_hub_id, app.viewer_id());
+  return v_message;
+end
 $$;
 
 
@@ -1707,6 +1822,26 @@ begin
     when 2 then 'PROFILE_BASICS_REQUIRED'
     when 3 then 'PHONE_VERIFICATION_REQUIRED'
     else 'HUB_READINESS_REQUIRED' end);
+end
+$$;
+
+
+--
+-- Name: save_hub_discussion(uuid, uuid, boolean); Type: FUNCTION; Schema: app; Owner: -
+--
+
+CREATE FUNCTION app.save_hub_discussion(p_hub_id uuid, p_discussion_id uuid, p_saved boolean) RETURNS void
+    LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog'
+    AS $$
+begin
+  perform app.hub_discussion_thread(p_hub_id, p_discussion_id);
+  if p_saved then
+    insert into app.saved_discussions (user_id, discussion_id, hub_id) values (app.viewer_id(), p_discussion_id, p_hub_id)
+      on conflict do nothing;
+  else
+    delete from app.saved_discussions where user_id = app.viewer_id() and discussion_id = p_discussion_id;
+  end if;
 end
 $$;
 
@@ -2682,6 +2817,26 @@ begin
     default_authors := array(select d.user_id from app.default_feed_users d where not (d.user_id = any (blocks)));
   end if;
   friends := array(select distinct f from unnest(followees || co_members) f);
+end
+$$;
+
+
+--
+-- Name: hub_discussion_messages_count(); Type: FUNCTION; Schema: app_private; Owner: -
+--
+
+CREATE FUNCTION app_private.hub_discussion_messages_count() RETURNS trigger
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog'
+    AS $$
+begin
+  update app.hub_discussions set last_activity_at = new.created_at where id = new.discussion_id;
+  insert into app.hub_discussion_stats as s (discussion_id, hub_id, message_count) values (new.discussion_id, new.hub_id, 1)
+    on conflict (discussion_id) do update set message_count = s.message_count + 1;
+  if new.parent_id is not null then
+    update app.hub_discussion_messages set reply_count = reply_count + 1 where id = new.parent_id;
+  end if;
+  return null;
 end
 $$;
 
@@ -3983,6 +4138,20 @@ ALTER TABLE ONLY app.hub_activity FORCE ROW LEVEL SECURITY;
 
 
 --
+-- Name: hub_discussion_stats; Type: TABLE; Schema: app; Owner: -
+--
+
+CREATE TABLE app.hub_discussion_stats (
+    discussion_id uuid NOT NULL,
+    hub_id uuid NOT NULL,
+    message_count integer DEFAULT 0 NOT NULL,
+    CONSTRAINT hub_discussion_stats_message_count_check CHECK ((message_count >= 0))
+);
+
+ALTER TABLE ONLY app.hub_discussion_stats FORCE ROW LEVEL SECURITY;
+
+
+--
 -- Name: hub_discussions; Type: TABLE; Schema: app; Owner: -
 --
 
@@ -4119,6 +4288,20 @@ ALTER TABLE ONLY app.reports FORCE ROW LEVEL SECURITY;
 CREATE TABLE app.reserved_handles (
     handle text NOT NULL
 );
+
+
+--
+-- Name: saved_discussions; Type: TABLE; Schema: app; Owner: -
+--
+
+CREATE TABLE app.saved_discussions (
+    user_id uuid NOT NULL,
+    discussion_id uuid NOT NULL,
+    hub_id uuid NOT NULL,
+    saved_at timestamp with time zone DEFAULT now() NOT NULL
+);
+
+ALTER TABLE ONLY app.saved_discussions FORCE ROW LEVEL SECURITY;
 
 
 --
@@ -4531,11 +4714,35 @@ ALTER TABLE ONLY app.hub_activity
 
 
 --
+-- Name: hub_discussion_messages hub_discussion_messages_pkey; Type: CONSTRAINT; Schema: app; Owner: -
+--
+
+ALTER TABLE ONLY app.hub_discussion_messages
+    ADD CONSTRAINT hub_discussion_messages_pkey PRIMARY KEY (id);
+
+
+--
+-- Name: hub_discussion_stats hub_discussion_stats_pkey; Type: CONSTRAINT; Schema: app; Owner: -
+--
+
+ALTER TABLE ONLY app.hub_discussion_stats
+    ADD CONSTRAINT hub_discussion_stats_pkey PRIMARY KEY (discussion_id);
+
+
+--
 -- Name: hub_discussions hub_discussions_hub_id_post_id_key; Type: CONSTRAINT; Schema: app; Owner: -
 --
 
 ALTER TABLE ONLY app.hub_discussions
     ADD CONSTRAINT hub_discussions_hub_id_post_id_key UNIQUE (hub_id, post_id);
+
+
+--
+-- Name: hub_discussions hub_discussions_id_hub_key; Type: CONSTRAINT; Schema: app; Owner: -
+--
+
+ALTER TABLE ONLY app.hub_discussions
+    ADD CONSTRAINT hub_discussions_id_hub_key UNIQUE (id, hub_id);
 
 
 --
@@ -4672,6 +4879,14 @@ ALTER TABLE ONLY app.reports
 
 ALTER TABLE ONLY app.reserved_handles
     ADD CONSTRAINT reserved_handles_pkey PRIMARY KEY (handle);
+
+
+--
+-- Name: saved_discussions saved_discussions_pkey; Type: CONSTRAINT; Schema: app; Owner: -
+--
+
+ALTER TABLE ONLY app.saved_discussions
+    ADD CONSTRAINT saved_discussions_pkey PRIMARY KEY (user_id, discussion_id);
 
 
 --
@@ -4973,6 +5188,34 @@ CREATE INDEX hub_activity_recent ON app.hub_activity USING btree (hub_id, last_a
 
 
 --
+-- Name: hub_discussion_messages_author; Type: INDEX; Schema: app; Owner: -
+--
+
+CREATE INDEX hub_discussion_messages_author ON app.hub_discussion_messages USING btree (author_id);
+
+
+--
+-- Name: hub_discussion_messages_replies; Type: INDEX; Schema: app; Owner: -
+--
+
+CREATE INDEX hub_discussion_messages_replies ON app.hub_discussion_messages USING btree (parent_id, created_at, id) WHERE (parent_id IS NOT NULL);
+
+
+--
+-- Name: hub_discussion_messages_top; Type: INDEX; Schema: app; Owner: -
+--
+
+CREATE INDEX hub_discussion_messages_top ON app.hub_discussion_messages USING btree (discussion_id, created_at, id) WHERE (parent_id IS NULL);
+
+
+--
+-- Name: hub_discussions_activity; Type: INDEX; Schema: app; Owner: -
+--
+
+CREATE INDEX hub_discussions_activity ON app.hub_discussions USING btree (hub_id, last_activity_at DESC, id DESC);
+
+
+--
 -- Name: hub_invitations_hub; Type: INDEX; Schema: app; Owner: -
 --
 
@@ -5134,6 +5377,13 @@ CREATE INDEX reports_target ON app.reports USING btree (target_type, target_id);
 
 
 --
+-- Name: saved_discussions_recent; Type: INDEX; Schema: app; Owner: -
+--
+
+CREATE INDEX saved_discussions_recent ON app.saved_discussions USING btree (user_id, saved_at DESC, discussion_id DESC);
+
+
+--
 -- Name: saved_posts_recent; Type: INDEX; Schema: app; Owner: -
 --
 
@@ -5236,6 +5486,13 @@ CREATE TRIGGER comments_count AFTER INSERT OR UPDATE OF deleted_at ON app.commen
 --
 
 CREATE TRIGGER follows_count AFTER INSERT OR DELETE ON app.follows FOR EACH ROW EXECUTE FUNCTION app_private.follows_count();
+
+
+--
+-- Name: hub_discussion_messages hub_discussion_messages_count; Type: TRIGGER; Schema: app; Owner: -
+--
+
+CREATE TRIGGER hub_discussion_messages_count AFTER INSERT ON app.hub_discussion_messages FOR EACH ROW EXECUTE FUNCTION app_private.hub_discussion_messages_count();
 
 
 --
@@ -5449,6 +5706,38 @@ ALTER TABLE ONLY app.hub_activity
 
 ALTER TABLE ONLY app.hub_activity
     ADD CONSTRAINT hub_activity_user_id_fkey FOREIGN KEY (user_id) REFERENCES app.users(id);
+
+
+--
+-- Name: hub_discussion_messages hub_discussion_messages_author_id_fkey; Type: FK CONSTRAINT; Schema: app; Owner: -
+--
+
+ALTER TABLE ONLY app.hub_discussion_messages
+    ADD CONSTRAINT hub_discussion_messages_author_id_fkey FOREIGN KEY (author_id) REFERENCES app.users(id) ON DELETE SET NULL;
+
+
+--
+-- Name: hub_discussion_messages hub_discussion_messages_discussion_id_hub_id_fkey; Type: FK CONSTRAINT; Schema: app; Owner: -
+--
+
+ALTER TABLE ONLY app.hub_discussion_messages
+    ADD CONSTRAINT hub_discussion_messages_discussion_id_hub_id_fkey FOREIGN KEY (discussion_id, hub_id) REFERENCES app.hub_discussions(id, hub_id);
+
+
+--
+-- Name: hub_discussion_messages hub_discussion_messages_parent_id_fkey; Type: FK CONSTRAINT; Schema: app; Owner: -
+--
+
+ALTER TABLE ONLY app.hub_discussion_messages
+    ADD CONSTRAINT hub_discussion_messages_parent_id_fkey FOREIGN KEY (parent_id) REFERENCES app.hub_discussion_messages(id);
+
+
+--
+-- Name: hub_discussion_stats hub_discussion_stats_discussion_id_hub_id_fkey; Type: FK CONSTRAINT; Schema: app; Owner: -
+--
+
+ALTER TABLE ONLY app.hub_discussion_stats
+    ADD CONSTRAINT hub_discussion_stats_discussion_id_hub_id_fkey FOREIGN KEY (discussion_id, hub_id) REFERENCES app.hub_discussions(id, hub_id);
 
 
 --
@@ -5692,6 +5981,22 @@ ALTER TABLE ONLY app.reports
 
 
 --
+-- Name: saved_discussions saved_discussions_discussion_id_hub_id_fkey; Type: FK CONSTRAINT; Schema: app; Owner: -
+--
+
+ALTER TABLE ONLY app.saved_discussions
+    ADD CONSTRAINT saved_discussions_discussion_id_hub_id_fkey FOREIGN KEY (discussion_id, hub_id) REFERENCES app.hub_discussions(id, hub_id);
+
+
+--
+-- Name: saved_discussions saved_discussions_user_id_fkey; Type: FK CONSTRAINT; Schema: app; Owner: -
+--
+
+ALTER TABLE ONLY app.saved_discussions
+    ADD CONSTRAINT saved_discussions_user_id_fkey FOREIGN KEY (user_id) REFERENCES app.users(id);
+
+
+--
 -- Name: saved_posts saved_posts_post_id_fkey; Type: FK CONSTRAINT; Schema: app; Owner: -
 --
 
@@ -5913,6 +6218,32 @@ CREATE POLICY follows_select_visible ON app.follows FOR SELECT TO app_anonymous 
 --
 
 ALTER TABLE app.hub_activity ENABLE ROW LEVEL SECURITY;
+
+--
+-- Name: hub_discussion_messages; Type: ROW SECURITY; Schema: app; Owner: -
+--
+
+ALTER TABLE app.hub_discussion_messages ENABLE ROW LEVEL SECURITY;
+
+--
+-- Name: hub_discussion_messages hub_discussion_messages_select_members; Type: POLICY; Schema: app; Owner: -
+--
+
+CREATE POLICY hub_discussion_messages_select_members ON app.hub_discussion_messages FOR SELECT TO app_user USING (app.hub_message_visible(hub_discussion_messages.*, ( SELECT app.viewer_active_hub_ids() AS viewer_active_hub_ids), ( SELECT app.viewer_block_list() AS viewer_block_list)));
+
+
+--
+-- Name: hub_discussion_stats; Type: ROW SECURITY; Schema: app; Owner: -
+--
+
+ALTER TABLE app.hub_discussion_stats ENABLE ROW LEVEL SECURITY;
+
+--
+-- Name: hub_discussion_stats hub_discussion_stats_select_members; Type: POLICY; Schema: app; Owner: -
+--
+
+CREATE POLICY hub_discussion_stats_select_members ON app.hub_discussion_stats FOR SELECT TO app_user USING ((hub_id = ANY (( SELECT app.viewer_active_hub_ids() AS viewer_active_hub_ids)::uuid[])));
+
 
 --
 -- Name: hub_discussions; Type: ROW SECURITY; Schema: app; Owner: -
@@ -6144,6 +6475,33 @@ CREATE POLICY reports_select_admin ON app.reports FOR SELECT TO app_admin USING 
 --
 
 CREATE POLICY reports_select_own ON app.reports FOR SELECT TO app_user USING ((reporter_id = ( SELECT app.viewer_id() AS viewer_id)));
+
+
+--
+-- Name: saved_discussions; Type: ROW SECURITY; Schema: app; Owner: -
+--
+
+ALTER TABLE app.saved_discussions ENABLE ROW LEVEL SECURITY;
+
+--
+-- Name: saved_discussions saved_discussions_delete_own; Type: POLICY; Schema: app; Owner: -
+--
+
+CREATE POLICY saved_discussions_delete_own ON app.saved_discussions FOR DELETE TO app_user USING (((user_id = ( SELECT app.viewer_id() AS viewer_id)) AND (hub_id = ANY (( SELECT app.viewer_active_hub_ids() AS viewer_active_hub_ids)::uuid[]))));
+
+
+--
+-- Name: saved_discussions saved_discussions_insert_own; Type: POLICY; Schema: app; Owner: -
+--
+
+CREATE POLICY saved_discussions_insert_own ON app.saved_discussions FOR INSERT TO app_user WITH CHECK (((user_id = ( SELECT app.viewer_id() AS viewer_id)) AND (hub_id = ANY (( SELECT app.viewer_active_hub_ids() AS viewer_active_hub_ids)::uuid[]))));
+
+
+--
+-- Name: saved_discussions saved_discussions_select_own; Type: POLICY; Schema: app; Owner: -
+--
+
+CREATE POLICY saved_discussions_select_own ON app.saved_discussions FOR SELECT TO app_user USING (((user_id = ( SELECT app.viewer_id() AS viewer_id)) AND (hub_id = ANY (( SELECT app.viewer_active_hub_ids() AS viewer_active_hub_ids)::uuid[]))));
 
 
 --
@@ -6642,6 +7000,22 @@ GRANT ALL ON FUNCTION app.hub_asset_usable(p_asset_id uuid) TO app_user;
 
 
 --
+-- Name: FUNCTION hub_discussion_author(p_hub_id uuid, p_author_id uuid); Type: ACL; Schema: app; Owner: -
+--
+
+REVOKE ALL ON FUNCTION app.hub_discussion_author(p_hub_id uuid, p_author_id uuid) FROM PUBLIC;
+GRANT ALL ON FUNCTION app.hub_discussion_author(p_hub_id uuid, p_author_id uuid) TO app_user;
+
+
+--
+-- Name: FUNCTION hub_discussion_thread(p_hub_id uuid, p_discussion_id uuid, p_message_id uuid); Type: ACL; Schema: app; Owner: -
+--
+
+REVOKE ALL ON FUNCTION app.hub_discussion_thread(p_hub_id uuid, p_discussion_id uuid, p_message_id uuid) FROM PUBLIC;
+GRANT ALL ON FUNCTION app.hub_discussion_thread(p_hub_id uuid, p_discussion_id uuid, p_message_id uuid) TO app_user;
+
+
+--
 -- Name: FUNCTION hub_feed(p_hub_id uuid, p_snapshot timestamp with time zone, p_after_at timestamp with time zone, p_after_id uuid, p_limit integer); Type: ACL; Schema: app; Owner: -
 --
 
@@ -6663,6 +7037,70 @@ GRANT ALL ON FUNCTION app.hub_last_activity_at(p_hub_id uuid) TO app_user;
 
 REVOKE ALL ON FUNCTION app.hub_member_roster(p_hub_id uuid) FROM PUBLIC;
 GRANT ALL ON FUNCTION app.hub_member_roster(p_hub_id uuid) TO app_user;
+
+
+--
+-- Name: COLUMN hub_discussion_messages.id; Type: ACL; Schema: app; Owner: -
+--
+
+GRANT SELECT(id) ON TABLE app.hub_discussion_messages TO app_user;
+
+
+--
+-- Name: COLUMN hub_discussion_messages.discussion_id; Type: ACL; Schema: app; Owner: -
+--
+
+GRANT SELECT(discussion_id) ON TABLE app.hub_discussion_messages TO app_user;
+
+
+--
+-- Name: COLUMN hub_discussion_messages.hub_id; Type: ACL; Schema: app; Owner: -
+--
+
+GRANT SELECT(hub_id) ON TABLE app.hub_discussion_messages TO app_user;
+
+
+--
+-- Name: COLUMN hub_discussion_messages.author_id; Type: ACL; Schema: app; Owner: -
+--
+
+GRANT SELECT(author_id) ON TABLE app.hub_discussion_messages TO app_user;
+
+
+--
+-- Name: COLUMN hub_discussion_messages.parent_id; Type: ACL; Schema: app; Owner: -
+--
+
+GRANT SELECT(parent_id) ON TABLE app.hub_discussion_messages TO app_user;
+
+
+--
+-- Name: COLUMN hub_discussion_messages.text; Type: ACL; Schema: app; Owner: -
+--
+
+GRANT SELECT(text) ON TABLE app.hub_discussion_messages TO app_user;
+
+
+--
+-- Name: COLUMN hub_discussion_messages.created_at; Type: ACL; Schema: app; Owner: -
+--
+
+GRANT SELECT(created_at) ON TABLE app.hub_discussion_messages TO app_user;
+
+
+--
+-- Name: COLUMN hub_discussion_messages.reply_count; Type: ACL; Schema: app; Owner: -
+--
+
+GRANT SELECT(reply_count) ON TABLE app.hub_discussion_messages TO app_user;
+
+
+--
+-- Name: FUNCTION hub_message_visible(p_message app.hub_discussion_messages, p_active_hub_ids uuid[], p_block_list uuid[]); Type: ACL; Schema: app; Owner: -
+--
+
+REVOKE ALL ON FUNCTION app.hub_message_visible(p_message app.hub_discussion_messages, p_active_hub_ids uuid[], p_block_list uuid[]) FROM PUBLIC;
+GRANT ALL ON FUNCTION app.hub_message_visible(p_message app.hub_discussion_messages, p_active_hub_ids uuid[], p_block_list uuid[]) TO app_user;
 
 
 --
@@ -6853,6 +7291,14 @@ GRANT ALL ON FUNCTION app.onboarding_status() TO app_user;
 
 REVOKE ALL ON FUNCTION app.post_assets_usable(p_asset_ids uuid[]) FROM PUBLIC;
 GRANT ALL ON FUNCTION app.post_assets_usable(p_asset_ids uuid[]) TO app_user;
+
+
+--
+-- Name: FUNCTION post_hub_discussion_message(p_hub_id uuid, p_discussion_id uuid, p_text text, p_parent_id uuid); Type: ACL; Schema: app; Owner: -
+--
+
+REVOKE ALL ON FUNCTION app.post_hub_discussion_message(p_hub_id uuid, p_discussion_id uuid, p_text text, p_parent_id uuid) FROM PUBLIC;
+GRANT ALL ON FUNCTION app.post_hub_discussion_message(p_hub_id uuid, p_discussion_id uuid, p_text text, p_parent_id uuid) TO app_user;
 
 
 --
@@ -7064,6 +7510,14 @@ GRANT ALL ON FUNCTION app.require_hub_role(p_hub_id uuid, p_roles app.hub_role[]
 
 REVOKE ALL ON FUNCTION app.require_level(p_level integer) FROM PUBLIC;
 GRANT ALL ON FUNCTION app.require_level(p_level integer) TO app_anonymous;
+
+
+--
+-- Name: FUNCTION save_hub_discussion(p_hub_id uuid, p_discussion_id uuid, p_saved boolean); Type: ACL; Schema: app; Owner: -
+--
+
+REVOKE ALL ON FUNCTION app.save_hub_discussion(p_hub_id uuid, p_discussion_id uuid, p_saved boolean) FROM PUBLIC;
+GRANT ALL ON FUNCTION app.save_hub_discussion(p_hub_id uuid, p_discussion_id uuid, p_saved boolean) TO app_user;
 
 
 --
@@ -7506,6 +7960,13 @@ REVOKE ALL ON FUNCTION app_private.home_later(p_post_id uuid, p_visibility app.p
 --
 
 REVOKE ALL ON FUNCTION app_private.home_sources(OUT viewer uuid, OUT own uuid, OUT blocks uuid[], OUT hubs uuid[], OUT followees uuid[], OUT co_members uuid[], OUT friends uuid[], OUT default_authors uuid[]) FROM PUBLIC;
+
+
+--
+-- Name: FUNCTION hub_discussion_messages_count(); Type: ACL; Schema: app_private; Owner: -
+--
+
+REVOKE ALL ON FUNCTION app_private.hub_discussion_messages_count() FROM PUBLIC;
 
 
 --
@@ -8327,6 +8788,27 @@ GRANT SELECT(seq) ON TABLE app.follows TO app_anonymous;
 
 
 --
+-- Name: COLUMN hub_discussion_stats.discussion_id; Type: ACL; Schema: app; Owner: -
+--
+
+GRANT SELECT(discussion_id) ON TABLE app.hub_discussion_stats TO app_user;
+
+
+--
+-- Name: COLUMN hub_discussion_stats.hub_id; Type: ACL; Schema: app; Owner: -
+--
+
+GRANT SELECT(hub_id) ON TABLE app.hub_discussion_stats TO app_user;
+
+
+--
+-- Name: COLUMN hub_discussion_stats.message_count; Type: ACL; Schema: app; Owner: -
+--
+
+GRANT SELECT(message_count) ON TABLE app.hub_discussion_stats TO app_user;
+
+
+--
 -- Name: COLUMN hub_discussions.id; Type: ACL; Schema: app; Owner: -
 --
 
@@ -8580,6 +9062,41 @@ GRANT SELECT ON TABLE app.reserved_handles TO app_admin;
 --
 
 GRANT SELECT(handle) ON TABLE app.reserved_handles TO app_anonymous;
+
+
+--
+-- Name: TABLE saved_discussions; Type: ACL; Schema: app; Owner: -
+--
+
+GRANT DELETE ON TABLE app.saved_discussions TO app_user;
+
+
+--
+-- Name: COLUMN saved_discussions.user_id; Type: ACL; Schema: app; Owner: -
+--
+
+GRANT SELECT(user_id),INSERT(user_id) ON TABLE app.saved_discussions TO app_user;
+
+
+--
+-- Name: COLUMN saved_discussions.discussion_id; Type: ACL; Schema: app; Owner: -
+--
+
+GRANT SELECT(discussion_id),INSERT(discussion_id) ON TABLE app.saved_discussions TO app_user;
+
+
+--
+-- Name: COLUMN saved_discussions.hub_id; Type: ACL; Schema: app; Owner: -
+--
+
+GRANT SELECT(hub_id),INSERT(hub_id) ON TABLE app.saved_discussions TO app_user;
+
+
+--
+-- Name: COLUMN saved_discussions.saved_at; Type: ACL; Schema: app; Owner: -
+--
+
+GRANT SELECT(saved_at) ON TABLE app.saved_discussions TO app_user;
 
 
 --

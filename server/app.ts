@@ -27,6 +27,8 @@ import { commentEndpoints } from './comments/routes.ts';
 import { savedPostEndpoints } from './users/saved-posts.ts';
 import { notificationEndpoints } from './notifications/routes.ts';
 import { feedEndpoints } from './feeds/routes.ts';
+import { discussionEndpoints } from './discussions/routes.ts';
+import { savedDiscussionEndpoints } from './discussions/saved.ts';
 import { openApiRouter } from './openapi/router.ts';
 import { healthRouter } from './health.ts';
 
@@ -49,6 +51,8 @@ export const allEndpoints: Endpoint[] = [
   ...savedPostEndpoints,
   ...notificationEndpoints,
   ...feedEndpoints,
+  ...discussionEndpoints,
+  ...savedDiscussionEndpoints,
 ];
 
 export function createApp(services: Services): express.Express {

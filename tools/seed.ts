@@ -1,7 +1,8 @@
 // npm run seed: a small believable world on the configured database (DATABASE_URL, or the embedded
 // one under DATA_DIR: stop `npm start` first, they share the data folder): eight people, follows,
-// two hubs with members, posts with sliders (public and hub-only) and votes. Everything goes
-// through the public HTTP API of an in-process server, so every rule applies exactly as for a phone.
+// two hubs with members, posts with sliders (public and hub-only), votes and hub discussion
+// messages. Everything goes through the public HTTP API of an in-process server, so every rule
+// applies exactly as for a phone.
 // Prints the seeded phone numbers and the OTP_TEST_CODES line that lets you sign in as them.
 import { createHash } from 'node:crypto';
 import type { AddressInfo } from 'node:net';
@@ -52,6 +53,7 @@ interface Data {
   assetId: string;
   hubId: string;
   invitations: { invitationId: string }[];
+  items: { id: string }[];
   id: string;
 }
 
@@ -131,7 +133,26 @@ try {
     const created = await call('POST', '/posts', { ...body, ...(hubIndexes ? { hubIds: hubIndexes.map((i) => hubIds[i]) } : {}) }, token(author));
     for (const [voter, position] of Object.entries(votes)) await call('POST', `/posts/${created.id}/vote`, { position }, token(Number(voter)));
   }
-  print(`Seeded ${people.length} people, ${follows.length} follows, ${hubs.length} hubs, ${posts.length} posts (${database.location}).`);
+
+  // A conversation in each hub's discussion of its post: two top-level messages and a reply.
+  const conversations = [
+    { hub: 0, messages: [[1, 'Yes please, last month took me three weeks.'], [5, 'Short is fine, but no self-help.'], [0, 'Agreed, novels only.', 0]] },
+    { hub: 1, messages: [[4, '6:30 works if we keep the coffee stop.'], [6, 'I can only make 7 on Saturdays.'], [3, 'Let us try 6:30 for a month and see.', 1]] },
+  ] as const;
+  let messageCount = 0;
+  for (const conversation of conversations) {
+    const hubId = hubIds[conversation.hub] as string;
+    const member = conversation.messages[0][0];
+    const [discussion] = (await call('GET', `/hubs/${hubId}/discussions`, undefined, token(member))).items;
+    const path = `/hubs/${hubId}/discussions/${discussion?.id}/messages`;
+    const written: string[] = [];
+    for (const [author, text, replyTo] of conversation.messages) {
+      const parentMessageId = replyTo === undefined ? undefined : written[replyTo];
+      written.push((await call('POST', path, { text, ...(parentMessageId ? { parentMessageId } : {}) }, token(author))).id);
+      messageCount += 1;
+    }
+  }
+  print(`Seeded ${people.length} people, ${follows.length} follows, ${hubs.length} hubs, ${posts.length} posts, ${messageCount} discussion messages (${database.location}).`);
 } catch (error) {
   if (!(error as { seeded?: boolean }).seeded) throw error;
 } finally {

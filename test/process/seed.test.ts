@@ -41,6 +41,7 @@ describe('npm run seed', () => {
     const seed = startProcess('npm', ['run', 'seed'], env);
     expect(await seed.exited, seed.output()).toBe(0);
     expect(seed.output()).toContain('Seeded 8 people');
+    expect(seed.output()).toContain('6 discussion messages');
     expect(seed.output()).toContain('5550100001  Maria Kovacs (@maria_k)');
     expect(seed.output()).toMatch(/OTP_TEST_CODES='\+15550100001=\d{4},/);
 

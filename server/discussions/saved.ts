@@ -1,0 +1,73 @@
+// GET /users/me/saved-discussions (spec 2.5; contract section 8): newest save first, each with the
+// first messages as a preview. The saved-discussions policy leaves out hubs where the viewer is no
+// longer an active member (the rows are kept and shown again on rejoining).
+import { z } from 'zod';
+import { endpoint } from '../http/endpoint.ts';
+import { fromMicros, micros, pageQuery, pageSchema, toPage } from '../http/paging.ts';
+import { discussionMessage, readPreviews } from './messages.ts';
+
+/** Saved discussion preview: up to 3 earliest messages (spec part 8). */
+const previewSize = 3;
+
+const savedDiscussion = z.object({
+  discussionId: z.string(),
+  hubId: z.string(),
+  hubName: z.string(),
+  postId: z.string(),
+  savedAt: z.string(),
+  preview: z.array(discussionMessage),
+});
+
+interface SavedRow {
+  discussion_id: string;
+  hub_id: string;
+  hub_name: string;
+  post_id: string;
+  saved_at: Date;
+  saved_us: number;
+}
+
+export const savedDiscussionEndpoints = [
+  endpoint({
+    method: 'get',
+    path: '/users/me/saved-discussions',
+    tag: 'Hub discussions',
+    summary: 'Your saved hub discussions, newest save first',
+    description:
+      'Level 4. Discussions of hubs where you are not an active member now are left out (and shown again if you rejoin), as are ' +
+      'discussions of posts you may no longer see. preview holds the first three top-level messages of the discussion, oldest ' +
+      'first, with the same authors as GET .../messages.',
+    auth: 'bearer',
+    level: 4,
+    query: pageQuery(50, ['timestamp', 'id']),
+    response: pageSchema(savedDiscussion),
+    async handler({ query, tx, services: { storage } }) {
+      const [afterUs, afterId] = query.cursor ?? [null, null];
+      const { rows } = await tx.query<SavedRow>(
+        `select s.discussion_id, s.hub_id, h.name as hub_name, d.post_id, s.saved_at, ${micros('s.saved_at')} as saved_us
+         from app.saved_discussions s
+         join app.hub_discussions d on d.id = s.discussion_id
+         join app.posts p on p.id = d.post_id
+         join app.hubs h on h.id = s.hub_id
+         where s.user_id = app.viewer_id()
+           and ($1::bigint is null or (s.saved_at, s.discussion_id) < (${fromMicros('$1')}, $2::uuid))
+         order by s.saved_at desc, s.discussion_id desc
+         limit $3`,
+        [afterUs, afterId, query.limit + 1],
+      );
+      const page = toPage(rows, query.limit, (row) => [row.saved_us, row.discussion_id], (row) => row);
+      const previews = await readPreviews(tx, storage, page.items.map((row) => row.discussion_id), previewSize);
+      return {
+        items: page.items.map((row) => ({
+          discussionId: row.discussion_id,
+          hubId: row.hub_id,
+          hubName: row.hub_name,
+          postId: row.post_id,
+          savedAt: row.saved_at.toISOString(),
+          preview: previews.get(row.discussion_id) ?? [],
+        })),
+        nextCursor: page.nextCursor,
+      };
+    },
+  }),
+];
