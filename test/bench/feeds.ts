@@ -171,7 +171,12 @@ async function buildWorld(factor: number) {
     name,
     base,
     batch,
-    explain: () => Promise.all([heavyViewer, member].map(async (viewer) => `-- ${viewer.name} viewer (${name})\n${await explain(viewer)}`)),
+    /** One viewer after the other: they share the owner's connection (and its transaction). */
+    async explain() {
+      const plans: string[] = [];
+      for (const viewer of [heavyViewer, member]) plans.push(`-- ${viewer.name} viewer (${name})\n${await explain(viewer)}`);
+      return plans;
+    },
     async close() {
       await owner.end();
       server.closeAllConnections();
