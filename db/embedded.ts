@@ -165,6 +165,8 @@ export async function startEmbeddedPostgres(
     nativeDir = undefined as string | undefined,
     /** Aborted (a shutdown during startup): no server is started after initdb. */
     signal = undefined as AbortSignal | undefined,
+    /** A test that restarts a cluster passes the port it had (default: a free one). */
+    port: wantedPort = 0,
   } = {},
 ): Promise<EmbeddedDatabase> {
   const password = localSecret(dataDir, 'postgres');
@@ -175,7 +177,7 @@ export async function startEmbeddedPostgres(
   if (!existsSync(path.join(clusterDir, 'PG_VERSION'))) await initialise(binaries, clusterDir, password, account, signal);
   signal?.throwIfAborted();
 
-  const port = await freePort();
+  const port = wantedPort || (await freePort());
   const server = spawn(
     path.join(binaries, 'bin', 'postgres'),
     [

@@ -1369,6 +1369,26 @@ $$;
 
 
 --
+-- Name: notification_replay(uuid, xid8, integer); Type: FUNCTION; Schema: app; Owner: -
+--
+
+CREATE FUNCTION app.notification_replay(p_after uuid, p_before xid8, p_limit integer) RETURNS TABLE(place xid8, ids uuid[])
+    LANGUAGE sql STABLE SECURITY DEFINER
+    SET search_path TO 'pg_catalog'
+    AS $$
+  select last.tx_id, case when last.tx_id is null then null else array(
+    select n.id from app.notifications n
+    where n.recipient_id = last.viewer
+      and (n.tx_id, n.id) > (last.tx_id, p_after) and n.tx_id < p_before
+      and app.notification_visible_to(n, last.viewer)
+    order by n.tx_id, n.id
+    limit p_limit) end
+  from (select v.viewer, (select n.tx_id from app.notifications n where n.id = p_after and n.recipient_id = v.viewer) as tx_id
+        from (select app.viewer_id() as viewer) v) last
+$$;
+
+
+--
 -- Name: notification_rows(uuid[]); Type: FUNCTION; Schema: app; Owner: -
 --
 
@@ -2049,6 +2069,24 @@ $$;
 
 
 --
+-- Name: user_block_list(uuid); Type: FUNCTION; Schema: app; Owner: -
+--
+
+CREATE FUNCTION app.user_block_list(p_user_id uuid) RETURNS uuid[]
+    LANGUAGE plpgsql STABLE SECURITY DEFINER
+    SET search_path TO 'pg_catalog'
+    AS $$
+begin
+  return (
+    select coalesce(array_agg(other), '{}') from (
+      select b.blocked_id as other from app.blocks b where b.blocker_id = p_user_id
+      union
+      select b.blocker_id from app.blocks b where b.blocked_id = p_user_id) pairs);
+end
+$$;
+
+
+--
 -- Name: user_id_by_handle(text); Type: FUNCTION; Schema: app; Owner: -
 --
 
@@ -2154,11 +2192,7 @@ CREATE FUNCTION app.viewer_block_list() RETURNS uuid[]
     SET search_path TO 'pg_catalog'
     AS $$
 begin
-  return (
-    select coalesce(array_agg(other), '{}') from (
-      select b.blocked_id as other from app.blocks b where b.blocker_id = app.viewer_id()
-      union
-      select b.blocker_id from app.blocks b where b.blocked_id = app.viewer_id()) pairs);
+  return app.user_block_list(app.viewer_id());
 end
 $$;
 
@@ -3020,6 +3054,31 @@ CREATE FUNCTION app_private.is_followee(p_viewer uuid, p_user uuid) RETURNS bool
 
 
 --
+-- Name: live_notifications(xid8, xid8, uuid[]); Type: FUNCTION; Schema: app_private; Owner: -
+--
+
+CREATE FUNCTION app_private.live_notifications(p_from xid8, p_to xid8, p_sessions uuid[]) RETURNS TABLE(session_id uuid, live boolean, tx_id xid8, notification_id uuid, type app.notification_type, created_at timestamp with time zone, is_read boolean, post_id uuid, comment_id uuid, hub_id uuid, invitation_id uuid, join_request_id uuid, actor_id uuid, actor_username text, actor_full_name text, actor_photo_key text)
+    LANGUAGE sql STABLE SECURITY DEFINER
+    SET search_path TO 'pg_catalog'
+    AS $$
+  select r.session_id, r.live, n.tx_id, n.id, n.type, n.created_at, n.read_at is not null, n.post_id, n.comment_id, n.hub_id,
+         n.invitation_id, n.join_request_id, u.id, u.username, u.full_name, a.object_key
+  from (
+    select s.id as session_id, s.user_id, app.session_access_level(s.id, s.user_id) is not null as live
+    from (select distinct n.recipient_id from app.notifications n where n.tx_id >= p_from and n.tx_id < p_to) recipients
+    cross join lateral (
+      select s.id, s.user_id from app.sessions s where s.user_id = recipients.recipient_id and s.id = any (p_sessions)) s
+  ) r
+  join app.notifications n on n.recipient_id = r.user_id and n.tx_id >= p_from and n.tx_id < p_to
+  left join app.users u on u.id = n.actor_id and (u.username is not null or u.id = r.user_id)
+                        and not (u.id = any (app.user_block_list(r.user_id)))
+  left join app.assets a on a.id = u.profile_asset_id
+  where app.notification_visible_to(n, r.user_id)
+  order by r.session_id, n.tx_id, n.id
+$$;
+
+
+--
 -- Name: member_role(uuid, uuid); Type: FUNCTION; Schema: app_private; Owner: -
 --
 
@@ -3155,27 +3214,13 @@ $$;
 
 
 --
--- Name: notification_batch(xid8, xid8, uuid[]); Type: FUNCTION; Schema: app_private; Owner: -
+-- Name: notification_dispatched_to(); Type: FUNCTION; Schema: app_private; Owner: -
 --
 
-CREATE FUNCTION app_private.notification_batch(p_from xid8, p_to xid8, p_sessions uuid[]) RETURNS TABLE(session_id uuid, user_id uuid, live boolean, notification_ids uuid[])
+CREATE FUNCTION app_private.notification_dispatched_to() RETURNS xid8
     LANGUAGE sql STABLE SECURITY DEFINER
     SET search_path TO 'pg_catalog'
-    AS $$
-  with streams as (
-    select s.id, s.user_id from app.sessions s where s.id = any (p_sessions)
-  ), fresh as (
-    select n.recipient_id, array_agg(n.id order by n.created_at, n.id) as ids
-    from app.notifications n
-    where n.tx_id >= p_from and n.tx_id < p_to
-      and n.recipient_id in (select st.user_id from streams st)
-      and app.notification_visible_to(n, n.recipient_id)
-    group by n.recipient_id
-  )
-  select st.id, st.user_id, app.session_access_level(st.id, st.user_id) is not null, f.ids
-  from streams st
-  join fresh f on f.recipient_id = st.user_id
-$$;
+    AS $$ select d.dispatched_to from app_private.notification_dispatch d $$;
 
 
 --
@@ -5331,6 +5376,13 @@ CREATE INDEX notifications_recipient_created ON app.notifications USING btree (r
 
 
 --
+-- Name: notifications_recipient_tx; Type: INDEX; Schema: app; Owner: -
+--
+
+CREATE INDEX notifications_recipient_tx ON app.notifications USING btree (recipient_id, tx_id, id);
+
+
+--
 -- Name: notifications_recipient_unread; Type: INDEX; Schema: app; Owner: -
 --
 
@@ -7216,6 +7268,14 @@ GRANT ALL ON FUNCTION app.name_words_match(p_name text, p_query text) TO app_adm
 
 
 --
+-- Name: FUNCTION notification_replay(p_after uuid, p_before xid8, p_limit integer); Type: ACL; Schema: app; Owner: -
+--
+
+REVOKE ALL ON FUNCTION app.notification_replay(p_after uuid, p_before xid8, p_limit integer) FROM PUBLIC;
+GRANT ALL ON FUNCTION app.notification_replay(p_after uuid, p_before xid8, p_limit integer) TO app_user;
+
+
+--
 -- Name: FUNCTION notification_rows(p_ids uuid[]); Type: ACL; Schema: app; Owner: -
 --
 
@@ -7637,6 +7697,13 @@ GRANT ALL ON FUNCTION app.update_hub(p_hub_id uuid, p_name text, p_description t
 --
 
 REVOKE ALL ON FUNCTION app.user_access_level(p_user_id uuid) FROM PUBLIC;
+
+
+--
+-- Name: FUNCTION user_block_list(p_user_id uuid); Type: ACL; Schema: app; Owner: -
+--
+
+REVOKE ALL ON FUNCTION app.user_block_list(p_user_id uuid) FROM PUBLIC;
 
 
 --
@@ -8099,6 +8166,14 @@ REVOKE ALL ON FUNCTION app_private.is_followee(p_viewer uuid, p_user uuid) FROM 
 
 
 --
+-- Name: FUNCTION live_notifications(p_from xid8, p_to xid8, p_sessions uuid[]); Type: ACL; Schema: app_private; Owner: -
+--
+
+REVOKE ALL ON FUNCTION app_private.live_notifications(p_from xid8, p_to xid8, p_sessions uuid[]) FROM PUBLIC;
+GRANT ALL ON FUNCTION app_private.live_notifications(p_from xid8, p_to xid8, p_sessions uuid[]) TO authenticator;
+
+
+--
 -- Name: FUNCTION member_role(p_hub_id uuid, p_user_id uuid); Type: ACL; Schema: app_private; Owner: -
 --
 
@@ -8155,11 +8230,11 @@ REVOKE ALL ON FUNCTION app_private.merge_votes(p_source uuid, p_target uuid) FRO
 
 
 --
--- Name: FUNCTION notification_batch(p_from xid8, p_to xid8, p_sessions uuid[]); Type: ACL; Schema: app_private; Owner: -
+-- Name: FUNCTION notification_dispatched_to(); Type: ACL; Schema: app_private; Owner: -
 --
 
-REVOKE ALL ON FUNCTION app_private.notification_batch(p_from xid8, p_to xid8, p_sessions uuid[]) FROM PUBLIC;
-GRANT ALL ON FUNCTION app_private.notification_batch(p_from xid8, p_to xid8, p_sessions uuid[]) TO authenticator;
+REVOKE ALL ON FUNCTION app_private.notification_dispatched_to() FROM PUBLIC;
+GRANT ALL ON FUNCTION app_private.notification_dispatched_to() TO authenticator;
 
 
 --

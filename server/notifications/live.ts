@@ -1,73 +1,84 @@
-// The reads behind live delivery (server/sse/hub.ts), on the hub's own connection:
-//   1. app_private.notification_batch: for the sessions with a stream open in this process, which
-//      of them have rows in an announced range that app.notification_visible_to allows now, and
-//      whether each session is still live (one call per batch; migrations/0020);
-//   2. those rows through app.notification_rows, the list's own read, as each recipient (a
-//      transaction opened like a request's, db/viewer.ts), all recipients in one round trip, so a
-//      streamed row is exactly the row GET /notifications shows, policies included.
+// The reads behind live delivery (server/sse/hub.ts) and resume:
+//   * a batch: app_private.live_notifications, one statement for every recipient with a stream
+//     open in this process, visibility decided by app.notification_visible_to (the function the
+//     list's policy applies) for each recipient now (migrations/0100);
+//   * a replay (Last-Event-ID): app.notification_replay for the place and the bound, then the rows
+//     through app.notification_rows in the request's own transaction, as the viewer, under the
+//     list's policy.
+// Both shape rows with shapeNotification, so a streamed row is exactly the row GET /notifications shows.
 import type pg from 'pg';
-import { beginAs, sqlLiteral, userViewer } from '../../db/viewer.ts';
+import type { RequestTransaction } from '../../db/request-transaction.ts';
+import { isUuid } from '../http/ids.ts';
+import type { Position, SseEvent } from '../sse/streams.ts';
 import type { Storage } from '../uploads/storage.ts';
-import { notification, shapeNotification, type Notification, type NotificationRow } from './shape.ts';
+import { shapeNotification, type NotificationRow } from './shape.ts';
+
+/** At most this many rows are replayed; then the `: replay truncated` comment says to read the list. */
+export const replayLimit = 500;
 
 export interface LiveBatch {
   /** Sessions that are no longer live: their streams close. */
   ended: string[];
-  /** The rows to send, oldest first, per session. */
-  bySession: Map<string, Notification[]>;
+  /** The events to send, oldest first, per session. */
+  bySession: Map<string, SseEvent[]>;
 }
 
-interface BatchRow {
-  session_id: string;
-  user_id: string;
-  live: boolean;
-  notification_ids: string[];
-}
+type BatchRow = NotificationRow & { session_id: string; live: boolean; tx_id: string };
 
-export async function readLiveBatch(client: pg.ClientBase, storage: Storage, from: bigint, to: bigint, sessions: string[]): Promise<LiveBatch> {
-  const { rows } = await client.query<BatchRow>(
-    'select session_id, user_id, live, notification_ids from app_private.notification_batch($1::xid8, $2::xid8, $3::uuid[])',
-    [from.toString(), to.toString(), sessions],
-  );
-  const live = rows.filter((row) => row.live);
-  const byUser = await readAsRecipients(client, storage, live);
-  const bySession = new Map<string, Notification[]>();
-  for (const row of live) bySession.set(row.session_id, byUser.get(row.user_id) ?? []);
-  return { ended: rows.filter((row) => !row.live).map((row) => row.session_id), bySession };
+export async function readLiveBatch(db: pg.Pool, storage: Storage, from: bigint, to: bigint, sessions: string[]): Promise<LiveBatch> {
+  const { rows } = await db.query<BatchRow>('select * from app_private.live_notifications($1::xid8, $2::xid8, $3::uuid[])', [
+    from.toString(),
+    to.toString(),
+    sessions,
+  ]);
+  const ended = new Set<string>();
+  const bySession = new Map<string, SseEvent[]>();
+  for (const row of rows) {
+    if (!row.live) {
+      ended.add(row.session_id);
+      continue;
+    }
+    const events = bySession.get(row.session_id) ?? [];
+    events.push({ ...(await toEvent(storage, row)), position: [BigInt(row.tx_id), row.notification_id] });
+    bySession.set(row.session_id, events);
+  }
+  return { ended: [...ended], bySession };
 }
 
 /** Sessions among `sessions` that are no longer live (after the listening connection was down). */
-export async function readEndedSessions(client: pg.ClientBase, sessions: string[]): Promise<string[]> {
-  const { rows } = await client.query<{ id: string }>('select id from app_private.ended_sessions($1::uuid[]) as id', [sessions]);
+export async function readEndedSessions(db: pg.Pool, sessions: string[]): Promise<string[]> {
+  const { rows } = await db.query<{ id: string }>('select id from app_private.ended_sessions($1::uuid[]) as id', [sessions]);
   return rows.map((row) => row.id);
 }
 
-async function readAsRecipients(client: pg.ClientBase, storage: Storage, rows: BatchRow[]): Promise<Map<string, Notification[]>> {
-  const readers = new Map<string, BatchRow>();
-  for (const row of rows) readers.set(row.user_id, row);
-  if (readers.size === 0) return new Map();
-  // Per recipient, a transaction like a request's (beginAs), the read, commit. Values are ids this
-  // connection just read from the database.
-  const text = [...readers.values()]
-    .map(
-      (reader) =>
-        `${beginAs(userViewer(reader.user_id, reader.session_id))} ` +
-        `select * from app.notification_rows(${sqlLiteral(`{${reader.notification_ids.join(',')}}`)}) order by created_at, notification_id; commit;`,
-    )
-    .join('\n');
-  let results: pg.QueryResult<NotificationRow>[];
-  try {
-    results = (await client.query(text)) as unknown as pg.QueryResult<NotificationRow>[];
-  } catch (error) {
-    await client.query('rollback').catch(() => undefined);
-    throw error;
-  }
-  // One result per statement; the reads, in reader order, are those with notification rows' columns.
-  const reads = results.filter((result) => result.fields.some((field) => field.name === 'notification_id'));
-  const byUser = new Map<string, Notification[]>();
-  for (const [index, userId] of [...readers.keys()].entries()) {
-    const read = reads[index]?.rows ?? [];
-    byUser.set(userId, await Promise.all(read.map(async (row) => notification.parse(await shapeNotification(storage, row)))));
-  }
-  return byUser;
+export interface Replay {
+  events: SseEvent[];
+  /** More rows than replayLimit, or a Last-Event-ID that names no row of the viewer: read the list. */
+  truncated: boolean;
+  /** Where the Last-Event-ID row stands: live rows at or before it are not sent again. */
+  after: Position | undefined;
+}
+
+/** The viewer's rows after `lastEventId`, written below `before` (the stream's first live range). */
+export async function readReplay(tx: RequestTransaction, storage: Storage, lastEventId: string, before: bigint): Promise<Replay> {
+  if (!isUuid(lastEventId)) return { events: [], truncated: true, after: undefined };
+  const { rows } = await tx.query<Partial<NotificationRow> & { place: string | null }>(
+    `select place.place::text, r.*
+     from app.notification_replay($1::uuid, $2::xid8, $3) place
+     left join lateral (
+       select nr.*, o.position from unnest(place.ids) with ordinality as o(id, position)
+       join app.notification_rows(place.ids) nr on nr.notification_id = o.id) r on true
+     order by r.position`,
+    [lastEventId, before.toString(), replayLimit + 1],
+  );
+  const place = rows[0]?.place;
+  if (place == null) return { events: [], truncated: true, after: undefined };
+  const found = rows.filter((row): row is NotificationRow & { place: string } => row.notification_id != null);
+  const kept = found.slice(0, replayLimit);
+  return { events: await Promise.all(kept.map((row) => toEvent(storage, row))), truncated: found.length > replayLimit, after: [BigInt(place), lastEventId.toLowerCase()] };
+}
+
+// shapeNotification builds the list's row (the `notification` schema) field by field.
+async function toEvent(storage: Storage, row: NotificationRow): Promise<SseEvent> {
+  return { id: row.notification_id, event: 'notification', data: await shapeNotification(storage, row) };
 }

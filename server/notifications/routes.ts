@@ -8,6 +8,7 @@ import { ApiError } from '../http/errors.ts';
 import { isUuid } from '../http/ids.ts';
 import { fromMicros, micros, pageQuery, pageSchema, toPage } from '../http/paging.ts';
 import { queryBoolean } from '../http/validation.ts';
+import { readReplay } from './live.ts';
 import { notification, shapeNotification, type NotificationRow } from './shape.ts';
 
 const tag = 'Notifications';
@@ -116,28 +117,46 @@ export const notificationEndpoints = [
       'token check). Response headers: Content-Type: text/event-stream, Cache-Control: no-store, X-Accel-Buffering: no. ' +
       'Each event is `id: <notification id>`, `event: notification`, `data: <the row exactly as GET /notifications ' +
       'lists it, as JSON>`. A `: ping` comment line is sent every 25 s. The server closes the stream after 3600 s; ' +
-      'reconnect at once. Logging out (or any revocation of the session) closes its streams. Events carry the rows ' +
-      'written from about the moment the stream opens, usually within 100 ms of their commit, each only if the viewer ' +
-      'may see it at that moment (hub membership is checked then, never cached). The stream is not idempotent and ' +
-      'Last-Event-ID is not replayed: after (re)connecting, read GET /notifications for earlier rows; a row written ' +
-      'just before the stream opened can then arrive both ways, with the same id.',
+      'reconnect at once, sending Last-Event-ID. Logging out (or any revocation of the session) closes its streams. A ' +
+      'session keeps at most 5 streams open: opening a sixth closes its oldest after a `: closed: more than 5 streams ' +
+      'open for this session` comment. Events carry the rows written from about the moment the stream opens, usually ' +
+      'within 100 ms of their commit, each only if the viewer may see it at that moment (hub membership is checked ' +
+      'then, never cached), in the order of their writing transactions. Resume: with a Last-Event-ID header naming a ' +
+      'notification of the viewer, the stream first sends, oldest first, every row after that one that the viewer may ' +
+      'see now (at most 500), then live rows, with no row twice. When more than 500 rows followed it, or the id names ' +
+      'no notification of the viewer, a `: replay truncated` comment follows the replayed rows: read GET ' +
+      '/notifications. No committed row is lost while the stream is open: when the server cannot read a batch of rows, ' +
+      'it retries, and if it still cannot, it closes the stream so the client resumes. Without Last-Event-ID, read GET ' +
+      '/notifications after connecting for earlier rows (a row written just before the stream opened can then arrive ' +
+      'both ways, with the same id).',
     auth: 'bearer',
     stream: { contentType: 'text/event-stream' },
     // The data of each event; the response itself is the stream.
     response: notification,
     errors: ['SSE_NOT_SUPPORTED', 'SERVICE_UNAVAILABLE'],
-    async handler({ req, res, viewer, tx, services: { notificationHub } }) {
+    async handler({ req, res, viewer, tx, services: { notificationHub, storage, log } }) {
       if (!req.accepts('text/event-stream')) throw new ApiError('SSE_NOT_SUPPORTED');
       const owner = { userId: viewer.userId as string, sessionId: viewer.sessionId as string };
-      const stream = notificationHub.open(res, owner);
-      // The session was checked when this request began. Checked again now that the stream is
-      // registered, so that a logout committed in between (whose announcement may have arrived
-      // before the registration) still closes it.
-      const { rows } = await tx.query<{ live: boolean }>('select app.session_access_level($1, $2) is not null as live', [
-        owner.sessionId,
-        owner.userId,
-      ]);
-      if (!rows[0]?.live) stream.close();
+      const lastEventId = req.get('last-event-id');
+      const { stream, replayBefore } = notificationHub.open(res, owner, lastEventId !== undefined);
+      try {
+        // The session was checked when this request began. Checked again now that the stream is
+        // registered, so that a logout committed in between (whose announcement may have arrived
+        // before the registration) still closes it.
+        const { rows } = await tx.query<{ live: boolean }>('select app.session_access_level($1, $2) is not null as live', [
+          owner.sessionId,
+          owner.userId,
+        ]);
+        if (!rows[0]?.live) stream.close();
+        else if (lastEventId !== undefined && replayBefore !== undefined) {
+          const replay = await readReplay(tx, storage, lastEventId, replayBefore);
+          stream.release(replay.events, replay.truncated ? 'replay truncated' : undefined, replay.after);
+        }
+      } catch (error) {
+        // The response is a stream already: close it, and the client resumes.
+        log.warn({ err: error }, 'notification stream setup failed');
+        stream.close();
+      }
       return undefined;
     },
   }),

@@ -1,26 +1,41 @@
-// The LISTEN hub of one API process (design.md "what is live"; issue 3). It holds ONE dedicated
-// connection (a pg.Client outside the pools, logged in as `authenticator`, reconnecting with
-// backoff) that:
-//   * LISTENs on 'notifications', where the dispatcher announces ranges of writing transactions
-//     ({"from","to"} transaction ids, never content), and on 'session_revoked' (a session id);
-//   * runs the dispatcher when this process holds the leadership lock (dispatcher.ts);
-//   * for each announced range, reads the rows of the users with a stream open here and writes
-//     them as `notification` events (server/notifications/live.ts re-checks visibility and the
-//     session in the database at that moment: nothing is cached).
-// Ranges are read in order from the process's own watermark, so ranges announced while the
-// connection was down are read with the next one, and none twice. Rows written before the hub
-// first connected are never pushed: the client reads them from GET /notifications.
+// The LISTEN hub of one API process (design.md "what is live"; contract section 9). It holds:
+//   * ONE dedicated listening connection (a pg.Client outside the pools, logged in as
+//     `authenticator`, reconnecting with backoff from 100 ms up to 1 s) that LISTENs on
+//     'notifications', where the dispatcher announces ranges of writing transactions
+//     ({"from","to"} transaction ids, never content), and on 'session_revoked' (a session id), and
+//     runs the dispatcher when this process holds the leadership lock (dispatcher.ts);
+//   * a small pool of its own for the batch reads, so a read never waits behind the dispatcher's
+//     tick or the API's requests: one statement per announced range for every stream open here
+//     (server/notifications/live.ts re-checks visibility and the session in the database at that
+//     moment: nothing is cached).
+// Nothing committed is lost for a connected client:
+//   * ranges are read in order from the process's own watermark (#readTo), none skipped;
+//   * on (re)connecting, the dispatcher's watermark tells which ranges were announced while the
+//     connection was down, and they are read like any other;
+//   * a batch that cannot be read is retried; if it still cannot be read, the streams it was for
+//     are closed, so their clients resume with Last-Event-ID;
+//   * a stream opened with Last-Event-ID holds its live events while its replay is read; the
+//     replay covers every row below the first range the stream gets live (replayBefore), so the
+//     two never overlap and the stream's rows stay in (tx_id, id) order.
 import pg from 'pg';
 import type { Response } from 'express';
 import type { Config } from '../../config.ts';
 import type { Log } from '../../logger.ts';
 import { ApiError } from '../http/errors.ts';
-import { readEndedSessions, readLiveBatch, type LiveBatch } from '../notifications/live.ts';
+import { readEndedSessions, readLiveBatch } from '../notifications/live.ts';
 import type { Storage } from '../uploads/storage.ts';
 import { Dispatcher } from './dispatcher.ts';
 import { SseStreams, type SseStream, type StreamOwner } from './streams.ts';
 
-const reconnectMs = { first: 200, max: 10_000 };
+const reconnectMs = { first: 100, max: 1000 };
+/** Waits before each retry of a batch read; after the last one the batch's streams are closed. */
+const batchRetryMs = [100, 400, 1000];
+
+export interface OpenedStream {
+  stream: SseStream;
+  /** With resume: the replay covers rows written by transactions below this id. */
+  replayBefore: bigint | undefined;
+}
 
 export class NotificationHub {
   #streams: SseStreams;
@@ -29,14 +44,17 @@ export class NotificationHub {
   #dispatcher: Dispatcher;
   #connectionString: string | undefined;
   #client: pg.Client | undefined;
-  #connected = false;
+  #reader: pg.Pool | undefined;
+  #connectedOnce = false;
   #stopped = false;
   #reconnectTimer: NodeJS.Timeout | undefined;
   #backoffMs = reconnectMs.first;
   /** Every range below this has been read for this process's streams. */
   #readTo: bigint | undefined;
-  /** The highest bound announced so far. */
-  #announcedTo: bigint | undefined;
+  /** The end of the range being read now (streams opened meanwhile get live rows from there). */
+  #reading: bigint | undefined;
+  /** Announced bounds not yet read, with when they arrived (performance.now()). */
+  #announced: { to: bigint; at: number }[] = [];
   #draining = false;
 
   constructor(sse: Config['sse'], log: Log, storage: Storage) {
@@ -46,13 +64,27 @@ export class NotificationHub {
     this.#dispatcher = new Dispatcher(this.#log);
   }
 
+  /** Notification streams open in this process. */
+  get openStreams(): number {
+    return this.#streams.count;
+  }
+
+  /** How long the oldest announced range not yet delivered by this process has waited, in ms (0 when caught up). */
+  get lagMs(): number {
+    const oldest = this.#announced[0];
+    return oldest ? performance.now() - oldest.at : 0;
+  }
+
   /** Connects (retrying in the background when the first attempt fails). */
   async start(connectionString: string): Promise<void> {
     this.#connectionString = connectionString;
+    this.#reader = new pg.Pool({ connectionString, max: 2, application_name: 'notification-reader' });
+    this.#reader.on('error', () => {});
+    this.#reader.on('connect', (client) => client.on('error', () => {}));
     await this.#connect();
   }
 
-  /** Closes every stream, stops the dispatcher and ends the connection (its leadership lock with it). */
+  /** Closes every stream, stops the dispatcher and ends the connections (the leadership lock with them). */
   async stop(): Promise<void> {
     this.#stopped = true;
     clearTimeout(this.#reconnectTimer);
@@ -61,21 +93,23 @@ export class NotificationHub {
     const client = this.#client;
     this.#client = undefined;
     await client?.end().catch(() => undefined);
+    await this.#reader?.end().catch(() => undefined);
   }
 
-  /** For metrics (server/metrics.ts). */
-  get openStreams(): number {
-    return this.#streams.count;
-  }
-
+  /** The dispatcher's lag when this process leads (for metrics, server/metrics.ts). */
   get dispatcherLagSeconds(): number | undefined {
     return this.#dispatcher.lagSeconds;
   }
 
-  /** Answers the request with a notification stream for the session (503 when the hub is not running). */
-  open(res: Response, owner: StreamOwner): SseStream {
-    if (this.#connectionString === undefined || this.#stopped) throw new ApiError('SERVICE_UNAVAILABLE', {}, { 'Retry-After': '5' });
-    return this.#streams.open(res, owner);
+  /**
+   * Answers the request with a notification stream for the session (503 while the hub has never
+   * reached the database). With `resume`, live events wait for the stream's release, after the
+   * replay of the rows below `replayBefore`.
+   */
+  open(res: Response, owner: StreamOwner, resume = false): OpenedStream {
+    if (this.#stopped || this.#readTo === undefined) throw new ApiError('SERVICE_UNAVAILABLE', {}, { 'Retry-After': '5' });
+    const replayBefore = resume ? (this.#reading ?? this.#readTo) : undefined;
+    return { stream: this.#streams.open(res, owner, resume), replayBefore };
   }
 
   async #connect(): Promise<void> {
@@ -84,34 +118,36 @@ export class NotificationHub {
     client.on('error', (error) => this.#lost(client, error));
     client.on('end', () => this.#lost(client));
     client.on('notification', (message) => this.#onNotification(message));
-    const firstConnection = this.#readTo === undefined;
     try {
       await client.connect();
       await client.query('listen notifications; listen session_revoked');
-      if (firstConnection) {
-        const { rows } = await client.query<{ xmin: string }>('select pg_snapshot_xmin(pg_current_snapshot())::text as xmin');
-        this.#readTo = BigInt(rows[0]?.xmin ?? '0');
-      }
+      // Listening now: whatever was announced before is below the dispatcher's watermark.
+      const { rows } = await client.query<{ announced: string; xmin: string }>(
+        'select app_private.notification_dispatched_to()::text as announced, pg_snapshot_xmin(pg_current_snapshot())::text as xmin',
+      );
+      const row = rows[0] as { announced: string; xmin: string };
+      // Rows written before the first connection are not pushed: a client resumes or reads the list.
+      this.#readTo ??= BigInt(row.xmin);
+      this.#announce(BigInt(row.announced));
     } catch (error) {
       this.#lost(client, error);
       return;
     }
     if (this.#client !== client) return;
-    this.#connected = true;
     this.#backoffMs = reconnectMs.first;
     this.#dispatcher.attach(client);
-    if (!firstConnection) {
+    if (this.#connectedOnce) {
       // Revocations announced while the connection was down were missed: ask instead.
       this.#log.info('listening connection restored');
-      await this.#closeEndedSessions(client);
+      void this.#closeEndedSessions();
     }
+    this.#connectedOnce = true;
     void this.#drain();
   }
 
   #lost(client: pg.Client, error?: unknown): void {
     if (this.#client !== client) return;
     this.#client = undefined;
-    this.#connected = false;
     this.#dispatcher.detach();
     client.end().catch(() => undefined);
     if (this.#stopped) return;
@@ -136,7 +172,13 @@ export class NotificationHub {
       this.#log.warn('ignored a malformed notifications announcement');
       return;
     }
-    if (this.#announcedTo === undefined || to > this.#announcedTo) this.#announcedTo = to;
+    this.#announce(to);
+  }
+
+  #announce(to: bigint): void {
+    const last = this.#announced.at(-1)?.to ?? this.#readTo;
+    if (last !== undefined && to <= last) return;
+    this.#announced.push({ to, at: performance.now() });
     void this.#drain();
   }
 
@@ -145,37 +187,50 @@ export class NotificationHub {
     if (this.#draining) return;
     this.#draining = true;
     try {
-      while (this.#connected && this.#client && this.#readTo !== undefined && this.#announcedTo !== undefined && this.#announcedTo > this.#readTo) {
-        const client = this.#client;
-        const [from, to] = [this.#readTo, this.#announcedTo];
-        const sessions = this.#streams.sessions();
-        try {
-          if (sessions.length > 0) this.#send(await readLiveBatch(client, this.#storage, from, to, sessions));
-        } catch (error) {
-          // A lost connection keeps the range for the next announcement; any other failure skips
-          // it (its rows stay in the list) rather than failing on it forever.
-          if (this.#client !== client) return;
-          this.#log.error({ err: error }, 'notification batch failed');
-        }
+      for (let next = this.#announced.at(-1); !this.#stopped && next && this.#readTo !== undefined; next = this.#announced.at(-1)) {
+        const [from, to] = [this.#readTo, next.to];
+        const streams = this.#streams.all();
+        this.#reading = to;
+        if (streams.length > 0) await this.#deliver(from, to, streams);
         this.#readTo = to;
+        this.#reading = undefined;
+        this.#announced = this.#announced.filter((announcement) => announcement.to > to);
       }
     } finally {
       this.#draining = false;
+      this.#reading = undefined;
     }
   }
 
-  #send(batch: LiveBatch): void {
-    for (const sessionId of batch.ended) this.#streams.closeSession(sessionId);
-    for (const [sessionId, rows] of batch.bySession) {
-      this.#streams.send(sessionId, rows.map((row) => ({ id: row.id, event: 'notification', data: row })));
+  /** Sends the rows of [from, to) to the streams that were open when its read began. */
+  async #deliver(from: bigint, to: bigint, streams: SseStream[]): Promise<void> {
+    const sessions = [...new Set(streams.map((stream) => stream.owner.sessionId))];
+    for (let attempt = 0; ; attempt += 1) {
+      try {
+        const batch = await readLiveBatch(this.#reader as pg.Pool, this.#storage, from, to, sessions);
+        for (const sessionId of batch.ended) this.#streams.closeSession(sessionId);
+        for (const stream of streams) stream.sendAll(batch.bySession.get(stream.owner.sessionId) ?? []);
+        return;
+      } catch (error) {
+        if (this.#stopped) return;
+        const waitMs = batchRetryMs[attempt];
+        if (waitMs === undefined) {
+          // Its rows stay in the list: the clients resume with Last-Event-ID and get them.
+          this.#log.error({ err: error, streams: streams.length }, 'notification batch failed; closing its streams');
+          for (const stream of streams) stream.close();
+          return;
+        }
+        this.#log.warn({ err: error, retryInMs: waitMs }, 'notification batch failed; retrying');
+        await new Promise((resolve) => setTimeout(resolve, waitMs));
+      }
     }
   }
 
-  async #closeEndedSessions(client: pg.Client): Promise<void> {
+  async #closeEndedSessions(): Promise<void> {
     const sessions = this.#streams.sessions();
     if (sessions.length === 0) return;
     try {
-      for (const sessionId of await readEndedSessions(client, sessions)) this.#streams.closeSession(sessionId);
+      for (const sessionId of await readEndedSessions(this.#reader as pg.Pool, sessions)) this.#streams.closeSession(sessionId);
     } catch (error) {
       this.#log.warn({ err: error }, 'session check after reconnecting failed');
     }

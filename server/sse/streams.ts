@@ -1,6 +1,8 @@
 // The server-sent-event streams open in this process (contract section 9), by session: headers,
-// events, the `: ping` comment every pingSeconds, and the close after maxSeconds. Which events a
-// stream gets, and when a session's streams close, is decided by the hub (hub.ts).
+// events, the `: ping` comment every pingSeconds, the close after maxSeconds, and at most
+// maxPerSession open streams per session (opening one more closes the oldest, with a final
+// comment). Which events a stream gets, and when a session's streams close, is decided by the hub
+// (hub.ts).
 import type { Response } from 'express';
 
 export interface StreamOwner {
@@ -8,14 +10,24 @@ export interface StreamOwner {
   sessionId: string;
 }
 
+/** Where a notification stands in the order of delivery: its writing transaction, then its id. */
+export type Position = readonly [bigint, string];
+
 export interface SseEvent {
   id: string;
   event: string;
   data: unknown;
+  /** Live events carry it: a resumed stream drops those at or before its place. */
+  position?: Position;
 }
 
-/** A client that stops reading is dropped once this much output waits for it (it reconnects and re-reads the list). */
+const isAfter = (position: Position, place: Position): boolean => position[0] > place[0] || (position[0] === place[0] && position[1] > place[1]);
+
+/** A client that stops reading is dropped once this much output waits for it (it reconnects and resumes). */
 const maxBufferedBytes = 1024 * 1024;
+/** Live events held for a stream while its replay is read; beyond this it is closed (the client resumes). */
+const maxHeldEvents = 5000;
+export const maxStreamsPerSession = 5;
 
 export class SseStream {
   readonly owner: StreamOwner;
@@ -23,11 +35,16 @@ export class SseStream {
   #timers: NodeJS.Timeout[];
   #onClose: (stream: SseStream) => void;
   #closed = false;
+  /** Live events that arrive while the replay is being read: sent after it. */
+  #held: SseEvent[] | undefined;
+  /** The place a resumed stream started after (the client has every row up to it). */
+  #after: Position | undefined;
 
-  constructor(res: Response, owner: StreamOwner, timing: { pingMs: number; maxMs: number }, onClose: (stream: SseStream) => void) {
+  constructor(res: Response, owner: StreamOwner, timing: { pingMs: number; maxMs: number }, hold: boolean, onClose: (stream: SseStream) => void) {
     this.owner = owner;
     this.#res = res;
     this.#onClose = onClose;
+    this.#held = hold ? [] : undefined;
     // Connection: close: a stream's connection is not reused once the stream ends (an hour later,
     // or at shutdown, which then does not wait for idle keep-alive connections).
     res.writeHead(200, { 'Content-Type': 'text/event-stream', 'Cache-Control': 'no-store', 'X-Accel-Buffering': 'no', Connection: 'close' });
@@ -44,7 +61,38 @@ export class SseStream {
   }
 
   send(event: SseEvent): void {
+    if (this.#after && event.position && !isAfter(event.position, this.#after)) return;
+    if (this.#held) {
+      this.#held.push(event);
+      if (this.#held.length > maxHeldEvents) this.close();
+      return;
+    }
     this.#write(`id: ${event.id}\nevent: ${event.event}\ndata: ${JSON.stringify(event.data)}\n\n`);
+  }
+
+  /** Sends events in as few writes as the socket allows. */
+  sendAll(events: SseEvent[]): void {
+    if (this.#closed || events.length === 0) return;
+    this.#res.cork();
+    for (const event of events) this.send(event);
+    this.#res.uncork();
+  }
+
+  /**
+   * Sends the replayed events, then `comment` (if any), then the live events held meanwhile; from
+   * now on, live events at or before `after` are dropped.
+   */
+  release(replayed: SseEvent[], comment: string | undefined, after: Position | undefined): void {
+    const held = this.#held ?? [];
+    this.#held = undefined;
+    this.#after = after;
+    this.sendAll(replayed);
+    if (comment) this.comment(comment);
+    this.sendAll(held);
+  }
+
+  comment(text: string): void {
+    this.#write(`: ${text}\n\n`);
   }
 
   /** Ends the response; the client sees the stream end. */
@@ -69,39 +117,46 @@ export class SseStream {
 }
 
 export class SseStreams {
+  /** Per session, its open streams, oldest first. */
   #bySession = new Map<string, Set<SseStream>>();
+  #count = 0;
   #timing: { pingMs: number; maxMs: number };
 
   constructor(timing: { pingSeconds: number; maxSeconds: number }) {
     this.#timing = { pingMs: timing.pingSeconds * 1000, maxMs: timing.maxSeconds * 1000 };
   }
 
-  /** Answers the request with a stream (status 200 and the event-stream headers) and registers it. */
-  open(res: Response, owner: StreamOwner): SseStream {
-    const stream = new SseStream(res, owner, this.#timing, (closed) => this.#forget(closed));
+  /** Open streams in this process. */
+  get count(): number {
+    return this.#count;
+  }
+
+  /**
+   * Answers the request with a stream (status 200 and the event-stream headers) and registers it.
+   * With `hold`, live events wait until the stream's release (the replay goes first).
+   */
+  open(res: Response, owner: StreamOwner, hold = false): SseStream {
+    const stream = new SseStream(res, owner, this.#timing, hold, (closed) => this.#forget(closed));
     if (stream.closed) return stream;
     const streams = this.#bySession.get(owner.sessionId) ?? new Set();
+    for (const oldest of [...streams].slice(0, Math.max(0, streams.size - maxStreamsPerSession + 1))) {
+      oldest.comment(`closed: more than ${maxStreamsPerSession} streams open for this session`);
+      oldest.close();
+    }
     streams.add(stream);
     this.#bySession.set(owner.sessionId, streams);
+    this.#count += 1;
     return stream;
   }
 
-  /** Open streams. */
-  get count(): number {
-    let count = 0;
-    for (const streams of this.#bySession.values()) count += streams.size;
-    return count;
+  /** Every open stream. */
+  all(): SseStream[] {
+    return [...this.#bySession.values()].flatMap((streams) => [...streams]);
   }
 
   /** Session ids with at least one open stream. */
   sessions(): string[] {
     return [...this.#bySession.keys()];
-  }
-
-  send(sessionId: string, events: SseEvent[]): void {
-    for (const stream of this.#bySession.get(sessionId) ?? []) {
-      for (const event of events) stream.send(event);
-    }
   }
 
   closeSession(sessionId: string): void {
@@ -114,7 +169,8 @@ export class SseStreams {
 
   #forget(stream: SseStream): void {
     const streams = this.#bySession.get(stream.owner.sessionId);
-    streams?.delete(stream);
-    if (streams?.size === 0) this.#bySession.delete(stream.owner.sessionId);
+    if (!streams?.delete(stream)) return;
+    this.#count -= 1;
+    if (streams.size === 0) this.#bySession.delete(stream.owner.sessionId);
   }
 }

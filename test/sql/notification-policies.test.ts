@@ -62,8 +62,9 @@ describe('grants', () => {
     for (const sql of [
       'select app_private.dispatch_notifications()',
       'select app_private.take_notification_dispatch()',
-      `select * from app_private.notification_batch('1'::xid8, '2'::xid8, '{}')`,
+      `select * from app_private.live_notifications('1'::xid8, '2'::xid8, '{}')`,
       `select * from app_private.ended_sessions('{}')`,
+      'select app_private.notification_dispatched_to()',
     ]) {
       expect(await read(member, sql), sql).toBe(insufficientPrivilege);
     }
@@ -146,7 +147,12 @@ describe('the dispatcher', () => {
   const watermark = async () => BigInt((await app.owner.query('select dispatched_to::text as w from app_private.notification_dispatch')).rows[0].w);
 
   it('announces nothing when no row was written, and moves no watermark', async () => {
-    await dispatch();
+    // First every row written so far is announced (xmin is cluster-wide: other files' transactions may hold it).
+    const lastTx = BigInt((await app.owner.query(`select coalesce(max(tx_id), '0')::text as t from app.notifications`)).rows[0].t);
+    while ((await watermark()) <= lastTx) {
+      await dispatch();
+      await sleep(20);
+    }
     const listener = await listenTo(app, 'notifications');
     try {
       const before = await watermark();
@@ -178,7 +184,8 @@ describe('the dispatcher', () => {
       const lateTx = await txOf(late);
       expect(lateTx).toBeLessThan(earlyTx);
       const covering = (tx: bigint) => ranges(listener.payloads).filter((range) => range.from <= tx && tx < range.to);
-      for (let attempt = 0; attempt < 100 && (covering(earlyTx).length === 0 || covering(lateTx).length === 0); attempt += 1) {
+      // Until xmin passes both (it is cluster-wide: other test files' transactions hold it too).
+      while (covering(earlyTx).length === 0 || covering(lateTx).length === 0) {
         await dispatch();
         await sleep(20);
       }
@@ -219,43 +226,66 @@ describe('the dispatcher', () => {
   });
 });
 
-describe('app_private.notification_batch', () => {
+describe('app_private.live_notifications', () => {
   const batch = async (from: bigint, to: bigint, sessions: string[]) =>
     (
-      await authenticator.query('select session_id, user_id, live, notification_ids from app_private.notification_batch($1::xid8, $2::xid8, $3::uuid[])', [
+      await authenticator.query('select session_id, live, notification_id, type, hub_id, actor_id, actor_username from app_private.live_notifications($1::xid8, $2::xid8, $3::uuid[])', [
         from.toString(),
         to.toString(),
         sessions,
       ])
     ).rows;
   const xmin = async () => BigInt((await app.owner.query('select pg_snapshot_xmin(pg_current_snapshot())::text as x')).rows[0].x);
+  /** Waits until every transaction that wrote a notification so far is below xmin (other databases' transactions hold it too). */
+  const finishedBound = async () => {
+    const lastTx = BigInt((await app.owner.query('select max(tx_id)::text as t from app.notifications')).rows[0].t);
+    let to = await xmin();
+    while (to <= lastTx) {
+      await sleep(20);
+      to = await xmin();
+    }
+    return to;
+  };
 
-  it("returns, per session, the range's rows its user may see now, oldest first, and whether the session is live", async () => {
+  it("returns, in one statement for every session, the range's rows its user may see now in (tx_id, id) order, and whether the session is live", async () => {
     const from = await xmin();
     const anonymous = await anonymousUser(app);
     const memberRows = [await insertNotification(app, member.id, { ageSeconds: 1 }), await insertNotification(app, member.id, { type: 'hub_post_created', hubId: hub.id })];
     const hidden = await insertNotification(app, outsider.id, { type: 'hub_post_created', hubId: hub.id });
     const anonymousRow = await insertNotification(app, anonymous.id);
     await app.owner.query('update app.sessions set revoked_at = now() where id = $1', [sessionOf(anonymous)]);
-    // Wait until every transaction that wrote those rows is below xmin (other databases' transactions hold it too).
-    const lastTx = BigInt((await app.owner.query('select max(tx_id)::text as t from app.notifications')).rows[0].t);
-    let to = await xmin();
-    for (let attempt = 0; attempt < 100 && to <= lastTx; attempt += 1) {
-      await sleep(20);
-      to = await xmin();
-    }
+    const to = await finishedBound();
     const rows = await batch(from, to, [sessionOf(member), sessionOf(outsider), sessionOf(anonymous), randomUUID()]);
-    expect(rows).toEqual(
-      expect.arrayContaining([
-        { session_id: sessionOf(member), user_id: member.id, live: true, notification_ids: memberRows },
-        { session_id: sessionOf(anonymous), user_id: anonymous.id, live: false, notification_ids: [anonymousRow] },
-      ]),
-    );
-    // The outsider's only row is hidden: no entry at all. Unknown sessions: none.
-    expect(rows).toHaveLength(2);
+    const of = (session: string) => rows.filter((row) => row.session_id === session);
+    expect(of(sessionOf(member)).map((row) => [row.notification_id, row.live])).toEqual(memberRows.map((id) => [id, true]));
+    expect(of(sessionOf(anonymous)).map((row) => [row.notification_id, row.live])).toEqual([[anonymousRow, false]]);
+    // The outsider's only row is hidden: nothing at all. Unknown sessions: nothing.
+    expect(rows).toHaveLength(3);
     expect(JSON.stringify(rows)).not.toContain(hidden);
     // The range's end is exclusive, its start inclusive.
     expect(await batch(from, from, [sessionOf(member)])).toEqual([]);
+  });
+
+  it('shows the actor exactly as app.notification_rows shows it to the recipient: null across a block either way', async () => {
+    const actor = await userAtLevel(app, 2);
+    const blocker = await userAtLevel(app, 2);
+    const blocked = await userAtLevel(app, 2);
+    expect((await app.post(`/users/${actor.id}/block`, undefined, { token: blocker.token })).status).toBe(200);
+    expect((await app.post(`/users/${blocked.id}/block`, undefined, { token: actor.token })).status).toBe(200);
+    const from = await xmin();
+    const rowsByUser = new Map<TestUser, string>();
+    for (const user of [member, blocker, blocked]) rowsByUser.set(user, await insertNotification(app, user.id, { actorId: actor.id }));
+    const to = await finishedBound();
+    const rows = await batch(from, to, [member, blocker, blocked].map(sessionOf));
+    for (const [user, id] of rowsByUser) {
+      const live = rows.find((row) => row.notification_id === id);
+      const listed = (await read(user, 'select actor_id, actor_username from app.notification_rows($1)', [[id]])) as unknown[];
+      expect(listed).toHaveLength(1);
+      expect({ actor_id: live?.actor_id, actor_username: live?.actor_username }).toEqual(listed[0]);
+    }
+    expect(rows.find((row) => row.notification_id === rowsByUser.get(member))?.actor_id).toBe(actor.id);
+    expect(rows.find((row) => row.notification_id === rowsByUser.get(blocker))?.actor_id).toBeNull();
+    expect(rows.find((row) => row.notification_id === rowsByUser.get(blocked))?.actor_id).toBeNull();
   });
 
   it('names the sessions that are no longer live', async () => {
@@ -265,6 +295,55 @@ describe('app_private.notification_batch', () => {
     const unknown = randomUUID();
     const { rows } = await authenticator.query('select id from app_private.ended_sessions($1::uuid[]) as id', [[sessionOf(live), sessionOf(ended), unknown]]);
     expect(rows.map((row) => row.id).sort()).toEqual([sessionOf(ended), unknown].sort());
+  });
+});
+
+describe('app.notification_replay', () => {
+  const replay = (user: TestUser, after: string, before: bigint, limit = 500) =>
+    read(user, 'select place::text, ids from app.notification_replay($1, $2::xid8, $3)', [after, before.toString(), limit]).then((rows) => {
+      const [row] = rows as { place: string | null; ids: string[] | null }[];
+      expect(row?.place === null).toBe(row?.ids === null);
+      return row?.ids;
+    });
+  const txOf = async (id: string) => BigInt((await app.owner.query('select tx_id::text as t from app.notifications where id = $1', [id])).rows[0].t);
+  const beyond = async () => BigInt((await app.owner.query('select pg_current_xact_id()::text as t')).rows[0].t) + 1n;
+
+  it("returns the viewer's rows after the given one in (tx_id, id) order, below the bound, at most the limit", async () => {
+    const user = await anonymousUser(app);
+    const [a, b, c, d] = [await insertNotification(app, user.id), await insertNotification(app, user.id), await insertNotification(app, user.id), await insertNotification(app, user.id)] as string[];
+    await insertNotification(app, outsider.id);
+    const bound = await beyond();
+    expect(await replay(user, a as string, bound)).toEqual([b, c, d]);
+    expect(await replay(user, a as string, bound, 2)).toEqual([b, c]);
+    expect(await replay(user, a as string, await txOf(c as string))).toEqual([b]);
+    expect(await replay(user, d as string, bound)).toEqual([]);
+    expect(await read(user, 'select place::text from app.notification_replay($1, $2::xid8, 1)', [b, bound.toString()])).toEqual([{ place: (await txOf(b as string)).toString() }]);
+  });
+
+  it('applies hub visibility at replay time: a leaver gets none of that hub, also when the place is a hub row', async () => {
+    const owner = await userAtLevel(app, 4);
+    const leaver = await userAtLevel(app, 4);
+    const ownHub = await createHub(app, owner);
+    await addMember(app, ownHub, leaver);
+    const place = await insertNotification(app, leaver.id);
+    const hubRow = await insertNotification(app, leaver.id, { type: 'hub_post_created', hubId: ownHub.id, postId: randomUUID() });
+    const global = await insertNotification(app, leaver.id);
+    const bound = await beyond();
+    expect(await replay(leaver, place, bound)).toEqual([hubRow, global]);
+    expect((await app.delete(`/hubs/${ownHub.id}/membership`, { token: leaver.token })).status).toBe(200);
+    const after = await replay(leaver, place, bound);
+    expect(after).not.toContain(hubRow);
+    expect(after).toContain(global);
+    expect(await replay(leaver, hubRow, bound)).toEqual([global]);
+  });
+
+  it("is null for an id that is not one of the viewer's rows", async () => {
+    const user = await anonymousUser(app);
+    await insertNotification(app, user.id);
+    const others = await insertNotification(app, outsider.id);
+    const bound = await beyond();
+    expect(await replay(user, randomUUID(), bound)).toBeNull();
+    expect(await replay(user, others, bound)).toBeNull();
   });
 });
 

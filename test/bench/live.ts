@@ -1,0 +1,252 @@
+// Live notifications under load (issues 10 and 12), `npm run bench -- live`. Not part of `npm test`.
+// Processes, as in production: one API process (`node main.ts`: API, dispatcher and worker) on a
+// fresh database; the stream clients in a process of their own (live-streams.ts); the writes from
+// a thread of this process (live-load.ts). Measured, for BENCH_STREAMS (2,000) and then
+// BENCH_GOAL_STREAMS (3,000) open streams, alternating phases with and without the streams, each
+// repeated BENCH_REPEATS times:
+//   * votes/s over HTTP (each vote on a post of its own, whose author has a stream open) and the
+//     time from each vote's answer (after its commit) to the arrival of its post_voted row: p50,
+//     p95, and rows still missing 2 s after the writes stopped;
+//   * notification rows inserted per second (one transaction each) and their commit-to-arrival;
+//   * with BENCH_STREAMS open: 200 clients reconnecting at once with Last-Event-ID, 500 rows each
+//     to replay (BENCH_REPLAY=0 skips it, for a server without resume).
+// Ends with one `goal` line per live goal of issue 12 (3,000 streams). BENCH_API_DIR runs another
+// checkout's API (a before/after comparison); its migrations run on the fresh database.
+import { fork, spawn, type ChildProcess } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { chmod, mkdtemp, rm } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { Worker } from 'node:worker_threads';
+import pg from 'pg';
+import { freePort, startEmbeddedPostgres } from '../../db/embedded.ts';
+import { createTokens } from '../../server/auth/tokens.ts';
+
+const streamCount = Number(process.env.BENCH_STREAMS ?? 2000);
+const goalStreams = Number(process.env.BENCH_GOAL_STREAMS ?? 3000);
+const repeats = Number(process.env.BENCH_REPEATS ?? 3);
+const seconds = Number(process.env.BENCH_SECONDS ?? 6);
+const concurrency = Number(process.env.BENCH_CONCURRENCY ?? 16);
+const replay = process.env.BENCH_REPLAY !== '0';
+const apiDir = path.resolve(process.env.BENCH_API_DIR ?? path.join(import.meta.dirname, '../..'));
+const replayClients = 200;
+const replayRows = 500;
+const postsPerAuthor = 16;
+const voterCount = 2000;
+
+const log = (line: string) => process.stdout.write(`${line}\n`);
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+const quantile = (values: number[], q: number) => {
+  const sorted = [...values].sort((a, b) => a - b);
+  return sorted.length === 0 ? Number.NaN : (sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))] as number);
+};
+const summary = (values: number[]) => `${quantile(values, 0.5).toFixed(2)} (min ${Math.min(...values).toFixed(2)}, max ${Math.max(...values).toFixed(2)}`;
+
+// The database: DATABASE_URL's server, or a throwaway embedded one (durable, like production).
+let embedded: Awaited<ReturnType<typeof startEmbeddedPostgres>> | undefined;
+const dataDir = await mkdtemp(path.join(os.tmpdir(), 'opinion-live-bench-'));
+await chmod(dataDir, 0o755);
+let adminUrl = process.env.DATABASE_URL;
+if (!adminUrl) {
+  embedded = await startEmbeddedPostgres(dataDir, { persistent: false, durable: true });
+  adminUrl = embedded.url;
+}
+const database = `opinion_live_bench_${randomBytes(4).toString('hex')}`;
+const admin = new pg.Client({ connectionString: adminUrl });
+await admin.connect();
+await admin.query(`create database ${database}`);
+const version = (await admin.query<{ server_version: string }>('show server_version')).rows[0]?.server_version;
+const ownerUrlObject = new URL(adminUrl);
+ownerUrlObject.pathname = `/${database}`;
+const ownerUrl = ownerUrlObject.toString();
+
+// The API process (it migrates the database on startup).
+const jwtSecret = randomBytes(16).toString('hex');
+const port = await freePort();
+const base = `http://127.0.0.1:${port}/api/v1`;
+let apiOutput = '';
+const api: ChildProcess = spawn(process.execPath, ['main.ts'], {
+  cwd: apiDir,
+  env: { ...process.env, NODE_ENV: 'development', PORT: String(port), DATABASE_URL: ownerUrl, DATA_DIR: dataDir, JWT_SECRET: jwtSecret, LOG_LEVEL: 'warn' },
+  stdio: ['ignore', 'pipe', 'pipe'],
+});
+api.stdout?.on('data', (chunk) => (apiOutput = (apiOutput + chunk).slice(-5000)));
+api.stderr?.on('data', (chunk) => (apiOutput = (apiOutput + chunk).slice(-5000)));
+for (const started = Date.now(); ; await sleep(200)) {
+  if ((await fetch(`${base}/auth/login-config`).catch(() => undefined))?.status === 200) break;
+  if (api.exitCode !== null || Date.now() - started > 60_000) throw new Error(`the API process did not start:\n${apiOutput}`);
+}
+
+// Users with one live session each: authors (who hold the streams), voters, replay clients.
+const owner = new pg.Pool({ connectionString: ownerUrl, max: 4 });
+const tokens = createTokens(jwtSecret);
+async function makeUsers(prefix: string, count: number) {
+  const { rows } = await owner.query<{ id: string; session_id: string }>(
+    `with made as (
+       insert into app.users (username, full_name, terms_accepted_at, terms_version)
+       select $1 || g, 'Bench User', now(), 'bench' from generate_series(1, $2) g returning id)
+     insert into app.sessions (user_id, expires_at) select id, now() + interval '1 day' from made returning user_id as id, id as session_id`,
+    [prefix, count],
+  );
+  return rows.map((row) => ({ id: row.id, token: tokens.issueAccess({ userId: row.id, sessionId: row.session_id }) }));
+}
+const authors = await makeUsers('author_', Math.max(streamCount, goalStreams));
+const voters = await makeUsers('voter_', voterCount);
+const replayUsers = await makeUsers('replay_', replayClients);
+// Posts: post k of every author, k = 0..postsPerAuthor-1, so that consecutive votes reach different authors.
+const { rows: postRows } = await owner.query<{ id: string; author: number; k: number }>(
+  `insert into app.posts (author_id, slider_text, slider_left_label, slider_right_label, visibility)
+   select a.id, 'Bench prompt', 'No', 'Yes', 'public'
+   from generate_series(0, $2 - 1) k, unnest($1::uuid[]) with ordinality a(id, n) order by k, a.n
+   returning id`,
+  [authors.map((author) => author.id), postsPerAuthor],
+);
+const postsByRound = Array.from({ length: postsPerAuthor }, (_, k) => postRows.slice(k * authors.length, (k + 1) * authors.length).map((row) => row.id));
+// Each replay client: one row to resume after, then replayRows rows (one transaction: (tx_id, id) order is id order).
+await owner.query(
+  `insert into app.notifications (recipient_id, type) select u, 'user_followed' from unnest($1::uuid[]) u, generate_series(0, $2)`,
+  [replayUsers.map((user) => user.id), replayRows],
+);
+const places = await owner.query<{ recipient_id: string; id: string }>(
+  'select recipient_id, min(id::text) as id from app.notifications where recipient_id = any ($1) group by recipient_id',
+  [replayUsers.map((user) => user.id)],
+);
+const placeOf = new Map(places.rows.map((row) => [row.recipient_id, row.id]));
+await owner.query('vacuum analyze');
+
+// The stream clients' process.
+const clients = fork(path.join(import.meta.dirname, 'live-streams.ts'), [base], { stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
+const replies: ((message: any) => void)[] = [];
+clients.on('message', (message) => replies.shift()?.(message));
+await new Promise((resolve) => replies.push(resolve));
+const ask = (message: unknown) =>
+  new Promise<any>((resolve) => {
+    replies.push(resolve);
+    clients.send(message as object);
+  });
+
+let nextRound = 0;
+async function load(mode: 'votes' | 'inserts', recipients: typeof authors) {
+  let votes: { token: string; postId: string }[] = [];
+  if (mode === 'votes') {
+    // A round of posts of their own for these authors (one per author), more rounds if needed.
+    const posts = postsByRound.slice(nextRound, nextRound + 2).flatMap((round) => round.slice(0, recipients.length));
+    nextRound += 2;
+    votes = posts.map((postId, i) => ({ postId, token: (voters[i % voters.length] as (typeof voters)[number]).token }));
+  }
+  const worker = new Worker(new URL('./live-load.ts', import.meta.url), {
+    workerData: { mode, base, ownerUrl, votes, recipients: recipients.map((user) => user.id), concurrency, seconds },
+  });
+  const result = await new Promise<{ responses: [string, number][]; seconds: number; failure?: string }>((resolve, reject) => {
+    worker.once('message', resolve);
+    worker.once('error', reject);
+  });
+  await worker.terminate();
+  if (result.failure) throw new Error(result.failure);
+  return { rate: result.responses.length / result.seconds, responses: result.responses };
+}
+
+interface Delivery {
+  p50: number;
+  p95: number;
+  missing: number;
+}
+async function deliveryOf(responses: [string, number][]): Promise<Delivery> {
+  await sleep(2000);
+  const { arrivals } = (await ask({ type: 'collect' })) as { arrivals: [string, number][] };
+  const arrived = new Map<string, number>();
+  for (const [key, at] of arrivals) if (!arrived.has(key)) arrived.set(key, at);
+  const latencies: number[] = [];
+  let missing = 0;
+  for (const [key, at] of responses) {
+    const arrival = arrived.get(key);
+    if (arrival === undefined) missing += 1;
+    else latencies.push(Math.max(0, arrival - at));
+  }
+  return { p50: quantile(latencies, 0.5), p95: quantile(latencies, 0.95), missing };
+}
+
+interface Round {
+  votes0: number;
+  votesS: number;
+  inserts0: number;
+  insertsS: number;
+  voteDelivery: Delivery;
+  insertDelivery: Delivery;
+  openMs: number;
+}
+async function round(streams: number, repeat: number): Promise<Round> {
+  const recipients = authors.slice(0, streams);
+  const without = async () => ({ votes: (await load('votes', recipients)).rate, inserts: (await load('inserts', recipients)).rate });
+  const withStreams = async () => {
+    const { ms } = await ask({ type: 'open', tokens: recipients.map((user) => user.token) });
+    await sleep(500);
+    const votes = await load('votes', recipients);
+    const voteDelivery = await deliveryOf(votes.responses);
+    const inserts = await load('inserts', recipients);
+    const insertDelivery = await deliveryOf(inserts.responses);
+    await ask({ type: 'close' });
+    await sleep(500);
+    return { votes: votes.rate, inserts: inserts.rate, voteDelivery, insertDelivery, openMs: ms as number };
+  };
+  // Alternate which phase goes first.
+  const [a, b] = repeat % 2 === 0 ? [await without(), await withStreams()] : await withStreams().then(async (w) => [await without(), w] as const);
+  return { votes0: a.votes, votesS: b.votes, inserts0: a.inserts, insertsS: b.inserts, voteDelivery: b.voteDelivery, insertDelivery: b.insertDelivery, openMs: b.openMs };
+}
+
+function report(streams: number, rounds: Round[]) {
+  log(`\n${streams} streams open in one API process (${rounds.length} repeats, ${seconds} s phases, ${concurrency} writers):`);
+  for (const [i, r] of rounds.entries()) {
+    log(
+      `  repeat ${i + 1}: votes/s ${r.votes0.toFixed(0)} without streams, ${r.votesS.toFixed(0)} with; arrival p50 ${r.voteDelivery.p50.toFixed(0)} ms, ` +
+        `p95 ${r.voteDelivery.p95.toFixed(0)} ms, missing after 2 s ${r.voteDelivery.missing}; inserts/s ${r.inserts0.toFixed(0)} without, ` +
+        `${r.insertsS.toFixed(0)} with; arrival p50 ${r.insertDelivery.p50.toFixed(0)} ms, p95 ${r.insertDelivery.p95.toFixed(0)} ms, ` +
+        `missing ${r.insertDelivery.missing}; ${streams} streams opened in ${(r.openMs / 1000).toFixed(1)} s`,
+    );
+  }
+}
+
+log(`machine: ${os.cpus().length} cores, ${(os.totalmem() / 2 ** 30).toFixed(0)} GiB; PostgreSQL ${version}; API from ${apiDir}`);
+const first: Round[] = [];
+for (let i = 0; i < Math.max(1, repeats - 2); i += 1) first.push(await round(streamCount, i));
+report(streamCount, first);
+
+if (replay) {
+  await ask({ type: 'open', tokens: authors.slice(0, streamCount).map((user) => user.token) });
+  const { ms, events } = (await ask({
+    type: 'resume',
+    tokens: replayUsers.map((user) => user.token),
+    lastEventIds: replayUsers.map((user) => placeOf.get(user.id)),
+    expect: replayRows,
+  })) as { ms: number[]; events: number[] };
+  await ask({ type: 'close' });
+  log(
+    `  replay: ${replayClients} clients reconnecting at once with Last-Event-ID, ${replayRows} rows each, ${streamCount} other streams open: ` +
+      `complete after p50 ${quantile(ms, 0.5).toFixed(0)} ms, p95 ${quantile(ms, 0.95).toFixed(0)} ms, all ${Math.max(...ms).toFixed(0)} ms; ` +
+      `${events.filter((count) => count === replayRows).length} of ${replayClients} got all ${replayRows} rows`,
+  );
+}
+
+const goal: Round[] = [];
+for (let i = 0; i < repeats; i += 1) goal.push(await round(goalStreams, i));
+report(goalStreams, goal);
+
+const line = (name: string, values: number[], op: '<' | '>=' | '<=', target: number, unit = '') => {
+  const median = quantile(values, 0.5);
+  const ok = op === '<' ? median < target : op === '>=' ? median >= target : median <= target;
+  log(`goal ${name}: ${summary(values)}; target ${op} ${target}${unit}) ${ok ? 'ok' : 'short'}`);
+};
+log('');
+line('live p95 commit-to-arrival ms (3,000 streams, steady votes)', goal.map((r) => r.voteDelivery.p95), '<', 250, ' ms');
+line('live rows missing 2 s after writes stop (3,000 streams)', goal.map((r) => r.voteDelivery.missing + r.insertDelivery.missing), '<=', 0);
+line('live vote throughput with / without 3,000 streams', goal.map((r) => r.votesS / r.votes0), '>=', 0.9);
+line('live notification inserts with / without 3,000 streams', goal.map((r) => r.insertsS / r.inserts0), '>=', 0.8);
+
+clients.kill();
+api.kill('SIGINT');
+await new Promise((resolve) => api.once('exit', resolve));
+await owner.end();
+await admin.query(`drop database ${database} with (force)`);
+await admin.end();
+await embedded?.stop();
+await rm(dataDir, { recursive: true, force: true });
