@@ -2683,9 +2683,10 @@ CREATE FUNCTION app_private.feed_page(p_feed text, p_subject uuid, p_snapshot ti
     LANGUAGE plpgsql STABLE
     SET search_path TO 'pg_catalog'
     SET enable_bitmapscan TO 'off'
+    SET plan_cache_mode TO 'force_generic_plan'
     AS $$
 declare
-  v_window int := p_limit + 1;
+  v_window int := 2 * (p_limit + 1);
   v_items app_private.feed_item[];
   v_truncated boolean;
 begin
@@ -2714,7 +2715,7 @@ begin
            exists (select from horizon)
       into v_items, v_truncated;
     exit when not v_truncated or cardinality(v_items) > p_limit;
-    v_window := v_window * 4;
+    v_window := v_window * 2;
   end loop;
   return query select * from unnest(v_items);
 end
@@ -2775,7 +2776,7 @@ CREATE FUNCTION app_private.home_events(p_subject uuid, p_snapshot timestamp wit
     LANGUAGE sql STABLE
     AS $$
   select ev.src, ev.post_id, ev.at, ev.context,
-         app_private.home_later(ev.post_id, ev.visibility, s.friends, s.hubs, s.blocks, p_snapshot, p_after_at, p_after_id)
+         app_private.home_later(ev.post_id, ev.visibility, s.viewer, s.hubs, s.blocks, p_snapshot, p_after_at, p_after_id)
   from app_private.home_sources() s
   cross join lateral (
     -- own posts, any visibility (a private_locked_hub post reaches its author as own_post)
@@ -2810,16 +2811,49 @@ CREATE FUNCTION app_private.home_events(p_subject uuid, p_snapshot timestamp wit
     union all
     -- followed users' posts (never private_locked_hub: those come through their hubs only)
     (select 4, f.post_id, f.at, 'followed_author', f.visibility
-     from app_private.posts_by_authors(s.followees, '{public,public_hub}', s.viewer, s.blocks, p_after_at, p_after_id, p_window) f)
+     from app_private.posts_by_authors(s.followees, '{public,public_hub}', s.viewer, s.blocks, p_after_at, p_after_id, p_window) f
+     where not s.many_followees)
+    union all
+    (select 4, p.id, p.created_at, 'followed_author', p.visibility
+     from app.posts p
+     where s.many_followees and app_private.is_followee(s.viewer, p.author_id)
+       and p.visibility in ('public', 'public_hub') and app.post_visible_to(p, s.viewer, s.blocks)
+       and p.created_at <= p_after_at and (p.created_at, p.id) < (p_after_at, p_after_id)
+     order by p.created_at desc, p.id desc limit p_window)
     union all
     -- co-members' public and public_hub posts
     (select 5, c.post_id, c.at, 'hub_co_member_author', c.visibility
-     from app_private.posts_by_authors(s.co_members, '{public,public_hub}', s.viewer, s.blocks, p_after_at, p_after_id, p_window) c)
+     from app_private.posts_by_authors(s.co_members, '{public,public_hub}', s.viewer, s.blocks, p_after_at, p_after_id, p_window) c
+     where not s.many_co_members)
+    union all
+    (select 5, p.id, p.created_at, 'hub_co_member_author', p.visibility
+     from app.posts p
+     where s.many_co_members and app_private.is_co_member(s.hubs, s.viewer, p.author_id)
+       and p.visibility in ('public', 'public_hub') and app.post_visible_to(p, s.viewer, s.blocks)
+       and p.created_at <= p_after_at and (p.created_at, p.id) < (p_after_at, p_after_id)
+     order by p.created_at desc, p.id desc limit p_window)
     union all
     -- public and public_hub posts followed users or co-members voted on, commented on, reposted or
-    -- shared to their feed (global activity)
-    (select 6, i.post_id, i.at, 'friend_interaction', i.visibility
-     from app_private.interactions_of(s.friends, s.viewer, s.blocks, p_after_at, p_after_id, p_window) i)
+    -- shared to their feed (global activity): per friend, or by time when either set is large
+    (select 6, a.post_id, a.created_at, 'friend_interaction', a.visibility
+     from unnest(s.friends) actor (id)
+     cross join lateral (
+       select e.post_id, e.created_at, p.visibility
+       from app.activity_events e join app.posts p on p.id = e.post_id
+       where e.actor_id = actor.id and e.kind <> 'post_shared_to_hub'
+         and p.visibility <> 'private_locked_hub' and app.post_visible_to(p, s.viewer, s.blocks)
+         and e.created_at <= p_after_at and (e.created_at, e.post_id) < (p_after_at, p_after_id)
+       order by e.created_at desc, e.post_id desc limit p_window) a
+     where not (s.many_followees or s.many_co_members)
+     order by a.created_at desc, a.post_id desc limit p_window)
+    union all
+    (select 6, e.post_id, e.created_at, 'friend_interaction', p.visibility
+     from app.activity_events e join app.posts p on p.id = e.post_id
+     where (s.many_followees or s.many_co_members) and e.kind <> 'post_shared_to_hub' and not (e.actor_id = any (s.blocks))
+       and (app_private.is_followee(s.viewer, e.actor_id) or app_private.is_co_member(s.hubs, s.viewer, e.actor_id))
+       and p.visibility <> 'private_locked_hub' and app.post_visible_to(p, s.viewer, s.blocks)
+       and e.created_at <= p_after_at and (e.created_at, e.post_id) < (p_after_at, p_after_id)
+     order by e.created_at desc, e.post_id desc limit p_window)
     union all
     -- default feed users' public posts (only when the viewer has no personal source)
     (select 7, d.post_id, d.at, 'default_feed_user', d.visibility
@@ -2829,10 +2863,10 @@ $$;
 
 
 --
--- Name: home_later(uuid, app.post_visibility, uuid[], uuid[], uuid[], timestamp with time zone, timestamp with time zone, uuid); Type: FUNCTION; Schema: app_private; Owner: -
+-- Name: home_later(uuid, app.post_visibility, uuid, uuid[], uuid[], timestamp with time zone, timestamp with time zone, uuid); Type: FUNCTION; Schema: app_private; Owner: -
 --
 
-CREATE FUNCTION app_private.home_later(p_post_id uuid, p_visibility app.post_visibility, p_friends uuid[], p_hubs uuid[], p_blocks uuid[], p_snapshot timestamp with time zone, p_after_at timestamp with time zone, p_after_id uuid) RETURNS boolean
+CREATE FUNCTION app_private.home_later(p_post_id uuid, p_visibility app.post_visibility, p_viewer uuid, p_hubs uuid[], p_blocks uuid[], p_snapshot timestamp with time zone, p_after_at timestamp with time zone, p_after_id uuid) RETURNS boolean
     LANGUAGE sql STABLE
     AS $$
   select p_after_id <> 'ffffffff-ffff-ffff-ffff-ffffffffffff' and exists (
@@ -2841,7 +2875,8 @@ CREATE FUNCTION app_private.home_later(p_post_id uuid, p_visibility app.post_vis
       and (e.created_at, e.post_id) >= (p_after_at, p_after_id)
       and not (e.actor_id = any (p_blocks))
       and ((e.kind = 'post_shared_to_hub' and e.hub_id = any (p_hubs))
-           or (e.kind <> 'post_shared_to_hub' and e.actor_id = any (p_friends) and p_visibility <> 'private_locked_hub')))
+           or (e.kind <> 'post_shared_to_hub' and p_visibility <> 'private_locked_hub'
+               and (app_private.is_followee(p_viewer, e.actor_id) or app_private.is_co_member(p_hubs, p_viewer, e.actor_id)))))
 $$;
 
 
@@ -2849,7 +2884,7 @@ $$;
 -- Name: home_sources(); Type: FUNCTION; Schema: app_private; Owner: -
 --
 
-CREATE FUNCTION app_private.home_sources(OUT viewer uuid, OUT own uuid, OUT blocks uuid[], OUT hubs uuid[], OUT followees uuid[], OUT co_members uuid[], OUT friends uuid[], OUT default_authors uuid[]) RETURNS record
+CREATE FUNCTION app_private.home_sources(OUT viewer uuid, OUT own uuid, OUT blocks uuid[], OUT hubs uuid[], OUT followees uuid[], OUT many_followees boolean, OUT co_members uuid[], OUT many_co_members boolean, OUT friends uuid[], OUT default_authors uuid[]) RETURNS record
     LANGUAGE plpgsql STABLE
     SET search_path TO 'pg_catalog'
     AS $$
@@ -2862,17 +2897,23 @@ begin
   default_authors := '{}';
   if app.viewer_has_level(2) then
     hubs := app.viewer_active_hub_ids();
-    followees := array(select f.followee_id from app.follows f where f.follower_id = viewer and not (f.followee_id = any (blocks)));
-    co_members := array(select m from unnest(app.viewer_co_member_ids()) m where m <> viewer and not (m = any (blocks)));
+    followees := array(select f.followee_id from app.follows f where f.follower_id = viewer and not (f.followee_id = any (blocks)) limit 101);
+    -- Membership rows, not users: at most 100 rows hold at most 100 users.
+    co_members := array(select m.user_id from app.hub_memberships m
+                        where m.hub_id = any (hubs) and m.user_id <> viewer and not (m.user_id = any (blocks)) limit 101);
     if cardinality(followees) > 0 or cardinality(hubs) > 0
        or exists (select from app.posts p where p.author_id = viewer and p.deleted_at is null) then
       own := viewer;
     end if;
   end if;
+  many_followees := cardinality(followees) > 100;
+  many_co_members := cardinality(co_members) > 100;
   if own is null then
     default_authors := array(select d.user_id from app.default_feed_users d where not (d.user_id = any (blocks)));
   end if;
-  friends := array(select distinct f from unnest(followees || co_members) f);
+  co_members := case when many_co_members then '{}' else array(select distinct m from unnest(co_members) m) end;
+  followees := case when many_followees then '{}' else followees end;
+  friends := case when many_followees or many_co_members then '{}' else array(select distinct f from unnest(followees || co_members) f) end;
 end
 $$;
 
@@ -2958,34 +2999,6 @@ $$;
 
 
 --
--- Name: interactions_of(uuid[], uuid, uuid[], timestamp with time zone, uuid, integer); Type: FUNCTION; Schema: app_private; Owner: -
---
-
-CREATE FUNCTION app_private.interactions_of(p_actors uuid[], p_viewer uuid, p_blocks uuid[], p_after_at timestamp with time zone, p_after_id uuid, p_window integer) RETURNS TABLE(post_id uuid, at timestamp with time zone, visibility app.post_visibility)
-    LANGUAGE sql STABLE
-    AS $$
-  (select a.post_id, a.created_at, a.visibility
-   from unnest(p_actors) actor (id)
-   cross join lateral (
-     select e.post_id, e.created_at, p.visibility
-     from app.activity_events e join app.posts p on p.id = e.post_id
-     where e.actor_id = actor.id and e.kind <> 'post_shared_to_hub'
-       and p.visibility <> 'private_locked_hub' and app.post_visible_to(p, p_viewer, p_blocks)
-       and e.created_at <= p_after_at and (e.created_at, e.post_id) < (p_after_at, p_after_id)
-     order by e.created_at desc, e.post_id desc limit p_window) a
-   where cardinality(p_actors) <= 100
-   order by a.created_at desc, a.post_id desc limit p_window)
-  union all
-  (select e.post_id, e.created_at, p.visibility
-   from app.activity_events e join app.posts p on p.id = e.post_id
-   where cardinality(p_actors) > 100 and array[e.actor_id] <@ p_actors and e.kind <> 'post_shared_to_hub'
-     and p.visibility <> 'private_locked_hub' and app.post_visible_to(p, p_viewer, p_blocks)
-     and e.created_at <= p_after_at and (e.created_at, e.post_id) < (p_after_at, p_after_id)
-   order by e.created_at desc, e.post_id desc limit p_window)
-$$;
-
-
---
 -- Name: hub_invitations; Type: TABLE; Schema: app; Owner: -
 --
 
@@ -3042,6 +3055,24 @@ begin
   perform app_private.touch_hub_activity(p_hub_id, app.viewer_id());
 end
 $$;
+
+
+--
+-- Name: is_co_member(uuid[], uuid, uuid); Type: FUNCTION; Schema: app_private; Owner: -
+--
+
+CREATE FUNCTION app_private.is_co_member(p_hubs uuid[], p_viewer uuid, p_user uuid) RETURNS boolean
+    LANGUAGE sql STABLE
+    AS $$ select p_user <> p_viewer and exists (select from app.hub_memberships m where m.user_id = p_user and m.hub_id = any (p_hubs)) $$;
+
+
+--
+-- Name: is_followee(uuid, uuid); Type: FUNCTION; Schema: app_private; Owner: -
+--
+
+CREATE FUNCTION app_private.is_followee(p_viewer uuid, p_user uuid) RETURNS boolean
+    LANGUAGE sql STABLE
+    AS $$ select exists (select from app.follows f where f.follower_id = p_viewer and f.followee_id = p_user) $$;
 
 
 --
@@ -8046,17 +8077,17 @@ REVOKE ALL ON FUNCTION app_private.home_events(p_subject uuid, p_snapshot timest
 
 
 --
--- Name: FUNCTION home_later(p_post_id uuid, p_visibility app.post_visibility, p_friends uuid[], p_hubs uuid[], p_blocks uuid[], p_snapshot timestamp with time zone, p_after_at timestamp with time zone, p_after_id uuid); Type: ACL; Schema: app_private; Owner: -
+-- Name: FUNCTION home_later(p_post_id uuid, p_visibility app.post_visibility, p_viewer uuid, p_hubs uuid[], p_blocks uuid[], p_snapshot timestamp with time zone, p_after_at timestamp with time zone, p_after_id uuid); Type: ACL; Schema: app_private; Owner: -
 --
 
-REVOKE ALL ON FUNCTION app_private.home_later(p_post_id uuid, p_visibility app.post_visibility, p_friends uuid[], p_hubs uuid[], p_blocks uuid[], p_snapshot timestamp with time zone, p_after_at timestamp with time zone, p_after_id uuid) FROM PUBLIC;
+REVOKE ALL ON FUNCTION app_private.home_later(p_post_id uuid, p_visibility app.post_visibility, p_viewer uuid, p_hubs uuid[], p_blocks uuid[], p_snapshot timestamp with time zone, p_after_at timestamp with time zone, p_after_id uuid) FROM PUBLIC;
 
 
 --
--- Name: FUNCTION home_sources(OUT viewer uuid, OUT own uuid, OUT blocks uuid[], OUT hubs uuid[], OUT followees uuid[], OUT co_members uuid[], OUT friends uuid[], OUT default_authors uuid[]); Type: ACL; Schema: app_private; Owner: -
+-- Name: FUNCTION home_sources(OUT viewer uuid, OUT own uuid, OUT blocks uuid[], OUT hubs uuid[], OUT followees uuid[], OUT many_followees boolean, OUT co_members uuid[], OUT many_co_members boolean, OUT friends uuid[], OUT default_authors uuid[]); Type: ACL; Schema: app_private; Owner: -
 --
 
-REVOKE ALL ON FUNCTION app_private.home_sources(OUT viewer uuid, OUT own uuid, OUT blocks uuid[], OUT hubs uuid[], OUT followees uuid[], OUT co_members uuid[], OUT friends uuid[], OUT default_authors uuid[]) FROM PUBLIC;
+REVOKE ALL ON FUNCTION app_private.home_sources(OUT viewer uuid, OUT own uuid, OUT blocks uuid[], OUT hubs uuid[], OUT followees uuid[], OUT many_followees boolean, OUT co_members uuid[], OUT many_co_members boolean, OUT friends uuid[], OUT default_authors uuid[]) FROM PUBLIC;
 
 
 --
@@ -8085,13 +8116,6 @@ REVOKE ALL ON FUNCTION app_private.hub_later(p_hub_id uuid, p_post_id uuid, p_bl
 --
 
 REVOKE ALL ON FUNCTION app_private.hub_member_count() FROM PUBLIC;
-
-
---
--- Name: FUNCTION interactions_of(p_actors uuid[], p_viewer uuid, p_blocks uuid[], p_after_at timestamp with time zone, p_after_id uuid, p_window integer); Type: ACL; Schema: app_private; Owner: -
---
-
-REVOKE ALL ON FUNCTION app_private.interactions_of(p_actors uuid[], p_viewer uuid, p_blocks uuid[], p_after_at timestamp with time zone, p_after_id uuid, p_window integer) FROM PUBLIC;
 
 
 --
@@ -8155,6 +8179,20 @@ GRANT SELECT(expires_at) ON TABLE app.hub_invitations TO app_user;
 --
 
 REVOKE ALL ON FUNCTION app_private.invite_phones(p_hub_id uuid, p_phones text[], p_requires_approval boolean) FROM PUBLIC;
+
+
+--
+-- Name: FUNCTION is_co_member(p_hubs uuid[], p_viewer uuid, p_user uuid); Type: ACL; Schema: app_private; Owner: -
+--
+
+REVOKE ALL ON FUNCTION app_private.is_co_member(p_hubs uuid[], p_viewer uuid, p_user uuid) FROM PUBLIC;
+
+
+--
+-- Name: FUNCTION is_followee(p_viewer uuid, p_user uuid); Type: ACL; Schema: app_private; Owner: -
+--
+
+REVOKE ALL ON FUNCTION app_private.is_followee(p_viewer uuid, p_user uuid) FROM PUBLIC;
 
 
 --

@@ -2,10 +2,14 @@
 // 10,000 users, 100,000 posts, 500,000 interaction events, 100 hubs; 10x is ten times that. The
 // per-user shape is the same at every size, so a viewer's sources are alike and only the database
 // grows: follows are skewed (most users follow 5-34 users, every 100th follows up to 5,000,
-// log-uniform; user 100 follows exactly 5,000), followed users and authors are skewed towards the
-// first users, three hubs have min(10,000, users/2) members and the rest 20-199, 10 % of posts are
+// log-uniform), followed users and authors are skewed towards the first users, hubs 2 and 3 have
+// min(10,000, users/2) members and the rest 20-199, 10 % of posts are
 // public_hub and 5 % private_locked_hub (targeted to a hub), interactions favour recent posts (half on the newest 10 %)
 // (60 % votes, 20 % comments, 10 % reposts, 8 % feed shares, 2 % hub shares).
+// The measured viewer kinds are defined by their own counts, the same at both sizes of a run (the
+// 1x size's): user 100, the heavy follower, follows exactly `heavyFollows` distinct users (5,000 at
+// full scale), drawn with the same skew as everyone's; hub 1, the big hub of the member viewer, has
+// exactly `bigHubMembers` members (5,000 at full scale).
 // Ids are a function of the row number, so the SQL refers to rows without lookups. Triggers and
 // foreign keys are off while loading (session_replication_role = replica); counters are set after.
 import type pg from 'pg';
@@ -15,10 +19,22 @@ export interface Size {
   posts: number;
   events: number;
   hubs: number;
+  heavyFollows: number;
+  bigHubMembers: number;
 }
 
-export function sizeOf(factor: number): Size {
-  return { users: Math.round(10_000 * factor), posts: Math.round(100_000 * factor), events: Math.round(500_000 * factor), hubs: Math.max(4, Math.round(100 * factor)) };
+/** The data set of `factor` × 1x at `scale` (1 is full size); the viewer kinds follow the scale only. */
+export function sizeOf(factor: number, scale = 1): Size {
+  const n = factor * scale;
+  const viewerKind = Math.round(5_000 * scale);
+  return {
+    users: Math.round(10_000 * n),
+    posts: Math.round(100_000 * n),
+    events: Math.round(500_000 * n),
+    hubs: Math.max(4, Math.round(100 * n)),
+    heavyFollows: viewerKind,
+    bigHubMembers: viewerKind,
+  };
 }
 
 /** Row number → uuid, one namespace per table (users 1, posts 2, hubs 3). */
@@ -26,7 +42,7 @@ export const benchId = (space: number, n: number) => `00000000-0000-4000-800${sp
 const sqlId = (space: number, n: string) => `('00000000-0000-4000-800${space}-' || lpad(to_hex(${n}), 12, '0'))::uuid`;
 
 export async function generate(client: pg.ClientBase, size: Size, log: (line: string) => void): Promise<void> {
-  const { users: U, posts: P, events: E, hubs: H } = size;
+  const { users: U, posts: P, events: E, hubs: H, heavyFollows, bigHubMembers } = size;
   const step = async (name: string, sql: string) => {
     const started = performance.now();
     await client.query(sql);
@@ -56,8 +72,10 @@ export async function generate(client: pg.ClientBase, size: Size, log: (line: st
   await step(
     'memberships',
     `insert into app.hub_memberships (hub_id, user_id)
+     select ${sqlId(3, '1')}, ${sqlId(1, 'u')} from (select u from generate_series(1, ${U}) u order by random() limit ${bigHubMembers}) m;
+     insert into app.hub_memberships (hub_id, user_id)
      select ${sqlId(3, 'h')}, ${sqlId(1, `(1 + floor(${U} * random()))::int`)}
-     from generate_series(1, ${H}) h
+     from generate_series(2, ${H}) h
      cross join lateral generate_series(1, case when h <= 3 then least(10000, ${U} / 2) else 20 + (h * 37) % 180 end) m
      on conflict do nothing;
      update app.hubs h set member_count = (select count(*) from app.hub_memberships m where m.hub_id = h.id)`,
@@ -74,12 +92,17 @@ export async function generate(client: pg.ClientBase, size: Size, log: (line: st
      select ${sqlId(1, 'x.f')}, ${sqlId(1, 'x.t')}
      from (select f, (1 + floor(${U} * random() ^ 3))::int as t
            from generate_series(1, ${U}) f
-           cross join lateral (select case when f = 100 then 5000
+           cross join lateral (select case when f = 100 then 0
                                            when f % 100 = 0 then least(5000, floor(exp(random() * ln(5000))))::int
                                            else 5 + floor(random() * 30)::int end as c) k
            cross join lateral generate_series(1, k.c) g) x
      where x.t <> x.f
      on conflict do nothing;
+     insert into app.follows (follower_id, followee_id)
+     select ${sqlId(1, '100')}, ${sqlId(1, 'd.t')}
+     from (select t, min(g) as first from (select g, (1 + floor(${U} * random() ^ 3))::int as t from generate_series(1, ${20 * heavyFollows}) g) x
+           where t <> 100 group by t) d
+     order by d.first limit ${heavyFollows};
      insert into app.follow_counts (user_id, followers, following)
        select u.id, (select count(*) from app.follows f where f.followee_id = u.id), (select count(*) from app.follows f where f.follower_id = u.id)
        from app.users u`,

@@ -65,7 +65,7 @@ interface Request {
 /** One size: a database with its data, the app on it, the viewers and the requests to time. */
 async function buildWorld(factor: number) {
   const name = `${factor}x`;
-  const size = sizeOf(factor * scale);
+  const size = sizeOf(factor, scale);
   const database = `opinion_bench_feeds_${randomBytes(4).toString('hex')}`;
   await admin.query(`create database ${database}`);
   const url = new URL(adminUrl as string);
@@ -77,13 +77,16 @@ async function buildWorld(factor: number) {
   await owner.connect();
   await generate(owner, size, log);
 
-  // Signed-in viewers: a light follower (level 2), the heavy follower (user 100, 5,000 follows,
-  // level 2), a member of the first big hub (level 4: a phone identity). One session each.
+  // Signed-in viewers: a light follower (level 2), the heavy follower (user 100, 5,000 follows at
+  // full scale, level 2), a member of hub 1 (5,000 members at full scale) and of no other big hub
+  // (level 4: a phone identity). One session each; the same kinds at both sizes.
   const light = benchId(1, Math.floor(size.users / 2) + 1);
   const heavy = benchId(1, 100);
   const memberRow = await owner.query<{ user_id: string }>(
-    'select user_id from app.hub_memberships where hub_id = $1 and user_id <> all ($2) order by user_id offset 7 limit 1',
-    [benchId(3, 1), [light, heavy]],
+    `select m.user_id from app.hub_memberships m where m.hub_id = $1 and m.user_id <> all ($2)
+       and not exists (select from app.hub_memberships o where o.user_id = m.user_id and o.hub_id = any ($3))
+     order by m.user_id offset 7 limit 1`,
+    [benchId(3, 1), [light, heavy], [benchId(3, 2), benchId(3, 3)]],
   );
   const ids = { light, heavy, member: memberRow.rows[0]?.user_id as string };
   await owner.query(`insert into app.phone_identities (user_id, phone_e164) values ($1, '+15550009999') on conflict do nothing`, [ids.member]);
@@ -152,10 +155,14 @@ async function buildWorld(factor: number) {
   async function explain(viewer: Viewer): Promise<string> {
     await owner.query('begin');
     await owner.query(`select set_config('app.user_id', $1, true)`, [viewer.id]);
-    await owner.query('set local enable_bitmapscan = off'); // as app_private.feed_page runs it
+    // as app_private.feed_page runs it: no bitmaps, the generic plan, a first window of two pages
+    await owner.query('set local enable_bitmapscan = off');
+    await owner.query('set local plan_cache_mode = force_generic_plan');
+    await owner.query('prepare home_events as select * from app_private.home_events($1, $2, $3, $4, $5)');
     const plan = await owner.query<{ 'QUERY PLAN': string }>(
-      `explain (analyze, costs off, summary on) select * from app_private.home_events(null, now(), now(), '${lastUuid}', 21)`,
+      `explain (analyze, buffers, costs off, summary on) execute home_events(null, now(), now(), '${lastUuid}', 42)`,
     );
+    await owner.query('deallocate home_events');
     await owner.query('rollback');
     return plan.rows.map((row) => row['QUERY PLAN']).join('\n');
   }
@@ -164,7 +171,12 @@ async function buildWorld(factor: number) {
     name,
     base,
     batch,
-    explain: () => Promise.all([heavyViewer, member].map(async (viewer) => `-- ${viewer.name} viewer (${name})\n${await explain(viewer)}`)),
+    /** One viewer after the other: they share the owner's connection (and its transaction). */
+    async explain() {
+      const plans: string[] = [];
+      for (const viewer of [heavyViewer, member]) plans.push(`-- ${viewer.name} viewer (${name})\n${await explain(viewer)}`);
+      return plans;
+    },
     async close() {
       await owner.end();
       server.closeAllConnections();

@@ -36,6 +36,22 @@ async function entries(path: string, user?: TestUser, limit = 50): Promise<[stri
 const home = (user?: TestUser) => entries('/posts', user);
 const ids = (list: [string, string | null][]) => list.map(([id]) => id);
 
+/**
+ * Over 100 users (no posts) that `viewer` follows and that are members of `hub`: Home then reads
+ * the followed-author, co-member and friend-interaction sources of a large set (by time, each row
+ * tested by an index probe) instead of per user.
+ */
+async function crowd(viewer: TestUser, hub: TestHub | null) {
+  const { rows } = await app.owner.query<{ id: string }>(
+    `insert into app.users (username, full_name, terms_accepted_at, terms_version)
+     select 'crowd_' || substr(md5(random()::text), 1, 20), 'Crowd', now(), 'test' from generate_series(1, 101)
+     returning id`,
+  );
+  const members = rows.map((row) => row.id);
+  await app.owner.query('insert into app.follows (follower_id, followee_id) select $1, unnest($2::uuid[])', [viewer.id, members]);
+  if (hub) await app.owner.query('insert into app.hub_memberships (hub_id, user_id) select $1, unnest($2::uuid[])', [hub.id, members]);
+}
+
 async function makeDefaultFeedUser(user: TestUser) {
   await app.owner.query('insert into app.default_feed_users (user_id) values ($1)', [user.id]);
 }
@@ -84,7 +100,10 @@ describe('GET /posts for guests and users with no personal source', () => {
   });
 });
 
-describe('GET /posts sources and feedContext', () => {
+describe.each([
+  { sets: 'small', large: false },
+  { sets: 'large', large: true },
+])('GET /posts sources and feedContext (follow and co-member sets $sets)', ({ large }) => {
   let viewer: TestUser;
   let followed: TestUser;
   let coMember: TestUser;
@@ -112,6 +131,7 @@ describe('GET /posts sources and feedContext', () => {
     for (const target of [followed, followedCoMember]) {
       expect((await app.post(`/users/${target.id}/follow`, undefined, { token: viewer.token })).status).toBe(200);
     }
+    if (large) await crowd(viewer, hub);
 
     // In time order (each request its own transaction):
     post.own = (await createPost(app, viewer)).id;
@@ -253,12 +273,19 @@ describe('GET /posts privacy at read time', () => {
     expect(await entries('/posts', viewer, 1)).toEqual(await home(viewer));
   });
 
-  it('hides blocked users’ posts and interactions both ways', async () => {
+  it.each([
+    { sets: 'small', large: false },
+    { sets: 'large', large: true },
+  ])('hides blocked users’ posts and interactions both ways (follow and co-member sets $sets)', async ({ large }) => {
     const [viewer, other, stranger] = await Promise.all([userAtLevel(app, 3), userAtLevel(app, 3), userAtLevel(app, 3)]);
     const hubOwner = await userAtLevel(app, 4);
     const member = await userAtLevel(app, 4);
     const hub = await createHub(app, hubOwner);
     await addMember(app, hub, member);
+    if (large) {
+      await crowd(viewer, null);
+      await crowd(hubOwner, hub);
+    }
     expect((await app.post(`/users/${other.id}/follow`, undefined, { token: viewer.token })).status).toBe(200);
     expect((await app.post(`/users/${viewer.id}/follow`, undefined, { token: other.token })).status).toBe(200);
     const otherPost = (await createPost(app, other)).id;
