@@ -31,12 +31,27 @@ export async function migrate(ownerUrl: string): Promise<void> {
   await setLoginPasswords(ownerUrl);
 }
 
+/**
+ * Roles belong to the whole cluster, so processes migrating different databases of one server (two
+ * services, a CLI beside `npm start`, parallel tests) may set the same password at once; PostgreSQL
+ * then refuses the later catalog update ("tuple concurrently updated", XX000). Every writer sets the
+ * same value, so trying again is correct.
+ */
 async function setLoginPasswords(ownerUrl: string): Promise<void> {
   const client = new pg.Client({ connectionString: ownerUrl });
   await client.connect();
   try {
     for (const role of ['authenticator', 'app_worker'] satisfies LoginRole[]) {
-      await client.query(`alter role ${role} password ${client.escapeLiteral(rolePassword(ownerUrl, role))}`);
+      const statement = `alter role ${role} password ${client.escapeLiteral(rolePassword(ownerUrl, role))}`;
+      for (let attempt = 1; ; attempt += 1) {
+        try {
+          await client.query(statement);
+          break;
+        } catch (error) {
+          if (attempt === 5 || (error as { code?: string }).code !== 'XX000') throw error;
+          await new Promise((resolve) => setTimeout(resolve, 20 * attempt));
+        }
+      }
     }
   } finally {
     await client.end();

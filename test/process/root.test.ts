@@ -29,6 +29,8 @@ describe.runIf(asRoot)('as root in a folder only root can enter', () => {
     try {
       const service = startProcess(process.execPath, ['main.ts'], env);
       await service.waitFor(() => answers(`http://127.0.0.1:${env.PORT}/readyz`), 'the service');
+      // The ready line (with the data location) follows the API's listening line.
+      await service.waitFor(() => service.output().includes('ready in'), 'the ready line');
       clusterDir = /embedded PostgreSQL in (\/var\/lib\/opinion-backend\/pg-[0-9a-f]+)/.exec(service.output())?.[1];
       expect(clusterDir, service.output()).toBeDefined();
       expect((await fetch(`http://127.0.0.1:${env.PORT}/readyz`)).status).toBe(200);
