@@ -10,6 +10,9 @@
 // Settings: BENCH_FEEDS_SCALE (default 1: 1x = 10,000 users, 100,000 posts, 500,000 events, and
 // 10x; 0.1 makes a quick development run), BENCH_FEEDS_ROUNDS (5), BENCH_FEEDS_REQUESTS (40 per
 // kind, size and round). Uses DATABASE_URL's server when set, else a throwaway embedded PostgreSQL.
+// BENCH_FEEDS_KEEP=1 (with DATABASE_URL) keeps the generated databases, named by scale and size, and
+// reuses them on the next run (pending migrations are applied): the full size takes many minutes
+// to generate.
 import { fork } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { chmod, mkdtemp, rm } from 'node:fs/promises';
@@ -31,12 +34,14 @@ import { benchId, generate, sizeOf } from './feeds-data.ts';
 const scale = Number(process.env.BENCH_FEEDS_SCALE ?? 1);
 const rounds = Number(process.env.BENCH_FEEDS_ROUNDS ?? 5);
 const perKind = Number(process.env.BENCH_FEEDS_REQUESTS ?? 40);
+const keep = process.env.BENCH_FEEDS_KEEP === '1';
 const log = (line: string) => process.stdout.write(`${line}\n`);
 const lastUuid = 'ffffffff-ffff-ffff-ffff-ffffffffffff';
 
 let embedded: Awaited<ReturnType<typeof startEmbeddedPostgres>> | undefined;
 let dataDir: string | undefined;
 let adminUrl = process.env.DATABASE_URL;
+if (keep && !adminUrl) throw new Error('BENCH_FEEDS_KEEP needs DATABASE_URL (the embedded database is thrown away)');
 if (!adminUrl) {
   dataDir = await mkdtemp(path.join(os.tmpdir(), 'opinion-bench-feeds-'));
   await chmod(dataDir, 0o755);
@@ -66,16 +71,26 @@ interface Request {
 async function buildWorld(factor: number) {
   const name = `${factor}x`;
   const size = sizeOf(factor, scale);
-  const database = `opinion_bench_feeds_${randomBytes(4).toString('hex')}`;
-  await admin.query(`create database ${database}`);
+  const database = keep
+    ? `opinion_bench_feeds_${String(scale).replace('.', '_')}_${name}`
+    : `opinion_bench_feeds_${randomBytes(4).toString('hex')}`;
+  // A kept database is complete once its comment says so (generation is the last step).
+  const kept = keep && (await admin.query(`select from pg_database where datname = $1 and shobj_description(oid, 'pg_database') = 'generated'`, [database])).rowCount === 1;
+  if (!kept) {
+    await admin.query(`drop database if exists ${database} with (force)`);
+    await admin.query(`create database ${database}`);
+  }
   const url = new URL(adminUrl as string);
   url.pathname = `/${database}`;
   const ownerUrl = url.toString();
   await migrate(ownerUrl);
-  log(`${name}: ${size.users} users, ${size.posts} posts, ${size.events} interaction events, ${size.hubs} hubs`);
+  log(`${name}: ${size.users} users, ${size.posts} posts, ${size.events} interaction events, ${size.hubs} hubs${kept ? ' (kept from an earlier run)' : ''}`);
   const owner = new pg.Client({ connectionString: ownerUrl });
   await owner.connect();
-  await generate(owner, size, log);
+  if (!kept) {
+    await generate(owner, size, log);
+    if (keep) await admin.query(`comment on database ${database} is 'generated'`);
+  }
 
   // Signed-in viewers: a light follower (level 2), the heavy follower (user 100, 5,000 follows at
   // full scale, level 2), a member of hub 1 (5,000 members at full scale) and of no other big hub
@@ -183,7 +198,7 @@ async function buildWorld(factor: number) {
       server.close();
       await services.graphql.release();
       await pools.end();
-      await admin.query(`drop database ${database} with (force)`);
+      if (!keep) await admin.query(`drop database ${database} with (force)`);
     },
   };
 }
