@@ -4,10 +4,14 @@
 // or, when its endpoint allows (deferSession), defers that check to its first statement: the
 // opening, the check (app.session_gate, which raises 401/403 codes) and the statement travel in
 // one pipeline. A request's last statement can travel with the commit (queryAndCommit, on the
-// pipelined API pool): a vote is one round trip in all. Requests that never touch the database
-// never take a connection.
-import type pg from 'pg';
+// pipelined API pool), or the whole transaction is one batch with a single Sync
+// (db/single-sync.ts): a vote is one round trip and one answer in all. Requests that never touch
+// the database never take a connection.
+import pg from 'pg';
+import { SingleSyncStatement } from './single-sync.ts';
 import { anonymousViewer, beginAs, sqlLiteral, type Viewer } from './viewer.ts';
+
+const isTextOrNull = (value: unknown): value is string | null => value === null || typeof value === 'string';
 
 export class RequestTransaction {
   #pool: pg.Pool;
@@ -15,8 +19,9 @@ export class RequestTransaction {
   #client: pg.PoolClient | undefined;
   #opening: Promise<pg.PoolClient> | undefined;
   #done = false;
-  /** The deferred session check, sent with the opening (deferSession). */
+  /** The deferred session check, sent with the opening (deferSession), and its level. */
   #gate = '';
+  #gateLevel = 0;
 
   constructor(pool: pg.Pool, viewer: Viewer) {
     this.#pool = pool;
@@ -58,6 +63,7 @@ export class RequestTransaction {
   deferSession(viewer: Viewer, level: number): void {
     this.#viewer = viewer;
     this.#gate = `select app.session_gate(app.session_access_level(${sqlLiteral(viewer.sessionId)}, ${sqlLiteral(viewer.userId)}), ${level});`;
+    this.#gateLevel = level;
   }
 
   async client(): Promise<pg.PoolClient> {
@@ -72,14 +78,33 @@ export class RequestTransaction {
   }
 
   /**
-   * The request's last statement and its commit, sent together (pipelined: one round trip). When
-   * the statement fails, the commit ends the aborted transaction as a rollback and the statement's
-   * error is thrown; nothing of the transaction remains. A `name` makes it a prepared statement of
-   * the connection: parsed and planned once, then only bound and executed (hot endpoints). A
-   * statement without parameters, on a transaction not yet open, goes in the opening message itself
-   * (one message, one answer from the server).
+   * The request's last statement and its commit, sent together (one round trip). When the
+   * statement fails, nothing of the transaction remains and the statement's error is thrown. A
+   * `name` makes it a prepared statement of the connection: parsed and planned once, then only
+   * bound and executed (hot endpoints). A named statement with text parameters on a transaction
+   * not yet open is the whole transaction in one batch with a single Sync (db/single-sync.ts:
+   * settings, deferred session check and statement, committed by the Sync, one answer); an
+   * unnamed statement without parameters goes in the opening message itself; otherwise the
+   * opening, the statement and `commit` are pipelined.
+   *
+   * `gatedAt`: the statement checks the transaction's own session itself, first, at that level
+   * (app.session_gate on app.viewer_session_id(), as app.cast_vote does), so a deferred session
+   * check is not sent as a statement of its own. It must cover the deferred level.
    */
-  async queryAndCommit<R extends pg.QueryResultRow = pg.QueryResultRow>(text: string, params?: unknown[], name?: string): Promise<pg.QueryResult<R>> {
+  async queryAndCommit<R extends pg.QueryResultRow = pg.QueryResultRow>(
+    text: string,
+    params?: unknown[],
+    name?: string,
+    gatedAt?: number,
+  ): Promise<pg.QueryResult<R>> {
+    const gatedByStatement = gatedAt !== undefined && this.#gate !== '';
+    if (gatedByStatement) {
+      if (gatedAt < this.#gateLevel) throw new Error(`statement gates at level ${gatedAt}, the request needs ${this.#gateLevel}`);
+      this.#gate = '';
+    }
+    if (!this.#client && !this.#opening && name && (params ?? []).every(isTextOrNull)) {
+      return this.#singleSync<R>(name, text, (params ?? []) as (string | null)[], gatedByStatement);
+    }
     if (!this.#client && !this.#opening && !params?.length) {
       const { client, opened } = await this.#connect(`${text}; commit`);
       this.#done = true;
@@ -113,8 +138,38 @@ export class RequestTransaction {
       this.#viewer = anonymousViewer;
       throw opened.reason;
     }
-    if (result.status === 'rejected') throw result.reason;
+    if (result.status === 'rejected') {
+      // The statement's own session check refused the session: the request stays anonymous.
+      if (gatedByStatement && (result.reason as { message?: string }).message === 'UNAUTHORIZED') this.#viewer = anonymousViewer;
+      throw result.reason;
+    }
     return result.value;
+  }
+
+  /**
+   * The viewer's settings, the statement and the commit as one batch with one Sync
+   * (db/single-sync.ts): one round trip, one answer, no statement parsed.
+   */
+  async #singleSync<R extends pg.QueryResultRow>(name: string, text: string, params: (string | null)[], gatedByStatement: boolean): Promise<pg.QueryResult<R>> {
+    if (this.#done) throw new Error('request transaction already finished');
+    const client = await this.#pool.connect();
+    this.#done = true;
+    const gateLevel = this.#gate ? this.#gateLevel : null;
+    this.#gate = '';
+    const statement = new SingleSyncStatement<R>(this.#viewer, gateLevel, name, text, params);
+    const answered = statement.result();
+    void client.query(statement);
+    try {
+      const result = await answered;
+      client.release();
+      return result;
+    } catch (error) {
+      // A statement's error ends its batch: the server rolled it back and the connection is clean.
+      client.release(!(error instanceof pg.DatabaseError));
+      // The session check (the gate, or the statement's own) refused the session: the request stays anonymous.
+      if ((gateLevel !== null || gatedByStatement) && (error as { message?: string }).message === 'UNAUTHORIZED') this.#viewer = anonymousViewer;
+      throw error;
+    }
   }
 
   /** Commits now (a failed OTP attempt must count even though the request answers an error). */

@@ -54,6 +54,7 @@ export const voteEndpoints = [
         'select voted_at, hub_ids, global_tally from app.cast_vote($1, $2)',
         [params.postId, body.position],
         'cast_vote',
+        2, // cast_vote checks the session itself, first (migrations/0170)
       );
       const vote = rows[0] as { voted_at: Date; hub_ids: string[]; global_tally: string[] };
       return {

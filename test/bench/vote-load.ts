@@ -21,6 +21,13 @@ export interface LoadItem {
   position: string;
 }
 
+/**
+ * cast_vote: the vote checks its session itself (this tree's API, migrations/0170); gate: the
+ * schema has app.session_gate, sent with the opening ahead of cast_vote; round-trip: neither
+ * (BENCH_BEFORE of an older ref), the check is its own round trip, as that API sent it.
+ */
+export type SessionCheck = 'cast_vote' | 'gate' | 'round-trip';
+
 export interface LoadJob {
   /**
    * floor: the minimal write a vote needs, one statement in one round trip (a receipt and one of 16
@@ -33,11 +40,8 @@ export interface LoadJob {
   mode: 'floor' | 'sql' | 'session' | 'http-vote' | 'http-onboarding';
   databaseUrl: string;
   base: string;
-  /**
-   * sql mode: the schema has app.session_gate, so the check travels with cast_vote (this tree's
-   * API); without it (BENCH_BEFORE of an older ref) the check is its own round trip, as that API sent it.
-   */
-  sessionGate: boolean;
+  /** sql mode: how the API of the schema under test checks the vote's session. */
+  sessionCheck: SessionCheck;
   concurrency: number;
   warmup: LoadItem[];
   items: LoadItem[];
@@ -81,9 +85,10 @@ async function perform(item: LoadItem): Promise<void> {
       // As POST /posts/{postId}/vote sends it: opening, session gate, cast_vote and commit in one pipeline.
       const tx = new RequestTransaction(pool as pg.Pool, anonymousViewer);
       const viewer = userViewer(item.userId, item.sessionId);
-      if (job.sessionGate) tx.deferSession(viewer, 2);
+      if (job.sessionCheck !== 'round-trip') tx.deferSession(viewer, 2);
       else if ((await tx.openWithSession(viewer)) === null) throw new Error('session refused');
-      await tx.queryAndCommit('select voted_at, hub_ids, global_tally from app.cast_vote($1, $2)', [item.postId, item.position], 'cast_vote');
+      const gatedAt = job.sessionCheck === 'cast_vote' ? 2 : undefined;
+      await tx.queryAndCommit('select voted_at, hub_ids, global_tally from app.cast_vote($1, $2)', [item.postId, item.position], 'cast_vote', gatedAt);
       return;
     }
     case 'session': {

@@ -30,7 +30,7 @@ import { roleUrl } from '../../db/roles.ts';
 import { createTokens } from '../../server/auth/tokens.ts';
 import { cpuDelta, cpuSeconds } from './backend-cpu.ts';
 import { makePosts, seed, type BenchData } from './vote-data.ts';
-import type { LoadItem, LoadJob } from './vote-load.ts';
+import type { LoadItem, LoadJob, SessionCheck } from './vote-load.ts';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
 const votes = Number(process.env.BENCH_VOTES ?? 1500);
@@ -60,8 +60,8 @@ interface Variant {
   server: ChildProcess;
   base: string;
   data: BenchData;
-  /** Whether its schema has app.session_gate (the session check joined with the first statement). */
-  sessionGate: boolean;
+  /** How its API checks the vote's session (see LoadJob.sessionCheck). */
+  sessionCheck: SessionCheck;
   results: Record<Phase, PhaseResult>[];
 }
 
@@ -122,9 +122,12 @@ async function startVariant(name: string, dir: string): Promise<Variant> {
   const owner = new pg.Pool({ connectionString: ownerUrl, max: 4 });
   owner.on('error', () => {});
   const data = await seed(owner, votes + warmupCount);
-  const gate = await owner.query<{ present: boolean }>(`select to_regprocedure('app.session_gate(int, int)') is not null as present`);
-  const sessionGate = gate.rows[0]?.present === true;
-  return { name, dir, database, ownerUrl, owner, server: child, base, data, sessionGate, results: [] };
+  const gate = await owner.query<{ gate: boolean; in_vote: boolean }>(
+    `select to_regprocedure('app.session_gate(int, int)') is not null as gate,
+            (select prosrc like '%app.viewer_session_id()%' from pg_proc where oid = 'app.cast_vote(uuid, app.vote_position)'::regprocedure) as in_vote`,
+  );
+  const sessionCheck: SessionCheck = gate.rows[0]?.in_vote ? 'cast_vote' : gate.rows[0]?.gate ? 'gate' : 'round-trip';
+  return { name, dir, database, ownerUrl, owner, server: child, base, data, sessionCheck, results: [] };
 }
 
 /** The source tree of a git ref, runnable with this tree's node_modules. */
@@ -189,7 +192,7 @@ async function runPhase(variant: Variant, phase: Phase): Promise<PhaseResult> {
     ] as LoadJob['mode'],
     databaseUrl: phase === 'floor' ? variant.ownerUrl : roleUrl(variant.ownerUrl, 'authenticator'),
     base: variant.base,
-    sessionGate: variant.sessionGate,
+    sessionCheck: variant.sessionCheck,
     concurrency,
     warmup: all.slice(0, warmupCount),
     items: all.slice(warmupCount),

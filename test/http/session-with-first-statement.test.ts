@@ -1,7 +1,13 @@
 // Endpoints whose session check travels with their first statement (sessionWithFirstStatement:
 // the vote and the onboarding status): the same 401/403/422 answers in the same order as every
-// other endpoint, nothing written when the session is refused, and connections left clean.
+// other endpoint, nothing written when the session is refused, and connections left clean. The
+// vote's check is inside app.cast_vote (migrations/0170), and both requests are one batch with a
+// single Sync (db/single-sync.ts).
+import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { roleUrl } from '../../db/roles.ts';
+import { RequestTransaction } from '../../db/request-transaction.ts';
+import { anonymousViewer, userViewer } from '../../db/viewer.ts';
 import { startTestApp, type TestApp } from '../helpers/app.ts';
 import { asViewer, rowsOrError } from '../helpers/sql.ts';
 import { createPost, slider, vote } from '../helpers/posts.ts';
@@ -118,5 +124,69 @@ describe('app.session_gate in SQL', () => {
         'P0001 HUB_READINESS_REQUIRED',
       ]);
     });
+  });
+});
+
+describe('one batch, one Sync: the whole request transaction on one connection', () => {
+  const castVote = 'select voted_at, hub_ids, global_tally from app.cast_vote($1, $2)';
+
+  async function sessionOf(user: TestUser): Promise<string> {
+    const { rows } = await app.owner.query<{ id: string }>('select id from app.sessions where user_id = $1 order by created_at desc limit 1', [user.id]);
+    return (rows[0] as { id: string }).id;
+  }
+
+  /** A request's transaction on a pool of one connection (as the API pool: pipelined), and its error code. */
+  async function run(pool: pg.Pool, user: TestUser | null, level: number, text: string, params: string[], name: string, gatedAt?: number) {
+    const tx = new RequestTransaction(pool, anonymousViewer);
+    if (user) tx.deferSession(userViewer(user.id, await sessionOf(user)), level);
+    return tx.queryAndCommit(text, params, name, gatedAt).then(
+      (result) => result.rows,
+      (error: { message: string }) => error.message,
+    );
+  }
+
+  it('cast_vote checks its own session first (401, then 403, then 404), and a refusal writes nothing', async () => {
+    const pool = new pg.Pool({ connectionString: roleUrl(app.ownerUrl, 'authenticator'), max: 1, pipeline: true });
+    try {
+      const post = await createPost(app, author, slider);
+      const before = await voteWrites(post.id);
+      const revoked = await loggedOut(2);
+      const level1 = await anonymousUser(app);
+      const missing = '00000000-0000-4000-8000-000000000000';
+      expect(await run(pool, revoked, 2, castVote, [post.id, 'left'], 'cast_vote', 2)).toBe('UNAUTHORIZED');
+      expect(await run(pool, revoked, 2, castVote, [missing, 'left'], 'cast_vote', 2)).toBe('UNAUTHORIZED');
+      expect(await run(pool, level1, 2, castVote, [post.id, 'left'], 'cast_vote', 2)).toBe('PROFILE_BASICS_REQUIRED');
+      const voter = await userAtLevel(app, 2);
+      expect(await run(pool, voter, 2, castVote, [missing, 'left'], 'cast_vote', 2)).toBe('POST_NOT_FOUND');
+      expect(await voteWrites(post.id)).toEqual(before);
+      // The same connection, after those failures: the vote counts once.
+      expect(await run(pool, voter, 2, castVote, [post.id, 'left'], 'cast_vote', 2)).toMatchObject([{ hub_ids: [] }]);
+      expect(await voteWrites(post.id)).toMatchObject({ receipts: 1, counted: 1, notifications: 1, events: 1 });
+    } finally {
+      await pool.end();
+    }
+  });
+
+  it('refuses to leave out the gate for a statement that checks a lower level than the request needs', async () => {
+    const tx = new RequestTransaction(app.pools.api, anonymousViewer);
+    tx.deferSession(userViewer(author.id, await sessionOf(author)), 3);
+    await expect(tx.queryAndCommit('select 1', ['x'], 'one', 2)).rejects.toThrow('statement gates at level 2, the request needs 3');
+  });
+
+  it('commits or rolls back at the Sync: no setting or role outlives its request on the connection', async () => {
+    const pool = new pg.Pool({ connectionString: roleUrl(app.ownerUrl, 'authenticator'), max: 1, pipeline: true });
+    try {
+      const probe = "select current_user::text as role, current_setting('app.user_id', true) as user_id, current_setting('app.session_id', true) as session_id";
+      const revoked = await loggedOut(1);
+      // A refused gate first, on a fresh connection: the statement behind it is never parsed.
+      expect(await run(pool, revoked, 1, 'select * from app.onboarding_status()', [], 'onboarding_status')).toBe('UNAUTHORIZED');
+      expect(await run(pool, author, 1, 'select access_level from app.onboarding_status()', [], 'onboarding_level')).toEqual([{ access_level: 4 }]);
+      expect(await run(pool, author, 1, probe, [], 'probe')).toEqual([{ role: 'app_user', user_id: author.id, session_id: await sessionOf(author) }]);
+      expect(await run(pool, null, 0, probe, [], 'probe')).toEqual([{ role: 'app_anonymous', user_id: '', session_id: '' }]);
+      const { rows } = await pool.query("select current_user::text as role, current_setting('app.user_id', true) as user_id");
+      expect(rows).toEqual([{ role: 'authenticator', user_id: '' }]);
+    } finally {
+      await pool.end();
+    }
   });
 });
