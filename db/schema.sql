@@ -1449,6 +1449,13 @@ ALTER TABLE ONLY app.notifications FORCE ROW LEVEL SECURITY;
 
 
 --
+-- Name: TABLE notifications; Type: COMMENT; Schema: app; Owner: -
+--
+
+COMMENT ON TABLE app.notifications IS '@foreignKey (recipient_id) references app.users (id)';
+
+
+--
 -- Name: notification_visible_to(app.notifications, uuid); Type: FUNCTION; Schema: app; Owner: -
 --
 
@@ -4257,6 +4264,14 @@ ALTER TABLE ONLY app.hub_activity FORCE ROW LEVEL SECURITY;
 
 
 --
+-- Name: TABLE hub_activity; Type: COMMENT; Schema: app; Owner: -
+--
+
+COMMENT ON TABLE app.hub_activity IS '@foreignKey (hub_id) references app.hubs (id)
+@foreignKey (user_id) references app.users (id)';
+
+
+--
 -- Name: hub_discussion_stats; Type: TABLE; Schema: app; Owner: -
 --
 
@@ -4506,6 +4521,14 @@ CREATE TABLE app.vote_receipts (
 );
 
 ALTER TABLE ONLY app.vote_receipts FORCE ROW LEVEL SECURITY;
+
+
+--
+-- Name: TABLE vote_receipts; Type: COMMENT; Schema: app; Owner: -
+--
+
+COMMENT ON TABLE app.vote_receipts IS '@foreignKey (post_id) references app.posts (id)
+@foreignKey (user_id) references app.users (id)';
 
 
 --

@@ -21,8 +21,16 @@ alter table app.vote_receipts drop constraint vote_receipts_user_id_fkey;
 alter table app.notifications drop constraint notifications_recipient_id_fkey;
 alter table app.hub_activity drop constraint hub_activity_hub_id_fkey;
 alter table app.hub_activity drop constraint hub_activity_user_id_fkey;
+-- Internal GraphQL (PostGraphile) keeps the relations these keys gave it, as smart tags: the same
+-- fields, same policies, no constraint in the database.
+comment on table app.vote_receipts is E'@foreignKey (post_id) references app.posts (id)\n@foreignKey (user_id) references app.users (id)';
+comment on table app.notifications is E'@foreignKey (recipient_id) references app.users (id)';
+comment on table app.hub_activity is E'@foreignKey (hub_id) references app.hubs (id)\n@foreignKey (user_id) references app.users (id)';
 
 -- Down Migration
+comment on table app.hub_activity is null;
+comment on table app.notifications is null;
+comment on table app.vote_receipts is null;
 alter table app.hub_activity add constraint hub_activity_user_id_fkey foreign key (user_id) references app.users (id);
 alter table app.hub_activity add constraint hub_activity_hub_id_fkey foreign key (hub_id) references app.hubs (id);
 alter table app.notifications add constraint notifications_recipient_id_fkey foreign key (recipient_id) references app.users (id);

@@ -10,7 +10,7 @@ import { readFileSync } from 'node:fs';
 import { once } from 'node:events';
 import pg from 'pg';
 import { RequestTransaction } from '../../db/request-transaction.ts';
-import { anonymousViewer, beginAs, sqlLiteral, userViewer } from '../../db/viewer.ts';
+import { anonymousViewer, beginAs, sqlLiteral, userViewer, type Viewer } from '../../db/viewer.ts';
 import { cpuDelta, cpuSeconds } from './backend-cpu.ts';
 
 export interface LoadItem {
@@ -32,8 +32,8 @@ export interface LoadJob {
   /**
    * floor: the minimal write a vote needs, one statement in one round trip (a receipt and one of 16
    *   counter slots, in tables of their own);
-   * sql: the vote's SQL exactly as the API sends it (RequestTransaction: begin + role + session
-   *   gate, app.cast_vote and commit, pipelined: one round trip);
+   * sql: the vote's SQL exactly as the API sends it (RequestTransaction: the viewer's settings and
+   *   app.cast_vote, which checks the session, in one batch with one Sync: one round trip);
    * session: the session lookup alone (begin + role + session check + commit, one message);
    * http-vote: POST /posts/{postId}/vote; http-onboarding: GET /users/me/onboarding/status.
    */
@@ -70,6 +70,23 @@ function request(method: 'GET' | 'POST', path: string, token: string, body?: str
   });
 }
 
+/**
+ * The vote as the API of migrations/0130 sent it (BENCH_BEFORE of that era): the opening with
+ * app.session_gate, the prepared cast_vote and `commit`, pipelined in one write.
+ */
+async function gatePipeline(viewer: Viewer, text: string, values: string[]): Promise<void> {
+  const client = await (pool as pg.Pool).connect();
+  const stream = client.connection.stream;
+  stream.cork();
+  const gate = `select app.session_gate(app.session_access_level(${sqlLiteral(viewer.sessionId)}, ${sqlLiteral(viewer.userId)}), 2);`;
+  const pending = [client.query(`${beginAs(viewer)} ${gate}`), client.query({ name: 'cast_vote', text, values }), client.query('commit')];
+  stream.uncork();
+  const settled = await Promise.allSettled(pending);
+  client.release();
+  const failed = settled.find((result) => result.status === 'rejected');
+  if (failed) throw failed.reason;
+}
+
 async function perform(item: LoadItem): Promise<void> {
   switch (job.mode) {
     case 'floor': {
@@ -82,13 +99,18 @@ async function perform(item: LoadItem): Promise<void> {
       return;
     }
     case 'sql': {
-      // As POST /posts/{postId}/vote sends it: opening, session gate, cast_vote and commit in one pipeline.
-      const tx = new RequestTransaction(pool as pg.Pool, anonymousViewer);
+      // As POST /posts/{postId}/vote sends it.
+      const text = 'select voted_at, hub_ids, global_tally from app.cast_vote($1, $2)';
       const viewer = userViewer(item.userId, item.sessionId);
-      if (job.sessionCheck !== 'round-trip') tx.deferSession(viewer, 2);
+      if (job.sessionCheck === 'gate') {
+        await gatePipeline(viewer, text, [item.postId, item.position]);
+        return;
+      }
+      // This tree's API (one batch, one Sync), or an older one's session round trip.
+      const tx = new RequestTransaction(pool as pg.Pool, anonymousViewer);
+      if (job.sessionCheck === 'cast_vote') tx.deferSession(viewer, 2);
       else if ((await tx.openWithSession(viewer)) === null) throw new Error('session refused');
-      const gatedAt = job.sessionCheck === 'cast_vote' ? 2 : undefined;
-      await tx.queryAndCommit('select voted_at, hub_ids, global_tally from app.cast_vote($1, $2)', [item.postId, item.position], 'cast_vote', gatedAt);
+      await tx.queryAndCommit(text, [item.postId, item.position], 'cast_vote', job.sessionCheck === 'cast_vote' ? 2 : undefined);
       return;
     }
     case 'session': {
