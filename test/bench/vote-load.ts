@@ -10,7 +10,8 @@ import { readFileSync } from 'node:fs';
 import { once } from 'node:events';
 import pg from 'pg';
 import { RequestTransaction } from '../../db/request-transaction.ts';
-import { anonymousViewer, beginAs, sqlLiteral, userViewer, type Viewer } from '../../db/viewer.ts';
+import { anonymousViewer, beginAs, sqlLiteral, userViewer } from '../../db/viewer.ts';
+import { gatePipeline } from './vote-wire.ts';
 import { cpuDelta, cpuSeconds } from './backend-cpu.ts';
 
 export interface LoadItem {
@@ -70,23 +71,6 @@ function request(method: 'GET' | 'POST', path: string, token: string, body?: str
   });
 }
 
-/**
- * The vote as the API of migrations/0130 sent it (BENCH_BEFORE of that era): the opening with
- * app.session_gate, the prepared cast_vote and `commit`, pipelined in one write.
- */
-async function gatePipeline(viewer: Viewer, text: string, values: string[]): Promise<void> {
-  const client = await (pool as pg.Pool).connect();
-  const stream = client.connection.stream;
-  stream.cork();
-  const gate = `select app.session_gate(app.session_access_level(${sqlLiteral(viewer.sessionId)}, ${sqlLiteral(viewer.userId)}), 2);`;
-  const pending = [client.query(`${beginAs(viewer)} ${gate}`), client.query({ name: 'cast_vote', text, values }), client.query('commit')];
-  stream.uncork();
-  const settled = await Promise.allSettled(pending);
-  client.release();
-  const failed = settled.find((result) => result.status === 'rejected');
-  if (failed) throw failed.reason;
-}
-
 async function perform(item: LoadItem): Promise<void> {
   switch (job.mode) {
     case 'floor': {
@@ -103,7 +87,7 @@ async function perform(item: LoadItem): Promise<void> {
       const text = 'select voted_at, hub_ids, global_tally from app.cast_vote($1, $2)';
       const viewer = userViewer(item.userId, item.sessionId);
       if (job.sessionCheck === 'gate') {
-        await gatePipeline(viewer, text, [item.postId, item.position]);
+        await gatePipeline(pool as pg.Pool, viewer, text, [item.postId, item.position]);
         return;
       }
       // This tree's API (one batch, one Sync), or an older one's session round trip.
