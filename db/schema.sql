@@ -2531,6 +2531,30 @@ $$;
 
 
 --
+-- Name: hub_memberships; Type: TABLE; Schema: app; Owner: -
+--
+
+CREATE TABLE app.hub_memberships (
+    hub_id uuid NOT NULL,
+    user_id uuid NOT NULL,
+    role app.hub_role DEFAULT 'member'::app.hub_role NOT NULL,
+    joined_at timestamp with time zone DEFAULT now() NOT NULL,
+    content_muted boolean DEFAULT false NOT NULL
+);
+
+ALTER TABLE ONLY app.hub_memberships FORCE ROW LEVEL SECURITY;
+
+
+--
+-- Name: co_membership(uuid[], uuid, uuid); Type: FUNCTION; Schema: app_private; Owner: -
+--
+
+CREATE FUNCTION app_private.co_membership(p_hubs uuid[], p_viewer uuid, p_user uuid) RETURNS SETOF app.hub_memberships
+    LANGUAGE sql STABLE ROWS 1
+    AS $$ select m.* from app.hub_memberships m where m.user_id = p_user and p_user <> p_viewer and m.hub_id = any (p_hubs) $$;
+
+
+--
 -- Name: comments_count(); Type: FUNCTION; Schema: app_private; Owner: -
 --
 
@@ -2714,32 +2738,45 @@ CREATE FUNCTION app_private.feed_page(p_feed text, p_subject uuid, p_snapshot ti
     SET plan_cache_mode TO 'force_generic_plan'
     AS $$
 declare
+  v_viewer uuid := app.viewer_id();
+  v_blocks uuid[] := app.viewer_block_list();
+  v_hubs uuid[] := app.viewer_active_hub_ids();
+  v_first boolean := p_after_id = 'ffffffff-ffff-ffff-ffff-ffffffffffff';
   v_window int := 2 * (p_limit + 1);
   v_items app_private.feed_item[];
   v_truncated boolean;
 begin
   loop
-    -- Static SQL, so the plan is prepared once per connection; the feed not asked for is skipped
-    -- by a one-time filter.
+    -- Static SQL, so the plan is prepared once per connection; the feeds not asked for are skipped
+    -- by one-time filters.
     with ev as materialized (
-      select * from app_private.home_events(p_subject, p_snapshot, p_after_at, p_after_id, v_window) where p_feed = 'home'
+      select * from app_private.home_events(v_viewer, v_blocks, v_hubs, p_after_at, p_after_id, v_window) where p_feed = 'home'
       union all
-      select * from app_private.profile_events(p_subject, p_snapshot, p_after_at, p_after_id, v_window) where p_feed = 'profile'
+      select * from app_private.profile_events(p_subject, v_viewer, v_blocks, v_hubs, p_after_at, p_after_id, v_window) where p_feed = 'profile'
       union all
-      select * from app_private.hub_events(p_subject, p_snapshot, p_after_at, p_after_id, v_window) where p_feed = 'hub'),
+      select * from app_private.hub_events(p_subject, v_viewer, v_blocks, p_after_at, p_after_id, v_window) where p_feed = 'hub'),
     horizon as (
       select h.at, h.post_id from (
         select e.at, e.post_id, row_number() over (partition by e.src order by e.at desc, e.post_id desc) as n from ev e) h
       where h.n = v_window
       order by h.at desc, h.post_id desc limit 1),
     newest as (
-      select distinct on (e.post_id) e.post_id, e.at, e.context from ev e
-      where not e.later
-      order by e.post_id, e.at desc, e.context)
+      select distinct on (e.post_id) e.post_id, e.at, e.context, e.visibility from ev e
+      order by e.post_id, e.at desc, e.context),
+    -- In page order; "offset 0" keeps the shown-earlier test below out of this subquery, so that it
+    -- runs row by row as the limit asks for rows.
+    certain as (
+      select n.* from newest n
+      where not exists (select from horizon h where (n.at, n.post_id) < (h.at, h.post_id))
+      order by n.at desc, n.post_id desc offset 0)
     select array(
-             select row(n.post_id, n.at, n.context)::app_private.feed_item from newest n
-             where not exists (select from horizon h where (n.at, n.post_id) < (h.at, h.post_id))
-             order by n.at desc, n.post_id desc limit p_limit + 1),
+             select row(c.post_id, c.at, c.context)::app_private.feed_item from certain c
+             where v_first or not case p_feed
+               when 'home' then exists (select from app_private.home_later(c.post_id, c.visibility, v_viewer, v_hubs, v_blocks,
+                                                                            p_snapshot, p_after_at, p_after_id))
+               when 'profile' then exists (select from app_private.profile_later(p_subject, c.post_id, v_hubs, p_snapshot, p_after_at, p_after_id))
+               else exists (select from app_private.hub_later(p_subject, c.post_id, v_blocks, p_snapshot, p_after_at, p_after_id)) end
+             limit p_limit + 1),
            exists (select from horizon)
       into v_items, v_truncated;
     exit when not v_truncated or cardinality(v_items) > p_limit;
@@ -2748,6 +2785,30 @@ begin
   return query select * from unnest(v_items);
 end
 $$;
+
+
+--
+-- Name: follows; Type: TABLE; Schema: app; Owner: -
+--
+
+CREATE TABLE app.follows (
+    follower_id uuid NOT NULL,
+    followee_id uuid NOT NULL,
+    created_at timestamp with time zone DEFAULT now() NOT NULL,
+    seq bigint NOT NULL,
+    CONSTRAINT follows_not_self CHECK ((follower_id <> followee_id))
+);
+
+ALTER TABLE ONLY app.follows FORCE ROW LEVEL SECURITY;
+
+
+--
+-- Name: follow_edge(uuid, uuid); Type: FUNCTION; Schema: app_private; Owner: -
+--
+
+CREATE FUNCTION app_private.follow_edge(p_viewer uuid, p_user uuid) RETURNS SETOF app.follows
+    LANGUAGE sql STABLE ROWS 1
+    AS $$ select f.* from app.follows f where f.follower_id = p_viewer and f.followee_id = p_user $$;
 
 
 --
@@ -2797,15 +2858,14 @@ CREATE FUNCTION app_private.forget_upload_intents(p_ids uuid[]) RETURNS void
 
 
 --
--- Name: home_events(uuid, timestamp with time zone, timestamp with time zone, uuid, integer); Type: FUNCTION; Schema: app_private; Owner: -
+-- Name: home_events(uuid, uuid[], uuid[], timestamp with time zone, uuid, integer); Type: FUNCTION; Schema: app_private; Owner: -
 --
 
-CREATE FUNCTION app_private.home_events(p_subject uuid, p_snapshot timestamp with time zone, p_after_at timestamp with time zone, p_after_id uuid, p_window integer) RETURNS TABLE(src integer, post_id uuid, at timestamp with time zone, context app.feed_context, later boolean)
+CREATE FUNCTION app_private.home_events(p_viewer uuid, p_blocks uuid[], p_hubs uuid[], p_after_at timestamp with time zone, p_after_id uuid, p_window integer) RETURNS TABLE(src integer, post_id uuid, at timestamp with time zone, context app.feed_context, visibility app.post_visibility)
     LANGUAGE sql STABLE
     AS $$
-  select ev.src, ev.post_id, ev.at, ev.context,
-         app_private.home_later(ev.post_id, ev.visibility, s.viewer, s.hubs, s.blocks, p_snapshot, p_after_at, p_after_id)
-  from app_private.home_sources() s
+  select ev.*
+  from app_private.home_sources(p_viewer, p_blocks, p_hubs) s
   cross join lateral (
     -- own posts, any visibility (a private_locked_hub post reaches its author as own_post)
     (select 1 as src, p.id as post_id, p.created_at as at, 'own_post'::app.feed_context as context, p.visibility
@@ -2816,48 +2876,48 @@ CREATE FUNCTION app_private.home_events(p_subject uuid, p_snapshot timestamp wit
     union all
     -- posts targeted to the viewer's active hubs (private_locked_hub included), per hub
     (select 2, t.post_id, t.created_at, 'joined_hub_post', t.visibility
-     from unnest(s.hubs) hub (id)
+     from unnest(p_hubs) hub (id)
      cross join lateral (
        select ph.post_id, ph.created_at, p.visibility
        from app.post_hubs ph join app.posts p on p.id = ph.post_id
-       where ph.hub_id = hub.id and ph.kind = 'target' and app.post_visible_to(p, s.viewer, s.blocks)
+       where ph.hub_id = hub.id and ph.kind = 'target' and app.post_visible_to(p, p_viewer, p_blocks)
          and ph.created_at <= p_after_at and (ph.created_at, ph.post_id) < (p_after_at, p_after_id)
        order by ph.created_at desc, ph.post_id desc limit p_window) t
      order by t.created_at desc, t.post_id desc limit p_window)
     union all
     -- shares into the viewer's active hubs (the only hub-scoped activity), per hub
     (select 3, h.post_id, h.created_at, 'shared_to_hub', h.visibility
-     from unnest(s.hubs) hub (id)
+     from unnest(p_hubs) hub (id)
      cross join lateral (
        select e.post_id, e.created_at, p.visibility
        from app.activity_events e join app.posts p on p.id = e.post_id
-       where e.hub_id = hub.id and e.kind = 'post_shared_to_hub' and not (e.actor_id = any (s.blocks))
-         and app.post_visible_to(p, s.viewer, s.blocks)
+       where e.hub_id = hub.id and e.kind = 'post_shared_to_hub' and not (e.actor_id = any (p_blocks))
+         and app.post_visible_to(p, p_viewer, p_blocks)
          and e.created_at <= p_after_at and (e.created_at, e.post_id) < (p_after_at, p_after_id)
        order by e.created_at desc, e.post_id desc limit p_window) h
      order by h.created_at desc, h.post_id desc limit p_window)
     union all
     -- followed users' posts (never private_locked_hub: those come through their hubs only)
     (select 4, f.post_id, f.at, 'followed_author', f.visibility
-     from app_private.posts_by_authors(s.followees, '{public,public_hub}', s.viewer, s.blocks, p_after_at, p_after_id, p_window) f
+     from app_private.posts_by_authors(s.followees, '{public,public_hub}', p_viewer, p_blocks, p_after_at, p_after_id, p_window) f
      where not s.many_followees)
     union all
     (select 4, p.id, p.created_at, 'followed_author', p.visibility
      from app.posts p
-     where s.many_followees and app_private.is_followee(s.viewer, p.author_id)
-       and p.visibility in ('public', 'public_hub') and app.post_visible_to(p, s.viewer, s.blocks)
+     where s.many_followees and exists (select from app_private.follow_edge(p_viewer, p.author_id))
+       and p.visibility in ('public', 'public_hub') and app.post_visible_to(p, p_viewer, p_blocks)
        and p.created_at <= p_after_at and (p.created_at, p.id) < (p_after_at, p_after_id)
      order by p.created_at desc, p.id desc limit p_window)
     union all
     -- co-members' public and public_hub posts
     (select 5, c.post_id, c.at, 'hub_co_member_author', c.visibility
-     from app_private.posts_by_authors(s.co_members, '{public,public_hub}', s.viewer, s.blocks, p_after_at, p_after_id, p_window) c
+     from app_private.posts_by_authors(s.co_members, '{public,public_hub}', p_viewer, p_blocks, p_after_at, p_after_id, p_window) c
      where not s.many_co_members)
     union all
     (select 5, p.id, p.created_at, 'hub_co_member_author', p.visibility
      from app.posts p
-     where s.many_co_members and app_private.is_co_member(s.hubs, s.viewer, p.author_id)
-       and p.visibility in ('public', 'public_hub') and app.post_visible_to(p, s.viewer, s.blocks)
+     where s.many_co_members and exists (select from app_private.co_membership(p_hubs, p_viewer, p.author_id))
+       and p.visibility in ('public', 'public_hub') and app.post_visible_to(p, p_viewer, p_blocks)
        and p.created_at <= p_after_at and (p.created_at, p.id) < (p_after_at, p_after_id)
      order by p.created_at desc, p.id desc limit p_window)
     union all
@@ -2869,7 +2929,7 @@ CREATE FUNCTION app_private.home_events(p_subject uuid, p_snapshot timestamp wit
        select e.post_id, e.created_at, p.visibility
        from app.activity_events e join app.posts p on p.id = e.post_id
        where e.actor_id = actor.id and e.kind <> 'post_shared_to_hub'
-         and p.visibility <> 'private_locked_hub' and app.post_visible_to(p, s.viewer, s.blocks)
+         and p.visibility <> 'private_locked_hub' and app.post_visible_to(p, p_viewer, p_blocks)
          and e.created_at <= p_after_at and (e.created_at, e.post_id) < (p_after_at, p_after_id)
        order by e.created_at desc, e.post_id desc limit p_window) a
      where not (s.many_followees or s.many_co_members)
@@ -2877,67 +2937,81 @@ CREATE FUNCTION app_private.home_events(p_subject uuid, p_snapshot timestamp wit
     union all
     (select 6, e.post_id, e.created_at, 'friend_interaction', p.visibility
      from app.activity_events e join app.posts p on p.id = e.post_id
-     where (s.many_followees or s.many_co_members) and e.kind <> 'post_shared_to_hub' and not (e.actor_id = any (s.blocks))
-       and (app_private.is_followee(s.viewer, e.actor_id) or app_private.is_co_member(s.hubs, s.viewer, e.actor_id))
-       and p.visibility <> 'private_locked_hub' and app.post_visible_to(p, s.viewer, s.blocks)
+     where (s.many_followees or s.many_co_members) and e.kind <> 'post_shared_to_hub' and not (e.actor_id = any (p_blocks))
+       and (exists (select from app_private.follow_edge(p_viewer, e.actor_id))
+            or exists (select from app_private.co_membership(p_hubs, p_viewer, e.actor_id)))
+       and p.visibility <> 'private_locked_hub' and app.post_visible_to(p, p_viewer, p_blocks)
        and e.created_at <= p_after_at and (e.created_at, e.post_id) < (p_after_at, p_after_id)
      order by e.created_at desc, e.post_id desc limit p_window)
     union all
     -- default feed users' public posts (only when the viewer has no personal source)
     (select 7, d.post_id, d.at, 'default_feed_user', d.visibility
-     from app_private.posts_by_authors(s.default_authors, '{public}', s.viewer, s.blocks, p_after_at, p_after_id, p_window) d)
+     from app_private.posts_by_authors(s.default_authors, '{public}', p_viewer, p_blocks, p_after_at, p_after_id, p_window) d)
   ) ev
 $$;
+
+
+--
+-- Name: activity_events; Type: TABLE; Schema: app; Owner: -
+--
+
+CREATE TABLE app.activity_events (
+    id bigint NOT NULL,
+    actor_id uuid NOT NULL,
+    post_id uuid NOT NULL,
+    kind app.activity_kind NOT NULL,
+    hub_id uuid,
+    created_at timestamp with time zone DEFAULT now() NOT NULL,
+    CONSTRAINT activity_events_hub_scope CHECK (((kind = 'post_shared_to_hub'::app.activity_kind) = (hub_id IS NOT NULL)))
+);
+
+ALTER TABLE ONLY app.activity_events FORCE ROW LEVEL SECURITY;
 
 
 --
 -- Name: home_later(uuid, app.post_visibility, uuid, uuid[], uuid[], timestamp with time zone, timestamp with time zone, uuid); Type: FUNCTION; Schema: app_private; Owner: -
 --
 
-CREATE FUNCTION app_private.home_later(p_post_id uuid, p_visibility app.post_visibility, p_viewer uuid, p_hubs uuid[], p_blocks uuid[], p_snapshot timestamp with time zone, p_after_at timestamp with time zone, p_after_id uuid) RETURNS boolean
-    LANGUAGE sql STABLE
+CREATE FUNCTION app_private.home_later(p_post_id uuid, p_visibility app.post_visibility, p_viewer uuid, p_hubs uuid[], p_blocks uuid[], p_snapshot timestamp with time zone, p_after_at timestamp with time zone, p_after_id uuid) RETURNS SETOF app.activity_events
+    LANGUAGE sql STABLE ROWS 1
     AS $$
-  select p_after_id <> 'ffffffff-ffff-ffff-ffff-ffffffffffff' and exists (
-    select from app.activity_events e
-    where e.post_id = p_post_id and e.created_at >= p_after_at and e.created_at <= p_snapshot
-      and (e.created_at, e.post_id) >= (p_after_at, p_after_id)
-      and not (e.actor_id = any (p_blocks))
-      and ((e.kind = 'post_shared_to_hub' and e.hub_id = any (p_hubs))
-           or (e.kind <> 'post_shared_to_hub' and p_visibility <> 'private_locked_hub'
-               and (app_private.is_followee(p_viewer, e.actor_id) or app_private.is_co_member(p_hubs, p_viewer, e.actor_id)))))
+  select e.* from app.activity_events e
+  where e.post_id = p_post_id and e.created_at >= p_after_at and e.created_at <= p_snapshot
+    and (e.created_at, e.post_id) >= (p_after_at, p_after_id)
+    and not (e.actor_id = any (p_blocks))
+    and ((e.kind = 'post_shared_to_hub' and e.hub_id = any (p_hubs))
+         or (e.kind <> 'post_shared_to_hub' and p_visibility <> 'private_locked_hub'
+             and (exists (select from app_private.follow_edge(p_viewer, e.actor_id))
+                  or exists (select from app_private.co_membership(p_hubs, p_viewer, e.actor_id)))))
 $$;
 
 
 --
--- Name: home_sources(); Type: FUNCTION; Schema: app_private; Owner: -
+-- Name: home_sources(uuid, uuid[], uuid[]); Type: FUNCTION; Schema: app_private; Owner: -
 --
 
-CREATE FUNCTION app_private.home_sources(OUT viewer uuid, OUT own uuid, OUT blocks uuid[], OUT hubs uuid[], OUT followees uuid[], OUT many_followees boolean, OUT co_members uuid[], OUT many_co_members boolean, OUT friends uuid[], OUT default_authors uuid[]) RETURNS record
+CREATE FUNCTION app_private.home_sources(p_viewer uuid, p_blocks uuid[], p_hubs uuid[], OUT own uuid, OUT followees uuid[], OUT many_followees boolean, OUT co_members uuid[], OUT many_co_members boolean, OUT friends uuid[], OUT default_authors uuid[]) RETURNS record
     LANGUAGE plpgsql STABLE
     SET search_path TO 'pg_catalog'
     AS $$
 begin
-  viewer := app.viewer_id();
-  blocks := app.viewer_block_list();
-  hubs := '{}';
   followees := '{}';
   co_members := '{}';
   default_authors := '{}';
   if app.viewer_has_level(2) then
-    hubs := app.viewer_active_hub_ids();
-    followees := array(select f.followee_id from app.follows f where f.follower_id = viewer and not (f.followee_id = any (blocks)) limit 101);
+    followees := array(select f.followee_id from app.follows f where f.follower_id = p_viewer and not (f.followee_id = any (p_blocks)) limit 101);
     -- Membership rows, not users: at most 100 rows hold at most 100 users.
     co_members := array(select m.user_id from app.hub_memberships m
-                        where m.hub_id = any (hubs) and m.user_id <> viewer and not (m.user_id = any (blocks)) limit 101);
-    if cardinality(followees) > 0 or cardinality(hubs) > 0
-       or exists (select from app.posts p where p.author_id = viewer and p.deleted_at is null) then
-      own := viewer;
+                        where m.hub_id = any (p_hubs) and m.user_id <> p_viewer and not (m.user_id = any (p_blocks)) limit 101);
+    if cardinality(followees) > 0 or cardinality(p_hubs) > 0
+       or exists (select from app.posts p where p.author_id = p_viewer and p.deleted_at is null) then
+      own := p_viewer;
     end if;
   end if;
   many_followees := cardinality(followees) > 100;
   many_co_members := cardinality(co_members) > 100;
   if own is null then
-    default_authors := array(select d.user_id from app.default_feed_users d where not (d.user_id = any (blocks)));
+    default_authors := array(select d.user_id from app.default_feed_users d where not (d.user_id = any (p_blocks)));
   end if;
   co_members := case when many_co_members then '{}' else array(select distinct m from unnest(co_members) m) end;
   followees := case when many_followees then '{}' else followees end;
@@ -2967,29 +3041,24 @@ $$;
 
 
 --
--- Name: hub_events(uuid, timestamp with time zone, timestamp with time zone, uuid, integer); Type: FUNCTION; Schema: app_private; Owner: -
+-- Name: hub_events(uuid, uuid, uuid[], timestamp with time zone, uuid, integer); Type: FUNCTION; Schema: app_private; Owner: -
 --
 
-CREATE FUNCTION app_private.hub_events(p_subject uuid, p_snapshot timestamp with time zone, p_after_at timestamp with time zone, p_after_id uuid, p_window integer) RETURNS TABLE(src integer, post_id uuid, at timestamp with time zone, context app.feed_context, later boolean)
+CREATE FUNCTION app_private.hub_events(p_subject uuid, p_viewer uuid, p_blocks uuid[], p_after_at timestamp with time zone, p_after_id uuid, p_window integer) RETURNS TABLE(src integer, post_id uuid, at timestamp with time zone, context app.feed_context, visibility app.post_visibility)
     LANGUAGE sql STABLE
     AS $$
-  select ev.src, ev.post_id, ev.at, ev.context,
-         app_private.hub_later(p_subject, ev.post_id, s.blocks, p_snapshot, p_after_at, p_after_id)
-  from (select app.viewer_id() as viewer, app.viewer_block_list() as blocks) s
-  cross join lateral (
-    (select 1 as src, ph.post_id, ph.created_at as at, 'joined_hub_post'::app.feed_context as context
-     from app.post_hubs ph join app.posts p on p.id = ph.post_id
-     where ph.hub_id = p_subject and ph.kind = 'target' and app.post_visible_to(p, s.viewer, s.blocks)
-       and ph.created_at <= p_after_at and (ph.created_at, ph.post_id) < (p_after_at, p_after_id)
-     order by ph.created_at desc, ph.post_id desc limit p_window)
-    union all
-    (select 2, e.post_id, e.created_at, 'shared_to_hub'
-     from app.activity_events e join app.posts p on p.id = e.post_id
-     where e.hub_id = p_subject and e.kind = 'post_shared_to_hub' and not (e.actor_id = any (s.blocks))
-       and app.post_visible_to(p, s.viewer, s.blocks)
-       and e.created_at <= p_after_at and (e.created_at, e.post_id) < (p_after_at, p_after_id)
-     order by e.created_at desc, e.post_id desc limit p_window)
-  ) ev
+  (select 1 as src, ph.post_id, ph.created_at as at, 'joined_hub_post'::app.feed_context as context, p.visibility
+   from app.post_hubs ph join app.posts p on p.id = ph.post_id
+   where ph.hub_id = p_subject and ph.kind = 'target' and app.post_visible_to(p, p_viewer, p_blocks)
+     and ph.created_at <= p_after_at and (ph.created_at, ph.post_id) < (p_after_at, p_after_id)
+   order by ph.created_at desc, ph.post_id desc limit p_window)
+  union all
+  (select 2, e.post_id, e.created_at, 'shared_to_hub', p.visibility
+   from app.activity_events e join app.posts p on p.id = e.post_id
+   where e.hub_id = p_subject and e.kind = 'post_shared_to_hub' and not (e.actor_id = any (p_blocks))
+     and app.post_visible_to(p, p_viewer, p_blocks)
+     and e.created_at <= p_after_at and (e.created_at, e.post_id) < (p_after_at, p_after_id)
+   order by e.created_at desc, e.post_id desc limit p_window)
 $$;
 
 
@@ -2997,13 +3066,12 @@ $$;
 -- Name: hub_later(uuid, uuid, uuid[], timestamp with time zone, timestamp with time zone, uuid); Type: FUNCTION; Schema: app_private; Owner: -
 --
 
-CREATE FUNCTION app_private.hub_later(p_hub_id uuid, p_post_id uuid, p_blocks uuid[], p_snapshot timestamp with time zone, p_after_at timestamp with time zone, p_after_id uuid) RETURNS boolean
-    LANGUAGE sql STABLE
+CREATE FUNCTION app_private.hub_later(p_hub_id uuid, p_post_id uuid, p_blocks uuid[], p_snapshot timestamp with time zone, p_after_at timestamp with time zone, p_after_id uuid) RETURNS SETOF app.activity_events
+    LANGUAGE sql STABLE ROWS 1
     AS $$
-  select p_after_id <> 'ffffffff-ffff-ffff-ffff-ffffffffffff' and exists (
-    select from app.activity_events e
-    where e.post_id = p_post_id and e.hub_id = p_hub_id and e.kind = 'post_shared_to_hub' and not (e.actor_id = any (p_blocks))
-      and e.created_at >= p_after_at and e.created_at <= p_snapshot and (e.created_at, e.post_id) >= (p_after_at, p_after_id))
+  select e.* from app.activity_events e
+  where e.post_id = p_post_id and e.hub_id = p_hub_id and e.kind = 'post_shared_to_hub' and not (e.actor_id = any (p_blocks))
+    and e.created_at >= p_after_at and e.created_at <= p_snapshot and (e.created_at, e.post_id) >= (p_after_at, p_after_id)
 $$;
 
 
@@ -3083,24 +3151,6 @@ begin
   perform app_private.touch_hub_activity(p_hub_id, app.viewer_id());
 end
 $$;
-
-
---
--- Name: is_co_member(uuid[], uuid, uuid); Type: FUNCTION; Schema: app_private; Owner: -
---
-
-CREATE FUNCTION app_private.is_co_member(p_hubs uuid[], p_viewer uuid, p_user uuid) RETURNS boolean
-    LANGUAGE sql STABLE
-    AS $$ select p_user <> p_viewer and exists (select from app.hub_memberships m where m.user_id = p_user and m.hub_id = any (p_hubs)) $$;
-
-
---
--- Name: is_followee(uuid, uuid); Type: FUNCTION; Schema: app_private; Owner: -
---
-
-CREATE FUNCTION app_private.is_followee(p_viewer uuid, p_user uuid) RETURNS boolean
-    LANGUAGE sql STABLE
-    AS $$ select exists (select from app.follows f where f.follower_id = p_viewer and f.followee_id = p_user) $$;
 
 
 --
@@ -3467,31 +3517,29 @@ $$;
 
 
 --
--- Name: profile_events(uuid, timestamp with time zone, timestamp with time zone, uuid, integer); Type: FUNCTION; Schema: app_private; Owner: -
+-- Name: profile_events(uuid, uuid, uuid[], uuid[], timestamp with time zone, uuid, integer); Type: FUNCTION; Schema: app_private; Owner: -
 --
 
-CREATE FUNCTION app_private.profile_events(p_subject uuid, p_snapshot timestamp with time zone, p_after_at timestamp with time zone, p_after_id uuid, p_window integer) RETURNS TABLE(src integer, post_id uuid, at timestamp with time zone, context app.feed_context, later boolean)
+CREATE FUNCTION app_private.profile_events(p_subject uuid, p_viewer uuid, p_blocks uuid[], p_hubs uuid[], p_after_at timestamp with time zone, p_after_id uuid, p_window integer) RETURNS TABLE(src integer, post_id uuid, at timestamp with time zone, context app.feed_context, visibility app.post_visibility)
     LANGUAGE sql STABLE
     AS $$
-  select ev.src, ev.post_id, ev.at, null::app.feed_context,
-         app_private.profile_later(p_subject, ev.post_id, s.hubs, p_snapshot, p_after_at, p_after_id)
-  from (select app.viewer_id() as viewer, app.viewer_block_list() as blocks, app.viewer_active_hub_ids() as hubs) s
-  cross join lateral (
-    (select 1 as src, p.id as post_id, p.created_at as at
+  select ev.src, ev.post_id, ev.at, null::app.feed_context, ev.visibility
+  from (
+    (select 1 as src, p.id as post_id, p.created_at as at, p.visibility
      from app.posts p
-     where p.author_id = p_subject and p.visibility <> 'private_locked_hub' and app.post_visible_to(p, s.viewer, s.blocks)
+     where p.author_id = p_subject and p.visibility <> 'private_locked_hub' and app.post_visible_to(p, p_viewer, p_blocks)
        and p.created_at <= p_after_at and (p.created_at, p.id) < (p_after_at, p_after_id)
      order by p.created_at desc, p.id desc limit p_window)
     union all
-    (select 2, e.post_id, e.created_at
+    (select 2, e.post_id, e.created_at, p.visibility
      from app.activity_events e join app.posts p on p.id = e.post_id
      where e.actor_id = p_subject and e.kind in ('post_shared_to_feed', 'post_shared_to_hub')
-       and (e.kind = 'post_shared_to_feed' or e.hub_id = any (s.hubs))
-       and p.visibility <> 'private_locked_hub' and app.post_visible_to(p, s.viewer, s.blocks)
+       and (e.kind = 'post_shared_to_feed' or e.hub_id = any (p_hubs))
+       and p.visibility <> 'private_locked_hub' and app.post_visible_to(p, p_viewer, p_blocks)
        and e.created_at <= p_after_at and (e.created_at, e.post_id) < (p_after_at, p_after_id)
      order by e.created_at desc, e.post_id desc limit p_window)
   ) ev
-  where not (p_subject = any (s.blocks))
+  where not (p_subject = any (p_blocks))
 $$;
 
 
@@ -3499,14 +3547,13 @@ $$;
 -- Name: profile_later(uuid, uuid, uuid[], timestamp with time zone, timestamp with time zone, uuid); Type: FUNCTION; Schema: app_private; Owner: -
 --
 
-CREATE FUNCTION app_private.profile_later(p_subject uuid, p_post_id uuid, p_hubs uuid[], p_snapshot timestamp with time zone, p_after_at timestamp with time zone, p_after_id uuid) RETURNS boolean
-    LANGUAGE sql STABLE
+CREATE FUNCTION app_private.profile_later(p_subject uuid, p_post_id uuid, p_hubs uuid[], p_snapshot timestamp with time zone, p_after_at timestamp with time zone, p_after_id uuid) RETURNS SETOF app.activity_events
+    LANGUAGE sql STABLE ROWS 1
     AS $$
-  select p_after_id <> 'ffffffff-ffff-ffff-ffff-ffffffffffff' and exists (
-    select from app.activity_events e
-    where e.post_id = p_post_id and e.actor_id = p_subject and e.created_at >= p_after_at and e.created_at <= p_snapshot
-      and (e.created_at, e.post_id) >= (p_after_at, p_after_id)
-      and (e.kind = 'post_shared_to_feed' or (e.kind = 'post_shared_to_hub' and e.hub_id = any (p_hubs))))
+  select e.* from app.activity_events e
+  where e.post_id = p_post_id and e.actor_id = p_subject and e.created_at >= p_after_at and e.created_at <= p_snapshot
+    and (e.created_at, e.post_id) >= (p_after_at, p_after_id)
+    and (e.kind = 'post_shared_to_feed' or (e.kind = 'post_shared_to_hub' and e.hub_id = any (p_hubs)))
 $$;
 
 
@@ -4121,23 +4168,6 @@ $$;
 
 
 --
--- Name: activity_events; Type: TABLE; Schema: app; Owner: -
---
-
-CREATE TABLE app.activity_events (
-    id bigint NOT NULL,
-    actor_id uuid NOT NULL,
-    post_id uuid NOT NULL,
-    kind app.activity_kind NOT NULL,
-    hub_id uuid,
-    created_at timestamp with time zone DEFAULT now() NOT NULL,
-    CONSTRAINT activity_events_hub_scope CHECK (((kind = 'post_shared_to_hub'::app.activity_kind) = (hub_id IS NOT NULL)))
-);
-
-ALTER TABLE ONLY app.activity_events FORCE ROW LEVEL SECURITY;
-
-
---
 -- Name: activity_events_id_seq; Type: SEQUENCE; Schema: app; Owner: -
 --
 
@@ -4222,21 +4252,6 @@ ALTER TABLE ONLY app.follow_counts FORCE ROW LEVEL SECURITY;
 
 
 --
--- Name: follows; Type: TABLE; Schema: app; Owner: -
---
-
-CREATE TABLE app.follows (
-    follower_id uuid NOT NULL,
-    followee_id uuid NOT NULL,
-    created_at timestamp with time zone DEFAULT now() NOT NULL,
-    seq bigint NOT NULL,
-    CONSTRAINT follows_not_self CHECK ((follower_id <> followee_id))
-);
-
-ALTER TABLE ONLY app.follows FORCE ROW LEVEL SECURITY;
-
-
---
 -- Name: follows_seq_seq; Type: SEQUENCE; Schema: app; Owner: -
 --
 
@@ -4298,21 +4313,6 @@ CREATE TABLE app.hub_discussions (
 );
 
 ALTER TABLE ONLY app.hub_discussions FORCE ROW LEVEL SECURITY;
-
-
---
--- Name: hub_memberships; Type: TABLE; Schema: app; Owner: -
---
-
-CREATE TABLE app.hub_memberships (
-    hub_id uuid NOT NULL,
-    user_id uuid NOT NULL,
-    role app.hub_role DEFAULT 'member'::app.hub_role NOT NULL,
-    joined_at timestamp with time zone DEFAULT now() NOT NULL,
-    content_muted boolean DEFAULT false NOT NULL
-);
-
-ALTER TABLE ONLY app.hub_memberships FORCE ROW LEVEL SECURITY;
 
 
 --
@@ -5270,14 +5270,14 @@ CREATE INDEX activity_events_post ON app.activity_events USING btree (post_id);
 -- Name: activity_events_post_time; Type: INDEX; Schema: app; Owner: -
 --
 
-CREATE INDEX activity_events_post_time ON app.activity_events USING btree (post_id, created_at DESC);
+CREATE INDEX activity_events_post_time ON app.activity_events USING btree (post_id, created_at DESC) INCLUDE (actor_id, kind, hub_id);
 
 
 --
 -- Name: activity_events_time; Type: INDEX; Schema: app; Owner: -
 --
 
-CREATE INDEX activity_events_time ON app.activity_events USING btree (created_at DESC, post_id DESC);
+CREATE INDEX activity_events_time ON app.activity_events USING btree (created_at DESC, post_id DESC) INCLUDE (actor_id, kind);
 
 
 --
@@ -5515,7 +5515,7 @@ CREATE INDEX posts_source ON app.posts USING btree (source_post_id, created_at D
 -- Name: posts_time; Type: INDEX; Schema: app; Owner: -
 --
 
-CREATE INDEX posts_time ON app.posts USING btree (created_at DESC, id DESC);
+CREATE INDEX posts_time ON app.posts USING btree (created_at DESC, id DESC) INCLUDE (author_id, visibility, deleted_at);
 
 
 --
@@ -7928,6 +7928,41 @@ REVOKE ALL ON FUNCTION app_private.check_profile_asset() FROM PUBLIC;
 
 
 --
+-- Name: TABLE hub_memberships; Type: ACL; Schema: app; Owner: -
+--
+
+GRANT SELECT ON TABLE app.hub_memberships TO app_admin;
+
+
+--
+-- Name: COLUMN hub_memberships.hub_id; Type: ACL; Schema: app; Owner: -
+--
+
+GRANT SELECT(hub_id) ON TABLE app.hub_memberships TO app_user;
+
+
+--
+-- Name: COLUMN hub_memberships.user_id; Type: ACL; Schema: app; Owner: -
+--
+
+GRANT SELECT(user_id) ON TABLE app.hub_memberships TO app_user;
+
+
+--
+-- Name: COLUMN hub_memberships.role; Type: ACL; Schema: app; Owner: -
+--
+
+GRANT SELECT(role) ON TABLE app.hub_memberships TO app_user;
+
+
+--
+-- Name: FUNCTION co_membership(p_hubs uuid[], p_viewer uuid, p_user uuid); Type: ACL; Schema: app_private; Owner: -
+--
+
+REVOKE ALL ON FUNCTION app_private.co_membership(p_hubs uuid[], p_viewer uuid, p_user uuid) FROM PUBLIC;
+
+
+--
 -- Name: FUNCTION comments_count(); Type: ACL; Schema: app_private; Owner: -
 --
 
@@ -8051,6 +8086,41 @@ REVOKE ALL ON FUNCTION app_private.feed_page(p_feed text, p_subject uuid, p_snap
 
 
 --
+-- Name: TABLE follows; Type: ACL; Schema: app; Owner: -
+--
+
+GRANT SELECT ON TABLE app.follows TO app_admin;
+
+
+--
+-- Name: COLUMN follows.follower_id; Type: ACL; Schema: app; Owner: -
+--
+
+GRANT SELECT(follower_id) ON TABLE app.follows TO app_anonymous;
+
+
+--
+-- Name: COLUMN follows.followee_id; Type: ACL; Schema: app; Owner: -
+--
+
+GRANT SELECT(followee_id) ON TABLE app.follows TO app_anonymous;
+
+
+--
+-- Name: COLUMN follows.seq; Type: ACL; Schema: app; Owner: -
+--
+
+GRANT SELECT(seq) ON TABLE app.follows TO app_anonymous;
+
+
+--
+-- Name: FUNCTION follow_edge(p_viewer uuid, p_user uuid); Type: ACL; Schema: app_private; Owner: -
+--
+
+REVOKE ALL ON FUNCTION app_private.follow_edge(p_viewer uuid, p_user uuid) FROM PUBLIC;
+
+
+--
 -- Name: FUNCTION follows_count(); Type: ACL; Schema: app_private; Owner: -
 --
 
@@ -8074,10 +8144,10 @@ GRANT ALL ON FUNCTION app_private.forget_upload_intents(p_ids uuid[]) TO app_wor
 
 
 --
--- Name: FUNCTION home_events(p_subject uuid, p_snapshot timestamp with time zone, p_after_at timestamp with time zone, p_after_id uuid, p_window integer); Type: ACL; Schema: app_private; Owner: -
+-- Name: FUNCTION home_events(p_viewer uuid, p_blocks uuid[], p_hubs uuid[], p_after_at timestamp with time zone, p_after_id uuid, p_window integer); Type: ACL; Schema: app_private; Owner: -
 --
 
-REVOKE ALL ON FUNCTION app_private.home_events(p_subject uuid, p_snapshot timestamp with time zone, p_after_at timestamp with time zone, p_after_id uuid, p_window integer) FROM PUBLIC;
+REVOKE ALL ON FUNCTION app_private.home_events(p_viewer uuid, p_blocks uuid[], p_hubs uuid[], p_after_at timestamp with time zone, p_after_id uuid, p_window integer) FROM PUBLIC;
 
 
 --
@@ -8088,10 +8158,10 @@ REVOKE ALL ON FUNCTION app_private.home_later(p_post_id uuid, p_visibility app.p
 
 
 --
--- Name: FUNCTION home_sources(OUT viewer uuid, OUT own uuid, OUT blocks uuid[], OUT hubs uuid[], OUT followees uuid[], OUT many_followees boolean, OUT co_members uuid[], OUT many_co_members boolean, OUT friends uuid[], OUT default_authors uuid[]); Type: ACL; Schema: app_private; Owner: -
+-- Name: FUNCTION home_sources(p_viewer uuid, p_blocks uuid[], p_hubs uuid[], OUT own uuid, OUT followees uuid[], OUT many_followees boolean, OUT co_members uuid[], OUT many_co_members boolean, OUT friends uuid[], OUT default_authors uuid[]); Type: ACL; Schema: app_private; Owner: -
 --
 
-REVOKE ALL ON FUNCTION app_private.home_sources(OUT viewer uuid, OUT own uuid, OUT blocks uuid[], OUT hubs uuid[], OUT followees uuid[], OUT many_followees boolean, OUT co_members uuid[], OUT many_co_members boolean, OUT friends uuid[], OUT default_authors uuid[]) FROM PUBLIC;
+REVOKE ALL ON FUNCTION app_private.home_sources(p_viewer uuid, p_blocks uuid[], p_hubs uuid[], OUT own uuid, OUT followees uuid[], OUT many_followees boolean, OUT co_members uuid[], OUT many_co_members boolean, OUT friends uuid[], OUT default_authors uuid[]) FROM PUBLIC;
 
 
 --
@@ -8102,10 +8172,10 @@ REVOKE ALL ON FUNCTION app_private.hub_discussion_messages_count() FROM PUBLIC;
 
 
 --
--- Name: FUNCTION hub_events(p_subject uuid, p_snapshot timestamp with time zone, p_after_at timestamp with time zone, p_after_id uuid, p_window integer); Type: ACL; Schema: app_private; Owner: -
+-- Name: FUNCTION hub_events(p_subject uuid, p_viewer uuid, p_blocks uuid[], p_after_at timestamp with time zone, p_after_id uuid, p_window integer); Type: ACL; Schema: app_private; Owner: -
 --
 
-REVOKE ALL ON FUNCTION app_private.hub_events(p_subject uuid, p_snapshot timestamp with time zone, p_after_at timestamp with time zone, p_after_id uuid, p_window integer) FROM PUBLIC;
+REVOKE ALL ON FUNCTION app_private.hub_events(p_subject uuid, p_viewer uuid, p_blocks uuid[], p_after_at timestamp with time zone, p_after_id uuid, p_window integer) FROM PUBLIC;
 
 
 --
@@ -8183,20 +8253,6 @@ GRANT SELECT(expires_at) ON TABLE app.hub_invitations TO app_user;
 --
 
 REVOKE ALL ON FUNCTION app_private.invite_phones(p_hub_id uuid, p_phones text[], p_requires_approval boolean) FROM PUBLIC;
-
-
---
--- Name: FUNCTION is_co_member(p_hubs uuid[], p_viewer uuid, p_user uuid); Type: ACL; Schema: app_private; Owner: -
---
-
-REVOKE ALL ON FUNCTION app_private.is_co_member(p_hubs uuid[], p_viewer uuid, p_user uuid) FROM PUBLIC;
-
-
---
--- Name: FUNCTION is_followee(p_viewer uuid, p_user uuid); Type: ACL; Schema: app_private; Owner: -
---
-
-REVOKE ALL ON FUNCTION app_private.is_followee(p_viewer uuid, p_user uuid) FROM PUBLIC;
 
 
 --
@@ -8370,10 +8426,10 @@ REVOKE ALL ON FUNCTION app_private.posts_seed_vote_counters() FROM PUBLIC;
 
 
 --
--- Name: FUNCTION profile_events(p_subject uuid, p_snapshot timestamp with time zone, p_after_at timestamp with time zone, p_after_id uuid, p_window integer); Type: ACL; Schema: app_private; Owner: -
+-- Name: FUNCTION profile_events(p_subject uuid, p_viewer uuid, p_blocks uuid[], p_hubs uuid[], p_after_at timestamp with time zone, p_after_id uuid, p_window integer); Type: ACL; Schema: app_private; Owner: -
 --
 
-REVOKE ALL ON FUNCTION app_private.profile_events(p_subject uuid, p_snapshot timestamp with time zone, p_after_at timestamp with time zone, p_after_id uuid, p_window integer) FROM PUBLIC;
+REVOKE ALL ON FUNCTION app_private.profile_events(p_subject uuid, p_viewer uuid, p_blocks uuid[], p_hubs uuid[], p_after_at timestamp with time zone, p_after_id uuid, p_window integer) FROM PUBLIC;
 
 
 --
@@ -8907,34 +8963,6 @@ GRANT SELECT(reply_count) ON TABLE app.comments TO app_anonymous;
 
 
 --
--- Name: TABLE follows; Type: ACL; Schema: app; Owner: -
---
-
-GRANT SELECT ON TABLE app.follows TO app_admin;
-
-
---
--- Name: COLUMN follows.follower_id; Type: ACL; Schema: app; Owner: -
---
-
-GRANT SELECT(follower_id) ON TABLE app.follows TO app_anonymous;
-
-
---
--- Name: COLUMN follows.followee_id; Type: ACL; Schema: app; Owner: -
---
-
-GRANT SELECT(followee_id) ON TABLE app.follows TO app_anonymous;
-
-
---
--- Name: COLUMN follows.seq; Type: ACL; Schema: app; Owner: -
---
-
-GRANT SELECT(seq) ON TABLE app.follows TO app_anonymous;
-
-
---
 -- Name: COLUMN hub_discussion_stats.discussion_id; Type: ACL; Schema: app; Owner: -
 --
 
@@ -8981,34 +9009,6 @@ GRANT SELECT(post_id) ON TABLE app.hub_discussions TO app_user;
 --
 
 GRANT SELECT(last_activity_at) ON TABLE app.hub_discussions TO app_user;
-
-
---
--- Name: TABLE hub_memberships; Type: ACL; Schema: app; Owner: -
---
-
-GRANT SELECT ON TABLE app.hub_memberships TO app_admin;
-
-
---
--- Name: COLUMN hub_memberships.hub_id; Type: ACL; Schema: app; Owner: -
---
-
-GRANT SELECT(hub_id) ON TABLE app.hub_memberships TO app_user;
-
-
---
--- Name: COLUMN hub_memberships.user_id; Type: ACL; Schema: app; Owner: -
---
-
-GRANT SELECT(user_id) ON TABLE app.hub_memberships TO app_user;
-
-
---
--- Name: COLUMN hub_memberships.role; Type: ACL; Schema: app; Owner: -
---
-
-GRANT SELECT(role) ON TABLE app.hub_memberships TO app_user;
 
 
 --
