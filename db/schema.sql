@@ -5249,7 +5249,7 @@ CREATE INDEX activity_events_actor_shares ON app.activity_events USING btree (ac
 -- Name: activity_events_actor_time; Type: INDEX; Schema: app; Owner: -
 --
 
-CREATE INDEX activity_events_actor_time ON app.activity_events USING btree (actor_id, created_at DESC, post_id DESC);
+CREATE INDEX activity_events_actor_time ON app.activity_events USING btree (actor_id, created_at DESC, post_id DESC) INCLUDE (kind);
 
 
 --
@@ -5403,7 +5403,7 @@ CREATE INDEX hub_memberships_admins ON app.hub_memberships USING btree (hub_id) 
 -- Name: hub_memberships_user_id; Type: INDEX; Schema: app; Owner: -
 --
 
-CREATE INDEX hub_memberships_user_id ON app.hub_memberships USING btree (user_id);
+CREATE INDEX hub_memberships_user_id ON app.hub_memberships USING btree (user_id, hub_id);
 
 
 --
@@ -5501,7 +5501,7 @@ CREATE INDEX posts_author ON app.posts USING btree (author_id, created_at DESC);
 -- Name: posts_author_time; Type: INDEX; Schema: app; Owner: -
 --
 
-CREATE INDEX posts_author_time ON app.posts USING btree (author_id, created_at DESC, id DESC);
+CREATE INDEX posts_author_time ON app.posts USING btree (author_id, created_at DESC, id DESC) INCLUDE (visibility, deleted_at);
 
 
 --

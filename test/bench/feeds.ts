@@ -170,12 +170,14 @@ async function buildWorld(factor: number) {
   async function explain(viewer: Viewer): Promise<string> {
     await owner.query('begin');
     await owner.query(`select set_config('app.user_id', $1, true)`, [viewer.id]);
-    // as app_private.feed_page runs it: no bitmaps, the generic plan, a first window of two pages
+    // as app_private.feed_page runs it: no bitmaps, the generic plan, the viewer's context as
+    // parameters, a first window of two pages
     await owner.query('set local enable_bitmapscan = off');
     await owner.query('set local plan_cache_mode = force_generic_plan');
-    await owner.query('prepare home_events as select * from app_private.home_events($1, $2, $3, $4, $5)');
+    await owner.query('prepare home_events (uuid, uuid[], uuid[], timestamptz, uuid, int) as select * from app_private.home_events($1, $2, $3, $4, $5, $6)');
     const plan = await owner.query<{ 'QUERY PLAN': string }>(
-      `explain (analyze, buffers, costs off, summary on) execute home_events(null, now(), now(), '${lastUuid}', 42)`,
+      `explain (analyze, buffers, costs off, summary on)
+       execute home_events(app.viewer_id(), app.viewer_block_list(), app.viewer_active_hub_ids(), now(), '${lastUuid}', 42)`,
     );
     await owner.query('deallocate home_events');
     await owner.query('rollback');
