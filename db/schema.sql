@@ -5232,13 +5232,6 @@ ALTER TABLE ONLY graphile_worker._private_tasks
 
 
 --
--- Name: activity_events_actor; Type: INDEX; Schema: app; Owner: -
---
-
-CREATE INDEX activity_events_actor ON app.activity_events USING btree (actor_id, created_at DESC);
-
-
---
 -- Name: activity_events_actor_shares; Type: INDEX; Schema: app; Owner: -
 --
 
@@ -5257,13 +5250,6 @@ CREATE INDEX activity_events_actor_time ON app.activity_events USING btree (acto
 --
 
 CREATE INDEX activity_events_hub_time ON app.activity_events USING btree (hub_id, created_at DESC, post_id DESC) WHERE (hub_id IS NOT NULL);
-
-
---
--- Name: activity_events_post; Type: INDEX; Schema: app; Owner: -
---
-
-CREATE INDEX activity_events_post ON app.activity_events USING btree (post_id);
 
 
 --
@@ -5488,13 +5474,6 @@ CREATE INDEX post_shares_post ON app.post_shares USING btree (post_id);
 --
 
 CREATE INDEX post_shares_user ON app.post_shares USING btree (user_id, created_at DESC);
-
-
---
--- Name: posts_author; Type: INDEX; Schema: app; Owner: -
---
-
-CREATE INDEX posts_author ON app.posts USING btree (author_id, created_at DESC);
 
 
 --
