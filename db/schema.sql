@@ -2531,27 +2531,12 @@ $$;
 
 
 --
--- Name: hub_memberships; Type: TABLE; Schema: app; Owner: -
+-- Name: co_members_of(uuid[], uuid); Type: FUNCTION; Schema: app_private; Owner: -
 --
 
-CREATE TABLE app.hub_memberships (
-    hub_id uuid NOT NULL,
-    user_id uuid NOT NULL,
-    role app.hub_role DEFAULT 'member'::app.hub_role NOT NULL,
-    joined_at timestamp with time zone DEFAULT now() NOT NULL,
-    content_muted boolean DEFAULT false NOT NULL
-);
-
-ALTER TABLE ONLY app.hub_memberships FORCE ROW LEVEL SECURITY;
-
-
---
--- Name: co_membership(uuid[], uuid, uuid); Type: FUNCTION; Schema: app_private; Owner: -
---
-
-CREATE FUNCTION app_private.co_membership(p_hubs uuid[], p_viewer uuid, p_user uuid) RETURNS SETOF app.hub_memberships
-    LANGUAGE sql STABLE ROWS 1
-    AS $$ select m.* from app.hub_memberships m where m.user_id = p_user and p_user <> p_viewer and m.hub_id = any (p_hubs) $$;
+CREATE FUNCTION app_private.co_members_of(p_hubs uuid[], p_viewer uuid) RETURNS SETOF uuid
+    LANGUAGE sql STABLE
+    AS $$ select m.user_id from app.hub_memberships m where m.hub_id = any (p_hubs) and m.user_id <> p_viewer $$;
 
 
 --
@@ -2788,27 +2773,12 @@ $$;
 
 
 --
--- Name: follows; Type: TABLE; Schema: app; Owner: -
+-- Name: followees_of(uuid); Type: FUNCTION; Schema: app_private; Owner: -
 --
 
-CREATE TABLE app.follows (
-    follower_id uuid NOT NULL,
-    followee_id uuid NOT NULL,
-    created_at timestamp with time zone DEFAULT now() NOT NULL,
-    seq bigint NOT NULL,
-    CONSTRAINT follows_not_self CHECK ((follower_id <> followee_id))
-);
-
-ALTER TABLE ONLY app.follows FORCE ROW LEVEL SECURITY;
-
-
---
--- Name: follow_edge(uuid, uuid); Type: FUNCTION; Schema: app_private; Owner: -
---
-
-CREATE FUNCTION app_private.follow_edge(p_viewer uuid, p_user uuid) RETURNS SETOF app.follows
-    LANGUAGE sql STABLE ROWS 1
-    AS $$ select f.* from app.follows f where f.follower_id = p_viewer and f.followee_id = p_user $$;
+CREATE FUNCTION app_private.followees_of(p_viewer uuid) RETURNS SETOF uuid
+    LANGUAGE sql STABLE
+    AS $$ select f.followee_id from app.follows f where f.follower_id = p_viewer $$;
 
 
 --
@@ -2904,7 +2874,7 @@ CREATE FUNCTION app_private.home_events(p_viewer uuid, p_blocks uuid[], p_hubs u
     union all
     (select 4, p.id, p.created_at, 'followed_author', p.visibility
      from app.posts p
-     where s.many_followees and exists (select from app_private.follow_edge(p_viewer, p.author_id))
+     where s.many_followees and (p.author_id in (select u from app_private.followees_of(p_viewer) u)) is true
        and p.visibility in ('public', 'public_hub') and app.post_visible_to(p, p_viewer, p_blocks)
        and p.created_at <= p_after_at and (p.created_at, p.id) < (p_after_at, p_after_id)
      order by p.created_at desc, p.id desc limit p_window)
@@ -2916,7 +2886,7 @@ CREATE FUNCTION app_private.home_events(p_viewer uuid, p_blocks uuid[], p_hubs u
     union all
     (select 5, p.id, p.created_at, 'hub_co_member_author', p.visibility
      from app.posts p
-     where s.many_co_members and exists (select from app_private.co_membership(p_hubs, p_viewer, p.author_id))
+     where s.many_co_members and (p.author_id in (select u from app_private.co_members_of(p_hubs, p_viewer) u)) is true
        and p.visibility in ('public', 'public_hub') and app.post_visible_to(p, p_viewer, p_blocks)
        and p.created_at <= p_after_at and (p.created_at, p.id) < (p_after_at, p_after_id)
      order by p.created_at desc, p.id desc limit p_window)
@@ -2938,8 +2908,8 @@ CREATE FUNCTION app_private.home_events(p_viewer uuid, p_blocks uuid[], p_hubs u
     (select 6, e.post_id, e.created_at, 'friend_interaction', p.visibility
      from app.activity_events e join app.posts p on p.id = e.post_id
      where (s.many_followees or s.many_co_members) and e.kind <> 'post_shared_to_hub' and not (e.actor_id = any (p_blocks))
-       and (exists (select from app_private.follow_edge(p_viewer, e.actor_id))
-            or exists (select from app_private.co_membership(p_hubs, p_viewer, e.actor_id)))
+       and (e.actor_id in (select u from app_private.followees_of(p_viewer) u)
+            or e.actor_id in (select u from app_private.co_members_of(p_hubs, p_viewer) u))
        and p.visibility <> 'private_locked_hub' and app.post_visible_to(p, p_viewer, p_blocks)
        and e.created_at <= p_after_at and (e.created_at, e.post_id) < (p_after_at, p_after_id)
      order by e.created_at desc, e.post_id desc limit p_window)
@@ -2981,8 +2951,8 @@ CREATE FUNCTION app_private.home_later(p_post_id uuid, p_visibility app.post_vis
     and not (e.actor_id = any (p_blocks))
     and ((e.kind = 'post_shared_to_hub' and e.hub_id = any (p_hubs))
          or (e.kind <> 'post_shared_to_hub' and p_visibility <> 'private_locked_hub'
-             and (exists (select from app_private.follow_edge(p_viewer, e.actor_id))
-                  or exists (select from app_private.co_membership(p_hubs, p_viewer, e.actor_id)))))
+             and (e.actor_id in (select u from app_private.followees_of(p_viewer) u)
+                  or e.actor_id in (select u from app_private.co_members_of(p_hubs, p_viewer) u))))
 $$;
 
 
@@ -4252,6 +4222,21 @@ ALTER TABLE ONLY app.follow_counts FORCE ROW LEVEL SECURITY;
 
 
 --
+-- Name: follows; Type: TABLE; Schema: app; Owner: -
+--
+
+CREATE TABLE app.follows (
+    follower_id uuid NOT NULL,
+    followee_id uuid NOT NULL,
+    created_at timestamp with time zone DEFAULT now() NOT NULL,
+    seq bigint NOT NULL,
+    CONSTRAINT follows_not_self CHECK ((follower_id <> followee_id))
+);
+
+ALTER TABLE ONLY app.follows FORCE ROW LEVEL SECURITY;
+
+
+--
 -- Name: follows_seq_seq; Type: SEQUENCE; Schema: app; Owner: -
 --
 
@@ -4313,6 +4298,21 @@ CREATE TABLE app.hub_discussions (
 );
 
 ALTER TABLE ONLY app.hub_discussions FORCE ROW LEVEL SECURITY;
+
+
+--
+-- Name: hub_memberships; Type: TABLE; Schema: app; Owner: -
+--
+
+CREATE TABLE app.hub_memberships (
+    hub_id uuid NOT NULL,
+    user_id uuid NOT NULL,
+    role app.hub_role DEFAULT 'member'::app.hub_role NOT NULL,
+    joined_at timestamp with time zone DEFAULT now() NOT NULL,
+    content_muted boolean DEFAULT false NOT NULL
+);
+
+ALTER TABLE ONLY app.hub_memberships FORCE ROW LEVEL SECURITY;
 
 
 --
@@ -5389,7 +5389,7 @@ CREATE INDEX hub_memberships_admins ON app.hub_memberships USING btree (hub_id) 
 -- Name: hub_memberships_user_id; Type: INDEX; Schema: app; Owner: -
 --
 
-CREATE INDEX hub_memberships_user_id ON app.hub_memberships USING btree (user_id, hub_id);
+CREATE INDEX hub_memberships_user_id ON app.hub_memberships USING btree (user_id);
 
 
 --
@@ -7907,38 +7907,10 @@ REVOKE ALL ON FUNCTION app_private.check_profile_asset() FROM PUBLIC;
 
 
 --
--- Name: TABLE hub_memberships; Type: ACL; Schema: app; Owner: -
+-- Name: FUNCTION co_members_of(p_hubs uuid[], p_viewer uuid); Type: ACL; Schema: app_private; Owner: -
 --
 
-GRANT SELECT ON TABLE app.hub_memberships TO app_admin;
-
-
---
--- Name: COLUMN hub_memberships.hub_id; Type: ACL; Schema: app; Owner: -
---
-
-GRANT SELECT(hub_id) ON TABLE app.hub_memberships TO app_user;
-
-
---
--- Name: COLUMN hub_memberships.user_id; Type: ACL; Schema: app; Owner: -
---
-
-GRANT SELECT(user_id) ON TABLE app.hub_memberships TO app_user;
-
-
---
--- Name: COLUMN hub_memberships.role; Type: ACL; Schema: app; Owner: -
---
-
-GRANT SELECT(role) ON TABLE app.hub_memberships TO app_user;
-
-
---
--- Name: FUNCTION co_membership(p_hubs uuid[], p_viewer uuid, p_user uuid); Type: ACL; Schema: app_private; Owner: -
---
-
-REVOKE ALL ON FUNCTION app_private.co_membership(p_hubs uuid[], p_viewer uuid, p_user uuid) FROM PUBLIC;
+REVOKE ALL ON FUNCTION app_private.co_members_of(p_hubs uuid[], p_viewer uuid) FROM PUBLIC;
 
 
 --
@@ -8065,38 +8037,10 @@ REVOKE ALL ON FUNCTION app_private.feed_page(p_feed text, p_subject uuid, p_snap
 
 
 --
--- Name: TABLE follows; Type: ACL; Schema: app; Owner: -
+-- Name: FUNCTION followees_of(p_viewer uuid); Type: ACL; Schema: app_private; Owner: -
 --
 
-GRANT SELECT ON TABLE app.follows TO app_admin;
-
-
---
--- Name: COLUMN follows.follower_id; Type: ACL; Schema: app; Owner: -
---
-
-GRANT SELECT(follower_id) ON TABLE app.follows TO app_anonymous;
-
-
---
--- Name: COLUMN follows.followee_id; Type: ACL; Schema: app; Owner: -
---
-
-GRANT SELECT(followee_id) ON TABLE app.follows TO app_anonymous;
-
-
---
--- Name: COLUMN follows.seq; Type: ACL; Schema: app; Owner: -
---
-
-GRANT SELECT(seq) ON TABLE app.follows TO app_anonymous;
-
-
---
--- Name: FUNCTION follow_edge(p_viewer uuid, p_user uuid); Type: ACL; Schema: app_private; Owner: -
---
-
-REVOKE ALL ON FUNCTION app_private.follow_edge(p_viewer uuid, p_user uuid) FROM PUBLIC;
+REVOKE ALL ON FUNCTION app_private.followees_of(p_viewer uuid) FROM PUBLIC;
 
 
 --
@@ -8942,6 +8886,34 @@ GRANT SELECT(reply_count) ON TABLE app.comments TO app_anonymous;
 
 
 --
+-- Name: TABLE follows; Type: ACL; Schema: app; Owner: -
+--
+
+GRANT SELECT ON TABLE app.follows TO app_admin;
+
+
+--
+-- Name: COLUMN follows.follower_id; Type: ACL; Schema: app; Owner: -
+--
+
+GRANT SELECT(follower_id) ON TABLE app.follows TO app_anonymous;
+
+
+--
+-- Name: COLUMN follows.followee_id; Type: ACL; Schema: app; Owner: -
+--
+
+GRANT SELECT(followee_id) ON TABLE app.follows TO app_anonymous;
+
+
+--
+-- Name: COLUMN follows.seq; Type: ACL; Schema: app; Owner: -
+--
+
+GRANT SELECT(seq) ON TABLE app.follows TO app_anonymous;
+
+
+--
 -- Name: COLUMN hub_discussion_stats.discussion_id; Type: ACL; Schema: app; Owner: -
 --
 
@@ -8988,6 +8960,34 @@ GRANT SELECT(post_id) ON TABLE app.hub_discussions TO app_user;
 --
 
 GRANT SELECT(last_activity_at) ON TABLE app.hub_discussions TO app_user;
+
+
+--
+-- Name: TABLE hub_memberships; Type: ACL; Schema: app; Owner: -
+--
+
+GRANT SELECT ON TABLE app.hub_memberships TO app_admin;
+
+
+--
+-- Name: COLUMN hub_memberships.hub_id; Type: ACL; Schema: app; Owner: -
+--
+
+GRANT SELECT(hub_id) ON TABLE app.hub_memberships TO app_user;
+
+
+--
+-- Name: COLUMN hub_memberships.user_id; Type: ACL; Schema: app; Owner: -
+--
+
+GRANT SELECT(user_id) ON TABLE app.hub_memberships TO app_user;
+
+
+--
+-- Name: COLUMN hub_memberships.role; Type: ACL; Schema: app; Owner: -
+--
+
+GRANT SELECT(role) ON TABLE app.hub_memberships TO app_user;
 
 
 --

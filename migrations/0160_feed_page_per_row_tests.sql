@@ -5,8 +5,15 @@
 --    (app_private.home_later, profile_later, hub_later) were scalar SQL functions whose bodies hold an
 --    EXISTS. PostgreSQL never inlines such a function, so each row a large-set source scanned paid a
 --    function call with its own executor start (10-20 us): a big hub's member read some 800 posts
---    and 900 events per page at the 10x size, 26 of 35 ms. Written as set-returning SQL functions
---    used inside EXISTS, the same tests are inlined into the page's plan (one index probe each).
+--    and 900 events per page at the 10x size, 26 of 35 ms. The shown-earlier tests are now
+--    set-returning SQL functions used inside EXISTS, inlined into the page's plan. A large set
+--    (more than 100 users) is now tested by membership in a hash of the set, built once per page
+--    from one index range (app_private.followees_of, app_private.co_members_of: "x in (select ...)",
+--    a hashed subplan): a page then costs the set's size once plus a hash lookup per scanned row,
+--    where a probe per row made its cost grow with 1 / (the set's share of all activity), that is
+--    with the database. A test that is the whole condition of a WHERE is written "(...) is true",
+--    which keeps PostgreSQL from turning it into a join (a join reads the set's every post and
+--    sorts them, where the scan by time stops after a window).
 -- 2. The shown-earlier test ran for every candidate of every source (about 90-250 rows a page, each
 --    reading the post's events since the cursor); most candidates never make the page. It now runs
 --    on the candidates in page order and stops once the page is full.
@@ -17,19 +24,17 @@
 -- app.viewer_co_member_ids()'s rule), which later event shows a card on an earlier page, and post
 -- eligibility (app.post_visible_to, app.viewer_block_list, app.viewer_active_hub_ids).
 
--- The follow row of p_viewer following p_user, if any.
-create function app_private.follow_edge(p_viewer uuid, p_user uuid)
-  returns setof app.follows
+-- The users p_viewer follows.
+create function app_private.followees_of(p_viewer uuid)
+  returns setof uuid
   language sql stable
-  rows 1
-  as $$ select f.* from app.follows f where f.follower_id = p_viewer and f.followee_id = p_user $$;
+  as $$ select f.followee_id from app.follows f where f.follower_id = p_viewer $$;
 
--- The membership rows that make p_user a co-member of p_viewer, whose active hubs are p_hubs.
-create function app_private.co_membership(p_hubs uuid[], p_viewer uuid, p_user uuid)
-  returns setof app.hub_memberships
+-- The co-members of p_viewer, whose active hubs are p_hubs (a user in several of them more than once).
+create function app_private.co_members_of(p_hubs uuid[], p_viewer uuid)
+  returns setof uuid
   language sql stable
-  rows 1
-  as $$ select m.* from app.hub_memberships m where m.user_id = p_user and p_user <> p_viewer and m.hub_id = any (p_hubs) $$;
+  as $$ select m.user_id from app.hub_memberships m where m.hub_id = any (p_hubs) and m.user_id <> p_viewer $$;
 
 drop function app_private.feed_page(text, uuid, timestamptz, timestamptz, uuid, int);
 drop function app_private.home_events(uuid, timestamptz, timestamptz, uuid, int);
@@ -90,8 +95,8 @@ create function app_private.home_later(p_post_id uuid, p_visibility app.post_vis
     and not (e.actor_id = any (p_blocks))
     and ((e.kind = 'post_shared_to_hub' and e.hub_id = any (p_hubs))
          or (e.kind <> 'post_shared_to_hub' and p_visibility <> 'private_locked_hub'
-             and (exists (select from app_private.follow_edge(p_viewer, e.actor_id))
-                  or exists (select from app_private.co_membership(p_hubs, p_viewer, e.actor_id)))))
+             and (e.actor_id in (select u from app_private.followees_of(p_viewer) u)
+                  or e.actor_id in (select u from app_private.co_members_of(p_hubs, p_viewer) u))))
 $$;
 
 -- Home events before the cursor, at most p_window per source, newest first (src numbers the
@@ -143,7 +148,7 @@ create function app_private.home_events(p_viewer uuid, p_blocks uuid[], p_hubs u
     union all
     (select 4, p.id, p.created_at, 'followed_author', p.visibility
      from app.posts p
-     where s.many_followees and exists (select from app_private.follow_edge(p_viewer, p.author_id))
+     where s.many_followees and (p.author_id in (select u from app_private.followees_of(p_viewer) u)) is true
        and p.visibility in ('public', 'public_hub') and app.post_visible_to(p, p_viewer, p_blocks)
        and p.created_at <= p_after_at and (p.created_at, p.id) < (p_after_at, p_after_id)
      order by p.created_at desc, p.id desc limit p_window)
@@ -155,7 +160,7 @@ create function app_private.home_events(p_viewer uuid, p_blocks uuid[], p_hubs u
     union all
     (select 5, p.id, p.created_at, 'hub_co_member_author', p.visibility
      from app.posts p
-     where s.many_co_members and exists (select from app_private.co_membership(p_hubs, p_viewer, p.author_id))
+     where s.many_co_members and (p.author_id in (select u from app_private.co_members_of(p_hubs, p_viewer) u)) is true
        and p.visibility in ('public', 'public_hub') and app.post_visible_to(p, p_viewer, p_blocks)
        and p.created_at <= p_after_at and (p.created_at, p.id) < (p_after_at, p_after_id)
      order by p.created_at desc, p.id desc limit p_window)
@@ -177,8 +182,8 @@ create function app_private.home_events(p_viewer uuid, p_blocks uuid[], p_hubs u
     (select 6, e.post_id, e.created_at, 'friend_interaction', p.visibility
      from app.activity_events e join app.posts p on p.id = e.post_id
      where (s.many_followees or s.many_co_members) and e.kind <> 'post_shared_to_hub' and not (e.actor_id = any (p_blocks))
-       and (exists (select from app_private.follow_edge(p_viewer, e.actor_id))
-            or exists (select from app_private.co_membership(p_hubs, p_viewer, e.actor_id)))
+       and (e.actor_id in (select u from app_private.followees_of(p_viewer) u)
+            or e.actor_id in (select u from app_private.co_members_of(p_hubs, p_viewer) u))
        and p.visibility <> 'private_locked_hub' and app.post_visible_to(p, p_viewer, p_blocks)
        and e.created_at <= p_after_at and (e.created_at, e.post_id) < (p_after_at, p_after_id)
      order by e.created_at desc, e.post_id desc limit p_window)
@@ -337,8 +342,8 @@ drop function app_private.profile_later(uuid, uuid, uuid[], timestamptz, timesta
 drop function app_private.home_events(uuid, uuid[], uuid[], timestamptz, uuid, int);
 drop function app_private.home_later(uuid, app.post_visibility, uuid, uuid[], uuid[], timestamptz, timestamptz, uuid);
 drop function app_private.home_sources(uuid, uuid[], uuid[]);
-drop function app_private.co_membership(uuid[], uuid, uuid);
-drop function app_private.follow_edge(uuid, uuid);
+drop function app_private.co_members_of(uuid[], uuid);
+drop function app_private.followees_of(uuid);
 -- 0071's profile and hub feed functions, 0140's Home functions and page.
 create function app_private.profile_later(p_subject uuid, p_post_id uuid, p_hubs uuid[], p_snapshot timestamptz,
   p_after_at timestamptz, p_after_id uuid)

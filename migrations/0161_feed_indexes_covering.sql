@@ -22,8 +22,7 @@ alter index app.activity_events_post_time_covering rename to activity_events_pos
 
 -- The per-user sources (own, followed users', co-members' and default feed users' posts, friends'
 -- interactions) read up to a window of rows per user (a light follower some 700 posts and 1,000
--- events a page, at either size) for their visibility and kind, and each co-member probe fetched
--- the membership row for its hub.
+-- events a page, at either size) for their visibility and kind.
 create index posts_author_time_covering on app.posts (author_id, created_at desc, id desc) include (visibility, deleted_at);
 drop index app.posts_author_time;
 alter index app.posts_author_time_covering rename to posts_author_time;
@@ -32,16 +31,8 @@ create index activity_events_actor_time_covering on app.activity_events (actor_i
 drop index app.activity_events_actor_time;
 alter index app.activity_events_actor_time_covering rename to activity_events_actor_time;
 
-create index hub_memberships_user_hub on app.hub_memberships (user_id, hub_id);
-drop index app.hub_memberships_user_id;
-alter index app.hub_memberships_user_hub rename to hub_memberships_user_id;
-
 
 -- Down Migration
-create index hub_memberships_user_only on app.hub_memberships (user_id);
-drop index app.hub_memberships_user_id;
-alter index app.hub_memberships_user_only rename to hub_memberships_user_id;
-
 create index activity_events_actor_time_plain on app.activity_events (actor_id, created_at desc, post_id desc);
 drop index app.activity_events_actor_time;
 alter index app.activity_events_actor_time_plain rename to activity_events_actor_time;
