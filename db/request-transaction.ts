@@ -138,11 +138,7 @@ export class RequestTransaction {
       this.#viewer = anonymousViewer;
       throw opened.reason;
     }
-    if (result.status === 'rejected') {
-      // The statement's own session check refused the session: the request stays anonymous.
-      if (gatedByStatement && (result.reason as { message?: string }).message === 'UNAUTHORIZED') this.#viewer = anonymousViewer;
-      throw result.reason;
-    }
+    if (result.status === 'rejected') this.#refused(result.reason, gatedByStatement);
     return result.value;
   }
 
@@ -166,10 +162,14 @@ export class RequestTransaction {
     } catch (error) {
       // A statement's error ends its batch: the server rolled it back and the connection is clean.
       client.release(!(error instanceof pg.DatabaseError));
-      // The session check (the gate, or the statement's own) refused the session: the request stays anonymous.
-      if ((gateLevel !== null || gatedByStatement) && (error as { message?: string }).message === 'UNAUTHORIZED') this.#viewer = anonymousViewer;
-      throw error;
+      this.#refused(error, gateLevel !== null || gatedByStatement);
     }
+  }
+
+  /** Throws `error`; when a session check ran (`checked`) and refused the session, the request stays anonymous. */
+  #refused(error: unknown, checked: boolean): never {
+    if (checked && (error as { message?: string }).message === 'UNAUTHORIZED') this.#viewer = anonymousViewer;
+    throw error;
   }
 
   /** Commits now (a failed OTP attempt must count even though the request answers an error). */
