@@ -2,9 +2,9 @@
 // clients never share the server's CPU time slice or event loop. Reads one job (a JSON file named
 // by argv[2]), warms up (every connection open, plans cached), prints `warm`, waits for a line on
 // stdin, runs its operations `concurrency` at a time, and prints one JSON line:
-// { rate, seconds, dbCpuSeconds, failure }. dbCpuSeconds is the CPU its own database connections
+// { rate, seconds, dbCpuSeconds, loadCpuSeconds, failure }. dbCpuSeconds is the CPU its own database connections
 // used (SQL modes; for HTTP modes the orchestrator reads the service's connections between `warm`
-// and the result).
+// and the result); loadCpuSeconds is this process's own CPU over the timed operations.
 import http from 'node:http';
 import { readFileSync } from 'node:fs';
 import { once } from 'node:events';
@@ -130,7 +130,7 @@ async function run(items: LoadItem[]): Promise<number> {
   return (performance.now() - started) / 1000;
 }
 
-let result: { rate: number; seconds: number; dbCpuSeconds: number | null; failure?: string };
+let result: { rate: number; seconds: number; dbCpuSeconds: number | null; loadCpuSeconds: number; failure?: string };
 try {
   let pids: number[] = [];
   if (pool) {
@@ -143,11 +143,13 @@ try {
   process.stdout.write('warm\n');
   await once(process.stdin, 'data');
   const before = cpuSeconds(pids);
+  const ownBefore = process.cpuUsage();
   const seconds = await run(job.items);
+  const own = process.cpuUsage(ownBefore);
   const dbCpuSeconds = pool ? cpuDelta(before, cpuSeconds(pids)) : null;
-  result = { rate: job.items.length / seconds, seconds, dbCpuSeconds };
+  result = { rate: job.items.length / seconds, seconds, dbCpuSeconds, loadCpuSeconds: (own.user + own.system) / 1e6 };
 } catch (error) {
-  result = { rate: 0, seconds: 0, dbCpuSeconds: null, failure: error instanceof Error ? error.message : String(error) };
+  result = { rate: 0, seconds: 0, dbCpuSeconds: null, loadCpuSeconds: 0, failure: error instanceof Error ? error.message : String(error) };
 }
 agent.destroy();
 await pool?.end();

@@ -43,11 +43,12 @@ const positions = ['strong_left', 'left', 'neutral', 'right', 'strong_right'];
 const log = (line: string) => process.stdout.write(`${line}\n`);
 
 type Phase = 'floor' | 'sql' | 'http' | 'hot' | 'hub' | 'session' | 'onboarding';
-/** Operations per second; PostgreSQL CPU and (HTTP phases) the service process's CPU per operation. */
+/** Operations per second; CPU per operation of PostgreSQL, (HTTP phases) the service process, and the load process. */
 interface PhaseResult {
   rate: number;
   cpuMs: number | null;
   serviceCpuMs: number | null;
+  loadCpuMs: number;
 }
 const phases: Phase[] = ['floor', 'sql', 'http', 'hot', 'hub', 'session', 'onboarding'];
 
@@ -151,7 +152,7 @@ async function serverBackends(variant: Variant): Promise<number[]> {
  * Runs one job in a load process. `onWarm` runs once the process has warmed up, right before the
  * timed operations (the orchestrator reads the service's CPU counters there).
  */
-async function runLoad(job: LoadJob, onWarm: () => Promise<void>): Promise<{ rate: number; dbCpuSeconds: number | null }> {
+async function runLoad(job: LoadJob, onWarm: () => Promise<void>): Promise<{ rate: number; dbCpuSeconds: number | null; loadCpuSeconds: number }> {
   const file = path.join(scratch, `job-${randomBytes(4).toString('hex')}.json`);
   await writeFile(file, JSON.stringify(job));
   const child = spawn(process.execPath, [path.join(root, 'test', 'bench', 'vote-load.ts'), file], { stdio: ['pipe', 'pipe', 'inherit'] });
@@ -167,7 +168,7 @@ async function runLoad(job: LoadJob, onWarm: () => Promise<void>): Promise<{ rat
   });
   await new Promise((resolve) => child.once('exit', resolve));
   await rm(file);
-  const result = JSON.parse(out.trim().split('\n').at(-1) as string) as { rate: number; dbCpuSeconds: number | null; failure?: string };
+  const result = JSON.parse(out.trim().split('\n').at(-1) as string) as { rate: number; dbCpuSeconds: number | null; loadCpuSeconds: number; failure?: string };
   if (result.failure) throw new Error(result.failure);
   return result;
 }
@@ -216,7 +217,7 @@ async function runPhase(variant: Variant, phase: Phase): Promise<PhaseResult> {
     if (counted.rows[0]?.n !== expected) throw new Error(`${variant.name} ${phase}: ${counted.rows[0]?.n} receipts, expected ${expected}`);
   }
   const perOp = (seconds: number | null) => (seconds === null ? null : (seconds * 1000) / job.items.length);
-  return { rate: result.rate, cpuMs: perOp(cpu), serviceCpuMs: job.mode.startsWith('http') ? perOp(serviceCpu) : null };
+  return { rate: result.rate, cpuMs: perOp(cpu), serviceCpuMs: job.mode.startsWith('http') ? perOp(serviceCpu) : null, loadCpuMs: perOp(result.loadCpuSeconds) as number };
 }
 
 const variants: Variant[] = [];
@@ -257,20 +258,22 @@ try {
   };
   const fmt = (n: number, digits = 0) => n.toFixed(digits);
   log('');
-  log('operations per second, and CPU per operation of PostgreSQL and of the service process (median over repeats; min-max):');
+  log('operations per second, and CPU per operation of PostgreSQL, of the service process and of the load process (median over repeats; min-max):');
   for (const variant of variants) {
     for (const phase of phases) {
       const rate = stats(variant.results.map((r) => r[phase].rate));
-      const median = (key: 'cpuMs' | 'serviceCpuMs') => {
+      const median = (key: 'cpuMs' | 'serviceCpuMs' | 'loadCpuMs') => {
         const values = variant.results.map((r) => r[phase][key]).filter((n): n is number => n !== null);
         return values.length ? stats(values) : undefined;
       };
       const cpu = median('cpuMs');
       const service = median('serviceCpuMs');
+      const load = median('loadCpuMs');
       log(
         `  ${variant.name.padEnd(8)} ${phase.padEnd(11)} ${fmt(rate.median).padStart(6)}/s (${fmt(rate.min)}-${fmt(rate.max)})` +
           (cpu ? `   PostgreSQL ${fmt(cpu.median, 3)} ms (${fmt(cpu.min, 3)}-${fmt(cpu.max, 3)})` : '   PostgreSQL n/a') +
-          (service ? `   service ${fmt(service.median, 3)} ms` : ''),
+          (service ? `   service ${fmt(service.median, 3)} ms` : '') +
+          (load ? `   load ${fmt(load.median, 3)} ms` : ''),
       );
     }
   }
