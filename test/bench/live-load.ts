@@ -2,10 +2,12 @@
 // `concurrency` writers in a closed loop, either votes over HTTP (each on a post of its own) or
 // notification rows inserted directly (one transaction each). Reports how many completed and, for
 // each, when its answer (after the commit) arrived: keyed `post:<postId>` for votes, by
-// notification id for inserts.
+// notification id for inserts. Also reports the CPU its own database connections used (their
+// backends end with the thread, before the benchmark could read them).
 import http from 'node:http';
 import { parentPort, workerData } from 'node:worker_threads';
 import pg from 'pg';
+import { cpuDelta, cpuSeconds } from './backend-cpu.ts';
 
 interface Job {
   mode: 'votes' | 'inserts';
@@ -45,6 +47,12 @@ function vote(token: string, postId: string): Promise<number> {
   });
 }
 
+// Every connection open (and its backend known) before the clock starts.
+const clients = await Promise.all(Array.from({ length: job.concurrency }, () => pool.connect()));
+const pids = await Promise.all(clients.map(async (client) => (await client.query<{ pid: number }>('select pg_backend_pid() as pid')).rows[0]?.pid as number));
+for (const client of clients) client.release();
+const cpuBefore = cpuSeconds(pids);
+
 const responses: [string, number][] = [];
 let next = 0;
 let failure: string | undefined;
@@ -70,6 +78,7 @@ await Promise.all(
   }),
 );
 const seconds = (now() - started) / 1000;
+const dbCpuSeconds = cpuDelta(cpuBefore, cpuSeconds(pids)) ?? 0;
 agent.destroy();
 await pool.end();
-parentPort?.postMessage({ responses, seconds, failure });
+parentPort?.postMessage({ responses, seconds, dbCpuSeconds, pids, failure });

@@ -11,7 +11,11 @@
 //   * with BENCH_STREAMS open: 200 clients reconnecting at once with Last-Event-ID, 500 rows each
 //     to replay (BENCH_REPLAY=0 skips it, for a server without resume).
 // Ends with one `goal` line per live goal of issue 12 (3,000 streams). BENCH_API_DIR runs another
-// checkout's API (a before/after comparison); its migrations run on the fresh database.
+// checkout's API (a before/after comparison); its migrations run on the fresh database. Each phase
+// also reports CPU per written row of PostgreSQL, the API process, the stream clients and the
+// writers; BENCH_CPU_PROF=<dir> writes a V8 CPU profile of the API process there, and
+// BENCH_STATEMENTS=1 (a server that loads pg_stat_statements) prints each phase's costliest
+// statements, nested ones included.
 import { fork, spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { chmod, mkdtemp, rm } from 'node:fs/promises';
@@ -21,6 +25,7 @@ import { Worker } from 'node:worker_threads';
 import pg from 'pg';
 import { freePort, startEmbeddedPostgres } from '../../db/embedded.ts';
 import { createTokens } from '../../server/auth/tokens.ts';
+import { cpuDelta, cpuSeconds } from './backend-cpu.ts';
 
 const streamCount = Number(process.env.BENCH_STREAMS ?? 2000);
 const goalStreams = Number(process.env.BENCH_GOAL_STREAMS ?? 3000);
@@ -65,7 +70,9 @@ const jwtSecret = randomBytes(16).toString('hex');
 const port = await freePort();
 const base = `http://127.0.0.1:${port}/api/v1`;
 let apiOutput = '';
-const api: ChildProcess = spawn(process.execPath, ['main.ts'], {
+// BENCH_CPU_PROF=<dir>: the API process writes a V8 CPU profile there when it stops (node --cpu-prof).
+const profile = process.env.BENCH_CPU_PROF ? ['--cpu-prof', `--cpu-prof-dir=${path.resolve(process.env.BENCH_CPU_PROF)}`] : [];
+const api: ChildProcess = spawn(process.execPath, [...profile, 'main.ts'], {
   cwd: apiDir,
   env: { ...process.env, NODE_ENV: 'development', PORT: String(port), DATABASE_URL: ownerUrl, DATA_DIR: dataDir, JWT_SECRET: jwtSecret, LOG_LEVEL: 'warn' },
   stdio: ['ignore', 'pipe', 'pipe'],
@@ -126,6 +133,57 @@ const ask = (message: unknown) =>
   });
 
 let nextRound = 0;
+const statements = process.env.BENCH_STATEMENTS === '1';
+if (statements) await owner.query('create extension if not exists pg_stat_statements');
+/** Streams open now (for the statement report). */
+let clientsOpen = 0;
+async function logStatements(phase: string, rows: number): Promise<void> {
+  const { rows: top } = await owner.query<{ calls: string; us: string; query: string }>(
+    `select calls, round(((total_exec_time + total_plan_time) * 1000 / $1)::numeric, 1) as us, left(regexp_replace(query, '\\s+', ' ', 'g'), 100) as query
+     from pg_stat_statements where dbid = (select oid from pg_database where datname = current_database())
+     order by total_exec_time + total_plan_time desc limit 8`,
+    [rows],
+  );
+  log(`    statements, ${phase} (µs per written row, calls):`);
+  for (const row of top) log(`      ${String(row.us).padStart(7)} ${String(row.calls).padStart(7)}  ${row.query}`);
+}
+
+/** CPU per phase, in ms per written row: PostgreSQL (every backend of the database), the API process, the stream clients' process, this process (the writers). */
+interface PhaseCpu {
+  pg: number;
+  api: number;
+  streams: number;
+  load: number;
+}
+async function backends(): Promise<number[]> {
+  const { rows } = await owner.query<{ pid: number }>('select pid from pg_stat_activity where datname = current_database() and pid <> pg_backend_pid()');
+  return rows.map((row) => row.pid);
+}
+async function cpuNow() {
+  const pids = await backends();
+  return { pids, pg: cpuSeconds(pids), processes: cpuSeconds([api.pid as number, clients.pid as number]), own: process.cpuUsage() };
+}
+/** `writers`: the writers' own connections and their CPU, read by the writers (the connections have ended by now). */
+async function cpuSince(before: Awaited<ReturnType<typeof cpuNow>>, rows: number, writers: { pids: number[]; seconds: number }): Promise<PhaseCpu> {
+  const after = cpuSeconds([...new Set([...before.pids, ...(await backends())])].filter((pid) => !writers.pids.includes(pid)));
+  const processes = cpuSeconds([api.pid as number, clients.pid as number]);
+  const own = process.cpuUsage(before.own);
+  const perRow = (seconds: number) => (seconds * 1000) / rows;
+  const of = (pid: number) => (processes.get(pid) ?? 0) - (before.processes.get(pid) ?? 0);
+  return { pg: perRow((cpuDelta(before.pg, after) ?? 0) + writers.seconds), api: perRow(of(api.pid as number)), streams: perRow(of(clients.pid as number)), load: perRow((own.user + own.system) / 1e6) };
+}
+
+/**
+ * Every phase starts from the same state: a checkpoint just done (so each phase pays the same
+ * full-page writes after it, instead of whichever phase a timed checkpoint lands in) and the
+ * database vacuumed and analysed (so autovacuum does not start in the middle of one).
+ * A server that refuses CHECKPOINT to this login (not a superuser) just skips it.
+ */
+async function settle(): Promise<void> {
+  await owner.query('vacuum analyze');
+  await owner.query('checkpoint').catch(() => undefined);
+}
+
 async function load(mode: 'votes' | 'inserts', recipients: typeof authors) {
   let votes: { token: string; postId: string }[] = [];
   if (mode === 'votes') {
@@ -134,16 +192,21 @@ async function load(mode: 'votes' | 'inserts', recipients: typeof authors) {
     nextRound += 2;
     votes = posts.map((postId, i) => ({ postId, token: (voters[i % voters.length] as (typeof voters)[number]).token }));
   }
+  await settle();
+  if (statements) await owner.query('select pg_stat_statements_reset()');
+  const cpuBefore = await cpuNow();
   const worker = new Worker(new URL('./live-load.ts', import.meta.url), {
     workerData: { mode, base, ownerUrl, votes, recipients: recipients.map((user) => user.id), concurrency, seconds },
   });
-  const result = await new Promise<{ responses: [string, number][]; seconds: number; failure?: string }>((resolve, reject) => {
+  const result = await new Promise<{ responses: [string, number][]; seconds: number; dbCpuSeconds: number; pids: number[]; failure?: string }>((resolve, reject) => {
     worker.once('message', resolve);
     worker.once('error', reject);
   });
   await worker.terminate();
   if (result.failure) throw new Error(result.failure);
-  return { rate: result.responses.length / result.seconds, responses: result.responses };
+  const cpu = await cpuSince(cpuBefore, result.responses.length, { pids: result.pids, seconds: result.dbCpuSeconds });
+  if (statements) await logStatements(`${mode}, ${clientsOpen} streams`, result.responses.length);
+  return { rate: result.responses.length / result.seconds, responses: result.responses, cpu };
 }
 
 interface Delivery {
@@ -174,24 +237,40 @@ interface Round {
   voteDelivery: Delivery;
   insertDelivery: Delivery;
   openMs: number;
+  cpu: { votes0: PhaseCpu; votesS: PhaseCpu; inserts0: PhaseCpu; insertsS: PhaseCpu };
 }
 async function round(streams: number, repeat: number): Promise<Round> {
   const recipients = authors.slice(0, streams);
-  const without = async () => ({ votes: (await load('votes', recipients)).rate, inserts: (await load('inserts', recipients)).rate });
+  const without = async () => {
+    const votes = await load('votes', recipients);
+    const inserts = await load('inserts', recipients);
+    return { votes: votes.rate, inserts: inserts.rate, votesCpu: votes.cpu, insertsCpu: inserts.cpu };
+  };
   const withStreams = async () => {
     const { ms } = await ask({ type: 'open', tokens: recipients.map((user) => user.token) });
+    clientsOpen = recipients.length;
     await sleep(500);
     const votes = await load('votes', recipients);
     const voteDelivery = await deliveryOf(votes.responses);
     const inserts = await load('inserts', recipients);
     const insertDelivery = await deliveryOf(inserts.responses);
     await ask({ type: 'close' });
+    clientsOpen = 0;
     await sleep(500);
-    return { votes: votes.rate, inserts: inserts.rate, voteDelivery, insertDelivery, openMs: ms as number };
+    return { votes: votes.rate, inserts: inserts.rate, votesCpu: votes.cpu, insertsCpu: inserts.cpu, voteDelivery, insertDelivery, openMs: ms as number };
   };
   // Alternate which phase goes first.
   const [a, b] = repeat % 2 === 0 ? [await without(), await withStreams()] : await withStreams().then(async (w) => [await without(), w] as const);
-  return { votes0: a.votes, votesS: b.votes, inserts0: a.inserts, insertsS: b.inserts, voteDelivery: b.voteDelivery, insertDelivery: b.insertDelivery, openMs: b.openMs };
+  return {
+    votes0: a.votes,
+    votesS: b.votes,
+    inserts0: a.inserts,
+    insertsS: b.inserts,
+    voteDelivery: b.voteDelivery,
+    insertDelivery: b.insertDelivery,
+    openMs: b.openMs,
+    cpu: { votes0: a.votesCpu, votesS: b.votesCpu, inserts0: a.insertsCpu, insertsS: b.insertsCpu },
+  };
 }
 
 function report(streams: number, rounds: Round[]) {
@@ -202,6 +281,11 @@ function report(streams: number, rounds: Round[]) {
         `p95 ${r.voteDelivery.p95.toFixed(0)} ms, missing after 2 s ${r.voteDelivery.missing}; inserts/s ${r.inserts0.toFixed(0)} without, ` +
         `${r.insertsS.toFixed(0)} with; arrival p50 ${r.insertDelivery.p50.toFixed(0)} ms, p95 ${r.insertDelivery.p95.toFixed(0)} ms, ` +
         `missing ${r.insertDelivery.missing}; ${streams} streams opened in ${(r.openMs / 1000).toFixed(1)} s`,
+    );
+    const cpu = (c: PhaseCpu) => [c.pg, c.api, c.streams, c.load].map((ms) => ms.toFixed(3)).join(' / ');
+    log(
+      `    CPU ms per written row (PostgreSQL / API / stream clients / writers): votes ${cpu(r.cpu.votes0)} without, ${cpu(r.cpu.votesS)} with; ` +
+        `inserts ${cpu(r.cpu.inserts0)} without, ${cpu(r.cpu.insertsS)} with`,
     );
   }
 }
