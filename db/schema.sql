@@ -1280,12 +1280,7 @@ $$;
 CREATE FUNCTION app.is_active_member(p_hub_id uuid, p_user_id uuid) RETURNS boolean
     LANGUAGE plpgsql STABLE SECURITY DEFINER
     SET search_path TO 'pg_catalog'
-    AS $$
-begin
-  return exists (select from app.hub_memberships m where m.hub_id = p_hub_id and m.user_id = p_user_id)
-     and coalesce(app.user_access_level(p_user_id) >= 4, false);
-end
-$$;
+    AS $$ begin return (select m.active from app_private.active_member(p_hub_id, p_user_id) m); end $$;
 
 
 --
@@ -1460,16 +1455,9 @@ COMMENT ON TABLE app.notifications IS '@foreignKey (recipient_id) references app
 --
 
 CREATE FUNCTION app.notification_visible_to(p_notification app.notifications, p_user_id uuid) RETURNS boolean
-    LANGUAGE sql STABLE SECURITY DEFINER
+    LANGUAGE plpgsql STABLE SECURITY DEFINER
     SET search_path TO 'pg_catalog'
-    AS $$
-  select p_notification.recipient_id = p_user_id
-     and case
-           when p_notification.hub_id is not null then app.is_active_member(p_notification.hub_id, p_user_id)
-           when p_notification.type = 'post_reposted' then app_private.repost_row_visible(p_notification.post_id, p_user_id)
-           else true
-         end
-$$;
+    AS $$ begin return app_private.notification_visible(p_notification, p_user_id); end $$;
 
 
 --
@@ -1910,16 +1898,7 @@ CREATE FUNCTION app.search_text(p_text text) RETURNS text
 CREATE FUNCTION app.session_access_level(p_session_id uuid, p_user_id uuid) RETURNS integer
     LANGUAGE plpgsql STABLE SECURITY DEFINER
     SET search_path TO 'pg_catalog'
-    AS $$
-begin
-  return (
-    select app.access_level_of(u.full_name, u.username, u.terms_accepted_at, p.user_id is not null, u.media_completed_at, u.contacts_synced_at)
-    from app.sessions s
-    join app.users u on u.id = s.user_id
-    left join app.phone_identities p on p.user_id = u.id
-    where s.id = p_session_id and s.user_id = p_user_id and s.revoked_at is null and s.expires_at > now());
-end
-$$;
+    AS $$ begin return (select l.level from app_private.session_level(p_session_id, p_user_id) l); end $$;
 
 
 --
@@ -2107,15 +2086,7 @@ $$;
 CREATE FUNCTION app.user_access_level(p_user_id uuid) RETURNS integer
     LANGUAGE plpgsql STABLE SECURITY DEFINER
     SET search_path TO 'pg_catalog'
-    AS $$
-begin
-  return (
-    select app.access_level_of(u.full_name, u.username, u.terms_accepted_at, p.user_id is not null, u.media_completed_at, u.contacts_synced_at)
-    from app.users u
-    left join app.phone_identities p on p.user_id = u.id
-    where u.id = p_user_id);
-end
-$$;
+    AS $$ begin return (select l.level from app_private.user_level(p_user_id) l); end $$;
 
 
 --
@@ -2125,15 +2096,7 @@ $$;
 CREATE FUNCTION app.user_block_list(p_user_id uuid) RETURNS uuid[]
     LANGUAGE plpgsql STABLE SECURITY DEFINER
     SET search_path TO 'pg_catalog'
-    AS $$
-begin
-  return (
-    select coalesce(array_agg(other), '{}') from (
-      select b.blocked_id as other from app.blocks b where b.blocker_id = p_user_id
-      union
-      select b.blocker_id from app.blocks b where b.blocked_id = p_user_id) pairs);
-end
-$$;
+    AS $$ begin return (select b.ids from app_private.block_list(p_user_id) b); end $$;
 
 
 --
@@ -2403,6 +2366,18 @@ $$;
 
 
 --
+-- Name: active_member(uuid, uuid); Type: FUNCTION; Schema: app_private; Owner: -
+--
+
+CREATE FUNCTION app_private.active_member(p_hub_id uuid, p_user_id uuid) RETURNS TABLE(active boolean)
+    LANGUAGE sql STABLE
+    AS $$
+  select exists (select from app.hub_memberships m where m.hub_id = p_hub_id and m.user_id = p_user_id)
+     and coalesce((select l.level from app_private.user_level(p_user_id) l) >= 4, false)
+$$;
+
+
+--
 -- Name: announce_session_revoked(); Type: FUNCTION; Schema: app_private; Owner: -
 --
 
@@ -2462,6 +2437,20 @@ begin
     select new.user_id, 'hub_invite_received', a.invited_by, a.id from attached a;
   return null;
 end
+$$;
+
+
+--
+-- Name: block_list(uuid); Type: FUNCTION; Schema: app_private; Owner: -
+--
+
+CREATE FUNCTION app_private.block_list(p_user_id uuid) RETURNS TABLE(ids uuid[])
+    LANGUAGE sql STABLE
+    AS $$
+  select coalesce(array_agg(other), '{}') from (
+    select b.blocked_id as other from app.blocks b where b.blocker_id = p_user_id
+    union
+    select b.blocker_id from app.blocks b where b.blocked_id = p_user_id) pairs
 $$;
 
 
@@ -3124,27 +3113,49 @@ $$;
 
 
 --
--- Name: live_notifications(xid8, xid8, uuid[]); Type: FUNCTION; Schema: app_private; Owner: -
+-- Name: live_notifications(xid8, xid8); Type: FUNCTION; Schema: app_private; Owner: -
 --
 
-CREATE FUNCTION app_private.live_notifications(p_from xid8, p_to xid8, p_sessions uuid[]) RETURNS TABLE(session_id uuid, live boolean, tx_id xid8, notification_id uuid, type app.notification_type, created_at timestamp with time zone, is_read boolean, post_id uuid, comment_id uuid, hub_id uuid, invitation_id uuid, join_request_id uuid, actor_id uuid, actor_username text, actor_full_name text, actor_photo_key text)
-    LANGUAGE sql STABLE SECURITY DEFINER
+CREATE FUNCTION app_private.live_notifications(p_from xid8, p_to xid8) RETURNS TABLE(session_id uuid, live boolean, tx_id xid8, notification_id uuid, type app.notification_type, created_at timestamp with time zone, is_read boolean, post_id uuid, comment_id uuid, hub_id uuid, invitation_id uuid, join_request_id uuid, actor_id uuid, actor_username text, actor_full_name text, actor_photo_key text)
+    LANGUAGE plpgsql STABLE SECURITY DEFINER
+    SET search_path TO 'pg_catalog'
+    SET plan_cache_mode TO 'force_generic_plan'
+    AS $$
+begin
+  return query
+  select st.session_id, st.live, n.tx_id, n.id, n.type, n.created_at, n.read_at is not null, n.post_id, n.comment_id, n.hub_id,
+         n.invitation_id, n.join_request_id, u.id, u.username, u.full_name, a.object_key
+  from (select distinct r.recipient_id from app.notifications r where r.tx_id >= p_from and r.tx_id < p_to) recipients
+  cross join lateral (
+    select s.id as session_id, s.user_id, exists (select from app_private.session_level(s.id, s.user_id)) as live
+    from app.sessions s
+    where s.user_id = recipients.recipient_id and exists (select from pg_temp.live_open_sessions o where o.id = s.id)
+    offset 0) st
+  join app.notifications n on n.recipient_id = st.user_id and n.tx_id >= p_from and n.tx_id < p_to
+  left join app.users u on u.id = n.actor_id and (u.username is not null or u.id = st.user_id)
+                        and not exists (select from app_private.block_list(st.user_id) b where u.id = any (b.ids))
+  left join app.assets a on a.id = u.profile_asset_id
+  where app_private.notification_visible(n, st.user_id)
+  order by st.session_id, n.tx_id, n.id;
+end
+$$;
+
+
+--
+-- Name: live_sessions_sync(uuid[], uuid[]); Type: FUNCTION; Schema: app_private; Owner: -
+--
+
+CREATE FUNCTION app_private.live_sessions_sync(p_add uuid[], p_remove uuid[]) RETURNS void
+    LANGUAGE plpgsql SECURITY DEFINER
     SET search_path TO 'pg_catalog'
     AS $$
-  select r.session_id, r.live, n.tx_id, n.id, n.type, n.created_at, n.read_at is not null, n.post_id, n.comment_id, n.hub_id,
-         n.invitation_id, n.join_request_id, u.id, u.username, u.full_name, a.object_key
-  from (
-    select s.id as session_id, s.user_id, app.session_access_level(s.id, s.user_id) is not null as live
-    from (select distinct n.recipient_id from app.notifications n where n.tx_id >= p_from and n.tx_id < p_to) recipients
-    cross join lateral (
-      select s.id, s.user_id from app.sessions s where s.user_id = recipients.recipient_id and s.id = any (p_sessions)) s
-  ) r
-  join app.notifications n on n.recipient_id = r.user_id and n.tx_id >= p_from and n.tx_id < p_to
-  left join app.users u on u.id = n.actor_id and (u.username is not null or u.id = r.user_id)
-                        and not (u.id = any (app.user_block_list(r.user_id)))
-  left join app.assets a on a.id = u.profile_asset_id
-  where app.notification_visible_to(n, r.user_id)
-  order by r.session_id, n.tx_id, n.id
+begin
+  if to_regclass('pg_temp.live_open_sessions') is null then
+    create temporary table live_open_sessions (id uuid primary key);
+  end if;
+  delete from pg_temp.live_open_sessions o where o.id = any (p_remove);
+  insert into pg_temp.live_open_sessions (id) select unnest(p_add) on conflict do nothing;
+end
 $$;
 
 
@@ -3291,6 +3302,22 @@ CREATE FUNCTION app_private.notification_dispatched_to() RETURNS xid8
     LANGUAGE sql STABLE SECURITY DEFINER
     SET search_path TO 'pg_catalog'
     AS $$ select d.dispatched_to from app_private.notification_dispatch d $$;
+
+
+--
+-- Name: notification_visible(app.notifications, uuid); Type: FUNCTION; Schema: app_private; Owner: -
+--
+
+CREATE FUNCTION app_private.notification_visible(p_notification app.notifications, p_user_id uuid) RETURNS boolean
+    LANGUAGE sql STABLE
+    AS $$
+  select p_notification.recipient_id = p_user_id
+     and case
+           when p_notification.hub_id is not null then app.is_active_member(p_notification.hub_id, p_user_id)
+           when p_notification.type = 'post_reposted' then app_private.repost_row_visible(p_notification.post_id, p_user_id)
+           else true
+         end
+$$;
 
 
 --
@@ -3634,6 +3661,20 @@ $$;
 
 
 --
+-- Name: session_level(uuid, uuid); Type: FUNCTION; Schema: app_private; Owner: -
+--
+
+CREATE FUNCTION app_private.session_level(p_session_id uuid, p_user_id uuid) RETURNS TABLE(level integer)
+    LANGUAGE sql STABLE
+    AS $$
+  select l.level
+  from app.sessions s
+  cross join lateral app_private.user_level(s.user_id) l
+  where s.id = p_session_id and s.user_id = p_user_id and s.revoked_at is null and s.expires_at > now()
+$$;
+
+
+--
 -- Name: sign_in_phone(text); Type: FUNCTION; Schema: app_private; Owner: -
 --
 
@@ -3772,6 +3813,20 @@ begin
   end if;
   return v_link;
 end
+$$;
+
+
+--
+-- Name: user_level(uuid); Type: FUNCTION; Schema: app_private; Owner: -
+--
+
+CREATE FUNCTION app_private.user_level(p_user_id uuid) RETURNS TABLE(level integer)
+    LANGUAGE sql STABLE
+    AS $$
+  select app.access_level_of(u.full_name, u.username, u.terms_accepted_at, p.user_id is not null, u.media_completed_at, u.contacts_synced_at)
+  from app.users u
+  left join app.phone_identities p on p.user_id = u.id
+  where u.id = p_user_id
 $$;
 
 
@@ -7857,6 +7912,13 @@ GRANT ALL ON FUNCTION app.vote_tally(p_post_id uuid, p_hub_id uuid) TO app_anony
 
 
 --
+-- Name: FUNCTION active_member(p_hub_id uuid, p_user_id uuid); Type: ACL; Schema: app_private; Owner: -
+--
+
+REVOKE ALL ON FUNCTION app_private.active_member(p_hub_id uuid, p_user_id uuid) FROM PUBLIC;
+
+
+--
 -- Name: FUNCTION announce_session_revoked(); Type: ACL; Schema: app_private; Owner: -
 --
 
@@ -7883,6 +7945,13 @@ REVOKE ALL ON FUNCTION app_private.asset_referenced(p_asset_id uuid) FROM PUBLIC
 --
 
 REVOKE ALL ON FUNCTION app_private.attach_phone_invitations() FROM PUBLIC;
+
+
+--
+-- Name: FUNCTION block_list(p_user_id uuid); Type: ACL; Schema: app_private; Owner: -
+--
+
+REVOKE ALL ON FUNCTION app_private.block_list(p_user_id uuid) FROM PUBLIC;
 
 
 --
@@ -8179,11 +8248,19 @@ REVOKE ALL ON FUNCTION app_private.invite_phones(p_hub_id uuid, p_phones text[],
 
 
 --
--- Name: FUNCTION live_notifications(p_from xid8, p_to xid8, p_sessions uuid[]); Type: ACL; Schema: app_private; Owner: -
+-- Name: FUNCTION live_notifications(p_from xid8, p_to xid8); Type: ACL; Schema: app_private; Owner: -
 --
 
-REVOKE ALL ON FUNCTION app_private.live_notifications(p_from xid8, p_to xid8, p_sessions uuid[]) FROM PUBLIC;
-GRANT ALL ON FUNCTION app_private.live_notifications(p_from xid8, p_to xid8, p_sessions uuid[]) TO authenticator;
+REVOKE ALL ON FUNCTION app_private.live_notifications(p_from xid8, p_to xid8) FROM PUBLIC;
+GRANT ALL ON FUNCTION app_private.live_notifications(p_from xid8, p_to xid8) TO authenticator;
+
+
+--
+-- Name: FUNCTION live_sessions_sync(p_add uuid[], p_remove uuid[]); Type: ACL; Schema: app_private; Owner: -
+--
+
+REVOKE ALL ON FUNCTION app_private.live_sessions_sync(p_add uuid[], p_remove uuid[]) FROM PUBLIC;
+GRANT ALL ON FUNCTION app_private.live_sessions_sync(p_add uuid[], p_remove uuid[]) TO authenticator;
 
 
 --
@@ -8248,6 +8325,13 @@ REVOKE ALL ON FUNCTION app_private.merge_votes(p_source uuid, p_target uuid) FRO
 
 REVOKE ALL ON FUNCTION app_private.notification_dispatched_to() FROM PUBLIC;
 GRANT ALL ON FUNCTION app_private.notification_dispatched_to() TO authenticator;
+
+
+--
+-- Name: FUNCTION notification_visible(p_notification app.notifications, p_user_id uuid); Type: ACL; Schema: app_private; Owner: -
+--
+
+REVOKE ALL ON FUNCTION app_private.notification_visible(p_notification app.notifications, p_user_id uuid) FROM PUBLIC;
 
 
 --
@@ -8406,6 +8490,13 @@ REVOKE ALL ON FUNCTION app_private.seed_vote_counters(p_post_id uuid, p_hub_id u
 
 
 --
+-- Name: FUNCTION session_level(p_session_id uuid, p_user_id uuid); Type: ACL; Schema: app_private; Owner: -
+--
+
+REVOKE ALL ON FUNCTION app_private.session_level(p_session_id uuid, p_user_id uuid) FROM PUBLIC;
+
+
+--
 -- Name: FUNCTION sign_in_phone(p_phone text); Type: ACL; Schema: app_private; Owner: -
 --
 
@@ -8475,6 +8566,13 @@ GRANT SELECT(expires_at) ON TABLE app.hub_invite_links TO app_user;
 --
 
 REVOKE ALL ON FUNCTION app_private.usable_invite_link(p_token text) FROM PUBLIC;
+
+
+--
+-- Name: FUNCTION user_level(p_user_id uuid); Type: ACL; Schema: app_private; Owner: -
+--
+
+REVOKE ALL ON FUNCTION app_private.user_level(p_user_id uuid) FROM PUBLIC;
 
 
 --

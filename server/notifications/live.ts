@@ -1,12 +1,13 @@
 // The reads behind live delivery (server/sse/hub.ts) and resume:
 //   * a batch: app_private.live_notifications, one statement for every recipient with a stream
-//     open in this process, visibility decided by app.notification_visible_to (the function the
-//     list's policy applies) for each recipient now (migrations/0100);
+//     open in this process, visibility decided by the rule of app.notification_visible_to (the
+//     function the list's policy applies) for each recipient now (migrations/0100, 0182), on a
+//     connection of its own (LiveReader) that knows which sessions have a stream open here;
 //   * a replay (Last-Event-ID): app.notification_replay for the place and the bound, then the rows
 //     through app.notification_rows in the request's own transaction, as the viewer, under the
 //     list's policy.
 // Both shape rows with shapeNotification, so a streamed row is exactly the row GET /notifications shows.
-import type pg from 'pg';
+import pg from 'pg';
 import type { RequestTransaction } from '../../db/request-transaction.ts';
 import { isUuid } from '../http/ids.ts';
 import type { Position, SseEvent } from '../sse/streams.ts';
@@ -25,12 +26,92 @@ export interface LiveBatch {
 
 type BatchRow = NotificationRow & { session_id: string; live: boolean; tx_id: string };
 
-export async function readLiveBatch(db: pg.Pool, storage: Storage, from: bigint, to: bigint, sessions: string[]): Promise<LiveBatch> {
-  const { rows } = await db.query<BatchRow>('select * from app_private.live_notifications($1::xid8, $2::xid8, $3::uuid[])', [
-    from.toString(),
-    to.toString(),
-    sessions,
-  ]);
+/** The open streams as the reader sees them: their sessions, and a number that changes with that set. */
+export interface OpenSessions {
+  readonly sessionsVersion: number;
+  sessions(): string[];
+}
+
+const batchStatement = { name: 'live_notifications', text: 'select * from app_private.live_notifications($1::xid8, $2::xid8)' };
+
+/**
+ * The reader of live delivery: one connection of its own (a batch never waits for the API pool),
+ * which keeps the sessions with a stream open in this process in a table of the connection
+ * (app_private.live_sessions_sync, migrations/0182). Only the sessions added or removed since the
+ * last batch are sent, so a batch sends two transaction ids, however many streams are open. Any
+ * failure drops the connection; the next read opens another and sends the whole list again.
+ */
+export class LiveReader {
+  readonly #connectionString: string;
+  readonly #storage: Storage;
+  #connecting: Promise<pg.Client> | undefined;
+  /** The sessions the connection's table holds, as of sessionsVersion #syncedVersion. */
+  #synced = new Set<string>();
+  #syncedVersion = -1;
+
+  constructor(connectionString: string, storage: Storage) {
+    this.#connectionString = connectionString;
+    this.#storage = storage;
+  }
+
+  /** The rows of the range [from, to) for the sessions open now. */
+  async batch(from: bigint, to: bigint, open: OpenSessions): Promise<LiveBatch> {
+    const rows = await this.#use(async (client) => {
+      if (open.sessionsVersion !== this.#syncedVersion) {
+        const version = open.sessionsVersion;
+        const sessions = new Set(open.sessions());
+        const add = [...sessions].filter((id) => !this.#synced.has(id));
+        const remove = [...this.#synced].filter((id) => !sessions.has(id));
+        await client.query('select app_private.live_sessions_sync($1::uuid[], $2::uuid[])', [add, remove]);
+        this.#synced = sessions;
+        this.#syncedVersion = version;
+      }
+      return (await client.query<BatchRow>({ ...batchStatement, values: [from.toString(), to.toString()] })).rows;
+    });
+    return toBatch(this.#storage, rows);
+  }
+
+  /** Sessions among `sessions` that are no longer live (after the listening connection was down). */
+  async endedSessions(sessions: string[]): Promise<string[]> {
+    const rows = await this.#use(async (client) => (await client.query<{ id: string }>('select id from app_private.ended_sessions($1::uuid[]) as id', [sessions])).rows);
+    return rows.map((row) => row.id);
+  }
+
+  async end(): Promise<void> {
+    const connecting = this.#connecting;
+    this.#connecting = undefined;
+    await connecting?.then((client) => client.end()).catch(() => undefined);
+  }
+
+  async #use<T>(read: (client: pg.Client) => Promise<T>): Promise<T> {
+    const connecting = (this.#connecting ??= this.#connect());
+    try {
+      return await read(await connecting);
+    } catch (error) {
+      this.#drop(connecting);
+      throw error;
+    }
+  }
+
+  #connect(): Promise<pg.Client> {
+    const client = new pg.Client({ connectionString: this.#connectionString, application_name: 'notification-reader' });
+    const connecting = client.connect().then(() => client);
+    client.on('error', () => this.#drop(connecting));
+    client.on('end', () => this.#drop(connecting));
+    return connecting;
+  }
+
+  /** Forgets the connection (and what its table held) unless another has replaced it already. */
+  #drop(connecting: Promise<pg.Client> | undefined): void {
+    if (connecting === undefined || this.#connecting !== connecting) return;
+    this.#connecting = undefined;
+    this.#synced = new Set();
+    this.#syncedVersion = -1;
+    void connecting.then((client) => client.end()).catch(() => undefined);
+  }
+}
+
+async function toBatch(storage: Storage, rows: BatchRow[]): Promise<LiveBatch> {
   const ended = new Set<string>();
   const bySession = new Map<string, SseEvent[]>();
   for (const row of rows) {
@@ -43,12 +124,6 @@ export async function readLiveBatch(db: pg.Pool, storage: Storage, from: bigint,
     bySession.set(row.session_id, events);
   }
   return { ended: [...ended], bySession };
-}
-
-/** Sessions among `sessions` that are no longer live (after the listening connection was down). */
-export async function readEndedSessions(db: pg.Pool, sessions: string[]): Promise<string[]> {
-  const { rows } = await db.query<{ id: string }>('select id from app_private.ended_sessions($1::uuid[]) as id', [sessions]);
-  return rows.map((row) => row.id);
 }
 
 export interface Replay {

@@ -4,10 +4,11 @@
 //     'notifications', where the dispatcher announces ranges of writing transactions
 //     ({"from","to"} transaction ids, never content), and on 'session_revoked' (a session id), and
 //     runs the dispatcher when this process holds the leadership lock (dispatcher.ts);
-//   * a small pool of its own for the batch reads, so a read never waits behind the dispatcher's
-//     tick or the API's requests: one statement per announced range for every stream open here
-//     (server/notifications/live.ts re-checks visibility and the session in the database at that
-//     moment: nothing is cached).
+//   * a reader connection of its own for the batch reads (LiveReader), so a read never waits
+//     behind the dispatcher's tick or the API's requests: one statement per announced range for
+//     every stream open here (server/notifications/live.ts re-checks visibility and the session in
+//     the database at that moment: nothing is cached; the connection only knows which sessions
+//     have a stream open here).
 // Nothing committed is lost for a connected client:
 //   * ranges are read in order from the process's own watermark (#readTo), none skipped;
 //   * on (re)connecting, the dispatcher's watermark tells which ranges were announced while the
@@ -22,7 +23,7 @@ import type { Response } from 'express';
 import type { Config } from '../../config.ts';
 import type { Log } from '../../logger.ts';
 import { ApiError } from '../http/errors.ts';
-import { readEndedSessions, readLiveBatch } from '../notifications/live.ts';
+import { LiveReader } from '../notifications/live.ts';
 import type { Storage } from '../uploads/storage.ts';
 import { Dispatcher } from './dispatcher.ts';
 import { SseStreams, type SseStream, type StreamOwner } from './streams.ts';
@@ -44,7 +45,7 @@ export class NotificationHub {
   #dispatcher: Dispatcher;
   #connectionString: string | undefined;
   #client: pg.Client | undefined;
-  #reader: pg.Pool | undefined;
+  #reader: LiveReader | undefined;
   #connectedOnce = false;
   #stopped = false;
   #reconnectTimer: NodeJS.Timeout | undefined;
@@ -78,9 +79,7 @@ export class NotificationHub {
   /** Connects (retrying in the background when the first attempt fails). */
   async start(connectionString: string): Promise<void> {
     this.#connectionString = connectionString;
-    this.#reader = new pg.Pool({ connectionString, max: 2, application_name: 'notification-reader' });
-    this.#reader.on('error', () => {});
-    this.#reader.on('connect', (client) => client.on('error', () => {}));
+    this.#reader = new LiveReader(connectionString, this.#storage);
     await this.#connect();
   }
 
@@ -189,9 +188,8 @@ export class NotificationHub {
     try {
       for (let next = this.#announced.at(-1); !this.#stopped && next && this.#readTo !== undefined; next = this.#announced.at(-1)) {
         const [from, to] = [this.#readTo, next.to];
-        const streams = this.#streams.all();
         this.#reading = to;
-        if (streams.length > 0) await this.#deliver(from, to, streams);
+        if (this.#streams.count > 0) await this.#deliver(from, to);
         this.#readTo = to;
         this.#reading = undefined;
         this.#announced = this.#announced.filter((announcement) => announcement.to > to);
@@ -203,21 +201,21 @@ export class NotificationHub {
   }
 
   /** Sends the rows of [from, to) to the streams that were open when its read began. */
-  async #deliver(from: bigint, to: bigint, streams: SseStream[]): Promise<void> {
-    const sessions = [...new Set(streams.map((stream) => stream.owner.sessionId))];
+  async #deliver(from: bigint, to: bigint): Promise<void> {
+    const openedUpTo = this.#streams.lastOpened;
     for (let attempt = 0; ; attempt += 1) {
       try {
-        const batch = await readLiveBatch(this.#reader as pg.Pool, this.#storage, from, to, sessions);
+        const batch = await (this.#reader as LiveReader).batch(from, to, this.#streams);
         for (const sessionId of batch.ended) this.#streams.closeSession(sessionId);
-        for (const stream of streams) stream.sendAll(batch.bySession.get(stream.owner.sessionId) ?? []);
+        for (const [sessionId, events] of batch.bySession) this.#streams.sendToSession(sessionId, events, openedUpTo);
         return;
       } catch (error) {
         if (this.#stopped) return;
         const waitMs = batchRetryMs[attempt];
         if (waitMs === undefined) {
           // Its rows stay in the list: the clients resume with Last-Event-ID and get them.
-          this.#log.error({ err: error, streams: streams.length }, 'notification batch failed; closing its streams');
-          for (const stream of streams) stream.close();
+          this.#log.error({ err: error, streams: this.#streams.count }, 'notification batch failed; closing its streams');
+          this.#streams.closeOpenedUpTo(openedUpTo);
           return;
         }
         this.#log.warn({ err: error, retryInMs: waitMs }, 'notification batch failed; retrying');
@@ -230,7 +228,7 @@ export class NotificationHub {
     const sessions = this.#streams.sessions();
     if (sessions.length === 0) return;
     try {
-      for (const sessionId of await readEndedSessions(this.#reader as pg.Pool, sessions)) this.#streams.closeSession(sessionId);
+      for (const sessionId of await (this.#reader as LiveReader).endedSessions(sessions)) this.#streams.closeSession(sessionId);
     } catch (error) {
       this.#log.warn({ err: error }, 'session check after reconnecting failed');
     }

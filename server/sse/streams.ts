@@ -31,6 +31,8 @@ export const maxStreamsPerSession = 5;
 
 export class SseStream {
   readonly owner: StreamOwner;
+  /** The order in which streams opened in this process (SseStreams.lastOpened). */
+  readonly sequence: number;
   #res: Response;
   #timers: NodeJS.Timeout[];
   #onClose: (stream: SseStream) => void;
@@ -40,8 +42,16 @@ export class SseStream {
   /** The place a resumed stream started after (the client has every row up to it). */
   #after: Position | undefined;
 
-  constructor(res: Response, owner: StreamOwner, timing: { pingMs: number; maxMs: number }, hold: boolean, onClose: (stream: SseStream) => void) {
+  constructor(
+    res: Response,
+    owner: StreamOwner,
+    sequence: number,
+    timing: { pingMs: number; maxMs: number },
+    hold: boolean,
+    onClose: (stream: SseStream) => void,
+  ) {
     this.owner = owner;
+    this.sequence = sequence;
     this.#res = res;
     this.#onClose = onClose;
     this.#held = hold ? [] : undefined;
@@ -120,6 +130,8 @@ export class SseStreams {
   /** Per session, its open streams, oldest first. */
   #bySession = new Map<string, Set<SseStream>>();
   #count = 0;
+  #lastOpened = 0;
+  #sessionsVersion = 0;
   #timing: { pingMs: number; maxMs: number };
 
   constructor(timing: { pingSeconds: number; maxSeconds: number }) {
@@ -131,14 +143,28 @@ export class SseStreams {
     return this.#count;
   }
 
+  /** The sequence number of the latest stream opened (streams opened later have greater ones). */
+  get lastOpened(): number {
+    return this.#lastOpened;
+  }
+
+  /** Changes whenever a session gains its first open stream or loses its last. */
+  get sessionsVersion(): number {
+    return this.#sessionsVersion;
+  }
+
   /**
    * Answers the request with a stream (status 200 and the event-stream headers) and registers it.
    * With `hold`, live events wait until the stream's release (the replay goes first).
    */
   open(res: Response, owner: StreamOwner, hold = false): SseStream {
-    const stream = new SseStream(res, owner, this.#timing, hold, (closed) => this.#forget(closed));
+    const stream = new SseStream(res, owner, ++this.#lastOpened, this.#timing, hold, (closed) => this.#forget(closed));
     if (stream.closed) return stream;
-    const streams = this.#bySession.get(owner.sessionId) ?? new Set();
+    let streams = this.#bySession.get(owner.sessionId);
+    if (!streams) {
+      streams = new Set();
+      this.#sessionsVersion += 1;
+    }
     for (const oldest of [...streams].slice(0, Math.max(0, streams.size - maxStreamsPerSession + 1))) {
       oldest.comment(`closed: more than ${maxStreamsPerSession} streams open for this session`);
       oldest.close();
@@ -149,14 +175,19 @@ export class SseStreams {
     return stream;
   }
 
-  /** Every open stream. */
-  all(): SseStream[] {
-    return [...this.#bySession.values()].flatMap((streams) => [...streams]);
-  }
-
   /** Session ids with at least one open stream. */
   sessions(): string[] {
     return [...this.#bySession.keys()];
+  }
+
+  /** Sends the events to the session's streams that opened at or before `openedUpTo`. */
+  sendToSession(sessionId: string, events: SseEvent[], openedUpTo: number): void {
+    for (const stream of this.#bySession.get(sessionId) ?? []) if (stream.sequence <= openedUpTo) stream.sendAll(events);
+  }
+
+  /** Closes every stream that opened at or before `openedUpTo`. */
+  closeOpenedUpTo(openedUpTo: number): void {
+    for (const streams of [...this.#bySession.values()]) for (const stream of [...streams]) if (stream.sequence <= openedUpTo) stream.close();
   }
 
   closeSession(sessionId: string): void {
@@ -171,6 +202,9 @@ export class SseStreams {
     const streams = this.#bySession.get(stream.owner.sessionId);
     if (!streams?.delete(stream)) return;
     this.#count -= 1;
-    if (streams.size === 0) this.#bySession.delete(stream.owner.sessionId);
+    if (streams.size === 0) {
+      this.#bySession.delete(stream.owner.sessionId);
+      this.#sessionsVersion += 1;
+    }
   }
 }

@@ -337,13 +337,13 @@ describe('resume with Last-Event-ID (contract section 9)', () => {
     const stream = await streamOf(user);
     const seen = await insertNotification(app, user.id);
     await stream.waitForId(seen);
-    await app.owner.query('revoke execute on function app_private.live_notifications(xid8, xid8, uuid[]) from authenticator');
+    await app.owner.query('revoke execute on function app_private.live_notifications(xid8, xid8) from authenticator');
     let lost: string;
     try {
       lost = await insertNotification(app, user.id);
       expect(await endsWithin(stream, 10_000)).toBe(true);
     } finally {
-      await app.owner.query('grant execute on function app_private.live_notifications(xid8, xid8, uuid[]) to authenticator');
+      await app.owner.query('grant execute on function app_private.live_notifications(xid8, xid8) to authenticator');
     }
     expect(stream.events.map((event) => event.id)).toEqual([seen]);
     const resumed = await resume(user, seen);
@@ -393,6 +393,35 @@ describe('a listening connection that comes back', () => {
     // Leadership comes back to the app's own dispatcher.
     const later = await insertNotification(app, user.id);
     expect((await stream.waitForId(later, 15_000)).id).toBe(later);
+  });
+});
+
+describe('the reader connection', () => {
+  it('knows which sessions have a stream open here, and rebuilds that list on a new connection', async () => {
+    const [first, second, third] = [await anonymousUser(app), await anonymousUser(app), await anonymousUser(app)];
+    const firstStream = await streamOf(first);
+    const secondStream = await streamOf(second);
+    const rows = [await insertNotification(app, first.id), await insertNotification(app, second.id)];
+    await firstStream.waitForId(rows[0] as string);
+    await secondStream.waitForId(rows[1] as string);
+    // A session whose last stream closed leaves the list; one that opens joins it.
+    firstStream.close();
+    const thirdStream = await streamOf(third);
+    const [toThird, toSecond] = [await insertNotification(app, third.id), await insertNotification(app, second.id)];
+    await thirdStream.waitForId(toThird);
+    await secondStream.waitForId(toSecond);
+    // The reader's connection ends (its table with it): the next batch opens another and sends the
+    // whole list again, so both open sessions still get their rows.
+    const { rows: ended } = await app.owner.query(
+      `select pg_terminate_backend(pid) as terminated from pg_stat_activity
+       where datname = current_database() and application_name = 'notification-reader'`,
+    );
+    expect(ended).toEqual([{ terminated: true }]);
+    const [again, againSecond] = [await insertNotification(app, third.id), await insertNotification(app, second.id)];
+    await thirdStream.waitForId(again, 10_000);
+    await secondStream.waitForId(againSecond, 10_000);
+    expect(thirdStream.events.map((event) => event.id)).toEqual([toThird, again]);
+    expect(secondStream.events.map((event) => event.id)).toEqual([rows[1], toSecond, againSecond]);
   });
 });
 

@@ -1,6 +1,7 @@
 // Notification policies and the live-delivery functions tested directly in SQL (migrations/0019,
-// 0020): what the API roles may read and change, mark-read's rules, the dispatcher's ranges under
-// out-of-order commits, the per-batch re-check, and the revocation announcement.
+// 0020, 0100, 0182): what the API roles may read and change, mark-read's rules, the dispatcher's
+// ranges under out-of-order commits, the per-batch re-check against the reader connection's open
+// sessions, and the revocation announcement.
 import { randomUUID } from 'node:crypto';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -62,7 +63,8 @@ describe('grants', () => {
     for (const sql of [
       'select app_private.dispatch_notifications()',
       'select app_private.take_notification_dispatch()',
-      `select * from app_private.live_notifications('1'::xid8, '2'::xid8, '{}')`,
+      `select * from app_private.live_notifications('1'::xid8, '2'::xid8)`,
+      `select app_private.live_sessions_sync('{}', '{}')`,
       `select * from app_private.ended_sessions('{}')`,
       'select app_private.notification_dispatched_to()',
     ]) {
@@ -235,14 +237,21 @@ describe('the dispatcher', () => {
 });
 
 describe('app_private.live_notifications', () => {
-  const batch = async (from: bigint, to: bigint, sessions: string[]) =>
-    (
-      await authenticator.query('select session_id, live, notification_id, type, hub_id, actor_id, actor_username from app_private.live_notifications($1::xid8, $2::xid8, $3::uuid[])', [
-        from.toString(),
-        to.toString(),
-        sessions,
-      ])
-    ).rows;
+  /** The sessions the connection's table holds (app_private.live_sessions_sync), as the hub's reader keeps them. */
+  let synced = new Set<string>();
+  const openSessions = async (sessions: string[]) => {
+    const remove = [...synced].filter((id) => !sessions.includes(id));
+    await authenticator.query('select app_private.live_sessions_sync($1::uuid[], $2::uuid[])', [sessions, remove]);
+    synced = new Set(sessions);
+  };
+  const batch = async (from: bigint, to: bigint, sessions: string[]) => {
+    await openSessions(sessions);
+    const { rows } = await authenticator.query(
+      'select session_id, live, notification_id, type, hub_id, actor_id, actor_username from app_private.live_notifications($1::xid8, $2::xid8)',
+      [from.toString(), to.toString()],
+    );
+    return rows;
+  };
   const xmin = async () => BigInt((await app.owner.query('select pg_snapshot_xmin(pg_current_snapshot())::text as x')).rows[0].x);
   /** Waits until every transaction that wrote a notification so far is below xmin (other databases' transactions hold it too). */
   const finishedBound = async () => {
@@ -294,6 +303,28 @@ describe('app_private.live_notifications', () => {
     expect(rows.find((row) => row.notification_id === rowsByUser.get(member))?.actor_id).toBe(actor.id);
     expect(rows.find((row) => row.notification_id === rowsByUser.get(blocker))?.actor_id).toBeNull();
     expect(rows.find((row) => row.notification_id === rowsByUser.get(blocked))?.actor_id).toBeNull();
+  });
+
+  it("reads for the sessions the connection's table holds now, which only the sync function changes", async () => {
+    const from = await xmin();
+    const row = await insertNotification(app, member.id);
+    const to = await finishedBound();
+    expect((await batch(from, to, [sessionOf(member)])).map((r) => r.notification_id)).toEqual([row]);
+    // Removed (the member's last stream closed): nothing for that session any more.
+    expect(await batch(from, to, [sessionOf(outsider)])).toEqual([]);
+    // The table belongs to the function's owner: the login role can neither read nor change it itself.
+    for (const sql of ['select id from pg_temp.live_open_sessions', `insert into pg_temp.live_open_sessions values ('${sessionOf(member)}')`]) {
+      expect((await errorOf(authenticator.query(sql)))?.code, sql).toBe(insufficientPrivilege);
+    }
+    // Another connection has a table of its own: empty until it syncs, so it reads nothing for anyone.
+    const other = new pg.Client({ connectionString: roleUrl(app.ownerUrl, 'authenticator') });
+    await other.connect();
+    try {
+      await other.query('select app_private.live_sessions_sync($1::uuid[], $2::uuid[])', [[], []]);
+      expect((await other.query('select * from app_private.live_notifications($1::xid8, $2::xid8)', [from.toString(), to.toString()])).rows).toEqual([]);
+    } finally {
+      await other.end();
+    }
   });
 
   it('names the sessions that are no longer live', async () => {
