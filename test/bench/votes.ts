@@ -198,6 +198,11 @@ async function runPhase(variant: Variant, phase: Phase): Promise<PhaseResult> {
     warmup: all.slice(0, warmupCount),
     items: all.slice(warmupCount),
   };
+  // Every phase starts from the same state: its database vacuumed and analysed (autovacuum does not
+  // start in the middle of a phase) and a checkpoint just done (each phase pays the same full-page
+  // writes after it). A login that may not CHECKPOINT (not a superuser) skips that.
+  await variant.owner.query('vacuum analyze');
+  await variant.owner.query('checkpoint').catch(() => undefined);
   let pidsBefore: number[] = [];
   let before = new Map<number, number>();
   const servicePid = variant.server.pid as number;
