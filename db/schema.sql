@@ -3129,7 +3129,8 @@ begin
   cross join lateral (
     select s.id as session_id, s.user_id, exists (select from app_private.session_level(s.id, s.user_id)) as live
     from app.sessions s
-    where s.user_id = recipients.recipient_id and exists (select from pg_temp.live_open_sessions o where o.id = s.id)
+    where s.user_id = recipients.recipient_id
+      and (select true from pg_temp.live_open_sessions o where o.id = s.id) is not null
     offset 0) st
   join app.notifications n on n.recipient_id = st.user_id and n.tx_id >= p_from and n.tx_id < p_to
   left join app.users u on u.id = n.actor_id and (u.username is not null or u.id = st.user_id)

@@ -18,7 +18,9 @@
 --     from the full list), so a batch sends two transaction ids and nothing else;
 --   * the range's recipients are read through notifications_tx_id and each recipient's sessions
 --     through sessions_user_id (a lateral read per recipient; OFFSET 0 keeps the planner from
---     turning it into a scan of every session), kept when the reader's table holds them;
+--     turning it into a scan of every session), kept when the reader's table holds them: one probe
+--     of its primary key per session, written as a scalar sub-select so that no plan can turn it
+--     into a join that hashes the whole table again for every recipient;
 --   * the rules are the inlined ones of 0180: app_private.session_level once per session (live),
 --     app_private.notification_visible per row (the function behind app.notification_visible_to,
 --     which the list's policy applies: one rule), app_private.block_list only for rows that show an
@@ -72,7 +74,8 @@ begin
   cross join lateral (
     select s.id as session_id, s.user_id, exists (select from app_private.session_level(s.id, s.user_id)) as live
     from app.sessions s
-    where s.user_id = recipients.recipient_id and exists (select from pg_temp.live_open_sessions o where o.id = s.id)
+    where s.user_id = recipients.recipient_id
+      and (select true from pg_temp.live_open_sessions o where o.id = s.id) is not null
     offset 0) st
   join app.notifications n on n.recipient_id = st.user_id and n.tx_id >= p_from and n.tx_id < p_to
   left join app.users u on u.id = n.actor_id and (u.username is not null or u.id = st.user_id)

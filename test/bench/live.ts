@@ -1,9 +1,9 @@
 // Live notifications under load (issues 10 and 12), `npm run bench -- live`. Not part of `npm test`.
 // Processes, as in production: one API process (`node main.ts`: API, dispatcher and worker) on a
 // fresh database; the stream clients in a process of their own (live-streams.ts); the writes from
-// a thread of this process (live-load.ts). Measured, for BENCH_STREAMS (2,000) and then
-// BENCH_GOAL_STREAMS (3,000) open streams, alternating phases with and without the streams, each
-// repeated BENCH_REPEATS times:
+// a thread of this process (live-load.ts). Measured, for BENCH_STREAMS (2,000, once) and then
+// BENCH_GOAL_STREAMS (3,000, BENCH_REPEATS times, 5 by default) open streams, alternating phases
+// with and without the streams:
 //   * votes/s over HTTP (each vote on a post of its own, whose author has a stream open) and the
 //     time from each vote's answer (after its commit) to the arrival of its post_voted row: p50,
 //     p95, and rows still missing 2 s after the writes stopped;
@@ -29,14 +29,15 @@ import { cpuDelta, cpuSeconds } from './backend-cpu.ts';
 
 const streamCount = Number(process.env.BENCH_STREAMS ?? 2000);
 const goalStreams = Number(process.env.BENCH_GOAL_STREAMS ?? 3000);
-const repeats = Number(process.env.BENCH_REPEATS ?? 3);
+const repeats = Number(process.env.BENCH_REPEATS ?? 5);
 const seconds = Number(process.env.BENCH_SECONDS ?? 6);
 const concurrency = Number(process.env.BENCH_CONCURRENCY ?? 16);
 const replay = process.env.BENCH_REPLAY !== '0';
 const apiDir = path.resolve(process.env.BENCH_API_DIR ?? path.join(import.meta.dirname, '../..'));
 const replayClients = 200;
 const replayRows = 500;
-const postsPerAuthor = 16;
+// Each vote phase uses two posts of every author (post k, k + 1): enough for every round.
+const postsPerAuthor = 4 * (1 + repeats);
 const voterCount = 2000;
 
 const log = (line: string) => process.stdout.write(`${line}\n`);
@@ -292,7 +293,7 @@ function report(streams: number, rounds: Round[]) {
 
 log(`machine: ${os.cpus().length} cores, ${(os.totalmem() / 2 ** 30).toFixed(0)} GiB; PostgreSQL ${version}; API from ${apiDir}`);
 const first: Round[] = [];
-for (let i = 0; i < Math.max(1, repeats - 2); i += 1) first.push(await round(streamCount, i));
+first.push(await round(streamCount, 0));
 report(streamCount, first);
 
 if (replay) {
