@@ -176,13 +176,24 @@ async function cpuSince(before: Awaited<ReturnType<typeof cpuNow>>, rows: number
 
 /**
  * Every phase starts from the same state: a checkpoint just done (so each phase pays the same
- * full-page writes after it, instead of whichever phase a timed checkpoint lands in) and the
- * database vacuumed and analysed (so autovacuum does not start in the middle of one).
- * A server that refuses CHECKPOINT to this login (not a superuser) just skips it.
+ * full-page writes after it, instead of whichever phase a timed checkpoint lands in), the
+ * database vacuumed and analysed (so autovacuum does not start in the middle of one), and the
+ * processes quiet: the API, the stream clients and the database use under 5 % of a core for
+ * 300 ms (at most 15 s). Without that wait, a phase that followed the closing of 3,000 streams ran
+ * while their teardown (sockets, garbage collection) still took CPU, at half the rate of the
+ * same phase after a quiet start. A server that refuses CHECKPOINT to this login (not a
+ * superuser) just skips it.
  */
 async function settle(): Promise<void> {
   await owner.query('vacuum analyze');
   await owner.query('checkpoint').catch(() => undefined);
+  const busy = async () => {
+    const pids = [api.pid as number, clients.pid as number, ...(await backends())];
+    const before = cpuSeconds(pids);
+    await sleep(300);
+    return cpuDelta(before, cpuSeconds(pids)) ?? 0;
+  };
+  for (const started = Date.now(); Date.now() - started < 15_000 && (await busy()) > 0.05 * 0.3; );
 }
 
 async function load(mode: 'votes' | 'inserts', recipients: typeof authors) {
