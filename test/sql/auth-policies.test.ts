@@ -36,6 +36,33 @@ describe('every table with user data has row-level security enabled and forced',
   });
 });
 
+describe('the inlined rules (migrations/0180)', () => {
+  const rules = ['user_level(uuid)', 'session_level(uuid, uuid)', 'block_list(uuid)', 'active_member(uuid, uuid)', 'notification_visible(app.notifications, uuid)'];
+
+  it('are plain stable SQL (inlinable: no security definer, no SET clause) that no API role nor the login role may call', async () => {
+    for (const rule of rules) {
+      const { rows } = await app.owner.query(
+        `select l.lanname, p.provolatile, p.prosecdef, p.proconfig,
+                array(select r from unnest(array['app_anonymous', 'app_user', 'app_admin', 'authenticator', 'app_worker']) r
+                      where has_function_privilege(r, p.oid, 'execute')) as callers
+         from pg_proc p join pg_language l on l.oid = p.prolang where p.oid = $1::regprocedure`,
+        [`app_private.${rule}`],
+      );
+      expect(rows[0], rule).toEqual({ lanname: 'sql', provolatile: 's', prosecdef: false, proconfig: null, callers: [] });
+    }
+  });
+
+  it('decide what the app.* helpers answer: a revoked session has no level, a live one its user\'s', async () => {
+    const level = async (user: TestUser) =>
+      (await app.owner.query('select app.session_access_level(s.id, s.user_id) as level from app.sessions s where s.user_id = $1 and s.revoked_at is null', [user.id])).rows[0]?.level;
+    expect(await level(alice)).toBe(3);
+    const carol = await userAtLevel(app, 2);
+    expect(await level(carol)).toBe(2);
+    const { rows } = await app.owner.query('update app.sessions set revoked_at = now() where user_id = $1 returning id', [carol.id]);
+    expect((await app.owner.query('select app.session_access_level($1, $2) as level', [rows[0]?.id, carol.id])).rows[0].level).toBeNull();
+  });
+});
+
 describe('sessions, OTP rows and phones', () => {
   it("app_user reads only its own sessions, never another user's", async () => {
     const rows = await asViewer(app, 'app_user', alice.id, (c) => rowsOrError(c, 'select id, user_id from app.sessions'));
