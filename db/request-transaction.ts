@@ -9,7 +9,7 @@
 // the database never take a connection.
 import pg from 'pg';
 import { SingleSyncStatement } from './single-sync.ts';
-import { anonymousViewer, beginAs, sqlLiteral, type Viewer } from './viewer.ts';
+import { anonymousViewer, beginAs, sessionGate, sqlLiteral, type Viewer } from './viewer.ts';
 
 const isTextOrNull = (value: unknown): value is string | null => value === null || typeof value === 'string';
 
@@ -62,7 +62,7 @@ export class RequestTransaction {
    */
   deferSession(viewer: Viewer, level: number): void {
     this.#viewer = viewer;
-    this.#gate = `select app.session_gate(app.session_access_level(${sqlLiteral(viewer.sessionId)}, ${sqlLiteral(viewer.userId)}), ${level});`;
+    this.#gate = sessionGate(viewer, level);
     this.#gateLevel = level;
   }
 

@@ -32,3 +32,12 @@ export function beginAs(viewer: Viewer): string {
     `set_config('app.session_id', ${sqlLiteral(viewer.sessionId ?? '')}, true);`
   );
 }
+
+/**
+ * The session check of a signed-in viewer as one simple-query statement: app.session_gate over
+ * app.session_access_level raises UNAUTHORIZED when the session is not live, else the 403 code of
+ * the first level below `level` the user lacks.
+ */
+export function sessionGate(viewer: Viewer, level: number): string {
+  return `select app.session_gate(app.session_access_level(${sqlLiteral(viewer.sessionId)}, ${sqlLiteral(viewer.userId)}), ${level});`;
+}

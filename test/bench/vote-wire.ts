@@ -2,14 +2,13 @@
 // one batch with one Sync, db/single-sync.ts): the opening with app.session_gate, the prepared
 // cast_vote and `commit`, pipelined in one write, three answers.
 import type pg from 'pg';
-import { beginAs, sqlLiteral, type Viewer } from '../../db/viewer.ts';
+import { beginAs, sessionGate, type Viewer } from '../../db/viewer.ts';
 
 export async function gatePipeline(pool: pg.Pool, viewer: Viewer, text: string, values: string[]): Promise<void> {
   const client = await pool.connect();
   const stream = client.connection.stream;
   stream.cork();
-  const gate = `select app.session_gate(app.session_access_level(${sqlLiteral(viewer.sessionId)}, ${sqlLiteral(viewer.userId)}), 2);`;
-  const pending = [client.query(`${beginAs(viewer)} ${gate}`), client.query({ name: 'cast_vote', text, values }), client.query('commit')];
+  const pending = [client.query(`${beginAs(viewer)} ${sessionGate(viewer, 2)}`), client.query({ name: 'cast_vote', text, values }), client.query('commit')];
   stream.uncork();
   const settled = await Promise.allSettled(pending);
   client.release();
