@@ -26,6 +26,7 @@ import pg from 'pg';
 import { freePort, startEmbeddedPostgres } from '../../db/embedded.ts';
 import { createTokens } from '../../server/auth/tokens.ts';
 import { cpuDelta, cpuSeconds } from './backend-cpu.ts';
+import { startPhase } from './phase-start.ts';
 
 const streamCount = Number(process.env.BENCH_STREAMS ?? 2000);
 const goalStreams = Number(process.env.BENCH_GOAL_STREAMS ?? 3000);
@@ -175,18 +176,13 @@ async function cpuSince(before: Awaited<ReturnType<typeof cpuNow>>, rows: number
 }
 
 /**
- * Every phase starts from the same state: a checkpoint just done (so each phase pays the same
- * full-page writes after it, instead of whichever phase a timed checkpoint lands in), the
- * database vacuumed and analysed (so autovacuum does not start in the middle of one), and the
- * processes quiet: the API, the stream clients and the database use under 5 % of a core for
- * 300 ms (at most 15 s). Without that wait, a phase that followed the closing of 3,000 streams ran
- * while their teardown (sockets, garbage collection) still took CPU, at half the rate of the
- * same phase after a quiet start. A server that refuses CHECKPOINT to this login (not a
- * superuser) just skips it.
+ * Every phase starts from the same state (startPhase) with the processes quiet: the API, the
+ * stream clients and the database use under 5 % of a core for 300 ms (at most 15 s). Without that
+ * wait, a phase that followed the closing of 3,000 streams ran while their teardown (sockets,
+ * garbage collection) still took CPU, at half the rate of the same phase after a quiet start.
  */
 async function settle(): Promise<void> {
-  await owner.query('vacuum analyze');
-  await owner.query('checkpoint').catch(() => undefined);
+  await startPhase(owner);
   const busy = async () => {
     const pids = [api.pid as number, clients.pid as number, ...(await backends())];
     const before = cpuSeconds(pids);

@@ -29,6 +29,7 @@ import { startEmbeddedPostgres, freePort } from '../../db/embedded.ts';
 import { roleUrl } from '../../db/roles.ts';
 import { createTokens } from '../../server/auth/tokens.ts';
 import { cpuDelta, cpuSeconds } from './backend-cpu.ts';
+import { startPhase } from './phase-start.ts';
 import { makePosts, seed, type BenchData } from './vote-data.ts';
 import type { LoadItem, LoadJob, SessionCheck } from './vote-load.ts';
 
@@ -198,11 +199,7 @@ async function runPhase(variant: Variant, phase: Phase): Promise<PhaseResult> {
     warmup: all.slice(0, warmupCount),
     items: all.slice(warmupCount),
   };
-  // Every phase starts from the same state: its database vacuumed and analysed (autovacuum does not
-  // start in the middle of a phase) and a checkpoint just done (each phase pays the same full-page
-  // writes after it). A login that may not CHECKPOINT (not a superuser) skips that.
-  await variant.owner.query('vacuum analyze');
-  await variant.owner.query('checkpoint').catch(() => undefined);
+  await startPhase(variant.owner);
   let pidsBefore: number[] = [];
   let before = new Map<number, number>();
   const servicePid = variant.server.pid as number;

@@ -404,7 +404,8 @@ describe('the reader connection', () => {
     const rows = [await insertNotification(app, first.id), await insertNotification(app, second.id)];
     await firstStream.waitForId(rows[0] as string);
     await secondStream.waitForId(rows[1] as string);
-    // A session whose last stream closed leaves the list; one that opens joins it.
+    // A session that opens its first stream joins the list (that a session whose last stream closed
+    // leaves it is the LiveReader test of test/sql/notification-policies.test.ts).
     firstStream.close();
     const thirdStream = await streamOf(third);
     const [toThird, toSecond] = [await insertNotification(app, third.id), await insertNotification(app, second.id)];

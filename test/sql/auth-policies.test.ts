@@ -52,7 +52,37 @@ describe('the inlined rules (migrations/0180)', () => {
     }
   });
 
-  it('decide what the app.* helpers answer: a revoked session has no level, a live one its user\'s', async () => {
+  it('are what the app.* helpers answer: each helper follows its rule when the rule changes (in a transaction rolled back)', async () => {
+    const marker = '00000000-0000-4000-8000-000000000001';
+    const cases = [
+      { rule: 'user_level(p_user_id uuid) returns table (level int)', body: 'select 99', door: 'app.user_access_level(gen_random_uuid())', answer: 99 },
+      { rule: 'session_level(p_session_id uuid, p_user_id uuid) returns table (level int)', body: 'select 99', door: 'app.session_access_level(gen_random_uuid(), gen_random_uuid())', answer: 99 },
+      { rule: 'block_list(p_user_id uuid) returns table (ids uuid[])', body: `select array['${marker}'::uuid]`, door: 'app.user_block_list(gen_random_uuid())', answer: [marker] },
+      { rule: 'active_member(p_hub_id uuid, p_user_id uuid) returns table (active boolean)', body: 'select true', door: 'app.is_active_member(gen_random_uuid(), gen_random_uuid())', answer: true },
+      {
+        rule: 'notification_visible(p_notification app.notifications, p_user_id uuid) returns boolean',
+        body: 'select true',
+        door: 'app.notification_visible_to(null::app.notifications, gen_random_uuid())',
+        answer: true,
+      },
+    ];
+    const client = await app.owner.connect();
+    try {
+      for (const { rule, body, door, answer } of cases) {
+        const ask = async () => (await client.query(`select ${door} as answer`)).rows[0].answer;
+        expect(await ask(), door).not.toEqual(answer);
+        await client.query('begin');
+        await client.query(`create or replace function app_private.${rule} language sql stable as $$ ${body} $$`);
+        expect(await ask(), door).toEqual(answer);
+        await client.query('rollback');
+        expect(await ask(), door).not.toEqual(answer);
+      }
+    } finally {
+      client.release();
+    }
+  });
+
+  it('give a revoked session no level and a live one its user\'s', async () => {
     const level = async (user: TestUser) =>
       (await app.owner.query('select app.session_access_level(s.id, s.user_id) as level from app.sessions s where s.user_id = $1 and s.revoked_at is null', [user.id])).rows[0]?.level;
     expect(await level(alice)).toBe(3);

@@ -6,6 +6,7 @@ import { randomUUID } from 'node:crypto';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { roleUrl } from '../../db/roles.ts';
+import { LiveReader } from '../../server/notifications/live.ts';
 import { startTestApp, type TestApp } from '../helpers/app.ts';
 import { addMember, createHub, type TestHub } from '../helpers/hubs.ts';
 import { insertNotification, listenTo, sleep } from '../helpers/notifications.ts';
@@ -324,6 +325,30 @@ describe('app_private.live_notifications', () => {
       expect((await other.query('select * from app_private.live_notifications($1::xid8, $2::xid8)', [from.toString(), to.toString()])).rows).toEqual([]);
     } finally {
       await other.end();
+    }
+  });
+
+  it("the service's reader (LiveReader) sends only what changed: a session whose last stream closed reads nothing, one that opens again reads", async () => {
+    const reader = new LiveReader(roleUrl(app.ownerUrl, 'authenticator'), app.storage);
+    const [first, second] = [await anonymousUser(app), await anonymousUser(app)];
+    const open = { sessionsVersion: 0, list: [] as string[], sessions: () => open.list };
+    try {
+      const from = await xmin();
+      const rows = [await insertNotification(app, first.id), await insertNotification(app, second.id)];
+      const to = await finishedBound();
+      /** The open sessions become `users`' (a new version); what the reader's batch delivers, per session. */
+      const deliveredTo = async (...users: TestUser[]) => {
+        open.list = users.map(sessionOf);
+        open.sessionsVersion += 1;
+        const { bySession } = await reader.batch(from, to, open);
+        return Object.fromEntries([...bySession].map(([session, events]) => [session, events.map((event) => event.id)]));
+      };
+      expect(await deliveredTo(first, second)).toEqual({ [sessionOf(first)]: [rows[0]], [sessionOf(second)]: [rows[1]] });
+      expect(await deliveredTo(second)).toEqual({ [sessionOf(second)]: [rows[1]] });
+      expect(await deliveredTo(first)).toEqual({ [sessionOf(first)]: [rows[0]] });
+      expect(await deliveredTo()).toEqual({});
+    } finally {
+      await reader.end();
     }
   });
 
