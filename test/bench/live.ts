@@ -329,10 +329,11 @@ const line = (name: string, values: number[], op: '<' | '>=' | '<=', target: num
   log(`goal ${name}: ${summary(values)}; target ${op} ${target}${unit}) ${ok ? 'ok' : 'short'}`);
 };
 log('');
-line('live p95 commit-to-arrival ms (3,000 streams, steady votes)', goal.map((r) => r.voteDelivery.p95), '<', 250, ' ms');
-line('live rows missing 2 s after writes stop (3,000 streams)', goal.map((r) => r.voteDelivery.missing + r.insertDelivery.missing), '<=', 0);
-line('live vote throughput with / without 3,000 streams', goal.map((r) => r.votesS / r.votes0), '>=', 0.9);
-line('live notification inserts with / without 3,000 streams', goal.map((r) => r.insertsS / r.inserts0), '>=', 0.8);
+const streamsLabel = `${goalStreams.toLocaleString('en')} streams`;
+line(`live p95 commit-to-arrival ms (${streamsLabel}, steady votes)`, goal.map((r) => r.voteDelivery.p95), '<', 250, ' ms');
+line(`live rows missing 2 s after writes stop (${streamsLabel})`, goal.map((r) => r.voteDelivery.missing + r.insertDelivery.missing), '<=', 0);
+line(`live vote throughput with / without ${streamsLabel}`, goal.map((r) => r.votesS / r.votes0), '>=', 0.9);
+line(`live notification inserts with / without ${streamsLabel}`, goal.map((r) => r.insertsS / r.inserts0), '>=', 0.8);
 
 clients.kill();
 api.kill('SIGINT');
