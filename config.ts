@@ -10,13 +10,17 @@ export interface Config {
   port: number;
   /** Prometheus metrics on their own port; undefined: off. */
   metricsPort: number | undefined;
+  /** The address the metrics port listens on (loopback unless METRICS_HOST says otherwise). */
+  metricsHost: string;
   /** false: this process expects the schema current (a separate `npm run migrate` ran it). */
   migrateOnStart: boolean;
   dataDir: string;
   databaseUrl: string | undefined;
   jwtSecret: string;
+  /** NODE_ENV=production: nothing embedded, every setting of `requiredInProduction` present. */
+  production: boolean;
   otpTestCodes: Map<string, string>;
-  otpSenderModule: string | undefined;
+  otpSender: OtpSenderSetting;
   idp: { projectId: string; issuer: string; jwksUrl: string };
   s3: {
     endpoint: string | undefined;
@@ -35,10 +39,116 @@ export interface Config {
   /** Express's trust-proxy setting: which proxies' X-Forwarded-For entries give the client address. */
   trustProxy: boolean | number | string;
   publicWebBaseUrl: string;
+  /** The web side of links (server/web): replaceable files and the app-link associations. */
+  web: {
+    /** A folder whose files replace the shipped ones (logo.png, legal/terms.html, legal/privacy.html); undefined: the shipped ones. */
+    dir: string | undefined;
+    /** iOS apps that open these links (`<team id>.<bundle id>`): apple-app-site-association. */
+    iosAppIds: string[];
+    /** The Android app that opens them, and the SHA-256 fingerprints of its signing certificates: assetlinks.json. */
+    android: { package: string; certSha256: string[] } | undefined;
+  };
   /** The notification stream (contract section 9): a `: ping` comment every pingSeconds, closed after maxSeconds. */
   sse: { pingSeconds: number; maxSeconds: number };
+  /** A worker silent this long is dead and its jobs are taken back (worker/liveness.ts). */
+  workerDeadAfterSeconds: number;
+  /** Overrides of the per-user write limits (server/http/write-limits.ts), by name. */
+  writeLimits: Record<string, { max: number; windowSeconds: number }>;
   termsVersion: string;
   logLevel: string;
+  /** Push through FCM HTTP v1 (contract 12); undefined: no service account, push is off. */
+  fcm: FcmConfig | undefined;
+}
+
+/** The service account of FCM_SERVICE_ACCOUNT_FILE, where to send, and the push worker's tuning. */
+export interface FcmConfig {
+  projectId: string;
+  clientEmail: string;
+  privateKey: string;
+  tokenUri: string;
+  apiUrl: string;
+  /** Messages in flight at once (keep-alive connections to FCM). */
+  concurrency: number;
+  /** A claimed delivery returns to the queue after this long if its worker dies; a request times out in a third of it. */
+  leaseSeconds: number;
+  /** First retry delay after a 429 or 5xx; each retry doubles it (Retry-After wins when longer). */
+  retryBaseSeconds: number;
+}
+
+function positiveInteger(name: string, raw: string | undefined, fallback: number): number {
+  if (raw === undefined || raw === '') return fallback;
+  if (!/^\d+$/.test(raw) || Number(raw) < 1) throw new StartupError(`${name} must be a positive whole number (got "${raw}")`);
+  return Number(raw);
+}
+
+/** FCM_SERVICE_ACCOUNT_FILE: a Google service-account JSON key with the fields FCM needs. */
+function fcmConfig(env: NodeJS.ProcessEnv): FcmConfig | undefined {
+  const file = env.FCM_SERVICE_ACCOUNT_FILE;
+  if (!file) return undefined;
+  let account: Record<string, unknown>;
+  try {
+    account = JSON.parse(readFileSync(file, 'utf8')) as Record<string, unknown>;
+  } catch (error) {
+    throw new StartupError(`FCM_SERVICE_ACCOUNT_FILE: cannot read a JSON service account from ${file} (${(error as Error).message.split('\n')[0]})`);
+  }
+  const missing = ['project_id', 'client_email', 'private_key', 'token_uri'].filter((key) => typeof account[key] !== 'string' || account[key] === '');
+  if (missing.length > 0) throw new StartupError(`FCM_SERVICE_ACCOUNT_FILE: ${file} lacks ${missing.join(', ')}`);
+  return {
+    projectId: account.project_id as string,
+    clientEmail: account.client_email as string,
+    privateKey: account.private_key as string,
+    tokenUri: httpUrl('token_uri of FCM_SERVICE_ACCOUNT_FILE', account.token_uri as string, undefined) as string,
+    apiUrl: httpUrl('FCM_API_URL', env.FCM_API_URL, 'https://fcm.googleapis.com'),
+    concurrency: positiveInteger('PUSH_CONCURRENCY', env.PUSH_CONCURRENCY, 64),
+    leaseSeconds: positiveSeconds('PUSH_LEASE_SECONDS', env.PUSH_LEASE_SECONDS, 30),
+    retryBaseSeconds: positiveSeconds('PUSH_RETRY_BASE_SECONDS', env.PUSH_RETRY_BASE_SECONDS, 1),
+  };
+}
+
+/** Where sign-in codes go (OTP_SENDER, OTP_SENDER_MODULE): server/auth/otp.ts builds the sender. */
+export type OtpSenderSetting =
+  | { kind: 'log' }
+  | { kind: 'module'; path: string }
+  | { kind: 'twilio'; accountSid: string; authToken: string; from: string; apiUrl: string };
+
+type Env = Record<string, string | undefined>;
+
+/**
+ * What the service cannot run without when NODE_ENV=production, where nothing is embedded and no
+ * development default applies. Checked in one place (loadConfig): one line naming every missing
+ * setting, exit 1. A setting production needs is one line here.
+ */
+export const requiredInProduction: { setting: string; present(env: Env): boolean }[] = [
+  { setting: 'DATABASE_URL', present: (env) => Boolean(env.DATABASE_URL) },
+  { setting: 'S3_ENDPOINT', present: (env) => Boolean(env.S3_ENDPOINT) },
+  { setting: 'S3_BUCKET', present: (env) => Boolean(env.S3_BUCKET) },
+  { setting: 'S3_ACCESS_KEY_ID', present: (env) => Boolean(env.S3_ACCESS_KEY_ID) },
+  { setting: 'S3_SECRET_ACCESS_KEY', present: (env) => Boolean(env.S3_SECRET_ACCESS_KEY) },
+  { setting: 'JWT_SECRET', present: (env) => Boolean(env.JWT_SECRET) },
+  { setting: 'OTP_SENDER=twilio or OTP_SENDER_MODULE', present: (env) => Boolean(env.OTP_SENDER || env.OTP_SENDER_MODULE) },
+];
+
+function checkProduction(env: Env): void {
+  const missing = requiredInProduction.filter((required) => !required.present(env)).map((required) => required.setting);
+  if (missing.length > 0) throw new StartupError(`NODE_ENV=production needs ${missing.join(', ')} (nothing is embedded in production)`);
+}
+
+function otpSenderSetting(env: Env): OtpSenderSetting {
+  const sender = env.OTP_SENDER || undefined;
+  const module = env.OTP_SENDER_MODULE || undefined;
+  if (sender && module) throw new StartupError('set OTP_SENDER or OTP_SENDER_MODULE, not both');
+  if (module) return { kind: 'module', path: path.resolve(module) };
+  if (sender === undefined) return { kind: 'log' };
+  if (sender !== 'twilio') throw new StartupError(`OTP_SENDER must be twilio (got "${sender}"); OTP_SENDER_MODULE plugs in any other sender`);
+  const missing = ['TWILIO_ACCOUNT_SID', 'TWILIO_AUTH_TOKEN', 'TWILIO_FROM'].filter((name) => !env[name]);
+  if (missing.length > 0) throw new StartupError(`OTP_SENDER=twilio needs ${missing.join(', ')}`);
+  return {
+    kind: 'twilio',
+    accountSid: env.TWILIO_ACCOUNT_SID as string,
+    authToken: env.TWILIO_AUTH_TOKEN as string,
+    from: env.TWILIO_FROM as string,
+    apiUrl: httpUrl('TWILIO_API_URL', env.TWILIO_API_URL, 'https://api.twilio.com'),
+  };
 }
 
 // A development secret kept under the data folder, created on first use (mode 0600), so every
@@ -64,6 +174,19 @@ function positiveSeconds(name: string, raw: string | undefined, fallback: number
   const seconds = Number(raw);
   if (!Number.isFinite(seconds) || seconds <= 0) throw new StartupError(`${name} must be a positive number of seconds (got "${raw}")`);
   return seconds;
+}
+
+/** WRITE_LIMITS: `name=max/seconds` pairs, comma-separated (`posts=30/3600,comments=120/3600`). */
+function parseWriteLimits(raw: string | undefined): Record<string, { max: number; windowSeconds: number }> {
+  const limits: Record<string, { max: number; windowSeconds: number }> = {};
+  for (const entry of (raw ?? '').split(',').map((e) => e.trim()).filter(Boolean)) {
+    const match = /^([a-z_]+)=(\d+)\/(\d+)$/.exec(entry);
+    if (!match || Number(match[2]) < 1 || Number(match[3]) < 1) {
+      throw new StartupError(`WRITE_LIMITS entries are name=max/seconds with positive integers (got "${entry}")`);
+    }
+    limits[match[1] as string] = { max: Number(match[2]), windowSeconds: Number(match[3]) };
+  }
+  return limits;
 }
 
 function portNumber(name: string, raw: string | undefined, fallback: number): number;
@@ -101,6 +224,29 @@ function parseTrustProxy(raw: string | undefined): boolean | number | string {
   return raw;
 }
 
+function webSettings(env: Env): Config['web'] {
+  const list = (raw: string | undefined) => (raw ?? '').split(',').map((item) => item.trim()).filter(Boolean);
+  const iosAppIds = list(env.IOS_APP_IDS);
+  for (const id of iosAppIds) {
+    if (!/^[A-Z0-9]{10}\.[A-Za-z0-9.-]+$/.test(id)) throw new StartupError(`IOS_APP_IDS must list <team id>.<bundle id> values such as ABCDE12345.com.example.opinion (got "${id}")`);
+  }
+  const androidPackage = env.ANDROID_APP_PACKAGE || undefined;
+  const certSha256 = list(env.ANDROID_CERT_SHA256).map((fingerprint) => {
+    const hex = fingerprint.replaceAll(':', '').toUpperCase();
+    if (!/^[0-9A-F]{64}$/.test(hex)) throw new StartupError(`ANDROID_CERT_SHA256 must list SHA-256 fingerprints (32 bytes in hex, colons optional; got "${fingerprint}")`);
+    return hex.match(/../g)?.join(':') as string;
+  });
+  if (androidPackage !== undefined && !/^[A-Za-z][A-Za-z0-9_]*(\.[A-Za-z][A-Za-z0-9_]*)+$/.test(androidPackage)) {
+    throw new StartupError(`ANDROID_APP_PACKAGE must be an Android package name such as com.example.opinion (got "${androidPackage}")`);
+  }
+  if ((androidPackage === undefined) !== (certSha256.length === 0)) throw new StartupError('ANDROID_APP_PACKAGE and ANDROID_CERT_SHA256 go together: set both or neither');
+  return {
+    dir: env.WEB_DIR ? path.resolve(env.WEB_DIR) : undefined,
+    iosAppIds,
+    android: androidPackage === undefined ? undefined : { package: androidPackage, certSha256 },
+  };
+}
+
 function parseOtpTestCodes(raw: string | undefined): Map<string, string> {
   const codes = new Map<string, string>();
   for (const pair of (raw ?? '').split(',')) {
@@ -112,7 +258,7 @@ function parseOtpTestCodes(raw: string | undefined): Map<string, string> {
 
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   const production = env.NODE_ENV === 'production';
-  if (production && !env.JWT_SECRET) throw new StartupError('JWT_SECRET is required in production');
+  if (production) checkProduction(env);
   const logLevel = env.LOG_LEVEL || (env.NODE_ENV === 'test' ? 'silent' : 'info');
   if (!logLevels.includes(logLevel)) throw new StartupError(`LOG_LEVEL must be one of ${logLevels.join(', ')} (got "${logLevel}")`);
   const projectId = env.IDP_PROJECT_ID ?? 'opinion-dev';
@@ -123,12 +269,14 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   return {
     port,
     metricsPort: portNumber('METRICS_PORT', env.METRICS_PORT, undefined),
+    metricsHost: env.METRICS_HOST || '127.0.0.1',
     migrateOnStart: env.MIGRATE_ON_START !== 'false',
     dataDir,
     databaseUrl: databaseUrl(env.DATABASE_URL),
     jwtSecret: env.JWT_SECRET ?? localSecret(dataDir, 'jwt'),
+    production,
     otpTestCodes: parseOtpTestCodes(env.OTP_TEST_CODES),
-    otpSenderModule: env.OTP_SENDER_MODULE || undefined,
+    otpSender: otpSenderSetting(env),
     idp: {
       projectId,
       issuer: env.IDP_ISSUER ?? `https://securetoken.google.com/${projectId}`,
@@ -150,11 +298,15 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     adminApiToken: env.ADMIN_API_TOKEN || undefined,
     trustProxy: parseTrustProxy(env.TRUST_PROXY),
     publicWebBaseUrl: httpUrl('PUBLIC_WEB_BASE_URL', env.PUBLIC_WEB_BASE_URL, `http://localhost:${port}`),
+    web: webSettings(env),
     sse: {
       pingSeconds: positiveSeconds('SSE_PING_SECONDS', env.SSE_PING_SECONDS, 25),
       maxSeconds: positiveSeconds('SSE_MAX_SECONDS', env.SSE_MAX_SECONDS, 3600),
     },
+    workerDeadAfterSeconds: positiveSeconds('WORKER_DEAD_AFTER_SECONDS', env.WORKER_DEAD_AFTER_SECONDS, 10),
+    writeLimits: parseWriteLimits(env.WRITE_LIMITS),
     termsVersion: env.TERMS_VERSION ?? '2026-11-01',
     logLevel,
+    fcm: fcmConfig(env),
   };
 }

@@ -1,11 +1,53 @@
 // One pino logger for the process. Request logs carry method, route, status, timing and ids only:
 // never bodies, tokens, OTP codes or phone numbers (server/http/request-context.ts decides what goes in).
+// A terminal (stdout is a TTY, NODE_ENV is not production) gets pino-pretty's readable lines, a
+// development dependency loaded only then; anything else (files, pipes, containers) gets one JSON
+// object per line.
+import { createRequire } from 'node:module';
 import pino from 'pino';
 import { Logger as WorkerLogger } from 'graphile-worker';
 
 export type Log = pino.Logger;
 
-export function createLogger(level: string, destination?: pino.DestinationStream): Log {
+export interface LogOutput {
+  /** Where lines go (default: stdout). */
+  destination?: pino.DestinationStream;
+  /** Readable lines instead of JSON (default: stdout is a terminal and NODE_ENV is not production). */
+  pretty?: boolean;
+}
+
+/** Whether this process writes readable lines: a terminal, outside production. */
+export function prettyByDefault(env: NodeJS.ProcessEnv = process.env, stdoutIsTty = process.stdout.isTTY === true): boolean {
+  return stdoutIsTty && env.NODE_ENV !== 'production';
+}
+
+type PrettyFactory = (options: Record<string, unknown>) => pino.DestinationStream;
+
+function prettyStream(destination: pino.DestinationStream | undefined): pino.DestinationStream | undefined {
+  let pretty: PrettyFactory;
+  try {
+    pretty = createRequire(import.meta.url)('pino-pretty') as PrettyFactory;
+  } catch {
+    return undefined; // an install without development dependencies: JSON lines
+  }
+  return pretty({
+    sync: true,
+    colorize: destination === undefined && process.stdout.isTTY === true,
+    translateTime: 'SYS:HH:MM:ss.l',
+    ignore: 'pid,hostname,service',
+    ...(destination ? { destination } : {}),
+  });
+}
+
+/** stdout, written synchronously; a closed terminal (EIO, EPIPE) silences the log instead of ending the process. */
+function stdoutDestination(): pino.DestinationStream {
+  const destination = pino.destination({ fd: 1, sync: true });
+  destination.on('error', () => {});
+  return destination;
+}
+
+export function createLogger(level: string, output: LogOutput | pino.DestinationStream = {}): Log {
+  const { destination, pretty = prettyByDefault() } = 'write' in output ? { destination: output, pretty: false } : output;
   const options: pino.LoggerOptions = {
     level,
     base: { service: 'opinion-backend' },
@@ -14,14 +56,61 @@ export function createLogger(level: string, destination?: pino.DestinationStream
       censor: '[redacted]',
     },
   };
-  return destination ? pino(options, destination) : pino(options);
+  return pino(options, (pretty ? prettyStream(destination) : undefined) ?? destination ?? stdoutDestination());
 }
+
+/**
+ * graphile-worker's lines about losing and retrying its listening connection: one per retry, with
+ * no code to tell them by. The worker's OutageLog (worker/runner.ts) reports the outage instead.
+ */
+const workerReconnectLines = /^(Error with notify listener|Error occurred attempting to UNLISTEN|Error occurred releasing client)/;
 
 /** graphile-worker's logger interface, writing to the process logger. */
 export function workerLogger(log: Log): WorkerLogger {
   return new WorkerLogger((scope) => (level, message, meta) => {
     const child = log.child({ worker: { ...scope } });
-    const method = level === 'error' ? 'error' : level === 'warning' ? 'warn' : level === 'debug' ? 'debug' : 'info';
+    const method = workerReconnectLines.test(message) ? 'debug' : level === 'error' ? 'error' : level === 'warning' ? 'warn' : level === 'debug' ? 'debug' : 'info';
     child[method](meta ?? {}, message);
   });
+}
+
+/**
+ * One component's database outages in the log (API requests, the notification hub, the worker):
+ * one warning when the component first fails to reach the database, then nothing for the failures
+ * that follow (retries, reconnects), and one line when it works again, with how long it lasted and
+ * how many failures it counted. A retry loop calls failed() on every failure and recovered() on
+ * every success.
+ */
+export class OutageLog {
+  #log: Log;
+  #effect: string;
+  #countName: string;
+  #since: number | undefined;
+  #count = 0;
+
+  /** `effect`: what the component does meanwhile ("answering 503 until it is back"). */
+  constructor(log: Log, component: string, effect: string, countName = 'failures') {
+    this.#log = log.child({ component });
+    this.#effect = effect;
+    this.#countName = countName;
+  }
+
+  get active(): boolean {
+    return this.#since !== undefined;
+  }
+
+  failed(error: unknown): void {
+    this.#count += 1;
+    if (this.#since !== undefined) return;
+    this.#since = Date.now();
+    const reason = error instanceof Error ? error.message || (error as { code?: string }).code : String(error);
+    this.#log.warn({ reason }, `database unavailable: ${this.#effect}`);
+  }
+
+  recovered(): void {
+    if (this.#since === undefined) return;
+    this.#log.info({ seconds: (Date.now() - this.#since) / 1000, [this.#countName]: this.#count }, 'database available again');
+    this.#since = undefined;
+    this.#count = 0;
+  }
 }

@@ -1,11 +1,11 @@
 // Runs the service: API and worker in one process by default; `--only=api` or `--only=worker`
-// runs one of them (npm run server / npm run worker). Ctrl-C (SIGINT) or SIGTERM shuts down
-// cleanly, also during startup: in-flight requests finish, the worker stops, the embedded
-// database stops. Every resource registers its closer as soon as it exists; shutdown waits for
-// startup to settle, then closes them in reverse order. A problem the operator can fix (a bad
-// setting, a port in use, an unreachable database) is one line and exit code 1, with whatever had
-// started (the embedded database) stopped first.
-import type { Server } from 'node:http';
+// runs one of them (npm run server / npm run worker). SIGINT (Ctrl-C), SIGTERM or SIGHUP (a closed
+// terminal) shuts down cleanly, also during startup: in-flight requests finish, the worker stops,
+// the embedded database stops. Every resource registers its closer as soon as it exists; shutdown
+// waits for startup to settle, then closes them in reverse order. A problem the operator can fix
+// (a bad or missing setting, a port in use, an unreachable database) is one line and exit code 1,
+// with whatever had started (the embedded database) stopped first.
+import { createServer as createHttpServer } from 'node:http';
 import { loadConfig, StartupError, type Config } from './config.ts';
 import { createLogger } from './logger.ts';
 import { openDatabase } from './db/database.ts';
@@ -15,8 +15,10 @@ import { createServices } from './server/services.ts';
 import { createServer, basePath } from './server/app.ts';
 import { internalGraphqlPath } from './server/graphql/mount.ts';
 import { startWorker } from './worker/runner.ts';
-import { openStorage } from './server/uploads/open-storage.ts';
+import { Pusher } from './worker/push/pusher.ts';
+import { embeddedStoreBinding, openStorage } from './server/uploads/open-storage.ts';
 import { createMetrics } from './server/metrics.ts';
+import { checkPorts, close, listen, type Binding } from './server/listen.ts';
 
 const only = process.argv.find((arg) => arg.startsWith('--only='))?.slice('--only='.length);
 let config: Config;
@@ -44,16 +46,26 @@ async function shutdown(signal: string, exitCode = 0): Promise<void> {
     process.exit(1);
   }, 10_000).unref();
   await startup.catch(() => undefined);
-  for (const close of closers.reverse()) await close().catch((error: unknown) => log.error({ err: error }, 'closing failed'));
+  for (const closer of closers.reverse()) await closer().catch((error: unknown) => log.error({ err: error }, 'closing failed'));
   log.info('stopped');
   process.exit(exitCode);
 }
-process.on('SIGINT', () => void shutdown('SIGINT'));
-process.on('SIGTERM', () => void shutdown('SIGTERM'));
+for (const signal of ['SIGINT', 'SIGTERM', 'SIGHUP'] as const) process.on(signal, () => void shutdown(signal));
+
+const ports = {
+  api: { port: config.port, host: undefined, portSetting: 'PORT', what: 'the API' },
+  metrics: { port: config.metricsPort ?? 0, host: config.metricsHost, portSetting: 'METRICS_PORT', hostSetting: 'METRICS_HOST', what: 'the metrics' },
+  s3: embeddedStoreBinding(config),
+} satisfies Record<string, Binding>;
 
 async function start(): Promise<void> {
   log.info(`starting (${config.databaseUrl ? 'DATABASE_URL' : `embedded data in ${config.dataDir}`})`);
-  const database = await openDatabase(config, startupAborted.signal);
+  await checkPorts([
+    ...(only !== 'worker' ? [ports.api] : []),
+    ...(config.metricsPort !== undefined ? [ports.metrics] : []),
+    ...(config.s3.endpoint === undefined ? [ports.s3] : []),
+  ]);
+  const database = await openDatabase(config, { signal: startupAborted.signal, notice: (message) => log.warn(message) });
   closers.push(() => database.stop());
   const objects = await openStorage(config);
   closers.push(() => objects.stop());
@@ -61,8 +73,9 @@ async function start(): Promise<void> {
   closers.push(() => pools.end());
   const metrics = createMetrics(pools);
   if (config.metricsPort !== undefined && !stopping) {
-    const metricsServer = await listen(metrics.app(), config.metricsPort, 'METRICS_PORT');
-    closers.push(() => new Promise<void>((resolve) => metricsServer.close(() => resolve())));
+    const metricsServer = createHttpServer(metrics.app());
+    closers.push(() => close(metricsServer));
+    await listen(metricsServer, ports.metrics);
   }
 
   if (only !== 'worker' && !stopping) {
@@ -70,38 +83,36 @@ async function start(): Promise<void> {
     await services.notificationHub.start(roleUrl(database.ownerUrl, 'authenticator'));
     // Until the API listens, stopping means ending the hub's connection (stop() is idempotent).
     closers.push(() => services.notificationHub.stop());
-    const server = await listen(createServer(services), config.port, 'PORT');
+    const server = createServer(services);
     closers.push(async () => {
-      const closed = new Promise<void>((resolve) => server.close(() => resolve()));
+      const closed = close(server);
       // Open notification streams would hold the server open: end them, then the hub's connection.
       await services.notificationHub.stop();
       await closed;
       // After the last request, before the pools end (design.md: release the pgService first).
       await services.graphql.release();
     });
+    await listen(server, ports.api);
     log.info(`API listening on http://localhost:${config.port}${basePath} (docs: ${basePath}/docs; internal GraphQL: ${internalGraphqlPath})`);
   }
   if (only !== 'api' && !stopping) {
-    const runner = await startWorker(pools.worker, log, { storage: objects.storage }, { watch: (events) => metrics.watchWorker(events) });
+    const runner = await startWorker(pools.worker, log, { storage: objects.storage }, {
+      deadAfterSeconds: config.workerDeadAfterSeconds,
+      watch: (events) => metrics.watchWorker(events),
+    });
     closers.push(() => runner.stop());
+    if (config.fcm) {
+      const pusher = new Pusher(pools.worker, config.fcm, log, metrics.push);
+      pusher.start();
+      closers.push(() => pusher.stop());
+      log.info(`push: on (FCM project ${config.fcm.projectId} at ${config.fcm.apiUrl})`);
+    } else {
+      log.info('push: off (no FCM_SERVICE_ACCOUNT_FILE)');
+    }
     log.info('worker running');
   }
-  const metricsNote = config.metricsPort === undefined ? '' : `; metrics: http://localhost:${config.metricsPort}/metrics`;
+  const metricsNote = config.metricsPort === undefined ? "" : `; metrics: http://${config.metricsHost}:${config.metricsPort}/metrics`;
   log.info(`data: ${database.location}; files: ${objects.location}${metricsNote}; ready in ${Date.now() - started} ms`);
-}
-
-/** Listens on every interface; a busy or forbidden port is a StartupError naming its setting. */
-async function listen(app: { listen(port: number): Server }, port: number, setting: string): Promise<Server> {
-  const server = app.listen(port);
-  await new Promise<void>((resolve, reject) => {
-    server.once('listening', resolve);
-    server.once('error', (error: NodeJS.ErrnoException) => {
-      if (error.code === 'EADDRINUSE') reject(new StartupError(`port ${port} is already in use: set ${setting} to a free port`));
-      else if (error.code === 'EACCES') reject(new StartupError(`port ${port} needs privileges this user lacks: set ${setting} to a port above 1023`));
-      else reject(error);
-    });
-  });
-  return server;
 }
 
 const startup = start();

@@ -28,15 +28,21 @@ async function checkReachable(ownerUrl: string, name: string): Promise<void> {
   }
 }
 
-/** `signal`: a shutdown during startup; the embedded database then stops before migrating. */
-export async function openDatabase(config: Config, signal?: AbortSignal): Promise<Database> {
+export interface OpenOptions {
+  /** A shutdown during startup: the embedded database then stops before migrating. */
+  signal?: AbortSignal | undefined;
+  /** Told when a cluster left running by a killed process is taken over (db/embedded.ts). */
+  notice?: (message: string) => void;
+}
+
+export async function openDatabase(config: Config, { signal, notice }: OpenOptions = {}): Promise<Database> {
   if (config.databaseUrl) {
     await checkReachable(config.databaseUrl, 'DATABASE_URL');
     if (config.migrateOnStart) await migrate(config.databaseUrl);
     const url = new URL(config.databaseUrl);
     return { ownerUrl: config.databaseUrl, location: `${url.host}${url.pathname}`, stop: async () => {} };
   }
-  const embedded = await startEmbeddedPostgres(config.dataDir, signal ? { signal } : {});
+  const embedded = await startEmbeddedPostgres(config.dataDir, { signal, ...(notice ? { notice } : {}) });
   try {
     signal?.throwIfAborted();
     await checkReachable(embedded.url, 'embedded');

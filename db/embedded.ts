@@ -7,13 +7,18 @@
 // runs in its own process group, is stopped only by stop() (a fast shutdown, awaited), and a
 // failure to start names its cause in one line.
 //
+// A process killed without its shutdown (kill -9) leaves its cluster running. The process that
+// starts a cluster records itself beside it (`<cluster>.owner`: pid and process start time); the
+// next start on the same folder finds the cluster running, its owner gone, and stops it before
+// starting its own, instead of refusing. A cluster whose owner still runs is refused in one line.
+//
 // As root, PostgreSQL runs as the `postgres` user (created when missing). When that user cannot
 // reach the binaries (a checkout under /root, mode 700), they are copied once to
 // /var/tmp/opinion-backend; when it cannot reach the data folder, the cluster lives under
 // /var/lib/opinion-backend instead (the location is printed at startup).
 import { spawn, execFile } from 'node:child_process';
 import { createHash, randomBytes } from 'node:crypto';
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { chmod, chown, cp, mkdir, readFile, rename, rm, writeFile } from 'node:fs/promises';
 import net from 'node:net';
 import os from 'node:os';
@@ -167,6 +172,8 @@ export async function startEmbeddedPostgres(
     signal = undefined as AbortSignal | undefined,
     /** A test that restarts a cluster passes the port it had (default: a free one). */
     port: wantedPort = 0,
+    /** Told when a cluster left running by a killed process is taken over. */
+    notice = (_message: string): void => {},
   } = {},
 ): Promise<EmbeddedDatabase> {
   const password = localSecret(dataDir, 'postgres');
@@ -175,6 +182,8 @@ export async function startEmbeddedPostgres(
   let clusterDir = databaseDir;
   if (account) ({ binaries, dataDir: clusterDir } = await placeForPostgresUser(account, binaries, databaseDir));
   if (!existsSync(path.join(clusterDir, 'PG_VERSION'))) await initialise(binaries, clusterDir, password, account, signal);
+  signal?.throwIfAborted();
+  await takeOverOrphan(clusterDir, notice);
   signal?.throwIfAborted();
 
   const port = wantedPort || (await freePort());
@@ -201,12 +210,14 @@ export async function startEmbeddedPostgres(
       reject(
         new StartupError(
           running
-            ? `another PostgreSQL (pid ${running[1]}) already runs on ${clusterDir}: stop it (kill -INT ${running[1]}) or use another DATA_DIR`
+            ? `another process started a PostgreSQL (pid ${running[1]}) on ${clusterDir} at the same time: use another DATA_DIR`
             : `the embedded PostgreSQL stopped while starting: ${lastLine(stderr)}`,
         ),
       );
     });
   });
+  const ownerFile = `${clusterDir}.owner`;
+  writeFileSync(ownerFile, JSON.stringify(processIdentity(process.pid)));
 
   return {
     url: `postgres://postgres:${password}@127.0.0.1:${port}/postgres`,
@@ -216,9 +227,75 @@ export async function startEmbeddedPostgres(
         server.kill('SIGINT'); // fast shutdown: ends sessions, checkpoints, exits
         await exited;
       }
+      rmSync(ownerFile, { force: true });
       if (!persistent) await rm(clusterDir, { recursive: true, force: true });
     },
   };
+}
+
+interface ProcessIdentity {
+  pid: number;
+  /** Linux: the process's start time in clock ticks since boot (a reused pid has another); else null. */
+  started: string | null;
+}
+
+function processIdentity(pid: number): ProcessIdentity {
+  try {
+    // Field 22 of /proc/<pid>/stat, counted after the command name (which may hold spaces).
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    return { pid, started: stat.slice(stat.lastIndexOf(')') + 2).split(' ')[19] ?? null };
+  } catch {
+    return { pid, started: null };
+  }
+}
+
+function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (error) {
+    return (error as NodeJS.ErrnoException).code === 'EPERM';
+  }
+}
+
+/** The cluster's postmaster pid while it runs, from its postmaster.pid; undefined otherwise. */
+function runningPostmaster(clusterDir: string): number | undefined {
+  try {
+    const pid = Number(readFileSync(path.join(clusterDir, 'postmaster.pid'), 'utf8').split('\n')[0]);
+    return Number.isInteger(pid) && pid > 0 && alive(pid) ? pid : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * A cluster of this folder that is running already: refused while the process that started it
+ * runs; otherwise (that process was killed) stopped, so this process starts its own.
+ */
+async function takeOverOrphan(clusterDir: string, notice: (message: string) => void): Promise<void> {
+  const postmaster = runningPostmaster(clusterDir);
+  if (postmaster === undefined) return;
+  let owner: ProcessIdentity | undefined;
+  try {
+    owner = JSON.parse(readFileSync(`${clusterDir}.owner`, 'utf8')) as ProcessIdentity;
+  } catch {
+    owner = undefined; // started by a version that kept no record, or the record is gone
+  }
+  if (owner && alive(owner.pid) && (owner.started === null || processIdentity(owner.pid).started === owner.started)) {
+    throw new StartupError(`the embedded PostgreSQL of ${clusterDir} belongs to a process that is running (pid ${owner.pid}): stop that process first, or use another DATA_DIR`);
+  }
+  notice(`the embedded PostgreSQL of ${clusterDir} was left running by a process that ended without stopping it (pid ${postmaster}): stopping it and starting again`);
+  process.kill(postmaster, 'SIGINT'); // fast shutdown
+  const deadline = Date.now() + 30_000;
+  while (alive(postmaster)) {
+    if (Date.now() > deadline) {
+      process.kill(postmaster, 'SIGQUIT'); // immediate shutdown: recovery runs on the next start
+      await new Promise((resolve) => setTimeout(resolve, 1000));
+      if (alive(postmaster)) throw new StartupError(`the embedded PostgreSQL left running on ${clusterDir} (pid ${postmaster}) does not stop`);
+      break;
+    }
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
 }
 
 /**
@@ -227,13 +304,7 @@ export async function startEmbeddedPostgres(
  * as the admin CLI use it to reach the running service's database instead of starting another.
  */
 export function runningEmbeddedUrl(dataDir: string, databaseDir = path.join(dataDir, 'pg')): string | undefined {
-  const pidFile = path.join(databaseDir, 'postmaster.pid');
-  if (!existsSync(pidFile)) return undefined;
-  const [pid, , , port] = readFileSync(pidFile, 'utf8').split('\n');
-  try {
-    process.kill(Number(pid), 0);
-  } catch {
-    return undefined;
-  }
+  if (runningPostmaster(databaseDir) === undefined) return undefined;
+  const port = readFileSync(path.join(databaseDir, 'postmaster.pid'), 'utf8').split('\n')[3];
   return `postgres://postgres:${localSecret(dataDir, 'postgres')}@127.0.0.1:${Number(port)}/postgres`;
 }

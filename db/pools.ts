@@ -30,7 +30,9 @@ export function createPools(ownerUrl: string, { apiMax = 20, graphqlMax = 3, wor
   // (a request's last statement and its commit, RequestTransaction.queryAndCommit).
   const api = new pg.Pool({ connectionString: authenticatorUrl, max: apiMax, pipeline: true });
   const graphql = new pg.Pool({ connectionString: authenticatorUrl, max: graphqlMax, connectionTimeoutMillis: graphqlWaitMillis });
-  const worker = new pg.Pool({ connectionString: roleUrl(ownerUrl, 'app_worker'), max: workerMax });
+  // A worker killed mid-statement: its server process notices within a second and stops the
+  // statement, instead of finishing work nobody waits for (PostgreSQL 14+).
+  const worker = new pg.Pool({ connectionString: roleUrl(ownerUrl, 'app_worker'), max: workerMax, options: '-c client_connection_check_interval=1000' });
   // A client that loses its server emits 'error' (on the pool when idle, on the client when
   // checked out); the failing query rejects and the pool replaces the client.
   for (const pool of [api, graphql, worker]) {

@@ -22,6 +22,8 @@ export class RequestTransaction {
   /** The deferred session check, sent with the opening (deferSession), and its level. */
   #gate = '';
   #gateLevel = 0;
+  /** A statement that runs first in the transaction (a write limit), sent with the next message. */
+  #prelude = '';
 
   constructor(pool: pg.Pool, viewer: Viewer) {
     this.#pool = pool;
@@ -66,15 +68,49 @@ export class RequestTransaction {
     this.#gateLevel = level;
   }
 
+  /**
+   * A statement (simple-query text) that must run before the request's statements, in its
+   * transaction: a write limit (server/http/write-limits.ts). It costs no round trip of its own: it
+   * travels with the opening, or, when the transaction is already open, in the pipeline of the next
+   * statement. When it fails, the transaction is aborted and its error is what the request throws.
+   */
+  prepend(text: string): void {
+    this.#prelude = this.#prelude ? `${this.#prelude} ${text}` : text;
+  }
+
   async client(): Promise<pg.PoolClient> {
-    if (this.#client) return this.#client;
+    if (this.#client) {
+      if (this.#prelude) await this.query('select 1');
+      return this.#client;
+    }
     this.#opening ??= this.#open().then(() => this.#client as pg.PoolClient);
     return this.#opening;
   }
 
   async query<R extends pg.QueryResultRow = pg.QueryResultRow>(text: string, params?: unknown[]): Promise<pg.QueryResult<R>> {
-    const client = await this.client();
-    return client.query<R>(text, params);
+    const client = this.#client ?? (await this.client());
+    const prelude = this.#takePrelude(client);
+    const result = client.query<R>(text, params);
+    if (prelude) await this.#settlePrelude(prelude, result);
+    return result;
+  }
+
+  /** Sends a pending prelude on an open connection (pipelined: not awaited here). */
+  #takePrelude(client: pg.PoolClient): Promise<unknown> | undefined {
+    if (!this.#prelude) return undefined;
+    const text = this.#prelude;
+    this.#prelude = '';
+    return client.query(text);
+  }
+
+  /** Awaits a prelude sent ahead of `next`; when it failed, `next` (aborted with it) is settled and the prelude's error thrown. */
+  async #settlePrelude(prelude: Promise<unknown>, next: Promise<unknown>): Promise<void> {
+    try {
+      await prelude;
+    } catch (error) {
+      await next.catch(() => undefined);
+      throw error;
+    }
   }
 
   /**
@@ -102,7 +138,7 @@ export class RequestTransaction {
       if (gatedAt < this.#gateLevel) throw new Error(`statement gates at level ${gatedAt}, the request needs ${this.#gateLevel}`);
       this.#gate = '';
     }
-    if (!this.#client && !this.#opening && name && (params ?? []).every(isTextOrNull)) {
+    if (!this.#client && !this.#opening && !this.#prelude && name && (params ?? []).every(isTextOrNull)) {
       return this.#singleSync<R>(name, text, (params ?? []) as (string | null)[], gatedByStatement);
     }
     if (!this.#client && !this.#opening && !params?.length) {
@@ -125,9 +161,15 @@ export class RequestTransaction {
     // One write (one send) for the whole pipeline: the opening, the statement and the commit.
     const stream = client.connection.stream;
     if (!opening) stream.cork();
-    const pending = [opening?.opened, client.query<R>({ name, text, values: params }), client.query('commit')] as const;
+    const prelude = opening ? undefined : this.#takePrelude(client);
+    const pending = [opening?.opened, client.query<R>({ name, text, values: params }), client.query('commit'), prelude] as const;
     stream.uncork();
-    const [opened, result, commit] = await Promise.allSettled(pending);
+    const [opened, result, commit, preluded] = await Promise.allSettled(pending);
+    if (preluded.status === 'rejected') {
+      if (commit.status === 'rejected') client.release(true);
+      else client.release();
+      throw preluded.reason;
+    }
     if (commit.status === 'rejected') {
       client.release(true);
       if (opened.status === 'rejected') this.#viewer = anonymousViewer;
@@ -190,8 +232,10 @@ export class RequestTransaction {
     if (this.#done) throw new Error('request transaction already finished');
     const client = await this.#pool.connect();
     // Simple-query protocol: several statements, one message.
-    const text = beginAs(this.#viewer) + (this.#gate ? ` ${this.#gate}` : '') + (extra ? ` ${extra};` : '');
+    const prelude = this.#prelude ? ` ${this.#prelude};` : '';
+    const text = beginAs(this.#viewer) + (this.#gate ? ` ${this.#gate}` : '') + prelude + (extra ? ` ${extra};` : '');
     this.#gate = '';
+    this.#prelude = '';
     if (corked) client.connection.stream.cork();
     const opened = client.query(text) as unknown as Promise<pg.QueryResult[]>;
     return { client, opened };
@@ -223,8 +267,8 @@ export class RequestTransaction {
 
   async #finish(ok: boolean): Promise<void> {
     if (this.#done) return;
-    // A deferred session check always runs before a request answers success.
-    if (ok && this.#gate) await this.client();
+    // A deferred session check, and a write limit, always run before a request answers success.
+    if (ok && (this.#gate || this.#prelude)) await this.client();
     this.#done = true;
     if (this.#opening) await this.#opening.catch(() => undefined);
     const client = this.#client;

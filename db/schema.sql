@@ -244,6 +244,34 @@ CREATE TYPE app.vote_position AS ENUM (
 
 
 --
+-- Name: counter; Type: TYPE; Schema: app_private; Owner: -
+--
+
+CREATE TYPE app_private.counter AS ENUM (
+    'post_comments',
+    'post_reposts',
+    'comment_replies',
+    'user_posts',
+    'user_followers',
+    'user_following',
+    'hub_members',
+    'discussion_messages',
+    'message_replies'
+);
+
+
+--
+-- Name: counter_change; Type: TYPE; Schema: app_private; Owner: -
+--
+
+CREATE TYPE app_private.counter_change AS (
+	counter app_private.counter,
+	subject uuid,
+	delta bigint
+);
+
+
+--
 -- Name: feed_item; Type: TYPE; Schema: app_private; Owner: -
 --
 
@@ -251,6 +279,19 @@ CREATE TYPE app_private.feed_item AS (
 	post_id uuid,
 	at timestamp with time zone,
 	context app.feed_context
+);
+
+
+--
+-- Name: push_state; Type: TYPE; Schema: app_private; Owner: -
+--
+
+CREATE TYPE app_private.push_state AS ENUM (
+    'pending',
+    'sent',
+    'given_up',
+    'failed',
+    'skipped'
 );
 
 
@@ -291,9 +332,10 @@ begin
   if v_invitation.requires_admin_approval then
     perform app_private.open_join_request(v_invitation.hub_id, 'member_invitation', v_invitation.id, null);
     viewer_status := 'pending_admin_approval';
-  else
-    perform app_private.start_membership(v_invitation.hub_id, app.viewer_id());
+  elsif app_private.start_membership(v_invitation.hub_id, app.viewer_id()) then
     viewer_status := 'member';
+  else
+    perform app.fail('ALREADY_HUB_MEMBER');
   end if;
 end
 $$;
@@ -401,9 +443,7 @@ declare
 begin
   update app.hub_join_requests set status = 'approved', decided_at = now(), decided_by = app.viewer_id()
     where id = p_request_id;
-  if not exists (select from app.hub_memberships m where m.hub_id = p_hub_id and m.user_id = v_request.user_id) then
-    perform app_private.start_membership(p_hub_id, v_request.user_id);
-  end if;
+  perform app_private.start_membership(p_hub_id, v_request.user_id);
   insert into app.notifications (recipient_id, type, actor_id, hub_id, join_request_id)
     values (v_request.user_id, 'hub_join_request_approved', app.viewer_id(), p_hub_id, p_request_id);
 end
@@ -598,6 +638,16 @@ $$;
 
 
 --
+-- Name: comment_reply_count(uuid); Type: FUNCTION; Schema: app; Owner: -
+--
+
+CREATE FUNCTION app.comment_reply_count(p_comment_id uuid) RETURNS integer
+    LANGUAGE plpgsql STABLE SECURITY DEFINER
+    SET search_path TO 'pg_catalog'
+    AS $$ begin return app_private.counter_value('comment_replies', p_comment_id); end $$;
+
+
+--
 -- Name: complete_media(uuid); Type: FUNCTION; Schema: app; Owner: -
 --
 
@@ -690,7 +740,8 @@ begin
   if p_bucket not in ('otp_request', 'anonymous_session') then
     raise exception 'unknown address limit %', p_bucket;
   end if;
-  return app_private.consume_sliding_limit('address:' || p_bucket || ':' || p_address, 30, interval '5 minutes');
+  return app_private.consume_sliding_limit(
+    'address:' || p_bucket || ':' || app_private.client_address_key(p_address), 30, interval '5 minutes');
 end
 $$;
 
@@ -719,6 +770,38 @@ begin
   return greatest(1, ceil(extract(epoch from v_row.window_started_at + v_window - now())))::int;
 end
 $$;
+
+
+--
+-- Name: consume_write_limit(text, integer, integer, uuid[]); Type: FUNCTION; Schema: app; Owner: -
+--
+
+CREATE FUNCTION app.consume_write_limit(p_name text, p_max integer, p_window_seconds integer, p_hub_ids uuid[] DEFAULT NULL::uuid[]) RETURNS void
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog'
+    AS $_$
+declare
+  v_viewer uuid := app.viewer_id();
+  v_window interval := make_interval(secs => p_window_seconds);
+  v_wait int := 0;
+  v_hub uuid;
+begin
+  if v_viewer is null or p_name !~ '^[a-z_]+$' or p_max < 1 or p_window_seconds < 1 then
+    raise exception 'invalid write limit %', p_name;
+  end if;
+  if p_hub_ids is null then
+    v_wait := app_private.consume_sliding_limit('write:' || p_name || ':' || v_viewer, p_max, v_window);
+  else
+    -- In hub order, so that two writes naming the same hubs lock their rows in the same order.
+    for v_hub in select distinct h from unnest(p_hub_ids) h order by h loop
+      v_wait := greatest(v_wait, app_private.consume_sliding_limit('write:' || p_name || ':' || v_viewer || ':' || v_hub, p_max, v_window));
+    end loop;
+  end if;
+  if v_wait > 0 then
+    raise exception using errcode = 'P0001', message = 'RATE_LIMITED', detail = v_wait::text;
+  end if;
+end
+$_$;
 
 
 --
@@ -960,6 +1043,19 @@ $$;
 
 
 --
+-- Name: delete_push_device(uuid); Type: FUNCTION; Schema: app; Owner: -
+--
+
+CREATE FUNCTION app.delete_push_device(p_device_id uuid) RETURNS boolean
+    LANGUAGE sql SECURITY DEFINER
+    SET search_path TO 'pg_catalog'
+    AS $$
+  with gone as (delete from app.push_devices d where d.id = p_device_id and d.user_id = app.viewer_id() returning 1)
+  select exists (select from gone)
+$$;
+
+
+--
 -- Name: fail(text); Type: FUNCTION; Schema: app; Owner: -
 --
 
@@ -1171,6 +1267,16 @@ $$;
 
 
 --
+-- Name: hub_member_count(uuid); Type: FUNCTION; Schema: app; Owner: -
+--
+
+CREATE FUNCTION app.hub_member_count(p_hub_id uuid) RETURNS integer
+    LANGUAGE plpgsql STABLE SECURITY DEFINER
+    SET search_path TO 'pg_catalog'
+    AS $$ begin return app_private.counter_value('hub_members', p_hub_id); end $$;
+
+
+--
 -- Name: hub_member_roster(uuid); Type: FUNCTION; Schema: app; Owner: -
 --
 
@@ -1242,6 +1348,24 @@ $$;
 
 
 --
+-- Name: invitation_preview(uuid); Type: FUNCTION; Schema: app; Owner: -
+--
+
+CREATE FUNCTION app.invitation_preview(p_invitation_id uuid) RETURNS TABLE(hub_id uuid, name text, description text, photo_key text, member_count integer)
+    LANGUAGE sql STABLE SECURITY DEFINER
+    SET search_path TO 'pg_catalog'
+    AS $$
+  select h.id, h.name, h.description, a.object_key, app_private.counter_value('hub_members', h.id)::integer
+  from app.hub_invitations i
+  join app.hubs h on h.id = i.hub_id
+  left join app.assets a on a.id = h.profile_asset_id
+  where i.id = p_invitation_id
+    and i.status = 'invited'
+    and i.expires_at > now()
+$$;
+
+
+--
 -- Name: invite_link_preview(text); Type: FUNCTION; Schema: app; Owner: -
 --
 
@@ -1249,7 +1373,7 @@ CREATE FUNCTION app.invite_link_preview(p_token text, OUT hub_id uuid, OUT name 
     LANGUAGE sql STABLE SECURITY DEFINER
     SET search_path TO 'pg_catalog'
     AS $$
-  select h.id, h.name, h.description, a.object_key, h.member_count
+  select h.id, h.name, h.description, a.object_key, app_private.counter_value('hub_members', h.id)::integer
   from app_private.usable_invite_link(p_token) l
   join app.hubs h on h.id = l.hub_id
   left join app.assets a on a.id = h.profile_asset_id
@@ -1338,9 +1462,16 @@ CREATE FUNCTION app.logout(p_refresh_hash bytea, p_all_devices boolean) RETURNS 
     LANGUAGE sql SECURITY DEFINER
     SET search_path TO 'pg_catalog'
     AS $$
+  with own as (
+    select t.session_id
+    from app_private.refresh_tokens t
+    join app.sessions o on o.id = t.session_id
+    where t.token_hash = p_refresh_hash and o.user_id = app.viewer_id()
+  )
   update app.sessions s set revoked_at = now()
+  from own
   where s.user_id = app.viewer_id() and s.revoked_at is null
-    and (p_all_devices or s.id = (select t.session_id from app_private.refresh_tokens t where t.token_hash = p_refresh_hash))
+    and (p_all_devices or s.id = own.session_id)
   returning s.id
 $$;
 
@@ -1385,6 +1516,28 @@ $$;
 
 
 --
+-- Name: notification_page(timestamp with time zone, uuid, boolean, integer); Type: FUNCTION; Schema: app; Owner: -
+--
+
+CREATE FUNCTION app.notification_page(p_before_at timestamp with time zone, p_before_id uuid, p_unread_only boolean, p_limit integer) RETURNS TABLE(id uuid, created_at timestamp with time zone)
+    LANGUAGE plpgsql STABLE SECURITY DEFINER
+    SET search_path TO 'pg_catalog'
+    AS $$
+declare
+  v_viewer uuid := app.viewer_id();
+  v_at timestamptz := coalesce(p_before_at, 'infinity');
+  v_id uuid := coalesce(p_before_id, 'ffffffff-ffff-ffff-ffff-ffffffffffff');
+begin
+  if p_unread_only then
+    return query select r.id, r.created_at from app_private.notification_page_rows(v_viewer, v_at, v_id, true, p_limit) r;
+  else
+    return query select r.id, r.created_at from app_private.notification_page_rows(v_viewer, v_at, v_id, false, p_limit) r;
+  end if;
+end
+$$;
+
+
+--
 -- Name: notification_replay(uuid, xid8, integer); Type: FUNCTION; Schema: app; Owner: -
 --
 
@@ -1422,6 +1575,20 @@ $$;
 
 
 --
+-- Name: notification_settings(); Type: FUNCTION; Schema: app; Owner: -
+--
+
+CREATE FUNCTION app.notification_settings() RETURNS TABLE(push_enabled boolean, type app.notification_type, type_enabled boolean)
+    LANGUAGE sql STABLE SECURITY DEFINER
+    SET search_path TO 'pg_catalog'
+    AS $$
+  select coalesce(s.push_enabled, true), t.type, not coalesce(t.type = any (s.push_disabled_types), false)
+  from unnest(enum_range(null::app.notification_type)) as t(type)
+  left join app_private.notification_settings s on s.user_id = app.viewer_id()
+$$;
+
+
+--
 -- Name: notifications; Type: TABLE; Schema: app; Owner: -
 --
 
@@ -1437,7 +1604,8 @@ CREATE TABLE app.notifications (
     join_request_id uuid,
     created_at timestamp with time zone DEFAULT now() NOT NULL,
     read_at timestamp with time zone,
-    tx_id xid8 DEFAULT pg_current_xact_id() NOT NULL
+    tx_id xid8 DEFAULT pg_current_xact_id() NOT NULL,
+    fanout_key uuid
 );
 
 ALTER TABLE ONLY app.notifications FORCE ROW LEVEL SECURITY;
@@ -1497,6 +1665,16 @@ $$;
 
 
 --
+-- Name: post_comment_count(uuid); Type: FUNCTION; Schema: app; Owner: -
+--
+
+CREATE FUNCTION app.post_comment_count(p_post_id uuid) RETURNS integer
+    LANGUAGE plpgsql STABLE SECURITY DEFINER
+    SET search_path TO 'pg_catalog'
+    AS $$ begin return app_private.counter_value('post_comments', p_post_id); end $$;
+
+
+--
 -- Name: post_hub_discussion_message(uuid, uuid, text, uuid); Type: FUNCTION; Schema: app; Owner: -
 --
 
@@ -1518,6 +1696,16 @@ $$;
 
 
 --
+-- Name: post_repost_count(uuid); Type: FUNCTION; Schema: app; Owner: -
+--
+
+CREATE FUNCTION app.post_repost_count(p_post_id uuid) RETURNS integer
+    LANGUAGE plpgsql STABLE SECURITY DEFINER
+    SET search_path TO 'pg_catalog'
+    AS $$ begin return app_private.counter_value('post_reposts', p_post_id); end $$;
+
+
+--
 -- Name: posts; Type: TABLE; Schema: app; Owner: -
 --
 
@@ -1533,11 +1721,7 @@ CREATE TABLE app.posts (
     source_post_id uuid,
     created_at timestamp with time zone DEFAULT now() NOT NULL,
     deleted_at timestamp with time zone,
-    repost_count integer DEFAULT 0 NOT NULL,
-    comment_count integer DEFAULT 0 NOT NULL,
-    CONSTRAINT posts_comment_count_check CHECK ((comment_count >= 0)),
     CONSTRAINT posts_has_content CHECK (((article_id IS NOT NULL) OR (thought_text IS NOT NULL) OR (slider_text IS NOT NULL))),
-    CONSTRAINT posts_repost_count_check CHECK ((repost_count >= 0)),
     CONSTRAINT posts_repost_has_no_article CHECK (((source_post_id IS NULL) OR (article_id IS NULL))),
     CONSTRAINT posts_slider_complete CHECK ((((slider_text IS NULL) = (slider_left_label IS NULL)) AND ((slider_text IS NULL) = (slider_right_label IS NULL)))),
     CONSTRAINT posts_slider_left_label_check CHECK (((char_length(slider_left_label) >= 1) AND (char_length(slider_left_label) <= 40))),
@@ -1592,8 +1776,8 @@ CREATE FUNCTION app.profile_social(p_user_id uuid, OUT followers bigint, OUT fol
     LANGUAGE sql STABLE SECURITY DEFINER
     SET search_path TO 'pg_catalog'
     AS $$
-  select coalesce(c.followers, 0), coalesce(c.following, 0),
-         (select count(*) from app.posts p where p.author_id = p_user_id and p.deleted_at is null and p.visibility <> 'private_locked_hub'),
+  select app_private.counter_value('user_followers', p_user_id), app_private.counter_value('user_following', p_user_id),
+         app_private.counter_value('user_posts', p_user_id),
          case when p_user_id = app.viewer_id() then (select count(*) from app.vote_receipts r where r.user_id = p_user_id) end,
          (select count(*) from app.vote_receipts r join app.posts p on p.id = r.post_id where p.author_id = p_user_id and p.deleted_at is null),
          coalesce((select jsonb_agg(jsonb_build_object('id', h.id, 'name', h.name, 'photoKey', a.object_key) order by h.name)
@@ -1604,8 +1788,6 @@ CREATE FUNCTION app.profile_social(p_user_id uuid, OUT followers bigint, OUT fol
          app.viewer_follows(p_user_id),
          exists (select from app.follows f where f.follower_id = p_user_id and f.followee_id = app.viewer_id()),
          exists (select from app.blocks b where b.blocker_id = app.viewer_id() and b.blocked_id = p_user_id)
-  from (select) one
-  left join app.follow_counts c on c.user_id = p_user_id
 $$;
 
 
@@ -1613,7 +1795,7 @@ $$;
 -- Name: refresh_session(bytea, bytea); Type: FUNCTION; Schema: app; Owner: -
 --
 
-CREATE FUNCTION app.refresh_session(p_refresh_hash bytea, p_new_refresh_hash bytea, OUT user_id uuid, OUT session_id uuid, OUT outcome text) RETURNS record
+CREATE FUNCTION app.refresh_session(p_refresh_hash bytea, p_new_refresh_hash bytea, OUT user_id uuid, OUT session_id uuid, OUT outcome text, OUT issued_at timestamp with time zone) RETURNS record
     LANGUAGE plpgsql SECURITY DEFINER
     SET search_path TO 'pg_catalog'
     AS $$
@@ -1621,6 +1803,8 @@ declare
   v_token app_private.refresh_tokens;
   v_session app.sessions;
 begin
+  -- The row lock makes concurrent refreshes of one token serial: the first rotates, the others
+  -- then see the rotation.
   select * into v_token from app_private.refresh_tokens t where t.token_hash = p_refresh_hash for update;
   if not found then
     outcome := 'invalid';
@@ -1628,6 +1812,19 @@ begin
   end if;
   select * into v_session from app.sessions s where s.id = v_token.session_id for update;
   if v_token.rotated_at is not null then
+    -- clock_timestamp(): a refresh that waited for the lock measures the window from now, not from
+    -- its transaction's start.
+    if v_token.rotated_at > clock_timestamp() - interval '10 seconds'
+       and v_session.revoked_at is null and v_session.expires_at > now()
+       and exists (select from app_private.refresh_tokens n
+                   where n.token_hash = p_new_refresh_hash and n.session_id = v_session.id
+                     and n.rotated_at is null and n.expires_at > now()) then
+      user_id := v_session.user_id;
+      session_id := v_session.id;
+      issued_at := v_token.rotated_at;
+      outcome := 'rotated';
+      return;
+    end if;
     update app.sessions s set revoked_at = coalesce(s.revoked_at, now()) where s.id = v_session.id;
     outcome := 'reused';
     return;
@@ -1641,7 +1838,53 @@ begin
     values (p_new_refresh_hash, v_session.id, now() + interval '30 days');
   user_id := v_session.user_id;
   session_id := v_session.id;
+  issued_at := now();
   outcome := 'rotated';
+end
+$$;
+
+
+--
+-- Name: register_push_device(text, text, text, text); Type: FUNCTION; Schema: app; Owner: -
+--
+
+CREATE FUNCTION app.register_push_device(p_provider text, p_platform text, p_token text, p_locale text) RETURNS TABLE(id uuid, provider text, platform text, token_suffix text, created_at timestamp with time zone, last_seen_at timestamp with time zone, created boolean)
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog'
+    AS $$
+#variable_conflict use_column
+declare
+  v_viewer uuid := app.viewer_id();
+  v_session uuid := app.viewer_session_id();
+  v_hash bytea := sha256(convert_to(p_token, 'UTF8'));
+  v_device app.push_devices;
+  v_created boolean;
+begin
+  loop
+    update app.push_devices d
+      set session_id = v_session, platform = p_platform, locale = p_locale, last_seen_at = now()
+      where d.token_hash = v_hash and d.user_id = v_viewer
+      returning * into v_device;
+    if found then
+      v_created := false;
+      exit;
+    end if;
+    delete from app.push_devices d where d.token_hash = v_hash;
+    insert into app.push_devices (user_id, session_id, provider, platform, token, token_hash, locale)
+      values (v_viewer, v_session, p_provider, p_platform, p_token, v_hash, p_locale)
+      on conflict (token_hash) do nothing
+      returning * into v_device;
+    if found then
+      v_created := true;
+      exit;
+    end if;
+  end loop;
+  delete from app.push_devices d
+    where d.user_id = v_viewer and d.id in (
+      select o.id from app.push_devices o where o.user_id = v_viewer
+      order by o.last_seen_at desc, o.id offset app_private.push_devices_per_user());
+  return query select v_device.id, v_device.provider, v_device.platform, v_device.token_suffix, v_device.created_at,
+                      v_device.last_seen_at, v_created;
 end
 $$;
 
@@ -2060,6 +2303,16 @@ $$;
 
 
 --
+-- Name: unread_counts(); Type: FUNCTION; Schema: app; Owner: -
+--
+
+CREATE FUNCTION app.unread_counts() RETURNS TABLE(hub_id uuid, unread bigint)
+    LANGUAGE plpgsql STABLE SECURITY DEFINER
+    SET search_path TO 'pg_catalog'
+    AS $$ begin return query select u.hub_id, u.unread from app_private.unread_counts(app.viewer_id()) u; end $$;
+
+
+--
 -- Name: update_hub(uuid, text, text, uuid); Type: FUNCTION; Schema: app; Owner: -
 --
 
@@ -2075,6 +2328,28 @@ begin
   update app.hubs set name = coalesce(p_name, name), description = coalesce(p_description, description),
                       profile_asset_id = coalesce(p_asset_id, profile_asset_id)
     where id = p_hub_id;
+end
+$$;
+
+
+--
+-- Name: update_notification_settings(boolean, app.notification_type[], app.notification_type[]); Type: FUNCTION; Schema: app; Owner: -
+--
+
+CREATE FUNCTION app.update_notification_settings(p_enabled boolean, p_enable app.notification_type[], p_disable app.notification_type[]) RETURNS TABLE(push_enabled boolean, type app.notification_type, type_enabled boolean)
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog'
+    AS $$
+begin
+  insert into app_private.notification_settings as s (user_id, push_enabled, push_disabled_types)
+    values (app.viewer_id(), coalesce(p_enabled, true), coalesce(p_disable, '{}'))
+    on conflict (user_id) do update
+      set push_enabled = coalesce(p_enabled, s.push_enabled),
+          push_disabled_types = array(
+            select distinct t from unnest(s.push_disabled_types || coalesce(p_disable, '{}')) t
+            where not t = any (coalesce(p_enable, '{}')) order by t),
+          updated_at = now();
+  return query select * from app.notification_settings();
 end
 $$;
 
@@ -2378,6 +2653,25 @@ $$;
 
 
 --
+-- Name: add_counts(app_private.counter_change[]); Type: FUNCTION; Schema: app_private; Owner: -
+--
+
+CREATE FUNCTION app_private.add_counts(p_changes app_private.counter_change[]) RETURNS void
+    LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog'
+    AS $$
+begin
+  insert into app_private.counters as c (counter, subject, slot, n)
+    select d.counter, d.subject, floor(random() * 16)::smallint, d.delta
+    from (select x.counter, x.subject, sum(x.delta)::bigint as delta from unnest(p_changes) x group by x.counter, x.subject) d
+    where d.delta <> 0
+    order by d.counter, d.subject
+    on conflict (counter, subject, slot) do update set n = c.n + excluded.n;
+end
+$$;
+
+
+--
 -- Name: announce_session_revoked(); Type: FUNCTION; Schema: app_private; Owner: -
 --
 
@@ -2520,35 +2814,90 @@ $$;
 
 
 --
+-- Name: claim_pushes(integer, integer); Type: FUNCTION; Schema: app_private; Owner: -
+--
+
+CREATE FUNCTION app_private.claim_pushes(p_limit integer, p_lease_seconds integer) RETURNS TABLE(delivery_id bigint, device_id uuid, attempt integer, token text, platform text, notification_id uuid, type app.notification_type, post_id uuid, hub_id uuid, badge bigint, written_at timestamp with time zone)
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog'
+    AS $$
+begin
+  return query
+  with due as (
+    select dl.id from app_private.push_deliveries dl
+    where dl.state = 'pending' and dl.next_attempt_at <= now()
+    order by dl.next_attempt_at, dl.id
+    limit p_limit
+    for update skip locked
+  ), checked as (
+    select dl.id, dl.device_id, dl.attempts, d.token, d.platform, d.user_id, n.id as notification_id, n.type, n.post_id, n.hub_id,
+           coalesce(n.created_at, b.created_at) as written_at,
+           exists (select from app_private.session_level(d.session_id, d.user_id))
+             and app_private.push_allowed(s, n.type)
+             and (dl.badge_change_id is not null or (app_private.notification_visible(n, d.user_id) and n.read_at is null)) as sendable
+    from due
+    join app_private.push_deliveries dl on dl.id = due.id
+    join app.push_devices d on d.id = dl.device_id
+    left join app.notifications n on n.id = dl.notification_id
+    left join app_private.badge_changes b on b.id = dl.badge_change_id
+    left join app_private.notification_settings s on s.user_id = d.user_id
+  ), claimed as (
+    update app_private.push_deliveries dl
+      set attempts = dl.attempts + c.sendable::int,
+          state = case when c.sendable then 'pending' else 'skipped' end::app_private.push_state,
+          next_attempt_at = case when c.sendable then now() + make_interval(secs => p_lease_seconds) else dl.next_attempt_at end,
+          finished_at = case when c.sendable then null else now() end
+      from checked c
+      where dl.id = c.id
+      returning dl.id
+  ), badges as (
+    select u.user_id, (select coalesce(sum(x.unread), 0) from app_private.unread_counts(u.user_id) x)::bigint as badge
+    from (select distinct c.user_id from checked c where c.sendable) u
+  )
+  select c.id, c.device_id, c.attempts + 1, c.token, c.platform, c.notification_id, c.type, c.post_id, c.hub_id, bg.badge, c.written_at
+  from checked c
+  join claimed on claimed.id = c.id
+  join badges bg on bg.user_id = c.user_id
+  where c.sendable
+  order by c.id;
+end
+$$;
+
+
+--
+-- Name: client_address_key(text); Type: FUNCTION; Schema: app_private; Owner: -
+--
+
+CREATE FUNCTION app_private.client_address_key(p_address text) RETURNS text
+    LANGUAGE plpgsql IMMUTABLE
+    SET search_path TO 'pg_catalog'
+    AS $$
+declare
+  v_address inet;
+begin
+  begin
+    -- A zone index (fe80::1%eth0) names a link, not a client.
+    v_address := split_part(p_address, '%', 1)::inet;
+  exception when invalid_text_representation then
+    return p_address;
+  end;
+  if family(v_address) = 4 then
+    return host(v_address);
+  elsif v_address << inet '::ffff:0.0.0.0/96' then
+    return host(inet '0.0.0.0' + (v_address - inet '::ffff:0.0.0.0'));
+  end if;
+  return network(set_masklen(v_address, 64))::text;
+end
+$$;
+
+
+--
 -- Name: co_members_of(uuid[], uuid); Type: FUNCTION; Schema: app_private; Owner: -
 --
 
 CREATE FUNCTION app_private.co_members_of(p_hubs uuid[], p_viewer uuid) RETURNS SETOF uuid
     LANGUAGE sql STABLE
     AS $$ select m.user_id from app.hub_memberships m where m.hub_id = any (p_hubs) and m.user_id <> p_viewer $$;
-
-
---
--- Name: comments_count(); Type: FUNCTION; Schema: app_private; Owner: -
---
-
-CREATE FUNCTION app_private.comments_count() RETURNS trigger
-    LANGUAGE plpgsql SECURITY DEFINER
-    SET search_path TO 'pg_catalog'
-    AS $$
-declare
-  v_delta int := case when tg_op = 'INSERT' then 1 else -1 end;
-begin
-  if tg_op = 'UPDATE' and not (old.deleted_at is null and new.deleted_at is not null) then
-    return null;
-  end if;
-  update app.posts set comment_count = comment_count + v_delta where id = new.post_id;
-  if new.parent_id is not null then
-    update app.comments set reply_count = reply_count + v_delta where id = new.parent_id;
-  end if;
-  return null;
-end
-$$;
 
 
 --
@@ -2627,6 +2976,344 @@ $$;
 
 
 --
+-- Name: count_comments(); Type: FUNCTION; Schema: app_private; Owner: -
+--
+
+CREATE FUNCTION app_private.count_comments() RETURNS trigger
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog'
+    AS $$
+begin
+  if tg_op = 'INSERT' then
+    perform app_private.add_counts(array(select (k.counter, k.subject, 1)::app_private.counter_change from new_rows r, app_private.counted_by_comment(r) k));
+  elsif tg_op = 'DELETE' then
+    perform app_private.add_counts(array(select (k.counter, k.subject, -1)::app_private.counter_change from old_rows r, app_private.counted_by_comment(r) k));
+  else
+    perform app_private.add_counts(array(select (k.counter, k.subject, 1)::app_private.counter_change from new_rows r, app_private.counted_by_comment(r) k
+                                         union all
+                                         select (k.counter, k.subject, -1)::app_private.counter_change from old_rows r, app_private.counted_by_comment(r) k));
+  end if;
+  return null;
+end
+$$;
+
+
+--
+-- Name: count_follows(); Type: FUNCTION; Schema: app_private; Owner: -
+--
+
+CREATE FUNCTION app_private.count_follows() RETURNS trigger
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog'
+    AS $$
+begin
+  if tg_op = 'INSERT' then
+    perform app_private.add_counts(array(select (k.counter, k.subject, 1)::app_private.counter_change from new_rows r, app_private.counted_by_follow(r) k));
+  elsif tg_op = 'DELETE' then
+    perform app_private.add_counts(array(select (k.counter, k.subject, -1)::app_private.counter_change from old_rows r, app_private.counted_by_follow(r) k));
+  else
+    perform app_private.add_counts(array(select (k.counter, k.subject, 1)::app_private.counter_change from new_rows r, app_private.counted_by_follow(r) k
+                                         union all
+                                         select (k.counter, k.subject, -1)::app_private.counter_change from old_rows r, app_private.counted_by_follow(r) k));
+  end if;
+  return null;
+end
+$$;
+
+
+--
+-- Name: count_memberships(); Type: FUNCTION; Schema: app_private; Owner: -
+--
+
+CREATE FUNCTION app_private.count_memberships() RETURNS trigger
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog'
+    AS $$
+begin
+  if tg_op = 'INSERT' then
+    perform app_private.add_counts(array(select (k.counter, k.subject, 1)::app_private.counter_change from new_rows r, app_private.counted_by_membership(r) k));
+  elsif tg_op = 'DELETE' then
+    perform app_private.add_counts(array(select (k.counter, k.subject, -1)::app_private.counter_change from old_rows r, app_private.counted_by_membership(r) k));
+  else
+    perform app_private.add_counts(array(select (k.counter, k.subject, 1)::app_private.counter_change from new_rows r, app_private.counted_by_membership(r) k
+                                         union all
+                                         select (k.counter, k.subject, -1)::app_private.counter_change from old_rows r, app_private.counted_by_membership(r) k));
+  end if;
+  return null;
+end
+$$;
+
+
+--
+-- Name: count_posts(); Type: FUNCTION; Schema: app_private; Owner: -
+--
+
+CREATE FUNCTION app_private.count_posts() RETURNS trigger
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog'
+    AS $$
+begin
+  if tg_op = 'INSERT' then
+    perform app_private.add_counts(array(select (k.counter, k.subject, 1)::app_private.counter_change from new_rows r, app_private.counted_by_post(r) k));
+  elsif tg_op = 'DELETE' then
+    perform app_private.add_counts(array(select (k.counter, k.subject, -1)::app_private.counter_change from old_rows r, app_private.counted_by_post(r) k));
+  else
+    perform app_private.add_counts(array(select (k.counter, k.subject, 1)::app_private.counter_change from new_rows r, app_private.counted_by_post(r) k
+                                         union all
+                                         select (k.counter, k.subject, -1)::app_private.counter_change from old_rows r, app_private.counted_by_post(r) k));
+  end if;
+  return null;
+end
+$$;
+
+
+--
+-- Name: count_unread_changes(); Type: FUNCTION; Schema: app_private; Owner: -
+--
+
+CREATE FUNCTION app_private.count_unread_changes() RETURNS trigger
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog'
+    AS $$
+begin
+  perform app_private.lock_reposts(array(
+    select n.post_id from new_rows n where n.type = 'post_reposted' and n.hub_id is null
+    union select o.post_id from old_rows o where o.type = 'post_reposted' and o.hub_id is null));
+  insert into app_private.unread_counters as c (user_id, kind, scope_id, slot, unread)
+  select d.user_id, d.kind, d.scope_id, floor(random() * 32)::smallint, d.delta
+  from (
+    select r.user_id, b.kind, b.scope_id, sum(r.delta) as delta
+    from (select n.recipient_id as user_id, n.type, n.hub_id, n.post_id, 1 as delta from new_rows n where n.read_at is null
+          union all
+          select o.recipient_id, o.type, o.hub_id, o.post_id, -1 from old_rows o where o.read_at is null) r
+    cross join lateral app_private.unread_bucket(r.type, r.hub_id, r.post_id) b
+    group by r.user_id, b.kind, b.scope_id) d
+  where d.delta <> 0
+  order by d.user_id, d.kind, d.scope_id
+  on conflict (user_id, kind, scope_id, slot) do update set unread = c.unread + excluded.unread;
+  return null;
+end
+$$;
+
+
+--
+-- Name: count_unread_deletes(); Type: FUNCTION; Schema: app_private; Owner: -
+--
+
+CREATE FUNCTION app_private.count_unread_deletes() RETURNS trigger
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog'
+    AS $$
+begin
+  perform app_private.lock_reposts(array(select o.post_id from old_rows o where o.type = 'post_reposted' and o.hub_id is null));
+  insert into app_private.unread_counters as c (user_id, kind, scope_id, slot, unread)
+  select o.recipient_id, b.kind, b.scope_id, floor(random() * 32)::smallint, -count(*)
+  from old_rows o cross join lateral app_private.unread_bucket(o.type, o.hub_id, o.post_id) b
+  where o.read_at is null
+  group by o.recipient_id, b.kind, b.scope_id
+  order by o.recipient_id, b.kind, b.scope_id
+  on conflict (user_id, kind, scope_id, slot) do update set unread = c.unread + excluded.unread;
+  return null;
+end
+$$;
+
+
+--
+-- Name: count_unread_inserts(); Type: FUNCTION; Schema: app_private; Owner: -
+--
+
+CREATE FUNCTION app_private.count_unread_inserts() RETURNS trigger
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog'
+    AS $$
+begin
+  perform app_private.lock_reposts(array(select n.post_id from new_rows n where n.type = 'post_reposted' and n.hub_id is null));
+  insert into app_private.unread_counters as c (user_id, kind, scope_id, slot, unread)
+  select n.recipient_id, b.kind, b.scope_id, floor(random() * 32)::smallint, count(*)
+  from new_rows n cross join lateral app_private.unread_bucket(n.type, n.hub_id, n.post_id) b
+  where n.read_at is null
+  group by n.recipient_id, b.kind, b.scope_id
+  order by n.recipient_id, b.kind, b.scope_id
+  on conflict (user_id, kind, scope_id, slot) do update set unread = c.unread + excluded.unread;
+  return null;
+end
+$$;
+
+
+--
+-- Name: comments; Type: TABLE; Schema: app; Owner: -
+--
+
+CREATE TABLE app.comments (
+    id uuid DEFAULT gen_random_uuid() NOT NULL,
+    post_id uuid NOT NULL,
+    author_id uuid NOT NULL,
+    parent_id uuid,
+    text text NOT NULL,
+    created_at timestamp with time zone DEFAULT now() NOT NULL,
+    deleted_at timestamp with time zone,
+    CONSTRAINT comments_text_check CHECK (((char_length(text) >= 1) AND (char_length(text) <= 1000)))
+);
+
+ALTER TABLE ONLY app.comments FORCE ROW LEVEL SECURITY;
+
+
+--
+-- Name: counted_by_comment(app.comments); Type: FUNCTION; Schema: app_private; Owner: -
+--
+
+CREATE FUNCTION app_private.counted_by_comment(p_row app.comments) RETURNS TABLE(counter app_private.counter, subject uuid)
+    LANGUAGE sql IMMUTABLE
+    AS $$
+  select x.counter, x.subject
+  from (values ('post_comments'::app_private.counter, p_row.post_id, p_row.deleted_at is null),
+               ('comment_replies', p_row.parent_id, p_row.deleted_at is null and p_row.parent_id is not null)) x (counter, subject, counted)
+  where x.counted
+$$;
+
+
+--
+-- Name: follows; Type: TABLE; Schema: app; Owner: -
+--
+
+CREATE TABLE app.follows (
+    follower_id uuid NOT NULL,
+    followee_id uuid NOT NULL,
+    created_at timestamp with time zone DEFAULT now() NOT NULL,
+    seq bigint NOT NULL,
+    CONSTRAINT follows_not_self CHECK ((follower_id <> followee_id))
+);
+
+ALTER TABLE ONLY app.follows FORCE ROW LEVEL SECURITY;
+
+
+--
+-- Name: counted_by_follow(app.follows); Type: FUNCTION; Schema: app_private; Owner: -
+--
+
+CREATE FUNCTION app_private.counted_by_follow(p_row app.follows) RETURNS TABLE(counter app_private.counter, subject uuid)
+    LANGUAGE sql IMMUTABLE
+    AS $$
+  select x.counter, x.subject
+  from (values ('user_followers'::app_private.counter, p_row.followee_id), ('user_following', p_row.follower_id)) x (counter, subject)
+$$;
+
+
+--
+-- Name: hub_memberships; Type: TABLE; Schema: app; Owner: -
+--
+
+CREATE TABLE app.hub_memberships (
+    hub_id uuid NOT NULL,
+    user_id uuid NOT NULL,
+    role app.hub_role DEFAULT 'member'::app.hub_role NOT NULL,
+    joined_at timestamp with time zone DEFAULT now() NOT NULL,
+    content_muted boolean DEFAULT false NOT NULL
+);
+
+ALTER TABLE ONLY app.hub_memberships FORCE ROW LEVEL SECURITY;
+
+
+--
+-- Name: counted_by_membership(app.hub_memberships); Type: FUNCTION; Schema: app_private; Owner: -
+--
+
+CREATE FUNCTION app_private.counted_by_membership(p_row app.hub_memberships) RETURNS TABLE(counter app_private.counter, subject uuid)
+    LANGUAGE sql IMMUTABLE
+    AS $$
+  select 'hub_members'::app_private.counter, p_row.hub_id
+$$;
+
+
+--
+-- Name: counted_by_message(app.hub_discussion_messages); Type: FUNCTION; Schema: app_private; Owner: -
+--
+
+CREATE FUNCTION app_private.counted_by_message(p_row app.hub_discussion_messages) RETURNS TABLE(counter app_private.counter, subject uuid)
+    LANGUAGE sql IMMUTABLE
+    AS $$
+  select x.counter, x.subject
+  from (values ('discussion_messages'::app_private.counter, p_row.discussion_id), ('message_replies', p_row.parent_id)) x (counter, subject)
+  where x.subject is not null
+$$;
+
+
+--
+-- Name: counted_by_post(app.posts); Type: FUNCTION; Schema: app_private; Owner: -
+--
+
+CREATE FUNCTION app_private.counted_by_post(p_row app.posts) RETURNS TABLE(counter app_private.counter, subject uuid)
+    LANGUAGE sql IMMUTABLE
+    AS $$
+  select x.counter, x.subject
+  from (values ('post_reposts'::app_private.counter, p_row.source_post_id, p_row.deleted_at is null and p_row.source_post_id is not null),
+               ('user_posts', p_row.author_id, p_row.deleted_at is null and p_row.visibility <> 'private_locked_hub')) x (counter, subject, counted)
+  where x.counted
+$$;
+
+
+--
+-- Name: counted_kept(); Type: FUNCTION; Schema: app_private; Owner: -
+--
+
+CREATE FUNCTION app_private.counted_kept() RETURNS TABLE(counter app_private.counter, subject uuid, n bigint)
+    LANGUAGE sql STABLE
+    SET search_path TO 'pg_catalog'
+    AS $$
+  select x.counter, x.subject, sum(x.n)::bigint from app_private.counters x group by x.counter, x.subject
+  union all
+  select 'discussion_messages', s.discussion_id, s.message_count from app.hub_discussion_stats s where s.message_count <> 0
+  union all
+  select 'message_replies', m.id, m.reply_count from app.hub_discussion_messages m where m.reply_count <> 0
+$$;
+
+
+--
+-- Name: counted_now(); Type: FUNCTION; Schema: app_private; Owner: -
+--
+
+CREATE FUNCTION app_private.counted_now() RETURNS TABLE(counter app_private.counter, subject uuid, n bigint)
+    LANGUAGE sql STABLE
+    SET search_path TO 'pg_catalog'
+    AS $$
+  select k.counter, k.subject, count(*)
+  from (select k.* from app.comments r, app_private.counted_by_comment(r) k
+        union all select k.* from app.posts r, app_private.counted_by_post(r) k
+        union all select k.* from app.follows r, app_private.counted_by_follow(r) k
+        union all select k.* from app.hub_memberships r, app_private.counted_by_membership(r) k
+        union all select k.* from app.hub_discussion_messages r, app_private.counted_by_message(r) k) k
+  group by k.counter, k.subject
+$$;
+
+
+--
+-- Name: counter_drift(); Type: FUNCTION; Schema: app_private; Owner: -
+--
+
+CREATE FUNCTION app_private.counter_drift() RETURNS TABLE(counter app_private.counter, subject uuid, kept bigint, counted bigint)
+    LANGUAGE sql STABLE
+    SET search_path TO 'pg_catalog'
+    AS $$
+  select coalesce(k.counter, c.counter), coalesce(k.subject, c.subject), coalesce(k.n, 0), coalesce(c.n, 0)
+  from app_private.counted_kept() k
+  full join app_private.counted_now() c on c.counter = k.counter and c.subject = k.subject
+  where coalesce(k.n, 0) <> coalesce(c.n, 0)
+$$;
+
+
+--
+-- Name: counter_value(app_private.counter, uuid); Type: FUNCTION; Schema: app_private; Owner: -
+--
+
+CREATE FUNCTION app_private.counter_value(p_counter app_private.counter, p_subject uuid) RETURNS bigint
+    LANGUAGE sql STABLE
+    SET search_path TO 'pg_catalog'
+    AS $$
+  select coalesce(sum(c.n), 0)::bigint from app_private.counters c where c.counter = p_counter and c.subject = p_subject
+$$;
+
+
+--
 -- Name: dispatch_notifications(); Type: FUNCTION; Schema: app_private; Owner: -
 --
 
@@ -2637,11 +3324,20 @@ CREATE FUNCTION app_private.dispatch_notifications() RETURNS void
 declare
   v_to xid8 := pg_snapshot_xmin(pg_current_snapshot());
   v_from xid8;
+  v_rows boolean;
+  v_badges boolean;
 begin
   select d.dispatched_to into v_from from app_private.notification_dispatch d;
-  if v_to > v_from and exists (select from app.notifications n where n.tx_id >= v_from and n.tx_id < v_to) then
+  if v_to <= v_from then
+    return;
+  end if;
+  v_rows := exists (select from app.notifications n where n.tx_id >= v_from and n.tx_id < v_to);
+  v_badges := exists (select from app_private.badge_changes b where b.tx_id >= v_from and b.tx_id < v_to);
+  if v_rows or v_badges then
     update app_private.notification_dispatch set dispatched_to = v_to;
-    perform pg_notify('notifications', json_build_object('from', v_from::text, 'to', v_to::text)::text);
+    perform pg_notify('notifications', case when v_badges
+      then json_build_object('from', v_from::text, 'to', v_to::text, 'badges', true)
+      else json_build_object('from', v_from::text, 'to', v_to::text) end::text);
   end if;
 end
 $$;
@@ -2687,14 +3383,15 @@ declare
   v_type app.notification_type := (p_payload ->> 'type')::app.notification_type;
   v_count int;
 begin
-  insert into app.notifications (recipient_id, type, actor_id, hub_id, join_request_id, post_id)
+  insert into app.notifications (recipient_id, type, actor_id, hub_id, join_request_id, post_id, fanout_key)
   select m.user_id, v_type, (p_payload ->> 'actorId')::uuid, m.hub_id,
-         (p_payload ->> 'joinRequestId')::uuid, (p_payload ->> 'postId')::uuid
+         (p_payload ->> 'joinRequestId')::uuid, (p_payload ->> 'postId')::uuid, (p_payload ->> 'key')::uuid
   from app.hub_memberships m
   where m.hub_id = (p_payload ->> 'hubId')::uuid
     and not m.user_id = any (coalesce(array(select jsonb_array_elements_text(p_payload -> 'except'))::uuid[], '{}'))
     and (p_payload ->> 'audience' = 'members' or m.role in ('admin', 'super_admin'))
-    and not (m.content_muted and v_type in ('hub_post_created', 'post_shared_to_hub', 'post_reposted'));
+    and not (m.content_muted and v_type in ('hub_post_created', 'post_shared_to_hub', 'post_reposted'))
+  on conflict (fanout_key, recipient_id) where fanout_key is not null do nothing;
   get diagnostics v_count = row_count;
   return v_count;
 end
@@ -2771,32 +3468,6 @@ CREATE FUNCTION app_private.followees_of(p_viewer uuid) RETURNS SETOF uuid
 
 
 --
--- Name: follows_count(); Type: FUNCTION; Schema: app_private; Owner: -
---
-
-CREATE FUNCTION app_private.follows_count() RETURNS trigger
-    LANGUAGE plpgsql SECURITY DEFINER
-    SET search_path TO 'pg_catalog'
-    AS $$
-begin
-  if tg_op = 'INSERT' then
-    insert into app.follow_counts as c (user_id, followers, following)
-      select d.user_id, d.followers, d.following
-      from (values (new.followee_id, 1, 0), (new.follower_id, 0, 1)) d (user_id, followers, following)
-      order by d.user_id
-      on conflict (user_id) do update
-        set followers = c.followers + excluded.followers, following = c.following + excluded.following;
-  else
-    perform from app.follow_counts c where c.user_id in (old.follower_id, old.followee_id) order by c.user_id for update;
-    update app.follow_counts set followers = followers - 1 where user_id = old.followee_id;
-    update app.follow_counts set following = following - 1 where user_id = old.follower_id;
-  end if;
-  return null;
-end
-$$;
-
-
---
 -- Name: forget_asset(uuid); Type: FUNCTION; Schema: app_private; Owner: -
 --
 
@@ -2804,6 +3475,21 @@ CREATE FUNCTION app_private.forget_asset(p_asset_id uuid) RETURNS void
     LANGUAGE sql SECURITY DEFINER
     SET search_path TO 'pg_catalog'
     AS $$ delete from app.assets a where a.id = p_asset_id and not app_private.asset_referenced(a.id) $$;
+
+
+--
+-- Name: forget_revoked_session_devices(); Type: FUNCTION; Schema: app_private; Owner: -
+--
+
+CREATE FUNCTION app_private.forget_revoked_session_devices() RETURNS trigger
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog'
+    AS $$
+begin
+  delete from app.push_devices d where d.session_id = new.id;
+  return null;
+end
+$$;
 
 
 --
@@ -3035,25 +3721,6 @@ $$;
 
 
 --
--- Name: hub_member_count(); Type: FUNCTION; Schema: app_private; Owner: -
---
-
-CREATE FUNCTION app_private.hub_member_count() RETURNS trigger
-    LANGUAGE plpgsql SECURITY DEFINER
-    SET search_path TO 'pg_catalog'
-    AS $$
-begin
-  if tg_op = 'INSERT' then
-    update app.hubs set member_count = member_count + 1 where id = new.hub_id;
-  else
-    update app.hubs set member_count = member_count - 1 where id = old.hub_id;
-  end if;
-  return null;
-end
-$$;
-
-
---
 -- Name: hub_invitations; Type: TABLE; Schema: app; Owner: -
 --
 
@@ -3088,7 +3755,8 @@ declare
   v_invitee uuid;
   v_invitation app.hub_invitations;
 begin
-  for v_phone in select distinct p from unnest(p_phones) p loop
+  for v_phone in select distinct p from unnest(p_phones) p order by p loop
+    perform pg_advisory_xact_lock(hashtextextended('hub_invitation:' || p_hub_id || ':' || v_phone, 0));
     select pi.user_id into v_invitee from app.phone_identities pi where pi.phone_e164 = v_phone;
     continue when v_invitee = app.viewer_id()
       or exists (select from app.hub_memberships m where m.hub_id = p_hub_id and m.user_id = v_invitee);
@@ -3108,6 +3776,27 @@ begin
     return next v_invitation;
   end loop;
   perform app_private.touch_hub_activity(p_hub_id, app.viewer_id());
+end
+$$;
+
+
+--
+-- Name: live_badges(xid8, xid8); Type: FUNCTION; Schema: app_private; Owner: -
+--
+
+CREATE FUNCTION app_private.live_badges(p_from xid8, p_to xid8) RETURNS TABLE(session_id uuid, unread bigint, hub_unread bigint)
+    LANGUAGE plpgsql STABLE SECURITY DEFINER
+    SET search_path TO 'pg_catalog'
+    AS $$
+begin
+  return query
+  select s.id, coalesce(t.unread, 0)::bigint, coalesce(t.hub_unread, 0)::bigint
+  from (select distinct b.user_id from app_private.badge_changes b where b.tx_id >= p_from and b.tx_id < p_to) changed
+  join app.sessions s on s.user_id = changed.user_id
+  cross join lateral (select sum(u.unread) as unread, sum(u.unread) filter (where u.hub_id is not null) as hub_unread
+                      from app_private.unread_counts(changed.user_id) u) t
+  where (select true from pg_temp.live_open_sessions o where o.id = s.id) is not null
+    and exists (select from app_private.session_level(s.id, s.user_id));
 end
 $$;
 
@@ -3158,6 +3847,15 @@ begin
   insert into pg_temp.live_open_sessions (id) select unnest(p_add) on conflict do nothing;
 end
 $$;
+
+
+--
+-- Name: lock_reposts(uuid[]); Type: FUNCTION; Schema: app_private; Owner: -
+--
+
+CREATE FUNCTION app_private.lock_reposts(p_post_ids uuid[]) RETURNS void
+    LANGUAGE sql
+    AS $$ select from app.posts p where p.id = any (p_post_ids) order by p.id for share $$;
 
 
 --
@@ -3296,6 +3994,41 @@ $$;
 
 
 --
+-- Name: move_repost_unread(); Type: FUNCTION; Schema: app_private; Owner: -
+--
+
+CREATE FUNCTION app_private.move_repost_unread() RETURNS trigger
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog'
+    AS $$
+declare
+  v_post uuid := coalesce(new.id, old.id);
+  v_was boolean := app_private.repost_visible(old, null);
+  v_now boolean := tg_op = 'UPDATE' and app_private.repost_visible(new, null);
+begin
+  if v_was = v_now then
+    return null;
+  end if;
+  perform from app.notifications n
+    where n.post_id = v_post and n.type = 'post_reposted' and n.hub_id is null and n.read_at is null
+    order by n.id for update;
+  insert into app_private.unread_counters as c (user_id, kind, scope_id, slot, unread)
+  select m.recipient_id, m.kind, m.scope_id, floor(random() * 32)::smallint, m.delta
+  from (
+    select n.recipient_id, x.kind, x.scope_id, sum(x.sign * 1) as delta
+    from app.notifications n
+    cross join lateral (values ('g'::"char", null::uuid, case when v_now then 1 else -1 end),
+                               ('r'::"char", v_post, case when v_now then -1 else 1 end)) x(kind, scope_id, sign)
+    where n.post_id = v_post and n.type = 'post_reposted' and n.hub_id is null and n.read_at is null
+    group by n.recipient_id, x.kind, x.scope_id) m
+  order by m.recipient_id, m.kind, m.scope_id
+  on conflict (user_id, kind, scope_id, slot) do update set unread = c.unread + excluded.unread;
+  return null;
+end
+$$;
+
+
+--
 -- Name: notification_dispatched_to(); Type: FUNCTION; Schema: app_private; Owner: -
 --
 
@@ -3306,6 +4039,52 @@ CREATE FUNCTION app_private.notification_dispatched_to() RETURNS xid8
 
 
 --
+-- Name: notification_page_rows(uuid, timestamp with time zone, uuid, boolean, integer); Type: FUNCTION; Schema: app_private; Owner: -
+--
+
+CREATE FUNCTION app_private.notification_page_rows(p_viewer uuid, p_before_at timestamp with time zone, p_before_id uuid, p_unread_only boolean, p_limit integer) RETURNS TABLE(id uuid, created_at timestamp with time zone)
+    LANGUAGE sql STABLE
+    AS $$
+  select page.id, page.created_at
+  from (
+    (select n.id, n.created_at
+     from app.notifications n
+     where n.recipient_id = p_viewer and coalesce(n.hub_id, '00000000-0000-0000-0000-000000000000') = '00000000-0000-0000-0000-000000000000'
+       and (n.created_at, n.id) < (p_before_at, p_before_id)
+       and (not p_unread_only or n.read_at is null)
+       and app_private.notification_visible(n, p_viewer)
+     order by n.created_at desc, n.id desc
+     limit p_limit)
+    union all
+    (select h.id, h.created_at
+     from app.hub_memberships m
+     cross join lateral (
+       select n.id, n.created_at
+       from app.notifications n
+       where n.recipient_id = p_viewer and coalesce(n.hub_id, '00000000-0000-0000-0000-000000000000') = m.hub_id
+         and (n.created_at, n.id) < (p_before_at, p_before_id)
+         and (not p_unread_only or n.read_at is null)
+       order by n.created_at desc, n.id desc
+       limit p_limit) h
+     where m.user_id = p_viewer and app_private.scope_visible('h', m.hub_id, p_viewer))
+  ) page
+  order by page.created_at desc, page.id desc
+  limit p_limit
+$$;
+
+
+--
+-- Name: notification_scope_kind(app.notification_type, uuid); Type: FUNCTION; Schema: app_private; Owner: -
+--
+
+CREATE FUNCTION app_private.notification_scope_kind(p_type app.notification_type, p_hub_id uuid) RETURNS "char"
+    LANGUAGE sql IMMUTABLE
+    AS $$
+  select case when p_hub_id is not null then 'h' when p_type = 'post_reposted' then 'r' else 'g' end::"char"
+$$;
+
+
+--
 -- Name: notification_visible(app.notifications, uuid); Type: FUNCTION; Schema: app_private; Owner: -
 --
 
@@ -3313,11 +4092,8 @@ CREATE FUNCTION app_private.notification_visible(p_notification app.notification
     LANGUAGE sql STABLE
     AS $$
   select p_notification.recipient_id = p_user_id
-     and case
-           when p_notification.hub_id is not null then app.is_active_member(p_notification.hub_id, p_user_id)
-           when p_notification.type = 'post_reposted' then app_private.repost_row_visible(p_notification.post_id, p_user_id)
-           else true
-         end
+     and app_private.scope_visible(app_private.notification_scope_kind(p_notification.type, p_notification.hub_id),
+                                   coalesce(p_notification.hub_id, p_notification.post_id), p_user_id)
 $$;
 
 
@@ -3332,14 +4108,17 @@ CREATE FUNCTION app_private.open_join_request(p_hub_id uuid, p_source app.join_r
 declare
   v_request uuid;
 begin
+  insert into app.hub_join_requests (hub_id, user_id, source, invitation_id, invite_link_id)
+    values (p_hub_id, app.viewer_id(), p_source, p_invitation_id, p_invite_link_id)
+    on conflict (hub_id, user_id) where status = 'pending' do nothing
+    returning id into v_request;
+  if v_request is not null then
+    perform app_private.queue_hub_fanout(p_hub_id, 'hub_join_request_created', 'admins', '{}', v_request);
+    return v_request;
+  end if;
+  -- A new statement sees the pending request the conflicting transaction committed.
   select r.id into v_request from app.hub_join_requests r
     where r.hub_id = p_hub_id and r.user_id = app.viewer_id() and r.status = 'pending';
-  if v_request is null then
-    insert into app.hub_join_requests (hub_id, user_id, source, invitation_id, invite_link_id)
-      values (p_hub_id, app.viewer_id(), p_source, p_invitation_id, p_invite_link_id)
-      returning id into v_request;
-    perform app_private.queue_hub_fanout(p_hub_id, 'hub_join_request_created', 'admins', '{}', v_request);
-  end if;
   return v_request;
 end
 $$;
@@ -3438,6 +4217,49 @@ $$;
 
 
 --
+-- Name: plan_pushes(); Type: FUNCTION; Schema: app_private; Owner: -
+--
+
+CREATE FUNCTION app_private.plan_pushes() RETURNS integer
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog'
+    AS $$
+declare
+  v_to xid8 := pg_snapshot_xmin(pg_current_snapshot());
+  v_from xid8;
+  v_rows int;
+  v_badges int;
+begin
+  select c.pushed_to into v_from from app_private.push_cursor c for update skip locked;
+  if not found or v_to <= v_from then
+    return 0;
+  end if;
+  insert into app_private.push_deliveries (notification_id, device_id)
+  select n.id, d.id
+  from app.notifications n
+  join app.push_devices d on d.user_id = n.recipient_id
+  left join app_private.notification_settings s on s.user_id = n.recipient_id
+  where n.tx_id >= v_from and n.tx_id < v_to
+    and n.created_at > now() - app_private.push_max_age()
+    and app_private.push_allowed(s, n.type)
+  order by n.tx_id, n.id
+  on conflict (notification_id, device_id) where notification_id is not null do nothing;
+  get diagnostics v_rows = row_count;
+  insert into app_private.push_deliveries (badge_change_id, device_id)
+  select b.id, d.id
+  from app_private.badge_changes b
+  join app.push_devices d on d.user_id = b.user_id
+  left join app_private.notification_settings s on s.user_id = b.user_id
+  where b.tx_id >= v_from and b.tx_id < v_to and app_private.push_allowed(s, null)
+  on conflict (badge_change_id, device_id) where badge_change_id is not null do nothing;
+  get diagnostics v_badges = row_count;
+  update app_private.push_cursor set pushed_to = v_to;
+  return v_rows + v_badges;
+end
+$$;
+
+
+--
 -- Name: post_hubs_seed_vote_counters(); Type: FUNCTION; Schema: app_private; Owner: -
 --
 
@@ -3477,25 +4299,6 @@ CREATE FUNCTION app_private.posts_by_authors(p_authors uuid[], p_visibilities ap
      and p.visibility = any (p_visibilities) and app.post_visible_to(p, p_viewer, p_blocks)
      and p.created_at <= p_after_at and (p.created_at, p.id) < (p_after_at, p_after_id)
    order by p.created_at desc, p.id desc limit p_window)
-$$;
-
-
---
--- Name: posts_count_reposts(); Type: FUNCTION; Schema: app_private; Owner: -
---
-
-CREATE FUNCTION app_private.posts_count_reposts() RETURNS trigger
-    LANGUAGE plpgsql SECURITY DEFINER
-    SET search_path TO 'pg_catalog'
-    AS $$
-begin
-  if tg_op = 'INSERT' and new.source_post_id is not null then
-    update app.posts set repost_count = repost_count + 1 where id = new.source_post_id;
-  elsif tg_op = 'UPDATE' and new.source_post_id is not null and old.deleted_at is null and new.deleted_at is not null then
-    update app.posts set repost_count = repost_count - 1 where id = new.source_post_id;
-  end if;
-  return null;
-end
 $$;
 
 
@@ -3572,6 +4375,74 @@ $$;
 
 
 --
+-- Name: purge_push(); Type: FUNCTION; Schema: app_private; Owner: -
+--
+
+CREATE FUNCTION app_private.purge_push() RETURNS void
+    LANGUAGE sql SECURITY DEFINER
+    SET search_path TO 'pg_catalog'
+    AS $$
+  update app_private.push_deliveries dl set state = 'given_up', finished_at = now()
+    where dl.state = 'pending' and dl.created_at < now() - app_private.push_max_age();
+  delete from app_private.push_deliveries dl where dl.state <> 'pending' and dl.finished_at < now() - interval '1 day';
+  delete from app_private.badge_changes b where b.created_at < now() - interval '1 day';
+  delete from app.push_devices d using app.sessions s
+    where s.id = d.session_id and (s.expires_at <= now() or s.revoked_at is not null);
+$$;
+
+
+--
+-- Name: notification_settings; Type: TABLE; Schema: app_private; Owner: -
+--
+
+CREATE TABLE app_private.notification_settings (
+    user_id uuid NOT NULL,
+    push_enabled boolean DEFAULT true NOT NULL,
+    push_disabled_types app.notification_type[] DEFAULT '{}'::app.notification_type[] NOT NULL,
+    updated_at timestamp with time zone DEFAULT now() NOT NULL
+);
+
+
+--
+-- Name: push_allowed(app_private.notification_settings, app.notification_type); Type: FUNCTION; Schema: app_private; Owner: -
+--
+
+CREATE FUNCTION app_private.push_allowed(p_settings app_private.notification_settings, p_type app.notification_type) RETURNS boolean
+    LANGUAGE sql STABLE
+    AS $$
+  select coalesce(p_settings.push_enabled, true)
+     and (p_type is null or (app_private.pushed_type(p_type) and not coalesce(p_type = any (p_settings.push_disabled_types), false)))
+$$;
+
+
+--
+-- Name: push_devices_per_user(); Type: FUNCTION; Schema: app_private; Owner: -
+--
+
+CREATE FUNCTION app_private.push_devices_per_user() RETURNS integer
+    LANGUAGE sql IMMUTABLE
+    AS $$ select 10 $$;
+
+
+--
+-- Name: push_max_age(); Type: FUNCTION; Schema: app_private; Owner: -
+--
+
+CREATE FUNCTION app_private.push_max_age() RETURNS interval
+    LANGUAGE sql IMMUTABLE
+    AS $$ select interval '1 day' $$;
+
+
+--
+-- Name: pushed_type(app.notification_type); Type: FUNCTION; Schema: app_private; Owner: -
+--
+
+CREATE FUNCTION app_private.pushed_type(p_type app.notification_type) RETURNS boolean
+    LANGUAGE sql IMMUTABLE
+    AS $$ select p_type not in ('hub_post_created', 'post_shared_to_hub') $$;
+
+
+--
 -- Name: queue_hub_fanout(uuid, app.notification_type, text, uuid[], uuid, uuid); Type: FUNCTION; Schema: app_private; Owner: -
 --
 
@@ -3581,7 +4452,7 @@ CREATE FUNCTION app_private.queue_hub_fanout(p_hub_id uuid, p_type app.notificat
     AS $$
   select graphile_worker.add_job('hub_notification_fanout', json_build_object(
     'hubId', p_hub_id, 'type', p_type, 'audience', p_audience, 'actorId', app.viewer_id(),
-    'except', p_except, 'joinRequestId', p_join_request_id, 'postId', p_post_id));
+    'except', p_except, 'joinRequestId', p_join_request_id, 'postId', p_post_id, 'key', gen_random_uuid()));
 $$;
 
 
@@ -3604,6 +4475,33 @@ $$;
 
 
 --
+-- Name: rebuild_counters(); Type: FUNCTION; Schema: app_private; Owner: -
+--
+
+CREATE FUNCTION app_private.rebuild_counters() RETURNS void
+    LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog'
+    AS $$
+begin
+  lock table app_private.counters, app.hub_discussion_stats in exclusive mode;
+  create temporary table rebuild_counted on commit drop as select * from app_private.counted_now();
+  delete from app_private.counters;
+  insert into app_private.counters (counter, subject, slot, n)
+    select c.counter, c.subject, 0, c.n from pg_temp.rebuild_counted c where c.counter not in ('discussion_messages', 'message_replies');
+  delete from app.hub_discussion_stats;
+  insert into app.hub_discussion_stats (discussion_id, hub_id, message_count)
+    select c.subject, d.hub_id, c.n from pg_temp.rebuild_counted c join app.hub_discussions d on d.id = c.subject
+    where c.counter = 'discussion_messages';
+  update app.hub_discussion_messages m set reply_count = 0
+    where m.reply_count <> 0 and not exists (select from pg_temp.rebuild_counted c where c.counter = 'message_replies' and c.subject = m.id);
+  update app.hub_discussion_messages m set reply_count = c.n
+    from pg_temp.rebuild_counted c where c.counter = 'message_replies' and c.subject = m.id and m.reply_count <> c.n;
+  drop table pg_temp.rebuild_counted;
+end
+$$;
+
+
+--
 -- Name: record_activity(uuid, app.activity_kind, uuid); Type: FUNCTION; Schema: app_private; Owner: -
 --
 
@@ -3618,23 +4516,86 @@ $$;
 
 
 --
+-- Name: record_badge_changes(); Type: FUNCTION; Schema: app_private; Owner: -
+--
+
+CREATE FUNCTION app_private.record_badge_changes() RETURNS trigger
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog'
+    AS $$
+begin
+  insert into app_private.badge_changes (user_id)
+  select distinct n.recipient_id
+  from new_rows n join old_rows o on o.id = n.id
+  where o.read_at is null and n.read_at is not null;
+  return null;
+end
+$$;
+
+
+--
+-- Name: record_pushes(bigint[], bigint[], integer[], bigint[], bigint[], bigint[], integer, uuid[]); Type: FUNCTION; Schema: app_private; Owner: -
+--
+
+CREATE FUNCTION app_private.record_pushes(p_sent bigint[], p_retry bigint[], p_retry_ms integer[], p_given_up bigint[], p_failed bigint[], p_released bigint[], p_release_ms integer, p_dead_devices uuid[]) RETURNS void
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog'
+    AS $$
+begin
+  update app_private.push_deliveries dl set state = 'sent', finished_at = now() where dl.id = any (p_sent);
+  update app_private.push_deliveries dl set next_attempt_at = now() + make_interval(secs => r.wait_ms / 1000.0)
+    from unnest(p_retry, p_retry_ms) as r(id, wait_ms) where dl.id = r.id;
+  update app_private.push_deliveries dl set state = 'given_up', finished_at = now() where dl.id = any (p_given_up);
+  update app_private.push_deliveries dl set state = 'failed', finished_at = now() where dl.id = any (p_failed);
+  update app_private.push_deliveries dl
+    set attempts = dl.attempts - 1, next_attempt_at = now() + make_interval(secs => p_release_ms / 1000.0)
+    where dl.id = any (p_released);
+  delete from app.push_devices d where d.id = any (p_dead_devices);
+end
+$$;
+
+
+--
 -- Name: repost_row_visible(uuid, uuid); Type: FUNCTION; Schema: app_private; Owner: -
 --
 
 CREATE FUNCTION app_private.repost_row_visible(p_repost_id uuid, p_user_id uuid) RETURNS boolean
     LANGUAGE sql STABLE
     SET search_path TO 'pg_catalog'
+    AS $$ select coalesce((select app_private.repost_visible(p, p_user_id) from app.posts p where p.id = p_repost_id), false) $$;
+
+
+--
+-- Name: repost_visible(app.posts, uuid); Type: FUNCTION; Schema: app_private; Owner: -
+--
+
+CREATE FUNCTION app_private.repost_visible(p_repost app.posts, p_user_id uuid) RETURNS boolean
+    LANGUAGE sql STABLE
     AS $$
-  select coalesce((
-    select case p.visibility
-             when 'public' then true
-             when 'public_hub' then true
-             when 'private_locked_hub' then exists (
-               select from app.post_hubs ph
-               where ph.post_id = p.id and ph.kind = 'target' and app.is_active_member(ph.hub_id, p_user_id))
-             else false
-           end
-    from app.posts p where p.id = p_repost_id and p.deleted_at is null), false)
+  select p_repost.deleted_at is null
+     and case p_repost.visibility
+           when 'public' then true
+           when 'public_hub' then true
+           when 'private_locked_hub' then exists (
+             select from app.post_hubs ph
+             where ph.post_id = p_repost.id and ph.kind = 'target' and app.is_active_member(ph.hub_id, p_user_id))
+           else false
+         end
+$$;
+
+
+--
+-- Name: scope_visible("char", uuid, uuid); Type: FUNCTION; Schema: app_private; Owner: -
+--
+
+CREATE FUNCTION app_private.scope_visible(p_kind "char", p_scope uuid, p_user_id uuid) RETURNS boolean
+    LANGUAGE sql STABLE
+    AS $$
+  select case p_kind
+           when 'h' then app.is_active_member(p_scope, p_user_id)
+           when 'r' then app_private.repost_row_visible(p_scope, p_user_id)
+           else true
+         end
 $$;
 
 
@@ -3688,6 +4649,10 @@ declare
   v_target uuid;
   v_caller_is_phoneless boolean;
 begin
+  if v_caller is not null then
+    perform pg_advisory_xact_lock(hashtextextended('phone_sign_in_caller:' || v_caller, 0));
+  end if;
+  perform pg_advisory_xact_lock(hashtextextended('phone_sign_in:' || p_phone, 0));
   select p.user_id into v_target from app.phone_identities p where p.phone_e164 = p_phone;
   v_caller_is_phoneless := v_caller is not null
     and not exists (select from app.phone_identities p where p.user_id = v_caller)
@@ -3713,13 +4678,20 @@ $$;
 -- Name: start_membership(uuid, uuid); Type: FUNCTION; Schema: app_private; Owner: -
 --
 
-CREATE FUNCTION app_private.start_membership(p_hub_id uuid, p_user_id uuid) RETURNS void
-    LANGUAGE sql
+CREATE FUNCTION app_private.start_membership(p_hub_id uuid, p_user_id uuid) RETURNS boolean
+    LANGUAGE plpgsql
     SET search_path TO 'pg_catalog'
     AS $$
-  insert into app.hub_memberships (hub_id, user_id) values (p_hub_id, p_user_id);
-  select app_private.touch_hub_activity(p_hub_id, p_user_id);
-  select app_private.queue_hub_fanout(p_hub_id, 'hub_member_joined', 'members', array[p_user_id]);
+begin
+  insert into app.hub_memberships (hub_id, user_id) values (p_hub_id, p_user_id)
+    on conflict (hub_id, user_id) do nothing;
+  if not found then
+    return false;
+  end if;
+  perform app_private.touch_hub_activity(p_hub_id, p_user_id);
+  perform app_private.queue_hub_fanout(p_hub_id, 'hub_member_joined', 'members', array[p_user_id]);
+  return true;
+end
 $$;
 
 
@@ -3766,6 +4738,59 @@ begin
   insert into app.hub_activity (hub_id, user_id) values (p_hub_id, p_user_id)
     on conflict (hub_id, user_id) do update set last_active_at = now();
 end
+$$;
+
+
+--
+-- Name: unread_bucket(app.notification_type, uuid, uuid); Type: FUNCTION; Schema: app_private; Owner: -
+--
+
+CREATE FUNCTION app_private.unread_bucket(p_type app.notification_type, p_hub_id uuid, p_post_id uuid) RETURNS TABLE(kind "char", scope_id uuid)
+    LANGUAGE sql STABLE
+    AS $$
+  select case when k.kind = 'r' and app_private.repost_row_visible(p_post_id, null) then 'g'::"char" else k.kind end,
+         case when k.kind = 'h' then p_hub_id
+              when k.kind = 'r' and not app_private.repost_row_visible(p_post_id, null)
+                then coalesce(p_post_id, '00000000-0000-0000-0000-000000000000') end
+  from (select app_private.notification_scope_kind(p_type, p_hub_id) as kind) k
+$$;
+
+
+--
+-- Name: unread_counter_drift(); Type: FUNCTION; Schema: app_private; Owner: -
+--
+
+CREATE FUNCTION app_private.unread_counter_drift() RETURNS TABLE(user_id uuid, kind "char", scope_id uuid, counted bigint, actual bigint)
+    LANGUAGE sql STABLE
+    SET search_path TO 'pg_catalog'
+    AS $$
+  select coalesce(c.user_id, a.user_id), coalesce(c.kind, a.kind), coalesce(c.scope_id, a.scope_id),
+         coalesce(c.unread, 0), coalesce(a.unread, 0)
+  from (select u.user_id, u.kind, u.scope_id, sum(u.unread)::bigint as unread
+        from app_private.unread_counters u group by 1, 2, 3) c
+  full join (select n.recipient_id as user_id, b.kind, b.scope_id, count(*) as unread
+             from app.notifications n cross join lateral app_private.unread_bucket(n.type, n.hub_id, n.post_id) b
+             where n.read_at is null group by 1, 2, 3) a
+    on a.user_id = c.user_id and a.kind = c.kind and a.scope_id is not distinct from c.scope_id
+  where coalesce(c.unread, 0) <> coalesce(a.unread, 0)
+$$;
+
+
+--
+-- Name: unread_counts(uuid); Type: FUNCTION; Schema: app_private; Owner: -
+--
+
+CREATE FUNCTION app_private.unread_counts(p_user_id uuid) RETURNS TABLE(hub_id uuid, unread bigint)
+    LANGUAGE sql STABLE
+    AS $$
+  select case when b.kind = 'h' then b.scope_id end, sum(b.unread)::bigint
+  from (
+    select c.kind, c.scope_id, sum(c.unread) as unread
+    from app_private.unread_counters c
+    where c.user_id = p_user_id
+    group by c.kind, c.scope_id
+    having sum(c.unread) <> 0 and app_private.scope_visible(c.kind, c.scope_id, p_user_id)) b
+  group by 1
 $$;
 
 
@@ -3844,6 +4869,45 @@ begin
   end if;
   return new;
 end
+$$;
+
+
+--
+-- Name: worker_heartbeat(text, interval); Type: FUNCTION; Schema: app_private; Owner: -
+--
+
+CREATE FUNCTION app_private.worker_heartbeat(p_worker_id text, p_dead_after interval) RETURNS text[]
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog'
+    AS $$
+declare
+  v_dead text[];
+begin
+  insert into app_private.worker_heartbeats as w (worker_id) values (p_worker_id)
+    on conflict (worker_id) do update set seen_at = now();
+  with gone as (
+    delete from app_private.worker_heartbeats w
+    where w.seen_at < now() - p_dead_after and w.worker_id <> p_worker_id
+    returning w.worker_id
+  )
+  select array_agg(g.worker_id order by g.worker_id) into v_dead from gone g;
+  if v_dead is not null then
+    perform graphile_worker.force_unlock_workers(v_dead);
+  end if;
+  return coalesce(v_dead, '{}');
+end
+$$;
+
+
+--
+-- Name: worker_stopped(text); Type: FUNCTION; Schema: app_private; Owner: -
+--
+
+CREATE FUNCTION app_private.worker_stopped(p_worker_id text) RETURNS void
+    LANGUAGE sql SECURITY DEFINER
+    SET search_path TO 'pg_catalog'
+    AS $$
+  delete from app_private.worker_heartbeats where worker_id = p_worker_id;
 $$;
 
 
@@ -4243,53 +5307,22 @@ ALTER TABLE ONLY app.blocks FORCE ROW LEVEL SECURITY;
 
 
 --
--- Name: comments; Type: TABLE; Schema: app; Owner: -
+-- Name: comment_stats; Type: VIEW; Schema: app; Owner: -
 --
 
-CREATE TABLE app.comments (
-    id uuid DEFAULT gen_random_uuid() NOT NULL,
-    post_id uuid NOT NULL,
-    author_id uuid NOT NULL,
-    parent_id uuid,
-    text text NOT NULL,
-    created_at timestamp with time zone DEFAULT now() NOT NULL,
-    deleted_at timestamp with time zone,
-    reply_count integer DEFAULT 0 NOT NULL,
-    CONSTRAINT comments_reply_count_check CHECK ((reply_count >= 0)),
-    CONSTRAINT comments_text_check CHECK (((char_length(text) >= 1) AND (char_length(text) <= 1000)))
-);
-
-ALTER TABLE ONLY app.comments FORCE ROW LEVEL SECURITY;
+CREATE VIEW app.comment_stats WITH (security_invoker='true') AS
+ SELECT c.id AS comment_id,
+    r.reply_count
+   FROM (app.comments c
+     CROSS JOIN LATERAL ( SELECT app.comment_reply_count(c.id) AS reply_count) r);
 
 
 --
--- Name: follow_counts; Type: TABLE; Schema: app; Owner: -
+-- Name: VIEW comment_stats; Type: COMMENT; Schema: app; Owner: -
 --
 
-CREATE TABLE app.follow_counts (
-    user_id uuid NOT NULL,
-    followers bigint DEFAULT 0 NOT NULL,
-    following bigint DEFAULT 0 NOT NULL,
-    CONSTRAINT follow_counts_followers_check CHECK ((followers >= 0)),
-    CONSTRAINT follow_counts_following_check CHECK ((following >= 0))
-);
-
-ALTER TABLE ONLY app.follow_counts FORCE ROW LEVEL SECURITY;
-
-
---
--- Name: follows; Type: TABLE; Schema: app; Owner: -
---
-
-CREATE TABLE app.follows (
-    follower_id uuid NOT NULL,
-    followee_id uuid NOT NULL,
-    created_at timestamp with time zone DEFAULT now() NOT NULL,
-    seq bigint NOT NULL,
-    CONSTRAINT follows_not_self CHECK ((follower_id <> followee_id))
-);
-
-ALTER TABLE ONLY app.follows FORCE ROW LEVEL SECURITY;
+COMMENT ON VIEW app.comment_stats IS '@primaryKey comment_id
+@foreignKey (comment_id) references app.comments (id)';
 
 
 --
@@ -4357,21 +5390,6 @@ ALTER TABLE ONLY app.hub_discussions FORCE ROW LEVEL SECURITY;
 
 
 --
--- Name: hub_memberships; Type: TABLE; Schema: app; Owner: -
---
-
-CREATE TABLE app.hub_memberships (
-    hub_id uuid NOT NULL,
-    user_id uuid NOT NULL,
-    role app.hub_role DEFAULT 'member'::app.hub_role NOT NULL,
-    joined_at timestamp with time zone DEFAULT now() NOT NULL,
-    content_muted boolean DEFAULT false NOT NULL
-);
-
-ALTER TABLE ONLY app.hub_memberships FORCE ROW LEVEL SECURITY;
-
-
---
 -- Name: hub_profiles; Type: TABLE; Schema: app; Owner: -
 --
 
@@ -4399,15 +5417,32 @@ CREATE TABLE app.hubs (
     is_recommended boolean DEFAULT false NOT NULL,
     created_by uuid NOT NULL,
     created_at timestamp with time zone DEFAULT now() NOT NULL,
-    member_count integer DEFAULT 0 NOT NULL,
     last_activity_at timestamp with time zone DEFAULT now() NOT NULL,
     CONSTRAINT hubs_custom_link_check CHECK ((custom_link ~ '^[a-z0-9_-]{3,40}$'::text)),
     CONSTRAINT hubs_description_check CHECK ((char_length(description) <= 1000)),
-    CONSTRAINT hubs_member_count_check CHECK ((member_count >= 0)),
     CONSTRAINT hubs_name_check CHECK (((char_length(name) >= 3) AND (char_length(name) <= 60)))
 );
 
 ALTER TABLE ONLY app.hubs FORCE ROW LEVEL SECURITY;
+
+
+--
+-- Name: hub_stats; Type: VIEW; Schema: app; Owner: -
+--
+
+CREATE VIEW app.hub_stats WITH (security_invoker='true') AS
+ SELECT h.id AS hub_id,
+    m.member_count
+   FROM (app.hubs h
+     CROSS JOIN LATERAL ( SELECT app.hub_member_count(h.id) AS member_count) m);
+
+
+--
+-- Name: VIEW hub_stats; Type: COMMENT; Schema: app; Owner: -
+--
+
+COMMENT ON VIEW app.hub_stats IS '@primaryKey hub_id
+@foreignKey (hub_id) references app.hubs (id)';
 
 
 --
@@ -4451,6 +5486,52 @@ CREATE TABLE app.post_shares (
 );
 
 ALTER TABLE ONLY app.post_shares FORCE ROW LEVEL SECURITY;
+
+
+--
+-- Name: post_stats; Type: VIEW; Schema: app; Owner: -
+--
+
+CREATE VIEW app.post_stats WITH (security_invoker='true') AS
+ SELECT p.id AS post_id,
+    c.comment_count,
+    c.repost_count
+   FROM (app.posts p
+     CROSS JOIN LATERAL ( SELECT app.post_comment_count(p.id) AS comment_count,
+            app.post_repost_count(p.id) AS repost_count) c);
+
+
+--
+-- Name: VIEW post_stats; Type: COMMENT; Schema: app; Owner: -
+--
+
+COMMENT ON VIEW app.post_stats IS '@primaryKey post_id
+@foreignKey (post_id) references app.posts (id)';
+
+
+--
+-- Name: push_devices; Type: TABLE; Schema: app; Owner: -
+--
+
+CREATE TABLE app.push_devices (
+    id uuid DEFAULT gen_random_uuid() NOT NULL,
+    user_id uuid NOT NULL,
+    session_id uuid NOT NULL,
+    provider text NOT NULL,
+    platform text NOT NULL,
+    token text NOT NULL,
+    token_hash bytea NOT NULL,
+    token_suffix text GENERATED ALWAYS AS ("right"(token, 8)) STORED NOT NULL,
+    locale text,
+    created_at timestamp with time zone DEFAULT now() NOT NULL,
+    last_seen_at timestamp with time zone DEFAULT now() NOT NULL,
+    CONSTRAINT push_devices_locale_check CHECK ((char_length(locale) <= 35)),
+    CONSTRAINT push_devices_platform_check CHECK ((platform = ANY (ARRAY['ios'::text, 'android'::text]))),
+    CONSTRAINT push_devices_provider_check CHECK ((provider = 'fcm'::text)),
+    CONSTRAINT push_devices_token_check CHECK (((char_length(token) >= 1) AND (char_length(token) <= 4096)))
+);
+
+ALTER TABLE ONLY app.push_devices FORCE ROW LEVEL SECURITY;
 
 
 --
@@ -4611,6 +5692,52 @@ CREATE TABLE app_private.anonymous_devices (
 
 
 --
+-- Name: badge_changes; Type: TABLE; Schema: app_private; Owner: -
+--
+
+CREATE TABLE app_private.badge_changes (
+    id bigint NOT NULL,
+    user_id uuid NOT NULL,
+    tx_id xid8 DEFAULT pg_current_xact_id() NOT NULL,
+    created_at timestamp with time zone DEFAULT now() NOT NULL
+);
+
+
+--
+-- Name: badge_changes_id_seq; Type: SEQUENCE; Schema: app_private; Owner: -
+--
+
+ALTER TABLE app_private.badge_changes ALTER COLUMN id ADD GENERATED ALWAYS AS IDENTITY (
+    SEQUENCE NAME app_private.badge_changes_id_seq
+    START WITH 1
+    INCREMENT BY 1
+    NO MINVALUE
+    NO MAXVALUE
+    CACHE 1
+);
+
+
+--
+-- Name: counters; Type: TABLE; Schema: app_private; Owner: -
+--
+
+CREATE TABLE app_private.counters (
+    counter app_private.counter NOT NULL,
+    subject uuid NOT NULL,
+    slot smallint NOT NULL,
+    n bigint NOT NULL,
+    CONSTRAINT counters_slot_check CHECK (((slot >= 0) AND (slot <= 15)))
+);
+
+
+--
+-- Name: TABLE counters; Type: COMMENT; Schema: app_private; Owner: -
+--
+
+COMMENT ON TABLE app_private.counters IS 'Counters shown by the API, as sums of up to 16 slot rows per subject (0220). Written only by the counting triggers; read through app_private.counter_value.';
+
+
+--
 -- Name: idp_subjects; Type: TABLE; Schema: app_private; Owner: -
 --
 
@@ -4641,6 +5768,49 @@ CREATE TABLE app_private.otp_codes (
     created_at timestamp with time zone DEFAULT now() NOT NULL,
     expires_at timestamp with time zone NOT NULL,
     failed_attempts integer DEFAULT 0 NOT NULL
+);
+
+
+--
+-- Name: push_cursor; Type: TABLE; Schema: app_private; Owner: -
+--
+
+CREATE TABLE app_private.push_cursor (
+    singleton boolean DEFAULT true NOT NULL,
+    pushed_to xid8 NOT NULL,
+    CONSTRAINT push_cursor_singleton_check CHECK (singleton)
+);
+
+
+--
+-- Name: push_deliveries; Type: TABLE; Schema: app_private; Owner: -
+--
+
+CREATE TABLE app_private.push_deliveries (
+    id bigint NOT NULL,
+    device_id uuid NOT NULL,
+    notification_id uuid,
+    badge_change_id bigint,
+    state app_private.push_state DEFAULT 'pending'::app_private.push_state NOT NULL,
+    attempts smallint DEFAULT 0 NOT NULL,
+    next_attempt_at timestamp with time zone DEFAULT now() NOT NULL,
+    created_at timestamp with time zone DEFAULT now() NOT NULL,
+    finished_at timestamp with time zone,
+    CONSTRAINT push_deliveries_check CHECK ((num_nonnulls(notification_id, badge_change_id) = 1))
+);
+
+
+--
+-- Name: push_deliveries_id_seq; Type: SEQUENCE; Schema: app_private; Owner: -
+--
+
+ALTER TABLE app_private.push_deliveries ALTER COLUMN id ADD GENERATED ALWAYS AS IDENTITY (
+    SEQUENCE NAME app_private.push_deliveries_id_seq
+    START WITH 1
+    INCREMENT BY 1
+    NO MINVALUE
+    NO MAXVALUE
+    CACHE 1
 );
 
 
@@ -4679,12 +5849,46 @@ CREATE TABLE app_private.sliding_limits (
 
 
 --
+-- Name: unread_counters; Type: TABLE; Schema: app_private; Owner: -
+--
+
+CREATE TABLE app_private.unread_counters (
+    user_id uuid NOT NULL,
+    kind "char" NOT NULL,
+    scope_id uuid,
+    slot smallint NOT NULL,
+    unread bigint NOT NULL,
+    CONSTRAINT unread_counters_check CHECK (((kind = 'g'::"char") = (scope_id IS NULL))),
+    CONSTRAINT unread_counters_kind_check CHECK ((kind = ANY (ARRAY['g'::"char", 'h'::"char", 'r'::"char"]))),
+    CONSTRAINT unread_counters_slot_check CHECK (((slot >= 0) AND (slot <= 31)))
+);
+
+
+--
+-- Name: TABLE unread_counters; Type: COMMENT; Schema: app_private; Owner: -
+--
+
+COMMENT ON TABLE app_private.unread_counters IS 'Unread notifications per user, counting bucket and slot (migrations/0201); the sum of a bucket''s slots is its count.';
+
+
+--
 -- Name: user_merge_steps; Type: TABLE; Schema: app_private; Owner: -
 --
 
 CREATE TABLE app_private.user_merge_steps (
     "position" integer NOT NULL,
     step regprocedure NOT NULL
+);
+
+
+--
+-- Name: worker_heartbeats; Type: TABLE; Schema: app_private; Owner: -
+--
+
+CREATE TABLE app_private.worker_heartbeats (
+    worker_id text NOT NULL,
+    started_at timestamp with time zone DEFAULT now() NOT NULL,
+    seen_at timestamp with time zone DEFAULT now() NOT NULL
 );
 
 
@@ -4880,14 +6084,6 @@ ALTER TABLE ONLY app.default_feed_users
 
 
 --
--- Name: follow_counts follow_counts_pkey; Type: CONSTRAINT; Schema: app; Owner: -
---
-
-ALTER TABLE ONLY app.follow_counts
-    ADD CONSTRAINT follow_counts_pkey PRIMARY KEY (user_id);
-
-
---
 -- Name: follows follows_pkey; Type: CONSTRAINT; Schema: app; Owner: -
 --
 
@@ -5064,6 +6260,22 @@ ALTER TABLE ONLY app.posts
 
 
 --
+-- Name: push_devices push_devices_pkey; Type: CONSTRAINT; Schema: app; Owner: -
+--
+
+ALTER TABLE ONLY app.push_devices
+    ADD CONSTRAINT push_devices_pkey PRIMARY KEY (id);
+
+
+--
+-- Name: push_devices push_devices_token_hash_key; Type: CONSTRAINT; Schema: app; Owner: -
+--
+
+ALTER TABLE ONLY app.push_devices
+    ADD CONSTRAINT push_devices_token_hash_key UNIQUE (token_hash);
+
+
+--
 -- Name: reports reports_pkey; Type: CONSTRAINT; Schema: app; Owner: -
 --
 
@@ -5160,6 +6372,22 @@ ALTER TABLE ONLY app_private.anonymous_devices
 
 
 --
+-- Name: badge_changes badge_changes_pkey; Type: CONSTRAINT; Schema: app_private; Owner: -
+--
+
+ALTER TABLE ONLY app_private.badge_changes
+    ADD CONSTRAINT badge_changes_pkey PRIMARY KEY (id);
+
+
+--
+-- Name: counters counters_pkey; Type: CONSTRAINT; Schema: app_private; Owner: -
+--
+
+ALTER TABLE ONLY app_private.counters
+    ADD CONSTRAINT counters_pkey PRIMARY KEY (counter, subject, slot);
+
+
+--
 -- Name: idp_subjects idp_subjects_pkey; Type: CONSTRAINT; Schema: app_private; Owner: -
 --
 
@@ -5176,11 +6404,35 @@ ALTER TABLE ONLY app_private.notification_dispatch
 
 
 --
+-- Name: notification_settings notification_settings_pkey; Type: CONSTRAINT; Schema: app_private; Owner: -
+--
+
+ALTER TABLE ONLY app_private.notification_settings
+    ADD CONSTRAINT notification_settings_pkey PRIMARY KEY (user_id);
+
+
+--
 -- Name: otp_codes otp_codes_pkey; Type: CONSTRAINT; Schema: app_private; Owner: -
 --
 
 ALTER TABLE ONLY app_private.otp_codes
     ADD CONSTRAINT otp_codes_pkey PRIMARY KEY (phone_e164);
+
+
+--
+-- Name: push_cursor push_cursor_pkey; Type: CONSTRAINT; Schema: app_private; Owner: -
+--
+
+ALTER TABLE ONLY app_private.push_cursor
+    ADD CONSTRAINT push_cursor_pkey PRIMARY KEY (singleton);
+
+
+--
+-- Name: push_deliveries push_deliveries_pkey; Type: CONSTRAINT; Schema: app_private; Owner: -
+--
+
+ALTER TABLE ONLY app_private.push_deliveries
+    ADD CONSTRAINT push_deliveries_pkey PRIMARY KEY (id);
 
 
 --
@@ -5208,6 +6460,14 @@ ALTER TABLE ONLY app_private.sliding_limits
 
 
 --
+-- Name: unread_counters unread_counters_user_id_kind_scope_id_slot_key; Type: CONSTRAINT; Schema: app_private; Owner: -
+--
+
+ALTER TABLE ONLY app_private.unread_counters
+    ADD CONSTRAINT unread_counters_user_id_kind_scope_id_slot_key UNIQUE NULLS NOT DISTINCT (user_id, kind, scope_id, slot);
+
+
+--
 -- Name: user_merge_steps user_merge_steps_pkey; Type: CONSTRAINT; Schema: app_private; Owner: -
 --
 
@@ -5221,6 +6481,14 @@ ALTER TABLE ONLY app_private.user_merge_steps
 
 ALTER TABLE ONLY app_private.user_merge_steps
     ADD CONSTRAINT user_merge_steps_step_key UNIQUE (step);
+
+
+--
+-- Name: worker_heartbeats worker_heartbeats_pkey; Type: CONSTRAINT; Schema: app_private; Owner: -
+--
+
+ALTER TABLE ONLY app_private.worker_heartbeats
+    ADD CONSTRAINT worker_heartbeats_pkey PRIMARY KEY (worker_id);
 
 
 --
@@ -5477,10 +6745,31 @@ CREATE INDEX hubs_recommended ON app.hubs USING btree (name) WHERE is_recommende
 
 
 --
--- Name: notifications_recipient_created; Type: INDEX; Schema: app; Owner: -
+-- Name: notifications_fanout_once; Type: INDEX; Schema: app; Owner: -
 --
 
-CREATE INDEX notifications_recipient_created ON app.notifications USING btree (recipient_id, created_at DESC, id DESC);
+CREATE UNIQUE INDEX notifications_fanout_once ON app.notifications USING btree (fanout_key, recipient_id) WHERE (fanout_key IS NOT NULL);
+
+
+--
+-- Name: notifications_global_reposts; Type: INDEX; Schema: app; Owner: -
+--
+
+CREATE INDEX notifications_global_reposts ON app.notifications USING btree (post_id) WHERE ((type = 'post_reposted'::app.notification_type) AND (hub_id IS NULL));
+
+
+--
+-- Name: notifications_recipient_scope_created; Type: INDEX; Schema: app; Owner: -
+--
+
+CREATE INDEX notifications_recipient_scope_created ON app.notifications USING btree (recipient_id, COALESCE(hub_id, '00000000-0000-0000-0000-000000000000'::uuid), created_at DESC, id DESC);
+
+
+--
+-- Name: notifications_recipient_scope_unread; Type: INDEX; Schema: app; Owner: -
+--
+
+CREATE INDEX notifications_recipient_scope_unread ON app.notifications USING btree (recipient_id, COALESCE(hub_id, '00000000-0000-0000-0000-000000000000'::uuid), created_at DESC, id DESC) WHERE (read_at IS NULL);
 
 
 --
@@ -5488,13 +6777,6 @@ CREATE INDEX notifications_recipient_created ON app.notifications USING btree (r
 --
 
 CREATE INDEX notifications_recipient_tx ON app.notifications USING btree (recipient_id, tx_id, id);
-
-
---
--- Name: notifications_recipient_unread; Type: INDEX; Schema: app; Owner: -
---
-
-CREATE INDEX notifications_recipient_unread ON app.notifications USING btree (recipient_id) WHERE (read_at IS NULL);
 
 
 --
@@ -5551,6 +6833,20 @@ CREATE INDEX posts_source ON app.posts USING btree (source_post_id, created_at D
 --
 
 CREATE INDEX posts_time ON app.posts USING btree (created_at DESC, id DESC) INCLUDE (author_id, visibility, deleted_at);
+
+
+--
+-- Name: push_devices_session; Type: INDEX; Schema: app; Owner: -
+--
+
+CREATE INDEX push_devices_session ON app.push_devices USING btree (session_id);
+
+
+--
+-- Name: push_devices_user; Type: INDEX; Schema: app; Owner: -
+--
+
+CREATE INDEX push_devices_user ON app.push_devices USING btree (user_id, last_seen_at DESC);
 
 
 --
@@ -5631,10 +6927,59 @@ CREATE INDEX vote_receipts_user ON app.vote_receipts USING btree (user_id, voted
 
 
 --
+-- Name: badge_changes_tx_id; Type: INDEX; Schema: app_private; Owner: -
+--
+
+CREATE INDEX badge_changes_tx_id ON app_private.badge_changes USING btree (tx_id);
+
+
+--
+-- Name: push_deliveries_badge; Type: INDEX; Schema: app_private; Owner: -
+--
+
+CREATE UNIQUE INDEX push_deliveries_badge ON app_private.push_deliveries USING btree (badge_change_id, device_id) WHERE (badge_change_id IS NOT NULL);
+
+
+--
+-- Name: push_deliveries_device; Type: INDEX; Schema: app_private; Owner: -
+--
+
+CREATE INDEX push_deliveries_device ON app_private.push_deliveries USING btree (device_id);
+
+
+--
+-- Name: push_deliveries_due; Type: INDEX; Schema: app_private; Owner: -
+--
+
+CREATE INDEX push_deliveries_due ON app_private.push_deliveries USING btree (next_attempt_at) WHERE (state = 'pending'::app_private.push_state);
+
+
+--
+-- Name: push_deliveries_finished; Type: INDEX; Schema: app_private; Owner: -
+--
+
+CREATE INDEX push_deliveries_finished ON app_private.push_deliveries USING btree (finished_at) WHERE (state <> 'pending'::app_private.push_state);
+
+
+--
+-- Name: push_deliveries_notification; Type: INDEX; Schema: app_private; Owner: -
+--
+
+CREATE UNIQUE INDEX push_deliveries_notification ON app_private.push_deliveries USING btree (notification_id, device_id) WHERE (notification_id IS NOT NULL);
+
+
+--
 -- Name: refresh_tokens_session_id; Type: INDEX; Schema: app_private; Owner: -
 --
 
 CREATE INDEX refresh_tokens_session_id ON app_private.refresh_tokens USING btree (session_id);
+
+
+--
+-- Name: worker_heartbeats_seen_at; Type: INDEX; Schema: app_private; Owner: -
+--
+
+CREATE INDEX worker_heartbeats_seen_at ON app_private.worker_heartbeats USING btree (seen_at);
 
 
 --
@@ -5659,17 +7004,45 @@ CREATE TRIGGER blocks_remove_follows AFTER INSERT ON app.blocks FOR EACH ROW EXE
 
 
 --
--- Name: comments comments_count; Type: TRIGGER; Schema: app; Owner: -
+-- Name: comments comments_counted_delete; Type: TRIGGER; Schema: app; Owner: -
 --
 
-CREATE TRIGGER comments_count AFTER INSERT OR UPDATE OF deleted_at ON app.comments FOR EACH ROW EXECUTE FUNCTION app_private.comments_count();
+CREATE TRIGGER comments_counted_delete AFTER DELETE ON app.comments REFERENCING OLD TABLE AS old_rows FOR EACH STATEMENT EXECUTE FUNCTION app_private.count_comments();
 
 
 --
--- Name: follows follows_count; Type: TRIGGER; Schema: app; Owner: -
+-- Name: comments comments_counted_insert; Type: TRIGGER; Schema: app; Owner: -
 --
 
-CREATE TRIGGER follows_count AFTER INSERT OR DELETE ON app.follows FOR EACH ROW EXECUTE FUNCTION app_private.follows_count();
+CREATE TRIGGER comments_counted_insert AFTER INSERT ON app.comments REFERENCING NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION app_private.count_comments();
+
+
+--
+-- Name: comments comments_counted_update; Type: TRIGGER; Schema: app; Owner: -
+--
+
+CREATE TRIGGER comments_counted_update AFTER UPDATE ON app.comments REFERENCING OLD TABLE AS old_rows NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION app_private.count_comments();
+
+
+--
+-- Name: follows follows_counted_delete; Type: TRIGGER; Schema: app; Owner: -
+--
+
+CREATE TRIGGER follows_counted_delete AFTER DELETE ON app.follows REFERENCING OLD TABLE AS old_rows FOR EACH STATEMENT EXECUTE FUNCTION app_private.count_follows();
+
+
+--
+-- Name: follows follows_counted_insert; Type: TRIGGER; Schema: app; Owner: -
+--
+
+CREATE TRIGGER follows_counted_insert AFTER INSERT ON app.follows REFERENCING NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION app_private.count_follows();
+
+
+--
+-- Name: follows follows_counted_update; Type: TRIGGER; Schema: app; Owner: -
+--
+
+CREATE TRIGGER follows_counted_update AFTER UPDATE ON app.follows REFERENCING OLD TABLE AS old_rows NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION app_private.count_follows();
 
 
 --
@@ -5680,10 +7053,24 @@ CREATE TRIGGER hub_discussion_messages_count AFTER INSERT ON app.hub_discussion_
 
 
 --
--- Name: hub_memberships hub_memberships_count; Type: TRIGGER; Schema: app; Owner: -
+-- Name: hub_memberships hub_memberships_counted_delete; Type: TRIGGER; Schema: app; Owner: -
 --
 
-CREATE TRIGGER hub_memberships_count AFTER INSERT OR DELETE ON app.hub_memberships FOR EACH ROW EXECUTE FUNCTION app_private.hub_member_count();
+CREATE TRIGGER hub_memberships_counted_delete AFTER DELETE ON app.hub_memberships REFERENCING OLD TABLE AS old_rows FOR EACH STATEMENT EXECUTE FUNCTION app_private.count_memberships();
+
+
+--
+-- Name: hub_memberships hub_memberships_counted_insert; Type: TRIGGER; Schema: app; Owner: -
+--
+
+CREATE TRIGGER hub_memberships_counted_insert AFTER INSERT ON app.hub_memberships REFERENCING NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION app_private.count_memberships();
+
+
+--
+-- Name: hub_memberships hub_memberships_counted_update; Type: TRIGGER; Schema: app; Owner: -
+--
+
+CREATE TRIGGER hub_memberships_counted_update AFTER UPDATE ON app.hub_memberships REFERENCING OLD TABLE AS old_rows NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION app_private.count_memberships();
 
 
 --
@@ -5701,6 +7088,34 @@ CREATE TRIGGER hub_profiles_queue_replaced_photo AFTER UPDATE OF profile_asset_i
 
 
 --
+-- Name: notifications notifications_count_unread_changes; Type: TRIGGER; Schema: app; Owner: -
+--
+
+CREATE TRIGGER notifications_count_unread_changes AFTER UPDATE ON app.notifications REFERENCING OLD TABLE AS old_rows NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION app_private.count_unread_changes();
+
+
+--
+-- Name: notifications notifications_count_unread_deletes; Type: TRIGGER; Schema: app; Owner: -
+--
+
+CREATE TRIGGER notifications_count_unread_deletes AFTER DELETE ON app.notifications REFERENCING OLD TABLE AS old_rows FOR EACH STATEMENT EXECUTE FUNCTION app_private.count_unread_deletes();
+
+
+--
+-- Name: notifications notifications_count_unread_inserts; Type: TRIGGER; Schema: app; Owner: -
+--
+
+CREATE TRIGGER notifications_count_unread_inserts AFTER INSERT ON app.notifications REFERENCING NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION app_private.count_unread_inserts();
+
+
+--
+-- Name: notifications notifications_record_badge_changes; Type: TRIGGER; Schema: app; Owner: -
+--
+
+CREATE TRIGGER notifications_record_badge_changes AFTER UPDATE ON app.notifications REFERENCING OLD TABLE AS old_rows NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION app_private.record_badge_changes();
+
+
+--
 -- Name: phone_identities phone_identities_attach_invitations; Type: TRIGGER; Schema: app; Owner: -
 --
 
@@ -5715,10 +7130,38 @@ CREATE TRIGGER post_hubs_seed_vote_counters AFTER INSERT ON app.post_hubs FOR EA
 
 
 --
--- Name: posts posts_count_reposts; Type: TRIGGER; Schema: app; Owner: -
+-- Name: posts posts_counted_delete; Type: TRIGGER; Schema: app; Owner: -
 --
 
-CREATE TRIGGER posts_count_reposts AFTER INSERT OR UPDATE OF deleted_at ON app.posts FOR EACH ROW EXECUTE FUNCTION app_private.posts_count_reposts();
+CREATE TRIGGER posts_counted_delete AFTER DELETE ON app.posts REFERENCING OLD TABLE AS old_rows FOR EACH STATEMENT EXECUTE FUNCTION app_private.count_posts();
+
+
+--
+-- Name: posts posts_counted_insert; Type: TRIGGER; Schema: app; Owner: -
+--
+
+CREATE TRIGGER posts_counted_insert AFTER INSERT ON app.posts REFERENCING NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION app_private.count_posts();
+
+
+--
+-- Name: posts posts_counted_update; Type: TRIGGER; Schema: app; Owner: -
+--
+
+CREATE TRIGGER posts_counted_update AFTER UPDATE ON app.posts REFERENCING OLD TABLE AS old_rows NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION app_private.count_posts();
+
+
+--
+-- Name: posts posts_move_repost_unread; Type: TRIGGER; Schema: app; Owner: -
+--
+
+CREATE TRIGGER posts_move_repost_unread AFTER UPDATE OF deleted_at, visibility ON app.posts FOR EACH ROW WHEN (((old.deleted_at IS DISTINCT FROM new.deleted_at) OR (old.visibility IS DISTINCT FROM new.visibility))) EXECUTE FUNCTION app_private.move_repost_unread();
+
+
+--
+-- Name: posts posts_move_repost_unread_on_delete; Type: TRIGGER; Schema: app; Owner: -
+--
+
+CREATE TRIGGER posts_move_repost_unread_on_delete AFTER DELETE ON app.posts FOR EACH ROW EXECUTE FUNCTION app_private.move_repost_unread();
 
 
 --
@@ -5733,6 +7176,13 @@ CREATE TRIGGER posts_seed_vote_counters AFTER INSERT ON app.posts FOR EACH ROW W
 --
 
 CREATE TRIGGER sessions_announce_revoked AFTER UPDATE OF revoked_at ON app.sessions FOR EACH ROW WHEN (((old.revoked_at IS NULL) AND (new.revoked_at IS NOT NULL))) EXECUTE FUNCTION app_private.announce_session_revoked();
+
+
+--
+-- Name: sessions sessions_forget_push_devices; Type: TRIGGER; Schema: app; Owner: -
+--
+
+CREATE TRIGGER sessions_forget_push_devices AFTER UPDATE OF revoked_at ON app.sessions FOR EACH ROW WHEN (((old.revoked_at IS NULL) AND (new.revoked_at IS NOT NULL))) EXECUTE FUNCTION app_private.forget_revoked_session_devices();
 
 
 --
@@ -5850,14 +7300,6 @@ ALTER TABLE ONLY app.comments
 
 ALTER TABLE ONLY app.default_feed_users
     ADD CONSTRAINT default_feed_users_user_id_fkey FOREIGN KEY (user_id) REFERENCES app.users(id);
-
-
---
--- Name: follow_counts follow_counts_user_id_fkey; Type: FK CONSTRAINT; Schema: app; Owner: -
---
-
-ALTER TABLE ONLY app.follow_counts
-    ADD CONSTRAINT follow_counts_user_id_fkey FOREIGN KEY (user_id) REFERENCES app.users(id);
 
 
 --
@@ -6133,6 +7575,22 @@ ALTER TABLE ONLY app.posts
 
 
 --
+-- Name: push_devices push_devices_session_id_fkey; Type: FK CONSTRAINT; Schema: app; Owner: -
+--
+
+ALTER TABLE ONLY app.push_devices
+    ADD CONSTRAINT push_devices_session_id_fkey FOREIGN KEY (session_id) REFERENCES app.sessions(id) ON DELETE CASCADE;
+
+
+--
+-- Name: push_devices push_devices_user_id_fkey; Type: FK CONSTRAINT; Schema: app; Owner: -
+--
+
+ALTER TABLE ONLY app.push_devices
+    ADD CONSTRAINT push_devices_user_id_fkey FOREIGN KEY (user_id) REFERENCES app.users(id);
+
+
+--
 -- Name: reports reports_reporter_id_fkey; Type: FK CONSTRAINT; Schema: app; Owner: -
 --
 
@@ -6237,6 +7695,38 @@ ALTER TABLE ONLY app_private.idp_subjects
 
 
 --
+-- Name: notification_settings notification_settings_user_id_fkey; Type: FK CONSTRAINT; Schema: app_private; Owner: -
+--
+
+ALTER TABLE ONLY app_private.notification_settings
+    ADD CONSTRAINT notification_settings_user_id_fkey FOREIGN KEY (user_id) REFERENCES app.users(id);
+
+
+--
+-- Name: push_deliveries push_deliveries_badge_change_id_fkey; Type: FK CONSTRAINT; Schema: app_private; Owner: -
+--
+
+ALTER TABLE ONLY app_private.push_deliveries
+    ADD CONSTRAINT push_deliveries_badge_change_id_fkey FOREIGN KEY (badge_change_id) REFERENCES app_private.badge_changes(id) ON DELETE CASCADE;
+
+
+--
+-- Name: push_deliveries push_deliveries_device_id_fkey; Type: FK CONSTRAINT; Schema: app_private; Owner: -
+--
+
+ALTER TABLE ONLY app_private.push_deliveries
+    ADD CONSTRAINT push_deliveries_device_id_fkey FOREIGN KEY (device_id) REFERENCES app.push_devices(id) ON DELETE CASCADE;
+
+
+--
+-- Name: push_deliveries push_deliveries_notification_id_fkey; Type: FK CONSTRAINT; Schema: app_private; Owner: -
+--
+
+ALTER TABLE ONLY app_private.push_deliveries
+    ADD CONSTRAINT push_deliveries_notification_id_fkey FOREIGN KEY (notification_id) REFERENCES app.notifications(id) ON DELETE CASCADE;
+
+
+--
 -- Name: refresh_tokens refresh_tokens_session_id_fkey; Type: FK CONSTRAINT; Schema: app_private; Owner: -
 --
 
@@ -6330,12 +7820,6 @@ ALTER TABLE app.default_feed_users ENABLE ROW LEVEL SECURITY;
 
 CREATE POLICY default_feed_users_select_admin ON app.default_feed_users FOR SELECT TO app_admin USING (true);
 
-
---
--- Name: follow_counts; Type: ROW SECURITY; Schema: app; Owner: -
---
-
-ALTER TABLE app.follow_counts ENABLE ROW LEVEL SECURITY;
 
 --
 -- Name: follows; Type: ROW SECURITY; Schema: app; Owner: -
@@ -6592,6 +8076,19 @@ CREATE POLICY posts_select_admin ON app.posts FOR SELECT TO app_admin USING (tru
 --
 
 CREATE POLICY posts_select_visible ON app.posts FOR SELECT TO app_anonymous USING (app.post_visible_to(posts.*, ( SELECT app.viewer_id() AS viewer_id), ( SELECT app.viewer_block_list() AS viewer_block_list)));
+
+
+--
+-- Name: push_devices; Type: ROW SECURITY; Schema: app; Owner: -
+--
+
+ALTER TABLE app.push_devices ENABLE ROW LEVEL SECURITY;
+
+--
+-- Name: push_devices push_devices_select_own; Type: POLICY; Schema: app; Owner: -
+--
+
+CREATE POLICY push_devices_select_own ON app.push_devices FOR SELECT TO app_user USING (((user_id = ( SELECT app.viewer_id() AS viewer_id)) AND (app.session_access_level(session_id, user_id) IS NOT NULL)));
 
 
 --
@@ -6960,6 +8457,15 @@ GRANT ALL ON FUNCTION app.check_upload(p_upload_id uuid, p_purpose app.upload_pu
 
 
 --
+-- Name: FUNCTION comment_reply_count(p_comment_id uuid); Type: ACL; Schema: app; Owner: -
+--
+
+REVOKE ALL ON FUNCTION app.comment_reply_count(p_comment_id uuid) FROM PUBLIC;
+GRANT ALL ON FUNCTION app.comment_reply_count(p_comment_id uuid) TO app_anonymous;
+GRANT ALL ON FUNCTION app.comment_reply_count(p_comment_id uuid) TO app_admin;
+
+
+--
 -- Name: FUNCTION complete_media(p_profile_asset_id uuid); Type: ACL; Schema: app; Owner: -
 --
 
@@ -7018,6 +8524,14 @@ GRANT ALL ON FUNCTION app.consume_address_limit(p_bucket text, p_address text) T
 
 REVOKE ALL ON FUNCTION app.consume_rate_limit(p_bucket text, p_limit integer, p_window_seconds integer) FROM PUBLIC;
 GRANT ALL ON FUNCTION app.consume_rate_limit(p_bucket text, p_limit integer, p_window_seconds integer) TO app_user;
+
+
+--
+-- Name: FUNCTION consume_write_limit(p_name text, p_max integer, p_window_seconds integer, p_hub_ids uuid[]); Type: ACL; Schema: app; Owner: -
+--
+
+REVOKE ALL ON FUNCTION app.consume_write_limit(p_name text, p_max integer, p_window_seconds integer, p_hub_ids uuid[]) FROM PUBLIC;
+GRANT ALL ON FUNCTION app.consume_write_limit(p_name text, p_max integer, p_window_seconds integer, p_hub_ids uuid[]) TO app_user;
 
 
 --
@@ -7090,6 +8604,14 @@ GRANT ALL ON FUNCTION app.delete_comment(p_comment_id uuid) TO app_user;
 
 REVOKE ALL ON FUNCTION app.delete_post(p_post_id uuid) FROM PUBLIC;
 GRANT ALL ON FUNCTION app.delete_post(p_post_id uuid) TO app_user;
+
+
+--
+-- Name: FUNCTION delete_push_device(p_device_id uuid); Type: ACL; Schema: app; Owner: -
+--
+
+REVOKE ALL ON FUNCTION app.delete_push_device(p_device_id uuid) FROM PUBLIC;
+GRANT ALL ON FUNCTION app.delete_push_device(p_device_id uuid) TO app_user;
 
 
 --
@@ -7176,6 +8698,15 @@ GRANT ALL ON FUNCTION app.hub_last_activity_at(p_hub_id uuid) TO app_user;
 
 
 --
+-- Name: FUNCTION hub_member_count(p_hub_id uuid); Type: ACL; Schema: app; Owner: -
+--
+
+REVOKE ALL ON FUNCTION app.hub_member_count(p_hub_id uuid) FROM PUBLIC;
+GRANT ALL ON FUNCTION app.hub_member_count(p_hub_id uuid) TO app_user;
+GRANT ALL ON FUNCTION app.hub_member_count(p_hub_id uuid) TO app_admin;
+
+
+--
 -- Name: FUNCTION hub_member_roster(p_hub_id uuid); Type: ACL; Schema: app; Owner: -
 --
 
@@ -7256,11 +8787,20 @@ GRANT ALL ON FUNCTION app.idp_session(p_subject text, p_phone text, p_refresh_ha
 
 
 --
+-- Name: FUNCTION invitation_preview(p_invitation_id uuid); Type: ACL; Schema: app; Owner: -
+--
+
+REVOKE ALL ON FUNCTION app.invitation_preview(p_invitation_id uuid) FROM PUBLIC;
+GRANT ALL ON FUNCTION app.invitation_preview(p_invitation_id uuid) TO app_anonymous;
+
+
+--
 -- Name: FUNCTION invite_link_preview(p_token text, OUT hub_id uuid, OUT name text, OUT description text, OUT photo_key text, OUT member_count integer); Type: ACL; Schema: app; Owner: -
 --
 
 REVOKE ALL ON FUNCTION app.invite_link_preview(p_token text, OUT hub_id uuid, OUT name text, OUT description text, OUT photo_key text, OUT member_count integer) FROM PUBLIC;
 GRANT ALL ON FUNCTION app.invite_link_preview(p_token text, OUT hub_id uuid, OUT name text, OUT description text, OUT photo_key text, OUT member_count integer) TO app_user;
+GRANT ALL ON FUNCTION app.invite_link_preview(p_token text, OUT hub_id uuid, OUT name text, OUT description text, OUT photo_key text, OUT member_count integer) TO app_anonymous;
 
 
 --
@@ -7329,6 +8869,14 @@ GRANT ALL ON FUNCTION app.name_words_match(p_name text, p_query text) TO app_adm
 
 
 --
+-- Name: FUNCTION notification_page(p_before_at timestamp with time zone, p_before_id uuid, p_unread_only boolean, p_limit integer); Type: ACL; Schema: app; Owner: -
+--
+
+REVOKE ALL ON FUNCTION app.notification_page(p_before_at timestamp with time zone, p_before_id uuid, p_unread_only boolean, p_limit integer) FROM PUBLIC;
+GRANT ALL ON FUNCTION app.notification_page(p_before_at timestamp with time zone, p_before_id uuid, p_unread_only boolean, p_limit integer) TO app_user;
+
+
+--
 -- Name: FUNCTION notification_replay(p_after uuid, p_before xid8, p_limit integer); Type: ACL; Schema: app; Owner: -
 --
 
@@ -7342,6 +8890,14 @@ GRANT ALL ON FUNCTION app.notification_replay(p_after uuid, p_before xid8, p_lim
 
 REVOKE ALL ON FUNCTION app.notification_rows(p_ids uuid[]) FROM PUBLIC;
 GRANT ALL ON FUNCTION app.notification_rows(p_ids uuid[]) TO app_user;
+
+
+--
+-- Name: FUNCTION notification_settings(); Type: ACL; Schema: app; Owner: -
+--
+
+REVOKE ALL ON FUNCTION app.notification_settings() FROM PUBLIC;
+GRANT ALL ON FUNCTION app.notification_settings() TO app_user;
 
 
 --
@@ -7446,11 +9002,29 @@ GRANT ALL ON FUNCTION app.post_assets_usable(p_asset_ids uuid[]) TO app_user;
 
 
 --
+-- Name: FUNCTION post_comment_count(p_post_id uuid); Type: ACL; Schema: app; Owner: -
+--
+
+REVOKE ALL ON FUNCTION app.post_comment_count(p_post_id uuid) FROM PUBLIC;
+GRANT ALL ON FUNCTION app.post_comment_count(p_post_id uuid) TO app_anonymous;
+GRANT ALL ON FUNCTION app.post_comment_count(p_post_id uuid) TO app_admin;
+
+
+--
 -- Name: FUNCTION post_hub_discussion_message(p_hub_id uuid, p_discussion_id uuid, p_text text, p_parent_id uuid); Type: ACL; Schema: app; Owner: -
 --
 
 REVOKE ALL ON FUNCTION app.post_hub_discussion_message(p_hub_id uuid, p_discussion_id uuid, p_text text, p_parent_id uuid) FROM PUBLIC;
 GRANT ALL ON FUNCTION app.post_hub_discussion_message(p_hub_id uuid, p_discussion_id uuid, p_text text, p_parent_id uuid) TO app_user;
+
+
+--
+-- Name: FUNCTION post_repost_count(p_post_id uuid); Type: ACL; Schema: app; Owner: -
+--
+
+REVOKE ALL ON FUNCTION app.post_repost_count(p_post_id uuid) FROM PUBLIC;
+GRANT ALL ON FUNCTION app.post_repost_count(p_post_id uuid) TO app_anonymous;
+GRANT ALL ON FUNCTION app.post_repost_count(p_post_id uuid) TO app_admin;
 
 
 --
@@ -7531,20 +9105,6 @@ GRANT SELECT(created_at) ON TABLE app.posts TO app_anonymous;
 
 
 --
--- Name: COLUMN posts.repost_count; Type: ACL; Schema: app; Owner: -
---
-
-GRANT SELECT(repost_count) ON TABLE app.posts TO app_anonymous;
-
-
---
--- Name: COLUMN posts.comment_count; Type: ACL; Schema: app; Owner: -
---
-
-GRANT SELECT(comment_count) ON TABLE app.posts TO app_anonymous;
-
-
---
 -- Name: FUNCTION post_visible_to(p_post app.posts, p_viewer uuid, p_block_list uuid[]); Type: ACL; Schema: app; Owner: -
 --
 
@@ -7577,11 +9137,19 @@ GRANT ALL ON FUNCTION app.profile_social(p_user_id uuid, OUT followers bigint, O
 
 
 --
--- Name: FUNCTION refresh_session(p_refresh_hash bytea, p_new_refresh_hash bytea, OUT user_id uuid, OUT session_id uuid, OUT outcome text); Type: ACL; Schema: app; Owner: -
+-- Name: FUNCTION refresh_session(p_refresh_hash bytea, p_new_refresh_hash bytea, OUT user_id uuid, OUT session_id uuid, OUT outcome text, OUT issued_at timestamp with time zone); Type: ACL; Schema: app; Owner: -
 --
 
-REVOKE ALL ON FUNCTION app.refresh_session(p_refresh_hash bytea, p_new_refresh_hash bytea, OUT user_id uuid, OUT session_id uuid, OUT outcome text) FROM PUBLIC;
-GRANT ALL ON FUNCTION app.refresh_session(p_refresh_hash bytea, p_new_refresh_hash bytea, OUT user_id uuid, OUT session_id uuid, OUT outcome text) TO app_anonymous;
+REVOKE ALL ON FUNCTION app.refresh_session(p_refresh_hash bytea, p_new_refresh_hash bytea, OUT user_id uuid, OUT session_id uuid, OUT outcome text, OUT issued_at timestamp with time zone) FROM PUBLIC;
+GRANT ALL ON FUNCTION app.refresh_session(p_refresh_hash bytea, p_new_refresh_hash bytea, OUT user_id uuid, OUT session_id uuid, OUT outcome text, OUT issued_at timestamp with time zone) TO app_anonymous;
+
+
+--
+-- Name: FUNCTION register_push_device(p_provider text, p_platform text, p_token text, p_locale text); Type: ACL; Schema: app; Owner: -
+--
+
+REVOKE ALL ON FUNCTION app.register_push_device(p_provider text, p_platform text, p_token text, p_locale text) FROM PUBLIC;
+GRANT ALL ON FUNCTION app.register_push_device(p_provider text, p_platform text, p_token text, p_locale text) TO app_user;
 
 
 --
@@ -7754,11 +9322,27 @@ GRANT ALL ON FUNCTION app.unfollow_user(p_target uuid) TO app_user;
 
 
 --
+-- Name: FUNCTION unread_counts(); Type: ACL; Schema: app; Owner: -
+--
+
+REVOKE ALL ON FUNCTION app.unread_counts() FROM PUBLIC;
+GRANT ALL ON FUNCTION app.unread_counts() TO app_user;
+
+
+--
 -- Name: FUNCTION update_hub(p_hub_id uuid, p_name text, p_description text, p_asset_id uuid); Type: ACL; Schema: app; Owner: -
 --
 
 REVOKE ALL ON FUNCTION app.update_hub(p_hub_id uuid, p_name text, p_description text, p_asset_id uuid) FROM PUBLIC;
 GRANT ALL ON FUNCTION app.update_hub(p_hub_id uuid, p_name text, p_description text, p_asset_id uuid) TO app_user;
+
+
+--
+-- Name: FUNCTION update_notification_settings(p_enabled boolean, p_enable app.notification_type[], p_disable app.notification_type[]); Type: ACL; Schema: app; Owner: -
+--
+
+REVOKE ALL ON FUNCTION app.update_notification_settings(p_enabled boolean, p_enable app.notification_type[], p_disable app.notification_type[]) FROM PUBLIC;
+GRANT ALL ON FUNCTION app.update_notification_settings(p_enabled boolean, p_enable app.notification_type[], p_disable app.notification_type[]) TO app_user;
 
 
 --
@@ -7920,6 +9504,13 @@ REVOKE ALL ON FUNCTION app_private.active_member(p_hub_id uuid, p_user_id uuid) 
 
 
 --
+-- Name: FUNCTION add_counts(p_changes app_private.counter_change[]); Type: ACL; Schema: app_private; Owner: -
+--
+
+REVOKE ALL ON FUNCTION app_private.add_counts(p_changes app_private.counter_change[]) FROM PUBLIC;
+
+
+--
 -- Name: FUNCTION announce_session_revoked(); Type: ACL; Schema: app_private; Owner: -
 --
 
@@ -7977,17 +9568,25 @@ REVOKE ALL ON FUNCTION app_private.check_profile_asset() FROM PUBLIC;
 
 
 --
+-- Name: FUNCTION claim_pushes(p_limit integer, p_lease_seconds integer); Type: ACL; Schema: app_private; Owner: -
+--
+
+REVOKE ALL ON FUNCTION app_private.claim_pushes(p_limit integer, p_lease_seconds integer) FROM PUBLIC;
+GRANT ALL ON FUNCTION app_private.claim_pushes(p_limit integer, p_lease_seconds integer) TO app_worker;
+
+
+--
+-- Name: FUNCTION client_address_key(p_address text); Type: ACL; Schema: app_private; Owner: -
+--
+
+REVOKE ALL ON FUNCTION app_private.client_address_key(p_address text) FROM PUBLIC;
+
+
+--
 -- Name: FUNCTION co_members_of(p_hubs uuid[], p_viewer uuid); Type: ACL; Schema: app_private; Owner: -
 --
 
 REVOKE ALL ON FUNCTION app_private.co_members_of(p_hubs uuid[], p_viewer uuid) FROM PUBLIC;
-
-
---
--- Name: FUNCTION comments_count(); Type: ACL; Schema: app_private; Owner: -
---
-
-REVOKE ALL ON FUNCTION app_private.comments_count() FROM PUBLIC;
 
 
 --
@@ -8068,6 +9667,216 @@ REVOKE ALL ON FUNCTION app_private.consume_sliding_limit(p_key text, p_limit int
 
 
 --
+-- Name: FUNCTION count_comments(); Type: ACL; Schema: app_private; Owner: -
+--
+
+REVOKE ALL ON FUNCTION app_private.count_comments() FROM PUBLIC;
+
+
+--
+-- Name: FUNCTION count_follows(); Type: ACL; Schema: app_private; Owner: -
+--
+
+REVOKE ALL ON FUNCTION app_private.count_follows() FROM PUBLIC;
+
+
+--
+-- Name: FUNCTION count_memberships(); Type: ACL; Schema: app_private; Owner: -
+--
+
+REVOKE ALL ON FUNCTION app_private.count_memberships() FROM PUBLIC;
+
+
+--
+-- Name: FUNCTION count_posts(); Type: ACL; Schema: app_private; Owner: -
+--
+
+REVOKE ALL ON FUNCTION app_private.count_posts() FROM PUBLIC;
+
+
+--
+-- Name: FUNCTION count_unread_changes(); Type: ACL; Schema: app_private; Owner: -
+--
+
+REVOKE ALL ON FUNCTION app_private.count_unread_changes() FROM PUBLIC;
+
+
+--
+-- Name: FUNCTION count_unread_deletes(); Type: ACL; Schema: app_private; Owner: -
+--
+
+REVOKE ALL ON FUNCTION app_private.count_unread_deletes() FROM PUBLIC;
+
+
+--
+-- Name: FUNCTION count_unread_inserts(); Type: ACL; Schema: app_private; Owner: -
+--
+
+REVOKE ALL ON FUNCTION app_private.count_unread_inserts() FROM PUBLIC;
+
+
+--
+-- Name: COLUMN comments.id; Type: ACL; Schema: app; Owner: -
+--
+
+GRANT SELECT(id) ON TABLE app.comments TO app_anonymous;
+
+
+--
+-- Name: COLUMN comments.post_id; Type: ACL; Schema: app; Owner: -
+--
+
+GRANT SELECT(post_id) ON TABLE app.comments TO app_anonymous;
+
+
+--
+-- Name: COLUMN comments.author_id; Type: ACL; Schema: app; Owner: -
+--
+
+GRANT SELECT(author_id) ON TABLE app.comments TO app_anonymous;
+
+
+--
+-- Name: COLUMN comments.parent_id; Type: ACL; Schema: app; Owner: -
+--
+
+GRANT SELECT(parent_id) ON TABLE app.comments TO app_anonymous;
+
+
+--
+-- Name: COLUMN comments.text; Type: ACL; Schema: app; Owner: -
+--
+
+GRANT SELECT(text) ON TABLE app.comments TO app_anonymous;
+
+
+--
+-- Name: COLUMN comments.created_at; Type: ACL; Schema: app; Owner: -
+--
+
+GRANT SELECT(created_at) ON TABLE app.comments TO app_anonymous;
+
+
+--
+-- Name: FUNCTION counted_by_comment(p_row app.comments); Type: ACL; Schema: app_private; Owner: -
+--
+
+REVOKE ALL ON FUNCTION app_private.counted_by_comment(p_row app.comments) FROM PUBLIC;
+
+
+--
+-- Name: TABLE follows; Type: ACL; Schema: app; Owner: -
+--
+
+GRANT SELECT ON TABLE app.follows TO app_admin;
+
+
+--
+-- Name: COLUMN follows.follower_id; Type: ACL; Schema: app; Owner: -
+--
+
+GRANT SELECT(follower_id) ON TABLE app.follows TO app_anonymous;
+
+
+--
+-- Name: COLUMN follows.followee_id; Type: ACL; Schema: app; Owner: -
+--
+
+GRANT SELECT(followee_id) ON TABLE app.follows TO app_anonymous;
+
+
+--
+-- Name: COLUMN follows.seq; Type: ACL; Schema: app; Owner: -
+--
+
+GRANT SELECT(seq) ON TABLE app.follows TO app_anonymous;
+
+
+--
+-- Name: FUNCTION counted_by_follow(p_row app.follows); Type: ACL; Schema: app_private; Owner: -
+--
+
+REVOKE ALL ON FUNCTION app_private.counted_by_follow(p_row app.follows) FROM PUBLIC;
+
+
+--
+-- Name: TABLE hub_memberships; Type: ACL; Schema: app; Owner: -
+--
+
+GRANT SELECT ON TABLE app.hub_memberships TO app_admin;
+
+
+--
+-- Name: COLUMN hub_memberships.hub_id; Type: ACL; Schema: app; Owner: -
+--
+
+GRANT SELECT(hub_id) ON TABLE app.hub_memberships TO app_user;
+
+
+--
+-- Name: COLUMN hub_memberships.user_id; Type: ACL; Schema: app; Owner: -
+--
+
+GRANT SELECT(user_id) ON TABLE app.hub_memberships TO app_user;
+
+
+--
+-- Name: COLUMN hub_memberships.role; Type: ACL; Schema: app; Owner: -
+--
+
+GRANT SELECT(role) ON TABLE app.hub_memberships TO app_user;
+
+
+--
+-- Name: FUNCTION counted_by_membership(p_row app.hub_memberships); Type: ACL; Schema: app_private; Owner: -
+--
+
+REVOKE ALL ON FUNCTION app_private.counted_by_membership(p_row app.hub_memberships) FROM PUBLIC;
+
+
+--
+-- Name: FUNCTION counted_by_message(p_row app.hub_discussion_messages); Type: ACL; Schema: app_private; Owner: -
+--
+
+REVOKE ALL ON FUNCTION app_private.counted_by_message(p_row app.hub_discussion_messages) FROM PUBLIC;
+
+
+--
+-- Name: FUNCTION counted_by_post(p_row app.posts); Type: ACL; Schema: app_private; Owner: -
+--
+
+REVOKE ALL ON FUNCTION app_private.counted_by_post(p_row app.posts) FROM PUBLIC;
+
+
+--
+-- Name: FUNCTION counted_kept(); Type: ACL; Schema: app_private; Owner: -
+--
+
+REVOKE ALL ON FUNCTION app_private.counted_kept() FROM PUBLIC;
+
+
+--
+-- Name: FUNCTION counted_now(); Type: ACL; Schema: app_private; Owner: -
+--
+
+REVOKE ALL ON FUNCTION app_private.counted_now() FROM PUBLIC;
+
+
+--
+-- Name: FUNCTION counter_drift(); Type: ACL; Schema: app_private; Owner: -
+--
+
+REVOKE ALL ON FUNCTION app_private.counter_drift() FROM PUBLIC;
+
+
+--
+-- Name: FUNCTION counter_value(p_counter app_private.counter, p_subject uuid); Type: ACL; Schema: app_private; Owner: -
+--
+
+REVOKE ALL ON FUNCTION app_private.counter_value(p_counter app_private.counter, p_subject uuid) FROM PUBLIC;
+
+
+--
 -- Name: FUNCTION dispatch_notifications(); Type: ACL; Schema: app_private; Owner: -
 --
 
@@ -8114,18 +9923,18 @@ REVOKE ALL ON FUNCTION app_private.followees_of(p_viewer uuid) FROM PUBLIC;
 
 
 --
--- Name: FUNCTION follows_count(); Type: ACL; Schema: app_private; Owner: -
---
-
-REVOKE ALL ON FUNCTION app_private.follows_count() FROM PUBLIC;
-
-
---
 -- Name: FUNCTION forget_asset(p_asset_id uuid); Type: ACL; Schema: app_private; Owner: -
 --
 
 REVOKE ALL ON FUNCTION app_private.forget_asset(p_asset_id uuid) FROM PUBLIC;
 GRANT ALL ON FUNCTION app_private.forget_asset(p_asset_id uuid) TO app_worker;
+
+
+--
+-- Name: FUNCTION forget_revoked_session_devices(); Type: ACL; Schema: app_private; Owner: -
+--
+
+REVOKE ALL ON FUNCTION app_private.forget_revoked_session_devices() FROM PUBLIC;
 
 
 --
@@ -8176,13 +9985,6 @@ REVOKE ALL ON FUNCTION app_private.hub_events(p_subject uuid, p_viewer uuid, p_b
 --
 
 REVOKE ALL ON FUNCTION app_private.hub_later(p_hub_id uuid, p_post_id uuid, p_blocks uuid[], p_snapshot timestamp with time zone, p_after_at timestamp with time zone, p_after_id uuid) FROM PUBLIC;
-
-
---
--- Name: FUNCTION hub_member_count(); Type: ACL; Schema: app_private; Owner: -
---
-
-REVOKE ALL ON FUNCTION app_private.hub_member_count() FROM PUBLIC;
 
 
 --
@@ -8249,6 +10051,14 @@ REVOKE ALL ON FUNCTION app_private.invite_phones(p_hub_id uuid, p_phones text[],
 
 
 --
+-- Name: FUNCTION live_badges(p_from xid8, p_to xid8); Type: ACL; Schema: app_private; Owner: -
+--
+
+REVOKE ALL ON FUNCTION app_private.live_badges(p_from xid8, p_to xid8) FROM PUBLIC;
+GRANT ALL ON FUNCTION app_private.live_badges(p_from xid8, p_to xid8) TO authenticator;
+
+
+--
 -- Name: FUNCTION live_notifications(p_from xid8, p_to xid8); Type: ACL; Schema: app_private; Owner: -
 --
 
@@ -8262,6 +10072,13 @@ GRANT ALL ON FUNCTION app_private.live_notifications(p_from xid8, p_to xid8) TO 
 
 REVOKE ALL ON FUNCTION app_private.live_sessions_sync(p_add uuid[], p_remove uuid[]) FROM PUBLIC;
 GRANT ALL ON FUNCTION app_private.live_sessions_sync(p_add uuid[], p_remove uuid[]) TO authenticator;
+
+
+--
+-- Name: FUNCTION lock_reposts(p_post_ids uuid[]); Type: ACL; Schema: app_private; Owner: -
+--
+
+REVOKE ALL ON FUNCTION app_private.lock_reposts(p_post_ids uuid[]) FROM PUBLIC;
 
 
 --
@@ -8321,11 +10138,32 @@ REVOKE ALL ON FUNCTION app_private.merge_votes(p_source uuid, p_target uuid) FRO
 
 
 --
+-- Name: FUNCTION move_repost_unread(); Type: ACL; Schema: app_private; Owner: -
+--
+
+REVOKE ALL ON FUNCTION app_private.move_repost_unread() FROM PUBLIC;
+
+
+--
 -- Name: FUNCTION notification_dispatched_to(); Type: ACL; Schema: app_private; Owner: -
 --
 
 REVOKE ALL ON FUNCTION app_private.notification_dispatched_to() FROM PUBLIC;
 GRANT ALL ON FUNCTION app_private.notification_dispatched_to() TO authenticator;
+
+
+--
+-- Name: FUNCTION notification_page_rows(p_viewer uuid, p_before_at timestamp with time zone, p_before_id uuid, p_unread_only boolean, p_limit integer); Type: ACL; Schema: app_private; Owner: -
+--
+
+REVOKE ALL ON FUNCTION app_private.notification_page_rows(p_viewer uuid, p_before_at timestamp with time zone, p_before_id uuid, p_unread_only boolean, p_limit integer) FROM PUBLIC;
+
+
+--
+-- Name: FUNCTION notification_scope_kind(p_type app.notification_type, p_hub_id uuid); Type: ACL; Schema: app_private; Owner: -
+--
+
+REVOKE ALL ON FUNCTION app_private.notification_scope_kind(p_type app.notification_type, p_hub_id uuid) FROM PUBLIC;
 
 
 --
@@ -8406,6 +10244,14 @@ REVOKE ALL ON FUNCTION app_private.place_post_in_hubs(p_post_id uuid, p_hub_ids 
 
 
 --
+-- Name: FUNCTION plan_pushes(); Type: ACL; Schema: app_private; Owner: -
+--
+
+REVOKE ALL ON FUNCTION app_private.plan_pushes() FROM PUBLIC;
+GRANT ALL ON FUNCTION app_private.plan_pushes() TO app_worker;
+
+
+--
 -- Name: FUNCTION post_hubs_seed_vote_counters(); Type: ACL; Schema: app_private; Owner: -
 --
 
@@ -8417,13 +10263,6 @@ REVOKE ALL ON FUNCTION app_private.post_hubs_seed_vote_counters() FROM PUBLIC;
 --
 
 REVOKE ALL ON FUNCTION app_private.posts_by_authors(p_authors uuid[], p_visibilities app.post_visibility[], p_viewer uuid, p_blocks uuid[], p_after_at timestamp with time zone, p_after_id uuid, p_window integer) FROM PUBLIC;
-
-
---
--- Name: FUNCTION posts_count_reposts(); Type: ACL; Schema: app_private; Owner: -
---
-
-REVOKE ALL ON FUNCTION app_private.posts_count_reposts() FROM PUBLIC;
 
 
 --
@@ -8456,6 +10295,42 @@ GRANT ALL ON FUNCTION app_private.purge_expired_auth() TO app_worker;
 
 
 --
+-- Name: FUNCTION purge_push(); Type: ACL; Schema: app_private; Owner: -
+--
+
+REVOKE ALL ON FUNCTION app_private.purge_push() FROM PUBLIC;
+GRANT ALL ON FUNCTION app_private.purge_push() TO app_worker;
+
+
+--
+-- Name: FUNCTION push_allowed(p_settings app_private.notification_settings, p_type app.notification_type); Type: ACL; Schema: app_private; Owner: -
+--
+
+REVOKE ALL ON FUNCTION app_private.push_allowed(p_settings app_private.notification_settings, p_type app.notification_type) FROM PUBLIC;
+
+
+--
+-- Name: FUNCTION push_devices_per_user(); Type: ACL; Schema: app_private; Owner: -
+--
+
+REVOKE ALL ON FUNCTION app_private.push_devices_per_user() FROM PUBLIC;
+
+
+--
+-- Name: FUNCTION push_max_age(); Type: ACL; Schema: app_private; Owner: -
+--
+
+REVOKE ALL ON FUNCTION app_private.push_max_age() FROM PUBLIC;
+
+
+--
+-- Name: FUNCTION pushed_type(p_type app.notification_type); Type: ACL; Schema: app_private; Owner: -
+--
+
+REVOKE ALL ON FUNCTION app_private.pushed_type(p_type app.notification_type) FROM PUBLIC;
+
+
+--
 -- Name: FUNCTION queue_hub_fanout(p_hub_id uuid, p_type app.notification_type, p_audience text, p_except uuid[], p_join_request_id uuid, p_post_id uuid); Type: ACL; Schema: app_private; Owner: -
 --
 
@@ -8470,6 +10345,13 @@ REVOKE ALL ON FUNCTION app_private.queue_replaced_asset() FROM PUBLIC;
 
 
 --
+-- Name: FUNCTION rebuild_counters(); Type: ACL; Schema: app_private; Owner: -
+--
+
+REVOKE ALL ON FUNCTION app_private.rebuild_counters() FROM PUBLIC;
+
+
+--
 -- Name: FUNCTION record_activity(p_post_id uuid, p_kind app.activity_kind, p_hub_id uuid); Type: ACL; Schema: app_private; Owner: -
 --
 
@@ -8477,10 +10359,39 @@ REVOKE ALL ON FUNCTION app_private.record_activity(p_post_id uuid, p_kind app.ac
 
 
 --
+-- Name: FUNCTION record_badge_changes(); Type: ACL; Schema: app_private; Owner: -
+--
+
+REVOKE ALL ON FUNCTION app_private.record_badge_changes() FROM PUBLIC;
+
+
+--
+-- Name: FUNCTION record_pushes(p_sent bigint[], p_retry bigint[], p_retry_ms integer[], p_given_up bigint[], p_failed bigint[], p_released bigint[], p_release_ms integer, p_dead_devices uuid[]); Type: ACL; Schema: app_private; Owner: -
+--
+
+REVOKE ALL ON FUNCTION app_private.record_pushes(p_sent bigint[], p_retry bigint[], p_retry_ms integer[], p_given_up bigint[], p_failed bigint[], p_released bigint[], p_release_ms integer, p_dead_devices uuid[]) FROM PUBLIC;
+GRANT ALL ON FUNCTION app_private.record_pushes(p_sent bigint[], p_retry bigint[], p_retry_ms integer[], p_given_up bigint[], p_failed bigint[], p_released bigint[], p_release_ms integer, p_dead_devices uuid[]) TO app_worker;
+
+
+--
 -- Name: FUNCTION repost_row_visible(p_repost_id uuid, p_user_id uuid); Type: ACL; Schema: app_private; Owner: -
 --
 
 REVOKE ALL ON FUNCTION app_private.repost_row_visible(p_repost_id uuid, p_user_id uuid) FROM PUBLIC;
+
+
+--
+-- Name: FUNCTION repost_visible(p_repost app.posts, p_user_id uuid); Type: ACL; Schema: app_private; Owner: -
+--
+
+REVOKE ALL ON FUNCTION app_private.repost_visible(p_repost app.posts, p_user_id uuid) FROM PUBLIC;
+
+
+--
+-- Name: FUNCTION scope_visible(p_kind "char", p_scope uuid, p_user_id uuid); Type: ACL; Schema: app_private; Owner: -
+--
+
+REVOKE ALL ON FUNCTION app_private.scope_visible(p_kind "char", p_scope uuid, p_user_id uuid) FROM PUBLIC;
 
 
 --
@@ -8534,6 +10445,27 @@ REVOKE ALL ON FUNCTION app_private.touch_hub_activity(p_hub_id uuid, p_user_id u
 
 
 --
+-- Name: FUNCTION unread_bucket(p_type app.notification_type, p_hub_id uuid, p_post_id uuid); Type: ACL; Schema: app_private; Owner: -
+--
+
+REVOKE ALL ON FUNCTION app_private.unread_bucket(p_type app.notification_type, p_hub_id uuid, p_post_id uuid) FROM PUBLIC;
+
+
+--
+-- Name: FUNCTION unread_counter_drift(); Type: ACL; Schema: app_private; Owner: -
+--
+
+REVOKE ALL ON FUNCTION app_private.unread_counter_drift() FROM PUBLIC;
+
+
+--
+-- Name: FUNCTION unread_counts(p_user_id uuid); Type: ACL; Schema: app_private; Owner: -
+--
+
+REVOKE ALL ON FUNCTION app_private.unread_counts(p_user_id uuid) FROM PUBLIC;
+
+
+--
 -- Name: FUNCTION unused_asset_key(p_asset_id uuid); Type: ACL; Schema: app_private; Owner: -
 --
 
@@ -8581,6 +10513,22 @@ REVOKE ALL ON FUNCTION app_private.user_level(p_user_id uuid) FROM PUBLIC;
 --
 
 REVOKE ALL ON FUNCTION app_private.users_reject_reserved_handle() FROM PUBLIC;
+
+
+--
+-- Name: FUNCTION worker_heartbeat(p_worker_id text, p_dead_after interval); Type: ACL; Schema: app_private; Owner: -
+--
+
+REVOKE ALL ON FUNCTION app_private.worker_heartbeat(p_worker_id text, p_dead_after interval) FROM PUBLIC;
+GRANT ALL ON FUNCTION app_private.worker_heartbeat(p_worker_id text, p_dead_after interval) TO app_worker;
+
+
+--
+-- Name: FUNCTION worker_stopped(p_worker_id text); Type: ACL; Schema: app_private; Owner: -
+--
+
+REVOKE ALL ON FUNCTION app_private.worker_stopped(p_worker_id text) FROM PUBLIC;
+GRANT ALL ON FUNCTION app_private.worker_stopped(p_worker_id text) TO app_worker;
 
 
 --
@@ -8936,80 +10884,19 @@ GRANT SELECT(blocked_id) ON TABLE app.blocks TO app_user;
 
 
 --
--- Name: COLUMN comments.id; Type: ACL; Schema: app; Owner: -
+-- Name: COLUMN comment_stats.comment_id; Type: ACL; Schema: app; Owner: -
 --
 
-GRANT SELECT(id) ON TABLE app.comments TO app_anonymous;
-
-
---
--- Name: COLUMN comments.post_id; Type: ACL; Schema: app; Owner: -
---
-
-GRANT SELECT(post_id) ON TABLE app.comments TO app_anonymous;
+GRANT SELECT(comment_id) ON TABLE app.comment_stats TO app_anonymous;
+GRANT SELECT(comment_id) ON TABLE app.comment_stats TO app_admin;
 
 
 --
--- Name: COLUMN comments.author_id; Type: ACL; Schema: app; Owner: -
+-- Name: COLUMN comment_stats.reply_count; Type: ACL; Schema: app; Owner: -
 --
 
-GRANT SELECT(author_id) ON TABLE app.comments TO app_anonymous;
-
-
---
--- Name: COLUMN comments.parent_id; Type: ACL; Schema: app; Owner: -
---
-
-GRANT SELECT(parent_id) ON TABLE app.comments TO app_anonymous;
-
-
---
--- Name: COLUMN comments.text; Type: ACL; Schema: app; Owner: -
---
-
-GRANT SELECT(text) ON TABLE app.comments TO app_anonymous;
-
-
---
--- Name: COLUMN comments.created_at; Type: ACL; Schema: app; Owner: -
---
-
-GRANT SELECT(created_at) ON TABLE app.comments TO app_anonymous;
-
-
---
--- Name: COLUMN comments.reply_count; Type: ACL; Schema: app; Owner: -
---
-
-GRANT SELECT(reply_count) ON TABLE app.comments TO app_anonymous;
-
-
---
--- Name: TABLE follows; Type: ACL; Schema: app; Owner: -
---
-
-GRANT SELECT ON TABLE app.follows TO app_admin;
-
-
---
--- Name: COLUMN follows.follower_id; Type: ACL; Schema: app; Owner: -
---
-
-GRANT SELECT(follower_id) ON TABLE app.follows TO app_anonymous;
-
-
---
--- Name: COLUMN follows.followee_id; Type: ACL; Schema: app; Owner: -
---
-
-GRANT SELECT(followee_id) ON TABLE app.follows TO app_anonymous;
-
-
---
--- Name: COLUMN follows.seq; Type: ACL; Schema: app; Owner: -
---
-
-GRANT SELECT(seq) ON TABLE app.follows TO app_anonymous;
+GRANT SELECT(reply_count) ON TABLE app.comment_stats TO app_anonymous;
+GRANT SELECT(reply_count) ON TABLE app.comment_stats TO app_admin;
 
 
 --
@@ -9059,34 +10946,6 @@ GRANT SELECT(post_id) ON TABLE app.hub_discussions TO app_user;
 --
 
 GRANT SELECT(last_activity_at) ON TABLE app.hub_discussions TO app_user;
-
-
---
--- Name: TABLE hub_memberships; Type: ACL; Schema: app; Owner: -
---
-
-GRANT SELECT ON TABLE app.hub_memberships TO app_admin;
-
-
---
--- Name: COLUMN hub_memberships.hub_id; Type: ACL; Schema: app; Owner: -
---
-
-GRANT SELECT(hub_id) ON TABLE app.hub_memberships TO app_user;
-
-
---
--- Name: COLUMN hub_memberships.user_id; Type: ACL; Schema: app; Owner: -
---
-
-GRANT SELECT(user_id) ON TABLE app.hub_memberships TO app_user;
-
-
---
--- Name: COLUMN hub_memberships.role; Type: ACL; Schema: app; Owner: -
---
-
-GRANT SELECT(role) ON TABLE app.hub_memberships TO app_user;
 
 
 --
@@ -9171,17 +11030,26 @@ GRANT SELECT(is_recommended) ON TABLE app.hubs TO app_anonymous;
 
 
 --
--- Name: COLUMN hubs.member_count; Type: ACL; Schema: app; Owner: -
---
-
-GRANT SELECT(member_count) ON TABLE app.hubs TO app_anonymous;
-
-
---
 -- Name: COLUMN hubs.last_activity_at; Type: ACL; Schema: app; Owner: -
 --
 
 GRANT SELECT(last_activity_at) ON TABLE app.hubs TO app_anonymous;
+
+
+--
+-- Name: COLUMN hub_stats.hub_id; Type: ACL; Schema: app; Owner: -
+--
+
+GRANT SELECT(hub_id) ON TABLE app.hub_stats TO app_user;
+GRANT SELECT(hub_id) ON TABLE app.hub_stats TO app_admin;
+
+
+--
+-- Name: COLUMN hub_stats.member_count; Type: ACL; Schema: app; Owner: -
+--
+
+GRANT SELECT(member_count) ON TABLE app.hub_stats TO app_user;
+GRANT SELECT(member_count) ON TABLE app.hub_stats TO app_admin;
 
 
 --
@@ -9224,6 +11092,72 @@ GRANT SELECT(kind) ON TABLE app.post_hubs TO app_user;
 --
 
 GRANT SELECT(created_at) ON TABLE app.post_hubs TO app_user;
+
+
+--
+-- Name: COLUMN post_stats.post_id; Type: ACL; Schema: app; Owner: -
+--
+
+GRANT SELECT(post_id) ON TABLE app.post_stats TO app_anonymous;
+GRANT SELECT(post_id) ON TABLE app.post_stats TO app_admin;
+
+
+--
+-- Name: COLUMN post_stats.comment_count; Type: ACL; Schema: app; Owner: -
+--
+
+GRANT SELECT(comment_count) ON TABLE app.post_stats TO app_anonymous;
+GRANT SELECT(comment_count) ON TABLE app.post_stats TO app_admin;
+
+
+--
+-- Name: COLUMN post_stats.repost_count; Type: ACL; Schema: app; Owner: -
+--
+
+GRANT SELECT(repost_count) ON TABLE app.post_stats TO app_anonymous;
+GRANT SELECT(repost_count) ON TABLE app.post_stats TO app_admin;
+
+
+--
+-- Name: COLUMN push_devices.id; Type: ACL; Schema: app; Owner: -
+--
+
+GRANT SELECT(id) ON TABLE app.push_devices TO app_user;
+
+
+--
+-- Name: COLUMN push_devices.provider; Type: ACL; Schema: app; Owner: -
+--
+
+GRANT SELECT(provider) ON TABLE app.push_devices TO app_user;
+
+
+--
+-- Name: COLUMN push_devices.platform; Type: ACL; Schema: app; Owner: -
+--
+
+GRANT SELECT(platform) ON TABLE app.push_devices TO app_user;
+
+
+--
+-- Name: COLUMN push_devices.token_suffix; Type: ACL; Schema: app; Owner: -
+--
+
+GRANT SELECT(token_suffix) ON TABLE app.push_devices TO app_user;
+
+
+--
+-- Name: COLUMN push_devices.created_at; Type: ACL; Schema: app; Owner: -
+--
+
+GRANT SELECT(created_at) ON TABLE app.push_devices TO app_user;
+
+
+--
+-- Name: COLUMN push_devices.last_seen_at; Type: ACL; Schema: app; Owner: -
+--
+
+GRANT SELECT(last_seen_at) ON TABLE app.push_devices TO app_user;
 
 
 --

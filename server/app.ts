@@ -1,5 +1,5 @@
 // The Express application: request context, JSON bodies (64 KiB), every resource's endpoints under
-// /api/v1, the OpenAPI document and docs page, /healthz and /readyz, the internal GraphQL API at
+// /api/v1, the OpenAPI document and docs page, /healthz and /readyz, the web pages of links, the internal GraphQL API at
 // /internal/graphql, unknown routes, and the error envelope; and the HTTP server around it.
 import { createServer as createHttpServer, type Server } from 'node:http';
 import express from 'express';
@@ -10,10 +10,13 @@ import { ApiError } from './http/errors.ts';
 import { errorHandler } from './http/error-handler.ts';
 import { requestContext } from './http/request-context.ts';
 import { runEndpoint } from './http/run-endpoint.ts';
+import { basePath } from './http/route-name.ts';
 import type { Services } from './services.ts';
 import { authEndpoints } from './auth/routes.ts';
 import { onboardingEndpoints } from './onboarding/routes.ts';
 import { userEndpoints } from './users/routes.ts';
+import { pushDeviceEndpoints } from './users/push-devices.ts';
+import { notificationSettingsEndpoints } from './users/notification-settings.ts';
 import { uploadEndpoints } from './uploads/routes.ts';
 import { followEndpoints } from './users/follows.ts';
 import { blockEndpoints } from './users/blocks.ts';
@@ -31,12 +34,16 @@ import { discussionEndpoints } from './discussions/routes.ts';
 import { savedDiscussionEndpoints } from './discussions/saved.ts';
 import { openApiRouter } from './openapi/router.ts';
 import { healthRouter } from './health.ts';
+import { appLinkFiles } from './web/app-links.ts';
+import { webPages } from './web/pages.ts';
 
-export const basePath = '/api/v1';
+export { basePath } from './http/route-name.ts';
 
 export const allEndpoints: Endpoint[] = [
   ...authEndpoints,
   ...onboardingEndpoints,
+  ...pushDeviceEndpoints,
+  ...notificationSettingsEndpoints,
   ...userEndpoints,
   ...followEndpoints,
   ...blockEndpoints,
@@ -62,9 +69,12 @@ export function createApp(services: Services): express.Express {
   // The client address (req.ip) for per-address limits: the socket's, or a trusted proxy's entry.
   app.set('trust proxy', services.config.trustProxy);
   app.use(services.metrics.requests());
-  // Probes come often: they are measured but not logged.
-  app.use(healthRouter(services.pools.api));
   app.use(requestContext(services.log));
+  app.use(healthRouter(services.pools.api));
+  // The pages behind the links the app hands out (logo, legal pages, share and invite links) and
+  // the app-link files; outside /api/v1, no token, read as an anonymous request.
+  app.use(webPages(services));
+  app.use(appLinkFiles(services.config));
   // Bodies are JSON whatever the declared content type; an empty body reads as {}.
   app.use(express.json({ limit: '64kb', type: () => true }));
 

@@ -8,7 +8,15 @@ import pg from 'pg';
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
 import type { WorkerEvents } from 'graphile-worker';
 import type { Pools } from '../db/pools.ts';
-import type { Endpoint } from './http/endpoint.ts';
+import { routePattern } from './http/route-name.ts';
+
+/** Push outcomes, as the push worker reports them (worker/push/pusher.ts). */
+export interface PushCounters {
+  sent(kind: 'notification' | 'badge', lagSeconds: number): void;
+  failed(outcome: 'given_up' | 'refused'): void;
+  retried(reason: string): void;
+  deviceDeleted(reason: string): void;
+}
 
 /** What the notification hub reports (server/sse/hub.ts). */
 export interface LiveStatus {
@@ -21,6 +29,8 @@ export interface Metrics {
   requests(): express.RequestHandler;
   watchLive(live: LiveStatus): void;
   watchWorker(events: WorkerEvents): void;
+  /** What the push worker reports (worker/push/pusher.ts PushObserver). */
+  push: PushCounters;
   /** The metrics endpoint's app: GET /metrics. */
   app(): express.Express;
 }
@@ -58,14 +68,43 @@ export function createMetrics(pools: Pools): Metrics {
 
   const jobs = new Counter({ name: 'worker_jobs_total', help: 'Worker jobs run, by task and outcome (success, error: will retry, failed: no attempts left)', labelNames: ['task', 'outcome'], registers: [registry] });
 
+  const pushesSent = new Counter({ name: 'push_sent_total', help: 'Push messages FCM accepted, by kind (notification, badge)', labelNames: ['kind'], registers: [registry] });
+  const pushesFailed = new Counter({
+    name: 'push_failed_total',
+    help: 'Push messages not delivered, by outcome (given_up: out of tries after 429/5xx; refused: FCM refused the message itself)',
+    labelNames: ['outcome'],
+    registers: [registry],
+  });
+  const pushesRetried = new Counter({ name: 'push_retried_total', help: 'Push messages to be tried again, by reason (rate_limited, unavailable, network)', labelNames: ['reason'], registers: [registry] });
+  const devicesDeleted = new Counter({
+    name: 'push_devices_deleted_total',
+    help: 'Devices deleted on FCM\'s answer, by reason (unregistered, invalid_token, sender_mismatch)',
+    labelNames: ['reason'],
+    registers: [registry],
+  });
+  const pushLag = new Histogram({
+    name: 'push_lag_seconds',
+    help: "From the notification row's writing transaction (its start) to FCM's answer, per message sent",
+    labelNames: ['kind'],
+    buckets: [0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60],
+    registers: [registry],
+  });
+
   return {
+    push: {
+      sent(kind, lagSeconds) {
+        pushesSent.inc({ kind });
+        pushLag.observe({ kind }, lagSeconds);
+      },
+      failed: (outcome) => pushesFailed.inc({ outcome }),
+      retried: (reason) => pushesRetried.inc({ reason }),
+      deviceDeleted: (reason) => devicesDeleted.inc({ reason }),
+    },
     requests() {
       return (req: Request, res: Response, next: NextFunction) => {
         const started = process.hrtime.bigint();
         res.on('close', () => {
-          const endpoint = res.locals.endpoint as Endpoint | undefined;
-          const route = endpoint ? `/api/v1${endpoint.path}` : knownRoute(req.path);
-          const labels = { method: req.method, route, status: String(res.statusCode) };
+          const labels = { method: req.method, route: routePattern(req, res), status: String(res.statusCode) };
           requestCount.inc(labels);
           requestSeconds.observe(labels, Number(process.hrtime.bigint() - started) / 1e9);
         });
@@ -99,12 +138,4 @@ export function createMetrics(pools: Pools): Metrics {
       return app;
     },
   };
-}
-
-// Requests outside the endpoint table: a fixed set of names, so a scanner's URLs add no series.
-const otherRoutes = ['/healthz', '/readyz', '/internal/graphql', '/api/v1/openapi.json'];
-function knownRoute(path: string): string {
-  if (otherRoutes.includes(path)) return path;
-  if (path.startsWith('/api/v1/docs')) return '/api/v1/docs';
-  return '(unmatched)';
 }

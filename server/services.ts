@@ -10,6 +10,7 @@ import { createMetrics, type Metrics } from './metrics.ts';
 import { DatabaseOutage } from './outage.ts';
 import { NotificationHub } from './sse/hub.ts';
 import type { Storage } from './uploads/storage.ts';
+import { resolveWriteLimits, type WriteLimits } from './http/write-limits.ts';
 
 export interface Services {
   config: Config;
@@ -26,6 +27,8 @@ export interface Services {
   metrics: Metrics;
   /** Logs one warning per database outage instead of one error per failed request. */
   outage: DatabaseOutage;
+  /** The per-user write limits in force (defaults and WRITE_LIMITS). */
+  writeLimits: WriteLimits;
 }
 
 // Handlers see these services (server/http/endpoint.ts declares the name and knows nothing else).
@@ -55,11 +58,12 @@ export async function createServices(
   metrics.watchLive(notificationHub);
   return {
     config,
+    writeLimits: resolveWriteLimits(config.writeLimits),
     log,
     pools,
     storage,
     tokens,
-    otp: createOtp(config, overrides.otpSender ?? (await loadOtpSender(config, log))),
+    otp: createOtp(config, overrides.otpSender ?? (await loadOtpSender(config, log)), log),
     idp: createIdpVerifier(config.idp),
     graphql: createInternalGraphql({ pool: pools.graphql, tokens, adminApiToken: config.adminApiToken, log }),
     notificationHub,

@@ -1,12 +1,17 @@
-// The graphile-worker runner: the task list (one file per task in worker/tasks) and the schedule.
+// The graphile-worker runner: the task list (one file per task in worker/tasks), the schedule, and
+// the liveness that takes back a dead worker's jobs within seconds, whatever the task
+// (worker/liveness.ts): a job may run again after its worker died, so every task is idempotent per
+// effect (a key per effect, `on conflict`).
 import { run, type Runner, type TaskList, type WorkerEvents } from 'graphile-worker';
 import type pg from 'pg';
-import { workerLogger, type Log } from '../logger.ts';
+import { OutageLog, workerLogger, type Log } from '../logger.ts';
+import { workerLiveness } from './liveness.ts';
 import type { ObjectStore } from './object-store.ts';
 import { deleteAsset } from './tasks/delete-asset.ts';
 import { hubNotificationFanout } from './tasks/hub-notification-fanout.ts';
 import { purgeExpiredAuth } from './tasks/purge-expired-auth.ts';
 import { purgeExpiredUploads } from './tasks/purge-expired-uploads.ts';
+import { purgePush } from './tasks/purge-push.ts';
 
 export interface WorkerDeps {
   storage: ObjectStore;
@@ -18,18 +23,31 @@ export function createTaskList({ storage }: WorkerDeps): TaskList {
     hub_notification_fanout: hubNotificationFanout,
     purge_expired_auth: purgeExpiredAuth,
     purge_expired_uploads: purgeExpiredUploads(storage),
+    purge_push: purgePush,
   };
 }
 
-const crontab = ['0 * * * * purge_expired_auth ?max=1', '*/15 * * * * purge_expired_uploads ?max=1'].join('\n');
+const crontab = ['0 * * * * purge_expired_auth ?max=1', '*/15 * * * * purge_expired_uploads ?max=1', '30 * * * * purge_push ?max=1'].join('\n');
 
-/** `watch` receives the runner's events (main.ts counts jobs for the metrics). */
+/**
+ * `watch` receives the runner's events (main.ts counts jobs for the metrics); `deadAfterSeconds`:
+ * a worker silent that long is dead and its jobs are taken back (WORKER_DEAD_AFTER_SECONDS).
+ */
 export async function startWorker(
   pool: pg.Pool,
   log: Log,
   deps: WorkerDeps,
-  { concurrency = 2, watch = undefined as ((events: WorkerEvents) => void) | undefined } = {},
+  {
+    concurrency = 2,
+    deadAfterSeconds = 10,
+    watch = undefined as ((events: WorkerEvents) => void) | undefined,
+  } = {},
 ): Promise<Runner> {
+  // One warning per database outage and one line when it ends, for the whole worker: its job
+  // fetches, its listening connection (graphile-worker's own lines about it are debug: see
+  // workerLogger) and its heartbeat.
+  const outage = new OutageLog(log, 'worker', 'jobs wait until it is back', 'failures');
+  const liveness = workerLiveness(pool, log, deadAfterSeconds, outage);
   const runner = await run({
     pgPool: pool,
     taskList: createTaskList(deps),
@@ -38,7 +56,20 @@ export async function startWorker(
     noHandleSignals: true,
     pollInterval: 1000,
     logger: workerLogger(log),
+    preset: { plugins: [liveness.plugin] },
   });
+  runner.events.on('pool:listen:error', ({ error }) => outage.failed(error));
+  runner.events.on('worker:getJob:error', ({ error }) => outage.failed(error));
+  runner.events.on('pool:listen:success', () => outage.recovered());
+  runner.events.on('worker:getJob:empty', () => outage.recovered());
+  runner.events.on('job:start', () => outage.recovered());
   watch?.(runner.events);
-  return runner;
+  // Stopping ends the beat and forgets this worker once its jobs are done.
+  return {
+    ...runner,
+    async stop(reason?: string) {
+      await runner.stop(reason);
+      await liveness.stop();
+    },
+  };
 }

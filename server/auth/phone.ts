@@ -11,11 +11,25 @@ export function toE164(countryCode: string, number: string): string | null {
   return e164.length <= 16 && e164.length >= 8 ? e164 : null;
 }
 
+/**
+ * The two phone fields as requests carry them, with toE164's rule in the OpenAPI document: a country
+ * code of 1-4 digits (a leading + optional), and a national number of 4-14 digits once spaces, dots,
+ * dashes, parentheses and leading zeros are removed (at most 15 digits in all).
+ */
+export const phoneFields = {
+  phoneCountryCode: z.string().max(5).meta({ pattern: '^\\s*\\+?[1-9][0-9]{0,3}\\s*$', examples: ['+44'] }),
+  phoneNumber: z
+    .string()
+    .max(20)
+    .meta({
+      pattern: '^[\\s().-]*(?:0[\\s().-]*)*[1-9][\\s().-]*(?:[0-9][\\s().-]*){3,13}$',
+      description: 'The national number: 4-14 digits once spaces, dots, dashes, parentheses and leading zeros are removed.',
+      examples: ['7700900123'],
+    }),
+};
+
 export const phoneInput = z
-  .strictObject({
-    phoneCountryCode: z.string().max(5),
-    phoneNumber: z.string().max(20),
-  })
+  .strictObject(phoneFields)
   .transform((value, ctx) => {
     const e164 = toE164(value.phoneCountryCode, value.phoneNumber);
     if (!e164) {

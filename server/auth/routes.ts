@@ -6,7 +6,7 @@ import type { RequestTransaction } from '../../db/request-transaction.ts';
 import { endpoint } from '../http/endpoint.ts';
 import { ApiError, rateLimited } from '../http/errors.ts';
 import { otpPolicy } from './otp.ts';
-import { phoneInput } from './phone.ts';
+import { phoneFields, phoneInput } from './phone.ts';
 import { sessionPayload, sessionResponse } from './session.ts';
 import { hashRefreshToken } from './tokens.ts';
 
@@ -95,8 +95,7 @@ export const authEndpoints = [
     auth: 'public',
     body: z
       .strictObject({
-        phoneCountryCode: z.string().max(5),
-        phoneNumber: z.string().max(20),
+        ...phoneFields,
         code: z.string().regex(/^\d{4}$/, 'Must be 4 digits'),
       })
       .transform((value, ctx) => {
@@ -179,23 +178,31 @@ export const authEndpoints = [
     tag,
     summary: 'Rotate a refresh token',
     description:
-      'Refresh tokens are single use. Presenting an already-rotated token revokes the whole session and answers 401.',
+      'Refresh tokens are single use: a refresh answers a new pair and the presented token stops working. ' +
+      'Within 10 seconds of a rotation, presenting the rotated token again answers the same new pair (a client ' +
+      'that refreshes from two requests at once stays signed in); after that, presenting it revokes the whole ' +
+      'session and answers 401. One token never yields two live refresh tokens.',
     auth: 'public',
     body: z.strictObject({ refreshToken: z.string().min(1).max(200) }),
     response: sessionResponse,
     errors: ['UNAUTHORIZED'],
     async handler({ body, tx, services: { tokens } }) {
-      const refresh = tokens.newRefresh();
-      const { rows } = await tx.query<{ outcome: string; user_id: string; session_id: string }>(
-        'select outcome, user_id, session_id from app.refresh_session($1, $2)',
-        [hashRefreshToken(body.refreshToken), refresh.hash],
+      const successor = tokens.successorRefresh(body.refreshToken);
+      const { rows } = await tx.query<{ outcome: string; user_id: string; session_id: string; issued_at: Date }>(
+        'select outcome, user_id, session_id, issued_at from app.refresh_session($1, $2)',
+        [hashRefreshToken(body.refreshToken), successor.hash],
       );
       const result = rows[0];
       if (result?.outcome !== 'rotated') {
         await tx.commit(); // reuse detection revoked the family
         throw new ApiError('UNAUTHORIZED');
       }
-      return sessionPayload(tx, tokens, { userId: result.user_id, sessionId: result.session_id, refreshToken: refresh.token });
+      return sessionPayload(tx, tokens, {
+        userId: result.user_id,
+        sessionId: result.session_id,
+        refreshToken: successor.token,
+        issuedAt: result.issued_at,
+      });
     },
   }),
 
@@ -205,8 +212,9 @@ export const authEndpoints = [
     tag,
     summary: 'Revoke this session, or every session of the user',
     description:
-      "Revokes the session of the submitted refresh token when it is the caller's (an unknown token changes " +
-      'nothing), or every session of the caller with logoutFromAllDevices. Access tokens of a revoked session ' +
+      "The submitted refresh token must be one of the caller's: then its session ends, or with " +
+      "logoutFromAllDevices every session of the caller. Another user's token or an unknown one changes " +
+      'nothing and still answers 200, whatever logoutFromAllDevices says. Access tokens of a revoked session ' +
       'stop working at once.',
     auth: 'bearer',
     body: z.strictObject({ refreshToken: z.string().min(1).max(200), logoutFromAllDevices: z.boolean() }),

@@ -25,7 +25,7 @@ export type SessionResponse = z.input<typeof sessionResponse>;
 export async function sessionPayload(
   tx: RequestTransaction,
   tokens: Tokens,
-  session: { userId: string; sessionId: string; refreshToken: string },
+  session: { userId: string; sessionId: string; refreshToken: string; issuedAt?: Date },
 ): Promise<SessionResponse> {
   await tx.query(`select set_config('app.user_id', $1, true), set_config('app.session_id', $2, true)`, [
     session.userId,
@@ -37,7 +37,7 @@ export async function sessionPayload(
   const user = rows[0];
   if (!user) throw new Error('session user vanished');
   return {
-    accessToken: tokens.issueAccess(session),
+    accessToken: tokens.issueAccess(session, session.issuedAt),
     refreshToken: session.refreshToken,
     tokenType: 'Bearer',
     expiresIn: accessTokenSeconds,

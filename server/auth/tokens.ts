@@ -1,6 +1,9 @@
 // Access tokens (JWT, HS256, 15 minutes, `sub` = user id, `sid` = session id) and opaque refresh
-// tokens (random, stored only as SHA-256 hashes).
-import { createHash, createSecretKey, randomBytes } from 'node:crypto';
+// tokens (random, stored only as SHA-256 hashes). A refresh rotates a token into its successor,
+// derived from the token with a key of the server's (HMAC): the same presented token always names
+// the same successor, so a repeat inside the grace window (migrations/0241) answers the same pair
+// while the database keeps hashes only.
+import { createHash, createHmac, createSecretKey, randomBytes } from 'node:crypto';
 import jwt from 'jsonwebtoken';
 import { isUuid } from '../http/ids.ts';
 
@@ -13,9 +16,12 @@ export interface AccessClaims {
 }
 
 export interface Tokens {
-  issueAccess(claims: AccessClaims): string;
+  /** `issuedAt`: the token's `iat` (default now); the same claims and time sign the same token. */
+  issueAccess(claims: AccessClaims, issuedAt?: Date): string;
   verifyAccess(token: string): AccessClaims | null;
   newRefresh(): { token: string; hash: Buffer };
+  /** The token a refresh of `token` rotates it into (always the same one for the same token). */
+  successorRefresh(token: string): { token: string; hash: Buffer };
 }
 
 export function hashRefreshToken(token: string): Buffer {
@@ -26,9 +32,11 @@ export function createTokens(secret: string): Tokens {
   // A KeyObject made once: given a string, jsonwebtoken tries to parse it as a public key (and
   // fails) on every verify.
   const key = createSecretKey(Buffer.from(secret, 'utf8'));
+  // Its own key, not the signing key itself: a successor is no JWT signature.
+  const successorKey = createHmac('sha256', Buffer.from(secret, 'utf8')).update('refresh-token-successor').digest();
   return {
-    issueAccess: ({ userId, sessionId }) =>
-      jwt.sign({ sid: sessionId, typ: 'access' }, key, {
+    issueAccess: ({ userId, sessionId }, issuedAt = new Date()) =>
+      jwt.sign({ sid: sessionId, typ: 'access', iat: Math.floor(issuedAt.getTime() / 1000) }, key, {
         algorithm: 'HS256',
         subject: userId,
         expiresIn: accessTokenSeconds,
@@ -47,6 +55,10 @@ export function createTokens(secret: string): Tokens {
     newRefresh() {
       const token = `rt_${randomBytes(32).toString('base64url')}`;
       return { token, hash: hashRefreshToken(token) };
+    },
+    successorRefresh(token) {
+      const successor = `rt_${createHmac('sha256', successorKey).update(token).digest('base64url')}`;
+      return { token: successor, hash: hashRefreshToken(successor) };
     },
   };
 }

@@ -7,6 +7,7 @@ import { fromMicros, micros, pageQuery, pageSchema, toPage } from '../http/pagin
 import type { RequestTransaction } from '../../db/request-transaction.ts';
 import type { Storage } from '../uploads/storage.ts';
 import { shapeUserLite, userLite, type UserLiteRow } from '../users/lite.ts';
+import { maintainedCount } from '../http/counts.ts';
 
 const tag = 'Comments';
 
@@ -16,7 +17,7 @@ const comment = z.object({
   author: userLite,
   text: z.string(),
   parentCommentId: z.string().nullable(),
-  replyCount: z.number().int(),
+  replyCount: maintainedCount('replies of this comment that are not deleted (0 on a reply)'),
   createdAt: z.string(),
 }).meta({ id: 'Comment' });
 
@@ -32,7 +33,7 @@ interface CommentRow extends UserLiteRow {
 
 /** Comments visible to the viewer (the comments policy decides), oldest first. */
 const commentRows = `
-  select c.id as comment_id, c.post_id, c.text, c.parent_id, c.reply_count, c.created_at, ${micros('c.created_at')} as created_us,
+  select c.id as comment_id, c.post_id, c.text, c.parent_id, app.comment_reply_count(c.id) as reply_count, c.created_at, ${micros('c.created_at')} as created_us,
          u.id, u.username, u.full_name, a.object_key as photo_key
   from app.comments c
   join app.users u on u.id = c.author_id
@@ -55,6 +56,23 @@ async function readComment(tx: RequestTransaction, storage: Storage, id: string)
   return shapeComment(storage, rows[0] as CommentRow);
 }
 
+/**
+ * One page of a post's top-level comments, or of the replies of one comment, oldest first: $1 the
+ * post, $2 the parent comment (replies only), then the cursor (µs, id) and the row limit. Each is a
+ * range of its own index (comments_post_top, comments_parent), read in order and stopped at the
+ * limit: a condition that matched both (`parent_id is not distinct from`) could use neither and
+ * sorted every comment of the post.
+ */
+export function commentPageSql(replies: boolean): string {
+  const [after, limit] = replies ? ['$3', '$5'] : ['$2', '$4'];
+  const afterId = replies ? '$4' : '$3';
+  return `${commentRows}
+    where c.post_id = $1 and ${replies ? 'c.parent_id = $2::uuid' : 'c.parent_id is null'}
+      and (${after}::bigint is null or (c.created_at, c.id) > (${fromMicros(after)}, ${afterId}::uuid))
+    order by c.created_at, c.id
+    limit ${limit}`;
+}
+
 export const commentEndpoints = [
   endpoint({
     method: 'get',
@@ -71,13 +89,10 @@ export const commentEndpoints = [
       const parent = query.parentCommentId ?? null;
       if (parent !== null && !isUuid(parent)) throw new ApiError('COMMENT_NOT_FOUND');
       const [afterUs, afterId] = (query.cursor ?? [null, null]) as [number | null, string | null];
+      const position = [afterUs, afterId, query.limit + 1];
       const { rows } = await tx.query<CommentRow>(
-        `${commentRows}
-         where c.post_id = $1 and c.parent_id is not distinct from $2::uuid
-           and ($3::bigint is null or (c.created_at, c.id) > (${fromMicros('$3')}, $4::uuid))
-         order by c.created_at, c.id
-         limit $5`,
-        [params.postId, parent, afterUs, afterId, query.limit + 1],
+        commentPageSql(parent !== null),
+        parent === null ? [params.postId, ...position] : [params.postId, parent, ...position],
       );
       const page = toPage(rows, query.limit, (row) => [row.created_us, row.comment_id], (row) => row);
       return { items: await Promise.all(page.items.map((row) => shapeComment(storage, row))), nextCursor: page.nextCursor };
@@ -93,6 +108,7 @@ export const commentEndpoints = [
       'A reply to a reply attaches to the thread root. The post author gets post_commented (not for their own comments). A block ' +
       'between the commenter and the post author answers like a missing post.',
     auth: 'bearer',
+    limit: 'comments',
     level: 2,
     status: 201,
     ids: { postId: 'POST_NOT_FOUND' },
@@ -113,6 +129,7 @@ export const commentEndpoints = [
     tag,
     summary: "Delete a comment (its author or the post's author)",
     auth: 'bearer',
+    limit: 'other_writes',
     ids: { commentId: 'COMMENT_NOT_FOUND' },
     response: z.object({ deleted: z.literal(true) }),
     errors: ['FORBIDDEN'],

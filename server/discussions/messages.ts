@@ -5,6 +5,7 @@ import { z } from 'zod';
 import type { RequestTransaction } from '../../db/request-transaction.ts';
 import { micros } from '../http/paging.ts';
 import type { Storage } from '../uploads/storage.ts';
+import { maintainedCount } from '../http/counts.ts';
 
 export const hubDiscussionAuthor = z
   .object({
@@ -27,7 +28,7 @@ export const discussionMessage = z.object({
   parentMessageId: z.string().nullable(),
   author: hubDiscussionAuthor,
   text: z.string(),
-  replyCount: z.number().int(),
+  replyCount: maintainedCount('replies in this message\'s thread (0 on a reply)'),
   createdAt: z.string(),
 });
 

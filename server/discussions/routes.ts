@@ -9,6 +9,7 @@ import { fromMicros, micros, pageQuery, pageSchema, toPage } from '../http/pagin
 import { hubRoles, requireHubRole } from '../hubs/shape.ts';
 import { postCard, readCards } from '../posts/card.ts';
 import { discussionMessage, messageAuthor, messageColumns, shapeMessage, type MessageRow } from './messages.ts';
+import { maintainedCount } from '../http/counts.ts';
 
 const tag = 'Hub discussions';
 const ids = { hubId: 'HUB_NOT_FOUND' } as const;
@@ -22,7 +23,7 @@ const discussionItem = z.object({
   hubId: z.string(),
   postId: z.string(),
   post: postCard,
-  messageCount: z.number().int(),
+  messageCount: maintainedCount('messages of the discussion, replies included'),
   lastActivityAt: z.string(),
   viewerSaved: z.boolean(),
 });
@@ -141,6 +142,7 @@ export const discussionEndpoints = [
       'parentMessageId of another discussion or an unknown one. The message moves the discussion and the hub to the top of ' +
       'their lists (lastActivityAt of GET /users/me/hubs) and creates no notification and no stream event.',
     auth: 'bearer',
+    limit: 'discussion_messages',
     level: 4,
     status: 201,
     ids,
@@ -166,6 +168,7 @@ export const discussionEndpoints = [
     summary: 'Save a discussion (idempotent)',
     description: `${access} Saved discussions are listed by GET /users/me/saved-discussions, apart from saved posts.`,
     auth: 'bearer',
+    limit: 'other_writes',
     level: 4,
     ids,
     response: z.object({ saved: z.literal(true) }),
@@ -183,6 +186,7 @@ export const discussionEndpoints = [
     summary: 'Unsave a discussion (a no-op when not saved)',
     description: access,
     auth: 'bearer',
+    limit: 'other_writes',
     level: 4,
     ids,
     response: z.object({ saved: z.literal(false) }),

@@ -11,7 +11,7 @@ import { RequestTransaction } from '../../db/request-transaction.ts';
 import { anonymousViewer, type Viewer } from '../../db/viewer.ts';
 import type { Tokens } from '../auth/tokens.ts';
 import { authenticate, bearerToken } from '../http/auth.ts';
-import { graphqlBounds } from './bounds.ts';
+import { graphqlBounds } from './limits.ts';
 
 export const adminViewer: Viewer = { role: 'app_admin', userId: null, sessionId: null };
 

@@ -53,9 +53,9 @@ export function createInternalGraphql({ pool, tokens, adminApiToken, log }: Inte
   }
 
   async function start(role: SchemaRole): Promise<Running> {
-    // Grafast warns on load when neither GRAPHILE_ENV nor NODE_ENV is set; production is what it
-    // then runs as anyway, so say so. Tests (NODE_ENV=test) keep Grafast's development checks.
-    if (process.env.GRAPHILE_ENV === undefined && process.env.NODE_ENV === undefined) process.env.GRAPHILE_ENV = 'production';
+    // Grafast reads its mode once, when loaded, and warns unless GRAPHILE_ENV says it: development
+    // and tests keep its development checks, anything else runs as production.
+    process.env.GRAPHILE_ENV ??= process.env.NODE_ENV === 'development' || process.env.NODE_ENV === 'test' ? process.env.NODE_ENV : 'production';
     const [{ postgraphile }, { grafserv }, { internalGraphqlPreset, internalPgService }] = await Promise.all([
       import('postgraphile'),
       import('postgraphile/grafserv/express/v4'),
@@ -95,8 +95,8 @@ export function createInternalGraphql({ pool, tokens, adminApiToken, log }: Inte
       next();
       return;
     }
-    // The request log names this route (it reads the endpoint's path) and the acting user.
-    res.locals.endpoint = { path: internalGraphqlPath };
+    // The request log and the metrics name this route (server/http/route-name.ts); the log the acting user.
+    res.locals.route = internalGraphqlPath;
     graphqlViewer(req, auth)
       .then(async (viewer) => {
         viewers.set(req, viewer);

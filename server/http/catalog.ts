@@ -23,6 +23,7 @@ export const errorCatalog = {
   DISCUSSION_NOT_FOUND: [404, 'Discussion does not exist.'],
   MESSAGE_NOT_FOUND: [404, 'Message does not exist.'],
   ROUTE_NOT_FOUND: [404, 'Route does not exist.'],
+  PUSH_DEVICE_NOT_FOUND: [404, 'Push device does not exist.'],
   VOTE_ALREADY_CAST: [409, 'You already voted on this post.'],
   POST_NOT_VOTABLE: [409, 'Post does not have a slider.'],
   HUB_LINK_TAKEN: [409, 'Hub link is already taken.'],

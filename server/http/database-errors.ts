@@ -2,7 +2,7 @@
 // errcode = 'P0001', message = '<CODE>'` becomes that code; known constraints become their codes;
 // a lost or refused connection becomes 503. Anything else is left for the 500 handler.
 import { isErrorCode } from './catalog.ts';
-import { ApiError } from './errors.ts';
+import { ApiError, rateLimited } from './errors.ts';
 
 const constraintCodes = {
   users_username_key: 'USERNAME_TAKEN',
@@ -13,7 +13,9 @@ const unavailableErrnos = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'E
 
 export function translateDatabaseError(error: unknown): unknown {
   if (!(error instanceof Error)) return error;
-  const pgError = error as Error & { code?: string; constraint?: string };
+  const pgError = error as Error & { code?: string; constraint?: string; detail?: string };
+  // A full write limit (app.consume_write_limit) names the seconds to wait in DETAIL.
+  if (pgError.code === 'P0001' && pgError.message === 'RATE_LIMITED') return rateLimited(Math.max(1, Number(pgError.detail) || 1));
   if (pgError.code === 'P0001' && isErrorCode(pgError.message)) return new ApiError(pgError.message);
   if (pgError.code === '23505' && pgError.constraint && pgError.constraint in constraintCodes) {
     return new ApiError(constraintCodes[pgError.constraint as keyof typeof constraintCodes]);

@@ -7,6 +7,7 @@ import type { RequestTransaction } from '../../db/request-transaction.ts';
 import type { Viewer } from '../../db/viewer.ts';
 import type { AccessLevel, AuthMode } from './auth.ts';
 import type { ErrorCode } from './catalog.ts';
+import type { WriteLimitDeclaration } from './write-limits.ts';
 
 type Method = 'get' | 'post' | 'put' | 'patch' | 'delete';
 
@@ -55,8 +56,19 @@ export interface Endpoint<
   /** Path ids and the 404 code an unknown one answers. */
   ids?: Record<string, ErrorCode>;
   status?: 200 | 201;
+  /**
+   * An endpoint that answers 201 or 200 by outcome (a creation that finds the record already there):
+   * `pick` chooses from the handler's data (before the response schema strips it); the OpenAPI
+   * document lists both with their descriptions.
+   */
+  statusOf?: { pick(data: unknown): 200 | 201; descriptions: Record<200 | 201, string> };
   message?: string;
   response: R;
+  /**
+   * The per-user write limit of a write endpoint (server/http/write-limits.ts): checked in the
+   * request's transaction before its statements; 429 RATE_LIMITED when full.
+   */
+  limit?: WriteLimitDeclaration;
   /** Error codes beyond those every endpoint of its kind can answer (401/403 gate/422). */
   errors?: ErrorCode[];
   /** A streaming endpoint answers with its own content type and writes the response itself. */

@@ -1,10 +1,10 @@
 // X-Request-Id on every response (echoed when the client sent a usable one) and one log line per
-// request: method, route pattern (never the raw URL: queries may hold search terms), status, time,
-// user id. Never bodies, tokens, codes or phone numbers.
+// request: method, route pattern (spelled as in the metrics: server/http/route-name.ts; never the
+// raw URL: paths hold ids and queries search terms), status, time, user id. Never bodies, tokens, codes or phone numbers.
 import { randomUUID } from 'node:crypto';
 import type { NextFunction, Request, Response } from 'express';
 import type { Log } from '../../logger.ts';
-import type { Endpoint } from './endpoint.ts';
+import { routePattern } from './route-name.ts';
 
 const usableRequestId = /^[A-Za-z0-9._:-]{1,128}$/;
 
@@ -16,12 +16,11 @@ export function requestContext(log: Log) {
     res.setHeader('X-Request-Id', requestId);
     const started = process.hrtime.bigint();
     res.on('finish', () => {
-      const endpoint = res.locals.endpoint as Endpoint | undefined;
       log.info(
         {
           requestId,
           method: req.method,
-          route: endpoint?.path ?? '(unmatched)',
+          route: routePattern(req, res),
           status: res.statusCode,
           ms: Number(process.hrtime.bigint() - started) / 1e6,
           userId: res.locals.userId ?? undefined,

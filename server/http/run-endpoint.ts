@@ -1,5 +1,6 @@
-// Runs one endpoint for one request: token (401), access level (403), request shape (422), then the
-// handler inside the request's transaction, the response shaped by the endpoint's schema.
+// Runs one endpoint for one request: token (401), access level (403), request shape (422), the
+// write limit (429, checked with the transaction's first statement), then the handler inside the
+// request's transaction, the response shaped by the endpoint's schema.
 import type { NextFunction, Request, Response } from 'express';
 import { RequestTransaction } from '../../db/request-transaction.ts';
 import { anonymousViewer } from '../../db/viewer.ts';
@@ -8,6 +9,7 @@ import type { Endpoint, Services } from './endpoint.ts';
 import { sendSuccess } from './envelope.ts';
 import { requireIds } from './ids.ts';
 import { parseOrFail, rejectNul } from './validation.ts';
+import { writeLimitStatement } from './write-limits.ts';
 
 export function runEndpoint(definition: Endpoint, services: Services) {
   return async (req: Request, res: Response, next: NextFunction): Promise<void> => {
@@ -18,11 +20,13 @@ export function runEndpoint(definition: Endpoint, services: Services) {
       const level = await authenticate(req, definition.auth, services.tokens, tx, deferTo);
       if (definition.level) requireLevel(level, definition.level);
       const { body, query, params } = await parseRequest(definition, req, tx);
+      if (definition.limit) tx.prepend(writeLimitStatement(definition.limit, body, services.writeLimits));
       res.locals.userId = tx.viewer.userId;
       const data = await definition.handler({ body, query, params, viewer: tx.viewer, level, tx, services, req, res });
       await tx.finish(true);
       if (definition.stream) return;
-      sendSuccess(res, definition.status ?? 200, definition.message ?? 'OK', definition.response.parse(data));
+      const status = definition.statusOf ? definition.statusOf.pick(data) : (definition.status ?? 200);
+      sendSuccess(res, status, definition.message ?? 'OK', definition.response.parse(data));
     } catch (error) {
       res.locals.userId = tx.viewer.userId;
       await tx.finish(false).catch(() => undefined);

@@ -42,6 +42,7 @@ export const hubCoreEndpoints = [
       'existing users; a phone without a user gets the invitation when it is verified). Phones of existing members and the ' +
       "creator's own are skipped. The API never receives a contact book, only the selected phone numbers. Hub-ready users only.",
     auth: 'bearer',
+    limit: 'hubs',
     level: 4,
     status: 201,
     body: z.strictObject({
@@ -94,11 +95,13 @@ export const hubCoreEndpoints = [
     tag,
     summary: "Edit a hub's name, description or image (admins)",
     auth: 'bearer',
+    limit: 'hub_admin',
     level: 4,
     ids,
     body: z
       .strictObject({ name: hubName.optional(), description: hubDescription.optional(), profileAssetId: z.string().max(64).optional() })
-      .refine((value) => Object.keys(value).length > 0, { message: 'At least one field is required' }),
+      .refine((value) => Object.keys(value).length > 0, { message: 'At least one field is required' })
+      .meta({ minProperties: 1 }),
     response: hubResponse,
     errors: ['HUB_ADMIN_REQUIRED'],
     async handler({ body, params, tx, services: { storage } }) {
@@ -115,6 +118,7 @@ export const hubCoreEndpoints = [
     summary: "Change a hub's custom link (admins)",
     description: 'Links are unique case-insensitively and stored lowercase.',
     auth: 'bearer',
+    limit: 'hub_admin',
     level: 4,
     ids,
     body: z.strictObject({ customLink }),
@@ -133,6 +137,7 @@ export const hubCoreEndpoints = [
     summary: 'Leave a hub',
     description: 'The super_admin cannot leave (409 SUPER_ADMIN_CANNOT_LEAVE).',
     auth: 'bearer',
+    limit: 'other_writes',
     level: 4,
     ids,
     response: z.object({ left: z.literal(true) }),
@@ -170,6 +175,7 @@ export const hubCoreEndpoints = [
       'no stream event. It never mutes invitations, join requests, approvals, rejections, joins, removals, role changes or ' +
       'global notifications, and does not change feeds.',
     auth: 'bearer',
+    limit: 'other_writes',
     level: 4,
     ids,
     body: z.strictObject({ contentMuted: z.boolean() }),

@@ -32,6 +32,7 @@ export const hubInvitationEndpoints = [
       'sheet. An unexpired pending invitation of the same phone is returned again; phones of members are skipped. ' +
       'Invitations expire after 7 days.',
     auth: 'bearer',
+    limit: 'invitations',
     level: 4,
     status: 201,
     ids: { hubId: 'HUB_NOT_FOUND' },
@@ -102,6 +103,7 @@ export const hubInvitationEndpoints = [
       "An admin's invitation makes the viewer an active member (hub_member_joined to the other members); a member's " +
       'invitation creates a join request (pending_admin_approval; hub_join_request_created to the admins). Expired: 410.',
     auth: 'bearer',
+    limit: 'join_requests',
     level: 4,
     ids: { invitationId: 'INVITATION_NOT_FOUND' },
     response: z.object({ hubId: z.string(), viewerStatus: z.enum(['member', 'pending_admin_approval']) }),
@@ -124,6 +126,7 @@ export const hubInvitationEndpoints = [
     summary: 'Decline an invitation',
     description: 'The invitation ends as declined; nobody is notified.',
     auth: 'bearer',
+    limit: 'join_requests',
     level: 4,
     ids: { invitationId: 'INVITATION_NOT_FOUND' },
     response: z.object({ hubId: z.string(), status: z.literal('declined') }),

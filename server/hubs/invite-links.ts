@@ -3,6 +3,7 @@
 import { randomBytes } from 'node:crypto';
 import { z } from 'zod';
 import { endpoint } from '../http/endpoint.ts';
+import { maintainedCount } from '../http/counts.ts';
 
 const tag = 'Hub invite links';
 
@@ -13,6 +14,7 @@ export const hubInviteLinkEndpoints = [
     tag,
     summary: 'Create an invite link (admins); it lasts 7 days',
     auth: 'bearer',
+    limit: 'invite_links',
     level: 4,
     status: 201,
     ids: { hubId: 'HUB_NOT_FOUND' },
@@ -40,7 +42,7 @@ export const hubInviteLinkEndpoints = [
       name: z.string(),
       description: z.string(),
       profilePhotoUrl: z.string().nullable(),
-      memberCount: z.number().int(),
+      memberCount: maintainedCount('active members of the hub'),
     }),
     errors: ['INVITE_LINK_NOT_FOUND', 'INVITE_LINK_EXPIRED'],
     async handler({ params, tx, services: { storage } }) {
@@ -68,6 +70,7 @@ export const hubInviteLinkEndpoints = [
       'Creates a join request for admin approval (hub_join_request_created to the admins). An existing pending request is ' +
       'returned again.',
     auth: 'bearer',
+    limit: 'join_requests',
     level: 4,
     status: 201,
     response: z.object({ requestId: z.string(), hubId: z.string(), viewerStatus: z.literal('pending_admin_approval') }),

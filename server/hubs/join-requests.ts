@@ -61,6 +61,7 @@ export const hubJoinRequestEndpoints = [
       'The requester becomes an active member and gets hub_join_request_approved; the other active members get ' +
       'hub_member_joined. Two admins deciding at once: one succeeds, the other gets JOIN_REQUEST_NOT_PENDING.',
     auth: 'bearer',
+    limit: 'hub_admin',
     level: 4,
     ids: requestIds,
     response: z.object({ requestId: z.string(), status: z.literal('approved') }),
@@ -78,6 +79,7 @@ export const hubJoinRequestEndpoints = [
     summary: 'Reject a join request (admins)',
     description: 'The requester gets hub_join_request_rejected (a global notification: they are not a member).',
     auth: 'bearer',
+    limit: 'hub_admin',
     level: 4,
     ids: requestIds,
     response: z.object({ requestId: z.string(), status: z.literal('rejected') }),

@@ -108,6 +108,7 @@ export const hubMemberEndpoints = [
       '(SUPER_ADMIN_CANNOT_LEAVE); leaving yourself is DELETE /hubs/{hubId}/membership. The removed member gets ' +
       'hub_member_removed as a global notification (hub_id null), since they can no longer see hub-scoped rows.',
     auth: 'bearer',
+    limit: 'hub_admin',
     level: 4,
     ids: memberIds,
     response: z.object({ removed: z.literal(true) }),
@@ -153,6 +154,7 @@ export const hubMemberEndpoints = [
     summary: 'Promote an active member to admin (super_admin only)',
     description: 'Promoting an admin again is a no-op. The target gets hub_role_changed.',
     auth: 'bearer',
+    limit: 'hub_admin',
     level: 4,
     ids,
     body: z.strictObject({ userId: z.string().max(64) }),
@@ -172,6 +174,7 @@ export const hubMemberEndpoints = [
     summary: 'Demote an admin to member (super_admin only)',
     description: 'The super_admin cannot be demoted (SUPER_ADMIN_CANNOT_LEAVE). The target gets hub_role_changed.',
     auth: 'bearer',
+    limit: 'hub_admin',
     level: 4,
     ids: memberIds,
     response: z.object({ userId: z.string(), role: z.enum(hubRoles) }),

@@ -4,6 +4,7 @@ import type { Config } from '../../config.ts';
 import type { RequestTransaction } from '../../db/request-transaction.ts';
 import { ApiError } from '../http/errors.ts';
 import type { Storage } from '../uploads/storage.ts';
+import { maintainedCount } from '../http/counts.ts';
 
 export const hubRoles = ['member', 'admin', 'super_admin'] as const;
 export const viewerStatuses = ['member', 'invited', 'pending_admin_approval'] as const;
@@ -14,7 +15,7 @@ export const hubResponse = z.object({
   description: z.string(),
   profilePhotoUrl: z.string().nullable(),
   customLink: z.string().nullable(),
-  memberCount: z.number().int(),
+  memberCount: maintainedCount('active members of the hub'),
   activeUsers24h: z.number().int(),
   viewerStatus: z.enum(viewerStatuses).nullable(),
   viewerRole: z.enum(hubRoles).nullable(),
@@ -33,7 +34,7 @@ export async function readHub(tx: RequestTransaction, storage: Storage, hubId: s
     viewer_status: (typeof viewerStatuses)[number] | null;
     viewer_role: (typeof hubRoles)[number] | null;
   }>(
-    `select h.id, h.name, h.description, a.object_key as photo_key, h.custom_link, h.member_count,
+    `select h.id, h.name, h.description, a.object_key as photo_key, h.custom_link, app.hub_member_count(h.id) as member_count,
             app.hub_active_users(h.id) as active_users, app.viewer_hub_status(h.id) as viewer_status, m.role as viewer_role
      from app.hubs h
      left join app.assets a on a.id = h.profile_asset_id

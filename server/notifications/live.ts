@@ -33,6 +33,7 @@ export interface OpenSessions {
 }
 
 const batchStatement = { name: 'live_notifications', text: 'select * from app_private.live_notifications($1::xid8, $2::xid8)' };
+const badgeStatement = { name: 'live_badges', text: 'select * from app_private.live_badges($1::xid8, $2::xid8)' };
 
 /**
  * The reader of live delivery: one connection of its own (a batch never waits for the API pool),
@@ -57,18 +58,34 @@ export class LiveReader {
   /** The rows of the range [from, to) for the sessions open now. */
   async batch(from: bigint, to: bigint, open: OpenSessions): Promise<LiveBatch> {
     const rows = await this.#use(async (client) => {
-      if (open.sessionsVersion !== this.#syncedVersion) {
-        const version = open.sessionsVersion;
-        const sessions = new Set(open.sessions());
-        const add = [...sessions].filter((id) => !this.#synced.has(id));
-        const remove = [...this.#synced].filter((id) => !sessions.has(id));
-        await client.query('select app_private.live_sessions_sync($1::uuid[], $2::uuid[])', [add, remove]);
-        this.#synced = sessions;
-        this.#syncedVersion = version;
-      }
+      await this.#sync(client, open);
       return (await client.query<BatchRow>({ ...batchStatement, values: [from.toString(), to.toString()] })).rows;
     });
     return toBatch(this.#storage, rows);
+  }
+
+  /** Sends the connection's table the sessions opened and closed since the last read. */
+  async #sync(client: pg.Client, open: OpenSessions): Promise<void> {
+    if (open.sessionsVersion === this.#syncedVersion) return;
+    const version = open.sessionsVersion;
+    const sessions = new Set(open.sessions());
+    const add = [...sessions].filter((id) => !this.#synced.has(id));
+    const remove = [...this.#synced].filter((id) => !sessions.has(id));
+    await client.query('select app_private.live_sessions_sync($1::uuid[], $2::uuid[])', [add, remove]);
+    this.#synced = sessions;
+    this.#syncedVersion = version;
+  }
+
+  /**
+   * The badges of the users with a badge change (mark-read) in [from, to) and a stream open here, per
+   * session: `event: badge` with { unreadCount, hubUnreadCount } (contract 12), no id.
+   */
+  async badges(from: bigint, to: bigint, open: OpenSessions): Promise<Map<string, SseEvent[]>> {
+    const rows = await this.#use(async (client) => {
+      await this.#sync(client, open);
+      return (await client.query<{ session_id: string; unread: number; hub_unread: number }>({ ...badgeStatement, values: [from.toString(), to.toString()] })).rows;
+    });
+    return new Map(rows.map((row) => [row.session_id, [{ event: 'badge', data: { unreadCount: row.unread, hubUnreadCount: row.hub_unread } }]]));
   }
 
   /** Sessions among `sessions` that are no longer live (after the listening connection was down). */

@@ -3,6 +3,7 @@
 // app.notification_visible_to), and rows are read through app.notification_rows (0020) as the
 // viewer, like the live stream does; no handler here filters visibility itself.
 import { z } from 'zod';
+import type { RequestTransaction } from '../../db/request-transaction.ts';
 import { endpoint } from '../http/endpoint.ts';
 import { ApiError } from '../http/errors.ts';
 import { isUuid } from '../http/ids.ts';
@@ -26,9 +27,31 @@ const markReadBody = z
     } else if (body.markAll !== true && !body.notificationIds) {
       ctx.addIssue({ code: 'custom', path: ['notificationIds'], message: 'Required unless markAll is true' });
     }
+  })
+  // The same rule in JSON Schema (the OpenAPI document): notificationIds, or markAll true, not both.
+  .meta({
+    oneOf: [
+      { required: ['notificationIds'], not: { required: ['markAll'], properties: { markAll: { const: true } } } },
+      { required: ['markAll'], properties: { markAll: { const: true } }, not: { required: ['notificationIds'], properties: { notificationIds: {} } } },
+    ],
   });
 
-const unreadCount = 'select count(*)::int as unread from app.notifications where read_at is null';
+const unreadCounts = z.object({
+  unreadCount: z.number().int().describe('The app-icon badge: unread notifications the viewer may see now.'),
+  hubUnreadCount: z.number().int().describe('The hub footer badge: those of them that belong to a hub.'),
+  hubs: z
+    .array(z.object({ hubId: z.string(), unreadCount: z.number().int() }))
+    .describe('Per hub the viewer is an active member of, its unread rows; only hubs with unread rows, in no particular order.'),
+});
+
+/** The viewer's badges, from the counters of migrations/0201 read through the visibility rules (app.unread_counts). */
+async function readUnreadCounts(tx: RequestTransaction): Promise<z.input<typeof unreadCounts>> {
+  const { rows } = await tx.query<{ hub_id: string | null; unread: number }>('select hub_id, unread from app.unread_counts()');
+  const hubs = rows.filter((row) => row.hub_id !== null).map((row) => ({ hubId: row.hub_id as string, unreadCount: row.unread }));
+  const hubUnreadCount = hubs.reduce((sum, hub) => sum + hub.unreadCount, 0);
+  const global = rows.find((row) => row.hub_id === null)?.unread ?? 0;
+  return { unreadCount: global + hubUnreadCount, hubUnreadCount, hubs };
+}
 
 export const notificationEndpoints = [
   endpoint({
@@ -46,23 +69,21 @@ export const notificationEndpoints = [
     response: pageSchema(notification).extend({ unreadCount: z.number().int() }),
     async handler({ query, tx, services: { storage } }) {
       const [beforeUs, beforeId] = (query.cursor ?? [null, null]) as [number | null, string | null];
+      // The page's ids come from app.notification_page (migrations/0202: one index range per scope
+      // the viewer may see), the rows from app.notification_rows as the viewer, under the policy.
       const { rows } = await tx.query<NotificationRow & { created_us: number }>(
         `select r.*, ${micros('r.created_at')} as created_us
          from app.notification_rows(array(
-           select n.id from app.notifications n
-           where ($1::bigint is null or (n.created_at, n.id) < (${fromMicros('$1')}, $2::uuid))
-             and (not $3 or n.read_at is null)
-           order by n.created_at desc, n.id desc
-           limit $4)) r
+           select p.id from app.notification_page(${fromMicros('$1')}, $2::uuid, $3, $4) p)) r
          order by r.created_at desc, r.notification_id desc`,
         [beforeUs, beforeId, query.unreadOnly, query.limit + 1],
       );
       const page = toPage(rows, query.limit, (row) => [row.created_us, row.notification_id], (row) => row);
-      const count = await tx.query<{ unread: number }>(unreadCount);
+      const counts = await readUnreadCounts(tx);
       return {
         items: await Promise.all(page.items.map((row) => shapeNotification(storage, row))),
         nextCursor: page.nextCursor,
-        unreadCount: count.rows[0]?.unread ?? 0,
+        unreadCount: counts.unreadCount,
       };
     },
   }),
@@ -71,13 +92,17 @@ export const notificationEndpoints = [
     method: 'get',
     path: '/notifications/unread-count',
     tag,
-    summary: 'How many visible notifications are unread',
-    description: 'Hidden rows (hub rows while not an active member of the hub) are not counted.',
+    summary: 'Badge counts: unread notifications the viewer may see, in all and per hub',
+    description:
+      'unreadCount is the app-icon badge (every unread row the viewer may see now), hubUnreadCount the hub footer badge ' +
+      '(those with a hub_id), hubs the count per hub (only hubs with unread rows). Hidden rows are never counted: a hub ' +
+      'row needs a Hub-ready viewer who is an active member of that hub now, so leaving a hub drops its rows at once and ' +
+      'rejoining brings them back. GET /notifications answers the same unreadCount. Read from counters kept in the ' +
+      'transactions that write and mark the rows: the cost follows the number of the viewer\'s hubs, not of unread rows.',
     auth: 'bearer',
-    response: z.object({ unreadCount: z.number().int() }),
+    response: unreadCounts,
     async handler({ tx }) {
-      const { rows } = await tx.query<{ unread: number }>(unreadCount);
-      return { unreadCount: rows[0]?.unread ?? 0 };
+      return readUnreadCounts(tx);
     },
   }),
 
@@ -93,6 +118,7 @@ export const notificationEndpoints = [
       'now (a hub row while not an active member) is not updated and stays unread; an already read row is not counted ' +
       'again. markAll marks only the rows visible now. GET /notifications/unread-count answers the new count.',
     auth: 'bearer',
+    limit: 'other_writes',
     body: markReadBody,
     response: z.object({ updated: z.number().int() }),
     errors: ['NOTIFICATION_NOT_FOUND'],

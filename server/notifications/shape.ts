@@ -14,6 +14,8 @@ export const notificationTypes = [
   'hub_role_changed',
 ] as const;
 
+export type NotificationType = (typeof notificationTypes)[number];
+
 export const notification = z.object({
   id: z.string(),
   type: z.enum(notificationTypes),
@@ -32,7 +34,7 @@ export type Notification = z.input<typeof notification>;
 /** A row of app.notification_rows. */
 export interface NotificationRow {
   notification_id: string;
-  type: (typeof notificationTypes)[number];
+  type: NotificationType;
   created_at: Date;
   is_read: boolean;
   post_id: string | null;

@@ -68,6 +68,7 @@ export const onboardingEndpoints = [
     summary: 'Full name, handle and terms: reaches access level 2',
     description: 'The handle is canonicalised (trimmed, lowercased, a leading @ removed) before the pattern check.',
     auth: 'bearer',
+    limit: 'other_writes',
     body: z.strictObject({ fullName, username: handle, acceptTerms: z.literal(true) }),
     response: onboardingStatus,
     errors: ['USERNAME_TAKEN'],
@@ -86,6 +87,7 @@ export const onboardingEndpoints = [
       'Omitted or null profileAssetId completes the step with no photo. A photo must be a completed profile_photo ' +
       'asset of the caller; anything else is 422 on profileAssetId.',
     auth: 'bearer',
+    limit: 'other_writes',
     body: z.strictObject({ profileAssetId: z.string().max(64).nullable().optional() }),
     response: onboardingStatus,
     async handler({ body, tx }) {
@@ -107,6 +109,7 @@ export const onboardingEndpoints = [
       'Needs a phone-confirmed user with completed profile setup. The address book itself is never sent; later OS ' +
       'permission changes do not clear the acknowledgement.',
     auth: 'bearer',
+    limit: 'other_writes',
     level: 3,
     response: onboardingStatus,
     async handler({ tx }) {

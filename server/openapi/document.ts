@@ -1,22 +1,64 @@
 // The OpenAPI 3.1 document, generated from the same zod schemas and endpoint definitions that
 // validate requests and shape responses (zod 4 emits JSON Schema 2020-12, OpenAPI 3.1's dialect).
 // Schemas named with zod's `.meta({ id })` (PostCard, UserLite, Hub, Session, ...) become
-// components.schemas, so client generators make named types; every operation carries examples.
+// components.schemas, so client generators make named types. Every operation, whoever adds it:
+//   * responses are open (clients ignore fields they do not know, so a field can be added), requests
+//     strict (an unknown field is 422);
+//   * ids in responses are `format: uuid` and times `format: date-time` (by the naming rule of the
+//     contract: `id`, `...Id`, `..._id`, `...Ids` items; `...At`), path ids too;
+//   * the error codes it can answer are data: each error response names its codes
+//     (`x-error-codes`, and the envelope's `error.code` narrowed to them), with typed `details`
+//     (`fields` on 422, `retryAfterSeconds` on 429) and the `Retry-After` header on 429 and 503;
+//   * every response declares `X-Request-Id`, and every operation accepts one;
+//   * every body and response carries an example, valid against its schema (examples.ts).
+// Error responses that are the same for many operations are components.responses.
 import { z } from 'zod';
 import { errorCatalog, type ErrorCode } from '../http/catalog.ts';
 import type { Endpoint } from '../http/endpoint.ts';
-import { exampleOf } from './examples.ts';
+import { writeLimitDocs } from '../http/write-limits.ts';
+import { errorExample, exampleOf } from './examples.ts';
 
 type JsonSchema = Record<string, unknown>;
 type Components = Record<string, JsonSchema>;
 
+/** A property whose name says it holds an id (the contract's naming: `id`, `postId`, `hub_id`, `hubIds`). */
+const idName = /^(id|.*Id|.*_id)$/;
+const idListName = /^.*Ids$/;
+const timeName = /^.*At$/;
+
+/** Response schemas: open to new fields, with the id and time formats their names promise. */
+function openOutput(schema: unknown, name = ''): unknown {
+  if (Array.isArray(schema)) return schema.map((item) => openOutput(item, name));
+  if (schema === null || typeof schema !== 'object') return schema;
+  const out: JsonSchema = {};
+  for (const [key, value] of Object.entries(schema as JsonSchema)) {
+    if (key === 'additionalProperties' && value === false) continue;
+    if (key === 'properties') {
+      out.properties = Object.fromEntries(Object.entries(value as Record<string, unknown>).map(([property, sub]) => [property, openOutput(sub, property)]));
+    } else if (key === 'items') {
+      out.items = openOutput(value, idListName.test(name) ? 'id' : '');
+    } else if (key === 'anyOf' || key === 'oneOf' || key === 'allOf') {
+      out[key] = (value as unknown[]).map((option) => openOutput(option, name));
+    } else {
+      out[key] = typeof value === 'object' ? openOutput(value, '') : value;
+    }
+  }
+  const isString = out.type === 'string' || (Array.isArray(out.type) && out.type.includes('string'));
+  if (isString && out.format === undefined && out.enum === undefined && out.const === undefined) {
+    if (idName.test(name)) out.format = 'uuid';
+    else if (timeName.test(name)) out.format = 'date-time';
+  }
+  return out;
+}
+
 /**
- * The JSON Schema of a zod schema, its named parts moved to `components` (a request shape that
- * differs from the response shape of the same name is kept as `<name>Input`).
+ * The JSON Schema of a zod schema, its named parts moved to `components`. Response shapes are
+ * converted first (document() does all responses before any request), so a request shape that
+ * differs from the response shape of the same name is kept as `<name>Input`.
  */
 function jsonSchema(schema: z.ZodType, io: 'input' | 'output', components: Components): JsonSchema {
   const converted = z.toJSONSchema(schema, { io, unrepresentable: 'any', target: 'draft-2020-12' }) as JsonSchema;
-  const { $schema: _ignored, $defs, ...rest } = converted;
+  const { $schema: _ignored, $defs, ...rest } = (io === 'output' ? openOutput(converted) : converted) as JsonSchema;
   const renamed = new Map<string, string>();
   const definitions = Object.entries(($defs ?? {}) as Components);
   for (const [name, definition] of definitions) {
@@ -31,8 +73,10 @@ function jsonSchema(schema: z.ZodType, io: 'input' | 'output', components: Compo
   return rewrite(rest);
 }
 
-function errorCodes(definition: Endpoint): ErrorCode[] {
+/** Every code the operation can answer, in the contract's order of checks. */
+export function errorCodes(definition: Endpoint): ErrorCode[] {
   const codes = new Set<ErrorCode>(definition.errors ?? []);
+  if (definition.limit) codes.add('RATE_LIMITED');
   if (definition.auth !== 'public') codes.add('UNAUTHORIZED');
   if (definition.level === 2) codes.add('PROFILE_BASICS_REQUIRED');
   if (definition.level === 3) codes.add('PROFILE_BASICS_REQUIRED').add('PHONE_VERIFICATION_REQUIRED');
@@ -49,12 +93,98 @@ function errorCodes(definition: Endpoint): ErrorCode[] {
   return [...codes];
 }
 
-function operation(definition: Endpoint, components: Components): JsonSchema {
+const pascal = (code: string) => code.toLowerCase().replace(/(^|_)(\w)/g, (_m, _s, c: string) => c.toUpperCase());
+const requestIdHeader = { $ref: '#/components/headers/X-Request-Id' };
+const retryAfterHeader = { $ref: '#/components/headers/Retry-After' };
+
+/** The error response for a status and the codes an operation answers with it (shared when equal). */
+function errorResponse(status: number, codes: ErrorCode[], fields: string[], responses: Components): JsonSchema {
+  const name = codes.map(pascal).join('Or');
+  const shared = fields.length === 0;
+  const key = shared ? name : undefined;
+  if (key && responses[key]) return { $ref: `#/components/responses/${key}` };
+  // The envelope, with `error.code` narrowed to the codes this response can carry.
+  const schema: JsonSchema = {
+    type: 'object',
+    required: ['success', 'error'],
+    properties: {
+      success: { const: false },
+      error: {
+        type: 'object',
+        required: ['code', 'message', 'details'],
+        properties: {
+          code: codes.length === 1 ? { const: codes[0] } : { enum: codes },
+          message: { type: 'string' },
+          details:
+            status === 429
+              ? { type: 'object', required: ['retryAfterSeconds'], properties: { retryAfterSeconds: { $ref: '#/components/schemas/RetryAfterSeconds' } } }
+              : { $ref: '#/components/schemas/ErrorDetails' },
+        },
+      },
+    },
+  };
+  const response: JsonSchema = {
+    description: codes.map((code) => `${code}: ${errorCatalog[code][1]}`).join(' '),
+    'x-error-codes': codes,
+    headers: { 'X-Request-Id': requestIdHeader, ...(status === 429 || status === 503 ? { 'Retry-After': retryAfterHeader } : {}) },
+    content: {
+      'application/json': {
+        schema,
+        example: errorExample(codes[0] as ErrorCode, fields),
+      },
+    },
+  };
+  if (!key) return response;
+  responses[key] = response;
+  return { $ref: `#/components/responses/${key}` };
+}
+
+/** The request body's property names, for a realistic 422 example (`details.fields`). */
+function bodyFields(schema: JsonSchema | undefined): string[] {
+  const properties = Object.keys((schema?.properties ?? {}) as JsonSchema);
+  const required = (schema?.required ?? []) as string[];
+  return [...required, ...properties.filter((name) => !required.includes(name))];
+}
+
+interface Operation {
+  definition: Endpoint;
+  responses: Record<string, JsonSchema>;
+  data: JsonSchema | undefined;
+}
+
+function responsesOf(definition: Endpoint, components: Components): Operation {
+  const data = definition.stream ? undefined : jsonSchema(definition.response, 'output', components);
+  const success = (description: string): JsonSchema =>
+    !data
+      ? {
+          description: 'The stream',
+          headers: { 'X-Request-Id': requestIdHeader },
+          content: { [definition.stream?.contentType ?? 'text/plain']: { schema: { type: 'string' } } },
+        }
+      : {
+          description,
+          headers: { 'X-Request-Id': requestIdHeader },
+          content: {
+            'application/json': {
+              schema: { type: 'object', required: ['success', 'message', 'data'], properties: { success: { const: true }, message: { type: 'string' }, data } },
+              example: { success: true, message: definition.message ?? 'OK', data: exampleOf(data, components) },
+            },
+          },
+        };
+  // An endpoint that answers 200 or 201 by its data (statusOf) lists both, each with its description.
+  const responses: Record<string, JsonSchema> = definition.statusOf
+    ? Object.fromEntries(Object.entries(definition.statusOf.descriptions).map(([status, description]) => [status, success(description)]))
+    : { [String(definition.status ?? 200)]: success(definition.message ?? 'OK') };
+  return { definition, data, responses };
+}
+
+function operation({ definition, responses }: Operation, components: Components, shared: Components): JsonSchema {
   const parameters: JsonSchema[] = [...definition.path.matchAll(/\{(\w+)\}/g)].map(([, name]) => ({
     name,
     in: 'path',
     required: true,
-    schema: { type: 'string' },
+    schema: idName.test(name as string) ? { type: 'string', format: 'uuid' } : { type: 'string' },
+    example: exampleOf(idName.test(name as string) ? { type: 'string', format: 'uuid' } : { type: 'string' }, components, name),
   }));
   if (definition.query) {
     const schema = jsonSchema(definition.query, 'input', components) as { properties?: Record<string, JsonSchema>; required?: string[] };
@@ -62,97 +192,110 @@ function operation(definition: Endpoint, components: Components): JsonSchema {
       parameters.push({ name, in: 'query', required: schema.required?.includes(name) ?? false, schema: property });
     }
   }
-  const responses: Record<string, JsonSchema> = {};
-  const status = String(definition.status ?? 200);
-  const data = definition.stream ? undefined : jsonSchema(definition.response, 'output', components);
-  responses[status] = !data
-    ? { description: 'Stream', content: { [definition.stream?.contentType ?? 'text/plain']: { schema: { type: 'string' } } } }
-    : {
-        description: definition.message ?? 'OK',
-        content: {
-          'application/json': {
-            schema: {
-              type: 'object',
-              required: ['success', 'message', 'data'],
-              properties: { success: { const: true }, message: { type: 'string' }, data },
-            },
-            example: { success: true, message: definition.message ?? 'OK', data: exampleOf(data, components) },
-          },
-        },
-      };
+  parameters.push({ $ref: '#/components/parameters/X-Request-Id' });
+  const body = definition.body ? jsonSchema(definition.body, 'input', components) : undefined;
   const byStatus = new Map<number, ErrorCode[]>();
   for (const code of errorCodes(definition)) {
     const [httpStatus] = errorCatalog[code];
     byStatus.set(httpStatus, [...(byStatus.get(httpStatus) ?? []), code]);
   }
+  const all: Record<string, JsonSchema> = { ...responses };
   for (const [httpStatus, codes] of [...byStatus].sort(([a], [b]) => a - b)) {
-    const [first] = codes as [ErrorCode];
-    responses[String(httpStatus)] = {
-      description: codes.map((code) => `${code}: ${errorCatalog[code][1]}`).join(' '),
-      content: {
-        'application/json': {
-          schema: { $ref: '#/components/schemas/ErrorEnvelope' },
-          example: { success: false, error: { code: first, message: errorCatalog[first][1], details: {} } },
-        },
-      },
-    };
+    const fields = httpStatus === 422 && codes.includes('VALIDATION_FAILED') ? bodyFields(body).slice(0, 1) : [];
+    all[String(httpStatus)] = errorResponse(httpStatus, codes, fields, shared);
   }
   return {
     operationId: `${definition.method}${definition.path.replace(/[{}]/g, '').replace(/(^|[/_-])(\w)/g, (_m, _s, c: string) => c.toUpperCase())}`,
     tags: [definition.tag],
     summary: definition.summary,
-    ...(definition.description ? { description: definition.description } : {}),
+    ...(definition.description || definition.limit ? { description: describe(definition) } : {}),
     ...(definition.level ? { 'x-access-level': definition.level } : {}),
+    ...(definition.limit ? { 'x-write-limits': writeLimitDocs(definition.limit) } : {}),
     security: definition.auth === 'bearer' ? [{ bearer: [] }] : definition.auth === 'optional' ? [{}, { bearer: [] }] : [],
-    ...(parameters.length > 0 ? { parameters } : {}),
-    ...(definition.body ? { requestBody: requestBody(definition.body, components) } : {}),
-    responses,
+    parameters,
+    ...(body ? { requestBody: { required: true, content: { 'application/json': { schema: body, example: exampleOf(body, components) } } } } : {}),
+    responses: all,
   };
 }
 
-function requestBody(body: z.ZodType, components: Components): JsonSchema {
-  const schema = jsonSchema(body, 'input', components);
-  return { required: true, content: { 'application/json': { schema, example: exampleOf(schema, components) } } };
+const windowText = (seconds: number) => (seconds % 3600 === 0 ? `${seconds / 3600} hour(s)` : `${seconds / 60} minutes`);
+
+/** The endpoint's description and the write limits it counts under (their defaults; WRITE_LIMITS changes them). */
+function describe(definition: Endpoint): string {
+  const limits = definition.limit
+    ? 'Write limit: ' +
+      writeLimitDocs(definition.limit)
+        .map((l) => `\`${l.name}\`, at most ${l.max} in any ${windowText(l.windowSeconds)} per ${l.per}`)
+        .join('; ') +
+      ' (defaults), then 429 RATE_LIMITED with retryAfterSeconds and Retry-After, and nothing written.'
+    : '';
+  return [definition.description, limits].filter(Boolean).join(' ');
 }
 
+const description = [
+  'The REST API of the mobile app. Every response uses the envelope of spec 2.1: `{ success: true, message, data }`, or',
+  '`{ success: false, error: { code, message, details } }` with the status of `code` (one status and one message per code).',
+  'Each error response lists the codes that operation can answer (`x-error-codes`, and `error.code` narrowed to them);',
+  '`details.fields` maps each refused request field to a message (422 VALIDATION_FAILED), `details.retryAfterSeconds`',
+  'says when to try again (429 RATE_LIMITED, with a `Retry-After` header; 503 sends `Retry-After` too).',
+  '',
+  '**Responses may gain fields: clients must ignore fields they do not know.** Requests are strict: an unknown field is 422.',
+  '',
+  'Access levels (`x-access-level`): 1 anonymous, 2 registered public profile, 3 phone-confirmed, 4 Hub-ready; a missing',
+  'level answers its 403 code. Checks run in this order: token (401), access level (403), request shape (422), then',
+  'existence, visibility and state. Every response carries `X-Request-Id` (the client\'s own when it sent a usable one).',
+].join('\n');
+
 export function openApiDocument(endpoints: Endpoint[]): JsonSchema {
-  const paths: Record<string, Record<string, JsonSchema>> = {};
   const components: Components = {};
-  for (const definition of endpoints) {
-    paths[definition.path] ??= {};
-    (paths[definition.path] as Record<string, JsonSchema>)[definition.method] = operation(definition, components);
+  const shared: Components = {};
+  // All responses first, so response shapes keep the plain component names (see jsonSchema).
+  const operations = endpoints.map((definition) => responsesOf(definition, components));
+  const paths: Record<string, Record<string, JsonSchema>> = {};
+  for (const entry of operations) {
+    paths[entry.definition.path] ??= {};
+    (paths[entry.definition.path] as Record<string, JsonSchema>)[entry.definition.method] = operation(entry, components, shared);
   }
+  const tags = [...new Set(endpoints.map((definition) => definition.tag))].map((name) => ({ name, description: `${name} endpoints.` }));
   return {
     openapi: '3.1.0',
-    info: {
-      title: 'Opinion-Sharing Service API',
-      version: '0.2.0',
-      description:
-        'Every response uses the envelope of spec 2.1. Access levels (x-access-level): 1 anonymous, 2 registered public ' +
-        'profile, 3 phone-confirmed, 4 Hub-ready; a missing level answers its 403 code. Checks run in this order: ' +
-        'token (401), access level (403), request shape (422), then existence, visibility and state.',
-    },
+    info: { title: 'Opinion-Sharing Service API', version: '0.2.0', description, license: { name: 'Proprietary', identifier: 'LicenseRef-Proprietary' } },
     servers: [{ url: '/api/v1' }],
+    tags,
     components: {
       securitySchemes: { bearer: { type: 'http', scheme: 'bearer', bearerFormat: 'JWT' } },
+      headers: {
+        'X-Request-Id': {
+          description: "The request's id: the client's own X-Request-Id when it sent a usable one, else a new UUID. Logged with the request.",
+          schema: { type: 'string', pattern: '^[A-Za-z0-9._:-]{1,128}$' },
+        },
+        'Retry-After': { description: 'Seconds to wait before trying again.', schema: { type: 'integer', minimum: 1 } },
+      },
+      parameters: {
+        'X-Request-Id': {
+          name: 'X-Request-Id',
+          in: 'header',
+          required: false,
+          description: 'An id of the client for this request (1-128 characters of A-Z a-z 0-9 . _ : -), echoed in the response and the log.',
+          schema: { type: 'string', pattern: '^[A-Za-z0-9._:-]{1,128}$' },
+        },
+      },
+      responses: Object.fromEntries(Object.entries(shared).sort(([a], [b]) => a.localeCompare(b))),
       schemas: {
         ...Object.fromEntries(Object.entries(components).sort(([a], [b]) => a.localeCompare(b))),
-        ErrorEnvelope: {
+        ErrorDetails: {
           type: 'object',
-          required: ['success', 'error'],
+          description: 'What the client needs to act on an error: `{}` unless stated.',
           properties: {
-            success: { const: false },
-            error: {
+            fields: {
               type: 'object',
-              required: ['code', 'message', 'details'],
-              properties: {
-                code: { enum: Object.keys(errorCatalog) },
-                message: { type: 'string' },
-                details: { type: 'object' },
-              },
+              description: '422 VALIDATION_FAILED: for each refused request field, by its JSON path (`slider.leftLabel`), a message.',
+              additionalProperties: { type: 'string' },
             },
+            retryAfterSeconds: { $ref: '#/components/schemas/RetryAfterSeconds' },
           },
         },
+        RetryAfterSeconds: { type: 'integer', minimum: 1, description: '429 RATE_LIMITED: seconds until the request may succeed (the Retry-After header says the same).' },
       },
     },
     paths,

@@ -6,6 +6,7 @@ import type { RequestTransaction } from '../../db/request-transaction.ts';
 import type { Storage } from '../uploads/storage.ts';
 import { shapeUserLite, userLite } from '../users/lite.ts';
 import { distribute, distributionBucket, summarize, tallySql, voteSummary } from '../votes/summary.ts';
+import { maintainedCount } from '../http/counts.ts';
 
 const article = z.object({
   kind: z.enum(['link', 'media', 'text']),
@@ -40,8 +41,8 @@ export const postCard = z.object({
   sourcePost: z
     .object({ id: z.string(), article: article.nullable(), thoughtText: z.string().nullable(), sliderText: z.string().nullable(), slider: slider.nullable() })
     .nullable(),
-  repostCount: z.number().int(),
-  commentCount: z.number().int(),
+  repostCount: maintainedCount('reposts of this post that are not deleted'),
+  commentCount: maintainedCount('comments on this post, replies included, that are not deleted'),
   viewerVote: z.object({ hasVoted: z.boolean(), votedAt: z.string().nullable() }),
   voteSummary: voteSummary.nullable(),
   voteDistribution: z.array(distributionBucket).nullable(),
@@ -93,7 +94,7 @@ const articleJson = (alias: string) => `case when ${alias}.id is null then null 
  */
 const cardQuery = (signedIn: boolean) => `
   select p.id, p.created_at, p.thought_text, p.slider_text, p.slider_left_label, p.slider_right_label, p.visibility,
-         p.source_post_id, p.repost_count, p.comment_count, p.author_id,
+         p.source_post_id, app.post_repost_count(p.id) as repost_count, app.post_comment_count(p.id) as comment_count, p.author_id,
          u.username as author_username, u.full_name as author_full_name, ua.object_key as author_photo_key,
          ${articleJson('ar')} as article,
          case when s.id is null then null else jsonb_build_object(

@@ -20,6 +20,23 @@ interface FrameInput {
   hubIds?: string[] | undefined;
 }
 
+/** JSON Schema: these properties are present (each named in `properties` too, as linters expect). */
+export function requires(...names: string[]) {
+  return { required: names, properties: Object.fromEntries(names.map((name) => [name, {}])) };
+}
+
+/** checkFrame's rules in JSON Schema, for the OpenAPI document (zod .meta of the bodies using it). */
+export const frameRules = {
+  dependentRequired: { slider: ['sliderText'], sliderText: ['slider'] },
+  allOf: [
+    { if: { required: ['visibility'], properties: { visibility: { const: 'public' } } }, then: { properties: { hubIds: { maxItems: 0 } } } },
+    {
+      if: { required: ['visibility'], properties: { visibility: { enum: ['public_hub', 'private_locked_hub'] } } },
+      then: { required: ['hubIds'], properties: { hubIds: { minItems: 1 } } },
+    },
+  ],
+};
+
 /** The slider needs its prompt and the reverse; public takes no hubs; hub visibilities take 1-10. */
 export function checkFrame(value: FrameInput, ctx: z.RefinementCtx): void {
   if ((value.slider === undefined) !== (value.sliderText === undefined)) {
@@ -45,4 +62,11 @@ export const article = z
     if (value.kind === 'link' && !value.url) ctx.addIssue({ code: 'custom', path: ['url'], message: 'A link article needs a url' });
     if (value.kind === 'media' && !value.assetIds?.length) ctx.addIssue({ code: 'custom', path: ['assetIds'], message: 'A media article needs assets' });
     if (value.kind === 'text' && !value.text) ctx.addIssue({ code: 'custom', path: ['text'], message: 'A text article needs text' });
+  })
+  .meta({
+    allOf: [
+      { if: { properties: { kind: { const: 'link' } } }, then: requires('url') },
+      { if: { properties: { kind: { const: 'media' } } }, then: { required: ['assetIds'], properties: { assetIds: { minItems: 1 } } } },
+      { if: { properties: { kind: { const: 'text' } } }, then: requires('text') },
+    ],
   });

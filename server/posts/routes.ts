@@ -5,7 +5,7 @@ import { ApiError } from '../http/errors.ts';
 import { fromMicros, micros, pageQuery, pageSchema, toPage } from '../http/paging.ts';
 import type { RequestTransaction } from '../../db/request-transaction.ts';
 import { postCard, readCard, readCards } from './card.ts';
-import { article, checkFrame, frameFields, idList, visibility } from './fields.ts';
+import { article, checkFrame, frameFields, frameRules, idList, requires, visibility } from './fields.ts';
 
 const tag = 'Posts';
 const ids = { postId: 'POST_NOT_FOUND' } as const;
@@ -48,6 +48,7 @@ export const postEndpoints = [
       'the author is an active member (the level is checked after the body, since it depends on visibility). A media ' +
       "article takes the author's completed post_image assets. Members of target hubs get hub_post_created.",
     auth: 'bearer',
+    limit: { name: 'posts', hubsIn: 'hubIds' },
     level: 3,
     status: 201,
     body: z
@@ -59,6 +60,8 @@ export const postEndpoints = [
         checkFrame(value, ctx);
       })
       .meta({
+        ...frameRules,
+        anyOf: [requires('article'), requires('thoughtText'), requires('sliderText')],
         examples: [
           {
             thoughtText: 'Remote work made our team faster, not slower.',
@@ -104,6 +107,7 @@ export const postEndpoints = [
     summary: 'Delete a post (its author only)',
     description: 'The post disappears everywhere and stops counting as an active repost of its source.',
     auth: 'bearer',
+    limit: 'other_writes',
     ids,
     response: z.object({ deleted: z.literal(true) }),
     errors: ['FORBIDDEN'],
@@ -160,6 +164,7 @@ export const postEndpoints = [
       'The source author gets post_reposted (one global row, or for a private_locked_hub repost one row per target hub they ' +
       'belong to); target hub members get post_shared_to_hub.',
     auth: 'bearer',
+    limit: { name: 'posts', hubsIn: 'hubIds' },
     level: 2,
     status: 201,
     ids,
@@ -170,7 +175,14 @@ export const postEndpoints = [
         if (isRepost && !value.visibility) ctx.addIssue({ code: 'custom', path: ['visibility'], message: 'Required' });
         checkFrame(value, ctx);
       })
-      .meta({ examples: [{ thoughtText: 'Worth reading before the vote.', visibility: 'public' }] }),
+      .meta({
+        dependentRequired: frameRules.dependentRequired,
+        allOf: [
+          ...frameRules.allOf,
+          { if: { anyOf: [requires('thoughtText'), requires('sliderText'), requires('slider')] }, then: requires('visibility') },
+        ],
+        examples: [{ thoughtText: 'Worth reading before the vote.', visibility: 'public' }],
+      }),
     response: z.union([postCard, shareResult]),
     errors: ['REPOST_NOT_ALLOWED', 'SHARE_NOT_ALLOWED', 'PHONE_VERIFICATION_REQUIRED', 'HUB_READINESS_REQUIRED', 'HUB_MEMBERSHIP_REQUIRED'],
     async handler({ body, params, tx, services: { storage } }) {
@@ -194,6 +206,7 @@ export const postEndpoints = [
       'A share event pointing at the exact frame given (a repost is not collapsed to its original): no new frame, poll or ' +
       'repost count. Not for private_locked_hub posts (SHARE_NOT_ALLOWED). The frame author gets post_shared_to_feed.',
     auth: 'bearer',
+    limit: 'shares',
     level: 2,
     status: 201,
     ids,
@@ -211,6 +224,7 @@ export const postEndpoints = [
       'No new frame. Not for private_locked_hub posts (SHARE_NOT_ALLOWED). Opens each hub discussion of the post; members of ' +
       'each hub (not the sharer) get post_shared_to_hub.',
     auth: 'bearer',
+    limit: { name: 'shares', hubsIn: 'hubIds' },
     level: 4,
     status: 201,
     ids,
@@ -254,6 +268,7 @@ export const postEndpoints = [
     tag,
     summary: 'Bookmark a post (idempotent)',
     auth: 'bearer',
+    limit: 'other_writes',
     level: 2,
     ids,
     response: z.object({ saved: z.literal(true) }),
@@ -271,6 +286,7 @@ export const postEndpoints = [
     tag,
     summary: 'Remove a bookmark (a no-op when not saved)',
     auth: 'bearer',
+    limit: 'other_writes',
     level: 2,
     ids,
     response: z.object({ saved: z.literal(false) }),

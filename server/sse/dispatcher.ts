@@ -5,7 +5,7 @@
 // (migrations/0020). The lock goes with the connection: when the leader's connection dies, another
 // process takes over within a second, from the watermark stored in the database.
 import type pg from 'pg';
-import type { Log } from '../../logger.ts';
+import type { Log, OutageLog } from '../../logger.ts';
 
 const tickMs = 50;
 const leadershipRetryMs = 1000;
@@ -16,9 +16,12 @@ export class Dispatcher {
   #timer: NodeJS.Timeout | undefined;
   #leading = false;
   #lastTickAt = 0;
+  #outage: OutageLog;
 
-  constructor(log: Log) {
+  /** `outage`: the hub's, since the dispatcher runs on the hub's connection. */
+  constructor(log: Log, outage: OutageLog) {
     this.#log = log;
+    this.#outage = outage;
   }
 
   /** Starts competing for leadership on a freshly connected client. */
@@ -51,8 +54,9 @@ export class Dispatcher {
         await client.query('select app_private.dispatch_notifications()');
         this.#lastTickAt = Date.now();
       }
+      this.#outage.recovered();
     } catch (error) {
-      if (this.#client === client) this.#log.warn({ err: error }, 'notification dispatcher tick failed');
+      if (this.#client === client) this.#outage.failed(error);
     }
     this.#schedule(client, this.#leading ? tickMs : leadershipRetryMs);
   }

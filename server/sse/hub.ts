@@ -21,7 +21,7 @@
 import pg from 'pg';
 import type { Response } from 'express';
 import type { Config } from '../../config.ts';
-import type { Log } from '../../logger.ts';
+import { OutageLog, type Log } from '../../logger.ts';
 import { ApiError } from '../http/errors.ts';
 import { LiveReader } from '../notifications/live.ts';
 import type { Storage } from '../uploads/storage.ts';
@@ -54,15 +54,18 @@ export class NotificationHub {
   #readTo: bigint | undefined;
   /** The end of the range being read now (streams opened meanwhile get live rows from there). */
   #reading: bigint | undefined;
-  /** Announced bounds not yet read, with when they arrived (performance.now()). */
-  #announced: { to: bigint; at: number }[] = [];
+  /** Announced bounds not yet read, with when they arrived (performance.now()) and whether their range holds badge changes. */
+  #announced: { to: bigint; at: number; badges: boolean }[] = [];
   #draining = false;
+  /** One warning per outage of the listening connection, one line when it is back. */
+  #outage: OutageLog;
 
   constructor(sse: Config['sse'], log: Log, storage: Storage) {
     this.#streams = new SseStreams(sse);
     this.#log = log.child({ component: 'notification-hub' });
     this.#storage = storage;
-    this.#dispatcher = new Dispatcher(this.#log);
+    this.#outage = new OutageLog(log, 'notification-hub', 'live notifications wait until it is back (streams stay open)', 'reconnectAttempts');
+    this.#dispatcher = new Dispatcher(this.#log, this.#outage);
   }
 
   /** Notification streams open in this process. */
@@ -127,7 +130,7 @@ export class NotificationHub {
       const row = rows[0] as { announced: string; xmin: string };
       // Rows written before the first connection are not pushed: a client resumes or reads the list.
       this.#readTo ??= BigInt(row.xmin);
-      this.#announce(BigInt(row.announced));
+      this.#announce(BigInt(row.announced), true);
     } catch (error) {
       this.#lost(client, error);
       return;
@@ -135,11 +138,9 @@ export class NotificationHub {
     if (this.#client !== client) return;
     this.#backoffMs = reconnectMs.first;
     this.#dispatcher.attach(client);
-    if (this.#connectedOnce) {
-      // Revocations announced while the connection was down were missed: ask instead.
-      this.#log.info('listening connection restored');
-      void this.#closeEndedSessions();
-    }
+    this.#outage.recovered();
+    // Revocations announced while the connection was down were missed: ask instead.
+    if (this.#connectedOnce) void this.#closeEndedSessions();
     this.#connectedOnce = true;
     void this.#drain();
   }
@@ -153,7 +154,7 @@ export class NotificationHub {
     // Exponential backoff with jitter, so that processes that lost the database together do not
     // come back in lockstep.
     const delayMs = Math.round(this.#backoffMs * (0.5 + Math.random() / 2));
-    this.#log.warn({ err: error, retryInMs: delayMs }, 'listening connection lost');
+    this.#outage.failed(error ?? new Error('the listening connection ended'));
     this.#reconnectTimer = setTimeout(() => void this.#connect(), delayMs);
     this.#backoffMs = Math.min(this.#backoffMs * 2, reconnectMs.max);
   }
@@ -165,19 +166,23 @@ export class NotificationHub {
     }
     if (message.channel !== 'notifications') return;
     let to: bigint;
+    let badges: boolean;
     try {
-      to = BigInt((JSON.parse(message.payload ?? '') as { to: string }).to);
+      const payload = JSON.parse(message.payload ?? '') as { to: string; badges?: boolean };
+      to = BigInt(payload.to);
+      badges = payload.badges === true;
     } catch {
       this.#log.warn('ignored a malformed notifications announcement');
       return;
     }
-    this.#announce(to);
+    this.#announce(to, badges);
   }
 
-  #announce(to: bigint): void {
+  /** A range to read; `badges` when it may hold badge changes (after a reconnect: unknown, so read them). */
+  #announce(to: bigint, badges: boolean): void {
     const last = this.#announced.at(-1)?.to ?? this.#readTo;
     if (last !== undefined && to <= last) return;
-    this.#announced.push({ to, at: performance.now() });
+    this.#announced.push({ to, at: performance.now(), badges });
     void this.#drain();
   }
 
@@ -188,8 +193,9 @@ export class NotificationHub {
     try {
       for (let next = this.#announced.at(-1); !this.#stopped && next && this.#readTo !== undefined; next = this.#announced.at(-1)) {
         const [from, to] = [this.#readTo, next.to];
+        const badges = this.#announced.some((announcement) => announcement.badges);
         this.#reading = to;
-        if (this.#streams.count > 0) await this.#deliver(from, to);
+        if (this.#streams.count > 0) await this.#deliver(from, to, badges);
         this.#readTo = to;
         this.#reading = undefined;
         this.#announced = this.#announced.filter((announcement) => announcement.to > to);
@@ -201,13 +207,17 @@ export class NotificationHub {
   }
 
   /** Sends the rows of [from, to) to the streams that were open when its read began. */
-  async #deliver(from: bigint, to: bigint): Promise<void> {
+  async #deliver(from: bigint, to: bigint, badges: boolean): Promise<void> {
     const openedUpTo = this.#streams.lastOpened;
     for (let attempt = 0; ; attempt += 1) {
       try {
-        const batch = await (this.#reader as LiveReader).batch(from, to, this.#streams);
+        const reader = this.#reader as LiveReader;
+        const batch = await reader.batch(from, to, this.#streams);
+        // Badges after the rows of the same range: they count them.
+        const badgeEvents = badges ? await reader.badges(from, to, this.#streams) : new Map<string, never[]>();
         for (const sessionId of batch.ended) this.#streams.closeSession(sessionId);
         for (const [sessionId, events] of batch.bySession) this.#streams.sendToSession(sessionId, events, openedUpTo);
+        for (const [sessionId, events] of badgeEvents) this.#streams.sendToSession(sessionId, events, openedUpTo);
         return;
       } catch (error) {
         if (this.#stopped) return;

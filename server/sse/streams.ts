@@ -14,7 +14,8 @@ export interface StreamOwner {
 export type Position = readonly [bigint, string];
 
 export interface SseEvent {
-  id: string;
+  /** Notification events carry the row's id; badge events have none (contract section 9). */
+  id?: string;
   event: string;
   data: unknown;
   /** Live events carry it: a resumed stream drops those at or before its place. */
@@ -77,7 +78,7 @@ export class SseStream {
       if (this.#held.length > maxHeldEvents) this.close();
       return;
     }
-    this.#write(`id: ${event.id}\nevent: ${event.event}\ndata: ${JSON.stringify(event.data)}\n\n`);
+    this.#write(`${event.id === undefined ? '' : `id: ${event.id}\n`}event: ${event.event}\ndata: ${JSON.stringify(event.data)}\n\n`);
   }
 
   /** Sends events in as few writes as the socket allows. */

@@ -42,6 +42,7 @@ export const uploadEndpoints = [
       'application/pdf up to 25 MiB for document. PUT the bytes to uploadUrl with the returned headers within 15 minutes, ' +
       'then call /uploads/complete. Needs profile basics (level 2).',
     auth: 'bearer',
+    limit: 'uploads',
     level: 2,
     body: z
       .strictObject({ purpose, contentType: z.string().max(100), contentLength: z.number().int().min(1) })
@@ -53,6 +54,13 @@ export const uploadEndpoints = [
         if (value.contentLength > rule.maxBytes) {
           ctx.addIssue({ code: 'custom', path: ['contentLength'], message: `At most ${rule.maxBytes} bytes` });
         }
+      })
+      // The same rules in JSON Schema, for the OpenAPI document: the types and size of each purpose.
+      .meta({
+        allOf: purposes.map((name) => ({
+          if: { properties: { purpose: { const: name } } },
+          then: { properties: { contentType: { enum: [...uploadRules[name].contentTypes] }, contentLength: { maximum: uploadRules[name].maxBytes } } },
+        })),
       }),
     response: z.object({
       uploadId: z.string(),
@@ -88,6 +96,7 @@ export const uploadEndpoints = [
       'and that its first bytes are a file of the declared type (JPEG, PNG, WebP, HEIC or PDF signature): otherwise ' +
       'UPLOAD_CONTENT_MISMATCH, and the object is deleted (PUT the right bytes to the same URL while it lasts, or presign again).',
     auth: 'bearer',
+    limit: 'uploads',
     level: 2,
     status: 201,
     body: z.strictObject({

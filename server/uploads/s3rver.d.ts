@@ -1,5 +1,8 @@
-// The part of s3rver's API this project uses (the package ships no types).
+// The part of s3rver's API this project uses (the package ships no types). s3rver is a Koa
+// application: callback() is its request listener, configureBuckets() creates the configured
+// buckets, and its winston logger must be closed when its server is.
 declare module 's3rver' {
+  import type { IncomingMessage, ServerResponse } from 'node:http';
   interface S3rverOptions {
     address?: string;
     port?: number;
@@ -11,5 +14,8 @@ declare module 's3rver' {
     constructor(options: S3rverOptions);
     run(): Promise<{ address: string; port: number }>;
     close(): Promise<void>;
+    configureBuckets(): Promise<void>;
+    callback(): (req: IncomingMessage, res: ServerResponse) => void;
+    logger: { close(): void; exceptions: { unhandle(): void } };
   }
 }

@@ -15,6 +15,7 @@ export const blockEndpoints = [
       'Removes follows both ways, creates no notification, and from then on hides each user from the other ' +
       '(profiles, lists, search, posts and comments) and refuses follows, votes and comments between them with 404.',
     auth: 'bearer',
+    limit: 'blocks',
     ids,
     response: z.object({ blocked: z.literal(true) }),
     errors: ['ALREADY_BLOCKED', 'CANNOT_BLOCK_SELF'],
@@ -30,6 +31,7 @@ export const blockEndpoints = [
     tag,
     summary: 'Unblock a user (a no-op when not blocked)',
     auth: 'bearer',
+    limit: 'other_writes',
     ids,
     response: z.object({ blocked: z.literal(false) }),
     async handler({ params, tx }) {

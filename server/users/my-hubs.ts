@@ -4,12 +4,13 @@ import { z } from 'zod';
 import { endpoint } from '../http/endpoint.ts';
 import { fromMicros, micros, pageQuery, pageSchema, toPage } from '../http/paging.ts';
 import { hubRoles, viewerStatuses } from '../hubs/shape.ts';
+import { maintainedCount } from '../http/counts.ts';
 
 const myHub = z.object({
   id: z.string(),
   name: z.string(),
   profilePhotoUrl: z.string().nullable(),
-  memberCount: z.number().int(),
+  memberCount: maintainedCount('active members of the hub'),
   viewerStatus: z.enum(viewerStatuses),
   viewerRole: z.enum(hubRoles).nullable(),
   invitationId: z.string().nullable(),
@@ -46,7 +47,7 @@ export const myHubEndpoints = [
       const [afterUs, afterId] = (query.cursor ?? [null, null]) as [number | null, string | null];
       const { rows } = await tx.query<MyHubRow>(
         `select * from (
-           select distinct on (h.id) h.id, h.name, a.object_key as photo_key, h.member_count, rel.status, rel.role,
+           select distinct on (h.id) h.id, h.name, a.object_key as photo_key, app.hub_member_count(h.id) as member_count, rel.status, rel.role,
                   rel.invitation_id, act.last_activity_at, ${micros('act.last_activity_at')} as activity_us
            from (
              select m.hub_id, 'member' as status, m.role, null::uuid as invitation_id, 1 as rank

@@ -3,6 +3,7 @@
 import { z } from 'zod';
 import type { RequestTransaction } from '../../db/request-transaction.ts';
 import type { Storage } from '../uploads/storage.ts';
+import { maintainedCount } from '../http/counts.ts';
 
 export const publicProfile = z.object({
   id: z.string(),
@@ -10,7 +11,11 @@ export const publicProfile = z.object({
   fullName: z.string().nullable(),
   bio: z.string().nullable(),
   profilePhotoUrl: z.string().nullable(),
-  counts: z.object({ followers: z.number(), following: z.number(), posts: z.number() }),
+  counts: z.object({
+    followers: maintainedCount('users who follow this user'),
+    following: maintainedCount('users this user follows'),
+    posts: maintainedCount('posts and reposts by this user that are not deleted, private_locked_hub ones excepted'),
+  }),
   stats: z.object({
     votesCast: z
       .number()

@@ -110,10 +110,12 @@ export const userEndpoints = [
     summary: 'Edit the public profile',
     description: 'At least one field. The handle is canonicalised like in profile basics. A new profileAssetId replaces the previous image.',
     auth: 'bearer',
+    limit: 'other_writes',
     level: 2,
     body: z
       .strictObject({ fullName: fullName.optional(), username: handle.optional(), bio: bio.optional(), profileAssetId: z.string().max(64).optional() })
-      .refine((value) => Object.keys(value).length > 0, { message: 'At least one field is required' }),
+      .refine((value) => Object.keys(value).length > 0, { message: 'At least one field is required' })
+      .meta({ minProperties: 1 }),
     response: ownProfile,
     errors: ['USERNAME_TAKEN'],
     async handler({ body, tx, viewer, services: { storage } }) {
@@ -164,10 +166,12 @@ export const userEndpoints = [
     tag,
     summary: 'Edit the private Hub identity (the public profile is unchanged)',
     auth: 'bearer',
+    limit: 'other_writes',
     level: 4,
     body: z
       .strictObject({ displayName: z.string().trim().min(2).max(80).optional(), profileAssetId: z.string().max(64).optional() })
-      .refine((value) => Object.keys(value).length > 0, { message: 'At least one field is required' }),
+      .refine((value) => Object.keys(value).length > 0, { message: 'At least one field is required' })
+      .meta({ minProperties: 1 }),
     response: hubProfile,
     async handler({ body, tx, services: { storage } }) {
       await requireUsablePhoto(tx, body.profileAssetId, 'profileAssetId');

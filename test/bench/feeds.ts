@@ -51,7 +51,7 @@ if (!adminUrl) {
 const admin = new pg.Client({ connectionString: adminUrl });
 await admin.connect();
 const version = (await admin.query<{ server_version: string }>('show server_version')).rows[0]?.server_version;
-const config = loadConfig({ NODE_ENV: 'production', JWT_SECRET: randomBytes(16).toString('hex'), OTP_SENDER_MODULE: '', LOG_LEVEL: 'silent', DATA_DIR: dataDir ?? os.tmpdir() });
+const config = loadConfig({ JWT_SECRET: randomBytes(16).toString('hex'), LOG_LEVEL: 'silent', DATA_DIR: dataDir ?? os.tmpdir() });
 const objects = await openStorage({ ...config, s3: { ...config.s3, endpoint: undefined } });
 const tokens = createTokens(config.jwtSecret);
 
@@ -114,7 +114,7 @@ async function buildWorld(factor: number) {
   const guest: Viewer = { name: 'guest' };
 
   const pools = createPools(ownerUrl, { apiMax: 4 });
-  const services = await createServices({ ...config, otpSenderModule: undefined }, createLogger('silent'), pools, objects.storage, {
+  const services = await createServices(config, createLogger('silent'), pools, objects.storage, {
     otpSender: { send: async () => {} },
   });
   const server = createApp(services).listen(0, '127.0.0.1');

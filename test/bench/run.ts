@@ -1,5 +1,12 @@
 // npm run bench [name]: runs one benchmark of test/bench. No name runs the vote benchmark.
-const benchmarks: Record<string, string> = { votes: './votes.ts', 'vote-profile': './vote-profile.ts', feeds: './feeds.ts', live: './live.ts' };
+const benchmarks: Record<string, string> = {
+  votes: './votes.ts',
+  'vote-profile': './vote-profile.ts',
+  feeds: './feeds.ts',
+  live: './live.ts',
+  scale: './scale.ts',
+  push: './push.ts',
+};
 const name = process.argv[2] ?? 'votes';
 const module = benchmarks[name];
 if (!module) throw new Error(`unknown benchmark "${name}" (known: ${Object.keys(benchmarks).join(', ')})`);

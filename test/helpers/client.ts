@@ -25,12 +25,13 @@ export interface Client {
 /**
  * The test app trusts a proxy on loopback (TRUST_PROXY) and this client stands for many devices
  * behind it: every request carries its own X-Forwarded-For address unless the test sets one, so the
- * per-address sign-in limits stay on and only tests that mean to share an address do.
+ * per-address sign-in limits stay on and only tests that mean to share an address do. The limits
+ * count an IPv6 client by its /64, so each address is in a /64 of its own.
  */
 let addressCounter = 0;
 export function nextClientAddress(): string {
   addressCounter += 1;
-  return `2001:db8::${(addressCounter >>> 16).toString(16)}:${(addressCounter & 0xffff).toString(16)}`;
+  return `2001:db8:${(addressCounter >>> 16).toString(16)}:${(addressCounter & 0xffff).toString(16)}::1`;
 }
 
 export function createClient(baseUrl: string): Client {

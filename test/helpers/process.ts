@@ -14,6 +14,8 @@ export interface RunningProcess {
   problems(): { level: number; msg: string; err?: unknown }[];
   exited: Promise<number | null>;
   waitFor(condition: () => boolean | Promise<boolean>, what: string, timeoutMs?: number): Promise<void>;
+  /** Like waitFor, also after the process itself ended (for what its children still do). */
+  waitForAfterExit(condition: () => boolean | Promise<boolean>, what: string, timeoutMs?: number): Promise<void>;
 }
 
 export function startProcess(command: string, args: string[], env: Record<string, string>): RunningProcess {
@@ -37,15 +39,17 @@ export function startProcess(command: string, args: string[], env: Record<string
         .map((line) => JSON.parse(line) as { level: number; msg: string; err?: unknown })
         .filter((line) => line.level >= 40),
     exited,
-    async waitFor(condition, what, timeoutMs = 45_000) {
-      const deadline = Date.now() + timeoutMs;
-      while (!(await condition())) {
-        if (child.exitCode !== null || child.signalCode !== null) throw new Error(`the process ended while waiting for ${what}; output:\n${output}`);
-        if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}; output:\n${output}`);
-        await new Promise((resolve) => setTimeout(resolve, 100));
-      }
-    },
+    waitFor: (condition, what, timeoutMs = 45_000) => poll(condition, what, timeoutMs, true),
+    waitForAfterExit: (condition, what, timeoutMs = 45_000) => poll(condition, what, timeoutMs, false),
   };
+  async function poll(condition: () => boolean | Promise<boolean>, what: string, timeoutMs: number, whileRunning: boolean) {
+    const deadline = Date.now() + timeoutMs;
+    while (!(await condition())) {
+      if (whileRunning && (child.exitCode !== null || child.signalCode !== null)) throw new Error(`the process ended while waiting for ${what}; output:\n${output}`);
+      if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}; output:\n${output}`);
+      await new Promise((resolve) => setTimeout(resolve, 100));
+    }
+  }
   return running;
 }
 

@@ -213,27 +213,70 @@ describe('refresh and logout', () => {
     expect(next.status).toBe(200);
   });
 
-  it('revokes the whole session when a rotated token is presented again', async () => {
+  /** Moves a session's rotations `seconds` into the past (as if that much time had passed). */
+  const ageRotations = (sessionUserId: string, seconds: number) =>
+    app.owner.query(
+      `update app_private.refresh_tokens t set rotated_at = rotated_at - make_interval(secs => $2)
+       from app.sessions s where s.id = t.session_id and s.user_id = $1 and t.rotated_at is not null`,
+      [sessionUserId, seconds],
+    );
+  const liveTokens = (userId: string) =>
+    app.owner
+      .query<{ n: number }>(
+        `select count(*)::int as n from app_private.refresh_tokens t join app.sessions s on s.id = t.session_id
+         where s.user_id = $1 and s.revoked_at is null and t.rotated_at is null`,
+        [userId],
+      )
+      .then((r) => r.rows[0]?.n);
+
+  it('revokes the whole session when a rotated token is presented again after the 10 s grace window', async () => {
     const user = await anonymousUser(app);
     const refreshed = (await app.post('/auth/session/refresh', { refreshToken: user.refreshToken })).body.data;
+    await ageRotations(user.id, 11);
     const reuse = await app.post('/auth/session/refresh', { refreshToken: user.refreshToken });
     expect(reuse.status).toBe(401);
     expect(reuse.body.error.code).toBe('UNAUTHORIZED');
     expect((await app.post('/auth/session/refresh', { refreshToken: refreshed.refreshToken })).status).toBe(401);
     expect((await app.get('/users/me/onboarding/status', { token: refreshed.accessToken })).status).toBe(401);
+    expect(await liveTokens(user.id)).toBe(0);
   });
 
-  it('never yields two live tokens from concurrent refreshes of one token', async () => {
+  it('answers 20 concurrent refreshes of one token with the same new pair: the client stays signed in with one live token', async () => {
     const user = await anonymousUser(app);
     const results = await Promise.all(
-      Array.from({ length: 6 }, () => app.post('/auth/session/refresh', { refreshToken: user.refreshToken })),
+      Array.from({ length: 20 }, () => app.post('/auth/session/refresh', { refreshToken: user.refreshToken })),
     );
-    const issued = results.filter((r) => r.status === 200).map((r) => r.body.data.refreshToken as string);
-    expect(results.every((r) => r.status === 200 || r.status === 401)).toBe(true);
-    expect(issued.length).toBeLessThanOrEqual(1);
-    let live = 0;
-    for (const token of issued) if ((await app.post('/auth/session/refresh', { refreshToken: token })).status === 200) live += 1;
-    expect(live).toBeLessThanOrEqual(1);
+    expect(results.map((r) => r.status)).toEqual(Array(20).fill(200));
+    const pairs = new Set(results.map((r) => `${r.body.data.accessToken} ${r.body.data.refreshToken}`));
+    expect(pairs.size).toBe(1);
+    const [pair] = results.map((r) => r.body.data);
+    expect(pair.refreshToken).not.toBe(user.refreshToken);
+    expect(await liveTokens(user.id)).toBe(1);
+    // Stored as hashes only: neither token appears in the clear.
+    const stored = await app.owner.query(
+      `select t.* from app_private.refresh_tokens t join app.sessions s on s.id = t.session_id where s.user_id = $1`,
+      [user.id],
+    );
+    expect(JSON.stringify(stored.rows)).not.toContain(pair.refreshToken.slice(3));
+    // Signed in: the pair works, and the session rotates on as usual.
+    expect((await app.get('/users/me/onboarding/status', { token: pair.accessToken })).status).toBe(200);
+    const next = await app.post('/auth/session/refresh', { refreshToken: pair.refreshToken });
+    expect(next.status).toBe(200);
+    expect(await liveTokens(user.id)).toBe(1);
+  });
+
+  it('answers the same pair to a repeat inside the window, not once the new token was itself rotated', async () => {
+    const user = await anonymousUser(app);
+    const first = (await app.post('/auth/session/refresh', { refreshToken: user.refreshToken })).body.data;
+    const repeat = await app.post('/auth/session/refresh', { refreshToken: user.refreshToken });
+    expect(repeat.status).toBe(200);
+    expect(repeat.body.data.refreshToken).toBe(first.refreshToken);
+    expect(repeat.body.data.accessToken).toBe(first.accessToken);
+    expect(await liveTokens(user.id)).toBe(1);
+    // The successor rotates; the first token presented again now has no live pair to answer: reuse.
+    expect((await app.post('/auth/session/refresh', { refreshToken: first.refreshToken })).status).toBe(200);
+    expect((await app.post('/auth/session/refresh', { refreshToken: user.refreshToken })).status).toBe(401);
+    expect(await liveTokens(user.id)).toBe(0);
   });
 
   it('answers unknown refresh tokens with 401', async () => {
@@ -265,11 +308,23 @@ describe('refresh and logout', () => {
     expect((await app.get('/users/me/onboarding/status', { token: deviceB.token })).status).toBe(401);
   });
 
-  it("does not revoke another user's session through its refresh token", async () => {
+  it("changes nothing with another user's or an unknown refresh token, whatever logoutFromAllDevices says", async () => {
+    const phone = nextPhone();
+    const callerA = await verifyPhone(app, phone);
+    await ageOtp(phone.e164);
+    const callerB = await verifyPhone(app, phone);
     const victim = await anonymousUser(app);
-    const attacker = await anonymousUser(app);
-    await app.post('/auth/logout', { refreshToken: victim.refreshToken, logoutFromAllDevices: false }, { token: attacker.token });
-    expect((await app.get('/users/me/onboarding/status', { token: victim.token })).status).toBe(200);
+    for (const logoutFromAllDevices of [false, true]) {
+      for (const refreshToken of [victim.refreshToken, 'rt_unknown']) {
+        const logout = await app.post('/auth/logout', { refreshToken, logoutFromAllDevices }, { token: callerA.token });
+        expect(logout.status).toBe(200);
+        expect(logout.body.data).toEqual({});
+      }
+    }
+    for (const user of [victim, callerA, callerB]) {
+      expect((await app.get('/users/me/onboarding/status', { token: user.token })).status).toBe(200);
+    }
+    expect((await app.post('/auth/session/refresh', { refreshToken: victim.refreshToken })).status).toBe(200);
   });
 
   it('validates the logout body and requires a token', async () => {

@@ -25,7 +25,10 @@ describe('POST /users/{userId}/block', () => {
     expect(rows[0].n).toBe(0);
     const after = await app.owner.query('select count(*)::int as n from app.notifications');
     expect(after.rows[0].n).toBe(before.rows[0].n);
-    const counts = await app.owner.query('select followers, following from app.follow_counts where user_id = $1', [bob.id]);
+    const counts = await app.owner.query(
+      `select app_private.counter_value('user_followers', $1) as followers, app_private.counter_value('user_following', $1) as following`,
+      [bob.id],
+    );
     expect(counts.rows[0]).toEqual({ followers: 0, following: 0 });
 
     const anonymous = await anonymousUser(app);

@@ -23,6 +23,16 @@ beforeAll(async () => {
 });
 afterAll(() => app.close());
 
+/**
+ * Connections the GraphQL pool handed out: one per request for its session check, one more for an
+ * operation that runs (none for a document refused in validation).
+ */
+let graphqlCheckouts = 0;
+beforeAll(() => {
+  app.pools.graphql.on('acquire', () => (graphqlCheckouts += 1));
+});
+const statementsRun = async () => graphqlCheckouts;
+
 async function graphql(token: string, query: string, variables?: Record<string, unknown>): Promise<{ status: number; body: any }> {
   const response = await fetch(`${app.url}/internal/graphql`, {
     method: 'POST',
@@ -60,6 +70,46 @@ describe('the attack of issue 9', () => {
   });
 });
 
+describe('the estimated cost of an operation', () => {
+  const heaviest = (aliases: number, nested: number, orderBy = 'FOLLOWS_BY_FOLLOWEE_ID_COUNT_DESC') =>
+    `{ ${Array.from(
+      { length: aliases },
+      (_, i) => `a${i}: allUsers(first: 100, orderBy: ${orderBy}) { nodes { rowId followsByFollowerId(first: ${nested}) { nodes { seq } } } }`,
+    ).join(' ')} }`;
+
+  it('refuses the attack (10 aliases x 100 users sorted by an aggregate, nested 100) in validation, before any SQL runs', async () => {
+    await graphql(alice.token, '{ __typename }'); // the schema is built
+    let before = await statementsRun();
+    const answers = await Promise.all(Array.from({ length: 8 }, () => graphql(alice.token, heaviest(10, 100))));
+    for (const answer of answers) expectRefused(answer, /Operation cost limit of 2500 exceeded, estimated 126010/);
+    expect((await statementsRun()) - before).toBe(8);
+    // An operation that runs takes a second connection.
+    before = await statementsRun();
+    expect((await graphql(alice.token, heaviest(1, 1, 'USERNAME_ASC'))).body.errors).toBeUndefined();
+    expect((await statementsRun()) - before).toBe(2);
+    // The same 400 answer as the depth and alias bounds.
+    const aliases = await graphql(alice.token, `{ ${Array.from({ length: 11 }, (_, i) => `u${i}: allUsers(first: 1) { nodes { rowId } }`).join(' ')} }`);
+    expect({ status: answers[0]?.status, keys: Object.keys(answers[0]?.body ?? {}) }).toEqual({ status: aliases.status, keys: Object.keys(aliases.body) });
+  });
+
+  it('counts rows by the pages written (a variable counts as 100), and whole-collection work by its own weight', async () => {
+    // 100 users x (1 + 23 follows) = 2400: allowed; x (1 + 25) = 2600: refused.
+    expect((await graphql(alice.token, heaviest(1, 23, 'USERNAME_ASC'))).body.errors).toBeUndefined();
+    expectRefused(await graphql(alice.token, heaviest(1, 25, 'USERNAME_ASC')), /estimated 2600/);
+    // An order by an aggregate of related rows reads every related row: refused whatever the page.
+    expectRefused(await graphql(alice.token, heaviest(1, 0)), /estimated 2601/);
+    expectRefused(await graphql(alice.token, '{ allUsers(first: 1, orderBy: [USERNAME_ASC, FOLLOWS_BY_FOLLOWER_ID_COUNT_DESC]) { nodes { rowId } } }'), /estimated 2502/);
+    // A page given by a variable counts as the bound, whatever the variable says.
+    const variable = 'query ($n: Int) { allUsers(first: $n) { nodes { followsByFollowerId(first: $n) { nodes { seq } } } } }';
+    expectRefused(await graphql(alice.token, variable, { n: 1 }), /estimated 10100/);
+    // Counting or aggregating a whole collection costs 1000 per connection; fragments count too.
+    const counts = '{ a: allUsers { totalCount aggregates { distinctCount { rowId } } nodes { rowId } } b: allUsers { ...f } } fragment f on UserConnection { totalCount }';
+    expect((await graphql(alice.token, counts)).body.errors).toBeUndefined();
+    expectRefused(await graphql(alice.token, counts.replace('b: allUsers', 'c: allUsers { totalCount } b: allUsers')), /estimated 3100/);
+    expect((await graphql(alice.token, '{ allUsers(first: 20) { totalCount nodes { rowId } } }')).body.errors).toBeUndefined();
+  });
+});
+
 describe('connection pages', () => {
   it('read 100 rows when no page size is given, and say there are more', async () => {
     const { body } = await graphql(anon.token, '{ allUsers { totalCount nodes { rowId } pageInfo { hasNextPage } } }');
@@ -86,9 +136,10 @@ describe('connection pages', () => {
     expect(last.body.data.allUsers.nodes).toHaveLength(5);
     const unset = await graphql(anon.token, 'query ($n: Int) { allUsers(first: $n) { nodes { rowId } } }', {});
     expect(unset.body.data.allUsers.nodes).toHaveLength(graphqlBounds.maxPageSize);
-    const nested = await graphql(anon.token, '{ allUsers(first: 3) { nodes { followsByFollowerId(first: 2) { totalCount nodes { seq } } } } }');
+    // Each nested count costs 1000 (the cost bound): two of them fit.
+    const nested = await graphql(anon.token, '{ allUsers(first: 2) { nodes { followsByFollowerId(first: 2) { totalCount nodes { seq } } } } }');
     expect(nested.body.errors).toBeUndefined();
-    expect(nested.body.data.allUsers.nodes).toHaveLength(3);
+    expect(nested.body.data.allUsers.nodes).toHaveLength(2);
   });
 
   it('bound groupedAggregates to 100 groups', async () => {

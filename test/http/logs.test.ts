@@ -2,7 +2,7 @@
 // ids, and never a body, token, OTP code, phone number or vote position.
 import type { AddressInfo } from 'node:net';
 import { Writable } from 'node:stream';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { createLogger } from '../../logger.ts';
 import { createApp } from '../../server/app.ts';
 import { createServices } from '../../server/services.ts';
@@ -14,6 +14,8 @@ import { userAtLevel } from '../helpers/users.ts';
 let app: TestApp;
 let logged: string[];
 let client: Client;
+let base: string;
+let metricsUrl: string;
 let close: () => void;
 const sentCodes: string[] = [];
 
@@ -31,9 +33,15 @@ beforeAll(async () => {
     otpSender: { send: async (_phone, code) => void sentCodes.push(code) },
   });
   const server = createApp(services).listen(0, '127.0.0.1');
-  await new Promise((resolve) => server.once('listening', resolve));
-  client = createClient(`http://127.0.0.1:${(server.address() as AddressInfo).port}`);
-  close = () => server.close();
+  const metricsServer = services.metrics.app().listen(0, '127.0.0.1');
+  await Promise.all([server, metricsServer].map((listening) => new Promise((resolve) => listening.once('listening', resolve))));
+  base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  metricsUrl = `http://127.0.0.1:${(metricsServer.address() as AddressInfo).port}/metrics`;
+  client = createClient(base);
+  close = () => {
+    server.close();
+    metricsServer.close();
+  };
 });
 afterAll(async () => {
   close();
@@ -57,11 +65,41 @@ describe('request logs', () => {
     const text = logged.join('');
     expect(logged.length).toBeGreaterThan(5);
     const line = logged.map((l) => JSON.parse(l)).find((l) => l.requestId === 'log-test-1');
-    expect(line).toMatchObject({ method: 'POST', route: '/auth/otp/verify', status: 200, msg: 'request' });
+    expect(line).toMatchObject({ method: 'POST', route: '/api/v1/auth/otp/verify', status: 200, msg: 'request' });
     for (const secret of ['7700900777', accessToken, refreshToken, 'strong_right', 'Secret Name', 'log_probe']) {
       expect(text, secret).not.toContain(secret);
     }
     // The 4-digit code as a value of its own (digits of timestamps do not count).
     expect(text).not.toMatch(new RegExp(`(^|[^0-9.])${code}($|[^0-9])`));
+  });
+});
+
+describe('request routes', () => {
+  it('name every request by its route pattern, spelled as the metrics spell it: endpoints, documents, docs assets and probes', async () => {
+    const paths = ['/healthz', '/readyz', '/api/v1/openapi.json', '/api/v1/docs', '/api/v1/docs/assets/swagger-ui.css', '/api/v1/users/by-username/nobody_here', '/internal/graphql', '/no/such/page?q=secret'];
+    const before = logged.length;
+    for (const path of paths) await (await fetch(`${base}${path}`)).arrayBuffer();
+    const requestLines = () =>
+      logged
+        .slice(before)
+        .map((line) => JSON.parse(line) as { msg: string; route: string; status: number })
+        .filter((line) => line.msg === 'request');
+    // A line is written when its response has ended, which may be just after the client read it.
+    await vi.waitFor(() => expect(requestLines()).toHaveLength(paths.length));
+    const lines = requestLines();
+    expect(lines.map((line) => line.route).sort()).toEqual([
+      '/healthz',
+      '/readyz',
+      '/api/v1/openapi.json',
+      '/api/v1/docs',
+      '/api/v1/docs/assets/{file}',
+      '/api/v1/users/by-username/{username}',
+      '/internal/graphql',
+      '(unmatched)',
+    ].sort());
+    const metrics = await (await fetch(metricsUrl)).text();
+    for (const line of lines) expect(metrics, line.route).toContain(`route="${line.route}",status="${line.status}"`);
+    expect(logged.join('')).not.toContain('secret');
+    expect(metrics).not.toContain('nobody_here');
   });
 });

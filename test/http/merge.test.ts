@@ -30,7 +30,11 @@ describe('merge into an existing phone identity', () => {
 
     const following = await app.get(`/users/${target.id}/following`, { token: merged.token });
     expect(following.body.data.items.map((i: any) => i.id).sort()).toEqual([star.id, bothFollowed.id].sort());
-    const counts = await app.owner.query('select user_id, followers, following from app.follow_counts where user_id = any($1)', [[target.id, bothFollowed.id, caller.id]]);
+    const counts = await app.owner.query(
+      `select u as user_id, app_private.counter_value('user_followers', u) as followers, app_private.counter_value('user_following', u) as following
+       from unnest($1::uuid[]) u`,
+      [[target.id, bothFollowed.id, caller.id]],
+    );
     const byUser = Object.fromEntries(counts.rows.map((r) => [r.user_id, r]));
     expect(byUser[target.id]).toMatchObject({ following: 2 });
     expect(byUser[bothFollowed.id]).toMatchObject({ followers: 1 });

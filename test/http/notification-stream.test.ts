@@ -198,6 +198,10 @@ describe('sessions', () => {
     const user = await anonymousUser(app);
     const stream = await streamOf(user);
     expect((await app.post('/auth/session/refresh', { refreshToken: user.refreshToken })).status).toBe(200);
+    // Past the 10 s grace window, reuse revokes the family.
+    await app.owner.query(`update app_private.refresh_tokens set rotated_at = rotated_at - interval '11 seconds' where session_id = $1 and rotated_at is not null`, [
+      sessionOf(user),
+    ]);
     expect((await app.post('/auth/session/refresh', { refreshToken: user.refreshToken })).status).toBe(401);
     expect(await endsWithin(stream, 2000)).toBe(true);
   });

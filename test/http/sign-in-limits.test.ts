@@ -45,8 +45,9 @@ describe('per client address', () => {
     expect((await otpRequest(341, nextClientAddress())).status).toBe(200);
     // Once the oldest request is more than 5 minutes old, one more fits.
     await app.owner.query(
-      `update app_private.sliding_limits set hits[1] = hits[1] - interval '5 minutes' where key = $1`,
-      [`address:otp_request:${address}`],
+      `update app_private.sliding_limits set hits[1] = hits[1] - interval '5 minutes'
+       where key = 'address:otp_request:' || app_private.client_address_key($1)`,
+      [address],
     );
     expect((await otpRequest(342, address)).status).toBe(200);
     expectRateLimited(await otpRequest(343, address), 300);
@@ -78,6 +79,25 @@ describe('per client address', () => {
       await new Promise((resolve) => server.close(resolve));
       await services.graphql.release();
     }
+  });
+
+  it('counts an IPv6 client by its /64: 30 addresses of one /64 get 30 sessions, the 31st address of it 429', async () => {
+    const answers = await Promise.all(Array.from({ length: 30 }, (_, i) => anonymous(app, `2001:db8:ffff:7::${(i + 1).toString(16)}`)));
+    expect(answers.map((r) => r.status)).toEqual(Array(30).fill(200));
+    const { rows: before } = await app.owner.query('select count(*)::int as n from app.users');
+    expectRateLimited(await anonymous(app, '2001:db8:ffff:7:a1b2:c3d4:e5f6:1'), 300);
+    expect((await app.owner.query('select count(*)::int as n from app.users')).rows[0].n).toBe(before[0].n);
+    // The neighbouring /64 is another client.
+    expect((await anonymous(app, '2001:db8:ffff:8::1')).status).toBe(200);
+  });
+
+  it('counts an IPv4-mapped IPv6 address as its IPv4 address', async () => {
+    const answers = await Promise.all(Array.from({ length: 30 }, (_, i) => anonymous(app, i % 2 ? '203.0.113.78' : '::ffff:203.0.113.78')));
+    expect(answers.map((r) => r.status)).toEqual(Array(30).fill(200));
+    expectRateLimited(await anonymous(app, '::ffff:203.0.113.78'), 300);
+    expectRateLimited(await anonymous(app, '203.0.113.78'), 300);
+    // The same address in hexadecimal notation.
+    expectRateLimited(await anonymous(app, '::ffff:cb00:714e'), 300);
   });
 
   it('ignores X-Forwarded-For when no proxy is trusted (the default): the socket address counts', async () => {

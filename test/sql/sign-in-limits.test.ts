@@ -40,6 +40,32 @@ describe('sliding windows', () => {
     }
   });
 
+  it('key a client address by its IPv4 address when IPv4-mapped, by its /64 when IPv6', async () => {
+    const keys = await app.owner.query<{ address: string; key: string }>(
+      `select a as address, app_private.client_address_key(a) as key
+       from unnest(array['203.0.113.78', '::ffff:203.0.113.78', '::FFFF:cb00:714e', '2001:db8:1:2::5',
+                         '2001:db8:1:2:ffff:ffff:ffff:ffff', '2001:db8:1:3::5', 'fe80::1%eth0', 'unknown']) a`,
+    );
+    expect(Object.fromEntries(keys.rows.map((r) => [r.address, r.key]))).toEqual({
+      '203.0.113.78': '203.0.113.78',
+      '::ffff:203.0.113.78': '203.0.113.78',
+      '::FFFF:cb00:714e': '203.0.113.78',
+      '2001:db8:1:2::5': '2001:db8:1:2::/64',
+      '2001:db8:1:2:ffff:ffff:ffff:ffff': '2001:db8:1:2::/64',
+      '2001:db8:1:3::5': '2001:db8:1:3::/64',
+      'fe80::1%eth0': 'fe80::/64',
+      unknown: 'unknown',
+    });
+    const waits: number[] = [];
+    for (let i = 0; i < 31; i += 1) {
+      const address = i % 2 ? `2001:db8:9:9::${i + 1}` : `2001:db8:9:9:${i + 1}::1`;
+      const { rows } = await app.owner.query<{ wait: number }>(`select app.consume_address_limit('anonymous_session', $1) as wait`, [address]);
+      waits.push(rows[0]?.wait ?? -1);
+    }
+    expect(waits.slice(0, 30)).toEqual(Array(30).fill(0));
+    expect(waits[30]).toBeGreaterThan(0);
+  });
+
   it('are forgotten by housekeeping once their newest hit is over 24 hours old', async () => {
     await consume('test:old', 5, '24 hours');
     await consume('test:recent', 5, '24 hours');

@@ -1,0 +1,105 @@
+// docker-compose.yml and the Dockerfile run the production shape (contract 11). Docker does not run
+// in the test environment, so the files are read as data: what production needs is set, the
+// balancer's address is the proxy the API processes trust, every image is pinned, metrics stay
+// unpublished, and the image is a production install. `docker compose config` (or the older
+// `docker-compose config`) validates the file too where one of them is installed.
+import { execFile } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import path from 'node:path';
+import { promisify } from 'node:util';
+import { describe, expect, it } from 'vitest';
+import { parse } from 'yaml';
+import { requiredInProduction } from '../../config.ts';
+import { projectRoot } from '../helpers/process.ts';
+
+const run = promisify(execFile);
+
+interface Service {
+  image?: string;
+  build?: unknown;
+  environment?: Record<string, string>;
+  ports?: string[];
+  command?: string[];
+  volumes?: string[];
+  networks?: Record<string, { ipv4_address?: string }>;
+}
+const compose = parse(readFileSync(path.join(projectRoot, 'docker-compose.yml'), 'utf8'), { merge: true }) as { services: Record<string, Service> };
+const services = compose.services;
+const appServices = Object.entries(services).filter(([, service]) => service.build !== undefined);
+/** A compose value as the service sees it when the operator sets what `${NAME:?...}` demands. */
+const resolved = (value: string) => value.replace(/\$\{(\w+):\?[^}]*\}/g, 'set-by-operator').replace(/\$\{\w+:-([^}]*)\}/g, '$1');
+
+describe('docker-compose.yml', () => {
+  it('runs migrations once, two API processes behind a balancer and one worker, all as production with every required setting', () => {
+    expect(appServices.map(([name, service]) => `${name}: ${service.command?.join(' ')}`).sort()).toEqual([
+      'api-1: npm run server',
+      'api-2: npm run server',
+      'migrate: npm run migrate',
+      'worker: npm run worker',
+    ]);
+    for (const [name, service] of appServices) {
+      const env = Object.fromEntries(Object.entries(service.environment ?? {}).map(([key, value]) => [key, resolved(String(value))]));
+      expect(env.NODE_ENV, name).toBe('production');
+      for (const required of requiredInProduction) expect(required.present(env), `${name}: ${required.setting}`).toBe(true);
+    }
+  });
+
+  it('the API processes trust the X-Forwarded-For of the balancer, which alone is published', () => {
+    const balancer = services.balancer as Service;
+    const address = balancer.networks?.default?.ipv4_address;
+    expect(address).toMatch(/^\d+\.\d+\.\d+\.\d+$/);
+    for (const name of ['api-1', 'api-2']) {
+      expect(services[name]?.environment?.TRUST_PROXY).toBe(address);
+      expect(services[name]?.ports, name).toBeUndefined(); // only through the balancer
+    }
+    expect(balancer.ports).toEqual(['3000:80']);
+    const caddyfile = readFileSync(path.join(projectRoot, 'deploy/Caddyfile'), 'utf8');
+    expect(balancer.volumes).toContain('./deploy/Caddyfile:/etc/caddy/Caddyfile:ro');
+    expect(caddyfile).toMatch(/reverse_proxy api-1:3000 api-2:3000/);
+    expect(caddyfile).toMatch(/health_uri \/readyz/);
+  });
+
+  it('pins every image it pulls, and keeps the metrics on loopback and unpublished', () => {
+    for (const [name, service] of Object.entries(services)) {
+      if (service.build !== undefined) continue;
+      expect(service.image, name).toMatch(/^[\w./-]+:(?!latest$)[\w.-]+$/);
+    }
+    for (const [name, service] of appServices) {
+      expect(resolved(service.environment?.METRICS_HOST ?? ''), name).toBe('127.0.0.1');
+      expect(JSON.stringify(service.ports ?? []), name).not.toContain(service.environment?.METRICS_PORT ?? 'none');
+    }
+  });
+
+  it('is a valid compose file for docker compose, where one is installed', async () => {
+    const env = { ...process.env, JWT_SECRET: 'x', TWILIO_ACCOUNT_SID: 'AC1', TWILIO_AUTH_TOKEN: 'x', TWILIO_FROM: '+15005550006' };
+    // The compose plugin (`docker compose`) or the standalone `docker-compose`, whichever runs here.
+    const tools: [string, string[]][] = [
+      ['docker', ['compose']],
+      ['docker-compose', []],
+    ];
+    for (const [command, prefix] of tools) {
+      const installed = await run(command, [...prefix, 'version'], { env }).then(
+        () => true,
+        () => false,
+      );
+      if (!installed) continue;
+      const result = await run(command, [...prefix, 'config', '--quiet'], { cwd: projectRoot, env }).then(
+        () => 'valid',
+        (error: { stderr?: string }) => `invalid: ${error.stderr}`,
+      );
+      expect(result, command).toBe('valid');
+      return;
+    }
+  });
+});
+
+describe('Dockerfile', () => {
+  it('is a production install of the runtime files', () => {
+    const dockerfile = readFileSync(path.join(projectRoot, 'Dockerfile'), 'utf8');
+    expect(dockerfile).toMatch(/^FROM node:24[\w.-]*$/m);
+    expect(dockerfile).toMatch(/^ENV NODE_ENV=production$/m);
+    expect(dockerfile).toMatch(/^RUN npm ci --omit=dev\b/m);
+    const copied = [...dockerfile.matchAll(/^COPY (.+) \S+$/gm)].flatMap(([, sources]) => (sources as string).split(' '));
+    for (const runtime of ['config.ts', 'logger.ts', 'main.ts', 'db', 'migrations', 'server', 'worker', 'web']) expect(copied, runtime).toContain(runtime);
+  });
+});

@@ -1,0 +1,59 @@
+// Query plans read in tests: what a statement actually read, from EXPLAIN (ANALYZE, BUFFERS, FORMAT
+// JSON) run on the viewer's connection (asViewer), so policies and parameters are those of a request.
+// Tests assert what a plan reads (rows of a table, buffers), never how long it took.
+import type pg from 'pg';
+
+export interface PlanNode {
+  'Node Type': string;
+  'Relation Name'?: string;
+  'Index Name'?: string;
+  'Actual Rows': number;
+  'Actual Loops': number;
+  'Rows Removed by Filter'?: number;
+  'Rows Removed by Join Filter'?: number;
+  'Rows Removed by Index Recheck'?: number;
+  'Shared Hit Blocks': number;
+  'Shared Read Blocks': number;
+  Plans?: PlanNode[];
+}
+
+export async function explain(client: pg.ClientBase, sql: string, params: unknown[] = []): Promise<PlanNode> {
+  const { rows } = await client.query<{ 'QUERY PLAN': { Plan: PlanNode }[] }>(`explain (analyze, buffers, format json) ${sql}`, params);
+  return (rows[0]?.['QUERY PLAN'][0] as { Plan: PlanNode }).Plan;
+}
+
+/** Every node of a plan, depth first. */
+export function nodes(plan: PlanNode): PlanNode[] {
+  return [plan, ...(plan.Plans ?? []).flatMap(nodes)];
+}
+
+/** The scans of a table in a plan. */
+export function scansOf(plan: PlanNode, relation: string): PlanNode[] {
+  return nodes(plan).filter((node) => node['Relation Name'] === relation);
+}
+
+/**
+ * Rows of `relation` the plan read: what its scans returned plus what their filters threw away,
+ * over all loops.
+ */
+export function rowsRead(plan: PlanNode, relation: string): number {
+  return scansOf(plan, relation).reduce(
+    (sum, node) =>
+      sum +
+      node['Actual Loops'] *
+        (node['Actual Rows'] + (node['Rows Removed by Filter'] ?? 0) + (node['Rows Removed by Index Recheck'] ?? 0)),
+    0,
+  );
+}
+
+/** Buffers the whole statement touched, functions it called included. */
+export function buffers(plan: PlanNode): number {
+  return plan['Shared Hit Blocks'] + plan['Shared Read Blocks'];
+}
+
+/** A one-line summary for assertion messages. */
+export function describePlan(plan: PlanNode): string {
+  return nodes(plan)
+    .map((node) => `${node['Node Type']}${node['Relation Name'] ? ` ${node['Relation Name']}` : ''}${node['Index Name'] ? ` (${node['Index Name']})` : ''}: ${node['Actual Rows']}x${node['Actual Loops']}`)
+    .join('; ');
+}
