@@ -1151,8 +1151,10 @@ CREATE FUNCTION app.hub_active_users(p_hub_id uuid) RETURNS integer
     LANGUAGE sql STABLE SECURITY DEFINER
     SET search_path TO 'pg_catalog'
     AS $$
-  select count(*)::int from app.hub_activity a
-  where a.hub_id = p_hub_id and a.last_active_at > now() - interval '24 hours'
+  select count(*)::int
+  from (select from app.hub_activity a
+        where a.hub_id = p_hub_id and a.last_active_at > now() - interval '24 hours'
+        limit 1000) recent
 $$;
 
 
@@ -4029,6 +4031,20 @@ $$;
 
 
 --
+-- Name: name_words(text); Type: FUNCTION; Schema: app_private; Owner: -
+--
+
+CREATE FUNCTION app_private.name_words(p_name text) RETURNS text[]
+    LANGUAGE sql IMMUTABLE PARALLEL SAFE
+    SET search_path TO 'pg_catalog'
+    AS $$
+  select coalesce(array_agg(distinct w.word), '{}')
+  from regexp_split_to_table(app.search_text(p_name), '[^[:alnum:]]+') w (word)
+  where w.word <> ''
+$$;
+
+
+--
 -- Name: notification_dispatched_to(); Type: FUNCTION; Schema: app_private; Owner: -
 --
 
@@ -4502,6 +4518,24 @@ $$;
 
 
 --
+-- Name: rebuild_user_name_words(); Type: FUNCTION; Schema: app_private; Owner: -
+--
+
+CREATE FUNCTION app_private.rebuild_user_name_words() RETURNS void
+    LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog'
+    AS $$
+begin
+  lock table app.user_name_words in exclusive mode;
+  truncate app.user_name_words;
+  insert into app.user_name_words (user_id, word)
+    select u.id, w from app.users u, unnest(app_private.name_words(u.full_name)) w
+    where u.full_name is not null;
+end
+$$;
+
+
+--
 -- Name: record_activity(uuid, app.activity_kind, uuid); Type: FUNCTION; Schema: app_private; Owner: -
 --
 
@@ -4853,6 +4887,26 @@ CREATE FUNCTION app_private.user_level(p_user_id uuid) RETURNS TABLE(level integ
   from app.users u
   left join app.phone_identities p on p.user_id = u.id
   where u.id = p_user_id
+$$;
+
+
+--
+-- Name: user_name_words_sync(); Type: FUNCTION; Schema: app_private; Owner: -
+--
+
+CREATE FUNCTION app_private.user_name_words_sync() RETURNS trigger
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog'
+    AS $$
+begin
+  if tg_op = 'UPDATE' then
+    delete from app.user_name_words w where w.user_id = new.id and not (w.word = any (app_private.name_words(new.full_name)));
+  end if;
+  insert into app.user_name_words (user_id, word)
+    select new.id, w from unnest(app_private.name_words(new.full_name)) w
+    on conflict do nothing;
+  return null;
+end
 $$;
 
 
@@ -5604,6 +5658,25 @@ ALTER TABLE ONLY app.sessions FORCE ROW LEVEL SECURITY;
 
 
 --
+-- Name: user_name_words; Type: TABLE; Schema: app; Owner: -
+--
+
+CREATE TABLE app.user_name_words (
+    user_id uuid NOT NULL,
+    word text NOT NULL COLLATE pg_catalog."C"
+);
+
+ALTER TABLE ONLY app.user_name_words FORCE ROW LEVEL SECURITY;
+
+
+--
+-- Name: TABLE user_name_words; Type: COMMENT; Schema: app; Owner: -
+--
+
+COMMENT ON TABLE app.user_name_words IS 'The words of each user''s full_name as people search matches them (0223): kept by a trigger on app.users, read by GET /search/users.';
+
+
+--
 -- Name: users; Type: TABLE; Schema: app; Owner: -
 --
 
@@ -6332,6 +6405,14 @@ ALTER TABLE ONLY app.upload_intents
 
 
 --
+-- Name: user_name_words user_name_words_pkey; Type: CONSTRAINT; Schema: app; Owner: -
+--
+
+ALTER TABLE ONLY app.user_name_words
+    ADD CONSTRAINT user_name_words_pkey PRIMARY KEY (user_id, word);
+
+
+--
 -- Name: users users_pkey; Type: CONSTRAINT; Schema: app; Owner: -
 --
 
@@ -6892,6 +6973,13 @@ CREATE INDEX upload_intents_pending_expiry ON app.upload_intents USING btree (ex
 
 
 --
+-- Name: user_name_words_word; Type: INDEX; Schema: app; Owner: -
+--
+
+CREATE INDEX user_name_words_word ON app.user_name_words USING btree (word, user_id);
+
+
+--
 -- Name: users_full_name_search; Type: INDEX; Schema: app; Owner: -
 --
 
@@ -7190,6 +7278,20 @@ CREATE TRIGGER sessions_forget_push_devices AFTER UPDATE OF revoked_at ON app.se
 --
 
 CREATE TRIGGER users_check_profile_asset BEFORE UPDATE OF profile_asset_id ON app.users FOR EACH ROW EXECUTE FUNCTION app_private.check_profile_asset('id');
+
+
+--
+-- Name: users users_name_words_insert; Type: TRIGGER; Schema: app; Owner: -
+--
+
+CREATE TRIGGER users_name_words_insert AFTER INSERT ON app.users FOR EACH ROW WHEN ((new.full_name IS NOT NULL)) EXECUTE FUNCTION app_private.user_name_words_sync();
+
+
+--
+-- Name: users users_name_words_update; Type: TRIGGER; Schema: app; Owner: -
+--
+
+CREATE TRIGGER users_name_words_update AFTER UPDATE OF full_name ON app.users FOR EACH ROW WHEN ((old.full_name IS DISTINCT FROM new.full_name)) EXECUTE FUNCTION app_private.user_name_words_sync();
 
 
 --
@@ -7644,6 +7746,14 @@ ALTER TABLE ONLY app.sessions
 
 ALTER TABLE ONLY app.upload_intents
     ADD CONSTRAINT upload_intents_owner_id_fkey FOREIGN KEY (owner_id) REFERENCES app.users(id);
+
+
+--
+-- Name: user_name_words user_name_words_user_id_fkey; Type: FK CONSTRAINT; Schema: app; Owner: -
+--
+
+ALTER TABLE ONLY app.user_name_words
+    ADD CONSTRAINT user_name_words_user_id_fkey FOREIGN KEY (user_id) REFERENCES app.users(id) ON DELETE CASCADE;
 
 
 --
@@ -8196,6 +8306,21 @@ ALTER TABLE app.upload_intents ENABLE ROW LEVEL SECURITY;
 --
 
 CREATE POLICY upload_intents_select_owner ON app.upload_intents FOR SELECT TO app_user USING ((owner_id = ( SELECT app.viewer_id() AS viewer_id)));
+
+
+--
+-- Name: user_name_words; Type: ROW SECURITY; Schema: app; Owner: -
+--
+
+ALTER TABLE app.user_name_words ENABLE ROW LEVEL SECURITY;
+
+--
+-- Name: user_name_words user_name_words_select; Type: POLICY; Schema: app; Owner: -
+--
+
+CREATE POLICY user_name_words_select ON app.user_name_words FOR SELECT TO app_anonymous USING ((user_id = ( SELECT u.id
+   FROM app.users u
+  WHERE (u.id = user_name_words.user_id))));
 
 
 --
@@ -10145,6 +10270,13 @@ REVOKE ALL ON FUNCTION app_private.move_repost_unread() FROM PUBLIC;
 
 
 --
+-- Name: FUNCTION name_words(p_name text); Type: ACL; Schema: app_private; Owner: -
+--
+
+REVOKE ALL ON FUNCTION app_private.name_words(p_name text) FROM PUBLIC;
+
+
+--
 -- Name: FUNCTION notification_dispatched_to(); Type: ACL; Schema: app_private; Owner: -
 --
 
@@ -10352,6 +10484,13 @@ REVOKE ALL ON FUNCTION app_private.rebuild_counters() FROM PUBLIC;
 
 
 --
+-- Name: FUNCTION rebuild_user_name_words(); Type: ACL; Schema: app_private; Owner: -
+--
+
+REVOKE ALL ON FUNCTION app_private.rebuild_user_name_words() FROM PUBLIC;
+
+
+--
 -- Name: FUNCTION record_activity(p_post_id uuid, p_kind app.activity_kind, p_hub_id uuid); Type: ACL; Schema: app_private; Owner: -
 --
 
@@ -10506,6 +10645,13 @@ REVOKE ALL ON FUNCTION app_private.usable_invite_link(p_token text) FROM PUBLIC;
 --
 
 REVOKE ALL ON FUNCTION app_private.user_level(p_user_id uuid) FROM PUBLIC;
+
+
+--
+-- Name: FUNCTION user_name_words_sync(); Type: ACL; Schema: app_private; Owner: -
+--
+
+REVOKE ALL ON FUNCTION app_private.user_name_words_sync() FROM PUBLIC;
 
 
 --
@@ -11319,6 +11465,20 @@ GRANT SELECT(expires_at) ON TABLE app.sessions TO app_user;
 --
 
 GRANT SELECT(revoked_at) ON TABLE app.sessions TO app_user;
+
+
+--
+-- Name: COLUMN user_name_words.user_id; Type: ACL; Schema: app; Owner: -
+--
+
+GRANT SELECT(user_id) ON TABLE app.user_name_words TO app_anonymous;
+
+
+--
+-- Name: COLUMN user_name_words.word; Type: ACL; Schema: app; Owner: -
+--
+
+GRANT SELECT(word) ON TABLE app.user_name_words TO app_anonymous;
 
 
 --

@@ -5,6 +5,8 @@
 // collection. A plan that starts scanning the collection again reads thousands.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { commentPageSql } from '../../server/comments/routes.ts';
+import { peopleSearchSql } from '../../server/search/routes.ts';
+import { followPageSql, followScanCap } from '../../server/users/follows.ts';
 import { benchId, generate, space, subject as s } from '../bench/scale-data.ts';
 import { startTestApp, type TestApp } from '../helpers/app.ts';
 import { buffers, describePlan, explain, rowsRead, type PlanNode } from '../helpers/plans.ts';
@@ -63,5 +65,80 @@ describe('GET /posts/{postId}/comments', () => {
     const many = await planAs(viewer, 'select app.post_comment_count($1), app.comment_reply_count($2)', [post, root]);
     const few = await planAs(viewer, 'select app.post_comment_count($1), app.comment_reply_count($2)', [benchId(space.post, s.sharedPost), benchId(space.comment, s.comments + 1)]);
     expect(buffers(many) - buffers(few)).toBeLessThanOrEqual(4);
+  });
+});
+
+describe('GET /search/users', () => {
+  const search = (q: string, after: [number, string, string | null] = [-1, '', null]) => planAs(null, peopleSearchSql, [q, ...after, page + 1]);
+
+  it('reads about a page of users and name words for a name many people have', async () => {
+    // "anna": a first name of about 1 person in 40, so about 100 of the data set's users.
+    const plan = await search('anna');
+    expect(plan['Actual Rows']).toBe(page + 1);
+    expect(rowsRead(plan, 'user_name_words'), describePlan(plan)).toBeLessThanOrEqual(2 * (page + 1));
+    // Each word read probes its user up to three times: the words policy, the user's row, and the
+    // policy of the user's other words (each user once).
+    expect(rowsRead(plan, 'users'), describePlan(plan)).toBeLessThanOrEqual(3 * (page + 1));
+  });
+
+  it('reads nothing for a name and handle nobody has', async () => {
+    const plan = await search('zzzz');
+    expect(plan['Actual Rows']).toBe(0);
+    expect(rowsRead(plan, 'user_name_words'), describePlan(plan)).toBe(0);
+    expect(rowsRead(plan, 'users'), describePlan(plan)).toBe(0);
+  });
+
+  it('reads the handle index in its order for a handle prefix, first page and later', async () => {
+    // "user1": user1, user10 .. user19, user100 ..: hundreds of handles.
+    const plan = await search('user1');
+    expect(plan['Actual Rows']).toBe(page + 1);
+    expect(rowsRead(plan, 'users'), describePlan(plan)).toBeLessThanOrEqual(2 * (page + 1));
+    const later = await search('user1', [1, 'user15', '00000000-0000-0000-0000-000000000000']);
+    expect(later['Actual Rows']).toBe(page + 1);
+    expect(rowsRead(later, 'users'), describePlan(later)).toBeLessThanOrEqual(2 * (page + 1));
+  });
+
+  it('pages on through name matches from a word and user id', async () => {
+    const first = await asViewer(app, 'app_anonymous', null, (c) => c.query(peopleSearchSql, ['anna', -1, '', null, page + 1]));
+    const last = first.rows[page - 1];
+    const plan = await search('anna', [2, last.key, last.id]);
+    expect(plan['Actual Rows']).toBeGreaterThan(0);
+    expect(rowsRead(plan, 'user_name_words'), describePlan(plan)).toBeLessThanOrEqual(2 * (page + 1));
+  });
+});
+
+describe('GET /users/{userId}/followers and /following with q', () => {
+  const star = user(s.star);
+  const fan = user(s.fan);
+
+  it(`reads at most ${followScanCap} rows of the list, for a q that no one in it matches`, async () => {
+    for (const [side, subject] of [['follower_id', star], ['followee_id', fan]] as const) {
+      const plan = await planAs(viewer, followPageSql(side, true), [subject, null, 'zzzz', page + 1]);
+      expect(rowsRead(plan, 'follows'), describePlan(plan)).toBeLessThanOrEqual(followScanCap);
+      expect(rowsRead(plan, 'users'), describePlan(plan)).toBeLessThanOrEqual(followScanCap);
+    }
+  });
+
+  it('reads one page of the list without q', async () => {
+    const plan = await planAs(viewer, followPageSql('follower_id', false), [star, null, page + 1]);
+    expect(plan['Actual Rows']).toBe(page + 1);
+    expectReads(plan, 'follows', page + 1);
+  });
+});
+
+describe('activeUsers24h (GET /hubs/{hubId}, GET /search/hubs)', () => {
+  it('counts at most 1,000 active members, whatever the hub has', async () => {
+    // The function's own body, run as its owner runs it (security definer).
+    const { rows } = await app.owner.query<{ body: string }>(`select prosrc as body from pg_proc where proname = 'hub_active_users'`);
+    const body = (rows[0] as { body: string }).body.replaceAll('p_hub_id', '$1::uuid');
+    const client = await app.owner.connect();
+    try {
+      const plan = await explain(client, body, [benchId(space.hub, s.hub)]);
+      expect(rowsRead(plan, 'hub_activity'), describePlan(plan)).toBe(1000);
+    } finally {
+      client.release();
+    }
+    const answer = await asViewer(app, 'app_user', viewer, (c) => c.query('select app.hub_active_users($1) as n', [benchId(space.hub, s.hub)]));
+    expect(answer.rows[0].n).toBe(1000);
   });
 });
