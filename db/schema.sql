@@ -1279,6 +1279,44 @@ CREATE FUNCTION app.hub_member_count(p_hub_id uuid) RETURNS integer
 
 
 --
+-- Name: hub_member_page(uuid, timestamp with time zone, uuid, app.hub_role[], integer); Type: FUNCTION; Schema: app; Owner: -
+--
+
+CREATE FUNCTION app.hub_member_page(p_hub_id uuid, p_after_at timestamp with time zone, p_after_id uuid, p_roles app.hub_role[], p_limit integer) RETURNS TABLE(user_id uuid, role app.hub_role, joined_at timestamp with time zone)
+    LANGUAGE plpgsql STABLE SECURITY DEFINER
+    SET search_path TO 'pg_catalog'
+    SET plan_cache_mode TO 'force_custom_plan'
+    AS $$
+declare
+  v_viewer uuid := app.viewer_id();
+  v_all boolean := p_hub_id = any (app.viewer_related_hub_ids());
+  v_at timestamptz := coalesce(p_after_at, '-infinity');
+  v_id uuid := coalesce(p_after_id, '00000000-0000-0000-0000-000000000000');
+begin
+  if p_roles is not null and p_roles <@ array['admin', 'super_admin']::app.hub_role[] then
+    return query
+      select m.user_id, m.role, m.joined_at
+      from app.hub_memberships m
+      where m.hub_id = p_hub_id and m.role in ('admin', 'super_admin') and m.role = any (p_roles)
+        and (m.joined_at, m.user_id) > (v_at, v_id)
+        and (v_all or m.user_id = v_viewer)
+      order by m.joined_at, m.user_id
+      limit p_limit;
+  else
+    return query
+      select m.user_id, m.role, m.joined_at
+      from app.hub_memberships m
+      where m.hub_id = p_hub_id and (p_roles is null or m.role = any (p_roles))
+        and (m.joined_at, m.user_id) > (v_at, v_id)
+        and (v_all or m.user_id = v_viewer)
+      order by m.joined_at, m.user_id
+      limit p_limit;
+  end if;
+end
+$$;
+
+
+--
 -- Name: hub_member_roster(uuid); Type: FUNCTION; Schema: app; Owner: -
 --
 
@@ -6784,10 +6822,17 @@ CREATE UNIQUE INDEX hub_join_requests_one_pending ON app.hub_join_requests USING
 
 
 --
--- Name: hub_memberships_admins; Type: INDEX; Schema: app; Owner: -
+-- Name: hub_memberships_admins_joined; Type: INDEX; Schema: app; Owner: -
 --
 
-CREATE INDEX hub_memberships_admins ON app.hub_memberships USING btree (hub_id) WHERE (role = ANY (ARRAY['admin'::app.hub_role, 'super_admin'::app.hub_role]));
+CREATE INDEX hub_memberships_admins_joined ON app.hub_memberships USING btree (hub_id, joined_at, user_id) WHERE (role = ANY (ARRAY['admin'::app.hub_role, 'super_admin'::app.hub_role]));
+
+
+--
+-- Name: hub_memberships_joined; Type: INDEX; Schema: app; Owner: -
+--
+
+CREATE INDEX hub_memberships_joined ON app.hub_memberships USING btree (hub_id, joined_at, user_id);
 
 
 --
@@ -8829,6 +8874,14 @@ GRANT ALL ON FUNCTION app.hub_last_activity_at(p_hub_id uuid) TO app_user;
 REVOKE ALL ON FUNCTION app.hub_member_count(p_hub_id uuid) FROM PUBLIC;
 GRANT ALL ON FUNCTION app.hub_member_count(p_hub_id uuid) TO app_user;
 GRANT ALL ON FUNCTION app.hub_member_count(p_hub_id uuid) TO app_admin;
+
+
+--
+-- Name: FUNCTION hub_member_page(p_hub_id uuid, p_after_at timestamp with time zone, p_after_id uuid, p_roles app.hub_role[], p_limit integer); Type: ACL; Schema: app; Owner: -
+--
+
+REVOKE ALL ON FUNCTION app.hub_member_page(p_hub_id uuid, p_after_at timestamp with time zone, p_after_id uuid, p_roles app.hub_role[], p_limit integer) FROM PUBLIC;
+GRANT ALL ON FUNCTION app.hub_member_page(p_hub_id uuid, p_after_at timestamp with time zone, p_after_id uuid, p_roles app.hub_role[], p_limit integer) TO app_user;
 
 
 --

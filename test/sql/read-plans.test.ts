@@ -5,11 +5,12 @@
 // collection. A plan that starts scanning the collection again reads thousands.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { commentPageSql } from '../../server/comments/routes.ts';
+import { memberPageSql, memberScanCap } from '../../server/hubs/members.ts';
 import { peopleSearchSql } from '../../server/search/routes.ts';
 import { followPageSql, followScanCap } from '../../server/users/follows.ts';
 import { benchId, generate, space, subject as s } from '../bench/scale-data.ts';
 import { startTestApp, type TestApp } from '../helpers/app.ts';
-import { buffers, describePlan, explain, rowsRead, type PlanNode } from '../helpers/plans.ts';
+import { buffers, describePlan, explain, rowsRead, rowsReadInTransaction, type PlanNode } from '../helpers/plans.ts';
 import { asViewer } from '../helpers/sql.ts';
 
 const n = 2_000;
@@ -140,5 +141,38 @@ describe('activeUsers24h (GET /hubs/{hubId}, GET /search/hubs)', () => {
     }
     const answer = await asViewer(app, 'app_user', viewer, (c) => c.query('select app.hub_active_users($1) as n', [benchId(space.hub, s.hub)]));
     expect(answer.rows[0].n).toBe(1000);
+  });
+});
+
+describe('GET /hubs/{hubId}/members and /admins', () => {
+  const hub = benchId(space.hub, s.hub);
+  /** Memberships read by one page (the page function reads them as its owner, inside the statement). */
+  const membershipsRead = (sql: string, params: unknown[]) =>
+    asViewer(app, 'app_user', viewer, async (client) => {
+      const before = await rowsReadInTransaction(client, 'app.hub_memberships');
+      const { rows } = await client.query(sql, params);
+      return { rows, read: (await rowsReadInTransaction(client, 'app.hub_memberships')) - before };
+    });
+
+  it('reads one page of memberships, first page and later, and one page of admins', async () => {
+    // More than five calls on one connection: a plan kept for any hub must not take over.
+    for (let i = 0; i < 7; i += 1) await membershipsRead(memberPageSql(false), [benchId(space.hub, 2 + i), null, null, null, page + 1]);
+    const first = await membershipsRead(memberPageSql(false), [hub, null, null, null, page + 1]);
+    expect(first.rows).toHaveLength(page + 1);
+    // The page and the viewer's own memberships (its relation to the hub: app.viewer_related_hub_ids).
+    expect(first.read).toBeLessThanOrEqual(page + 10);
+    const last = first.rows[page - 1];
+    const later = await membershipsRead(memberPageSql(false), [hub, last.joined_us, last.id, null, page + 1]);
+    expect(later.rows).toHaveLength(page + 1);
+    expect(later.read).toBeLessThanOrEqual(page + 10);
+    const admins = await membershipsRead(memberPageSql(false), [hub, null, null, ['admin', 'super_admin'], page + 1]);
+    expect(admins.rows.map((row) => row.role).sort()).toEqual(['admin', 'admin', 'super_admin']);
+    expect(admins.read).toBeLessThanOrEqual(15);
+  });
+
+  it(`reads at most ${memberScanCap} memberships with q`, async () => {
+    const none = await membershipsRead(memberPageSql(true), [hub, null, null, null, page + 1, 'zzzz']);
+    expect(none.rows).toMatchObject([{ id: null, scanned: memberScanCap }]);
+    expect(none.read).toBeLessThanOrEqual(memberScanCap + 10);
   });
 });
