@@ -1283,7 +1283,7 @@ CREATE FUNCTION app.hub_member_count(p_hub_id uuid) RETURNS integer
 --
 
 CREATE FUNCTION app.hub_member_page(p_hub_id uuid, p_after_at timestamp with time zone, p_after_id uuid, p_roles app.hub_role[], p_limit integer) RETURNS TABLE(user_id uuid, role app.hub_role, joined_at timestamp with time zone)
-    LANGUAGE plpgsql STABLE SECURITY DEFINER
+    LANGUAGE plpgsql STABLE SECURITY DEFINER ROWS 20
     SET search_path TO 'pg_catalog'
     SET plan_cache_mode TO 'force_custom_plan'
     AS $$
@@ -2654,6 +2654,23 @@ $$;
 CREATE FUNCTION app.viewer_session_id() RETURNS uuid
     LANGUAGE sql STABLE PARALLEL SAFE
     AS $$ select nullif(current_setting('app.session_id', true), '')::uuid $$;
+
+
+--
+-- Name: viewer_shares_hub_with(uuid); Type: FUNCTION; Schema: app; Owner: -
+--
+
+CREATE FUNCTION app.viewer_shares_hub_with(p_user_id uuid) RETURNS boolean
+    LANGUAGE plpgsql STABLE SECURITY DEFINER
+    SET search_path TO 'pg_catalog'
+    AS $$
+begin
+  return exists (
+    select from app.hub_memberships mine
+    join app.hub_memberships other on other.hub_id = mine.hub_id and other.user_id = p_user_id
+    where mine.user_id = app.viewer_id());
+end
+$$;
 
 
 --
@@ -8117,7 +8134,7 @@ CREATE POLICY hub_profiles_insert_self ON app.hub_profiles FOR INSERT TO app_use
 -- Name: hub_profiles hub_profiles_select_co_members; Type: POLICY; Schema: app; Owner: -
 --
 
-CREATE POLICY hub_profiles_select_co_members ON app.hub_profiles FOR SELECT TO app_user USING ((user_id = ANY (( SELECT app.viewer_co_member_ids() AS viewer_co_member_ids)::uuid[])));
+CREATE POLICY hub_profiles_select_co_members ON app.hub_profiles FOR SELECT TO app_user USING ((( SELECT app.viewer_has_level(4) AS viewer_has_level) AND app.viewer_shares_hub_with(user_id)));
 
 
 --
@@ -8184,7 +8201,7 @@ ALTER TABLE app.phone_identities ENABLE ROW LEVEL SECURITY;
 -- Name: phone_identities phone_identities_select_co_members; Type: POLICY; Schema: app; Owner: -
 --
 
-CREATE POLICY phone_identities_select_co_members ON app.phone_identities FOR SELECT TO app_user USING ((user_id = ANY (( SELECT app.viewer_co_member_ids() AS viewer_co_member_ids)::uuid[])));
+CREATE POLICY phone_identities_select_co_members ON app.phone_identities FOR SELECT TO app_user USING ((( SELECT app.viewer_has_level(4) AS viewer_has_level) AND app.viewer_shares_hub_with(user_id)));
 
 
 --
@@ -9664,6 +9681,14 @@ REVOKE ALL ON FUNCTION app.viewer_session_id() FROM PUBLIC;
 GRANT ALL ON FUNCTION app.viewer_session_id() TO app_anonymous;
 GRANT ALL ON FUNCTION app.viewer_session_id() TO app_admin;
 GRANT ALL ON FUNCTION app.viewer_session_id() TO app_worker;
+
+
+--
+-- Name: FUNCTION viewer_shares_hub_with(p_user_id uuid); Type: ACL; Schema: app; Owner: -
+--
+
+REVOKE ALL ON FUNCTION app.viewer_shares_hub_with(p_user_id uuid) FROM PUBLIC;
+GRANT ALL ON FUNCTION app.viewer_shares_hub_with(p_user_id uuid) TO app_user;
 
 
 --

@@ -36,33 +36,35 @@ export const memberScanCap = 1000;
  * (docs/performance.md): a page may then hold fewer than limit items with a nextCursor.
  */
 export function memberPageSql(withQuery: boolean): string {
-  const columns = `u.id, u.username, coalesce(hp.display_name, u.full_name) as name, coalesce(ha.object_key, ua.object_key) as photo_key,
-         pi.phone_e164, m.role, ${micros('m.joined_at')} as joined_us`;
-  const joins = `join app.users u on u.id = m.user_id
+  const profile = `u.id, u.username, coalesce(hp.display_name, u.full_name) as name, coalesce(ha.object_key, ua.object_key) as photo_key,
+         m.role, ${micros('m.joined_at')} as joined_us`;
+  const profileJoins = `join app.users u on u.id = m.user_id
     left join app.hub_profiles hp on hp.user_id = u.id
     left join app.assets ha on ha.id = hp.profile_asset_id
-    left join app.assets ua on ua.id = u.profile_asset_id
-    left join app.phone_identities pi on pi.user_id = u.id`;
+    left join app.assets ua on ua.id = u.profile_asset_id`;
   const page = (limit: string) => `app.hub_member_page($1, ${fromMicros('$2')}, $3::uuid, $4::app.hub_role[], ${limit})`;
   if (!withQuery) {
-    return `select ${columns}
+    return `select ${profile}, pi.phone_e164
     from ${page('$5')} m
-    ${joins}
+    ${profileJoins}
+    left join app.phone_identities pi on pi.user_id = u.id
     order by m.joined_at, m.user_id`;
   }
+  // Phone numbers only for the rows returned (their policy probes each row it reads).
   return `with scanned as materialized (select * from ${page(String(memberScanCap))}),
     matched as (
-      select ${columns}, m.joined_at
+      select ${profile}, m.joined_at
       from scanned m
-      ${joins}
+      ${profileJoins}
       where app.user_matches(u.username, coalesce(hp.display_name, u.full_name), app.search_text($6))
       order by m.joined_at, m.user_id
       limit $5)
-    select x.*, e.scanned, e.scan_end_us, e.scan_end_id
+    select x.*, pi.phone_e164, e.scanned, e.scan_end_us, e.scan_end_id
     from (select count(*)::int as scanned, ${micros('max(s.joined_at)')} as scan_end_us,
                  (select s2.user_id from scanned s2 order by s2.joined_at desc, s2.user_id desc limit 1) as scan_end_id
           from scanned s) e
     left join matched x on true
+    left join app.phone_identities pi on pi.user_id = x.id
     order by x.joined_at, x.id`;
 }
 
