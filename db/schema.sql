@@ -4443,15 +4443,15 @@ CREATE FUNCTION app_private.pushed_type(p_type app.notification_type) RETURNS bo
 
 
 --
--- Name: queue_hub_fanout(uuid, app.notification_type, text, uuid[], uuid, uuid); Type: FUNCTION; Schema: app_private; Owner: -
+-- Name: queue_hub_fanout(uuid, app.notification_type, text, uuid[], uuid, uuid, uuid); Type: FUNCTION; Schema: app_private; Owner: -
 --
 
-CREATE FUNCTION app_private.queue_hub_fanout(p_hub_id uuid, p_type app.notification_type, p_audience text, p_except uuid[], p_join_request_id uuid DEFAULT NULL::uuid, p_post_id uuid DEFAULT NULL::uuid) RETURNS void
+CREATE FUNCTION app_private.queue_hub_fanout(p_hub_id uuid, p_type app.notification_type, p_audience text, p_except uuid[], p_join_request_id uuid DEFAULT NULL::uuid, p_post_id uuid DEFAULT NULL::uuid, p_actor_id uuid DEFAULT NULL::uuid) RETURNS void
     LANGUAGE sql
     SET search_path TO 'pg_catalog'
     AS $$
   select graphile_worker.add_job('hub_notification_fanout', json_build_object(
-    'hubId', p_hub_id, 'type', p_type, 'audience', p_audience, 'actorId', app.viewer_id(),
+    'hubId', p_hub_id, 'type', p_type, 'audience', p_audience, 'actorId', coalesce(p_actor_id, app.viewer_id()),
     'except', p_except, 'joinRequestId', p_join_request_id, 'postId', p_post_id, 'key', gen_random_uuid()));
 $$;
 
@@ -4689,7 +4689,8 @@ begin
     return false;
   end if;
   perform app_private.touch_hub_activity(p_hub_id, p_user_id);
-  perform app_private.queue_hub_fanout(p_hub_id, 'hub_member_joined', 'members', array[p_user_id]);
+  perform app_private.queue_hub_fanout(p_hub_id, 'hub_member_joined', 'members', array[p_user_id],
+    p_actor_id => p_user_id);
   return true;
 end
 $$;
@@ -10331,10 +10332,10 @@ REVOKE ALL ON FUNCTION app_private.pushed_type(p_type app.notification_type) FRO
 
 
 --
--- Name: FUNCTION queue_hub_fanout(p_hub_id uuid, p_type app.notification_type, p_audience text, p_except uuid[], p_join_request_id uuid, p_post_id uuid); Type: ACL; Schema: app_private; Owner: -
+-- Name: FUNCTION queue_hub_fanout(p_hub_id uuid, p_type app.notification_type, p_audience text, p_except uuid[], p_join_request_id uuid, p_post_id uuid, p_actor_id uuid); Type: ACL; Schema: app_private; Owner: -
 --
 
-REVOKE ALL ON FUNCTION app_private.queue_hub_fanout(p_hub_id uuid, p_type app.notification_type, p_audience text, p_except uuid[], p_join_request_id uuid, p_post_id uuid) FROM PUBLIC;
+REVOKE ALL ON FUNCTION app_private.queue_hub_fanout(p_hub_id uuid, p_type app.notification_type, p_audience text, p_except uuid[], p_join_request_id uuid, p_post_id uuid, p_actor_id uuid) FROM PUBLIC;
 
 
 --
