@@ -7960,17 +7960,17 @@ CREATE POLICY hub_profiles_insert_self ON app.hub_profiles FOR INSERT TO app_use
 
 
 --
--- Name: hub_profiles hub_profiles_select_co_members; Type: POLICY; Schema: app; Owner: -
+-- Name: hub_profiles hub_profiles_select_self_or_co_members; Type: POLICY; Schema: app; Owner: -
 --
 
-CREATE POLICY hub_profiles_select_co_members ON app.hub_profiles FOR SELECT TO app_user USING ((user_id = ANY (( SELECT app.viewer_co_member_ids() AS viewer_co_member_ids)::uuid[])));
+CREATE POLICY hub_profiles_select_self_or_co_members ON app.hub_profiles FOR SELECT TO app_user USING (((user_id = ( SELECT app.viewer_id() AS viewer_id)) OR (user_id = ANY (( SELECT app.viewer_co_member_ids() AS viewer_co_member_ids)::uuid[]))));
 
 
 --
--- Name: hub_profiles hub_profiles_select_self; Type: POLICY; Schema: app; Owner: -
+-- Name: POLICY hub_profiles_select_self_or_co_members ON hub_profiles; Type: COMMENT; Schema: app; Owner: -
 --
 
-CREATE POLICY hub_profiles_select_self ON app.hub_profiles FOR SELECT TO app_user USING ((user_id = ( SELECT app.viewer_id() AS viewer_id)));
+COMMENT ON POLICY hub_profiles_select_self_or_co_members ON app.hub_profiles IS 'The Hub identity (display name, image) is shown to its owner (GET and PATCH /users/me/hub-profile) and to co-members of an active hub (member lists, discussion message authors).';
 
 
 --
@@ -8027,17 +8027,17 @@ CREATE POLICY notifications_select_visible ON app.notifications FOR SELECT TO ap
 ALTER TABLE app.phone_identities ENABLE ROW LEVEL SECURITY;
 
 --
--- Name: phone_identities phone_identities_select_co_members; Type: POLICY; Schema: app; Owner: -
+-- Name: phone_identities phone_identities_select_self_or_co_members; Type: POLICY; Schema: app; Owner: -
 --
 
-CREATE POLICY phone_identities_select_co_members ON app.phone_identities FOR SELECT TO app_user USING ((user_id = ANY (( SELECT app.viewer_co_member_ids() AS viewer_co_member_ids)::uuid[])));
+CREATE POLICY phone_identities_select_self_or_co_members ON app.phone_identities FOR SELECT TO app_user USING (((user_id = ( SELECT app.viewer_id() AS viewer_id)) OR (user_id = ANY (( SELECT app.viewer_co_member_ids() AS viewer_co_member_ids)::uuid[]))));
 
 
 --
--- Name: phone_identities phone_identities_select_self; Type: POLICY; Schema: app; Owner: -
+-- Name: POLICY phone_identities_select_self_or_co_members ON phone_identities; Type: COMMENT; Schema: app; Owner: -
 --
 
-CREATE POLICY phone_identities_select_self ON app.phone_identities FOR SELECT TO app_user USING ((user_id = ( SELECT app.viewer_id() AS viewer_id)));
+COMMENT ON POLICY phone_identities_select_self_or_co_members ON app.phone_identities IS 'A phone number is shown to its owner (GET /users/me/hub-profile) and to co-members of an active hub (GET /hubs/{hubId}/members, discussion message authors), never to anyone else.';
 
 
 --
