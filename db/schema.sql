@@ -2657,23 +2657,6 @@ CREATE FUNCTION app.viewer_session_id() RETURNS uuid
 
 
 --
--- Name: viewer_shares_hub_with(uuid); Type: FUNCTION; Schema: app; Owner: -
---
-
-CREATE FUNCTION app.viewer_shares_hub_with(p_user_id uuid) RETURNS boolean
-    LANGUAGE plpgsql STABLE SECURITY DEFINER
-    SET search_path TO 'pg_catalog'
-    AS $$
-begin
-  return exists (
-    select from app.hub_memberships mine
-    join app.hub_memberships other on other.hub_id = mine.hub_id and other.user_id = p_user_id
-    where mine.user_id = app.viewer_id());
-end
-$$;
-
-
---
 -- Name: vote_tally(uuid, uuid); Type: FUNCTION; Schema: app; Owner: -
 --
 
@@ -9682,14 +9665,6 @@ REVOKE ALL ON FUNCTION app.viewer_session_id() FROM PUBLIC;
 GRANT ALL ON FUNCTION app.viewer_session_id() TO app_anonymous;
 GRANT ALL ON FUNCTION app.viewer_session_id() TO app_admin;
 GRANT ALL ON FUNCTION app.viewer_session_id() TO app_worker;
-
-
---
--- Name: FUNCTION viewer_shares_hub_with(p_user_id uuid); Type: ACL; Schema: app; Owner: -
---
-
-REVOKE ALL ON FUNCTION app.viewer_shares_hub_with(p_user_id uuid) FROM PUBLIC;
-GRANT ALL ON FUNCTION app.viewer_shares_hub_with(p_user_id uuid) TO app_user;
 
 
 --
