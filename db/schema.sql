@@ -3761,6 +3761,26 @@ $$;
 
 
 --
+-- Name: hub_name_words_sync(); Type: FUNCTION; Schema: app_private; Owner: -
+--
+
+CREATE FUNCTION app_private.hub_name_words_sync() RETURNS trigger
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog'
+    AS $$
+begin
+  if tg_op = 'UPDATE' then
+    delete from app.hub_name_words w where w.hub_id = new.id and not (w.word = any (app_private.name_words(new.name)));
+  end if;
+  insert into app.hub_name_words (hub_id, word)
+    select new.id, w from unnest(app_private.name_words(new.name)) w
+    on conflict do nothing;
+  return null;
+end
+$$;
+
+
+--
 -- Name: hub_invitations; Type: TABLE; Schema: app; Owner: -
 --
 
@@ -4551,6 +4571,23 @@ begin
   update app.hub_discussion_messages m set reply_count = c.n
     from pg_temp.rebuild_counted c where c.counter = 'message_replies' and c.subject = m.id and m.reply_count <> c.n;
   drop table pg_temp.rebuild_counted;
+end
+$$;
+
+
+--
+-- Name: rebuild_hub_name_words(); Type: FUNCTION; Schema: app_private; Owner: -
+--
+
+CREATE FUNCTION app_private.rebuild_hub_name_words() RETURNS void
+    LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog'
+    AS $$
+begin
+  lock table app.hub_name_words in exclusive mode;
+  truncate app.hub_name_words;
+  insert into app.hub_name_words (hub_id, word)
+    select h.id, w from app.hubs h, unnest(app_private.name_words(h.name)) w;
 end
 $$;
 
@@ -5483,6 +5520,25 @@ ALTER TABLE ONLY app.hub_discussions FORCE ROW LEVEL SECURITY;
 
 
 --
+-- Name: hub_name_words; Type: TABLE; Schema: app; Owner: -
+--
+
+CREATE TABLE app.hub_name_words (
+    hub_id uuid NOT NULL,
+    word text NOT NULL COLLATE pg_catalog."C"
+);
+
+ALTER TABLE ONLY app.hub_name_words FORCE ROW LEVEL SECURITY;
+
+
+--
+-- Name: TABLE hub_name_words; Type: COMMENT; Schema: app; Owner: -
+--
+
+COMMENT ON TABLE app.hub_name_words IS 'The words of each hub''s name as hub search matches them (0225): kept by a trigger on app.hubs, read by GET /search/hubs.';
+
+
+--
 -- Name: hub_profiles; Type: TABLE; Schema: app; Owner: -
 --
 
@@ -6300,6 +6356,14 @@ ALTER TABLE ONLY app.hub_memberships
 
 
 --
+-- Name: hub_name_words hub_name_words_pkey; Type: CONSTRAINT; Schema: app; Owner: -
+--
+
+ALTER TABLE ONLY app.hub_name_words
+    ADD CONSTRAINT hub_name_words_pkey PRIMARY KEY (hub_id, word);
+
+
+--
 -- Name: hub_profiles hub_profiles_pkey; Type: CONSTRAINT; Schema: app; Owner: -
 --
 
@@ -6844,6 +6908,13 @@ CREATE INDEX hub_memberships_user_id ON app.hub_memberships USING btree (user_id
 
 
 --
+-- Name: hub_name_words_word; Type: INDEX; Schema: app; Owner: -
+--
+
+CREATE INDEX hub_name_words_word ON app.hub_name_words USING btree (word, hub_id);
+
+
+--
 -- Name: hub_profiles_profile_asset_id; Type: INDEX; Schema: app; Owner: -
 --
 
@@ -7219,6 +7290,20 @@ CREATE TRIGGER hub_profiles_check_profile_asset BEFORE INSERT OR UPDATE OF profi
 --
 
 CREATE TRIGGER hub_profiles_queue_replaced_photo AFTER UPDATE OF profile_asset_id ON app.hub_profiles FOR EACH ROW EXECUTE FUNCTION app_private.queue_replaced_asset();
+
+
+--
+-- Name: hubs hubs_name_words_insert; Type: TRIGGER; Schema: app; Owner: -
+--
+
+CREATE TRIGGER hubs_name_words_insert AFTER INSERT ON app.hubs FOR EACH ROW EXECUTE FUNCTION app_private.hub_name_words_sync();
+
+
+--
+-- Name: hubs hubs_name_words_update; Type: TRIGGER; Schema: app; Owner: -
+--
+
+CREATE TRIGGER hubs_name_words_update AFTER UPDATE OF name ON app.hubs FOR EACH ROW WHEN ((old.name IS DISTINCT FROM new.name)) EXECUTE FUNCTION app_private.hub_name_words_sync();
 
 
 --
@@ -7608,6 +7693,14 @@ ALTER TABLE ONLY app.hub_memberships
 
 ALTER TABLE ONLY app.hub_memberships
     ADD CONSTRAINT hub_memberships_user_id_fkey FOREIGN KEY (user_id) REFERENCES app.users(id);
+
+
+--
+-- Name: hub_name_words hub_name_words_hub_id_fkey; Type: FK CONSTRAINT; Schema: app; Owner: -
+--
+
+ALTER TABLE ONLY app.hub_name_words
+    ADD CONSTRAINT hub_name_words_hub_id_fkey FOREIGN KEY (hub_id) REFERENCES app.hubs(id) ON DELETE CASCADE;
 
 
 --
@@ -8099,6 +8192,19 @@ CREATE POLICY hub_memberships_select_admin ON app.hub_memberships FOR SELECT TO 
 --
 
 CREATE POLICY hub_memberships_select_related ON app.hub_memberships FOR SELECT TO app_user USING (((user_id = ( SELECT app.viewer_id() AS viewer_id)) OR (hub_id = ANY (( SELECT app.viewer_related_hub_ids() AS viewer_related_hub_ids)::uuid[]))));
+
+
+--
+-- Name: hub_name_words; Type: ROW SECURITY; Schema: app; Owner: -
+--
+
+ALTER TABLE app.hub_name_words ENABLE ROW LEVEL SECURITY;
+
+--
+-- Name: hub_name_words hub_name_words_select_signed_in; Type: POLICY; Schema: app; Owner: -
+--
+
+CREATE POLICY hub_name_words_select_signed_in ON app.hub_name_words FOR SELECT TO app_user USING (true);
 
 
 --
@@ -10167,6 +10273,13 @@ REVOKE ALL ON FUNCTION app_private.hub_later(p_hub_id uuid, p_post_id uuid, p_bl
 
 
 --
+-- Name: FUNCTION hub_name_words_sync(); Type: ACL; Schema: app_private; Owner: -
+--
+
+REVOKE ALL ON FUNCTION app_private.hub_name_words_sync() FROM PUBLIC;
+
+
+--
 -- Name: COLUMN hub_invitations.id; Type: ACL; Schema: app; Owner: -
 --
 
@@ -10535,6 +10648,13 @@ REVOKE ALL ON FUNCTION app_private.queue_replaced_asset() FROM PUBLIC;
 --
 
 REVOKE ALL ON FUNCTION app_private.rebuild_counters() FROM PUBLIC;
+
+
+--
+-- Name: FUNCTION rebuild_hub_name_words(); Type: ACL; Schema: app_private; Owner: -
+--
+
+REVOKE ALL ON FUNCTION app_private.rebuild_hub_name_words() FROM PUBLIC;
 
 
 --
@@ -11146,6 +11266,20 @@ GRANT SELECT(post_id) ON TABLE app.hub_discussions TO app_user;
 --
 
 GRANT SELECT(last_activity_at) ON TABLE app.hub_discussions TO app_user;
+
+
+--
+-- Name: COLUMN hub_name_words.hub_id; Type: ACL; Schema: app; Owner: -
+--
+
+GRANT SELECT(hub_id) ON TABLE app.hub_name_words TO app_user;
+
+
+--
+-- Name: COLUMN hub_name_words.word; Type: ACL; Schema: app; Owner: -
+--
+
+GRANT SELECT(word) ON TABLE app.hub_name_words TO app_user;
 
 
 --

@@ -68,6 +68,34 @@ export const peopleSearchSql = `
   order by found.rank, found.key, found.id
   limit $5`;
 
+// Hubs: the recommended ones by name (hubs_recommended), or those with a name word starting with the
+// query's first word, by that word and hub id (app.hub_name_words, migrations/0225), each hub once,
+// rechecked with app.name_words_match, as people search's rank 2 does. $1 the query, $2 and $3
+// the position after which the page starts (word or name, hub id; null for the first), $4 the rows.
+const recommendedHubsSql = `
+  select h.id, h.name, h.name as key, app.hub_active_users(h.id) as active_users, h.is_recommended
+  from app.hubs h
+  where $1::text = '' and h.is_recommended and ($2::text is null or (h.name, h.id) > ($2, $3::uuid))
+  order by h.name, h.id
+  limit $4`;
+export const hubSearchSql = `
+  select h.id, h.name, w.word as key, app.hub_active_users(h.id) as active_users, h.is_recommended
+  from (select w.word, w.hub_id
+        from app.hub_name_words w
+        where w.word >= ${firstWord} and w.word <= (${lastWord})
+          and w.word like ${wordPattern}
+          and ($2::text is null or (w.word, w.hub_id) > ($2::text collate "C", $3::uuid))
+        order by w.word, w.hub_id
+        offset 0) w
+  cross join lateral (
+    select h.id, h.name, h.is_recommended from app.hubs h
+    where h.id = w.hub_id
+      and not exists (select from app.hub_name_words x where x.hub_id = h.id and x.word like ${wordPattern} and x.word < w.word)
+      and app.name_words_match(h.name, app.search_text($1))
+    limit 1) h
+  order by w.word, w.hub_id
+  limit $4`;
+
 const personResult = z.object({
   id: z.string(),
   name: z.string().nullable(),
@@ -116,23 +144,18 @@ export const searchEndpoints = [
     path: '/search/hubs',
     tag,
     summary: 'Find hubs by name words; an empty q lists recommended hubs',
-    description: 'Case- and accent-insensitive. isRecommended is an admin-set flag; activeUsers24h counts members active in the last 24 hours, up to 1,000 (1,000 means at least 1,000).',
+    description: 'Case- and accent-insensitive; matches come by the matched name word, then id. isRecommended is an admin-set flag; activeUsers24h counts members active in the last 24 hours, up to 1,000 (1,000 means at least 1,000).',
     auth: 'bearer',
     level: 4,
     query: pageQuery(50, ['text', 'id']).extend({ q: searchQuery.default('') }),
     response: pageSchema(z.object({ id: z.string(), name: z.string(), activeUsers24h: activeUsers24h(), isRecommended: z.boolean() })),
     async handler({ query, tx }) {
       const [afterName, afterId] = (query.cursor ?? [null, null]) as [string | null, string | null];
-      const { rows } = await tx.query<{ id: string; name: string; active_users: number; is_recommended: boolean }>(
-        `select h.id, h.name, app.hub_active_users(h.id) as active_users, h.is_recommended
-         from app.hubs h
-         where (case when $1 = '' then h.is_recommended else app.name_words_match(h.name, app.search_text($1)) end)
-           and ($2::text is null or (h.name, h.id) > ($2, $3::uuid))
-         order by h.name, h.id
-         limit $4`,
+      const { rows } = await tx.query<{ id: string; name: string; key: string; active_users: number; is_recommended: boolean }>(
+        query.q === '' ? recommendedHubsSql : hubSearchSql,
         [query.q, afterName, afterId, query.limit + 1],
       );
-      return toPage(rows, query.limit, (row) => [row.name, row.id], (row) => ({
+      return toPage(rows, query.limit, (row) => [row.key, row.id], (row) => ({
         id: row.id,
         name: row.name,
         activeUsers24h: row.active_users,

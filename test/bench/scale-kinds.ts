@@ -65,6 +65,9 @@ export const allKinds: Kind[] = [
   { goal: 'reposts_post_card', request: (w) => get('post card (repostCount)', `/posts/${post(s.repostedPost)}`, viewer(w)) },
   { goal: 'my_hubs_page1', request: (w) => get('my hubs page 1', '/users/me/hubs?limit=20', w.token(s.joiner)) },
   { goal: 'hubs_of_post_vote_hubs', request: (w) => get('GET /posts/{postId}/vote/hubs', `/posts/${post(s.sharedPost)}/vote/hubs`, viewer(w)) },
+  // The votes author has a post_voted notification per vote received (1,000 or 1,000,000), unread.
+  { goal: 'notifications_page1', request: (w) => get('notifications page 1 (unreadCount)', '/notifications?limit=20', w.token(s.votesAuthor)) },
+  { goal: 'notifications_unread_page1', request: (w) => get('notifications unreadOnly page 1', '/notifications?limit=20&unreadOnly=true', w.token(s.votesAuthor)) },
   { goal: 'users_search_name', request: () => get('people search q=anna', '/search/users?q=anna') },
   { goal: 'users_search_handle', request: () => get('people search q=user12', '/search/users?q=user12') },
   { goal: 'users_search_none', request: () => get('people search q=zzzz', '/search/users?q=zzzz') },

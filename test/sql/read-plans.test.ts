@@ -6,7 +6,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { commentPageSql } from '../../server/comments/routes.ts';
 import { memberPageSql, memberScanCap } from '../../server/hubs/members.ts';
-import { peopleSearchSql } from '../../server/search/routes.ts';
+import { hubSearchSql, peopleSearchSql } from '../../server/search/routes.ts';
 import { followPageSql, followScanCap } from '../../server/users/follows.ts';
 import { benchId, generate, space, subject as s } from '../bench/scale-data.ts';
 import { startTestApp, type TestApp } from '../helpers/app.ts';
@@ -181,5 +181,18 @@ describe('GET /hubs/{hubId}/members and /admins', () => {
     expect(none.rows).toMatchObject([{ id: null, scanned: memberScanCap }]);
     // The scanned page, the viewer's memberships, and the co-member list the Hub identity policy builds.
     expect(none.read).toBeLessThanOrEqual(memberScanCap + 10 + n);
+  });
+});
+
+describe('GET /search/hubs', () => {
+  it('reads about a page of hub name words for a word many hubs have, and none for one no hub has', async () => {
+    // "garden": a word of about one hub name in 20 (scale-data.ts), about 100 of the data set's hubs.
+    const many = await planAs(viewer, hubSearchSql, ['garden', null, null, page + 1]);
+    expect(many['Actual Rows']).toBe(page + 1);
+    expect(rowsRead(many, 'hub_name_words'), describePlan(many)).toBeLessThanOrEqual(2 * (page + 1));
+    expect(rowsRead(many, 'hubs'), describePlan(many)).toBeLessThanOrEqual(page + 1);
+    const none = await planAs(viewer, hubSearchSql, ['zzzz', null, null, page + 1]);
+    expect(none['Actual Rows']).toBe(0);
+    expect(rowsRead(none, 'hub_name_words') + rowsRead(none, 'hubs'), describePlan(none)).toBe(0);
   });
 });
