@@ -296,6 +296,19 @@ CREATE TYPE app_private.push_state AS ENUM (
 
 
 --
+-- Name: unread_change; Type: TYPE; Schema: app_private; Owner: -
+--
+
+CREATE TYPE app_private.unread_change AS (
+	user_id uuid,
+	type app.notification_type,
+	hub_id uuid,
+	post_id uuid,
+	delta integer
+);
+
+
+--
 -- Name: job_spec; Type: TYPE; Schema: graphile_worker; Owner: -
 --
 
@@ -3068,73 +3081,41 @@ $$;
 
 
 --
--- Name: count_unread_changes(); Type: FUNCTION; Schema: app_private; Owner: -
+-- Name: count_unread(); Type: FUNCTION; Schema: app_private; Owner: -
 --
 
-CREATE FUNCTION app_private.count_unread_changes() RETURNS trigger
+CREATE FUNCTION app_private.count_unread() RETURNS trigger
     LANGUAGE plpgsql SECURITY DEFINER
     SET search_path TO 'pg_catalog'
     AS $$
+declare
+  v_changes app_private.unread_change[];
 begin
-  perform app_private.lock_reposts(array(
-    select n.post_id from new_rows n where n.type = 'post_reposted' and n.hub_id is null
-    union select o.post_id from old_rows o where o.type = 'post_reposted' and o.hub_id is null));
-  insert into app_private.unread_counters as c (user_id, kind, scope_id, slot, unread)
+  -- Transition tables exist only for the events that have them: each branch reads its own.
+  if tg_op = 'INSERT' then
+    v_changes := array(select row(n.recipient_id, n.type, n.hub_id, n.post_id, 1)::app_private.unread_change from new_rows n where n.read_at is null);
+  elsif tg_op = 'DELETE' then
+    v_changes := array(select row(o.recipient_id, o.type, o.hub_id, o.post_id, -1)::app_private.unread_change from old_rows o where o.read_at is null);
+  else
+    v_changes := array(select row(n.recipient_id, n.type, n.hub_id, n.post_id, 1)::app_private.unread_change from new_rows n where n.read_at is null
+                       union all
+                       select row(o.recipient_id, o.type, o.hub_id, o.post_id, -1)::app_private.unread_change from old_rows o where o.read_at is null);
+  end if;
+  if cardinality(v_changes) = 0 then
+    return null;
+  end if;
+  -- The reposts first (see 0201): their visibility cannot change until this transaction ends.
+  perform app_private.lock_reposts(array(select distinct c.post_id from unnest(v_changes) c where c.type = 'post_reposted' and c.hub_id is null));
+  insert into app_private.unread_counters as u (user_id, kind, scope_id, slot, unread)
   select d.user_id, d.kind, d.scope_id, floor(random() * 32)::smallint, d.delta
   from (
-    select r.user_id, b.kind, b.scope_id, sum(r.delta) as delta
-    from (select n.recipient_id as user_id, n.type, n.hub_id, n.post_id, 1 as delta from new_rows n where n.read_at is null
-          union all
-          select o.recipient_id, o.type, o.hub_id, o.post_id, -1 from old_rows o where o.read_at is null) r
-    cross join lateral app_private.unread_bucket(r.type, r.hub_id, r.post_id) b
-    group by r.user_id, b.kind, b.scope_id) d
+    select c.user_id, b.kind, b.scope_id, sum(c.delta) as delta
+    from unnest(v_changes) c
+    cross join lateral app_private.unread_bucket(c.type, c.hub_id, c.post_id) b
+    group by c.user_id, b.kind, b.scope_id) d
   where d.delta <> 0
   order by d.user_id, d.kind, d.scope_id
-  on conflict (user_id, kind, scope_id, slot) do update set unread = c.unread + excluded.unread;
-  return null;
-end
-$$;
-
-
---
--- Name: count_unread_deletes(); Type: FUNCTION; Schema: app_private; Owner: -
---
-
-CREATE FUNCTION app_private.count_unread_deletes() RETURNS trigger
-    LANGUAGE plpgsql SECURITY DEFINER
-    SET search_path TO 'pg_catalog'
-    AS $$
-begin
-  perform app_private.lock_reposts(array(select o.post_id from old_rows o where o.type = 'post_reposted' and o.hub_id is null));
-  insert into app_private.unread_counters as c (user_id, kind, scope_id, slot, unread)
-  select o.recipient_id, b.kind, b.scope_id, floor(random() * 32)::smallint, -count(*)
-  from old_rows o cross join lateral app_private.unread_bucket(o.type, o.hub_id, o.post_id) b
-  where o.read_at is null
-  group by o.recipient_id, b.kind, b.scope_id
-  order by o.recipient_id, b.kind, b.scope_id
-  on conflict (user_id, kind, scope_id, slot) do update set unread = c.unread + excluded.unread;
-  return null;
-end
-$$;
-
-
---
--- Name: count_unread_inserts(); Type: FUNCTION; Schema: app_private; Owner: -
---
-
-CREATE FUNCTION app_private.count_unread_inserts() RETURNS trigger
-    LANGUAGE plpgsql SECURITY DEFINER
-    SET search_path TO 'pg_catalog'
-    AS $$
-begin
-  perform app_private.lock_reposts(array(select n.post_id from new_rows n where n.type = 'post_reposted' and n.hub_id is null));
-  insert into app_private.unread_counters as c (user_id, kind, scope_id, slot, unread)
-  select n.recipient_id, b.kind, b.scope_id, floor(random() * 32)::smallint, count(*)
-  from new_rows n cross join lateral app_private.unread_bucket(n.type, n.hub_id, n.post_id) b
-  where n.read_at is null
-  group by n.recipient_id, b.kind, b.scope_id
-  order by n.recipient_id, b.kind, b.scope_id
-  on conflict (user_id, kind, scope_id, slot) do update set unread = c.unread + excluded.unread;
+  on conflict (user_id, kind, scope_id, slot) do update set unread = u.unread + excluded.unread;
   return null;
 end
 $$;
@@ -3979,16 +3960,18 @@ CREATE FUNCTION app_private.merge_votes(p_source uuid, p_target uuid) RETURNS vo
     LANGUAGE plpgsql
     SET search_path TO 'pg_catalog'
     AS $$
+declare
+  v_moved uuid[];
 begin
-  create temporary table merged_votes on commit drop as
-    select r.post_id from app.vote_receipts r
-    where r.user_id = p_source
-      and not exists (select from app.vote_receipts t where t.post_id = r.post_id and t.user_id = p_target);
-  insert into app.vote_receipts (post_id, user_id, voted_at)
-    select r.post_id, p_target, r.voted_at from app.vote_receipts r join merged_votes m using (post_id) where r.user_id = p_source;
-  update app.vote_scope_receipts set user_id = p_target
-    where user_id = p_source and post_id in (select post_id from merged_votes);
-  delete from app.vote_receipts where user_id = p_source and post_id in (select post_id from merged_votes);
+  with moved as (
+    insert into app.vote_receipts (post_id, user_id, voted_at)
+      select r.post_id, p_target, r.voted_at from app.vote_receipts r where r.user_id = p_source
+      on conflict (post_id, user_id) do nothing
+      returning post_id
+  )
+  select coalesce(array_agg(m.post_id), '{}') into v_moved from moved m;
+  update app.vote_scope_receipts set user_id = p_target where user_id = p_source and post_id = any (v_moved);
+  delete from app.vote_receipts where user_id = p_source and post_id = any (v_moved);
 end
 $$;
 
@@ -7091,21 +7074,21 @@ CREATE TRIGGER hub_profiles_queue_replaced_photo AFTER UPDATE OF profile_asset_i
 -- Name: notifications notifications_count_unread_changes; Type: TRIGGER; Schema: app; Owner: -
 --
 
-CREATE TRIGGER notifications_count_unread_changes AFTER UPDATE ON app.notifications REFERENCING OLD TABLE AS old_rows NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION app_private.count_unread_changes();
+CREATE TRIGGER notifications_count_unread_changes AFTER UPDATE ON app.notifications REFERENCING OLD TABLE AS old_rows NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION app_private.count_unread();
 
 
 --
 -- Name: notifications notifications_count_unread_deletes; Type: TRIGGER; Schema: app; Owner: -
 --
 
-CREATE TRIGGER notifications_count_unread_deletes AFTER DELETE ON app.notifications REFERENCING OLD TABLE AS old_rows FOR EACH STATEMENT EXECUTE FUNCTION app_private.count_unread_deletes();
+CREATE TRIGGER notifications_count_unread_deletes AFTER DELETE ON app.notifications REFERENCING OLD TABLE AS old_rows FOR EACH STATEMENT EXECUTE FUNCTION app_private.count_unread();
 
 
 --
 -- Name: notifications notifications_count_unread_inserts; Type: TRIGGER; Schema: app; Owner: -
 --
 
-CREATE TRIGGER notifications_count_unread_inserts AFTER INSERT ON app.notifications REFERENCING NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION app_private.count_unread_inserts();
+CREATE TRIGGER notifications_count_unread_inserts AFTER INSERT ON app.notifications REFERENCING NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION app_private.count_unread();
 
 
 --
@@ -9695,24 +9678,10 @@ REVOKE ALL ON FUNCTION app_private.count_posts() FROM PUBLIC;
 
 
 --
--- Name: FUNCTION count_unread_changes(); Type: ACL; Schema: app_private; Owner: -
+-- Name: FUNCTION count_unread(); Type: ACL; Schema: app_private; Owner: -
 --
 
-REVOKE ALL ON FUNCTION app_private.count_unread_changes() FROM PUBLIC;
-
-
---
--- Name: FUNCTION count_unread_deletes(); Type: ACL; Schema: app_private; Owner: -
---
-
-REVOKE ALL ON FUNCTION app_private.count_unread_deletes() FROM PUBLIC;
-
-
---
--- Name: FUNCTION count_unread_inserts(); Type: ACL; Schema: app_private; Owner: -
---
-
-REVOKE ALL ON FUNCTION app_private.count_unread_inserts() FROM PUBLIC;
+REVOKE ALL ON FUNCTION app_private.count_unread() FROM PUBLIC;
 
 
 --

@@ -103,6 +103,10 @@ describe('what is pushed', () => {
     expect(iosMessage.apns.payload.aps['thread-id']).toBeUndefined();
     const androidMessage = to(android).find((message) => message.data.badge === '2') as Record<string, any>;
     expect(androidMessage.android).toMatchObject({ collapse_key: `post_voted:${post.id}`, notification: { notification_count: 2 } });
+    // Counted: sent by kind, and the lag from the row's commit to FCM's answer.
+    const scraped = await scrape();
+    expect(scraped).toMatch(/push_sent_total\{[^}]*kind="notification"[^}]*\} [1-9]/);
+    expect(scraped).toMatch(/push_lag_seconds_count\{[^}]*kind="notification"[^}]*\} [1-9]/);
   });
 
   it('hub rows thread per hub; publication alerts are never pushed', async () => {
