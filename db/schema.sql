@@ -4200,44 +4200,75 @@ $$;
 
 
 --
--- Name: plan_pushes(); Type: FUNCTION; Schema: app_private; Owner: -
+-- Name: plan_pushes(integer, integer); Type: FUNCTION; Schema: app_private; Owner: -
 --
 
-CREATE FUNCTION app_private.plan_pushes() RETURNS integer
+CREATE FUNCTION app_private.plan_pushes(p_limit integer, p_lease_seconds integer) RETURNS TABLE(delivery_id bigint, device_id uuid, attempt integer, token text, platform text, notification_id uuid, type app.notification_type, post_id uuid, hub_id uuid, badge bigint, written_at timestamp with time zone)
     LANGUAGE plpgsql SECURITY DEFINER
     SET search_path TO 'pg_catalog'
     AS $$
 declare
   v_to xid8 := pg_snapshot_xmin(pg_current_snapshot());
   v_from xid8;
-  v_rows int;
-  v_badges int;
 begin
+  select c.pushed_to into v_from from app_private.push_cursor c;
+  if v_to <= v_from
+     or not (exists (select from app.notifications n where n.tx_id >= v_from and n.tx_id < v_to)
+             or exists (select from app_private.badge_changes b where b.tx_id >= v_from and b.tx_id < v_to)) then
+    return;
+  end if;
   select c.pushed_to into v_from from app_private.push_cursor c for update skip locked;
   if not found or v_to <= v_from then
-    return 0;
+    return;
   end if;
-  insert into app_private.push_deliveries (notification_id, device_id)
-  select n.id, d.id
-  from app.notifications n
-  join app.push_devices d on d.user_id = n.recipient_id
-  left join app_private.notification_settings s on s.user_id = n.recipient_id
-  where n.tx_id >= v_from and n.tx_id < v_to
-    and n.created_at > now() - app_private.push_max_age()
-    and app_private.push_allowed(s, n.type)
-  order by n.tx_id, n.id
-  on conflict (notification_id, device_id) where notification_id is not null do nothing;
-  get diagnostics v_rows = row_count;
-  insert into app_private.push_deliveries (badge_change_id, device_id)
-  select b.id, d.id
-  from app_private.badge_changes b
-  join app.push_devices d on d.user_id = b.user_id
-  left join app_private.notification_settings s on s.user_id = b.user_id
-  where b.tx_id >= v_from and b.tx_id < v_to and app_private.push_allowed(s, null)
-  on conflict (badge_change_id, device_id) where badge_change_id is not null do nothing;
-  get diagnostics v_badges = row_count;
   update app_private.push_cursor set pushed_to = v_to;
-  return v_rows + v_badges;
+  return query
+  with candidates as (
+    select n.id as notification_id, null::bigint as badge_change_id, d.id as device_id, d.session_id, d.user_id, d.token, d.platform,
+           n.type, n.post_id, n.hub_id, n.created_at as written_at, n.tx_id, n as row
+    from app.notifications n
+    join app.push_devices d on d.user_id = n.recipient_id
+    left join app_private.notification_settings s on s.user_id = n.recipient_id
+    where n.tx_id >= v_from and n.tx_id < v_to
+      and n.created_at > now() - app_private.push_max_age()
+      and app_private.push_allowed(s, n.type)
+    union all
+    select null, b.id, d.id, d.session_id, d.user_id, d.token, d.platform, null, null, null, b.created_at, b.tx_id, null::app.notifications
+    from app_private.badge_changes b
+    join app.push_devices d on d.user_id = b.user_id
+    left join app_private.notification_settings s on s.user_id = b.user_id
+    where b.tx_id >= v_from and b.tx_id < v_to and app_private.push_allowed(s, null)
+  ), ranked as (
+    select c.*, row_number() over (order by c.tx_id, c.notification_id, c.badge_change_id, c.device_id) <= p_limit as first
+    from candidates c
+  ), checked as (
+    select r.*,
+           case when r.first then exists (select from app_private.session_level(r.session_id, r.user_id))
+                                and (r.badge_change_id is not null or (app_private.notification_visible(r.row, r.user_id) and (r.row).read_at is null))
+           end as sendable
+    from ranked r
+  ), inserted as (
+    insert into app_private.push_deliveries as dl (notification_id, badge_change_id, device_id, state, attempts, next_attempt_at, finished_at)
+    select c.notification_id, c.badge_change_id, c.device_id,
+           case when c.sendable is false then 'skipped' else 'pending' end::app_private.push_state,
+           coalesce(c.sendable, false)::int,
+           case when c.sendable then now() + make_interval(secs => p_lease_seconds) else now() end,
+           case when c.sendable is false then now() end
+    from checked c
+    order by c.tx_id, c.notification_id, c.badge_change_id, c.device_id
+    on conflict do nothing
+    returning dl.id, dl.notification_id, dl.badge_change_id, dl.device_id, dl.attempts
+  ), badges as (
+    select u.user_id, (select coalesce(sum(x.unread), 0) from app_private.unread_counts(u.user_id) x)::bigint as badge
+    from (select distinct c.user_id from checked c where c.sendable) u
+  )
+  select i.id, i.device_id, 1, c.token, c.platform, c.notification_id, c.type, c.post_id, c.hub_id, bg.badge, c.written_at
+  from inserted i
+  join checked c on c.device_id = i.device_id and c.notification_id is not distinct from i.notification_id
+                and c.badge_change_id is not distinct from i.badge_change_id
+  join badges bg on bg.user_id = c.user_id
+  where i.attempts = 1
+  order by i.id;
 end
 $$;
 
@@ -10213,11 +10244,11 @@ REVOKE ALL ON FUNCTION app_private.place_post_in_hubs(p_post_id uuid, p_hub_ids 
 
 
 --
--- Name: FUNCTION plan_pushes(); Type: ACL; Schema: app_private; Owner: -
+-- Name: FUNCTION plan_pushes(p_limit integer, p_lease_seconds integer); Type: ACL; Schema: app_private; Owner: -
 --
 
-REVOKE ALL ON FUNCTION app_private.plan_pushes() FROM PUBLIC;
-GRANT ALL ON FUNCTION app_private.plan_pushes() TO app_worker;
+REVOKE ALL ON FUNCTION app_private.plan_pushes(p_limit integer, p_lease_seconds integer) FROM PUBLIC;
+GRANT ALL ON FUNCTION app_private.plan_pushes(p_limit integer, p_lease_seconds integer) TO app_worker;
 
 
 --
