@@ -252,6 +252,33 @@ describe('exactly once', () => {
   });
 });
 
+describe('the access token', () => {
+  it('is exchanged once (JWT-bearer grant) and reused until a minute before it expires, then exchanged again', async () => {
+    const user = await userAtLevel(app, 1);
+    const token = await device(user);
+    fcm.tokenLifetimeSeconds = 62; // reused for 2 s
+    const pusher = new Pusher(app.pools.worker, fcmConfig, log);
+    const exchanges = fcm.tokenExchanges;
+    pusher.start();
+    try {
+      await insertNotification(app, user.id, { type: 'post_commented' });
+      await until(() => to(token).length === 1, 'the first push');
+      const firstAt = Date.now();
+      await insertNotification(app, user.id, { type: 'post_commented' });
+      await until(() => to(token).length === 2, 'the second push');
+      // Both within the first token's life, unless this machine is very slow.
+      if (Date.now() - firstAt < 1500) expect(fcm.tokenExchanges - exchanges).toBe(1);
+      await new Promise((resolve) => setTimeout(resolve, Math.max(0, 2100 - (Date.now() - firstAt))));
+      await insertNotification(app, user.id, { type: 'post_commented' });
+      await until(() => to(token).length === 3, 'the third push');
+      expect(fcm.tokenExchanges - exchanges).toBeGreaterThanOrEqual(2);
+    } finally {
+      fcm.tokenLifetimeSeconds = 3600;
+      await pusher.stop();
+    }
+  });
+});
+
 describe('badges', () => {
   it('after mark-read: a data-only badge push (collapse key badge) and event: badge on the open streams', async () => {
     const user = await userAtLevel(app, 1);
