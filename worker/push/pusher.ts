@@ -72,6 +72,8 @@ export class Pusher {
   async stop(): Promise<void> {
     this.#stopped = true;
     for (const timer of this.#timers) clearInterval(timer);
+    // A planning step or claim under way adds what it took to the queue when it returns.
+    while (this.#planning || this.#claiming) await new Promise((resolve) => setTimeout(resolve, 10));
     const unsent = this.#queue.splice(0);
     for (const delivery of unsent) this.#results.push({ delivery, outcome: { kind: 'unauthorized', detail: 'stopping' } });
     while (this.#inFlight > 0) await new Promise<void>((resolve) => this.#idle.push(resolve));
