@@ -74,7 +74,7 @@ grant execute on function app.vote_tally(uuid, uuid) to app_anonymous;
 -- The vote. The API seals the position for the global scope (p_global) and for the hubs it
 -- believes the vote may count in (p_hub_ids, p_hub_ballots), each hex(nonce || ciphertext) under
 -- key p_key_id. When a hub where this vote counts has no ballot (a placement the API had not
--- seen), nothing is written and BALLOT_SCOPES is raised with those hubs in its detail: the API
+-- seen), nothing is written and SQLSTATE OBS01 is raised with those hubs in its detail: the API
 -- seals for them and calls again. Ballots for hubs where the vote does not count are dropped.
 -- Answers the receipt's time, the hubs counted and the global tally as the vote's snapshot saw it
 -- before the vote (app_private.sealed_tally's shape: the API adds the voter's own position).
@@ -118,7 +118,8 @@ begin
   end if;
   v_missing := array(select h from unnest(hub_ids) h where not h = any (coalesce(p_hub_ids, '{}')));
   if cardinality(v_missing) > 0 then
-    raise exception using errcode = 'P0001', message = 'BALLOT_SCOPES', detail = array_to_string(v_missing, ',');
+    -- Not an API error (the API seals again and retries): a SQLSTATE of its own, never answered to a client.
+    raise exception using errcode = 'OBS01', message = 'cast_vote: hubs without a sealed ballot', detail = array_to_string(v_missing, ',');
   end if;
   -- Every write in one statement, as 0170, with a sealed ballot per pool where the counter slot
   -- update was. The tally is the snapshot's, before this vote.

@@ -29,7 +29,7 @@ async function tally(tx: RequestTransaction, ballots: BallotBox, postId: string,
 
 /**
  * The hubs a post's ballots were last sealed for, by post (this process's memory, bounded): a
- * vote seals one ballot per hub here, and app.cast_vote answers BALLOT_SCOPES naming the hubs
+ * vote seals one ballot per hub here, and app.cast_vote answers SQLSTATE OBS01 naming the hubs
  * where the vote counts and that have none (a placement not seen yet), then the vote is sealed
  * again for them. A stale entry costs one more round trip, never a wrong count.
  */
@@ -50,7 +50,7 @@ interface CastVote {
 
 /**
  * The vote, sealed: one ballot for the global pool and one per hub this post may count in, sent to
- * app.cast_vote (one statement; it checks the session itself). A BALLOT_SCOPES answer (a hub with
+ * app.cast_vote (one statement; it checks the session itself). An OBS01 answer (a hub with
  * no ballot) seals for those hubs too and votes again in a new transaction.
  */
 async function castSealed(tx: RequestTransaction, pools: Pools, viewer: Viewer, ballots: BallotBox, postId: string, position: Position, batch: number): Promise<CastVote> {
@@ -69,8 +69,8 @@ async function castSealed(tx: RequestTransaction, pools: Pools, viewer: Viewer, 
       );
       return rows[0] as CastVote;
     } catch (error) {
-      const { message, detail } = error as { message?: string; detail?: string };
-      if (message !== 'BALLOT_SCOPES' || attempt >= 3) throw error;
+      const { code, detail } = error as { code?: string; detail?: string };
+      if (code !== 'OBS01' || attempt >= 3) throw error;
       hubs = [...new Set([...hubs, ...(detail ?? '').split(',').filter(Boolean)])].sort();
       rememberScopes(postId, hubs);
     }

@@ -2,8 +2,10 @@
 // counters plus the scope's pending sealed ballots, opened here (app.vote_tally, db/ballots.ts):
 // five counts in position order, exact as of the statement that read them.
 import { z } from 'zod';
+import { ballotPositions } from '../../db/ballots.ts';
 
-export const positions = ['strong_left', 'left', 'neutral', 'right', 'strong_right'] as const;
+/** The five positions, in order (the order of a sealed ballot's index and of app.vote_position). */
+export const positions = ballotPositions;
 export type Position = (typeof positions)[number];
 const buckets: Record<Position, 'left' | 'neutral' | 'right'> = {
   strong_left: 'left',
