@@ -31,9 +31,18 @@ function associatedData(postId: string, hubId: string | null): Buffer {
   return Buffer.from(`opinion-ballot:v1:${postId.toLowerCase()}:${hubId === null ? 'global' : hubId.toLowerCase()}`);
 }
 
+/** Ballots opened (or sealed) by this process, remembered: a pending ballot is read by every tally read until it is folded. */
+const rememberedMax = 100_000;
+
 export class BallotBox {
   readonly #sealing: BallotKey;
   readonly #keys: Map<string, Buffer>;
+  /**
+   * Position index by post, scope and stored ballot ('keyId:base64'): the post and scope are part
+   * of the key, so a ballot copied to another post or scope is not found here and fails to open
+   * there. Positions this process already holds in the clear; nothing leaves it.
+   */
+  readonly #remembered = new Map<string, number>();
 
   /** `keys`: the first seals; every one opens what it sealed (rotation keeps old keys until their ballots are tallied). */
   constructor(keys: BallotKey[]) {
@@ -55,7 +64,14 @@ export class BallotBox {
     const nonce = randomBytes(nonceBytes);
     const cipher = createCipheriv('aes-256-gcm', this.#sealing.key, nonce, { authTagLength: tagBytes });
     cipher.setAAD(associatedData(postId, hubId));
-    return Buffer.concat([nonce, cipher.update(Buffer.of(index)), cipher.final(), cipher.getAuthTag()]);
+    const sealed = Buffer.concat([nonce, cipher.update(Buffer.of(index)), cipher.final(), cipher.getAuthTag()]);
+    this.#remember(postId, hubId, `${this.#sealing.id}:${sealed.toString('base64')}`, index);
+    return sealed;
+  }
+
+  #remember(postId: string, hubId: string | null, stored: string, index: number): void {
+    if (this.#remembered.size >= rememberedMax) this.#remembered.delete(this.#remembered.keys().next().value as string);
+    this.#remembered.set(`${postId.toLowerCase()}:${hubId?.toLowerCase() ?? 'global'}:${stored}`, index);
   }
 
   /** The position index (0-4) of a sealed ballot of this post and scope; throws when it does not open. */
@@ -79,8 +95,12 @@ export class BallotBox {
 
   /** One stored ballot, 'keyId:base64(nonce || ciphertext)', opened. */
   openStored(postId: string, hubId: string | null, stored: string): number {
+    const known = this.#remembered.get(`${postId.toLowerCase()}:${hubId?.toLowerCase() ?? 'global'}:${stored}`);
+    if (known !== undefined) return known;
     const colon = stored.indexOf(':');
-    return this.open(postId, hubId, stored.slice(0, colon), Buffer.from(stored.slice(colon + 1), 'base64'));
+    const index = this.open(postId, hubId, stored.slice(0, colon), Buffer.from(stored.slice(colon + 1), 'base64'));
+    this.#remember(postId, hubId, stored, index);
+    return index;
   }
 
   /** The exact five counts of a scope: the counter sums plus its pending ballots, opened. */

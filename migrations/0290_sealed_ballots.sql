@@ -154,15 +154,17 @@ begin
   if voted_at is null then
     perform app.fail('VOTE_ALREADY_CAST');
   end if;
-  -- A scope whose pending ballots (this one included) reach a batch queues its tally (one job per
-  -- post and scope: the job key). Concurrent votes may each see fewer; the sweep catches them.
-  if jsonb_array_length(global_tally -> 'b') + 1 >= p_batch then
+  -- A scope whose pending ballots (this one included) reach a multiple of the batch queues its
+  -- tally (one job per post and scope: the job key): once per k votes, not on every vote of a post
+  -- whose tallier is busy. Concurrent votes may each see another count; the sweep catches them.
+  if (jsonb_array_length(global_tally -> 'b') + 1) % p_batch = 0 then
     perform app_private.queue_tally(p_post_id, null);
   end if;
   if cardinality(hub_ids) > 0 then
+    -- (This statement sees the ballots the vote just wrote: its own count is in.)
     for v_scope in
       select b.hub_id from app_private.sealed_ballots b where b.post_id = p_post_id and b.hub_id = any (hub_ids)
-      group by b.hub_id having count(*) + 1 >= p_batch
+      group by b.hub_id having count(*) % p_batch = 0
     loop
       perform app_private.queue_tally(p_post_id, v_scope);
     end loop;

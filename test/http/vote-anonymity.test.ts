@@ -200,5 +200,11 @@ describe('vote anonymity: the attacks of issue 9, each recovering nothing', () =
     for (const r of rows) expect(box.open(post2.id, null, r.key_id, sealed(r))).toBe(1);
     for (const r of rows) expect(() => box.open(post.id, null, r.key_id, sealed(r))).toThrow(/does not open/);
     for (const r of rows) expect(() => box.open(post2.id, post2.id, r.key_id, sealed(r))).toThrow(/does not open/);
+    // Nor does the API's memory of the ballots it sealed (kept by post and scope) let a copied ballot count elsewhere.
+    for (const r of rows) {
+      const stored = `${r.key_id}:${sealed(r).toString('base64')}`;
+      expect(box.openStored(post2.id, null, stored)).toBe(1);
+      expect(() => box.openStored(post.id, null, stored)).toThrow(/does not open/);
+    }
   });
 });
