@@ -4723,6 +4723,30 @@ $$;
 
 
 --
+-- Name: search_word_drift(); Type: FUNCTION; Schema: app_private; Owner: -
+--
+
+CREATE FUNCTION app_private.search_word_drift() RETURNS TABLE(kind text, id uuid, kept text[], named text[])
+    LANGUAGE sql STABLE
+    SET search_path TO 'pg_catalog'
+    AS $$
+  with kept_users as (select w.user_id as id, array_agg(w.word order by w.word) as words from app.user_name_words w group by w.user_id),
+       named_users as (select u.id, (select array_agg(x order by x collate "C") from unnest(app_private.name_words(u.full_name)) x) as words
+                       from app.users u where u.full_name is not null),
+       kept_hubs as (select w.hub_id as id, array_agg(w.word order by w.word) as words from app.hub_name_words w group by w.hub_id),
+       named_hubs as (select h.id, (select array_agg(x order by x collate "C") from unnest(app_private.name_words(h.name)) x) as words
+                      from app.hubs h)
+  select 'user', coalesce(k.id, n.id), k.words::text[], n.words::text[]
+  from kept_users k full join named_users n on n.id = k.id
+  where k.words::text[] is distinct from n.words::text[]
+  union all
+  select 'hub', coalesce(k.id, n.id), k.words::text[], n.words::text[]
+  from kept_hubs k full join named_hubs n on n.id = k.id
+  where k.words::text[] is distinct from n.words::text[]
+$$;
+
+
+--
 -- Name: seed_vote_counters(uuid, uuid); Type: FUNCTION; Schema: app_private; Owner: -
 --
 
@@ -10705,6 +10729,13 @@ REVOKE ALL ON FUNCTION app_private.repost_visible(p_repost app.posts, p_user_id 
 --
 
 REVOKE ALL ON FUNCTION app_private.scope_visible(p_kind "char", p_scope uuid, p_user_id uuid) FROM PUBLIC;
+
+
+--
+-- Name: FUNCTION search_word_drift(); Type: ACL; Schema: app_private; Owner: -
+--
+
+REVOKE ALL ON FUNCTION app_private.search_word_drift() FROM PUBLIC;
 
 
 --
