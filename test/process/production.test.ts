@@ -119,7 +119,7 @@ describe('NODE_ENV=production without its settings', () => {
 });
 
 describe('a production install with real settings', () => {
-  it('migrates an empty database, then runs the API and the worker with nothing embedded, writing JSON lines without warnings', () => {
+  it('migrates an empty database, then runs the API and the worker with nothing embedded, writing JSON lines without warnings', async () => {
     expect(migrate.output()).toContain(`"migrated: ${new URL(adminUrl).host}/${database}"`);
     for (const running of [migrate, service, worker]) {
       expect(running.output()).not.toContain('embedded');
@@ -130,6 +130,8 @@ describe('a production install with real settings', () => {
     expect(service.output()).toContain(`files: ${inject('s3Endpoint')}/`);
     expect(service.output()).not.toContain('worker running');
     expect(worker.output()).not.toContain('API listening');
+    // Nothing is written beside the code (the image runs as the `node` user, who cannot write to /app).
+    expect(await readdir(dataDir)).toEqual([]);
   });
 
   it('the worker process runs the jobs (a purge of expired uploads, through the S3 store)', async () => {
