@@ -296,6 +296,19 @@ CREATE TYPE app_private.push_state AS ENUM (
 
 
 --
+-- Name: unread_change; Type: TYPE; Schema: app_private; Owner: -
+--
+
+CREATE TYPE app_private.unread_change AS (
+	user_id uuid,
+	type app.notification_type,
+	hub_id uuid,
+	post_id uuid,
+	delta integer
+);
+
+
+--
 -- Name: job_spec; Type: TYPE; Schema: graphile_worker; Owner: -
 --
 
@@ -502,10 +515,10 @@ $$;
 
 
 --
--- Name: cast_vote(uuid, app.vote_position); Type: FUNCTION; Schema: app; Owner: -
+-- Name: cast_vote(uuid, text, text, uuid[], text[], integer); Type: FUNCTION; Schema: app; Owner: -
 --
 
-CREATE FUNCTION app.cast_vote(p_post_id uuid, p_position app.vote_position, OUT voted_at timestamp with time zone, OUT hub_ids uuid[], OUT global_tally bigint[]) RETURNS record
+CREATE FUNCTION app.cast_vote(p_post_id uuid, p_key_id text, p_global text, p_hub_ids uuid[], p_hub_ballots text[], p_batch integer, OUT voted_at timestamp with time zone, OUT hub_ids uuid[], OUT global_tally jsonb) RETURNS record
     LANGUAGE plpgsql SECURITY DEFINER
     SET search_path TO 'pg_catalog'
     AS $$
@@ -516,16 +529,12 @@ declare
   v_visibility app.post_visibility;
   v_votable boolean;
   v_visible boolean;
-  v_slot smallint := floor(random() * 16)::smallint;
   v_level int;
-  v_counted int;
+  v_missing uuid[];
+  v_scope uuid;
 begin
-  -- The session first (contract order 401, 403, then the request): the request's own session,
-  -- live and at profile basics, by the one session rule and the one gate (a simple expression:
-  -- no statement of its own).
+  -- The session first (contract order 401, 403, then the request), as 0170.
   v_level := app.session_gate(app.session_access_level(app.viewer_session_id(), v_viewer), 2);
-  -- One statement reads what the checks need: visibility, the post, and the hubs where this vote
-  -- would count (read-only; used only once the checks pass).
   select p.author_id, p.visibility, p.slider_text is not null, app.post_visible_to(p, v_viewer, app.viewer_block_list()),
          (select coalesce(array_agg(ph.hub_id order by ph.hub_id), '{}') from app.post_hubs ph
           where ph.post_id = p.id and app.is_active_member(ph.hub_id, v_viewer))
@@ -542,13 +551,16 @@ begin
   if not v_votable then
     perform app.fail('POST_NOT_VOTABLE');
   end if;
-  -- Every write in one statement. Each write reads the receipt's row, so a second vote (receipt
-  -- already there: no row) writes nothing and fails below. The rows are those of 0107-0109: the
-  -- receipt, a scope receipt per pool, the author's post_voted notification (no actor), the
-  -- voter's activity event (as app_private.record_activity writes it), the voter's hub_activity
-  -- row per hub (as app_private.touch_hub_activity writes it), and the one counter slot per pool.
-  -- The tally sums the global slots as this statement's snapshot saw them, with this vote's slot
-  -- as written.
+  if cardinality(coalesce(p_hub_ids, '{}')) <> cardinality(coalesce(p_hub_ballots, '{}')) then
+    raise exception 'cast_vote: one ballot per hub';
+  end if;
+  v_missing := array(select h from unnest(hub_ids) h where not h = any (coalesce(p_hub_ids, '{}')));
+  if cardinality(v_missing) > 0 then
+    -- Not an API error (the API seals again and retries): a SQLSTATE of its own, never answered to a client.
+    raise exception using errcode = 'OBS01', message = 'cast_vote: hubs without a sealed ballot', detail = array_to_string(v_missing, ',');
+  end if;
+  -- Every write in one statement, as 0170, with a sealed ballot per pool where the counter slot
+  -- update was. The tally is the snapshot's, before this vote.
   with receipt as (
     insert into app.vote_receipts (post_id, user_id) values (p_post_id, v_viewer)
       on conflict do nothing
@@ -566,32 +578,34 @@ begin
     insert into app.hub_activity (hub_id, user_id)
       select h, v_viewer from receipt, unnest(hub_ids) h
       on conflict (hub_id, user_id) do update set last_active_at = now()
-  ), counted as (
-    update app.vote_counters c
-      set strong_left_count = c.strong_left_count + (p_position = 'strong_left')::int,
-          left_count = c.left_count + (p_position = 'left')::int,
-          neutral_count = c.neutral_count + (p_position = 'neutral')::int,
-          right_count = c.right_count + (p_position = 'right')::int,
-          strong_right_count = c.strong_right_count + (p_position = 'strong_right')::int
-      from receipt
-      where c.post_id = p_post_id and c.slot = v_slot and (c.hub_id is null or c.hub_id = any (hub_ids))
-      returning c.hub_id, c.strong_left_count, c.left_count, c.neutral_count, c.right_count, c.strong_right_count
+  ), sealed as (
+    insert into app_private.sealed_ballots (post_id, hub_id, key_id, nonce, ciphertext)
+      select p_post_id, s.hub_id, p_key_id, substr(s.sealed, 1, 12), substr(s.sealed, 13)
+      from receipt,
+           (select null::uuid as hub_id, decode(p_global, 'hex') as sealed
+            union all
+            select b.hub_id, decode(b.sealed, 'hex') from unnest(p_hub_ids, p_hub_ballots) b (hub_id, sealed) where b.hub_id = any (hub_ids)) s
   )
-  select r.voted_at, (select count(*) from counted),
-         (select array[coalesce(sum(t.strong_left_count), 0), coalesce(sum(t.left_count), 0), coalesce(sum(t.neutral_count), 0),
-                       coalesce(sum(t.right_count), 0), coalesce(sum(t.strong_right_count), 0)]::bigint[]
-          from (select c.strong_left_count, c.left_count, c.neutral_count, c.right_count, c.strong_right_count
-                from app.vote_counters c where c.post_id = p_post_id and c.hub_id is null and c.slot <> v_slot
-                union all
-                select n.strong_left_count, n.left_count, n.neutral_count, n.right_count, n.strong_right_count
-                from counted n where n.hub_id is null) t)
-    into voted_at, v_counted, global_tally
+  select r.voted_at, app_private.sealed_tally(p_post_id, null)
+    into voted_at, global_tally
     from receipt r;
   if voted_at is null then
     perform app.fail('VOTE_ALREADY_CAST');
   end if;
-  if v_counted <> 1 + cardinality(hub_ids) then
-    raise exception 'vote counters missing for a scope of post %', p_post_id;
+  -- A scope whose pending ballots (this one included) reach a multiple of the batch queues its
+  -- tally (one job per post and scope: the job key): once per k votes, not on every vote of a post
+  -- whose tallier is busy. Concurrent votes may each see another count; the sweep catches them.
+  if (jsonb_array_length(global_tally -> 'b') + 1) % p_batch = 0 then
+    perform app_private.queue_tally(p_post_id, null);
+  end if;
+  if cardinality(hub_ids) > 0 then
+    -- (This statement sees the ballots the vote just wrote: its own count is in.)
+    for v_scope in
+      select b.hub_id from app_private.sealed_ballots b where b.post_id = p_post_id and b.hub_id = any (hub_ids)
+      group by b.hub_id having count(*) % p_batch = 0
+    loop
+      perform app_private.queue_tally(p_post_id, v_scope);
+    end loop;
   end if;
 end
 $$;
@@ -1151,8 +1165,10 @@ CREATE FUNCTION app.hub_active_users(p_hub_id uuid) RETURNS integer
     LANGUAGE sql STABLE SECURITY DEFINER
     SET search_path TO 'pg_catalog'
     AS $$
-  select count(*)::int from app.hub_activity a
-  where a.hub_id = p_hub_id and a.last_active_at > now() - interval '24 hours'
+  select count(*)::int
+  from (select from app.hub_activity a
+        where a.hub_id = p_hub_id and a.last_active_at > now() - interval '24 hours'
+        limit 1000) recent
 $$;
 
 
@@ -1274,6 +1290,44 @@ CREATE FUNCTION app.hub_member_count(p_hub_id uuid) RETURNS integer
     LANGUAGE plpgsql STABLE SECURITY DEFINER
     SET search_path TO 'pg_catalog'
     AS $$ begin return app_private.counter_value('hub_members', p_hub_id); end $$;
+
+
+--
+-- Name: hub_member_page(uuid, timestamp with time zone, uuid, app.hub_role[], integer); Type: FUNCTION; Schema: app; Owner: -
+--
+
+CREATE FUNCTION app.hub_member_page(p_hub_id uuid, p_after_at timestamp with time zone, p_after_id uuid, p_roles app.hub_role[], p_limit integer) RETURNS TABLE(user_id uuid, role app.hub_role, joined_at timestamp with time zone)
+    LANGUAGE plpgsql STABLE SECURITY DEFINER ROWS 20
+    SET search_path TO 'pg_catalog'
+    SET plan_cache_mode TO 'force_custom_plan'
+    AS $$
+declare
+  v_viewer uuid := app.viewer_id();
+  v_all boolean := p_hub_id = any (app.viewer_related_hub_ids());
+  v_at timestamptz := coalesce(p_after_at, '-infinity');
+  v_id uuid := coalesce(p_after_id, '00000000-0000-0000-0000-000000000000');
+begin
+  if p_roles is not null and p_roles <@ array['admin', 'super_admin']::app.hub_role[] then
+    return query
+      select m.user_id, m.role, m.joined_at
+      from app.hub_memberships m
+      where m.hub_id = p_hub_id and m.role in ('admin', 'super_admin') and m.role = any (p_roles)
+        and (m.joined_at, m.user_id) > (v_at, v_id)
+        and (v_all or m.user_id = v_viewer)
+      order by m.joined_at, m.user_id
+      limit p_limit;
+  else
+    return query
+      select m.user_id, m.role, m.joined_at
+      from app.hub_memberships m
+      where m.hub_id = p_hub_id and (p_roles is null or m.role = any (p_roles))
+        and (m.joined_at, m.user_id) > (v_at, v_id)
+        and (v_all or m.user_id = v_viewer)
+      order by m.joined_at, m.user_id
+      limit p_limit;
+  end if;
+end
+$$;
 
 
 --
@@ -2620,22 +2674,15 @@ CREATE FUNCTION app.viewer_session_id() RETURNS uuid
 -- Name: vote_tally(uuid, uuid); Type: FUNCTION; Schema: app; Owner: -
 --
 
-CREATE FUNCTION app.vote_tally(p_post_id uuid, p_hub_id uuid) RETURNS TABLE(vote_position app.vote_position, votes bigint)
+CREATE FUNCTION app.vote_tally(p_post_id uuid, p_hub_id uuid) RETURNS jsonb
     LANGUAGE plpgsql STABLE SECURITY DEFINER
     SET search_path TO 'pg_catalog'
     AS $$
 begin
   if not app.can_see_post(p_post_id) then
-    return;
+    return null;
   end if;
-  return query
-  select t.pos, t.n
-  from (select coalesce(sum(c.strong_left_count), 0)::bigint sl, coalesce(sum(c.left_count), 0)::bigint l,
-               coalesce(sum(c.neutral_count), 0)::bigint n, coalesce(sum(c.right_count), 0)::bigint r,
-               coalesce(sum(c.strong_right_count), 0)::bigint sr
-        from app.vote_counters c where c.post_id = p_post_id and c.hub_id is not distinct from p_hub_id) s
-  cross join lateral (values ('strong_left'::app.vote_position, s.sl), ('left', s.l), ('neutral', s.n),
-                             ('right', s.r), ('strong_right', s.sr)) t (pos, n);
+  return app_private.sealed_tally(p_post_id, p_hub_id);
 end
 $$;
 
@@ -2730,6 +2777,28 @@ begin
   insert into app.notifications (recipient_id, type, actor_id, invitation_id)
     select new.user_id, 'hub_invite_received', a.invited_by, a.id from attached a;
   return null;
+end
+$$;
+
+
+--
+-- Name: ballots_to_tally(uuid, uuid, integer); Type: FUNCTION; Schema: app_private; Owner: -
+--
+
+CREATE FUNCTION app_private.ballots_to_tally(p_post_id uuid, p_hub_id uuid, p_batch integer) RETURNS TABLE(id uuid, key_id text, sealed text)
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog'
+    AS $$
+begin
+  perform pg_advisory_xact_lock(hashtextextended('tally_ballots:' || p_post_id || ':' || coalesce(p_hub_id::text, 'global'), 0));
+  return query
+    with pending as (
+      select b.id, b.key_id, encode(b.nonce || b.ciphertext, 'base64') as sealed
+      from app_private.sealed_ballots b
+      where b.post_id = p_post_id and b.hub_id is not distinct from p_hub_id
+      for update
+    )
+    select p.id, p.key_id, p.sealed from pending p where (select count(*) from pending) >= greatest(p_batch, 2);
 end
 $$;
 
@@ -3068,73 +3137,41 @@ $$;
 
 
 --
--- Name: count_unread_changes(); Type: FUNCTION; Schema: app_private; Owner: -
+-- Name: count_unread(); Type: FUNCTION; Schema: app_private; Owner: -
 --
 
-CREATE FUNCTION app_private.count_unread_changes() RETURNS trigger
+CREATE FUNCTION app_private.count_unread() RETURNS trigger
     LANGUAGE plpgsql SECURITY DEFINER
     SET search_path TO 'pg_catalog'
     AS $$
+declare
+  v_changes app_private.unread_change[];
 begin
-  perform app_private.lock_reposts(array(
-    select n.post_id from new_rows n where n.type = 'post_reposted' and n.hub_id is null
-    union select o.post_id from old_rows o where o.type = 'post_reposted' and o.hub_id is null));
-  insert into app_private.unread_counters as c (user_id, kind, scope_id, slot, unread)
+  -- Transition tables exist only for the events that have them: each branch reads its own.
+  if tg_op = 'INSERT' then
+    v_changes := array(select row(n.recipient_id, n.type, n.hub_id, n.post_id, 1)::app_private.unread_change from new_rows n where n.read_at is null);
+  elsif tg_op = 'DELETE' then
+    v_changes := array(select row(o.recipient_id, o.type, o.hub_id, o.post_id, -1)::app_private.unread_change from old_rows o where o.read_at is null);
+  else
+    v_changes := array(select row(n.recipient_id, n.type, n.hub_id, n.post_id, 1)::app_private.unread_change from new_rows n where n.read_at is null
+                       union all
+                       select row(o.recipient_id, o.type, o.hub_id, o.post_id, -1)::app_private.unread_change from old_rows o where o.read_at is null);
+  end if;
+  if cardinality(v_changes) = 0 then
+    return null;
+  end if;
+  -- The reposts first (see 0201): their visibility cannot change until this transaction ends.
+  perform app_private.lock_reposts(array(select distinct c.post_id from unnest(v_changes) c where c.type = 'post_reposted' and c.hub_id is null));
+  insert into app_private.unread_counters as u (user_id, kind, scope_id, slot, unread)
   select d.user_id, d.kind, d.scope_id, floor(random() * 32)::smallint, d.delta
   from (
-    select r.user_id, b.kind, b.scope_id, sum(r.delta) as delta
-    from (select n.recipient_id as user_id, n.type, n.hub_id, n.post_id, 1 as delta from new_rows n where n.read_at is null
-          union all
-          select o.recipient_id, o.type, o.hub_id, o.post_id, -1 from old_rows o where o.read_at is null) r
-    cross join lateral app_private.unread_bucket(r.type, r.hub_id, r.post_id) b
-    group by r.user_id, b.kind, b.scope_id) d
+    select c.user_id, b.kind, b.scope_id, sum(c.delta) as delta
+    from unnest(v_changes) c
+    cross join lateral app_private.unread_bucket(c.type, c.hub_id, c.post_id) b
+    group by c.user_id, b.kind, b.scope_id) d
   where d.delta <> 0
   order by d.user_id, d.kind, d.scope_id
-  on conflict (user_id, kind, scope_id, slot) do update set unread = c.unread + excluded.unread;
-  return null;
-end
-$$;
-
-
---
--- Name: count_unread_deletes(); Type: FUNCTION; Schema: app_private; Owner: -
---
-
-CREATE FUNCTION app_private.count_unread_deletes() RETURNS trigger
-    LANGUAGE plpgsql SECURITY DEFINER
-    SET search_path TO 'pg_catalog'
-    AS $$
-begin
-  perform app_private.lock_reposts(array(select o.post_id from old_rows o where o.type = 'post_reposted' and o.hub_id is null));
-  insert into app_private.unread_counters as c (user_id, kind, scope_id, slot, unread)
-  select o.recipient_id, b.kind, b.scope_id, floor(random() * 32)::smallint, -count(*)
-  from old_rows o cross join lateral app_private.unread_bucket(o.type, o.hub_id, o.post_id) b
-  where o.read_at is null
-  group by o.recipient_id, b.kind, b.scope_id
-  order by o.recipient_id, b.kind, b.scope_id
-  on conflict (user_id, kind, scope_id, slot) do update set unread = c.unread + excluded.unread;
-  return null;
-end
-$$;
-
-
---
--- Name: count_unread_inserts(); Type: FUNCTION; Schema: app_private; Owner: -
---
-
-CREATE FUNCTION app_private.count_unread_inserts() RETURNS trigger
-    LANGUAGE plpgsql SECURITY DEFINER
-    SET search_path TO 'pg_catalog'
-    AS $$
-begin
-  perform app_private.lock_reposts(array(select n.post_id from new_rows n where n.type = 'post_reposted' and n.hub_id is null));
-  insert into app_private.unread_counters as c (user_id, kind, scope_id, slot, unread)
-  select n.recipient_id, b.kind, b.scope_id, floor(random() * 32)::smallint, count(*)
-  from new_rows n cross join lateral app_private.unread_bucket(n.type, n.hub_id, n.post_id) b
-  where n.read_at is null
-  group by n.recipient_id, b.kind, b.scope_id
-  order by n.recipient_id, b.kind, b.scope_id
-  on conflict (user_id, kind, scope_id, slot) do update set unread = c.unread + excluded.unread;
+  on conflict (user_id, kind, scope_id, slot) do update set unread = u.unread + excluded.unread;
   return null;
 end
 $$;
@@ -3721,6 +3758,26 @@ $$;
 
 
 --
+-- Name: hub_name_words_sync(); Type: FUNCTION; Schema: app_private; Owner: -
+--
+
+CREATE FUNCTION app_private.hub_name_words_sync() RETURNS trigger
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog'
+    AS $$
+begin
+  if tg_op = 'UPDATE' then
+    delete from app.hub_name_words w where w.hub_id = new.id and not (w.word = any (app_private.name_words(new.name)));
+  end if;
+  insert into app.hub_name_words (hub_id, word)
+    select new.id, w from unnest(app_private.name_words(new.name)) w
+    on conflict do nothing;
+  return null;
+end
+$$;
+
+
+--
 -- Name: hub_invitations; Type: TABLE; Schema: app; Owner: -
 --
 
@@ -3979,16 +4036,18 @@ CREATE FUNCTION app_private.merge_votes(p_source uuid, p_target uuid) RETURNS vo
     LANGUAGE plpgsql
     SET search_path TO 'pg_catalog'
     AS $$
+declare
+  v_moved uuid[];
 begin
-  create temporary table merged_votes on commit drop as
-    select r.post_id from app.vote_receipts r
-    where r.user_id = p_source
-      and not exists (select from app.vote_receipts t where t.post_id = r.post_id and t.user_id = p_target);
-  insert into app.vote_receipts (post_id, user_id, voted_at)
-    select r.post_id, p_target, r.voted_at from app.vote_receipts r join merged_votes m using (post_id) where r.user_id = p_source;
-  update app.vote_scope_receipts set user_id = p_target
-    where user_id = p_source and post_id in (select post_id from merged_votes);
-  delete from app.vote_receipts where user_id = p_source and post_id in (select post_id from merged_votes);
+  with moved as (
+    insert into app.vote_receipts (post_id, user_id, voted_at)
+      select r.post_id, p_target, r.voted_at from app.vote_receipts r where r.user_id = p_source
+      on conflict (post_id, user_id) do nothing
+      returning post_id
+  )
+  select coalesce(array_agg(m.post_id), '{}') into v_moved from moved m;
+  update app.vote_scope_receipts set user_id = p_target where user_id = p_source and post_id = any (v_moved);
+  delete from app.vote_receipts where user_id = p_source and post_id = any (v_moved);
 end
 $$;
 
@@ -4025,6 +4084,20 @@ begin
   on conflict (user_id, kind, scope_id, slot) do update set unread = c.unread + excluded.unread;
   return null;
 end
+$$;
+
+
+--
+-- Name: name_words(text); Type: FUNCTION; Schema: app_private; Owner: -
+--
+
+CREATE FUNCTION app_private.name_words(p_name text) RETURNS text[]
+    LANGUAGE sql IMMUTABLE PARALLEL SAFE
+    SET search_path TO 'pg_catalog'
+    AS $$
+  select coalesce(array_agg(distinct w.word), '{}')
+  from regexp_split_to_table(app.search_text(p_name), '[^[:alnum:]]+') w (word)
+  where w.word <> ''
 $$;
 
 
@@ -4217,44 +4290,75 @@ $$;
 
 
 --
--- Name: plan_pushes(); Type: FUNCTION; Schema: app_private; Owner: -
+-- Name: plan_pushes(integer, integer); Type: FUNCTION; Schema: app_private; Owner: -
 --
 
-CREATE FUNCTION app_private.plan_pushes() RETURNS integer
+CREATE FUNCTION app_private.plan_pushes(p_limit integer, p_lease_seconds integer) RETURNS TABLE(delivery_id bigint, device_id uuid, attempt integer, token text, platform text, notification_id uuid, type app.notification_type, post_id uuid, hub_id uuid, badge bigint, written_at timestamp with time zone)
     LANGUAGE plpgsql SECURITY DEFINER
     SET search_path TO 'pg_catalog'
     AS $$
 declare
   v_to xid8 := pg_snapshot_xmin(pg_current_snapshot());
   v_from xid8;
-  v_rows int;
-  v_badges int;
 begin
+  select c.pushed_to into v_from from app_private.push_cursor c;
+  if v_to <= v_from
+     or not (exists (select from app.notifications n where n.tx_id >= v_from and n.tx_id < v_to)
+             or exists (select from app_private.badge_changes b where b.tx_id >= v_from and b.tx_id < v_to)) then
+    return;
+  end if;
   select c.pushed_to into v_from from app_private.push_cursor c for update skip locked;
   if not found or v_to <= v_from then
-    return 0;
+    return;
   end if;
-  insert into app_private.push_deliveries (notification_id, device_id)
-  select n.id, d.id
-  from app.notifications n
-  join app.push_devices d on d.user_id = n.recipient_id
-  left join app_private.notification_settings s on s.user_id = n.recipient_id
-  where n.tx_id >= v_from and n.tx_id < v_to
-    and n.created_at > now() - app_private.push_max_age()
-    and app_private.push_allowed(s, n.type)
-  order by n.tx_id, n.id
-  on conflict (notification_id, device_id) where notification_id is not null do nothing;
-  get diagnostics v_rows = row_count;
-  insert into app_private.push_deliveries (badge_change_id, device_id)
-  select b.id, d.id
-  from app_private.badge_changes b
-  join app.push_devices d on d.user_id = b.user_id
-  left join app_private.notification_settings s on s.user_id = b.user_id
-  where b.tx_id >= v_from and b.tx_id < v_to and app_private.push_allowed(s, null)
-  on conflict (badge_change_id, device_id) where badge_change_id is not null do nothing;
-  get diagnostics v_badges = row_count;
   update app_private.push_cursor set pushed_to = v_to;
-  return v_rows + v_badges;
+  return query
+  with candidates as (
+    select n.id as notification_id, null::bigint as badge_change_id, d.id as device_id, d.session_id, d.user_id, d.token, d.platform,
+           n.type, n.post_id, n.hub_id, n.created_at as written_at, n.tx_id, n as row
+    from app.notifications n
+    join app.push_devices d on d.user_id = n.recipient_id
+    left join app_private.notification_settings s on s.user_id = n.recipient_id
+    where n.tx_id >= v_from and n.tx_id < v_to
+      and n.created_at > now() - app_private.push_max_age()
+      and app_private.push_allowed(s, n.type)
+    union all
+    select null, b.id, d.id, d.session_id, d.user_id, d.token, d.platform, null, null, null, b.created_at, b.tx_id, null::app.notifications
+    from app_private.badge_changes b
+    join app.push_devices d on d.user_id = b.user_id
+    left join app_private.notification_settings s on s.user_id = b.user_id
+    where b.tx_id >= v_from and b.tx_id < v_to and app_private.push_allowed(s, null)
+  ), ranked as (
+    select c.*, row_number() over (order by c.tx_id, c.notification_id, c.badge_change_id, c.device_id) <= p_limit as first
+    from candidates c
+  ), checked as (
+    select r.*,
+           case when r.first then exists (select from app_private.session_level(r.session_id, r.user_id))
+                                and (r.badge_change_id is not null or (app_private.notification_visible(r.row, r.user_id) and (r.row).read_at is null))
+           end as sendable
+    from ranked r
+  ), inserted as (
+    insert into app_private.push_deliveries as dl (notification_id, badge_change_id, device_id, state, attempts, next_attempt_at, finished_at)
+    select c.notification_id, c.badge_change_id, c.device_id,
+           case when c.sendable is false then 'skipped' else 'pending' end::app_private.push_state,
+           coalesce(c.sendable, false)::int,
+           case when c.sendable then now() + make_interval(secs => p_lease_seconds) else now() end,
+           case when c.sendable is false then now() end
+    from checked c
+    order by c.tx_id, c.notification_id, c.badge_change_id, c.device_id
+    on conflict do nothing
+    returning dl.id, dl.notification_id, dl.badge_change_id, dl.device_id, dl.attempts
+  ), badges as (
+    select u.user_id, (select coalesce(sum(x.unread), 0) from app_private.unread_counts(u.user_id) x)::bigint as badge
+    from (select distinct c.user_id from checked c where c.sendable) u
+  )
+  select i.id, i.device_id, 1, c.token, c.platform, c.notification_id, c.type, c.post_id, c.hub_id, bg.badge, c.written_at
+  from inserted i
+  join checked c on c.device_id = i.device_id and c.notification_id is not distinct from i.notification_id
+                and c.badge_change_id is not distinct from i.badge_change_id
+  join badges bg on bg.user_id = c.user_id
+  where i.attempts = 1
+  order by i.id;
 end
 $$;
 
@@ -4443,6 +4547,29 @@ CREATE FUNCTION app_private.pushed_type(p_type app.notification_type) RETURNS bo
 
 
 --
+-- Name: queue_due_tallies(integer); Type: FUNCTION; Schema: app_private; Owner: -
+--
+
+CREATE FUNCTION app_private.queue_due_tallies(p_batch integer) RETURNS integer
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog'
+    AS $$
+declare
+  v_queued int := 0;
+  v_scope record;
+begin
+  for v_scope in
+    select b.post_id, b.hub_id from app_private.sealed_ballots b group by b.post_id, b.hub_id having count(*) >= greatest(p_batch, 2)
+  loop
+    perform app_private.queue_tally(v_scope.post_id, v_scope.hub_id);
+    v_queued := v_queued + 1;
+  end loop;
+  return v_queued;
+end
+$$;
+
+
+--
 -- Name: queue_hub_fanout(uuid, app.notification_type, text, uuid[], uuid, uuid, uuid); Type: FUNCTION; Schema: app_private; Owner: -
 --
 
@@ -4475,6 +4602,19 @@ $$;
 
 
 --
+-- Name: queue_tally(uuid, uuid); Type: FUNCTION; Schema: app_private; Owner: -
+--
+
+CREATE FUNCTION app_private.queue_tally(p_post_id uuid, p_hub_id uuid) RETURNS void
+    LANGUAGE sql
+    SET search_path TO 'pg_catalog'
+    AS $$
+  select graphile_worker.add_job('tally_ballots', json_build_object('postId', p_post_id, 'hubId', p_hub_id),
+    job_key => 'tally_ballots:' || p_post_id || ':' || coalesce(p_hub_id::text, 'global'), job_key_mode => 'preserve_run_at');
+$$;
+
+
+--
 -- Name: rebuild_counters(); Type: FUNCTION; Schema: app_private; Owner: -
 --
 
@@ -4497,6 +4637,41 @@ begin
   update app.hub_discussion_messages m set reply_count = c.n
     from pg_temp.rebuild_counted c where c.counter = 'message_replies' and c.subject = m.id and m.reply_count <> c.n;
   drop table pg_temp.rebuild_counted;
+end
+$$;
+
+
+--
+-- Name: rebuild_hub_name_words(); Type: FUNCTION; Schema: app_private; Owner: -
+--
+
+CREATE FUNCTION app_private.rebuild_hub_name_words() RETURNS void
+    LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog'
+    AS $$
+begin
+  lock table app.hub_name_words in exclusive mode;
+  truncate app.hub_name_words;
+  insert into app.hub_name_words (hub_id, word)
+    select h.id, w from app.hubs h, unnest(app_private.name_words(h.name)) w;
+end
+$$;
+
+
+--
+-- Name: rebuild_user_name_words(); Type: FUNCTION; Schema: app_private; Owner: -
+--
+
+CREATE FUNCTION app_private.rebuild_user_name_words() RETURNS void
+    LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog'
+    AS $$
+begin
+  lock table app.user_name_words in exclusive mode;
+  truncate app.user_name_words;
+  insert into app.user_name_words (user_id, word)
+    select u.id, w from app.users u, unnest(app_private.name_words(u.full_name)) w
+    where u.full_name is not null;
 end
 $$;
 
@@ -4596,6 +4771,47 @@ CREATE FUNCTION app_private.scope_visible(p_kind "char", p_scope uuid, p_user_id
            when 'r' then app_private.repost_row_visible(p_scope, p_user_id)
            else true
          end
+$$;
+
+
+--
+-- Name: sealed_tally(uuid, uuid); Type: FUNCTION; Schema: app_private; Owner: -
+--
+
+CREATE FUNCTION app_private.sealed_tally(p_post_id uuid, p_hub_id uuid) RETURNS jsonb
+    LANGUAGE sql STABLE
+    SET search_path TO 'pg_catalog'
+    AS $$
+  select jsonb_build_object(
+    'c', (select jsonb_build_array(coalesce(sum(c.strong_left_count), 0), coalesce(sum(c.left_count), 0), coalesce(sum(c.neutral_count), 0),
+                                   coalesce(sum(c.right_count), 0), coalesce(sum(c.strong_right_count), 0))
+          from app.vote_counters c where c.post_id = p_post_id and c.hub_id is not distinct from p_hub_id),
+    'b', coalesce((select jsonb_agg(b.key_id || ':' || encode(b.nonce || b.ciphertext, 'base64'))
+                   from app_private.sealed_ballots b where b.post_id = p_post_id and b.hub_id is not distinct from p_hub_id), '[]'))
+$$;
+
+
+--
+-- Name: search_word_drift(); Type: FUNCTION; Schema: app_private; Owner: -
+--
+
+CREATE FUNCTION app_private.search_word_drift() RETURNS TABLE(kind text, id uuid, kept text[], named text[])
+    LANGUAGE sql STABLE
+    SET search_path TO 'pg_catalog'
+    AS $$
+  with kept_users as (select w.user_id as id, array_agg(w.word order by w.word) as words from app.user_name_words w group by w.user_id),
+       named_users as (select u.id, (select array_agg(x order by x collate "C") from unnest(app_private.name_words(u.full_name)) x) as words
+                       from app.users u where u.full_name is not null),
+       kept_hubs as (select w.hub_id as id, array_agg(w.word order by w.word) as words from app.hub_name_words w group by w.hub_id),
+       named_hubs as (select h.id, (select array_agg(x order by x collate "C") from unnest(app_private.name_words(h.name)) x) as words
+                      from app.hubs h)
+  select 'user', coalesce(k.id, n.id), k.words::text[], n.words::text[]
+  from kept_users k full join named_users n on n.id = k.id
+  where k.words::text[] is distinct from n.words::text[]
+  union all
+  select 'hub', coalesce(k.id, n.id), k.words::text[], n.words::text[]
+  from kept_hubs k full join named_hubs n on n.id = k.id
+  where k.words::text[] is distinct from n.words::text[]
 $$;
 
 
@@ -4728,6 +4944,41 @@ CREATE FUNCTION app_private.take_notification_dispatch() RETURNS boolean
 
 
 --
+-- Name: tally_ballots(uuid, uuid, uuid[], bigint[], integer); Type: FUNCTION; Schema: app_private; Owner: -
+--
+
+CREATE FUNCTION app_private.tally_ballots(p_post_id uuid, p_hub_id uuid, p_ids uuid[], p_counts bigint[], p_batch integer) RETURNS integer
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog'
+    AS $$
+declare
+  v_deleted int;
+  v_slot smallint := floor(random() * 16)::smallint;
+begin
+  if cardinality(p_ids) < greatest(p_batch, 2) or cardinality(p_counts) <> 5
+     or (select sum(n) from unnest(p_counts) n) <> cardinality(p_ids) or exists (select from unnest(p_counts) n where n < 0) then
+    raise exception 'tally_ballots: not a batch of at least % ballots', greatest(p_batch, 2);
+  end if;
+  delete from app_private.sealed_ballots b
+    where b.id = any (p_ids) and b.post_id = p_post_id and b.hub_id is not distinct from p_hub_id;
+  get diagnostics v_deleted = row_count;
+  if v_deleted <> cardinality(p_ids) then
+    raise exception 'tally_ballots: % of % ballots were still pending', v_deleted, cardinality(p_ids);
+  end if;
+  update app.vote_counters c
+    set strong_left_count = c.strong_left_count + p_counts[1], left_count = c.left_count + p_counts[2],
+        neutral_count = c.neutral_count + p_counts[3], right_count = c.right_count + p_counts[4],
+        strong_right_count = c.strong_right_count + p_counts[5]
+    where c.post_id = p_post_id and c.hub_id is not distinct from p_hub_id and c.slot = v_slot;
+  if not found then
+    raise exception 'vote counters missing for a scope of post %', p_post_id;
+  end if;
+  return v_deleted;
+end
+$$;
+
+
+--
 -- Name: touch_hub_activity(uuid, uuid); Type: FUNCTION; Schema: app_private; Owner: -
 --
 
@@ -4854,6 +5105,26 @@ CREATE FUNCTION app_private.user_level(p_user_id uuid) RETURNS TABLE(level integ
   from app.users u
   left join app.phone_identities p on p.user_id = u.id
   where u.id = p_user_id
+$$;
+
+
+--
+-- Name: user_name_words_sync(); Type: FUNCTION; Schema: app_private; Owner: -
+--
+
+CREATE FUNCTION app_private.user_name_words_sync() RETURNS trigger
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog'
+    AS $$
+begin
+  if tg_op = 'UPDATE' then
+    delete from app.user_name_words w where w.user_id = new.id and not (w.word = any (app_private.name_words(new.full_name)));
+  end if;
+  insert into app.user_name_words (user_id, word)
+    select new.id, w from unnest(app_private.name_words(new.full_name)) w
+    on conflict do nothing;
+  return null;
+end
 $$;
 
 
@@ -5391,6 +5662,25 @@ ALTER TABLE ONLY app.hub_discussions FORCE ROW LEVEL SECURITY;
 
 
 --
+-- Name: hub_name_words; Type: TABLE; Schema: app; Owner: -
+--
+
+CREATE TABLE app.hub_name_words (
+    hub_id uuid NOT NULL,
+    word text NOT NULL COLLATE pg_catalog."C"
+);
+
+ALTER TABLE ONLY app.hub_name_words FORCE ROW LEVEL SECURITY;
+
+
+--
+-- Name: TABLE hub_name_words; Type: COMMENT; Schema: app; Owner: -
+--
+
+COMMENT ON TABLE app.hub_name_words IS 'The words of each hub''s name as hub search matches them (0225): kept by a trigger on app.hubs, read by GET /search/hubs.';
+
+
+--
 -- Name: hub_profiles; Type: TABLE; Schema: app; Owner: -
 --
 
@@ -5602,6 +5892,25 @@ CREATE TABLE app.sessions (
 );
 
 ALTER TABLE ONLY app.sessions FORCE ROW LEVEL SECURITY;
+
+
+--
+-- Name: user_name_words; Type: TABLE; Schema: app; Owner: -
+--
+
+CREATE TABLE app.user_name_words (
+    user_id uuid NOT NULL,
+    word text NOT NULL COLLATE pg_catalog."C"
+);
+
+ALTER TABLE ONLY app.user_name_words FORCE ROW LEVEL SECURITY;
+
+
+--
+-- Name: TABLE user_name_words; Type: COMMENT; Schema: app; Owner: -
+--
+
+COMMENT ON TABLE app.user_name_words IS 'The words of each user''s full_name as people search matches them (0223): kept by a trigger on app.users, read by GET /search/users.';
 
 
 --
@@ -5837,6 +6146,32 @@ CREATE TABLE app_private.refresh_tokens (
     expires_at timestamp with time zone NOT NULL,
     rotated_at timestamp with time zone
 );
+
+
+--
+-- Name: sealed_ballots; Type: TABLE; Schema: app_private; Owner: -
+--
+
+CREATE TABLE app_private.sealed_ballots (
+    id uuid DEFAULT gen_random_uuid() NOT NULL,
+    post_id uuid NOT NULL,
+    hub_id uuid,
+    key_id text NOT NULL,
+    nonce bytea NOT NULL,
+    ciphertext bytea NOT NULL,
+    CONSTRAINT sealed_ballots_ciphertext_check CHECK ((octet_length(ciphertext) = 17)),
+    CONSTRAINT sealed_ballots_key_id_check CHECK ((key_id ~ '^[A-Za-z0-9_-]{1,32}$'::text)),
+    CONSTRAINT sealed_ballots_nonce_check CHECK ((octet_length(nonce) = 12))
+);
+
+ALTER TABLE ONLY app_private.sealed_ballots FORCE ROW LEVEL SECURITY;
+
+
+--
+-- Name: TABLE sealed_ballots; Type: COMMENT; Schema: app_private; Owner: -
+--
+
+COMMENT ON TABLE app_private.sealed_ballots IS 'Positions sealed by the API (AES-256-GCM, BALLOT_KEY), one per counted scope of a vote, until a tallier folds at least k of one post and scope into app.vote_counters (0290).';
 
 
 --
@@ -6189,6 +6524,14 @@ ALTER TABLE ONLY app.hub_memberships
 
 
 --
+-- Name: hub_name_words hub_name_words_pkey; Type: CONSTRAINT; Schema: app; Owner: -
+--
+
+ALTER TABLE ONLY app.hub_name_words
+    ADD CONSTRAINT hub_name_words_pkey PRIMARY KEY (hub_id, word);
+
+
+--
 -- Name: hub_profiles hub_profiles_pkey; Type: CONSTRAINT; Schema: app; Owner: -
 --
 
@@ -6333,6 +6676,14 @@ ALTER TABLE ONLY app.upload_intents
 
 
 --
+-- Name: user_name_words user_name_words_pkey; Type: CONSTRAINT; Schema: app; Owner: -
+--
+
+ALTER TABLE ONLY app.user_name_words
+    ADD CONSTRAINT user_name_words_pkey PRIMARY KEY (user_id, word);
+
+
+--
 -- Name: users users_pkey; Type: CONSTRAINT; Schema: app; Owner: -
 --
 
@@ -6450,6 +6801,14 @@ ALTER TABLE ONLY app_private.rate_limits
 
 ALTER TABLE ONLY app_private.refresh_tokens
     ADD CONSTRAINT refresh_tokens_pkey PRIMARY KEY (token_hash);
+
+
+--
+-- Name: sealed_ballots sealed_ballots_pkey; Type: CONSTRAINT; Schema: app_private; Owner: -
+--
+
+ALTER TABLE ONLY app_private.sealed_ballots
+    ADD CONSTRAINT sealed_ballots_pkey PRIMARY KEY (id);
 
 
 --
@@ -6704,10 +7063,17 @@ CREATE UNIQUE INDEX hub_join_requests_one_pending ON app.hub_join_requests USING
 
 
 --
--- Name: hub_memberships_admins; Type: INDEX; Schema: app; Owner: -
+-- Name: hub_memberships_admins_joined; Type: INDEX; Schema: app; Owner: -
 --
 
-CREATE INDEX hub_memberships_admins ON app.hub_memberships USING btree (hub_id) WHERE (role = ANY (ARRAY['admin'::app.hub_role, 'super_admin'::app.hub_role]));
+CREATE INDEX hub_memberships_admins_joined ON app.hub_memberships USING btree (hub_id, joined_at, user_id) WHERE (role = ANY (ARRAY['admin'::app.hub_role, 'super_admin'::app.hub_role]));
+
+
+--
+-- Name: hub_memberships_joined; Type: INDEX; Schema: app; Owner: -
+--
+
+CREATE INDEX hub_memberships_joined ON app.hub_memberships USING btree (hub_id, joined_at, user_id);
 
 
 --
@@ -6715,6 +7081,13 @@ CREATE INDEX hub_memberships_admins ON app.hub_memberships USING btree (hub_id) 
 --
 
 CREATE INDEX hub_memberships_user_id ON app.hub_memberships USING btree (user_id);
+
+
+--
+-- Name: hub_name_words_word; Type: INDEX; Schema: app; Owner: -
+--
+
+CREATE INDEX hub_name_words_word ON app.hub_name_words USING btree (word, hub_id);
 
 
 --
@@ -6893,6 +7266,13 @@ CREATE INDEX upload_intents_pending_expiry ON app.upload_intents USING btree (ex
 
 
 --
+-- Name: user_name_words_word; Type: INDEX; Schema: app; Owner: -
+--
+
+CREATE INDEX user_name_words_word ON app.user_name_words USING btree (word, user_id);
+
+
+--
 -- Name: users_full_name_search; Type: INDEX; Schema: app; Owner: -
 --
 
@@ -6974,6 +7354,13 @@ CREATE UNIQUE INDEX push_deliveries_notification ON app_private.push_deliveries 
 --
 
 CREATE INDEX refresh_tokens_session_id ON app_private.refresh_tokens USING btree (session_id);
+
+
+--
+-- Name: sealed_ballots_scope; Type: INDEX; Schema: app_private; Owner: -
+--
+
+CREATE INDEX sealed_ballots_scope ON app_private.sealed_ballots USING btree (post_id, hub_id);
 
 
 --
@@ -7089,24 +7476,38 @@ CREATE TRIGGER hub_profiles_queue_replaced_photo AFTER UPDATE OF profile_asset_i
 
 
 --
+-- Name: hubs hubs_name_words_insert; Type: TRIGGER; Schema: app; Owner: -
+--
+
+CREATE TRIGGER hubs_name_words_insert AFTER INSERT ON app.hubs FOR EACH ROW EXECUTE FUNCTION app_private.hub_name_words_sync();
+
+
+--
+-- Name: hubs hubs_name_words_update; Type: TRIGGER; Schema: app; Owner: -
+--
+
+CREATE TRIGGER hubs_name_words_update AFTER UPDATE OF name ON app.hubs FOR EACH ROW WHEN ((old.name IS DISTINCT FROM new.name)) EXECUTE FUNCTION app_private.hub_name_words_sync();
+
+
+--
 -- Name: notifications notifications_count_unread_changes; Type: TRIGGER; Schema: app; Owner: -
 --
 
-CREATE TRIGGER notifications_count_unread_changes AFTER UPDATE ON app.notifications REFERENCING OLD TABLE AS old_rows NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION app_private.count_unread_changes();
+CREATE TRIGGER notifications_count_unread_changes AFTER UPDATE ON app.notifications REFERENCING OLD TABLE AS old_rows NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION app_private.count_unread();
 
 
 --
 -- Name: notifications notifications_count_unread_deletes; Type: TRIGGER; Schema: app; Owner: -
 --
 
-CREATE TRIGGER notifications_count_unread_deletes AFTER DELETE ON app.notifications REFERENCING OLD TABLE AS old_rows FOR EACH STATEMENT EXECUTE FUNCTION app_private.count_unread_deletes();
+CREATE TRIGGER notifications_count_unread_deletes AFTER DELETE ON app.notifications REFERENCING OLD TABLE AS old_rows FOR EACH STATEMENT EXECUTE FUNCTION app_private.count_unread();
 
 
 --
 -- Name: notifications notifications_count_unread_inserts; Type: TRIGGER; Schema: app; Owner: -
 --
 
-CREATE TRIGGER notifications_count_unread_inserts AFTER INSERT ON app.notifications REFERENCING NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION app_private.count_unread_inserts();
+CREATE TRIGGER notifications_count_unread_inserts AFTER INSERT ON app.notifications REFERENCING NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION app_private.count_unread();
 
 
 --
@@ -7191,6 +7592,20 @@ CREATE TRIGGER sessions_forget_push_devices AFTER UPDATE OF revoked_at ON app.se
 --
 
 CREATE TRIGGER users_check_profile_asset BEFORE UPDATE OF profile_asset_id ON app.users FOR EACH ROW EXECUTE FUNCTION app_private.check_profile_asset('id');
+
+
+--
+-- Name: users users_name_words_insert; Type: TRIGGER; Schema: app; Owner: -
+--
+
+CREATE TRIGGER users_name_words_insert AFTER INSERT ON app.users FOR EACH ROW WHEN ((new.full_name IS NOT NULL)) EXECUTE FUNCTION app_private.user_name_words_sync();
+
+
+--
+-- Name: users users_name_words_update; Type: TRIGGER; Schema: app; Owner: -
+--
+
+CREATE TRIGGER users_name_words_update AFTER UPDATE OF full_name ON app.users FOR EACH ROW WHEN ((old.full_name IS DISTINCT FROM new.full_name)) EXECUTE FUNCTION app_private.user_name_words_sync();
 
 
 --
@@ -7464,6 +7879,14 @@ ALTER TABLE ONLY app.hub_memberships
 
 
 --
+-- Name: hub_name_words hub_name_words_hub_id_fkey; Type: FK CONSTRAINT; Schema: app; Owner: -
+--
+
+ALTER TABLE ONLY app.hub_name_words
+    ADD CONSTRAINT hub_name_words_hub_id_fkey FOREIGN KEY (hub_id) REFERENCES app.hubs(id) ON DELETE CASCADE;
+
+
+--
 -- Name: hub_profiles hub_profiles_profile_asset_id_fkey; Type: FK CONSTRAINT; Schema: app; Owner: -
 --
 
@@ -7645,6 +8068,14 @@ ALTER TABLE ONLY app.sessions
 
 ALTER TABLE ONLY app.upload_intents
     ADD CONSTRAINT upload_intents_owner_id_fkey FOREIGN KEY (owner_id) REFERENCES app.users(id);
+
+
+--
+-- Name: user_name_words user_name_words_user_id_fkey; Type: FK CONSTRAINT; Schema: app; Owner: -
+--
+
+ALTER TABLE ONLY app.user_name_words
+    ADD CONSTRAINT user_name_words_user_id_fkey FOREIGN KEY (user_id) REFERENCES app.users(id) ON DELETE CASCADE;
 
 
 --
@@ -7947,6 +8378,19 @@ CREATE POLICY hub_memberships_select_related ON app.hub_memberships FOR SELECT T
 
 
 --
+-- Name: hub_name_words; Type: ROW SECURITY; Schema: app; Owner: -
+--
+
+ALTER TABLE app.hub_name_words ENABLE ROW LEVEL SECURITY;
+
+--
+-- Name: hub_name_words hub_name_words_select_signed_in; Type: POLICY; Schema: app; Owner: -
+--
+
+CREATE POLICY hub_name_words_select_signed_in ON app.hub_name_words FOR SELECT TO app_user USING (true);
+
+
+--
 -- Name: hub_profiles; Type: ROW SECURITY; Schema: app; Owner: -
 --
 
@@ -8200,6 +8644,21 @@ CREATE POLICY upload_intents_select_owner ON app.upload_intents FOR SELECT TO ap
 
 
 --
+-- Name: user_name_words; Type: ROW SECURITY; Schema: app; Owner: -
+--
+
+ALTER TABLE app.user_name_words ENABLE ROW LEVEL SECURITY;
+
+--
+-- Name: user_name_words user_name_words_select; Type: POLICY; Schema: app; Owner: -
+--
+
+CREATE POLICY user_name_words_select ON app.user_name_words FOR SELECT TO app_anonymous USING ((user_id = ( SELECT u.id
+   FROM app.users u
+  WHERE (u.id = user_name_words.user_id))));
+
+
+--
 -- Name: users; Type: ROW SECURITY; Schema: app; Owner: -
 --
 
@@ -8257,6 +8716,12 @@ ALTER TABLE app.vote_scope_receipts ENABLE ROW LEVEL SECURITY;
 
 CREATE POLICY vote_scope_receipts_select_own ON app.vote_scope_receipts FOR SELECT TO app_user USING ((user_id = ( SELECT app.viewer_id() AS viewer_id)));
 
+
+--
+-- Name: sealed_ballots; Type: ROW SECURITY; Schema: app_private; Owner: -
+--
+
+ALTER TABLE app_private.sealed_ballots ENABLE ROW LEVEL SECURITY;
 
 --
 -- Name: _private_job_queues; Type: ROW SECURITY; Schema: graphile_worker; Owner: -
@@ -8434,11 +8899,11 @@ GRANT ALL ON FUNCTION app.can_see_post(p_post_id uuid) TO app_anonymous;
 
 
 --
--- Name: FUNCTION cast_vote(p_post_id uuid, p_position app.vote_position, OUT voted_at timestamp with time zone, OUT hub_ids uuid[], OUT global_tally bigint[]); Type: ACL; Schema: app; Owner: -
+-- Name: FUNCTION cast_vote(p_post_id uuid, p_key_id text, p_global text, p_hub_ids uuid[], p_hub_ballots text[], p_batch integer, OUT voted_at timestamp with time zone, OUT hub_ids uuid[], OUT global_tally jsonb); Type: ACL; Schema: app; Owner: -
 --
 
-REVOKE ALL ON FUNCTION app.cast_vote(p_post_id uuid, p_position app.vote_position, OUT voted_at timestamp with time zone, OUT hub_ids uuid[], OUT global_tally bigint[]) FROM PUBLIC;
-GRANT ALL ON FUNCTION app.cast_vote(p_post_id uuid, p_position app.vote_position, OUT voted_at timestamp with time zone, OUT hub_ids uuid[], OUT global_tally bigint[]) TO app_user;
+REVOKE ALL ON FUNCTION app.cast_vote(p_post_id uuid, p_key_id text, p_global text, p_hub_ids uuid[], p_hub_ballots text[], p_batch integer, OUT voted_at timestamp with time zone, OUT hub_ids uuid[], OUT global_tally jsonb) FROM PUBLIC;
+GRANT ALL ON FUNCTION app.cast_vote(p_post_id uuid, p_key_id text, p_global text, p_hub_ids uuid[], p_hub_ballots text[], p_batch integer, OUT voted_at timestamp with time zone, OUT hub_ids uuid[], OUT global_tally jsonb) TO app_user;
 
 
 --
@@ -8705,6 +9170,14 @@ GRANT ALL ON FUNCTION app.hub_last_activity_at(p_hub_id uuid) TO app_user;
 REVOKE ALL ON FUNCTION app.hub_member_count(p_hub_id uuid) FROM PUBLIC;
 GRANT ALL ON FUNCTION app.hub_member_count(p_hub_id uuid) TO app_user;
 GRANT ALL ON FUNCTION app.hub_member_count(p_hub_id uuid) TO app_admin;
+
+
+--
+-- Name: FUNCTION hub_member_page(p_hub_id uuid, p_after_at timestamp with time zone, p_after_id uuid, p_roles app.hub_role[], p_limit integer); Type: ACL; Schema: app; Owner: -
+--
+
+REVOKE ALL ON FUNCTION app.hub_member_page(p_hub_id uuid, p_after_at timestamp with time zone, p_after_id uuid, p_roles app.hub_role[], p_limit integer) FROM PUBLIC;
+GRANT ALL ON FUNCTION app.hub_member_page(p_hub_id uuid, p_after_at timestamp with time zone, p_after_id uuid, p_roles app.hub_role[], p_limit integer) TO app_user;
 
 
 --
@@ -9541,6 +10014,14 @@ REVOKE ALL ON FUNCTION app_private.attach_phone_invitations() FROM PUBLIC;
 
 
 --
+-- Name: FUNCTION ballots_to_tally(p_post_id uuid, p_hub_id uuid, p_batch integer); Type: ACL; Schema: app_private; Owner: -
+--
+
+REVOKE ALL ON FUNCTION app_private.ballots_to_tally(p_post_id uuid, p_hub_id uuid, p_batch integer) FROM PUBLIC;
+GRANT ALL ON FUNCTION app_private.ballots_to_tally(p_post_id uuid, p_hub_id uuid, p_batch integer) TO app_worker;
+
+
+--
 -- Name: FUNCTION block_list(p_user_id uuid); Type: ACL; Schema: app_private; Owner: -
 --
 
@@ -9696,24 +10177,10 @@ REVOKE ALL ON FUNCTION app_private.count_posts() FROM PUBLIC;
 
 
 --
--- Name: FUNCTION count_unread_changes(); Type: ACL; Schema: app_private; Owner: -
+-- Name: FUNCTION count_unread(); Type: ACL; Schema: app_private; Owner: -
 --
 
-REVOKE ALL ON FUNCTION app_private.count_unread_changes() FROM PUBLIC;
-
-
---
--- Name: FUNCTION count_unread_deletes(); Type: ACL; Schema: app_private; Owner: -
---
-
-REVOKE ALL ON FUNCTION app_private.count_unread_deletes() FROM PUBLIC;
-
-
---
--- Name: FUNCTION count_unread_inserts(); Type: ACL; Schema: app_private; Owner: -
---
-
-REVOKE ALL ON FUNCTION app_private.count_unread_inserts() FROM PUBLIC;
+REVOKE ALL ON FUNCTION app_private.count_unread() FROM PUBLIC;
 
 
 --
@@ -9989,6 +10456,13 @@ REVOKE ALL ON FUNCTION app_private.hub_later(p_hub_id uuid, p_post_id uuid, p_bl
 
 
 --
+-- Name: FUNCTION hub_name_words_sync(); Type: ACL; Schema: app_private; Owner: -
+--
+
+REVOKE ALL ON FUNCTION app_private.hub_name_words_sync() FROM PUBLIC;
+
+
+--
 -- Name: COLUMN hub_invitations.id; Type: ACL; Schema: app; Owner: -
 --
 
@@ -10146,6 +10620,13 @@ REVOKE ALL ON FUNCTION app_private.move_repost_unread() FROM PUBLIC;
 
 
 --
+-- Name: FUNCTION name_words(p_name text); Type: ACL; Schema: app_private; Owner: -
+--
+
+REVOKE ALL ON FUNCTION app_private.name_words(p_name text) FROM PUBLIC;
+
+
+--
 -- Name: FUNCTION notification_dispatched_to(); Type: ACL; Schema: app_private; Owner: -
 --
 
@@ -10245,11 +10726,11 @@ REVOKE ALL ON FUNCTION app_private.place_post_in_hubs(p_post_id uuid, p_hub_ids 
 
 
 --
--- Name: FUNCTION plan_pushes(); Type: ACL; Schema: app_private; Owner: -
+-- Name: FUNCTION plan_pushes(p_limit integer, p_lease_seconds integer); Type: ACL; Schema: app_private; Owner: -
 --
 
-REVOKE ALL ON FUNCTION app_private.plan_pushes() FROM PUBLIC;
-GRANT ALL ON FUNCTION app_private.plan_pushes() TO app_worker;
+REVOKE ALL ON FUNCTION app_private.plan_pushes(p_limit integer, p_lease_seconds integer) FROM PUBLIC;
+GRANT ALL ON FUNCTION app_private.plan_pushes(p_limit integer, p_lease_seconds integer) TO app_worker;
 
 
 --
@@ -10332,6 +10813,14 @@ REVOKE ALL ON FUNCTION app_private.pushed_type(p_type app.notification_type) FRO
 
 
 --
+-- Name: FUNCTION queue_due_tallies(p_batch integer); Type: ACL; Schema: app_private; Owner: -
+--
+
+REVOKE ALL ON FUNCTION app_private.queue_due_tallies(p_batch integer) FROM PUBLIC;
+GRANT ALL ON FUNCTION app_private.queue_due_tallies(p_batch integer) TO app_worker;
+
+
+--
 -- Name: FUNCTION queue_hub_fanout(p_hub_id uuid, p_type app.notification_type, p_audience text, p_except uuid[], p_join_request_id uuid, p_post_id uuid, p_actor_id uuid); Type: ACL; Schema: app_private; Owner: -
 --
 
@@ -10346,10 +10835,32 @@ REVOKE ALL ON FUNCTION app_private.queue_replaced_asset() FROM PUBLIC;
 
 
 --
+-- Name: FUNCTION queue_tally(p_post_id uuid, p_hub_id uuid); Type: ACL; Schema: app_private; Owner: -
+--
+
+REVOKE ALL ON FUNCTION app_private.queue_tally(p_post_id uuid, p_hub_id uuid) FROM PUBLIC;
+GRANT ALL ON FUNCTION app_private.queue_tally(p_post_id uuid, p_hub_id uuid) TO app_worker;
+
+
+--
 -- Name: FUNCTION rebuild_counters(); Type: ACL; Schema: app_private; Owner: -
 --
 
 REVOKE ALL ON FUNCTION app_private.rebuild_counters() FROM PUBLIC;
+
+
+--
+-- Name: FUNCTION rebuild_hub_name_words(); Type: ACL; Schema: app_private; Owner: -
+--
+
+REVOKE ALL ON FUNCTION app_private.rebuild_hub_name_words() FROM PUBLIC;
+
+
+--
+-- Name: FUNCTION rebuild_user_name_words(); Type: ACL; Schema: app_private; Owner: -
+--
+
+REVOKE ALL ON FUNCTION app_private.rebuild_user_name_words() FROM PUBLIC;
 
 
 --
@@ -10396,6 +10907,20 @@ REVOKE ALL ON FUNCTION app_private.scope_visible(p_kind "char", p_scope uuid, p_
 
 
 --
+-- Name: FUNCTION sealed_tally(p_post_id uuid, p_hub_id uuid); Type: ACL; Schema: app_private; Owner: -
+--
+
+REVOKE ALL ON FUNCTION app_private.sealed_tally(p_post_id uuid, p_hub_id uuid) FROM PUBLIC;
+
+
+--
+-- Name: FUNCTION search_word_drift(); Type: ACL; Schema: app_private; Owner: -
+--
+
+REVOKE ALL ON FUNCTION app_private.search_word_drift() FROM PUBLIC;
+
+
+--
 -- Name: FUNCTION seed_vote_counters(p_post_id uuid, p_hub_id uuid); Type: ACL; Schema: app_private; Owner: -
 --
 
@@ -10436,6 +10961,14 @@ REVOKE ALL ON FUNCTION app_private.start_session(p_user_id uuid, p_refresh_hash 
 
 REVOKE ALL ON FUNCTION app_private.take_notification_dispatch() FROM PUBLIC;
 GRANT ALL ON FUNCTION app_private.take_notification_dispatch() TO authenticator;
+
+
+--
+-- Name: FUNCTION tally_ballots(p_post_id uuid, p_hub_id uuid, p_ids uuid[], p_counts bigint[], p_batch integer); Type: ACL; Schema: app_private; Owner: -
+--
+
+REVOKE ALL ON FUNCTION app_private.tally_ballots(p_post_id uuid, p_hub_id uuid, p_ids uuid[], p_counts bigint[], p_batch integer) FROM PUBLIC;
+GRANT ALL ON FUNCTION app_private.tally_ballots(p_post_id uuid, p_hub_id uuid, p_ids uuid[], p_counts bigint[], p_batch integer) TO app_worker;
 
 
 --
@@ -10507,6 +11040,13 @@ REVOKE ALL ON FUNCTION app_private.usable_invite_link(p_token text) FROM PUBLIC;
 --
 
 REVOKE ALL ON FUNCTION app_private.user_level(p_user_id uuid) FROM PUBLIC;
+
+
+--
+-- Name: FUNCTION user_name_words_sync(); Type: ACL; Schema: app_private; Owner: -
+--
+
+REVOKE ALL ON FUNCTION app_private.user_name_words_sync() FROM PUBLIC;
 
 
 --
@@ -10950,6 +11490,20 @@ GRANT SELECT(last_activity_at) ON TABLE app.hub_discussions TO app_user;
 
 
 --
+-- Name: COLUMN hub_name_words.hub_id; Type: ACL; Schema: app; Owner: -
+--
+
+GRANT SELECT(hub_id) ON TABLE app.hub_name_words TO app_user;
+
+
+--
+-- Name: COLUMN hub_name_words.word; Type: ACL; Schema: app; Owner: -
+--
+
+GRANT SELECT(word) ON TABLE app.hub_name_words TO app_user;
+
+
+--
 -- Name: COLUMN hub_profiles.user_id; Type: ACL; Schema: app; Owner: -
 --
 
@@ -11320,6 +11874,20 @@ GRANT SELECT(expires_at) ON TABLE app.sessions TO app_user;
 --
 
 GRANT SELECT(revoked_at) ON TABLE app.sessions TO app_user;
+
+
+--
+-- Name: COLUMN user_name_words.user_id; Type: ACL; Schema: app; Owner: -
+--
+
+GRANT SELECT(user_id) ON TABLE app.user_name_words TO app_anonymous;
+
+
+--
+-- Name: COLUMN user_name_words.word; Type: ACL; Schema: app; Owner: -
+--
+
+GRANT SELECT(word) ON TABLE app.user_name_words TO app_anonymous;
 
 
 --
