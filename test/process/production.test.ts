@@ -11,7 +11,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { CreateBucketCommand, S3Client } from '@aws-sdk/client-s3';
 import pg from 'pg';
-import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, inject, it, onTestFinished } from 'vitest';
 import { freePort } from '../../db/embedded.ts';
 import { createClient, type Client } from '../helpers/client.ts';
 import { databaseUrl } from '../helpers/global-setup.ts';
@@ -101,12 +101,15 @@ describe('NODE_ENV=production without its settings', () => {
   });
 
   it('names the Twilio settings OTP_SENDER=twilio lacks, and an OTP_SENDER_MODULE that does not load', async () => {
-    const twilioRun = startProcess(process.execPath, ['main.ts'], { ...blank, DATA_DIR: dataDir, OTP_SENDER: 'twilio', TWILIO_ACCOUNT_SID: 'AC1' });
+    // Development runs (they may keep development secrets): a data folder of their own.
+    const developmentDir = await mkdtemp(path.join(os.tmpdir(), 'opinion-production-dev-'));
+    onTestFinished(() => rm(developmentDir, { recursive: true, force: true }));
+    const twilioRun = startProcess(process.execPath, ['main.ts'], { ...blank, DATA_DIR: developmentDir, OTP_SENDER: 'twilio', TWILIO_ACCOUNT_SID: 'AC1' });
     expect(await twilioRun.exited).toBe(1);
     expect(twilioRun.problems().map((line) => line.msg)).toEqual(['OTP_SENDER=twilio needs TWILIO_AUTH_TOKEN, TWILIO_FROM']);
     const moduleRun = startProcess(process.execPath, ['main.ts', '--only=api'], {
       ...blank,
-      DATA_DIR: dataDir,
+      DATA_DIR: developmentDir,
       PORT: String(await freePort()),
       MIGRATE_ON_START: 'false',
       DATABASE_URL: databaseUrl(adminUrl, database),
