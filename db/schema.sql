@@ -167,7 +167,8 @@ CREATE TYPE app.notification_type AS ENUM (
     'hub_join_request_rejected',
     'hub_member_joined',
     'hub_member_removed',
-    'hub_role_changed'
+    'hub_role_changed',
+    'post_removed'
 );
 
 
@@ -419,7 +420,8 @@ begin
   from app_private.anonymous_devices d
   join app.users u on u.id = d.user_id
   where d.device_id = p_device_id and u.merged_into is null
-    and not exists (select from app.phone_identities p where p.user_id = d.user_id);
+    and not exists (select from app.phone_identities p where p.user_id = d.user_id)
+    and not exists (select from app_private.account_states s where s.user_id = d.user_id and s.deletion_requested_at is not null);
   if user_id is null then
     insert into app.users default values returning id into user_id;
     insert into app_private.anonymous_devices (device_id, user_id) values (p_device_id, user_id)
@@ -1176,7 +1178,7 @@ CREATE FUNCTION app.hub_discussion_author(p_hub_id uuid, p_author_id uuid) RETUR
     LANGUAGE sql STABLE
     AS $$
   select case
-    when p_author_id is null then
+    when p_author_id is null or u.id is null then
       jsonb_build_object('id', null, 'displayName', 'Former member', 'photoKey', null, 'phoneNumber', null,
                          'publicUsername', null, 'isFormerMember', true)
     when author.active then
@@ -1811,6 +1813,11 @@ begin
     return;
   end if;
   select * into v_session from app.sessions s where s.id = v_token.session_id for update;
+  -- A suspended account's refresh tokens answer 403 ACCOUNT_SUSPENDED, not 401 (contract 14).
+  if exists (select from app_private.account_states a where a.user_id = v_session.user_id and a.suspended_at is not null
+             and (a.suspended_until is null or a.suspended_until > now())) then
+    perform app.fail('ACCOUNT_SUSPENDED');
+  end if;
   if v_token.rotated_at is not null then
     -- clock_timestamp(): a refresh that waited for the lock measures the window from now, not from
     -- its transaction's start.
@@ -2002,6 +2009,33 @@ begin
   insert into app.reports (reporter_id, target_type, target_id, reason, details)
     values (app.viewer_id(), 'user', p_user_id, p_reason, p_details) returning id into v_report;
   return v_report;
+end
+$$;
+
+
+--
+-- Name: request_account_deletion(); Type: FUNCTION; Schema: app; Owner: -
+--
+
+CREATE FUNCTION app.request_account_deletion(OUT scheduled_for timestamp with time zone) RETURNS timestamp with time zone
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog'
+    AS $$
+declare
+  v_user uuid := app.viewer_id();
+begin
+  if v_user is null then
+    perform app.fail('UNAUTHORIZED');
+  end if;
+  perform from app.users u where u.id = v_user for update;
+  perform app_private.hide_account(v_user);
+  update app_private.account_states s
+    set deletion_requested_at = coalesce(s.deletion_requested_at, now()),
+        purge_after = coalesce(s.purge_after, now() + interval '30 days')
+    where s.user_id = v_user
+    returning s.purge_after into scheduled_for;
+  perform graphile_worker.add_job('purge_account', json_build_object('userId', v_user),
+    run_at => scheduled_for, job_key => 'purge_account:' || v_user, max_attempts => 25);
 end
 $$;
 
@@ -2638,6 +2672,16 @@ begin
                              ('right', s.r), ('strong_right', s.sr)) t (pos, n);
 end
 $$;
+
+
+--
+-- Name: account_hidden(uuid); Type: FUNCTION; Schema: app_private; Owner: -
+--
+
+CREATE FUNCTION app_private.account_hidden(p_user_id uuid) RETURNS boolean
+    LANGUAGE sql STABLE
+    SET search_path TO 'pg_catalog'
+    AS $$ select exists (select from app_private.account_states s where s.user_id = p_user_id) $$;
 
 
 --
@@ -3500,6 +3544,39 @@ CREATE FUNCTION app_private.forget_upload_intents(p_ids uuid[]) RETURNS void
     LANGUAGE sql SECURITY DEFINER
     SET search_path TO 'pg_catalog'
     AS $$ delete from app.upload_intents where id = any (p_ids) and completed_at is null $$;
+
+
+--
+-- Name: hide_account(uuid); Type: FUNCTION; Schema: app_private; Owner: -
+--
+
+CREATE FUNCTION app_private.hide_account(p_user_id uuid) RETURNS void
+    LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog'
+    AS $$
+begin
+  update app.sessions set revoked_at = now() where user_id = p_user_id and revoked_at is null;
+  delete from app.push_devices where user_id = p_user_id;
+  insert into app_private.account_states (user_id, held_username)
+    select u.id, u.username from app.users u where u.id = p_user_id
+    on conflict (user_id) do nothing;
+  if not found then
+    return;
+  end if;
+  update app.users set username = null where id = p_user_id and username is not null;
+  with hidden as (update app.posts set deleted_at = now() where author_id = p_user_id and deleted_at is null returning id)
+  insert into app_private.hidden_rows (user_id, kind, row_id) select p_user_id, 'post', id from hidden;
+  with hidden as (update app.comments set deleted_at = now() where author_id = p_user_id and deleted_at is null returning id)
+  insert into app_private.hidden_rows (user_id, kind, row_id) select p_user_id, 'comment', id from hidden;
+  with taken as (delete from app.follows f where f.follower_id = p_user_id or f.followee_id = p_user_id returning f.*)
+  insert into app_private.hidden_rows (user_id, kind, data) select p_user_id, 'follow', to_jsonb(t) from taken t;
+  with taken as (delete from app.hub_memberships m where m.user_id = p_user_id returning m.*)
+  insert into app_private.hidden_rows (user_id, kind, data) select p_user_id, 'membership', to_jsonb(t) from taken t;
+  -- Shares, reposts and comments as feed frames; vote events are not the account's to show or hide.
+  with taken as (delete from app.activity_events e where e.actor_id = p_user_id and e.kind <> 'post_voted' returning e.*)
+  insert into app_private.hidden_rows (user_id, kind, data) select p_user_id, 'activity', to_jsonb(t) from taken t;
+end
+$$;
 
 
 --
@@ -4637,6 +4714,60 @@ $$;
 
 
 --
+-- Name: show_account(uuid); Type: FUNCTION; Schema: app_private; Owner: -
+--
+
+CREATE FUNCTION app_private.show_account(p_user_id uuid) RETURNS boolean
+    LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog'
+    AS $$
+declare
+  v_state app_private.account_states;
+begin
+  select * into v_state from app_private.account_states s where s.user_id = p_user_id for update;
+  if not found or v_state.deletion_requested_at is not null or v_state.suspended_at is not null then
+    return false;
+  end if;
+  delete from app_private.account_states where user_id = p_user_id;
+  if v_state.held_username is not null and not exists (select from app.users o where o.username = v_state.held_username)
+     and not exists (select from app.reserved_handles r where r.handle = v_state.held_username) then
+    update app.users set username = v_state.held_username where id = p_user_id;
+  end if;
+  update app.posts p set deleted_at = null
+    where p.id in (select h.row_id from app_private.hidden_rows h where h.user_id = p_user_id and h.kind = 'post')
+      and p.deleted_at is not null
+      and not exists (select from app_private.removed_posts r where r.post_id = p.id);
+  update app.comments c set deleted_at = null
+    where c.id in (select h.row_id from app_private.hidden_rows h where h.user_id = p_user_id and h.kind = 'comment')
+      and c.deleted_at is not null;
+  -- Follows with another hidden account wait for that one.
+  update app_private.hidden_rows h
+    set user_id = case when (h.data ->> 'follower_id')::uuid = p_user_id then (h.data ->> 'followee_id')::uuid else (h.data ->> 'follower_id')::uuid end
+    where h.user_id = p_user_id and h.kind = 'follow'
+      and app_private.account_hidden(case when (h.data ->> 'follower_id')::uuid = p_user_id then (h.data ->> 'followee_id')::uuid
+                                          else (h.data ->> 'follower_id')::uuid end);
+  insert into app.follows overriding system value
+    select f.* from app_private.hidden_rows h cross join lateral jsonb_populate_record(null::app.follows, h.data) f
+    where h.user_id = p_user_id and h.kind = 'follow'
+      and exists (select from app.users u where u.id = f.follower_id)
+      and exists (select from app.users u where u.id = f.followee_id)
+      and not exists (select from app.blocks b where (b.blocker_id, b.blocked_id) in ((f.follower_id, f.followee_id), (f.followee_id, f.follower_id)))
+    on conflict do nothing;
+  insert into app.hub_memberships
+    select m.* from app_private.hidden_rows h cross join lateral jsonb_populate_record(null::app.hub_memberships, h.data) m
+    where h.user_id = p_user_id and h.kind = 'membership' and exists (select from app.hubs x where x.id = m.hub_id)
+    on conflict do nothing;
+  insert into app.activity_events overriding system value
+    select e.* from app_private.hidden_rows h cross join lateral jsonb_populate_record(null::app.activity_events, h.data) e
+    where h.user_id = p_user_id and h.kind = 'activity' and exists (select from app.posts p where p.id = e.post_id)
+    on conflict do nothing;
+  delete from app_private.hidden_rows where user_id = p_user_id;
+  return true;
+end
+$$;
+
+
+--
 -- Name: sign_in_phone(text); Type: FUNCTION; Schema: app_private; Owner: -
 --
 
@@ -4705,7 +4836,22 @@ CREATE FUNCTION app_private.start_session(p_user_id uuid, p_refresh_hash bytea) 
     AS $$
 declare
   v_session uuid;
+  v_state app_private.account_states;
 begin
+  select * into v_state from app_private.account_states s where s.user_id = p_user_id for update;
+  if found then
+    if v_state.suspended_at is not null and (v_state.suspended_until is null or v_state.suspended_until > now()) then
+      perform app.fail('ACCOUNT_SUSPENDED');
+    end if;
+    update app_private.account_states s
+      set suspended_at = null, suspended_until = null, suspension_reason = null, deletion_requested_at = null, purge_after = null
+      where s.user_id = p_user_id;
+    if v_state.deletion_requested_at is not null then
+      perform graphile_worker.remove_job('purge_account:' || p_user_id);
+      perform set_config('app.restored', 'true', true);
+    end if;
+    perform app_private.show_account(p_user_id);
+  end if;
   insert into app.sessions (user_id, expires_at)
     values (p_user_id, now() + interval '30 days')
     returning id into v_session;
@@ -5682,6 +5828,31 @@ ALTER TABLE ONLY app.vote_scope_receipts FORCE ROW LEVEL SECURITY;
 
 
 --
+-- Name: account_states; Type: TABLE; Schema: app_private; Owner: -
+--
+
+CREATE TABLE app_private.account_states (
+    user_id uuid NOT NULL,
+    held_username text,
+    hidden_at timestamp with time zone DEFAULT now() NOT NULL,
+    deletion_requested_at timestamp with time zone,
+    purge_after timestamp with time zone,
+    suspended_at timestamp with time zone,
+    suspended_until timestamp with time zone,
+    suspension_reason text,
+    CONSTRAINT account_states_check CHECK (((deletion_requested_at IS NULL) = (purge_after IS NULL))),
+    CONSTRAINT account_states_check1 CHECK (((suspended_at IS NOT NULL) OR (suspended_until IS NULL)))
+);
+
+
+--
+-- Name: TABLE account_states; Type: COMMENT; Schema: app_private; Owner: -
+--
+
+COMMENT ON TABLE app_private.account_states IS 'Accounts hidden from everyone else: deletion requested (purged after purge_after) and/or suspended (0261). A row exists exactly while the account is hidden.';
+
+
+--
 -- Name: anonymous_devices; Type: TABLE; Schema: app_private; Owner: -
 --
 
@@ -5735,6 +5906,27 @@ CREATE TABLE app_private.counters (
 --
 
 COMMENT ON TABLE app_private.counters IS 'Counters shown by the API, as sums of up to 16 slot rows per subject (0220). Written only by the counting triggers; read through app_private.counter_value.';
+
+
+--
+-- Name: hidden_rows; Type: TABLE; Schema: app_private; Owner: -
+--
+
+CREATE TABLE app_private.hidden_rows (
+    user_id uuid NOT NULL,
+    kind text NOT NULL,
+    row_id uuid,
+    data jsonb,
+    CONSTRAINT hidden_rows_check CHECK (((kind = ANY (ARRAY['post'::text, 'comment'::text])) = ((row_id IS NOT NULL) AND (data IS NULL)))),
+    CONSTRAINT hidden_rows_kind_check CHECK ((kind = ANY (ARRAY['post'::text, 'comment'::text, 'follow'::text, 'membership'::text, 'activity'::text])))
+);
+
+
+--
+-- Name: TABLE hidden_rows; Type: COMMENT; Schema: app_private; Owner: -
+--
+
+COMMENT ON TABLE app_private.hidden_rows IS 'What app_private.hide_account took out of sight, per hidden account (0261).';
 
 
 --
@@ -5835,6 +6027,17 @@ CREATE TABLE app_private.refresh_tokens (
     created_at timestamp with time zone DEFAULT now() NOT NULL,
     expires_at timestamp with time zone NOT NULL,
     rotated_at timestamp with time zone
+);
+
+
+--
+-- Name: removed_posts; Type: TABLE; Schema: app_private; Owner: -
+--
+
+CREATE TABLE app_private.removed_posts (
+    post_id uuid NOT NULL,
+    removed_at timestamp with time zone DEFAULT now() NOT NULL,
+    reason text NOT NULL
 );
 
 
@@ -6364,6 +6567,14 @@ ALTER TABLE ONLY app.vote_scope_receipts
 
 
 --
+-- Name: account_states account_states_pkey; Type: CONSTRAINT; Schema: app_private; Owner: -
+--
+
+ALTER TABLE ONLY app_private.account_states
+    ADD CONSTRAINT account_states_pkey PRIMARY KEY (user_id);
+
+
+--
 -- Name: anonymous_devices anonymous_devices_pkey; Type: CONSTRAINT; Schema: app_private; Owner: -
 --
 
@@ -6449,6 +6660,14 @@ ALTER TABLE ONLY app_private.rate_limits
 
 ALTER TABLE ONLY app_private.refresh_tokens
     ADD CONSTRAINT refresh_tokens_pkey PRIMARY KEY (token_hash);
+
+
+--
+-- Name: removed_posts removed_posts_pkey; Type: CONSTRAINT; Schema: app_private; Owner: -
+--
+
+ALTER TABLE ONLY app_private.removed_posts
+    ADD CONSTRAINT removed_posts_pkey PRIMARY KEY (post_id);
 
 
 --
@@ -6931,6 +7150,13 @@ CREATE INDEX vote_receipts_user ON app.vote_receipts USING btree (user_id, voted
 --
 
 CREATE INDEX badge_changes_tx_id ON app_private.badge_changes USING btree (tx_id);
+
+
+--
+-- Name: hidden_rows_user; Type: INDEX; Schema: app_private; Owner: -
+--
+
+CREATE INDEX hidden_rows_user ON app_private.hidden_rows USING btree (user_id, kind);
 
 
 --
@@ -7679,11 +7905,27 @@ ALTER TABLE ONLY app.vote_counters
 
 
 --
+-- Name: account_states account_states_user_id_fkey; Type: FK CONSTRAINT; Schema: app_private; Owner: -
+--
+
+ALTER TABLE ONLY app_private.account_states
+    ADD CONSTRAINT account_states_user_id_fkey FOREIGN KEY (user_id) REFERENCES app.users(id);
+
+
+--
 -- Name: anonymous_devices anonymous_devices_user_id_fkey; Type: FK CONSTRAINT; Schema: app_private; Owner: -
 --
 
 ALTER TABLE ONLY app_private.anonymous_devices
     ADD CONSTRAINT anonymous_devices_user_id_fkey FOREIGN KEY (user_id) REFERENCES app.users(id);
+
+
+--
+-- Name: hidden_rows hidden_rows_user_id_fkey; Type: FK CONSTRAINT; Schema: app_private; Owner: -
+--
+
+ALTER TABLE ONLY app_private.hidden_rows
+    ADD CONSTRAINT hidden_rows_user_id_fkey FOREIGN KEY (user_id) REFERENCES app.users(id);
 
 
 --
@@ -7732,6 +7974,14 @@ ALTER TABLE ONLY app_private.push_deliveries
 
 ALTER TABLE ONLY app_private.refresh_tokens
     ADD CONSTRAINT refresh_tokens_session_id_fkey FOREIGN KEY (session_id) REFERENCES app.sessions(id);
+
+
+--
+-- Name: removed_posts removed_posts_post_id_fkey; Type: FK CONSTRAINT; Schema: app_private; Owner: -
+--
+
+ALTER TABLE ONLY app_private.removed_posts
+    ADD CONSTRAINT removed_posts_post_id_fkey FOREIGN KEY (post_id) REFERENCES app.posts(id);
 
 
 --
@@ -9201,6 +9451,14 @@ GRANT ALL ON FUNCTION app.report_user(p_user_id uuid, p_reason app.report_reason
 
 
 --
+-- Name: FUNCTION request_account_deletion(OUT scheduled_for timestamp with time zone); Type: ACL; Schema: app; Owner: -
+--
+
+REVOKE ALL ON FUNCTION app.request_account_deletion(OUT scheduled_for timestamp with time zone) FROM PUBLIC;
+GRANT ALL ON FUNCTION app.request_account_deletion(OUT scheduled_for timestamp with time zone) TO app_user;
+
+
+--
 -- Name: FUNCTION request_otp(p_phone text, p_code_hash bytea); Type: ACL; Schema: app; Owner: -
 --
 
@@ -9494,6 +9752,13 @@ GRANT ALL ON FUNCTION app.viewer_session_id() TO app_worker;
 
 REVOKE ALL ON FUNCTION app.vote_tally(p_post_id uuid, p_hub_id uuid) FROM PUBLIC;
 GRANT ALL ON FUNCTION app.vote_tally(p_post_id uuid, p_hub_id uuid) TO app_anonymous;
+
+
+--
+-- Name: FUNCTION account_hidden(p_user_id uuid); Type: ACL; Schema: app_private; Owner: -
+--
+
+REVOKE ALL ON FUNCTION app_private.account_hidden(p_user_id uuid) FROM PUBLIC;
 
 
 --
@@ -9943,6 +10208,13 @@ REVOKE ALL ON FUNCTION app_private.forget_revoked_session_devices() FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION app_private.forget_upload_intents(p_ids uuid[]) FROM PUBLIC;
 GRANT ALL ON FUNCTION app_private.forget_upload_intents(p_ids uuid[]) TO app_worker;
+
+
+--
+-- Name: FUNCTION hide_account(p_user_id uuid); Type: ACL; Schema: app_private; Owner: -
+--
+
+REVOKE ALL ON FUNCTION app_private.hide_account(p_user_id uuid) FROM PUBLIC;
 
 
 --
@@ -10406,6 +10678,13 @@ REVOKE ALL ON FUNCTION app_private.seed_vote_counters(p_post_id uuid, p_hub_id u
 --
 
 REVOKE ALL ON FUNCTION app_private.session_level(p_session_id uuid, p_user_id uuid) FROM PUBLIC;
+
+
+--
+-- Name: FUNCTION show_account(p_user_id uuid); Type: ACL; Schema: app_private; Owner: -
+--
+
+REVOKE ALL ON FUNCTION app_private.show_account(p_user_id uuid) FROM PUBLIC;
 
 
 --

@@ -15,6 +15,7 @@ import type { Services } from './services.ts';
 import { authEndpoints } from './auth/routes.ts';
 import { onboardingEndpoints } from './onboarding/routes.ts';
 import { userEndpoints } from './users/routes.ts';
+import { deletionEndpoints } from './users/deletion.ts';
 import { pushDeviceEndpoints } from './users/push-devices.ts';
 import { notificationSettingsEndpoints } from './users/notification-settings.ts';
 import { uploadEndpoints } from './uploads/routes.ts';
@@ -43,6 +44,7 @@ export const allEndpoints: Endpoint[] = [
   ...authEndpoints,
   ...onboardingEndpoints,
   ...pushDeviceEndpoints,
+  ...deletionEndpoints,
   ...notificationSettingsEndpoints,
   ...userEndpoints,
   ...followEndpoints,
