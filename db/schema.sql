@@ -150,6 +150,22 @@ CREATE TYPE app.join_request_status AS ENUM (
 
 
 --
+-- Name: moderation_action; Type: TYPE; Schema: app; Owner: -
+--
+
+CREATE TYPE app.moderation_action AS ENUM (
+    'remove_post',
+    'restore_post',
+    'suspend_user',
+    'unsuspend_user',
+    'remove_hub',
+    'resolve_report',
+    'dismiss_report',
+    'reopen_report'
+);
+
+
+--
 -- Name: notification_type; Type: TYPE; Schema: app; Owner: -
 --
 
@@ -205,6 +221,17 @@ CREATE TYPE app.report_reason AS ENUM (
     'sexual',
     'misinformation',
     'other'
+);
+
+
+--
+-- Name: report_state; Type: TYPE; Schema: app; Owner: -
+--
+
+CREATE TYPE app.report_state AS ENUM (
+    'open',
+    'resolved',
+    'dismissed'
 );
 
 
@@ -1058,6 +1085,34 @@ $$;
 
 
 --
+-- Name: moderation_log; Type: TABLE; Schema: app; Owner: -
+--
+
+CREATE TABLE app.moderation_log (
+    id bigint NOT NULL,
+    action app.moderation_action NOT NULL,
+    target_type app.report_target NOT NULL,
+    target_id uuid NOT NULL,
+    reason text,
+    report_ids uuid[] DEFAULT '{}'::uuid[] NOT NULL,
+    actor text NOT NULL,
+    created_at timestamp with time zone DEFAULT now() NOT NULL
+);
+
+ALTER TABLE ONLY app.moderation_log FORCE ROW LEVEL SECURITY;
+
+
+--
+-- Name: dismiss_report(uuid); Type: FUNCTION; Schema: app; Owner: -
+--
+
+CREATE FUNCTION app.dismiss_report(p_report_id uuid) RETURNS app.moderation_log
+    LANGUAGE sql SECURITY DEFINER
+    SET search_path TO 'pg_catalog'
+    AS $$ select app_private.decide_report(p_report_id, 'dismissed', 'dismiss_report') $$;
+
+
+--
 -- Name: fail(text); Type: FUNCTION; Schema: app; Owner: -
 --
 
@@ -1653,6 +1708,23 @@ $$;
 
 
 --
+-- Name: open_report_groups(); Type: FUNCTION; Schema: app; Owner: -
+--
+
+CREATE FUNCTION app.open_report_groups() RETURNS TABLE(target_type app.report_target, target_id uuid, report_ids uuid[], count integer, reasons text[], snapshot jsonb, first_reported_at timestamp with time zone)
+    LANGUAGE sql STABLE SECURITY DEFINER
+    SET search_path TO 'pg_catalog'
+    AS $$
+  select r.target_type, r.target_id, array_agg(r.id order by r.created_at, r.id), count(*)::integer,
+         array_agg(distinct r.reason::text order by r.reason::text), (array_agg(r.snapshot order by r.created_at desc, r.id desc))[1], min(r.created_at)
+  from app.reports r
+  where r.state = 'open'
+  group by r.target_type, r.target_id
+  order by count(*) desc, min(r.created_at), r.target_id
+$$;
+
+
+--
 -- Name: post_assets_usable(uuid[]); Type: FUNCTION; Schema: app; Owner: -
 --
 
@@ -1931,6 +2003,32 @@ $$;
 
 
 --
+-- Name: remove_hub(uuid, text); Type: FUNCTION; Schema: app; Owner: -
+--
+
+CREATE FUNCTION app.remove_hub(p_hub_id uuid, p_reason text) RETURNS app.moderation_log
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog'
+    AS $$
+begin
+  perform app_private.require_reason(p_reason);
+  perform from app.hubs h where h.id = p_hub_id for update;
+  if not found then
+    perform app.fail('HUB_NOT_FOUND');
+  end if;
+  update app.hubs set removed_at = now() where id = p_hub_id and removed_at is null;
+  if found then
+    delete from app.hub_memberships where hub_id = p_hub_id;
+    update app.hub_invitations set expires_at = now() where hub_id = p_hub_id and status = 'invited' and expires_at > now();
+    update app.hub_invite_links set expires_at = now() where hub_id = p_hub_id and expires_at > now();
+    update app.hub_join_requests set status = 'rejected', decided_at = now() where hub_id = p_hub_id and status = 'pending';
+  end if;
+  return app_private.log_moderation('remove_hub', 'hub', p_hub_id, p_reason, app_private.resolve_target_reports('hub', p_hub_id));
+end
+$$;
+
+
+--
 -- Name: remove_hub_member(uuid, uuid); Type: FUNCTION; Schema: app; Owner: -
 --
 
@@ -1954,21 +2052,55 @@ $$;
 
 
 --
+-- Name: remove_post(uuid, text); Type: FUNCTION; Schema: app; Owner: -
+--
+
+CREATE FUNCTION app.remove_post(p_post_id uuid, p_reason text) RETURNS app.moderation_log
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog'
+    AS $$
+declare
+  v_post app.posts;
+begin
+  perform app_private.require_reason(p_reason);
+  select * into v_post from app.posts p where p.id = p_post_id for update;
+  if not found then
+    perform app.fail('POST_NOT_FOUND');
+  end if;
+  insert into app_private.removed_posts (post_id, reason, prior_deleted_at) values (p_post_id, p_reason, v_post.deleted_at)
+    on conflict (post_id) do nothing;
+  if found then
+    update app.posts set deleted_at = now() where id = p_post_id and deleted_at is null;
+    insert into app.notifications (recipient_id, type, post_id) values (v_post.author_id, 'post_removed', p_post_id);
+  end if;
+  return app_private.log_moderation('remove_post', 'post', p_post_id, p_reason, app_private.resolve_target_reports('post', p_post_id));
+end
+$$;
+
+
+--
+-- Name: reopen_report(uuid); Type: FUNCTION; Schema: app; Owner: -
+--
+
+CREATE FUNCTION app.reopen_report(p_report_id uuid) RETURNS app.moderation_log
+    LANGUAGE sql SECURITY DEFINER
+    SET search_path TO 'pg_catalog'
+    AS $$ select app_private.decide_report(p_report_id, 'open', 'reopen_report') $$;
+
+
+--
 -- Name: report_hub(uuid, app.report_reason, text); Type: FUNCTION; Schema: app; Owner: -
 --
 
 CREATE FUNCTION app.report_hub(p_hub_id uuid, p_reason app.report_reason, p_details text) RETURNS uuid
-    LANGUAGE plpgsql
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog'
     AS $$
-declare
-  v_report uuid;
 begin
-  if not exists (select from app.hubs h where h.id = p_hub_id) then
+  if not exists (select from app.hubs h where h.id = p_hub_id and h.removed_at is null) then
     perform app.fail('HUB_NOT_FOUND');
   end if;
-  insert into app.reports (reporter_id, target_type, target_id, reason, details)
-    values (app.viewer_id(), 'hub', p_hub_id, p_reason, p_details) returning id into v_report;
-  return v_report;
+  return app_private.file_report('hub', p_hub_id, p_reason, p_details);
 end
 $$;
 
@@ -1978,17 +2110,14 @@ $$;
 --
 
 CREATE FUNCTION app.report_post(p_post_id uuid, p_reason app.report_reason, p_details text) RETURNS uuid
-    LANGUAGE plpgsql
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog'
     AS $$
-declare
-  v_report uuid;
 begin
-  if not exists (select from app.posts p where p.id = p_post_id) then
+  if not app.can_see_post(p_post_id) then
     perform app.fail('POST_NOT_FOUND');
   end if;
-  insert into app.reports (reporter_id, target_type, target_id, reason, details)
-    values (app.viewer_id(), 'post', p_post_id, p_reason, p_details) returning id into v_report;
-  return v_report;
+  return app_private.file_report('post', p_post_id, p_reason, p_details);
 end
 $$;
 
@@ -1998,17 +2127,16 @@ $$;
 --
 
 CREATE FUNCTION app.report_user(p_user_id uuid, p_reason app.report_reason, p_details text) RETURNS uuid
-    LANGUAGE plpgsql
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog'
     AS $$
-declare
-  v_report uuid;
 begin
-  if p_user_id = app.viewer_id() or not exists (select from app.users u where u.id = p_user_id and u.username is not null) then
+  if p_user_id = app.viewer_id()
+     or not exists (select from app.users u where u.id = p_user_id and u.username is not null)
+     or p_user_id = any (app.viewer_block_list()) then
     perform app.fail('USER_NOT_FOUND');
   end if;
-  insert into app.reports (reporter_id, target_type, target_id, reason, details)
-    values (app.viewer_id(), 'user', p_user_id, p_reason, p_details) returning id into v_report;
-  return v_report;
+  return app_private.file_report('user', p_user_id, p_reason, p_details);
 end
 $$;
 
@@ -2135,6 +2263,47 @@ begin
     when 2 then 'PROFILE_BASICS_REQUIRED'
     when 3 then 'PHONE_VERIFICATION_REQUIRED'
     else 'HUB_READINESS_REQUIRED' end);
+end
+$$;
+
+
+--
+-- Name: resolve_report(uuid); Type: FUNCTION; Schema: app; Owner: -
+--
+
+CREATE FUNCTION app.resolve_report(p_report_id uuid) RETURNS app.moderation_log
+    LANGUAGE sql SECURITY DEFINER
+    SET search_path TO 'pg_catalog'
+    AS $$ select app_private.decide_report(p_report_id, 'resolved', 'resolve_report') $$;
+
+
+--
+-- Name: restore_post(uuid); Type: FUNCTION; Schema: app; Owner: -
+--
+
+CREATE FUNCTION app.restore_post(p_post_id uuid) RETURNS app.moderation_log
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog'
+    AS $$
+declare
+  v_post app.posts;
+  v_removed app_private.removed_posts;
+begin
+  select * into v_post from app.posts p where p.id = p_post_id for update;
+  if not found then
+    perform app.fail('POST_NOT_FOUND');
+  end if;
+  delete from app_private.removed_posts r where r.post_id = p_post_id returning * into v_removed;
+  if found and v_removed.prior_deleted_at is null then
+    if app_private.account_hidden(v_post.author_id) then
+      insert into app_private.hidden_rows (user_id, kind, row_id)
+        select v_post.author_id, 'post', p_post_id
+        where not exists (select from app_private.hidden_rows h where h.user_id = v_post.author_id and h.kind = 'post' and h.row_id = p_post_id);
+    else
+      update app.posts set deleted_at = null where id = p_post_id;
+    end if;
+  end if;
+  return app_private.log_moderation('restore_post', 'post', p_post_id, null, '{}');
 end
 $$;
 
@@ -2302,6 +2471,40 @@ $$;
 
 
 --
+-- Name: suspend_user(uuid, integer, text); Type: FUNCTION; Schema: app; Owner: -
+--
+
+CREATE FUNCTION app.suspend_user(p_user_id uuid, p_days integer, p_reason text) RETURNS app.moderation_log
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog'
+    AS $$
+declare
+  v_until timestamptz;
+begin
+  perform app_private.require_reason(p_reason);
+  if p_days is not null and (p_days < 1 or p_days > 36500) then
+    perform app.fail('VALIDATION_FAILED');
+  end if;
+  perform from app.users u where u.id = p_user_id and u.merged_into is null for update;
+  if not found then
+    perform app.fail('USER_NOT_FOUND');
+  end if;
+  perform app_private.hide_account(p_user_id);
+  v_until := case when p_days is not null then now() + make_interval(days => p_days) end;
+  update app_private.account_states s set suspended_at = now(), suspended_until = v_until, suspension_reason = p_reason
+    where s.user_id = p_user_id;
+  if v_until is not null then
+    perform graphile_worker.add_job('lift_suspension', json_build_object('userId', p_user_id), run_at => v_until,
+      job_key => 'lift_suspension:' || p_user_id, job_key_mode => 'replace');
+  else
+    perform graphile_worker.remove_job('lift_suspension:' || p_user_id);
+  end if;
+  return app_private.log_moderation('suspend_user', 'user', p_user_id, p_reason, app_private.resolve_target_reports('user', p_user_id));
+end
+$$;
+
+
+--
 -- Name: unblock_user(uuid); Type: FUNCTION; Schema: app; Owner: -
 --
 
@@ -2344,6 +2547,25 @@ CREATE FUNCTION app.unread_counts() RETURNS TABLE(hub_id uuid, unread bigint)
     LANGUAGE plpgsql STABLE SECURITY DEFINER
     SET search_path TO 'pg_catalog'
     AS $$ begin return query select u.hub_id, u.unread from app_private.unread_counts(app.viewer_id()) u; end $$;
+
+
+--
+-- Name: unsuspend_user(uuid); Type: FUNCTION; Schema: app; Owner: -
+--
+
+CREATE FUNCTION app.unsuspend_user(p_user_id uuid) RETURNS app.moderation_log
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog'
+    AS $$
+begin
+  perform from app.users u where u.id = p_user_id and u.merged_into is null for update;
+  if not found then
+    perform app.fail('USER_NOT_FOUND');
+  end if;
+  perform app_private.end_suspension(p_user_id);
+  return app_private.log_moderation('unsuspend_user', 'user', p_user_id, null, '{}');
+end
+$$;
 
 
 --
@@ -3358,6 +3580,34 @@ $$;
 
 
 --
+-- Name: decide_report(uuid, app.report_state, app.moderation_action); Type: FUNCTION; Schema: app_private; Owner: -
+--
+
+CREATE FUNCTION app_private.decide_report(p_report_id uuid, p_state app.report_state, p_action app.moderation_action) RETURNS app.moderation_log
+    LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog'
+    AS $$
+declare
+  v_report app.reports;
+begin
+  select * into v_report from app.reports r where r.id = p_report_id for update;
+  if not found then
+    perform app.fail('REPORT_NOT_FOUND');
+  end if;
+  if p_state = 'open' then
+    update app.reports r set state = 'open', decided_at = null, decided_by = null
+      where r.id = p_report_id and r.state <> 'open'
+        and not exists (select from app.reports o where o.reporter_id = v_report.reporter_id and o.target_type = v_report.target_type
+                        and o.target_id = v_report.target_id and o.state = 'open');
+  else
+    update app.reports r set state = p_state, decided_at = now(), decided_by = app_private.moderator() where r.id = p_report_id;
+  end if;
+  return app_private.log_moderation(p_action, v_report.target_type, v_report.target_id, null, array[p_report_id]);
+end
+$$;
+
+
+--
 -- Name: dispatch_notifications(); Type: FUNCTION; Schema: app_private; Owner: -
 --
 
@@ -3383,6 +3633,23 @@ begin
       then json_build_object('from', v_from::text, 'to', v_to::text, 'badges', true)
       else json_build_object('from', v_from::text, 'to', v_to::text) end::text);
   end if;
+end
+$$;
+
+
+--
+-- Name: end_suspension(uuid); Type: FUNCTION; Schema: app_private; Owner: -
+--
+
+CREATE FUNCTION app_private.end_suspension(p_user_id uuid) RETURNS void
+    LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog'
+    AS $$
+begin
+  update app_private.account_states s set suspended_at = null, suspended_until = null, suspension_reason = null
+    where s.user_id = p_user_id;
+  perform app_private.show_account(p_user_id);
+  perform graphile_worker.remove_job('lift_suspension:' || p_user_id);
 end
 $$;
 
@@ -3498,6 +3765,31 @@ begin
     v_window := v_window * 2;
   end loop;
   return query select * from unnest(v_items);
+end
+$$;
+
+
+--
+-- Name: file_report(app.report_target, uuid, app.report_reason, text); Type: FUNCTION; Schema: app_private; Owner: -
+--
+
+CREATE FUNCTION app_private.file_report(p_type app.report_target, p_target uuid, p_reason app.report_reason, p_details text) RETURNS uuid
+    LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog'
+    AS $$
+declare
+  v_viewer uuid := app.viewer_id();
+  v_report uuid;
+begin
+  insert into app.reports (reporter_id, target_type, target_id, reason, details)
+    values (v_viewer, p_type, p_target, p_reason, p_details)
+    on conflict (reporter_id, target_type, target_id) where state = 'open' do nothing
+    returning id into v_report;
+  if v_report is null then
+    select r.id into v_report from app.reports r
+      where r.reporter_id = v_viewer and r.target_type = p_type and r.target_id = p_target and r.state = 'open';
+  end if;
+  return v_report;
 end
 $$;
 
@@ -3858,6 +4150,27 @@ $$;
 
 
 --
+-- Name: lift_suspension(uuid); Type: FUNCTION; Schema: app_private; Owner: -
+--
+
+CREATE FUNCTION app_private.lift_suspension(p_user_id uuid) RETURNS boolean
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog'
+    AS $$
+begin
+  perform set_config('app.moderator', 'suspension ended', true);
+  perform from app_private.account_states s where s.user_id = p_user_id and s.suspended_until <= now() for update;
+  if not found then
+    return false;
+  end if;
+  perform app_private.end_suspension(p_user_id);
+  perform app_private.log_moderation('unsuspend_user', 'user', p_user_id, null, '{}');
+  return true;
+end
+$$;
+
+
+--
 -- Name: live_badges(xid8, xid8); Type: FUNCTION; Schema: app_private; Owner: -
 --
 
@@ -3933,6 +4246,20 @@ $$;
 CREATE FUNCTION app_private.lock_reposts(p_post_ids uuid[]) RETURNS void
     LANGUAGE sql
     AS $$ select from app.posts p where p.id = any (p_post_ids) order by p.id for share $$;
+
+
+--
+-- Name: log_moderation(app.moderation_action, app.report_target, uuid, text, uuid[]); Type: FUNCTION; Schema: app_private; Owner: -
+--
+
+CREATE FUNCTION app_private.log_moderation(p_action app.moderation_action, p_type app.report_target, p_target uuid, p_reason text, p_reports uuid[]) RETURNS app.moderation_log
+    LANGUAGE sql
+    SET search_path TO 'pg_catalog'
+    AS $$
+  insert into app.moderation_log (action, target_type, target_id, reason, report_ids, actor)
+    values (p_action, p_type, p_target, p_reason, p_reports, app_private.moderator())
+    returning *
+$$;
 
 
 --
@@ -4068,6 +4395,24 @@ begin
   delete from app.vote_receipts where user_id = p_source and post_id in (select post_id from merged_votes);
 end
 $$;
+
+
+--
+-- Name: moderation_log_append_only(); Type: FUNCTION; Schema: app_private; Owner: -
+--
+
+CREATE FUNCTION app_private.moderation_log_append_only() RETURNS trigger
+    LANGUAGE plpgsql
+    AS $$ begin raise exception 'the moderation log is append-only'; end $$;
+
+
+--
+-- Name: moderator(); Type: FUNCTION; Schema: app_private; Owner: -
+--
+
+CREATE FUNCTION app_private.moderator() RETURNS text
+    LANGUAGE sql STABLE
+    AS $$ select coalesce(nullif(current_setting('app.moderator', true), ''), 'admin token') $$;
 
 
 --
@@ -4633,6 +4978,55 @@ $$;
 
 
 --
+-- Name: report_filed(); Type: FUNCTION; Schema: app_private; Owner: -
+--
+
+CREATE FUNCTION app_private.report_filed() RETURNS trigger
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog'
+    AS $$
+begin
+  new.state := 'open';
+  new.decided_at := null;
+  new.decided_by := null;
+  new.snapshot := app_private.report_snapshot(new.target_type, new.target_id);
+  return new;
+end
+$$;
+
+
+--
+-- Name: report_snapshot(app.report_target, uuid); Type: FUNCTION; Schema: app_private; Owner: -
+--
+
+CREATE FUNCTION app_private.report_snapshot(p_type app.report_target, p_target uuid) RETURNS jsonb
+    LANGUAGE sql STABLE
+    SET search_path TO 'pg_catalog'
+    AS $$
+  select case p_type
+    when 'post' then (
+      select jsonb_build_object('authorId', p.author_id, 'authorUsername', coalesce(u.username, s.held_username),
+                                'thoughtText', p.thought_text, 'sliderText', p.slider_text,
+                                'sliderLabels', case when p.slider_text is not null then jsonb_build_array(p.slider_left_label, p.slider_right_label) end,
+                                'articleTitle', a.title, 'articleUrl', a.url, 'sourcePostId', p.source_post_id,
+                                'visibility', p.visibility, 'createdAt', p.created_at)
+      from app.posts p
+      join app.users u on u.id = p.author_id
+      left join app_private.account_states s on s.user_id = p.author_id
+      left join app.articles a on a.id = p.article_id
+      where p.id = p_target)
+    when 'user' then (
+      select jsonb_build_object('username', coalesce(u.username, s.held_username), 'fullName', u.full_name, 'bio', u.bio)
+      from app.users u left join app_private.account_states s on s.user_id = u.id
+      where u.id = p_target)
+    else (
+      select jsonb_build_object('name', h.name, 'description', h.description, 'customLink', h.custom_link)
+      from app.hubs h where h.id = p_target)
+  end
+$$;
+
+
+--
 -- Name: repost_row_visible(uuid, uuid); Type: FUNCTION; Schema: app_private; Owner: -
 --
 
@@ -4658,6 +5052,37 @@ CREATE FUNCTION app_private.repost_visible(p_repost app.posts, p_user_id uuid) R
              where ph.post_id = p_repost.id and ph.kind = 'target' and app.is_active_member(ph.hub_id, p_user_id))
            else false
          end
+$$;
+
+
+--
+-- Name: require_reason(text); Type: FUNCTION; Schema: app_private; Owner: -
+--
+
+CREATE FUNCTION app_private.require_reason(p_reason text) RETURNS void
+    LANGUAGE plpgsql
+    AS $$
+begin
+  if p_reason is null or btrim(p_reason) = '' or char_length(p_reason) > 1000 then
+    perform app.fail('VALIDATION_FAILED');
+  end if;
+end
+$$;
+
+
+--
+-- Name: resolve_target_reports(app.report_target, uuid); Type: FUNCTION; Schema: app_private; Owner: -
+--
+
+CREATE FUNCTION app_private.resolve_target_reports(p_type app.report_target, p_target uuid) RETURNS uuid[]
+    LANGUAGE sql
+    SET search_path TO 'pg_catalog'
+    AS $$
+  with decided as (
+    update app.reports r set state = 'resolved', decided_at = now(), decided_by = app_private.moderator()
+    where r.target_type = p_type and r.target_id = p_target and r.state = 'open'
+    returning r.id)
+  select coalesce(array_agg(d.id order by d.id), '{}') from decided d
 $$;
 
 
@@ -4755,7 +5180,9 @@ begin
     on conflict do nothing;
   insert into app.hub_memberships
     select m.* from app_private.hidden_rows h cross join lateral jsonb_populate_record(null::app.hub_memberships, h.data) m
-    where h.user_id = p_user_id and h.kind = 'membership' and exists (select from app.hubs x where x.id = m.hub_id)
+    where h.user_id = p_user_id and h.kind = 'membership'
+      -- removed_at: a hub internal tooling removed meanwhile (column of 0262)
+      and exists (select from app.hubs x where x.id = m.hub_id and x.removed_at is null)
     on conflict do nothing;
   insert into app.activity_events overriding system value
     select e.* from app_private.hidden_rows h cross join lateral jsonb_populate_record(null::app.activity_events, h.data) e
@@ -5564,6 +5991,7 @@ CREATE TABLE app.hubs (
     created_by uuid NOT NULL,
     created_at timestamp with time zone DEFAULT now() NOT NULL,
     last_activity_at timestamp with time zone DEFAULT now() NOT NULL,
+    removed_at timestamp with time zone,
     CONSTRAINT hubs_custom_link_check CHECK ((custom_link ~ '^[a-z0-9_-]{3,40}$'::text)),
     CONSTRAINT hubs_description_check CHECK ((char_length(description) <= 1000)),
     CONSTRAINT hubs_name_check CHECK (((char_length(name) >= 3) AND (char_length(name) <= 60)))
@@ -5589,6 +6017,20 @@ CREATE VIEW app.hub_stats WITH (security_invoker='true') AS
 
 COMMENT ON VIEW app.hub_stats IS '@primaryKey hub_id
 @foreignKey (hub_id) references app.hubs (id)';
+
+
+--
+-- Name: moderation_log_id_seq; Type: SEQUENCE; Schema: app; Owner: -
+--
+
+ALTER TABLE app.moderation_log ALTER COLUMN id ADD GENERATED ALWAYS AS IDENTITY (
+    SEQUENCE NAME app.moderation_log_id_seq
+    START WITH 1
+    INCREMENT BY 1
+    NO MINVALUE
+    NO MAXVALUE
+    CACHE 1
+);
 
 
 --
@@ -5686,12 +6128,16 @@ ALTER TABLE ONLY app.push_devices FORCE ROW LEVEL SECURITY;
 
 CREATE TABLE app.reports (
     id uuid DEFAULT gen_random_uuid() NOT NULL,
-    reporter_id uuid NOT NULL,
+    reporter_id uuid,
     target_type app.report_target NOT NULL,
     target_id uuid NOT NULL,
     reason app.report_reason NOT NULL,
     details text,
     created_at timestamp with time zone DEFAULT now() NOT NULL,
+    state app.report_state DEFAULT 'open'::app.report_state NOT NULL,
+    decided_at timestamp with time zone,
+    decided_by text,
+    snapshot jsonb,
     CONSTRAINT reports_details_check CHECK ((char_length(details) <= 1000))
 );
 
@@ -6037,7 +6483,8 @@ CREATE TABLE app_private.refresh_tokens (
 CREATE TABLE app_private.removed_posts (
     post_id uuid NOT NULL,
     removed_at timestamp with time zone DEFAULT now() NOT NULL,
-    reason text NOT NULL
+    reason text NOT NULL,
+    prior_deleted_at timestamp with time zone
 );
 
 
@@ -6412,6 +6859,14 @@ ALTER TABLE ONLY app.hubs
 
 ALTER TABLE ONLY app.hubs
     ADD CONSTRAINT hubs_pkey PRIMARY KEY (id);
+
+
+--
+-- Name: moderation_log moderation_log_pkey; Type: CONSTRAINT; Schema: app; Owner: -
+--
+
+ALTER TABLE ONLY app.moderation_log
+    ADD CONSTRAINT moderation_log_pkey PRIMARY KEY (id);
 
 
 --
@@ -6964,6 +7419,13 @@ CREATE INDEX hubs_recommended ON app.hubs USING btree (name) WHERE is_recommende
 
 
 --
+-- Name: moderation_log_newest; Type: INDEX; Schema: app; Owner: -
+--
+
+CREATE INDEX moderation_log_newest ON app.moderation_log USING btree (created_at DESC, id DESC);
+
+
+--
 -- Name: notifications_fanout_once; Type: INDEX; Schema: app; Owner: -
 --
 
@@ -7066,6 +7528,20 @@ CREATE INDEX push_devices_session ON app.push_devices USING btree (session_id);
 --
 
 CREATE INDEX push_devices_user ON app.push_devices USING btree (user_id, last_seen_at DESC);
+
+
+--
+-- Name: reports_one_open; Type: INDEX; Schema: app; Owner: -
+--
+
+CREATE UNIQUE INDEX reports_one_open ON app.reports USING btree (reporter_id, target_type, target_id) WHERE (state = 'open'::app.report_state);
+
+
+--
+-- Name: reports_open_targets; Type: INDEX; Schema: app; Owner: -
+--
+
+CREATE INDEX reports_open_targets ON app.reports USING btree (target_type, target_id, created_at) WHERE (state = 'open'::app.report_state);
 
 
 --
@@ -7314,6 +7790,20 @@ CREATE TRIGGER hub_profiles_queue_replaced_photo AFTER UPDATE OF profile_asset_i
 
 
 --
+-- Name: moderation_log moderation_log_append_only; Type: TRIGGER; Schema: app; Owner: -
+--
+
+CREATE TRIGGER moderation_log_append_only BEFORE DELETE OR UPDATE ON app.moderation_log FOR EACH ROW EXECUTE FUNCTION app_private.moderation_log_append_only();
+
+
+--
+-- Name: moderation_log moderation_log_no_truncate; Type: TRIGGER; Schema: app; Owner: -
+--
+
+CREATE TRIGGER moderation_log_no_truncate BEFORE TRUNCATE ON app.moderation_log FOR EACH STATEMENT EXECUTE FUNCTION app_private.moderation_log_append_only();
+
+
+--
 -- Name: notifications notifications_count_unread_changes; Type: TRIGGER; Schema: app; Owner: -
 --
 
@@ -7395,6 +7885,13 @@ CREATE TRIGGER posts_move_repost_unread_on_delete AFTER DELETE ON app.posts FOR 
 --
 
 CREATE TRIGGER posts_seed_vote_counters AFTER INSERT ON app.posts FOR EACH ROW WHEN ((new.slider_text IS NOT NULL)) EXECUTE FUNCTION app_private.posts_seed_vote_counters();
+
+
+--
+-- Name: reports reports_snapshot; Type: TRIGGER; Schema: app; Owner: -
+--
+
+CREATE TRIGGER reports_snapshot BEFORE INSERT ON app.reports FOR EACH ROW EXECUTE FUNCTION app_private.report_filed();
 
 
 --
@@ -7821,7 +8318,7 @@ ALTER TABLE ONLY app.push_devices
 --
 
 ALTER TABLE ONLY app.reports
-    ADD CONSTRAINT reports_reporter_id_fkey FOREIGN KEY (reporter_id) REFERENCES app.users(id);
+    ADD CONSTRAINT reports_reporter_id_fkey FOREIGN KEY (reporter_id) REFERENCES app.users(id) ON DELETE SET NULL;
 
 
 --
@@ -8246,7 +8743,7 @@ CREATE POLICY hubs_select_admin ON app.hubs FOR SELECT TO app_admin USING (true)
 -- Name: hubs hubs_select_signed_in; Type: POLICY; Schema: app; Owner: -
 --
 
-CREATE POLICY hubs_select_signed_in ON app.hubs FOR SELECT TO app_user USING (true);
+CREATE POLICY hubs_select_signed_in ON app.hubs FOR SELECT TO app_user USING ((removed_at IS NULL));
 
 
 --
@@ -8254,6 +8751,19 @@ CREATE POLICY hubs_select_signed_in ON app.hubs FOR SELECT TO app_user USING (tr
 --
 
 CREATE POLICY hubs_update_recommended_admin ON app.hubs FOR UPDATE TO app_admin USING (true) WITH CHECK (true);
+
+
+--
+-- Name: moderation_log; Type: ROW SECURITY; Schema: app; Owner: -
+--
+
+ALTER TABLE app.moderation_log ENABLE ROW LEVEL SECURITY;
+
+--
+-- Name: moderation_log moderation_log_select_admin; Type: POLICY; Schema: app; Owner: -
+--
+
+CREATE POLICY moderation_log_select_admin ON app.moderation_log FOR SELECT TO app_admin USING (true);
 
 
 --
@@ -8865,6 +9375,21 @@ GRANT ALL ON FUNCTION app.delete_push_device(p_device_id uuid) TO app_user;
 
 
 --
+-- Name: TABLE moderation_log; Type: ACL; Schema: app; Owner: -
+--
+
+GRANT SELECT ON TABLE app.moderation_log TO app_admin;
+
+
+--
+-- Name: FUNCTION dismiss_report(p_report_id uuid); Type: ACL; Schema: app; Owner: -
+--
+
+REVOKE ALL ON FUNCTION app.dismiss_report(p_report_id uuid) FROM PUBLIC;
+GRANT ALL ON FUNCTION app.dismiss_report(p_report_id uuid) TO app_admin;
+
+
+--
 -- Name: FUNCTION fail(code text); Type: ACL; Schema: app; Owner: -
 --
 
@@ -9244,6 +9769,14 @@ GRANT ALL ON FUNCTION app.onboarding_status() TO app_user;
 
 
 --
+-- Name: FUNCTION open_report_groups(); Type: ACL; Schema: app; Owner: -
+--
+
+REVOKE ALL ON FUNCTION app.open_report_groups() FROM PUBLIC;
+GRANT ALL ON FUNCTION app.open_report_groups() TO app_admin;
+
+
+--
 -- Name: FUNCTION post_assets_usable(p_asset_ids uuid[]); Type: ACL; Schema: app; Owner: -
 --
 
@@ -9419,11 +9952,35 @@ GRANT ALL ON FUNCTION app.remove_default_feed_user(username text) TO app_admin;
 
 
 --
+-- Name: FUNCTION remove_hub(p_hub_id uuid, p_reason text); Type: ACL; Schema: app; Owner: -
+--
+
+REVOKE ALL ON FUNCTION app.remove_hub(p_hub_id uuid, p_reason text) FROM PUBLIC;
+GRANT ALL ON FUNCTION app.remove_hub(p_hub_id uuid, p_reason text) TO app_admin;
+
+
+--
 -- Name: FUNCTION remove_hub_member(p_hub_id uuid, p_user_id uuid); Type: ACL; Schema: app; Owner: -
 --
 
 REVOKE ALL ON FUNCTION app.remove_hub_member(p_hub_id uuid, p_user_id uuid) FROM PUBLIC;
 GRANT ALL ON FUNCTION app.remove_hub_member(p_hub_id uuid, p_user_id uuid) TO app_user;
+
+
+--
+-- Name: FUNCTION remove_post(p_post_id uuid, p_reason text); Type: ACL; Schema: app; Owner: -
+--
+
+REVOKE ALL ON FUNCTION app.remove_post(p_post_id uuid, p_reason text) FROM PUBLIC;
+GRANT ALL ON FUNCTION app.remove_post(p_post_id uuid, p_reason text) TO app_admin;
+
+
+--
+-- Name: FUNCTION reopen_report(p_report_id uuid); Type: ACL; Schema: app; Owner: -
+--
+
+REVOKE ALL ON FUNCTION app.reopen_report(p_report_id uuid) FROM PUBLIC;
+GRANT ALL ON FUNCTION app.reopen_report(p_report_id uuid) TO app_admin;
 
 
 --
@@ -9488,6 +10045,22 @@ GRANT ALL ON FUNCTION app.require_hub_role(p_hub_id uuid, p_roles app.hub_role[]
 
 REVOKE ALL ON FUNCTION app.require_level(p_level integer) FROM PUBLIC;
 GRANT ALL ON FUNCTION app.require_level(p_level integer) TO app_anonymous;
+
+
+--
+-- Name: FUNCTION resolve_report(p_report_id uuid); Type: ACL; Schema: app; Owner: -
+--
+
+REVOKE ALL ON FUNCTION app.resolve_report(p_report_id uuid) FROM PUBLIC;
+GRANT ALL ON FUNCTION app.resolve_report(p_report_id uuid) TO app_admin;
+
+
+--
+-- Name: FUNCTION restore_post(p_post_id uuid); Type: ACL; Schema: app; Owner: -
+--
+
+REVOKE ALL ON FUNCTION app.restore_post(p_post_id uuid) FROM PUBLIC;
+GRANT ALL ON FUNCTION app.restore_post(p_post_id uuid) TO app_admin;
 
 
 --
@@ -9564,6 +10137,14 @@ GRANT ALL ON FUNCTION app.share_post_to_hubs(p_post_id uuid, p_hub_ids uuid[]) T
 
 
 --
+-- Name: FUNCTION suspend_user(p_user_id uuid, p_days integer, p_reason text); Type: ACL; Schema: app; Owner: -
+--
+
+REVOKE ALL ON FUNCTION app.suspend_user(p_user_id uuid, p_days integer, p_reason text) FROM PUBLIC;
+GRANT ALL ON FUNCTION app.suspend_user(p_user_id uuid, p_days integer, p_reason text) TO app_admin;
+
+
+--
 -- Name: FUNCTION unblock_user(p_target uuid); Type: ACL; Schema: app; Owner: -
 --
 
@@ -9585,6 +10166,14 @@ GRANT ALL ON FUNCTION app.unfollow_user(p_target uuid) TO app_user;
 
 REVOKE ALL ON FUNCTION app.unread_counts() FROM PUBLIC;
 GRANT ALL ON FUNCTION app.unread_counts() TO app_user;
+
+
+--
+-- Name: FUNCTION unsuspend_user(p_user_id uuid); Type: ACL; Schema: app; Owner: -
+--
+
+REVOKE ALL ON FUNCTION app.unsuspend_user(p_user_id uuid) FROM PUBLIC;
+GRANT ALL ON FUNCTION app.unsuspend_user(p_user_id uuid) TO app_admin;
 
 
 --
@@ -10142,11 +10731,25 @@ REVOKE ALL ON FUNCTION app_private.counter_value(p_counter app_private.counter, 
 
 
 --
+-- Name: FUNCTION decide_report(p_report_id uuid, p_state app.report_state, p_action app.moderation_action); Type: ACL; Schema: app_private; Owner: -
+--
+
+REVOKE ALL ON FUNCTION app_private.decide_report(p_report_id uuid, p_state app.report_state, p_action app.moderation_action) FROM PUBLIC;
+
+
+--
 -- Name: FUNCTION dispatch_notifications(); Type: ACL; Schema: app_private; Owner: -
 --
 
 REVOKE ALL ON FUNCTION app_private.dispatch_notifications() FROM PUBLIC;
 GRANT ALL ON FUNCTION app_private.dispatch_notifications() TO authenticator;
+
+
+--
+-- Name: FUNCTION end_suspension(p_user_id uuid); Type: ACL; Schema: app_private; Owner: -
+--
+
+REVOKE ALL ON FUNCTION app_private.end_suspension(p_user_id uuid) FROM PUBLIC;
 
 
 --
@@ -10178,6 +10781,13 @@ GRANT ALL ON FUNCTION app_private.fan_out_hub_notification(p_payload jsonb) TO a
 --
 
 REVOKE ALL ON FUNCTION app_private.feed_page(p_feed text, p_subject uuid, p_snapshot timestamp with time zone, p_after_at timestamp with time zone, p_after_id uuid, p_limit integer) FROM PUBLIC;
+
+
+--
+-- Name: FUNCTION file_report(p_type app.report_target, p_target uuid, p_reason app.report_reason, p_details text); Type: ACL; Schema: app_private; Owner: -
+--
+
+REVOKE ALL ON FUNCTION app_private.file_report(p_type app.report_target, p_target uuid, p_reason app.report_reason, p_details text) FROM PUBLIC;
 
 
 --
@@ -10323,6 +10933,14 @@ REVOKE ALL ON FUNCTION app_private.invite_phones(p_hub_id uuid, p_phones text[],
 
 
 --
+-- Name: FUNCTION lift_suspension(p_user_id uuid); Type: ACL; Schema: app_private; Owner: -
+--
+
+REVOKE ALL ON FUNCTION app_private.lift_suspension(p_user_id uuid) FROM PUBLIC;
+GRANT ALL ON FUNCTION app_private.lift_suspension(p_user_id uuid) TO app_worker;
+
+
+--
 -- Name: FUNCTION live_badges(p_from xid8, p_to xid8); Type: ACL; Schema: app_private; Owner: -
 --
 
@@ -10351,6 +10969,13 @@ GRANT ALL ON FUNCTION app_private.live_sessions_sync(p_add uuid[], p_remove uuid
 --
 
 REVOKE ALL ON FUNCTION app_private.lock_reposts(p_post_ids uuid[]) FROM PUBLIC;
+
+
+--
+-- Name: FUNCTION log_moderation(p_action app.moderation_action, p_type app.report_target, p_target uuid, p_reason text, p_reports uuid[]); Type: ACL; Schema: app_private; Owner: -
+--
+
+REVOKE ALL ON FUNCTION app_private.log_moderation(p_action app.moderation_action, p_type app.report_target, p_target uuid, p_reason text, p_reports uuid[]) FROM PUBLIC;
 
 
 --
@@ -10407,6 +11032,20 @@ REVOKE ALL ON FUNCTION app_private.merge_user(p_source uuid, p_target uuid) FROM
 --
 
 REVOKE ALL ON FUNCTION app_private.merge_votes(p_source uuid, p_target uuid) FROM PUBLIC;
+
+
+--
+-- Name: FUNCTION moderation_log_append_only(); Type: ACL; Schema: app_private; Owner: -
+--
+
+REVOKE ALL ON FUNCTION app_private.moderation_log_append_only() FROM PUBLIC;
+
+
+--
+-- Name: FUNCTION moderator(); Type: ACL; Schema: app_private; Owner: -
+--
+
+REVOKE ALL ON FUNCTION app_private.moderator() FROM PUBLIC;
 
 
 --
@@ -10646,6 +11285,20 @@ GRANT ALL ON FUNCTION app_private.record_pushes(p_sent bigint[], p_retry bigint[
 
 
 --
+-- Name: FUNCTION report_filed(); Type: ACL; Schema: app_private; Owner: -
+--
+
+REVOKE ALL ON FUNCTION app_private.report_filed() FROM PUBLIC;
+
+
+--
+-- Name: FUNCTION report_snapshot(p_type app.report_target, p_target uuid); Type: ACL; Schema: app_private; Owner: -
+--
+
+REVOKE ALL ON FUNCTION app_private.report_snapshot(p_type app.report_target, p_target uuid) FROM PUBLIC;
+
+
+--
 -- Name: FUNCTION repost_row_visible(p_repost_id uuid, p_user_id uuid); Type: ACL; Schema: app_private; Owner: -
 --
 
@@ -10657,6 +11310,20 @@ REVOKE ALL ON FUNCTION app_private.repost_row_visible(p_repost_id uuid, p_user_i
 --
 
 REVOKE ALL ON FUNCTION app_private.repost_visible(p_repost app.posts, p_user_id uuid) FROM PUBLIC;
+
+
+--
+-- Name: FUNCTION require_reason(p_reason text); Type: ACL; Schema: app_private; Owner: -
+--
+
+REVOKE ALL ON FUNCTION app_private.require_reason(p_reason text) FROM PUBLIC;
+
+
+--
+-- Name: FUNCTION resolve_target_reports(p_type app.report_target, p_target uuid); Type: ACL; Schema: app_private; Owner: -
+--
+
+REVOKE ALL ON FUNCTION app_private.resolve_target_reports(p_type app.report_target, p_target uuid) FROM PUBLIC;
 
 
 --

@@ -139,7 +139,9 @@ begin
     on conflict do nothing;
   insert into app.hub_memberships
     select m.* from app_private.hidden_rows h cross join lateral jsonb_populate_record(null::app.hub_memberships, h.data) m
-    where h.user_id = p_user_id and h.kind = 'membership' and exists (select from app.hubs x where x.id = m.hub_id)
+    where h.user_id = p_user_id and h.kind = 'membership'
+      -- removed_at: a hub internal tooling removed meanwhile (column of 0262)
+      and exists (select from app.hubs x where x.id = m.hub_id and x.removed_at is null)
     on conflict do nothing;
   insert into app.activity_events overriding system value
     select e.* from app_private.hidden_rows h cross join lateral jsonb_populate_record(null::app.activity_events, h.data) e
