@@ -60,16 +60,21 @@ export function createLogger(level: string, output: LogOutput | pino.Destination
 }
 
 /**
- * graphile-worker's lines about losing and retrying its listening connection: one per retry, with
- * no code to tell them by. The worker's OutageLog (worker/runner.ts) reports the outage instead.
+ * graphile-worker's lines about failing to reach the database and retrying: its listening
+ * connection, its periodic reset of locked jobs and its cron loop, one line per retry, with no code
+ * to tell them by. They are logged at debug level and handed to `onRetry`; the worker's OutageLog
+ * (worker/runner.ts) reports the outage once instead.
  */
-const workerReconnectLines = /^(Error with notify listener|Error occurred attempting to UNLISTEN|Error occurred releasing client)/;
+const workerRetryLines =
+  /^(Error with notify listener|Error occurred attempting to UNLISTEN|Error occurred releasing client|Failed to reset locked; we'll try again|Cron hit an error; restarting)/;
 
 /** graphile-worker's logger interface, writing to the process logger. */
-export function workerLogger(log: Log): WorkerLogger {
+export function workerLogger(log: Log, onRetry?: (error: unknown) => void): WorkerLogger {
   return new WorkerLogger((scope) => (level, message, meta) => {
     const child = log.child({ worker: { ...scope } });
-    const method = workerReconnectLines.test(message) ? 'debug' : level === 'error' ? 'error' : level === 'warning' ? 'warn' : level === 'debug' ? 'debug' : 'info';
+    const retry = workerRetryLines.test(message);
+    if (retry) onRetry?.((meta as { error?: unknown } | undefined)?.error ?? message);
+    const method = retry ? 'debug' : level === 'error' ? 'error' : level === 'warning' ? 'warn' : level === 'debug' ? 'debug' : 'info';
     child[method](meta ?? {}, message);
   });
 }

@@ -46,8 +46,8 @@ export async function startWorker(
   } = {},
 ): Promise<Runner> {
   // One warning per database outage and one line when it ends, for the whole worker: its job
-  // fetches, its listening connection (graphile-worker's own lines about it are debug: see
-  // workerLogger) and its heartbeat.
+  // fetches, its listening connection, its reset of locked jobs and its cron loop (graphile-worker's
+  // own lines about those are debug: see workerLogger) and its heartbeat.
   const outage = new OutageLog(log, 'worker', 'jobs wait until it is back', 'failures');
   const liveness = workerLiveness(pool, log, deadAfterSeconds, outage);
   const runner = await run({
@@ -57,7 +57,7 @@ export async function startWorker(
     concurrency,
     noHandleSignals: true,
     pollInterval: 1000,
-    logger: workerLogger(log),
+    logger: workerLogger(log, (error) => outage.failed(error)),
     preset: { plugins: [liveness.plugin] },
   });
   runner.events.on('pool:listen:error', ({ error }) => outage.failed(error));
@@ -65,6 +65,7 @@ export async function startWorker(
   runner.events.on('pool:listen:success', () => outage.recovered());
   runner.events.on('worker:getJob:empty', () => outage.recovered());
   runner.events.on('job:start', () => outage.recovered());
+  runner.events.on('resetLocked:success', () => outage.recovered());
   watch?.(runner.events);
   // Stopping ends the beat and forgets this worker once its jobs are done.
   return {

@@ -3,7 +3,7 @@
 import type { AddressInfo } from 'node:net';
 import { Writable } from 'node:stream';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
-import { createLogger } from '../../logger.ts';
+import { createLogger, workerLogger } from '../../logger.ts';
 import { createApp } from '../../server/app.ts';
 import { createServices } from '../../server/services.ts';
 import { startTestApp, type TestApp } from '../helpers/app.ts';
@@ -101,5 +101,33 @@ describe('request routes', () => {
     for (const line of lines) expect(metrics, line.route).toContain(`route="${line.route}",status="${line.status}"`);
     expect(logged.join('')).not.toContain('secret');
     expect(metrics).not.toContain('nobody_here');
+  });
+});
+
+describe("graphile-worker's retry lines", () => {
+  // Its reset of locked jobs and its cron loop fire at random times; an outage that happens to
+  // cover one of them must not add a line of its own to the one outage warning.
+  it('are debug lines handed to the outage log, and its other errors stay errors', () => {
+    const lines: { level: number; msg: string }[] = [];
+    const sink = new Writable({
+      write(chunk, _encoding, done) {
+        for (const line of String(chunk).split('\n').filter(Boolean)) lines.push(JSON.parse(line) as { level: number; msg: string });
+        done();
+      },
+    });
+    const retried: unknown[] = [];
+    const logger = workerLogger(createLogger('debug', sink), (error) => retried.push(error));
+    const refused = new Error('connect ECONNREFUSED 127.0.0.1:5432');
+    logger.error("Failed to reset locked; we'll try again in 576584ms", { error: refused });
+    logger.error('Cron hit an error; restarting in 1000ms (attempt 1): Error: connect ECONNREFUSED', { error: refused });
+    logger.error('Error with notify listener (trying again in 1000ms): connect ECONNREFUSED', { error: refused });
+    logger.error('Error occurred fetching jobs; will try again on next poll interval.', { error: refused });
+    expect(retried).toEqual([refused, refused, refused]);
+    expect(lines.map((line) => [line.level, line.msg.slice(0, 20)])).toEqual([
+      [20, 'Failed to reset lock'],
+      [20, 'Cron hit an error; r'],
+      [20, 'Error with notify li'],
+      [50, 'Error occurred fetch'],
+    ]);
   });
 });

@@ -110,7 +110,11 @@ describe('npm start', () => {
       });
       expect(graphql.status).toBe(200);
       terminal.stdin.write('\x03'); // Ctrl-C
-      expect(await exited, output).toBe(0);
+      // Ctrl-C reaches npm and the service at once, and npm forwards its copy to the service too.
+      // When that copy lands while Node is already tearing down after `stopped` (its signal handlers
+      // gone), the service ends by the signal and npm reports it the shell's way, 130; otherwise 0.
+      // Either is a clean stop: the lines below prove the shutdown ran to its end.
+      expect([0, 130], output).toContain(await exited);
       expect(output).toMatch(/INFO.*API listening on http:\/\/localhost:/);
       expect(output).toContain(`data: ${new URL(adminUrl).host}/${database}`);
       expect(output).toMatch(/INFO.*stopped/);
