@@ -721,7 +721,7 @@ $$;
 CREATE TABLE app.assets (
     id uuid DEFAULT gen_random_uuid() NOT NULL,
     upload_id uuid NOT NULL,
-    owner_id uuid NOT NULL,
+    owner_id uuid,
     purpose app.upload_purpose NOT NULL,
     content_type text NOT NULL,
     size bigint NOT NULL,
@@ -3172,7 +3172,7 @@ CREATE FUNCTION app_private.co_members_of(p_hubs uuid[], p_viewer uuid) RETURNS 
 
 CREATE TABLE app.upload_intents (
     id uuid DEFAULT gen_random_uuid() NOT NULL,
-    owner_id uuid NOT NULL,
+    owner_id uuid,
     purpose app.upload_purpose NOT NULL,
     content_type text NOT NULL,
     content_length bigint NOT NULL,
@@ -3603,6 +3603,73 @@ begin
     update app.reports r set state = p_state, decided_at = now(), decided_by = app_private.moderator() where r.id = p_report_id;
   end if;
   return app_private.log_moderation(p_action, v_report.target_type, v_report.target_id, null, array[p_report_id]);
+end
+$$;
+
+
+--
+-- Name: delete_hub(uuid); Type: FUNCTION; Schema: app_private; Owner: -
+--
+
+CREATE FUNCTION app_private.delete_hub(p_hub_id uuid) RETURNS void
+    LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog'
+    AS $$
+declare
+  v_photo uuid;
+begin
+  select h.profile_asset_id into v_photo from app.hubs h where h.id = p_hub_id;
+  delete from app.saved_discussions where hub_id = p_hub_id;
+  delete from app.hub_discussion_stats where hub_id = p_hub_id;
+  delete from app.hub_discussion_messages where hub_id = p_hub_id;
+  delete from app.hub_discussions where hub_id = p_hub_id;
+  delete from app.hub_join_requests where hub_id = p_hub_id;
+  delete from app.hub_invitations where hub_id = p_hub_id;
+  delete from app.hub_invite_links where hub_id = p_hub_id;
+  delete from app.hub_memberships where hub_id = p_hub_id;
+  delete from app.hub_activity where hub_id = p_hub_id;
+  delete from app.activity_events where hub_id = p_hub_id;
+  delete from app.vote_scope_receipts where hub_id = p_hub_id;
+  delete from app.vote_counters where hub_id = p_hub_id;
+  delete from app.post_hubs where hub_id = p_hub_id;
+  delete from app.notifications where hub_id = p_hub_id;
+  delete from app.hubs where id = p_hub_id;
+  if v_photo is not null then
+    perform graphile_worker.add_job('delete_asset', json_build_object('assetId', v_photo), job_key => 'delete_asset:' || v_photo);
+  end if;
+end
+$$;
+
+
+--
+-- Name: delete_posts(uuid[]); Type: FUNCTION; Schema: app_private; Owner: -
+--
+
+CREATE FUNCTION app_private.delete_posts(p_posts uuid[]) RETURNS void
+    LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog'
+    AS $$
+begin
+  if cardinality(p_posts) = 0 then
+    return;
+  end if;
+  delete from app.notifications n
+    where n.post_id = any (p_posts) or n.comment_id in (select c.id from app.comments c where c.post_id = any (p_posts));
+  delete from app.comments where post_id = any (p_posts);
+  delete from app.saved_discussions s using app.hub_discussions d where d.id = s.discussion_id and d.post_id = any (p_posts);
+  delete from app.hub_discussion_stats s using app.hub_discussions d where d.id = s.discussion_id and d.post_id = any (p_posts);
+  delete from app.hub_discussion_messages m using app.hub_discussions d where d.id = m.discussion_id and d.post_id = any (p_posts);
+  delete from app.hub_discussions where post_id = any (p_posts);
+  delete from app.saved_posts where post_id = any (p_posts);
+  delete from app.post_shares where post_id = any (p_posts);
+  delete from app.activity_events where post_id = any (p_posts);
+  delete from app.vote_scope_receipts where post_id = any (p_posts);
+  delete from app.vote_receipts where post_id = any (p_posts);
+  delete from app.vote_counters where post_id = any (p_posts);
+  delete from app.post_hubs where post_id = any (p_posts);
+  delete from app_private.removed_posts where post_id = any (p_posts);
+  delete from app_private.hidden_rows where kind = 'post' and row_id = any (p_posts);
+  delete from app.posts where id = any (p_posts);
 end
 $$;
 
@@ -4096,7 +4163,7 @@ $$;
 CREATE TABLE app.hub_invitations (
     id uuid DEFAULT gen_random_uuid() NOT NULL,
     hub_id uuid NOT NULL,
-    invited_by uuid NOT NULL,
+    invited_by uuid,
     phone_e164 text NOT NULL,
     masked_phone text GENERATED ALWAYS AS ((("left"(phone_e164, 3) || repeat('•'::text, GREATEST((length(phone_e164) - 6), 0))) || "right"(phone_e164, 3))) STORED,
     invitee_id uuid,
@@ -4781,6 +4848,194 @@ $$;
 
 
 --
+-- Name: purge_account_begin(uuid); Type: FUNCTION; Schema: app_private; Owner: -
+--
+
+CREATE FUNCTION app_private.purge_account_begin(p_user_id uuid) RETURNS boolean
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog'
+    AS $$
+declare
+  v_state app_private.account_states;
+begin
+  select * into v_state from app_private.account_states s where s.user_id = p_user_id for update;
+  if not found then
+    -- Restored (or never deleted), or purged already: nothing to do.
+    return false;
+  end if;
+  if v_state.purge_started_at is null then
+    if v_state.deletion_requested_at is null or v_state.purge_after > now() then
+      return false;
+    end if;
+    update app_private.account_states set purge_started_at = now() where user_id = p_user_id;
+  end if;
+  delete from app.phone_identities where user_id = p_user_id;
+  delete from app_private.idp_subjects where user_id = p_user_id;
+  delete from app_private.anonymous_devices where user_id = p_user_id;
+  return true;
+end
+$$;
+
+
+--
+-- Name: purge_account_content(uuid); Type: FUNCTION; Schema: app_private; Owner: -
+--
+
+CREATE FUNCTION app_private.purge_account_content(p_user_id uuid) RETURNS void
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog'
+    AS $$
+declare
+  v_hub uuid;
+begin
+  perform from app_private.account_states s where s.user_id = p_user_id and s.purge_started_at is not null for update;
+  if not found then
+    return;
+  end if;
+  update app.sessions set revoked_at = coalesce(revoked_at, now()) where user_id = p_user_id;
+  delete from app.push_devices where user_id = p_user_id;
+  delete from app_private.refresh_tokens t using app.sessions s where s.id = t.session_id and s.user_id = p_user_id;
+  delete from app.sessions where user_id = p_user_id;
+
+  -- Posts and their frames (reposts of them, by anyone; reposts of a repost do not exist).
+  perform app_private.delete_posts(array(
+    select p.id from app.posts p where p.author_id = p_user_id
+    union
+    select r.id from app.posts r join app.posts p on p.id = r.source_post_id where p.author_id = p_user_id));
+  delete from app.articles a where a.created_by = p_user_id and not exists (select from app.posts p where p.article_id = a.id);
+
+  -- Comments, with the replies to them.
+  delete from app.notifications n where n.comment_id in (
+    with recursive gone as (select c.id from app.comments c where c.author_id = p_user_id
+                            union select c.id from app.comments c join gone g on c.parent_id = g.id)
+    select id from gone);
+  with recursive gone as (select c.id from app.comments c where c.author_id = p_user_id
+                          union select c.id from app.comments c join gone g on c.parent_id = g.id)
+  delete from app.comments where id in (select id from gone);
+
+  -- Discussion messages stay, as from an anonymous former member.
+  update app.hub_discussion_messages set author_id = null where author_id = p_user_id;
+
+  delete from app.follows where follower_id = p_user_id or followee_id = p_user_id;
+  delete from app.blocks where blocker_id = p_user_id or blocked_id = p_user_id;
+  delete from app.saved_posts where user_id = p_user_id;
+  delete from app.saved_discussions where user_id = p_user_id;
+  delete from app.post_shares where user_id = p_user_id;
+  delete from app.post_hubs where added_by = p_user_id;
+  delete from app.activity_events where actor_id = p_user_id;
+  delete from app.notifications where recipient_id = p_user_id or actor_id = p_user_id;
+  delete from app.vote_scope_receipts where user_id = p_user_id;
+  delete from app.vote_receipts where user_id = p_user_id;
+  delete from app.default_feed_users where user_id = p_user_id;
+  delete from app.hub_profiles where user_id = p_user_id;
+  delete from app.hub_activity where user_id = p_user_id;
+  delete from app.hub_join_requests where user_id = p_user_id;
+  update app.hub_join_requests set decided_by = null where decided_by = p_user_id;
+  delete from app.hub_join_requests r using app.hub_invitations i where i.id = r.invitation_id and i.invitee_id = p_user_id;
+  delete from app.hub_invitations where invitee_id = p_user_id;
+  update app.hub_invitations set invited_by = null where invited_by = p_user_id;
+  update app.hub_invite_links set created_by = null where created_by = p_user_id;
+  update app.hubs set created_by = null where created_by = p_user_id;
+
+  -- Memberships (the hidden ones and any left): a hub without a super_admin now gets one (the
+  -- longest-standing admin, else member); a hub nobody belongs to any more (nor a hidden member
+  -- who may come back) is deleted.
+  for v_hub in
+    select (h.data ->> 'hub_id')::uuid from app_private.hidden_rows h where h.user_id = p_user_id and h.kind = 'membership'
+    union
+    select m.hub_id from app.hub_memberships m where m.user_id = p_user_id
+  loop
+    delete from app.hub_memberships where hub_id = v_hub and user_id = p_user_id;
+    if not exists (select from app.hubs x where x.id = v_hub) then
+      continue;
+    end if;
+    if not exists (select from app.hub_memberships m where m.hub_id = v_hub) then
+      if not exists (select from app_private.hidden_rows h where h.kind = 'membership' and h.user_id <> p_user_id and (h.data ->> 'hub_id')::uuid = v_hub) then
+        perform app_private.delete_hub(v_hub);
+      end if;
+    elsif not exists (select from app.hub_memberships m where m.hub_id = v_hub and m.role = 'super_admin') then
+      update app.hub_memberships m set role = 'super_admin'
+        where m.hub_id = v_hub
+          and m.user_id = (select n.user_id from app.hub_memberships n where n.hub_id = v_hub
+                           order by n.role = 'admin' desc, n.joined_at, n.user_id limit 1);
+    end if;
+  end loop;
+  delete from app_private.hidden_rows where user_id = p_user_id;
+  -- Follows of other hidden accounts that wait for this one.
+  delete from app_private.hidden_rows h where h.kind = 'follow'
+    and ((h.data ->> 'follower_id')::uuid = p_user_id or (h.data ->> 'followee_id')::uuid = p_user_id);
+end
+$$;
+
+
+--
+-- Name: purge_account_finish(uuid); Type: FUNCTION; Schema: app_private; Owner: -
+--
+
+CREATE FUNCTION app_private.purge_account_finish(p_user_id uuid) RETURNS boolean
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog'
+    AS $$
+begin
+  perform from app_private.account_states s where s.user_id = p_user_id and s.purge_started_at is not null for update;
+  if not found then
+    return false;
+  end if;
+  update app.users set merged_into = null where merged_into = p_user_id;
+  delete from app_private.notification_settings where user_id = p_user_id;
+  delete from app_private.unread_counters where user_id = p_user_id;
+  delete from app_private.badge_changes where user_id = p_user_id;
+  delete from app_private.counters where subject = p_user_id;
+  delete from app_private.account_states where user_id = p_user_id;
+  delete from app.users where id = p_user_id;
+  return true;
+end
+$$;
+
+
+--
+-- Name: purge_account_object_keys(uuid); Type: FUNCTION; Schema: app_private; Owner: -
+--
+
+CREATE FUNCTION app_private.purge_account_object_keys(p_user_id uuid) RETURNS TABLE(object_key text)
+    LANGUAGE sql STABLE SECURITY DEFINER
+    SET search_path TO 'pg_catalog'
+    AS $$
+  select i.object_key
+  from app.upload_intents i
+  join app_private.account_states s on s.user_id = i.owner_id and s.purge_started_at is not null
+  where i.owner_id = p_user_id
+    and not exists (select from app.assets a join app.hubs h on h.profile_asset_id = a.id where a.upload_id = i.id)
+  order by i.object_key
+$$;
+
+
+--
+-- Name: purge_account_uploads(uuid); Type: FUNCTION; Schema: app_private; Owner: -
+--
+
+CREATE FUNCTION app_private.purge_account_uploads(p_user_id uuid) RETURNS void
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog'
+    AS $$
+begin
+  perform from app_private.account_states s where s.user_id = p_user_id and s.purge_started_at is not null for update;
+  if not found then
+    return;
+  end if;
+  -- A hub's image stays with the hub, without an owner.
+  update app.assets a set owner_id = null where a.owner_id = p_user_id and exists (select from app.hubs h where h.profile_asset_id = a.id);
+  update app.users set profile_asset_id = null where id = p_user_id;
+  update app.hub_profiles set profile_asset_id = null
+    where profile_asset_id in (select a.id from app.assets a where a.owner_id = p_user_id);
+  delete from app.assets a where a.owner_id = p_user_id;
+  delete from app.upload_intents i where i.owner_id = p_user_id and not exists (select from app.assets a where a.upload_id = i.id);
+  update app.upload_intents set owner_id = null where owner_id = p_user_id;
+end
+$$;
+
+
+--
 -- Name: purge_expired_auth(); Type: FUNCTION; Schema: app_private; Owner: -
 --
 
@@ -5267,6 +5522,10 @@ declare
 begin
   select * into v_state from app_private.account_states s where s.user_id = p_user_id for update;
   if found then
+    if v_state.purge_started_at is not null then
+      -- A sign-in that found the account just before its purge took its identities away.
+      perform app.fail('UNAUTHORIZED');
+    end if;
     if v_state.suspended_at is not null and (v_state.suspended_until is null or v_state.suspended_until > now()) then
       perform app.fail('ACCOUNT_SUSPENDED');
     end if;
@@ -5385,7 +5644,7 @@ CREATE TABLE app.hub_invite_links (
     id uuid DEFAULT gen_random_uuid() NOT NULL,
     hub_id uuid NOT NULL,
     token text NOT NULL,
-    created_by uuid NOT NULL,
+    created_by uuid,
     created_at timestamp with time zone DEFAULT now() NOT NULL,
     expires_at timestamp with time zone DEFAULT (now() + '7 days'::interval) NOT NULL
 );
@@ -5988,7 +6247,7 @@ CREATE TABLE app.hubs (
     profile_asset_id uuid NOT NULL,
     custom_link text,
     is_recommended boolean DEFAULT false NOT NULL,
-    created_by uuid NOT NULL,
+    created_by uuid,
     created_at timestamp with time zone DEFAULT now() NOT NULL,
     last_activity_at timestamp with time zone DEFAULT now() NOT NULL,
     removed_at timestamp with time zone,
@@ -6286,6 +6545,7 @@ CREATE TABLE app_private.account_states (
     suspended_at timestamp with time zone,
     suspended_until timestamp with time zone,
     suspension_reason text,
+    purge_started_at timestamp with time zone,
     CONSTRAINT account_states_check CHECK (((deletion_requested_at IS NULL) = (purge_after IS NULL))),
     CONSTRAINT account_states_check1 CHECK (((suspended_at IS NOT NULL) OR (suspended_until IS NULL)))
 );
@@ -10738,6 +10998,20 @@ REVOKE ALL ON FUNCTION app_private.decide_report(p_report_id uuid, p_state app.r
 
 
 --
+-- Name: FUNCTION delete_hub(p_hub_id uuid); Type: ACL; Schema: app_private; Owner: -
+--
+
+REVOKE ALL ON FUNCTION app_private.delete_hub(p_hub_id uuid) FROM PUBLIC;
+
+
+--
+-- Name: FUNCTION delete_posts(p_posts uuid[]); Type: ACL; Schema: app_private; Owner: -
+--
+
+REVOKE ALL ON FUNCTION app_private.delete_posts(p_posts uuid[]) FROM PUBLIC;
+
+
+--
 -- Name: FUNCTION dispatch_notifications(); Type: ACL; Schema: app_private; Owner: -
 --
 
@@ -11195,6 +11469,46 @@ REVOKE ALL ON FUNCTION app_private.profile_events(p_subject uuid, p_viewer uuid,
 --
 
 REVOKE ALL ON FUNCTION app_private.profile_later(p_subject uuid, p_post_id uuid, p_hubs uuid[], p_snapshot timestamp with time zone, p_after_at timestamp with time zone, p_after_id uuid) FROM PUBLIC;
+
+
+--
+-- Name: FUNCTION purge_account_begin(p_user_id uuid); Type: ACL; Schema: app_private; Owner: -
+--
+
+REVOKE ALL ON FUNCTION app_private.purge_account_begin(p_user_id uuid) FROM PUBLIC;
+GRANT ALL ON FUNCTION app_private.purge_account_begin(p_user_id uuid) TO app_worker;
+
+
+--
+-- Name: FUNCTION purge_account_content(p_user_id uuid); Type: ACL; Schema: app_private; Owner: -
+--
+
+REVOKE ALL ON FUNCTION app_private.purge_account_content(p_user_id uuid) FROM PUBLIC;
+GRANT ALL ON FUNCTION app_private.purge_account_content(p_user_id uuid) TO app_worker;
+
+
+--
+-- Name: FUNCTION purge_account_finish(p_user_id uuid); Type: ACL; Schema: app_private; Owner: -
+--
+
+REVOKE ALL ON FUNCTION app_private.purge_account_finish(p_user_id uuid) FROM PUBLIC;
+GRANT ALL ON FUNCTION app_private.purge_account_finish(p_user_id uuid) TO app_worker;
+
+
+--
+-- Name: FUNCTION purge_account_object_keys(p_user_id uuid); Type: ACL; Schema: app_private; Owner: -
+--
+
+REVOKE ALL ON FUNCTION app_private.purge_account_object_keys(p_user_id uuid) FROM PUBLIC;
+GRANT ALL ON FUNCTION app_private.purge_account_object_keys(p_user_id uuid) TO app_worker;
+
+
+--
+-- Name: FUNCTION purge_account_uploads(p_user_id uuid); Type: ACL; Schema: app_private; Owner: -
+--
+
+REVOKE ALL ON FUNCTION app_private.purge_account_uploads(p_user_id uuid) FROM PUBLIC;
+GRANT ALL ON FUNCTION app_private.purge_account_uploads(p_user_id uuid) TO app_worker;
 
 
 --

@@ -37,6 +37,8 @@ create table app_private.account_states (
   -- null while suspended_at is set: suspended for good
   suspended_until timestamptz,
   suspension_reason text,
+  -- set when the purge (0263) begins: from then on the account cannot be restored
+  purge_started_at timestamptz,
   check ((deletion_requested_at is null) = (purge_after is null)),
   check (suspended_at is not null or suspended_until is null)
 );
@@ -203,6 +205,10 @@ declare
 begin
   select * into v_state from app_private.account_states s where s.user_id = p_user_id for update;
   if found then
+    if v_state.purge_started_at is not null then
+      -- A sign-in that found the account just before its purge took its identities away.
+      perform app.fail('UNAUTHORIZED');
+    end if;
     if v_state.suspended_at is not null and (v_state.suspended_until is null or v_state.suspended_until > now()) then
       perform app.fail('ACCOUNT_SUSPENDED');
     end if;

@@ -10,6 +10,7 @@ import type { ObjectStore } from './object-store.ts';
 import { deleteAsset } from './tasks/delete-asset.ts';
 import { hubNotificationFanout } from './tasks/hub-notification-fanout.ts';
 import { liftSuspension } from './tasks/lift-suspension.ts';
+import { purgeAccount } from './tasks/purge-account.ts';
 import { purgeExpiredAuth } from './tasks/purge-expired-auth.ts';
 import { purgeExpiredUploads } from './tasks/purge-expired-uploads.ts';
 import { purgePush } from './tasks/purge-push.ts';
@@ -23,6 +24,7 @@ export function createTaskList({ storage }: WorkerDeps): TaskList {
     delete_asset: deleteAsset(storage),
     hub_notification_fanout: hubNotificationFanout,
     lift_suspension: liftSuspension,
+    purge_account: purgeAccount(storage),
     purge_expired_auth: purgeExpiredAuth,
     purge_expired_uploads: purgeExpiredUploads(storage),
     purge_push: purgePush,
