@@ -1007,6 +1007,18 @@ $$;
 
 
 --
+-- Name: data_export(uuid); Type: FUNCTION; Schema: app; Owner: -
+--
+
+CREATE FUNCTION app.data_export(p_export_id uuid) RETURNS TABLE(id uuid, status text, object_key text, requested_at timestamp with time zone)
+    LANGUAGE sql STABLE SECURITY DEFINER
+    SET search_path TO 'pg_catalog'
+    AS $$
+  select e.id, e.status, e.object_key, e.requested_at from app_private.data_exports e where e.id = p_export_id and e.user_id = app.viewer_id()
+$$;
+
+
+--
 -- Name: decline_invitation(uuid); Type: FUNCTION; Schema: app; Owner: -
 --
 
@@ -2164,6 +2176,30 @@ begin
     returning s.purge_after into scheduled_for;
   perform graphile_worker.add_job('purge_account', json_build_object('userId', v_user),
     run_at => scheduled_for, job_key => 'purge_account:' || v_user, max_attempts => 25);
+end
+$$;
+
+
+--
+-- Name: request_data_export(); Type: FUNCTION; Schema: app; Owner: -
+--
+
+CREATE FUNCTION app.request_data_export(OUT export_id uuid, OUT status text) RETURNS record
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog'
+    AS $$
+declare
+  v_user uuid := app.viewer_id();
+  v_last timestamptz;
+begin
+  perform pg_advisory_xact_lock(hashtextextended('data_export:' || v_user, 0));
+  select max(e.requested_at) into v_last from app_private.data_exports e where e.user_id = v_user and e.status <> 'failed';
+  if v_last > now() - interval '24 hours' then
+    raise exception using errcode = 'P0001', message = 'RATE_LIMITED',
+      detail = greatest(1, ceil(extract(epoch from v_last + interval '24 hours' - now())))::int::text;
+  end if;
+  insert into app_private.data_exports (user_id) values (v_user) returning id, data_exports.status into export_id, status;
+  perform graphile_worker.add_job('export_account', json_build_object('exportId', export_id), job_key => 'export_account:' || export_id);
 end
 $$;
 
@@ -3580,6 +3616,63 @@ $$;
 
 
 --
+-- Name: data_export_archive(uuid); Type: FUNCTION; Schema: app_private; Owner: -
+--
+
+CREATE FUNCTION app_private.data_export_archive(p_export_id uuid) RETURNS TABLE(user_id uuid, archive jsonb)
+    LANGUAGE sql STABLE SECURITY DEFINER
+    SET search_path TO 'pg_catalog'
+    AS $$
+  select u.id, jsonb_build_object(
+    'exportedAt', app_private.iso(now()),
+    'profile', jsonb_build_object('id', u.id, 'username', u.username, 'fullName', u.full_name, 'bio', u.bio,
+                                  'phoneNumber', (select p.phone_e164 from app.phone_identities p where p.user_id = u.id),
+                                  'termsVersion', u.terms_version, 'termsAcceptedAt', app_private.iso(u.terms_accepted_at), 'createdAt', app_private.iso(u.created_at),
+                                  'profilePhotoKey', (select a.object_key from app.assets a where a.id = u.profile_asset_id)),
+    'hubProfile', (select jsonb_build_object('displayName', h.display_name, 'updatedAt', app_private.iso(h.updated_at)) from app.hub_profiles h where h.user_id = u.id),
+    'posts', coalesce((select jsonb_agg(jsonb_build_object('id', p.id, 'createdAt', app_private.iso(p.created_at), 'visibility', p.visibility,
+                                                           'thoughtText', p.thought_text, 'sliderText', p.slider_text,
+                                                           'sliderLabels', case when p.slider_text is not null then jsonb_build_array(p.slider_left_label, p.slider_right_label) end,
+                                                           'article', (select jsonb_build_object('kind', a.kind, 'url', a.url, 'title', a.title, 'body', a.body) from app.articles a where a.id = p.article_id),
+                                                           'repostOf', p.source_post_id,
+                                                           'hubIds', (select coalesce(jsonb_agg(ph.hub_id), '[]') from app.post_hubs ph where ph.post_id = p.id and ph.kind = 'target'))
+                                        order by p.created_at)
+                       from app.posts p where p.author_id = u.id and p.deleted_at is null), '[]'),
+    'comments', coalesce((select jsonb_agg(jsonb_build_object('id', c.id, 'postId', c.post_id, 'parentCommentId', c.parent_id, 'text', c.text, 'createdAt', app_private.iso(c.created_at)) order by c.created_at)
+                          from app.comments c where c.author_id = u.id and c.deleted_at is null), '[]'),
+    'discussionMessages', coalesce((select jsonb_agg(jsonb_build_object('id', m.id, 'hubId', m.hub_id, 'discussionId', m.discussion_id, 'parentMessageId', m.parent_id,
+                                                                        'text', m.text, 'createdAt', app_private.iso(m.created_at)) order by m.created_at)
+                                    from app.hub_discussion_messages m where m.author_id = u.id), '[]'),
+    'following', coalesce((select jsonb_agg(jsonb_build_object('userId', f.followee_id, 'username', o.username, 'since', app_private.iso(f.created_at)) order by f.created_at)
+                           from app.follows f join app.users o on o.id = f.followee_id where f.follower_id = u.id), '[]'),
+    'followers', coalesce((select jsonb_agg(jsonb_build_object('userId', f.follower_id, 'username', o.username, 'since', app_private.iso(f.created_at)) order by f.created_at)
+                           from app.follows f join app.users o on o.id = f.follower_id where f.followee_id = u.id), '[]'),
+    'blocked', coalesce((select jsonb_agg(jsonb_build_object('userId', b.blocked_id, 'username', o.username) order by o.username)
+                         from app.blocks b join app.users o on o.id = b.blocked_id where b.blocker_id = u.id), '[]'),
+    'savedPosts', coalesce((select jsonb_agg(jsonb_build_object('postId', s.post_id, 'savedAt', app_private.iso(s.saved_at)) order by s.saved_at)
+                            from app.saved_posts s where s.user_id = u.id), '[]'),
+    'savedDiscussions', coalesce((select jsonb_agg(jsonb_build_object('discussionId', s.discussion_id, 'hubId', s.hub_id, 'savedAt', app_private.iso(s.saved_at)) order by s.saved_at)
+                                  from app.saved_discussions s where s.user_id = u.id), '[]'),
+    'hubMemberships', coalesce((select jsonb_agg(jsonb_build_object('hubId', m.hub_id, 'hubName', h.name, 'role', m.role, 'joinedAt', app_private.iso(m.joined_at), 'contentMuted', m.content_muted) order by m.joined_at)
+                                from app.hub_memberships m join app.hubs h on h.id = m.hub_id where m.user_id = u.id), '[]'),
+    'notificationSettings', (select jsonb_build_object('pushEnabled', coalesce(s.push_enabled, true), 'pushDisabledTypes', coalesce(to_jsonb(s.push_disabled_types), '[]'))
+                             from (select) x left join app_private.notification_settings s on s.user_id = u.id),
+    -- Devices without their tokens.
+    'pushDevices', coalesce((select jsonb_agg(jsonb_build_object('id', d.id, 'provider', d.provider, 'platform', d.platform, 'locale', d.locale,
+                                                                 'createdAt', app_private.iso(d.created_at), 'lastSeenAt', app_private.iso(d.last_seen_at)) order by d.created_at)
+                             from app.push_devices d where d.user_id = u.id), '[]'),
+    -- Which posts the user voted on and when; never the position (it is not the service's to give).
+    'votes', coalesce((select jsonb_agg(jsonb_build_object('postId', r.post_id, 'votedAt', app_private.iso(r.voted_at)) order by r.voted_at)
+                       from app.vote_receipts r where r.user_id = u.id), '[]'))
+  from app_private.data_exports e
+  join app.users u on u.id = e.user_id
+  where e.id = p_export_id and e.status = 'pending'
+    -- nothing for an account being purged (0264): the purge deletes its archives
+    and not exists (select from app_private.account_states s where s.user_id = e.user_id and s.purge_started_at is not null)
+$$;
+
+
+--
 -- Name: decide_report(uuid, app.report_state, app.moderation_action); Type: FUNCTION; Schema: app_private; Owner: -
 --
 
@@ -3858,6 +3951,20 @@ begin
   end if;
   return v_report;
 end
+$$;
+
+
+--
+-- Name: finish_data_export(uuid, text); Type: FUNCTION; Schema: app_private; Owner: -
+--
+
+CREATE FUNCTION app_private.finish_data_export(p_export_id uuid, p_object_key text) RETURNS void
+    LANGUAGE sql SECURITY DEFINER
+    SET search_path TO 'pg_catalog'
+    AS $$
+  update app_private.data_exports set status = case when p_object_key is null then 'failed' else 'ready' end,
+    object_key = p_object_key, finished_at = now()
+  where id = p_export_id and status = 'pending'
 $$;
 
 
@@ -4214,6 +4321,15 @@ begin
   perform app_private.touch_hub_activity(p_hub_id, app.viewer_id());
 end
 $$;
+
+
+--
+-- Name: iso(timestamp with time zone); Type: FUNCTION; Schema: app_private; Owner: -
+--
+
+CREATE FUNCTION app_private.iso(p_at timestamp with time zone) RETURNS text
+    LANGUAGE sql IMMUTABLE
+    AS $$ select to_char(p_at at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') $$;
 
 
 --
@@ -4986,6 +5102,7 @@ begin
   delete from app_private.unread_counters where user_id = p_user_id;
   delete from app_private.badge_changes where user_id = p_user_id;
   delete from app_private.counters where subject = p_user_id;
+  delete from app_private.data_exports where user_id = p_user_id;
   delete from app_private.account_states where user_id = p_user_id;
   delete from app.users where id = p_user_id;
   return true;
@@ -5006,7 +5123,13 @@ CREATE FUNCTION app_private.purge_account_object_keys(p_user_id uuid) RETURNS TA
   join app_private.account_states s on s.user_id = i.owner_id and s.purge_started_at is not null
   where i.owner_id = p_user_id
     and not exists (select from app.assets a join app.hubs h on h.profile_asset_id = a.id where a.upload_id = i.id)
-  order by i.object_key
+  union
+  -- data export archives (0263)
+  select e.object_key
+  from app_private.data_exports e
+  join app_private.account_states s on s.user_id = e.user_id and s.purge_started_at is not null
+  where e.user_id = p_user_id and e.object_key is not null
+  order by 1
 $$;
 
 
@@ -6615,6 +6738,29 @@ COMMENT ON TABLE app_private.counters IS 'Counters shown by the API, as sums of 
 
 
 --
+-- Name: data_exports; Type: TABLE; Schema: app_private; Owner: -
+--
+
+CREATE TABLE app_private.data_exports (
+    id uuid DEFAULT gen_random_uuid() NOT NULL,
+    user_id uuid NOT NULL,
+    status text DEFAULT 'pending'::text NOT NULL,
+    object_key text,
+    requested_at timestamp with time zone DEFAULT now() NOT NULL,
+    finished_at timestamp with time zone,
+    CONSTRAINT data_exports_check CHECK (((status = 'ready'::text) = (object_key IS NOT NULL))),
+    CONSTRAINT data_exports_status_check CHECK ((status = ANY (ARRAY['pending'::text, 'ready'::text, 'failed'::text])))
+);
+
+
+--
+-- Name: TABLE data_exports; Type: COMMENT; Schema: app_private; Owner: -
+--
+
+COMMENT ON TABLE app_private.data_exports IS 'Data exports of users (0264): read through app.data_export, written by the export_account task.';
+
+
+--
 -- Name: hidden_rows; Type: TABLE; Schema: app_private; Owner: -
 --
 
@@ -7314,6 +7460,14 @@ ALTER TABLE ONLY app_private.counters
 
 
 --
+-- Name: data_exports data_exports_pkey; Type: CONSTRAINT; Schema: app_private; Owner: -
+--
+
+ALTER TABLE ONLY app_private.data_exports
+    ADD CONSTRAINT data_exports_pkey PRIMARY KEY (id);
+
+
+--
 -- Name: idp_subjects idp_subjects_pkey; Type: CONSTRAINT; Schema: app_private; Owner: -
 --
 
@@ -7886,6 +8040,13 @@ CREATE INDEX vote_receipts_user ON app.vote_receipts USING btree (user_id, voted
 --
 
 CREATE INDEX badge_changes_tx_id ON app_private.badge_changes USING btree (tx_id);
+
+
+--
+-- Name: data_exports_user; Type: INDEX; Schema: app_private; Owner: -
+--
+
+CREATE INDEX data_exports_user ON app_private.data_exports USING btree (user_id, requested_at DESC);
 
 
 --
@@ -8675,6 +8836,14 @@ ALTER TABLE ONLY app_private.account_states
 
 ALTER TABLE ONLY app_private.anonymous_devices
     ADD CONSTRAINT anonymous_devices_user_id_fkey FOREIGN KEY (user_id) REFERENCES app.users(id);
+
+
+--
+-- Name: data_exports data_exports_user_id_fkey; Type: FK CONSTRAINT; Schema: app_private; Owner: -
+--
+
+ALTER TABLE ONLY app_private.data_exports
+    ADD CONSTRAINT data_exports_user_id_fkey FOREIGN KEY (user_id) REFERENCES app.users(id);
 
 
 --
@@ -9603,6 +9772,14 @@ GRANT ALL ON FUNCTION app.create_upload_intent(p_purpose app.upload_purpose, p_c
 
 
 --
+-- Name: FUNCTION data_export(p_export_id uuid); Type: ACL; Schema: app; Owner: -
+--
+
+REVOKE ALL ON FUNCTION app.data_export(p_export_id uuid) FROM PUBLIC;
+GRANT ALL ON FUNCTION app.data_export(p_export_id uuid) TO app_user;
+
+
+--
 -- Name: FUNCTION decline_invitation(p_invitation_id uuid); Type: ACL; Schema: app; Owner: -
 --
 
@@ -10273,6 +10450,14 @@ GRANT ALL ON FUNCTION app.report_user(p_user_id uuid, p_reason app.report_reason
 
 REVOKE ALL ON FUNCTION app.request_account_deletion(OUT scheduled_for timestamp with time zone) FROM PUBLIC;
 GRANT ALL ON FUNCTION app.request_account_deletion(OUT scheduled_for timestamp with time zone) TO app_user;
+
+
+--
+-- Name: FUNCTION request_data_export(OUT export_id uuid, OUT status text); Type: ACL; Schema: app; Owner: -
+--
+
+REVOKE ALL ON FUNCTION app.request_data_export(OUT export_id uuid, OUT status text) FROM PUBLIC;
+GRANT ALL ON FUNCTION app.request_data_export(OUT export_id uuid, OUT status text) TO app_user;
 
 
 --
@@ -10991,6 +11176,14 @@ REVOKE ALL ON FUNCTION app_private.counter_value(p_counter app_private.counter, 
 
 
 --
+-- Name: FUNCTION data_export_archive(p_export_id uuid); Type: ACL; Schema: app_private; Owner: -
+--
+
+REVOKE ALL ON FUNCTION app_private.data_export_archive(p_export_id uuid) FROM PUBLIC;
+GRANT ALL ON FUNCTION app_private.data_export_archive(p_export_id uuid) TO app_worker;
+
+
+--
 -- Name: FUNCTION decide_report(p_report_id uuid, p_state app.report_state, p_action app.moderation_action); Type: ACL; Schema: app_private; Owner: -
 --
 
@@ -11062,6 +11255,14 @@ REVOKE ALL ON FUNCTION app_private.feed_page(p_feed text, p_subject uuid, p_snap
 --
 
 REVOKE ALL ON FUNCTION app_private.file_report(p_type app.report_target, p_target uuid, p_reason app.report_reason, p_details text) FROM PUBLIC;
+
+
+--
+-- Name: FUNCTION finish_data_export(p_export_id uuid, p_object_key text); Type: ACL; Schema: app_private; Owner: -
+--
+
+REVOKE ALL ON FUNCTION app_private.finish_data_export(p_export_id uuid, p_object_key text) FROM PUBLIC;
+GRANT ALL ON FUNCTION app_private.finish_data_export(p_export_id uuid, p_object_key text) TO app_worker;
 
 
 --
@@ -11204,6 +11405,13 @@ GRANT SELECT(expires_at) ON TABLE app.hub_invitations TO app_user;
 --
 
 REVOKE ALL ON FUNCTION app_private.invite_phones(p_hub_id uuid, p_phones text[], p_requires_approval boolean) FROM PUBLIC;
+
+
+--
+-- Name: FUNCTION iso(p_at timestamp with time zone); Type: ACL; Schema: app_private; Owner: -
+--
+
+REVOKE ALL ON FUNCTION app_private.iso(p_at timestamp with time zone) FROM PUBLIC;
 
 
 --

@@ -37,7 +37,7 @@ create table app_private.account_states (
   -- null while suspended_at is set: suspended for good
   suspended_until timestamptz,
   suspension_reason text,
-  -- set when the purge (0263) begins: from then on the account cannot be restored
+  -- set when the purge (0264) begins: from then on the account cannot be restored
   purge_started_at timestamptz,
   check ((deletion_requested_at is null) = (purge_after is null)),
   check (suspended_at is not null or suspended_until is null)

@@ -16,6 +16,7 @@ import { authEndpoints } from './auth/routes.ts';
 import { onboardingEndpoints } from './onboarding/routes.ts';
 import { userEndpoints } from './users/routes.ts';
 import { deletionEndpoints } from './users/deletion.ts';
+import { exportEndpoints } from './users/exports.ts';
 import { pushDeviceEndpoints } from './users/push-devices.ts';
 import { notificationSettingsEndpoints } from './users/notification-settings.ts';
 import { uploadEndpoints } from './uploads/routes.ts';
@@ -45,6 +46,7 @@ export const allEndpoints: Endpoint[] = [
   ...onboardingEndpoints,
   ...pushDeviceEndpoints,
   ...deletionEndpoints,
+  ...exportEndpoints,
   ...notificationSettingsEndpoints,
   ...userEndpoints,
   ...followEndpoints,

@@ -8,6 +8,7 @@ import { OutageLog, workerLogger, type Log } from '../logger.ts';
 import { workerLiveness } from './liveness.ts';
 import type { ObjectStore } from './object-store.ts';
 import { deleteAsset } from './tasks/delete-asset.ts';
+import { exportAccount } from './tasks/export-account.ts';
 import { hubNotificationFanout } from './tasks/hub-notification-fanout.ts';
 import { liftSuspension } from './tasks/lift-suspension.ts';
 import { purgeAccount } from './tasks/purge-account.ts';
@@ -22,6 +23,7 @@ export interface WorkerDeps {
 export function createTaskList({ storage }: WorkerDeps): TaskList {
   return {
     delete_asset: deleteAsset(storage),
+    export_account: exportAccount(storage),
     hub_notification_fanout: hubNotificationFanout,
     lift_suspension: liftSuspension,
     purge_account: purgeAccount(storage),

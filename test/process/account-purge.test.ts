@@ -1,4 +1,4 @@
-// The purge of a deleted account (contract 13, migrations/0263, worker/tasks/purge-account.ts), run
+// The purge of a deleted account (contract 13, migrations/0264, worker/tasks/purge-account.ts), run
 // by a real worker process: begun by hand (the first steps run, as if a worker died after them),
 // finished by the worker's job, then run again by a second job, which changes nothing. Afterwards
 // the account, its content, its frames and its stored objects are gone, its hub passed to the
@@ -71,6 +71,12 @@ describe('the purge of a deleted account', () => {
     const tally = async () => (await one<{ n: number }>('select coalesce(sum(strong_left_count + left_count + neutral_count + right_count + strong_right_count), 0)::int as n from app.vote_counters where post_id = $1 and hub_id is null', [friendPost.id])).n;
     const tallyBefore = await tally();
 
+    // A data export archive in the object store.
+    const exportId = (await app.post('/users/me/exports', undefined, { token: user.token })).body.data.exportId;
+    await app.runJobs();
+    const archiveKey = (await one('select object_key from app_private.data_exports where id = $1', [exportId])).object_key;
+    expect(await app.storage.head(archiveKey)).not.toBeNull();
+
     expect((await app.post('/users/me/deletion', undefined, { token: user.token })).status).toBe(202);
     // 30 days later (moved forward here), and a worker died after the first two steps.
     await app.owner.query(`update app_private.account_states set purge_after = now() - interval '1 second' where user_id = $1`, [user.id]);
@@ -119,6 +125,7 @@ describe('the purge of a deleted account', () => {
     });
     // Stored objects: the user's are gone, the image the surviving hub shows stays.
     for (const key of objectKeys) expect(await app.storage.head(key), key).toEqual(key === sharedPhotoKey ? expect.anything() : null);
+    expect(await app.storage.head(archiveKey)).toBeNull();
     expect(await count('select count(*)::int as n from app.assets a join app.hubs h on h.profile_asset_id = a.id where h.id = $1 and a.owner_id is null', [sharedHub.id])).toBe(1);
     // Vote tallies keep the vote (they hold no user).
     // (A tallier may have moved ballots into the counters meanwhile: counters plus pending ballots

@@ -12,7 +12,8 @@
 --      activity, sessions and devices, hub memberships (a sole super_admin hands the role to the
 --      longest-standing admin, else member; a hub left empty is deleted), hub profile, invitations
 --      and join requests; discussion messages stay without an author (an anonymous former member);
---   3. app_private.purge_account_object_keys lists the stored objects of the user's uploads, the
+--   3. app_private.purge_account_object_keys lists the stored objects of the user's uploads and data
+--      export archives (0263), the
 --      task deletes them from the object store, then app_private.purge_account_uploads deletes their
 --      rows (an image a surviving hub still shows stays, without an owner);
 --   4. app_private.purge_account_finish: the user row and what is left in app_private.
@@ -213,7 +214,13 @@ create function app_private.purge_account_object_keys(p_user_id uuid)
   join app_private.account_states s on s.user_id = i.owner_id and s.purge_started_at is not null
   where i.owner_id = p_user_id
     and not exists (select from app.assets a join app.hubs h on h.profile_asset_id = a.id where a.upload_id = i.id)
-  order by i.object_key
+  union
+  -- data export archives (0263)
+  select e.object_key
+  from app_private.data_exports e
+  join app_private.account_states s on s.user_id = e.user_id and s.purge_started_at is not null
+  where e.user_id = p_user_id and e.object_key is not null
+  order by 1
 $$;
 
 create function app_private.purge_account_uploads(p_user_id uuid)
@@ -252,6 +259,7 @@ begin
   delete from app_private.unread_counters where user_id = p_user_id;
   delete from app_private.badge_changes where user_id = p_user_id;
   delete from app_private.counters where subject = p_user_id;
+  delete from app_private.data_exports where user_id = p_user_id;
   delete from app_private.account_states where user_id = p_user_id;
   delete from app.users where id = p_user_id;
   return true;
