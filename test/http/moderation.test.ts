@@ -256,6 +256,10 @@ describe('internal GraphQL', () => {
     const suspended = await graphql('mutation($id: UUID!) { suspendUser(input: { pUserId: $id, pDays: null, pReason: "by graphql" }) { result { action } } }', adminToken, { id: user.id });
     expect(suspended.errors).toBeUndefined();
     expect((await signIn(user)).body.error.code).toBe('ACCOUNT_SUSPENDED');
+    const log = await graphql('{ allModerationLogs(orderBy: CREATED_AT_DESC, first: 2) { nodes { action targetId actor } } }', adminToken);
+    expect(log.errors).toBeUndefined();
+    expect(log.data.allModerationLogs.nodes[0]).toEqual({ action: 'suspend_user', targetId: user.id, actor: 'admin token' });
+    expect((await graphql('{ allModerationLogs { nodes { action } } }', reporter.token)).errors?.length).toBeGreaterThan(0);
     const unknown = await graphql('mutation { unsuspendUser(input: { pUserId: "00000000-0000-4000-8000-000000000000" }) { clientMutationId } }', adminToken);
     expect(unknown.errors?.[0]?.message).toBe('User does not exist.');
   });
