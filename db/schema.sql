@@ -5243,15 +5243,15 @@ CREATE FUNCTION app_private.pushed_type(p_type app.notification_type) RETURNS bo
 
 
 --
--- Name: queue_hub_fanout(uuid, app.notification_type, text, uuid[], uuid, uuid); Type: FUNCTION; Schema: app_private; Owner: -
+-- Name: queue_hub_fanout(uuid, app.notification_type, text, uuid[], uuid, uuid, uuid); Type: FUNCTION; Schema: app_private; Owner: -
 --
 
-CREATE FUNCTION app_private.queue_hub_fanout(p_hub_id uuid, p_type app.notification_type, p_audience text, p_except uuid[], p_join_request_id uuid DEFAULT NULL::uuid, p_post_id uuid DEFAULT NULL::uuid) RETURNS void
+CREATE FUNCTION app_private.queue_hub_fanout(p_hub_id uuid, p_type app.notification_type, p_audience text, p_except uuid[], p_join_request_id uuid DEFAULT NULL::uuid, p_post_id uuid DEFAULT NULL::uuid, p_actor_id uuid DEFAULT NULL::uuid) RETURNS void
     LANGUAGE sql
     SET search_path TO 'pg_catalog'
     AS $$
   select graphile_worker.add_job('hub_notification_fanout', json_build_object(
-    'hubId', p_hub_id, 'type', p_type, 'audience', p_audience, 'actorId', app.viewer_id(),
+    'hubId', p_hub_id, 'type', p_type, 'audience', p_audience, 'actorId', coalesce(p_actor_id, app.viewer_id()),
     'except', p_except, 'joinRequestId', p_join_request_id, 'postId', p_post_id, 'key', gen_random_uuid()));
 $$;
 
@@ -5625,7 +5625,8 @@ begin
     return false;
   end if;
   perform app_private.touch_hub_activity(p_hub_id, p_user_id);
-  perform app_private.queue_hub_fanout(p_hub_id, 'hub_member_joined', 'members', array[p_user_id]);
+  perform app_private.queue_hub_fanout(p_hub_id, 'hub_member_joined', 'members', array[p_user_id],
+    p_actor_id => p_user_id);
   return true;
 end
 $$;
@@ -9135,17 +9136,17 @@ CREATE POLICY hub_profiles_insert_self ON app.hub_profiles FOR INSERT TO app_use
 
 
 --
--- Name: hub_profiles hub_profiles_select_co_members; Type: POLICY; Schema: app; Owner: -
+-- Name: hub_profiles hub_profiles_select_self_or_co_members; Type: POLICY; Schema: app; Owner: -
 --
 
-CREATE POLICY hub_profiles_select_co_members ON app.hub_profiles FOR SELECT TO app_user USING ((user_id = ANY (( SELECT app.viewer_co_member_ids() AS viewer_co_member_ids)::uuid[])));
+CREATE POLICY hub_profiles_select_self_or_co_members ON app.hub_profiles FOR SELECT TO app_user USING (((user_id = ( SELECT app.viewer_id() AS viewer_id)) OR (user_id = ANY (( SELECT app.viewer_co_member_ids() AS viewer_co_member_ids)::uuid[]))));
 
 
 --
--- Name: hub_profiles hub_profiles_select_self; Type: POLICY; Schema: app; Owner: -
+-- Name: POLICY hub_profiles_select_self_or_co_members ON hub_profiles; Type: COMMENT; Schema: app; Owner: -
 --
 
-CREATE POLICY hub_profiles_select_self ON app.hub_profiles FOR SELECT TO app_user USING ((user_id = ( SELECT app.viewer_id() AS viewer_id)));
+COMMENT ON POLICY hub_profiles_select_self_or_co_members ON app.hub_profiles IS 'The Hub identity (display name, image) is shown to its owner (GET and PATCH /users/me/hub-profile) and to co-members of an active hub (member lists, discussion message authors).';
 
 
 --
@@ -9215,17 +9216,17 @@ CREATE POLICY notifications_select_visible ON app.notifications FOR SELECT TO ap
 ALTER TABLE app.phone_identities ENABLE ROW LEVEL SECURITY;
 
 --
--- Name: phone_identities phone_identities_select_co_members; Type: POLICY; Schema: app; Owner: -
+-- Name: phone_identities phone_identities_select_self_or_co_members; Type: POLICY; Schema: app; Owner: -
 --
 
-CREATE POLICY phone_identities_select_co_members ON app.phone_identities FOR SELECT TO app_user USING ((user_id = ANY (( SELECT app.viewer_co_member_ids() AS viewer_co_member_ids)::uuid[])));
+CREATE POLICY phone_identities_select_self_or_co_members ON app.phone_identities FOR SELECT TO app_user USING (((user_id = ( SELECT app.viewer_id() AS viewer_id)) OR (user_id = ANY (( SELECT app.viewer_co_member_ids() AS viewer_co_member_ids)::uuid[]))));
 
 
 --
--- Name: phone_identities phone_identities_select_self; Type: POLICY; Schema: app; Owner: -
+-- Name: POLICY phone_identities_select_self_or_co_members ON phone_identities; Type: COMMENT; Schema: app; Owner: -
 --
 
-CREATE POLICY phone_identities_select_self ON app.phone_identities FOR SELECT TO app_user USING ((user_id = ( SELECT app.viewer_id() AS viewer_id)));
+COMMENT ON POLICY phone_identities_select_self_or_co_members ON app.phone_identities IS 'A phone number is shown to its owner (GET /users/me/hub-profile) and to co-members of an active hub (GET /hubs/{hubId}/members, discussion message authors), never to anyone else.';
 
 
 --
@@ -11764,10 +11765,10 @@ REVOKE ALL ON FUNCTION app_private.pushed_type(p_type app.notification_type) FRO
 
 
 --
--- Name: FUNCTION queue_hub_fanout(p_hub_id uuid, p_type app.notification_type, p_audience text, p_except uuid[], p_join_request_id uuid, p_post_id uuid); Type: ACL; Schema: app_private; Owner: -
+-- Name: FUNCTION queue_hub_fanout(p_hub_id uuid, p_type app.notification_type, p_audience text, p_except uuid[], p_join_request_id uuid, p_post_id uuid, p_actor_id uuid); Type: ACL; Schema: app_private; Owner: -
 --
 
-REVOKE ALL ON FUNCTION app_private.queue_hub_fanout(p_hub_id uuid, p_type app.notification_type, p_audience text, p_except uuid[], p_join_request_id uuid, p_post_id uuid) FROM PUBLIC;
+REVOKE ALL ON FUNCTION app_private.queue_hub_fanout(p_hub_id uuid, p_type app.notification_type, p_audience text, p_except uuid[], p_join_request_id uuid, p_post_id uuid, p_actor_id uuid) FROM PUBLIC;
 
 
 --

@@ -2,14 +2,13 @@
 import type { Request } from 'express';
 import type { RequestTransaction } from '../../db/request-transaction.ts';
 import { userViewer } from '../../db/viewer.ts';
-import type { ErrorCode } from './catalog.ts';
+import { missingLevelCode, type AccessLevel } from './access-levels.ts';
 import { ApiError } from './errors.ts';
 import type { Tokens } from '../auth/tokens.ts';
 
 /** Whether an endpoint takes a token: never, when sent, or always. */
 export type AuthMode = 'public' | 'optional' | 'bearer';
-/** The access levels of spec part 5 an endpoint can require. */
-export type AccessLevel = 1 | 2 | 3 | 4;
+export type { AccessLevel };
 
 export function bearerToken(req: Request): string | undefined {
   const header = req.headers.authorization;
@@ -54,16 +53,8 @@ export async function authenticate(
   return level;
 }
 
-const missingLevelCode: Record<AccessLevel, ErrorCode> = {
-  1: 'UNAUTHORIZED',
-  2: 'PROFILE_BASICS_REQUIRED',
-  3: 'PHONE_VERIFICATION_REQUIRED',
-  4: 'HUB_READINESS_REQUIRED',
-};
-
-/** The one gate: answers the 403 code of the first level the viewer lacks. */
+/** The one gate: answers the code of the first level the viewer lacks (access-levels.ts). */
 export function requireLevel(level: number, required: AccessLevel): void {
-  if (level >= required) return;
-  const missing = Math.min(Math.max(level + 1, 1), required) as AccessLevel;
-  throw new ApiError(missingLevelCode[missing]);
+  const missing = missingLevelCode(level, required);
+  if (missing) throw new ApiError(missing);
 }

@@ -4,7 +4,7 @@
 import { isErrorCode } from './catalog.ts';
 import { ApiError, rateLimited } from './errors.ts';
 
-const constraintCodes = {
+export const constraintCodes = {
   users_username_key: 'USERNAME_TAKEN',
   hubs_custom_link_key: 'HUB_LINK_TAKEN',
 } as const;

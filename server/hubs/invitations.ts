@@ -10,10 +10,14 @@ import { invitationResult, requireHubRole, shapeInvitation, type InvitationRow }
 
 const tag = 'Hub invitations';
 
+/** The enum app.invitation_status; the API adds `expired` for an `invited` row past its time. */
+export const invitationStatuses = ['invited', 'accepted', 'declined'] as const;
+type ListedStatus = (typeof invitationStatuses)[number] | 'expired';
+
 const invitationListItem = z.object({
   id: z.string(),
   maskedPhoneNumber: z.string(),
-  status: z.enum(['invited', 'accepted', 'declined', 'expired']),
+  status: z.enum([...invitationStatuses, 'expired']),
   invitedBy: userLite,
   createdAt: z.string(),
   expiresAt: z.string(),
@@ -83,7 +87,7 @@ export const hubInvitationEndpoints = [
           page.items.map(async (row) => ({
             id: row.invitation_id,
             maskedPhoneNumber: row.masked_phone,
-            status: (row.status === 'invited' && row.expired ? 'expired' : row.status) as 'invited' | 'accepted' | 'declined' | 'expired',
+            status: (row.status === 'invited' && row.expired ? 'expired' : row.status) as ListedStatus,
             invitedBy: await shapeUserLite(storage, row),
             createdAt: row.created_at.toISOString(),
             expiresAt: row.expires_at.toISOString(),

@@ -8,6 +8,9 @@ import { requireHubRole } from './shape.ts';
 const tag = 'Hub join requests';
 const requestIds = { hubId: 'HUB_NOT_FOUND', requestId: 'JOIN_REQUEST_NOT_FOUND' } as const;
 
+/** The enum app.join_request_source. */
+export const joinRequestSources = ['invite_link', 'member_invitation'] as const;
+
 export const hubJoinRequestEndpoints = [
   endpoint({
     method: 'get',
@@ -19,13 +22,13 @@ export const hubJoinRequestEndpoints = [
     ids: { hubId: 'HUB_NOT_FOUND' },
     query: pageQuery(100, ['timestamp', 'id']),
     response: pageSchema(
-      z.object({ id: z.string(), user: userLite, source: z.enum(['invite_link', 'member_invitation']), createdAt: z.string() }),
+      z.object({ id: z.string(), user: userLite, source: z.enum(joinRequestSources), createdAt: z.string() }),
     ),
     errors: ['HUB_ADMIN_REQUIRED'],
     async handler({ params, query, tx, services: { storage } }) {
       await requireHubRole(tx, params.hubId as string, ['admin', 'super_admin']);
       const [afterUs, afterId] = (query.cursor ?? [null, null]) as [number | null, string | null];
-      const { rows } = await tx.query<{ request_id: string; source: 'invite_link' | 'member_invitation'; created_at: Date; created_us: number } & UserLiteRow>(
+      const { rows } = await tx.query<{ request_id: string; source: (typeof joinRequestSources)[number]; created_at: Date; created_us: number } & UserLiteRow>(
         `select r.id as request_id, r.source, r.created_at, ${micros('r.created_at')} as created_us,
                 u.id, u.username, u.full_name, a.object_key as photo_key
          from app.hub_join_requests r

@@ -14,6 +14,7 @@
 // Error responses that are the same for many operations are components.responses.
 import { z } from 'zod';
 import { errorCatalog, type ErrorCode } from '../http/catalog.ts';
+import { ladderText, levelCodes } from '../http/access-levels.ts';
 import type { Endpoint } from '../http/endpoint.ts';
 import { writeLimitDocs } from '../http/write-limits.ts';
 import { errorExample, exampleOf } from './examples.ts';
@@ -78,9 +79,7 @@ export function errorCodes(definition: Endpoint): ErrorCode[] {
   const codes = new Set<ErrorCode>(definition.errors ?? []);
   if (definition.limit) codes.add('RATE_LIMITED');
   if (definition.auth !== 'public') codes.add('UNAUTHORIZED');
-  if (definition.level === 2) codes.add('PROFILE_BASICS_REQUIRED');
-  if (definition.level === 3) codes.add('PROFILE_BASICS_REQUIRED').add('PHONE_VERIFICATION_REQUIRED');
-  if (definition.level === 4) codes.add('PROFILE_BASICS_REQUIRED').add('PHONE_VERIFICATION_REQUIRED').add('HUB_READINESS_REQUIRED');
+  for (const code of levelCodes(definition.level)) codes.add(code);
   // Bodies, queries and path parameters are checked (a NUL character in a path parameter is 422).
   if (definition.body || definition.query || definition.path.includes('{')) codes.add('VALIDATION_FAILED');
   for (const code of Object.values(definition.ids ?? {})) codes.add(code);
@@ -241,7 +240,7 @@ const description = [
   '',
   '**Responses may gain fields: clients must ignore fields they do not know.** Requests are strict: an unknown field is 422.',
   '',
-  'Access levels (`x-access-level`): 1 anonymous, 2 registered public profile, 3 phone-confirmed, 4 Hub-ready; a missing',
+  `Access levels (\`x-access-level\`): ${ladderText}; a missing`,
   'level answers its 403 code. Checks run in this order: token (401), access level (403), request shape (422), then',
   'existence, visibility and state. Every response carries `X-Request-Id` (the client\'s own when it sent a usable one).',
 ].join('\n');

@@ -7,9 +7,10 @@ import type { Storage } from '../uploads/storage.ts';
 import { shapeUserLite, userLite } from '../users/lite.ts';
 import { distribute, distributionBucket, summarize, tallySql, voteSummary } from '../votes/summary.ts';
 import { maintainedCount } from '../http/counts.ts';
+import { articleKinds, visibilities, type ArticleKind, type Visibility } from './fields.ts';
 
 const article = z.object({
-  kind: z.enum(['link', 'media', 'text']),
+  kind: z.enum(articleKinds),
   url: z.string().nullable(),
   title: z.string().nullable(),
   text: z.string().nullable(),
@@ -18,6 +19,7 @@ const article = z.object({
 
 const slider = z.object({ leftLabel: z.string(), rightLabel: z.string() }).meta({ id: 'Slider' });
 
+/** The enum app.feed_context, in the order a card's context is chosen. */
 export const feedContexts = [
   'own_post',
   'followed_author',
@@ -36,7 +38,7 @@ export const postCard = z.object({
   thoughtText: z.string().nullable(),
   sliderText: z.string().nullable(),
   slider: slider.nullable(),
-  visibility: z.enum(['public', 'public_hub', 'private_locked_hub']),
+  visibility: z.enum(visibilities),
   sourcePostId: z.string().nullable(),
   sourcePost: z
     .object({ id: z.string(), article: article.nullable(), thoughtText: z.string().nullable(), sliderText: z.string().nullable(), slider: slider.nullable() })
@@ -54,7 +56,7 @@ export type PostCard = z.input<typeof postCard>;
 export type FeedContext = (typeof feedContexts)[number];
 
 interface ArticleColumns {
-  kind: 'link' | 'media' | 'text';
+  kind: ArticleKind;
   url: string | null;
   title: string | null;
   body: string | null;
@@ -68,7 +70,7 @@ interface CardRow {
   slider_text: string | null;
   slider_left_label: string | null;
   slider_right_label: string | null;
-  visibility: 'public' | 'public_hub' | 'private_locked_hub';
+  visibility: Visibility;
   source_post_id: string | null;
   repost_count: number;
   comment_count: number;

@@ -4,7 +4,14 @@ import { z } from 'zod';
 const uuidPattern = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 export const idList = (max: number) => z.array(z.string().regex(uuidPattern, 'Not an id')).max(max);
 
-export const visibility = z.enum(['public', 'public_hub', 'private_locked_hub']);
+/** The enum app.post_visibility (test/sql/enums.test.ts holds them equal). */
+export const visibilities = ['public', 'public_hub', 'private_locked_hub'] as const;
+export type Visibility = (typeof visibilities)[number];
+export const visibility = z.enum(visibilities);
+
+/** The enum app.article_kind. */
+export const articleKinds = ['link', 'media', 'text'] as const;
+export type ArticleKind = (typeof articleKinds)[number];
 
 export const frameFields = {
   thoughtText: z.string().min(1).max(2000).optional(),
@@ -52,7 +59,7 @@ export function checkFrame(value: FrameInput, ctx: z.RefinementCtx): void {
 
 export const article = z
   .strictObject({
-    kind: z.enum(['link', 'media', 'text']),
+    kind: z.enum(articleKinds),
     url: z.url({ protocol: /^https?$/ }).max(2048).optional(),
     title: z.string().min(1).max(300).optional(),
     text: z.string().min(1).max(10000).optional(),

@@ -6,8 +6,11 @@ import { endpoint } from '../http/endpoint.ts';
 
 const tag = 'Reports';
 
+/** The enum app.report_reason. */
+export const reportReasons = ['spam', 'harassment', 'hate', 'violence', 'sexual', 'misinformation', 'other'] as const;
+
 const reportBody = z.strictObject({
-  reason: z.enum(['spam', 'harassment', 'hate', 'violence', 'sexual', 'misinformation', 'other']),
+  reason: z.enum(reportReasons),
   details: z.string().max(1000).optional(),
 });
 const reportCreated = z

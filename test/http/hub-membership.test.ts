@@ -112,13 +112,19 @@ describe('member invitation → accept → pending admin approval → approve / 
     expect((await app.get(`/hubs/${hub.id}/join-requests`, { token: member.token })).body.error.code).toBe('HUB_ADMIN_REQUIRED');
     expect((await app.post(`/hubs/${hub.id}/join-requests/${requestId}/approve`, undefined, { token: member.token })).body.error.code).toBe('HUB_ADMIN_REQUIRED');
 
+    const joinedBefore = await Promise.all([owner, admin, member].map((u) => storedNotifications(app, u.id, 'hub_member_joined')));
     const approve = await app.post(`/hubs/${hub.id}/join-requests/${requestId}/approve`, undefined, { token: admin.token });
     expect(approve.body.data).toEqual({ requestId, status: 'approved' });
     await app.runJobs();
     expect(await storedNotifications(app, joiner.id, 'hub_join_request_approved')).toEqual([
       { type: 'hub_join_request_approved', actor_id: admin.id, hub_id: hub.id, invitation_id: null, join_request_id: requestId },
     ]);
-    for (const user of [owner, admin, member]) expect(await types(user, 'hub_member_joined')).toBeGreaterThan(0);
+    // Each member, the approving admin included, is told once that the joiner joined (a doubled
+    // fan-out would show two), and the joiner is its actor, not the admin who approved.
+    const joinedNow = await Promise.all([owner, admin, member].map((u) => storedNotifications(app, u.id, 'hub_member_joined')));
+    expect(joinedNow.map((rows, i) => rows.slice(joinedBefore[i]!.length))).toEqual(
+      [owner, admin, member].map(() => [{ type: 'hub_member_joined', actor_id: joiner.id, hub_id: hub.id, invitation_id: null, join_request_id: null }]),
+    );
     expect(await types(joiner, 'hub_member_joined')).toBe(0);
     const again = await app.post(`/hubs/${hub.id}/join-requests/${requestId}/reject`, undefined, { token: owner.token });
     expect(again.status).toBe(409);

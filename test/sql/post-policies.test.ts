@@ -51,7 +51,9 @@ describe('posts', () => {
 
 describe('votes', () => {
   it('show a user their own receipts only, and counters to nobody', async () => {
-    expect(await read(member, 'select post_id from app.vote_receipts order by post_id')).toHaveLength(2);
+    expect(await read(member, 'select post_id from app.vote_receipts order by post_id')).toEqual(
+      [lockedId, publicId].sort().map((post_id) => ({ post_id })),
+    );
     expect(await read(outsider, 'select post_id from app.vote_receipts where user_id = $1', [member.id])).toEqual([]);
     expect(await read(author, 'select * from app.vote_scope_receipts where user_id = $1', [member.id])).toEqual([]);
     expect(await read(member, 'select * from app.vote_counters')).toBe('42501');
@@ -61,7 +63,14 @@ describe('votes', () => {
 
   it('tally only posts the viewer can see', async () => {
     expect(await read(outsider, 'select * from app.vote_tally($1, null)', [lockedId])).toEqual([]);
-    expect(((await read(member, 'select * from app.vote_tally($1, null)', [lockedId])) as unknown[]).length).toBe(5);
+    // The member's one 'left' vote, counted once, and every other position at zero.
+    expect(await read(member, 'select vote_position, votes::int from app.vote_tally($1, null)', [lockedId])).toEqual([
+      { vote_position: 'strong_left', votes: 0 },
+      { vote_position: 'left', votes: 1 },
+      { vote_position: 'neutral', votes: 0 },
+      { vote_position: 'right', votes: 0 },
+      { vote_position: 'strong_right', votes: 0 },
+    ]);
   });
 });
 

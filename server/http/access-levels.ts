@@ -1,0 +1,34 @@
+// The access-level ladder (spec part 5), written once for TypeScript: each level, what reaching it
+// means, and the code a request answers when the viewer lacks it. The gate (auth.ts requireLevel)
+// and the OpenAPI document (an operation's 403 codes, the description of x-access-level) read it
+// from here. The database raises the same codes in app.session_gate and app.require_level;
+// test/sql/access-levels.test.ts holds the two equal for every level and requirement.
+import type { ErrorCode } from './catalog.ts';
+
+export const accessLevels = [
+  { level: 1, means: 'anonymous', missing: 'UNAUTHORIZED' },
+  { level: 2, means: 'registered public profile', missing: 'PROFILE_BASICS_REQUIRED' },
+  { level: 3, means: 'phone-confirmed', missing: 'PHONE_VERIFICATION_REQUIRED' },
+  { level: 4, means: 'Hub-ready', missing: 'HUB_READINESS_REQUIRED' },
+] as const satisfies readonly { level: number; means: string; missing: ErrorCode }[];
+
+/** The access levels an endpoint can require. */
+export type AccessLevel = (typeof accessLevels)[number]['level'];
+
+/**
+ * The code for a viewer at `level` (0: no token) on an endpoint that requires `required`: the first
+ * level the viewer lacks, or null when the viewer has it.
+ */
+export function missingLevelCode(level: number, required: AccessLevel): ErrorCode | null {
+  if (level >= required) return null;
+  const first = Math.min(Math.max(level + 1, 1), required);
+  return accessLevels[first - 1]!.missing;
+}
+
+/** The 403 codes an endpoint requiring `required` can answer (each level above 1 up to it). */
+export function levelCodes(required: AccessLevel | undefined): ErrorCode[] {
+  return accessLevels.filter((step) => step.level > 1 && step.level <= (required ?? 0)).map((step) => step.missing);
+}
+
+/** "1 anonymous, 2 registered public profile, ...", for the OpenAPI description. */
+export const ladderText = accessLevels.map((step) => `${step.level} ${step.means}`).join(', ');
