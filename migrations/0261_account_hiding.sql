@@ -49,7 +49,7 @@ comment on table app_private.account_states is
 -- memberships and activity events it took out of their tables (as JSON, put back by show_account).
 create table app_private.hidden_rows (
   user_id uuid not null references app.users (id),
-  kind text not null check (kind in ('post', 'comment', 'follow', 'membership', 'activity')),
+  kind text not null check (kind in ('post', 'comment', 'follow', 'membership', 'activity', 'hub_activity')),
   row_id uuid,
   data jsonb,
   check ((kind in ('post', 'comment')) = (row_id is not null and data is null))
@@ -90,6 +90,9 @@ begin
   insert into app_private.hidden_rows (user_id, kind, data) select p_user_id, 'follow', to_jsonb(t) from taken t;
   with taken as (delete from app.hub_memberships m where m.user_id = p_user_id returning m.*)
   insert into app_private.hidden_rows (user_id, kind, data) select p_user_id, 'membership', to_jsonb(t) from taken t;
+  -- Recent activity in hubs (the "active users" number of hub search).
+  with taken as (delete from app.hub_activity a where a.user_id = p_user_id returning a.*)
+  insert into app_private.hidden_rows (user_id, kind, data) select p_user_id, 'hub_activity', to_jsonb(t) from taken t;
   -- Shares, reposts and comments as feed frames; vote events are not the account's to show or hide.
   with taken as (delete from app.activity_events e where e.actor_id = p_user_id and e.kind <> 'post_voted' returning e.*)
   insert into app_private.hidden_rows (user_id, kind, data) select p_user_id, 'activity', to_jsonb(t) from taken t;
@@ -144,6 +147,10 @@ begin
     where h.user_id = p_user_id and h.kind = 'membership'
       -- removed_at: a hub internal tooling removed meanwhile (column of 0262)
       and exists (select from app.hubs x where x.id = m.hub_id and x.removed_at is null)
+    on conflict do nothing;
+  insert into app.hub_activity
+    select a.* from app_private.hidden_rows h cross join lateral jsonb_populate_record(null::app.hub_activity, h.data) a
+    where h.user_id = p_user_id and h.kind = 'hub_activity' and exists (select from app.hub_memberships m where m.hub_id = a.hub_id and m.user_id = a.user_id)
     on conflict do nothing;
   insert into app.activity_events overriding system value
     select e.* from app_private.hidden_rows h cross join lateral jsonb_populate_record(null::app.activity_events, h.data) e

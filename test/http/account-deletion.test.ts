@@ -42,6 +42,7 @@ async function seenBy(viewer: TestUser, user: TestUser & { username: string }, w
   const messages = (await app.get(`/hubs/${world.hub.id}/discussions/${world.discussionId}/messages`, { token: viewer.token })).body.data.items;
   const search = (await app.get(`/search/users?q=${user.username}`, { token: viewer.token })).body.data.items;
   const home = (await app.get('/posts?limit=50', { token: viewer.token })).body.data.items;
+  const hubs = (await app.get(`/search/hubs?q=${encodeURIComponent(hub.name)}&limit=50`, { token: viewer.token })).body.data.items;
   return {
     profile: profile.status,
     profileError: profile.body.error?.code ?? null,
@@ -54,6 +55,7 @@ async function seenBy(viewer: TestUser, user: TestUser & { username: string }, w
     followers: followers.some((f: { id?: string; userId?: string }) => (f.id ?? f.userId) === user.id),
     members: members.some((m: { id?: string; userId?: string; user?: { id: string } }) => (m.id ?? m.userId ?? m.user?.id) === user.id),
     memberCount: hub.memberCount,
+    activeUsers: hubs.find((h: { id: string }) => h.id === world.hub.id)?.activeUsers24h,
     messageAuthor: messages.map((m: { author: { id: string | null; isFormerMember: boolean } }) => m.author)
       .find((a: { id: string | null; displayName: string }) => a.id === user.id || a.displayName === 'Former member') ?? null,
     search: search.some((s: { id: string }) => s.id === user.id),
@@ -128,6 +130,7 @@ describe('POST /users/me/deletion', () => {
       friendCommentCount: before.friendCommentCount - 1,
       friendRepostCount: before.friendRepostCount - 1,
       memberCount: before.memberCount - 1,
+      activeUsers: before.activeUsers - 1,
     });
     expect(during.viewerCounts.followers).toBe(before.viewerCounts.followers - 1);
     expect(during.viewerCounts.following).toBe(before.viewerCounts.following - 1);
