@@ -8,11 +8,12 @@
 // ReadyForQuery, one write back) instead of three times. Parameters stay bind parameters (never
 // in SQL text). Only the statement's rows are returned.
 import pg from 'pg';
-import type { Viewer } from './viewer.ts';
+import { anonymousViewer, viewerSettings, type Viewer } from './viewer.ts';
 
 const settings = {
   name: 'viewer_settings',
-  text: "select set_config('role', $1, true), set_config('app.user_id', $2, true), set_config('app.session_id', $3, true)",
+  // The settings' names are constants; their values are the statement's parameters.
+  text: `select ${viewerSettings(anonymousViewer).map(([name], i) => `set_config('${name}', $${i + 1}, true)`).join(', ')}`,
 };
 // The session of the settings just made: the same check as RequestTransaction.deferSession's.
 const gate = {
@@ -90,7 +91,7 @@ export class SingleSyncStatement<R extends pg.QueryResultRow> extends pg.Query<R
       if (describe) connection.describe({ type: 'P', name: '' });
       connection.execute({ portal: '' });
     };
-    run(settings.name, settings.text, [viewer.role, viewer.userId ?? '', viewer.sessionId ?? ''], false);
+    run(settings.name, settings.text, viewerSettings(viewer).map(([, value]) => value), false);
     if (this.#gateLevel !== null) run(gate.name, gate.text, [String(this.#gateLevel)], false);
     run(statement, this.#text, this.#values, true);
     connection.sync();

@@ -16,6 +16,20 @@ export function userViewer(userId: string, sessionId: string | null = null): Vie
   return { role: 'app_user', userId, sessionId };
 }
 
+/**
+ * The settings that carry a viewer into SQL, in the order every form applies them: the one place
+ * they are written. beginAs (requests, the live reader, SQL tests), the one-Sync batch
+ * (db/single-sync.ts) and internal GraphQL (server/graphql/auth.ts pgSettingsOf) all build theirs
+ * from it.
+ */
+export function viewerSettings(viewer: Viewer): [name: string, value: string][] {
+  return [
+    ['role', viewer.role],
+    ['app.user_id', viewer.userId ?? ''],
+    ['app.session_id', viewer.sessionId ?? ''],
+  ];
+}
+
 export function sqlLiteral(value: string | null): string {
   if (value === null) return 'null';
   return `'${value.replaceAll("'", "''")}'`;
@@ -26,11 +40,8 @@ export function sqlLiteral(value: string | null): string {
  * literals of verified identifiers (a signed token checked against the database) and a role name.
  */
 export function beginAs(viewer: Viewer): string {
-  return (
-    `begin; select set_config('role', ${sqlLiteral(viewer.role)}, true), ` +
-    `set_config('app.user_id', ${sqlLiteral(viewer.userId ?? '')}, true), ` +
-    `set_config('app.session_id', ${sqlLiteral(viewer.sessionId ?? '')}, true);`
-  );
+  const settings = viewerSettings(viewer).map(([name, value]) => `set_config(${sqlLiteral(name)}, ${sqlLiteral(value)}, true)`);
+  return `begin; select ${settings.join(', ')};`;
 }
 
 /**

@@ -8,7 +8,7 @@ import { createHash, timingSafeEqual } from 'node:crypto';
 import type { Request } from 'express';
 import type pg from 'pg';
 import { RequestTransaction } from '../../db/request-transaction.ts';
-import { anonymousViewer, type Viewer } from '../../db/viewer.ts';
+import { anonymousViewer, viewerSettings, type Viewer } from '../../db/viewer.ts';
 import type { Tokens } from '../auth/tokens.ts';
 import { authenticate, bearerToken } from '../http/auth.ts';
 import { graphqlBounds } from './limits.ts';
@@ -71,9 +71,7 @@ export async function graphqlViewer(req: Request, auth: GraphqlAuth): Promise<Vi
  */
 export function pgSettingsOf(viewer: Viewer): Record<string, string> {
   return {
-    role: viewer.role,
-    'app.user_id': viewer.userId ?? '',
-    'app.session_id': viewer.sessionId ?? '',
+    ...Object.fromEntries(viewerSettings(viewer)),
     statement_timeout: graphqlBounds.statementTimeout,
     ...(viewer.role === 'app_admin' ? {} : { transaction_read_only: 'on' }),
   };
