@@ -324,6 +324,19 @@ CREATE TYPE app_private.push_state AS ENUM (
 
 
 --
+-- Name: unread_change; Type: TYPE; Schema: app_private; Owner: -
+--
+
+CREATE TYPE app_private.unread_change AS (
+	user_id uuid,
+	type app.notification_type,
+	hub_id uuid,
+	post_id uuid,
+	delta integer
+);
+
+
+--
 -- Name: job_spec; Type: TYPE; Schema: graphile_worker; Owner: -
 --
 
@@ -3370,73 +3383,41 @@ $$;
 
 
 --
--- Name: count_unread_changes(); Type: FUNCTION; Schema: app_private; Owner: -
+-- Name: count_unread(); Type: FUNCTION; Schema: app_private; Owner: -
 --
 
-CREATE FUNCTION app_private.count_unread_changes() RETURNS trigger
+CREATE FUNCTION app_private.count_unread() RETURNS trigger
     LANGUAGE plpgsql SECURITY DEFINER
     SET search_path TO 'pg_catalog'
     AS $$
+declare
+  v_changes app_private.unread_change[];
 begin
-  perform app_private.lock_reposts(array(
-    select n.post_id from new_rows n where n.type = 'post_reposted' and n.hub_id is null
-    union select o.post_id from old_rows o where o.type = 'post_reposted' and o.hub_id is null));
-  insert into app_private.unread_counters as c (user_id, kind, scope_id, slot, unread)
+  -- Transition tables exist only for the events that have them: each branch reads its own.
+  if tg_op = 'INSERT' then
+    v_changes := array(select row(n.recipient_id, n.type, n.hub_id, n.post_id, 1)::app_private.unread_change from new_rows n where n.read_at is null);
+  elsif tg_op = 'DELETE' then
+    v_changes := array(select row(o.recipient_id, o.type, o.hub_id, o.post_id, -1)::app_private.unread_change from old_rows o where o.read_at is null);
+  else
+    v_changes := array(select row(n.recipient_id, n.type, n.hub_id, n.post_id, 1)::app_private.unread_change from new_rows n where n.read_at is null
+                       union all
+                       select row(o.recipient_id, o.type, o.hub_id, o.post_id, -1)::app_private.unread_change from old_rows o where o.read_at is null);
+  end if;
+  if cardinality(v_changes) = 0 then
+    return null;
+  end if;
+  -- The reposts first (see 0201): their visibility cannot change until this transaction ends.
+  perform app_private.lock_reposts(array(select distinct c.post_id from unnest(v_changes) c where c.type = 'post_reposted' and c.hub_id is null));
+  insert into app_private.unread_counters as u (user_id, kind, scope_id, slot, unread)
   select d.user_id, d.kind, d.scope_id, floor(random() * 32)::smallint, d.delta
   from (
-    select r.user_id, b.kind, b.scope_id, sum(r.delta) as delta
-    from (select n.recipient_id as user_id, n.type, n.hub_id, n.post_id, 1 as delta from new_rows n where n.read_at is null
-          union all
-          select o.recipient_id, o.type, o.hub_id, o.post_id, -1 from old_rows o where o.read_at is null) r
-    cross join lateral app_private.unread_bucket(r.type, r.hub_id, r.post_id) b
-    group by r.user_id, b.kind, b.scope_id) d
+    select c.user_id, b.kind, b.scope_id, sum(c.delta) as delta
+    from unnest(v_changes) c
+    cross join lateral app_private.unread_bucket(c.type, c.hub_id, c.post_id) b
+    group by c.user_id, b.kind, b.scope_id) d
   where d.delta <> 0
   order by d.user_id, d.kind, d.scope_id
-  on conflict (user_id, kind, scope_id, slot) do update set unread = c.unread + excluded.unread;
-  return null;
-end
-$$;
-
-
---
--- Name: count_unread_deletes(); Type: FUNCTION; Schema: app_private; Owner: -
---
-
-CREATE FUNCTION app_private.count_unread_deletes() RETURNS trigger
-    LANGUAGE plpgsql SECURITY DEFINER
-    SET search_path TO 'pg_catalog'
-    AS $$
-begin
-  perform app_private.lock_reposts(array(select o.post_id from old_rows o where o.type = 'post_reposted' and o.hub_id is null));
-  insert into app_private.unread_counters as c (user_id, kind, scope_id, slot, unread)
-  select o.recipient_id, b.kind, b.scope_id, floor(random() * 32)::smallint, -count(*)
-  from old_rows o cross join lateral app_private.unread_bucket(o.type, o.hub_id, o.post_id) b
-  where o.read_at is null
-  group by o.recipient_id, b.kind, b.scope_id
-  order by o.recipient_id, b.kind, b.scope_id
-  on conflict (user_id, kind, scope_id, slot) do update set unread = c.unread + excluded.unread;
-  return null;
-end
-$$;
-
-
---
--- Name: count_unread_inserts(); Type: FUNCTION; Schema: app_private; Owner: -
---
-
-CREATE FUNCTION app_private.count_unread_inserts() RETURNS trigger
-    LANGUAGE plpgsql SECURITY DEFINER
-    SET search_path TO 'pg_catalog'
-    AS $$
-begin
-  perform app_private.lock_reposts(array(select n.post_id from new_rows n where n.type = 'post_reposted' and n.hub_id is null));
-  insert into app_private.unread_counters as c (user_id, kind, scope_id, slot, unread)
-  select n.recipient_id, b.kind, b.scope_id, floor(random() * 32)::smallint, count(*)
-  from new_rows n cross join lateral app_private.unread_bucket(n.type, n.hub_id, n.post_id) b
-  where n.read_at is null
-  group by n.recipient_id, b.kind, b.scope_id
-  order by n.recipient_id, b.kind, b.scope_id
-  on conflict (user_id, kind, scope_id, slot) do update set unread = c.unread + excluded.unread;
+  on conflict (user_id, kind, scope_id, slot) do update set unread = u.unread + excluded.unread;
   return null;
 end
 $$;
@@ -4569,16 +4550,18 @@ CREATE FUNCTION app_private.merge_votes(p_source uuid, p_target uuid) RETURNS vo
     LANGUAGE plpgsql
     SET search_path TO 'pg_catalog'
     AS $$
+declare
+  v_moved uuid[];
 begin
-  create temporary table merged_votes on commit drop as
-    select r.post_id from app.vote_receipts r
-    where r.user_id = p_source
-      and not exists (select from app.vote_receipts t where t.post_id = r.post_id and t.user_id = p_target);
-  insert into app.vote_receipts (post_id, user_id, voted_at)
-    select r.post_id, p_target, r.voted_at from app.vote_receipts r join merged_votes m using (post_id) where r.user_id = p_source;
-  update app.vote_scope_receipts set user_id = p_target
-    where user_id = p_source and post_id in (select post_id from merged_votes);
-  delete from app.vote_receipts where user_id = p_source and post_id in (select post_id from merged_votes);
+  with moved as (
+    insert into app.vote_receipts (post_id, user_id, voted_at)
+      select r.post_id, p_target, r.voted_at from app.vote_receipts r where r.user_id = p_source
+      on conflict (post_id, user_id) do nothing
+      returning post_id
+  )
+  select coalesce(array_agg(m.post_id), '{}') into v_moved from moved m;
+  update app.vote_scope_receipts set user_id = p_target where user_id = p_source and post_id = any (v_moved);
+  delete from app.vote_receipts where user_id = p_source and post_id = any (v_moved);
 end
 $$;
 
@@ -4825,44 +4808,75 @@ $$;
 
 
 --
--- Name: plan_pushes(); Type: FUNCTION; Schema: app_private; Owner: -
+-- Name: plan_pushes(integer, integer); Type: FUNCTION; Schema: app_private; Owner: -
 --
 
-CREATE FUNCTION app_private.plan_pushes() RETURNS integer
+CREATE FUNCTION app_private.plan_pushes(p_limit integer, p_lease_seconds integer) RETURNS TABLE(delivery_id bigint, device_id uuid, attempt integer, token text, platform text, notification_id uuid, type app.notification_type, post_id uuid, hub_id uuid, badge bigint, written_at timestamp with time zone)
     LANGUAGE plpgsql SECURITY DEFINER
     SET search_path TO 'pg_catalog'
     AS $$
 declare
   v_to xid8 := pg_snapshot_xmin(pg_current_snapshot());
   v_from xid8;
-  v_rows int;
-  v_badges int;
 begin
+  select c.pushed_to into v_from from app_private.push_cursor c;
+  if v_to <= v_from
+     or not (exists (select from app.notifications n where n.tx_id >= v_from and n.tx_id < v_to)
+             or exists (select from app_private.badge_changes b where b.tx_id >= v_from and b.tx_id < v_to)) then
+    return;
+  end if;
   select c.pushed_to into v_from from app_private.push_cursor c for update skip locked;
   if not found or v_to <= v_from then
-    return 0;
+    return;
   end if;
-  insert into app_private.push_deliveries (notification_id, device_id)
-  select n.id, d.id
-  from app.notifications n
-  join app.push_devices d on d.user_id = n.recipient_id
-  left join app_private.notification_settings s on s.user_id = n.recipient_id
-  where n.tx_id >= v_from and n.tx_id < v_to
-    and n.created_at > now() - app_private.push_max_age()
-    and app_private.push_allowed(s, n.type)
-  order by n.tx_id, n.id
-  on conflict (notification_id, device_id) where notification_id is not null do nothing;
-  get diagnostics v_rows = row_count;
-  insert into app_private.push_deliveries (badge_change_id, device_id)
-  select b.id, d.id
-  from app_private.badge_changes b
-  join app.push_devices d on d.user_id = b.user_id
-  left join app_private.notification_settings s on s.user_id = b.user_id
-  where b.tx_id >= v_from and b.tx_id < v_to and app_private.push_allowed(s, null)
-  on conflict (badge_change_id, device_id) where badge_change_id is not null do nothing;
-  get diagnostics v_badges = row_count;
   update app_private.push_cursor set pushed_to = v_to;
-  return v_rows + v_badges;
+  return query
+  with candidates as (
+    select n.id as notification_id, null::bigint as badge_change_id, d.id as device_id, d.session_id, d.user_id, d.token, d.platform,
+           n.type, n.post_id, n.hub_id, n.created_at as written_at, n.tx_id, n as row
+    from app.notifications n
+    join app.push_devices d on d.user_id = n.recipient_id
+    left join app_private.notification_settings s on s.user_id = n.recipient_id
+    where n.tx_id >= v_from and n.tx_id < v_to
+      and n.created_at > now() - app_private.push_max_age()
+      and app_private.push_allowed(s, n.type)
+    union all
+    select null, b.id, d.id, d.session_id, d.user_id, d.token, d.platform, null, null, null, b.created_at, b.tx_id, null::app.notifications
+    from app_private.badge_changes b
+    join app.push_devices d on d.user_id = b.user_id
+    left join app_private.notification_settings s on s.user_id = b.user_id
+    where b.tx_id >= v_from and b.tx_id < v_to and app_private.push_allowed(s, null)
+  ), ranked as (
+    select c.*, row_number() over (order by c.tx_id, c.notification_id, c.badge_change_id, c.device_id) <= p_limit as first
+    from candidates c
+  ), checked as (
+    select r.*,
+           case when r.first then exists (select from app_private.session_level(r.session_id, r.user_id))
+                                and (r.badge_change_id is not null or (app_private.notification_visible(r.row, r.user_id) and (r.row).read_at is null))
+           end as sendable
+    from ranked r
+  ), inserted as (
+    insert into app_private.push_deliveries as dl (notification_id, badge_change_id, device_id, state, attempts, next_attempt_at, finished_at)
+    select c.notification_id, c.badge_change_id, c.device_id,
+           case when c.sendable is false then 'skipped' else 'pending' end::app_private.push_state,
+           coalesce(c.sendable, false)::int,
+           case when c.sendable then now() + make_interval(secs => p_lease_seconds) else now() end,
+           case when c.sendable is false then now() end
+    from checked c
+    order by c.tx_id, c.notification_id, c.badge_change_id, c.device_id
+    on conflict do nothing
+    returning dl.id, dl.notification_id, dl.badge_change_id, dl.device_id, dl.attempts
+  ), badges as (
+    select u.user_id, (select coalesce(sum(x.unread), 0) from app_private.unread_counts(u.user_id) x)::bigint as badge
+    from (select distinct c.user_id from checked c where c.sendable) u
+  )
+  select i.id, i.device_id, 1, c.token, c.platform, c.notification_id, c.type, c.post_id, c.hub_id, bg.badge, c.written_at
+  from inserted i
+  join checked c on c.device_id = i.device_id and c.notification_id is not distinct from i.notification_id
+                and c.badge_change_id is not distinct from i.badge_change_id
+  join badges bg on bg.user_id = c.user_id
+  where i.attempts = 1
+  order by i.id;
 end
 $$;
 
@@ -8236,21 +8250,21 @@ CREATE TRIGGER moderation_log_no_truncate BEFORE TRUNCATE ON app.moderation_log 
 -- Name: notifications notifications_count_unread_changes; Type: TRIGGER; Schema: app; Owner: -
 --
 
-CREATE TRIGGER notifications_count_unread_changes AFTER UPDATE ON app.notifications REFERENCING OLD TABLE AS old_rows NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION app_private.count_unread_changes();
+CREATE TRIGGER notifications_count_unread_changes AFTER UPDATE ON app.notifications REFERENCING OLD TABLE AS old_rows NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION app_private.count_unread();
 
 
 --
 -- Name: notifications notifications_count_unread_deletes; Type: TRIGGER; Schema: app; Owner: -
 --
 
-CREATE TRIGGER notifications_count_unread_deletes AFTER DELETE ON app.notifications REFERENCING OLD TABLE AS old_rows FOR EACH STATEMENT EXECUTE FUNCTION app_private.count_unread_deletes();
+CREATE TRIGGER notifications_count_unread_deletes AFTER DELETE ON app.notifications REFERENCING OLD TABLE AS old_rows FOR EACH STATEMENT EXECUTE FUNCTION app_private.count_unread();
 
 
 --
 -- Name: notifications notifications_count_unread_inserts; Type: TRIGGER; Schema: app; Owner: -
 --
 
-CREATE TRIGGER notifications_count_unread_inserts AFTER INSERT ON app.notifications REFERENCING NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION app_private.count_unread_inserts();
+CREATE TRIGGER notifications_count_unread_inserts AFTER INSERT ON app.notifications REFERENCING NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION app_private.count_unread();
 
 
 --
@@ -11002,24 +11016,10 @@ REVOKE ALL ON FUNCTION app_private.count_posts() FROM PUBLIC;
 
 
 --
--- Name: FUNCTION count_unread_changes(); Type: ACL; Schema: app_private; Owner: -
+-- Name: FUNCTION count_unread(); Type: ACL; Schema: app_private; Owner: -
 --
 
-REVOKE ALL ON FUNCTION app_private.count_unread_changes() FROM PUBLIC;
-
-
---
--- Name: FUNCTION count_unread_deletes(); Type: ACL; Schema: app_private; Owner: -
---
-
-REVOKE ALL ON FUNCTION app_private.count_unread_deletes() FROM PUBLIC;
-
-
---
--- Name: FUNCTION count_unread_inserts(); Type: ACL; Schema: app_private; Owner: -
---
-
-REVOKE ALL ON FUNCTION app_private.count_unread_inserts() FROM PUBLIC;
+REVOKE ALL ON FUNCTION app_private.count_unread() FROM PUBLIC;
 
 
 --
@@ -11645,11 +11645,11 @@ REVOKE ALL ON FUNCTION app_private.place_post_in_hubs(p_post_id uuid, p_hub_ids 
 
 
 --
--- Name: FUNCTION plan_pushes(); Type: ACL; Schema: app_private; Owner: -
+-- Name: FUNCTION plan_pushes(p_limit integer, p_lease_seconds integer); Type: ACL; Schema: app_private; Owner: -
 --
 
-REVOKE ALL ON FUNCTION app_private.plan_pushes() FROM PUBLIC;
-GRANT ALL ON FUNCTION app_private.plan_pushes() TO app_worker;
+REVOKE ALL ON FUNCTION app_private.plan_pushes(p_limit integer, p_lease_seconds integer) FROM PUBLIC;
+GRANT ALL ON FUNCTION app_private.plan_pushes(p_limit integer, p_lease_seconds integer) TO app_worker;
 
 
 --

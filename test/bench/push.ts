@@ -28,6 +28,7 @@ import { startEmbeddedPostgres, freePort } from '../../db/embedded.ts';
 import { createTokens } from '../../server/auth/tokens.ts';
 import { AccessTokens } from '../../worker/push/access-token.ts';
 import { FcmClient } from '../../worker/push/fcm.ts';
+import { cpuDelta, cpuSeconds } from './backend-cpu.ts';
 import { startPhase } from './phase-start.ts';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
@@ -201,6 +202,9 @@ try {
   // ---- Inserts with push on and off; lag.
   const insertRatios: number[] = [];
   const lags: number[] = [];
+  const pgPids = async () => (await owner.query<{ pid: number }>('select pid from pg_stat_activity')).rows.map((row) => row.pid);
+  /** CPU ms per insert of each part, and how busy the machine's cores were (CPU seconds per second) while the load ran. */
+  const phaseCpu: { push: boolean; pg: number; worker: number; standIn: number; load: number; busy: number; drain: number }[] = [];
   async function insertPhase(push: boolean): Promise<number> {
     const worker = spawnService(['--only=worker'], push ? { ...standIn.env, MIGRATE_ON_START: 'false' } : { MIGRATE_ON_START: 'false' });
     await waitFor(() => worker.output().includes('worker running'), 'the worker');
@@ -209,11 +213,16 @@ try {
     await startPhase(owner);
     const file = path.join(scratch, `load-${randomUUID()}.json`);
     await writeFile(file, JSON.stringify({ databaseUrl: ownerUrl, recipients: recipients.map((r) => r.userId), count: inserts, concurrency: 8 }));
+    const pidsBefore = await pgPids();
+    const pgBefore = cpuSeconds(pidsBefore);
+    const processes = [worker.child.pid as number, standInProcess.pid as number];
+    const processesBefore = cpuSeconds(processes);
     const load = spawn(process.execPath, [path.join(root, 'test', 'bench', 'push-load.ts'), file], { stdio: ['ignore', 'pipe', 'inherit'] });
     let out = '';
     load.stdout?.on('data', (chunk) => (out += chunk));
     await new Promise((resolve) => load.once('exit', resolve));
-    const result = JSON.parse(out.trim()) as { rate: number; commits: [string, number][] };
+    const result = JSON.parse(out.trim()) as { rate: number; seconds: number; commits: [string, number][]; cpu: { load: number; backends: number; pids: number[] } };
+    let drain = 0;
     if (push) {
       const committed = new Map(result.commits);
       const answered = new Map<string, number>();
@@ -223,7 +232,22 @@ try {
       }, 'every insert pushed');
       const phaseLags = [...answered].map(([id, at]) => (at - (committed.get(id) as number)) / 1000);
       lags.push(percentile(phaseLags, 0.95));
+      drain = (Math.max(...answered.values()) - Math.max(...committed.values())) / 1000;
     }
+    const pgAfter = cpuSeconds([...new Set([...pidsBefore, ...(await pgPids())])].filter((pid) => !result.cpu.pids.includes(pid)));
+    const processesAfter = cpuSeconds(processes);
+    const of = (pid: number) => ((processesAfter.get(pid) ?? 0) - (processesBefore.get(pid) ?? 0)) * 1000 / inserts;
+    const cpu = {
+      push,
+      pg: (((cpuDelta(pgBefore, pgAfter) ?? 0) + result.cpu.backends) * 1000) / inserts,
+      worker: of(worker.child.pid as number),
+      standIn: of(standInProcess.pid as number),
+      load: (result.cpu.load * 1000) / inserts,
+      busy: 0,
+      drain,
+    };
+    cpu.busy = ((cpu.pg + cpu.worker + cpu.standIn + cpu.load) * inserts) / 1000 / (result.seconds + drain);
+    phaseCpu.push(cpu);
     await stop(worker.child);
     return result.rate;
   }
@@ -232,6 +256,12 @@ try {
     for (const push of repeat % 2 === 0 ? [false, true] : [true, false]) rates[push ? 'on' : 'off'] = await insertPhase(push);
     insertRatios.push((rates.on as number) / (rates.off as number));
     log(`repeat ${repeat + 1} inserts/s: push off ${fmt(rates.off as number, 0)}, push on ${fmt(rates.on as number, 0)}; push lag p95 ${fmt(lags.at(-1) as number, 3)} s`);
+    for (const c of phaseCpu.splice(0)) {
+      log(
+        `    push ${c.push ? 'on ' : 'off'}: CPU ms per insert PostgreSQL ${fmt(c.pg, 3)}, worker ${fmt(c.worker, 3)}, stand-in ${fmt(c.standIn, 3)}, load ${fmt(c.load, 3)}; ` +
+          `cores busy ${fmt(c.busy)} of ${os.cpus().length}${c.push ? `; last push ${fmt(c.drain, 3)} s after the last commit` : ''}`,
+      );
+    }
   }
 
   // ---- Fan-out against the floor.

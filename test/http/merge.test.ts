@@ -78,3 +78,34 @@ describe('merge of post activity', () => {
     expect((await app.get(`/posts/${both.id}/vote/summary`, { token: writer.token })).body.data.totalVotes).toBe(2);
   });
 });
+
+describe('merge while the target votes', () => {
+  it('keeps both votes and answers 200 when the target votes on a post the caller voted on during the merge (was a 500)', async () => {
+    const phone = nextPhone();
+    const target = await completeBasics(app, await verifyPhone(app, phone));
+    const writer = await userAtLevel(app, 3);
+    const post = await createPost(app, writer, slider);
+    const caller = await completeBasics(app, await anonymousUser(app));
+    await vote(app, caller, post.id, 'right');
+    await app.owner.query(`update app_private.otp_codes set created_at = now() - interval '61 seconds'`);
+    // The target's vote, written and not yet committed when the merge reaches the receipts.
+    const voting = await app.owner.connect();
+    try {
+      await voting.query('begin');
+      await voting.query('insert into app.vote_receipts (post_id, user_id) values ($1, $2)', [post.id, target.id]);
+      const merging = verifyPhone(app, phone, caller.token);
+      const deadline = Date.now() + 10_000;
+      while ((await app.owner.query(`select 1 from pg_stat_activity where datname = current_database() and wait_event_type = 'Lock'`)).rows.length === 0) {
+        if (Date.now() > deadline) throw new Error('the merge never waited for the open vote');
+        await new Promise((resolve) => setTimeout(resolve, 20));
+      }
+      await voting.query('commit');
+      const merged = await merging;
+      expect(merged.id).toBe(target.id);
+    } finally {
+      voting.release();
+    }
+    const receipts = await app.owner.query<{ user_id: string }>('select user_id from app.vote_receipts where post_id = $1', [post.id]);
+    expect(receipts.rows.map((row) => row.user_id).sort()).toEqual([caller.id, target.id].sort());
+  });
+});

@@ -103,6 +103,10 @@ describe('what is pushed', () => {
     expect(iosMessage.apns.payload.aps['thread-id']).toBeUndefined();
     const androidMessage = to(android).find((message) => message.data.badge === '2') as Record<string, any>;
     expect(androidMessage.android).toMatchObject({ collapse_key: `post_voted:${post.id}`, notification: { notification_count: 2 } });
+    // Counted: sent by kind, and the lag from the row's commit to FCM's answer.
+    const scraped = await scrape();
+    expect(scraped).toMatch(/push_sent_total\{[^}]*kind="notification"[^}]*\} [1-9]/);
+    expect(scraped).toMatch(/push_lag_seconds_count\{[^}]*kind="notification"[^}]*\} [1-9]/);
   });
 
   it('hub rows thread per hub; publication alerts are never pushed', async () => {
@@ -140,6 +144,13 @@ describe('what is pushed', () => {
     await addMember(app, hub, leaver);
     await app.patch('/notifications/read', { markAll: true }, { token: leaver.token });
     const token = await device(leaver);
+    // One row planned (pending) while its recipient was still a member, one written just before the
+    // removal: the first is checked when a claim takes it, the second when the planner takes it.
+    const planned = await insertNotification(app, leaver.id, { type: 'hub_member_joined', hubId: hub.id });
+    const plannedState = async () => (await app.owner.query('select state from app_private.push_deliveries where notification_id = $1', [planned])).rows;
+    // Planned once every older transaction of the cluster has ended (the range ends at the oldest running one).
+    await until(async () => (await app.pools.worker.query('select * from app_private.plan_pushes(0, 3)'), (await plannedState()).length > 0), 'the row planned');
+    expect(await plannedState()).toEqual([{ state: 'pending' }]);
     const hidden = await insertNotification(app, leaver.id, { type: 'hub_member_joined', hubId: hub.id });
     expect((await app.post(`/hubs/${hub.id}/members/${leaver.id}/remove`, undefined, { token: owner.token })).status).toBe(200);
     const expiring = await userAtLevel(app, 1);
@@ -150,8 +161,8 @@ describe('what is pushed', () => {
     await pushUntil(() => to(token).length >= 1, 'the removal');
     expect(to(token).map((message) => message.data.type).filter((type) => type !== 'badge')).toEqual(['hub_member_removed']);
     expect(to(expiredToken)).toEqual([]);
-    const { rows } = await app.owner.query('select state from app_private.push_deliveries where notification_id = $1', [hidden]);
-    expect(rows).toEqual([{ state: 'skipped' }]);
+    const { rows } = await app.owner.query('select notification_id, state from app_private.push_deliveries where notification_id = any ($1) order by id', [[planned, hidden]]);
+    expect(rows).toEqual([{ notification_id: planned, state: 'skipped' }, { notification_id: hidden, state: 'skipped' }]);
   });
 });
 
@@ -238,6 +249,33 @@ describe('exactly once', () => {
       expect(new Set(ids).size).toBe(150);
     }
     expect(fcm.tokenExchanges - exchanges).toBeLessThanOrEqual(2);
+  });
+});
+
+describe('the access token', () => {
+  it('is exchanged once (JWT-bearer grant) and reused until a minute before it expires, then exchanged again', async () => {
+    const user = await userAtLevel(app, 1);
+    const token = await device(user);
+    fcm.tokenLifetimeSeconds = 62; // reused for 2 s
+    const pusher = new Pusher(app.pools.worker, fcmConfig, log);
+    const exchanges = fcm.tokenExchanges;
+    pusher.start();
+    try {
+      await insertNotification(app, user.id, { type: 'post_commented' });
+      await until(() => to(token).length === 1, 'the first push');
+      const firstAt = Date.now();
+      await insertNotification(app, user.id, { type: 'post_commented' });
+      await until(() => to(token).length === 2, 'the second push');
+      // Both within the first token's life, unless this machine is very slow.
+      if (Date.now() - firstAt < 1500) expect(fcm.tokenExchanges - exchanges).toBe(1);
+      await new Promise((resolve) => setTimeout(resolve, Math.max(0, 2100 - (Date.now() - firstAt))));
+      await insertNotification(app, user.id, { type: 'post_commented' });
+      await until(() => to(token).length === 3, 'the third push');
+      expect(fcm.tokenExchanges - exchanges).toBeGreaterThanOrEqual(2);
+    } finally {
+      fcm.tokenLifetimeSeconds = 3600;
+      await pusher.stop();
+    }
   });
 });
 

@@ -50,9 +50,9 @@ const kill9 = (worker: RunningProcess) => {
   process.kill(-(worker.child.pid as number), 'SIGKILL');
   return worker.exited;
 };
-async function until(condition: () => boolean, what: string, timeoutMs = 30_000): Promise<void> {
+async function until(condition: () => boolean | Promise<boolean>, what: string, timeoutMs = 30_000): Promise<void> {
   const deadline = Date.now() + timeoutMs;
-  while (!condition()) {
+  while (!(await condition())) {
     if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
     await new Promise((resolve) => setTimeout(resolve, 20));
   }
@@ -106,6 +106,18 @@ describe('a worker process', () => {
     await app.owner.query(`insert into app.notifications (recipient_id, type) values ($1, 'user_followed')`, [user.id]);
     const tries = () => fcm.requests.filter((request) => request.token === 'restart-retry');
     await until(() => tries().length === 1, 'the 503');
+    // Killed once the worker recorded the wait (Retry-After, 3 s from the answer; the claim's lease
+    // was 2 s): killed before that, its claim would simply run out after the lease.
+    const answeredAt = (tries()[0] as { at: number }).at;
+    await until(
+      async () =>
+        (await app.owner.query(
+          `select 1 from app_private.push_deliveries dl join app.push_devices d on d.id = dl.device_id
+           where d.token = 'restart-retry' and dl.next_attempt_at >= to_timestamp($1 / 1000.0) + interval '2.9 seconds'`,
+          [answeredAt],
+        )).rows.length === 1,
+      'the retry recorded',
+    );
     await kill9(first);
     const second = await startWorkerProcess(pushEnv());
     await until(() => fcm.accepted.some((accepted) => accepted.message.token === 'restart-retry'), 'the retry');

@@ -1,6 +1,6 @@
-// The push worker (contract 12; migrations/0206): plans deliveries from finished transaction ranges,
-// claims due ones, sends each to FCM with up to `concurrency` requests in flight over keep-alive
-// connections, and records every outcome as soon as it is known (one statement for all outcomes
+// The push worker (contract 12; migrations/0206, 0209): plans deliveries from finished transaction
+// ranges (claiming at once those it has room to send), claims due ones, sends each to FCM with up
+// to `concurrency` requests in flight over keep-alive connections, and records every outcome as soon as it is known (one statement for all outcomes
 // that arrived meanwhile), so the window between FCM accepting a message and the database knowing
 // it is one such statement. Any number of worker processes may run it: planning is one at a time,
 // claims are SKIP LOCKED with a lease, and a dead worker's claims come back after the lease.
@@ -46,6 +46,7 @@ export class Pusher {
   #queue: ClaimedDelivery[] = [];
   #inFlight = 0;
   #claiming = false;
+  #claimAgain = false;
   #planning = false;
   #results: Result[] = [];
   #flushing: Promise<void> | undefined;
@@ -71,6 +72,8 @@ export class Pusher {
   async stop(): Promise<void> {
     this.#stopped = true;
     for (const timer of this.#timers) clearInterval(timer);
+    // A planning step or claim under way adds what it took to the queue when it returns.
+    while (this.#planning || this.#claiming) await new Promise((resolve) => setTimeout(resolve, 10));
     const unsent = this.#queue.splice(0);
     for (const delivery of unsent) this.#results.push({ delivery, outcome: { kind: 'unauthorized', detail: 'stopping' } });
     while (this.#inFlight > 0) await new Promise<void>((resolve) => this.#idle.push(resolve));
@@ -79,12 +82,28 @@ export class Pusher {
     await this.#agent.close();
   }
 
+  /** Room for more claimed deliveries: at most two per connection queued or in flight. */
+  #room(): number {
+    return this.#fcm.concurrency * 2 - this.#queue.length - this.#inFlight;
+  }
+
+  /**
+   * One planning step: the deliveries of rows written since the last one, the first `room` of them
+   * claimed by this worker and sent at once (migrations/0209); a larger range leaves the rest to
+   * claiming.
+   */
   async #plan(): Promise<void> {
     if (this.#planning || this.#stopped) return;
     this.#planning = true;
+    // While FCM refuses the credentials (401), plan without claiming: nothing is sent until the pause ends.
+    const room = Date.now() < this.#pausedUntil ? 0 : Math.max(0, this.#room());
     try {
-      const { rows } = await this.#pool.query<{ planned: number }>('select app_private.plan_pushes() as planned');
-      if ((rows[0]?.planned ?? 0) > 0) void this.#claim();
+      const { rows } = await this.#pool.query<ClaimedDelivery>('select * from app_private.plan_pushes($1, $2)', [room, Math.ceil(this.#fcm.leaseSeconds)]);
+      if (rows.length > 0) {
+        this.#queue.push(...rows);
+        this.#pump();
+      }
+      if (rows.length >= room) void this.#claim();
     } catch (error) {
       this.#log.warn({ err: error }, 'push planning failed; trying again');
     } finally {
@@ -93,10 +112,17 @@ export class Pusher {
   }
 
   async #claim(): Promise<void> {
-    if (this.#claiming || this.#stopped || Date.now() < this.#pausedUntil) return;
-    const room = this.#fcm.concurrency * 2 - this.#queue.length - this.#inFlight;
+    if (this.#claiming) {
+      // Asked again meanwhile (a planning step that just committed, say): claim once more when this
+      // one ends, instead of leaving its deliveries to the next poll.
+      this.#claimAgain = true;
+      return;
+    }
+    if (this.#stopped || Date.now() < this.#pausedUntil) return;
+    const room = this.#room();
     if (room < Math.max(1, this.#fcm.concurrency / 2)) return;
     this.#claiming = true;
+    this.#claimAgain = false;
     let claimed = 0;
     try {
       const { rows } = await this.#pool.query<ClaimedDelivery>('select * from app_private.claim_pushes($1, $2)', [room, Math.ceil(this.#fcm.leaseSeconds)]);
@@ -108,7 +134,7 @@ export class Pusher {
       this.#claiming = false;
     }
     this.#pump();
-    if (claimed === room) void this.#claim();
+    if (claimed === room || this.#claimAgain) void this.#claim();
   }
 
   #pump(): void {
