@@ -1233,8 +1233,10 @@ CREATE FUNCTION app.hub_active_users(p_hub_id uuid) RETURNS integer
     LANGUAGE sql STABLE SECURITY DEFINER
     SET search_path TO 'pg_catalog'
     AS $$
-  select count(*)::int from app.hub_activity a
-  where a.hub_id = p_hub_id and a.last_active_at > now() - interval '24 hours'
+  select count(*)::int
+  from (select from app.hub_activity a
+        where a.hub_id = p_hub_id and a.last_active_at > now() - interval '24 hours'
+        limit 1000) recent
 $$;
 
 
@@ -1356,6 +1358,44 @@ CREATE FUNCTION app.hub_member_count(p_hub_id uuid) RETURNS integer
     LANGUAGE plpgsql STABLE SECURITY DEFINER
     SET search_path TO 'pg_catalog'
     AS $$ begin return app_private.counter_value('hub_members', p_hub_id); end $$;
+
+
+--
+-- Name: hub_member_page(uuid, timestamp with time zone, uuid, app.hub_role[], integer); Type: FUNCTION; Schema: app; Owner: -
+--
+
+CREATE FUNCTION app.hub_member_page(p_hub_id uuid, p_after_at timestamp with time zone, p_after_id uuid, p_roles app.hub_role[], p_limit integer) RETURNS TABLE(user_id uuid, role app.hub_role, joined_at timestamp with time zone)
+    LANGUAGE plpgsql STABLE SECURITY DEFINER ROWS 20
+    SET search_path TO 'pg_catalog'
+    SET plan_cache_mode TO 'force_custom_plan'
+    AS $$
+declare
+  v_viewer uuid := app.viewer_id();
+  v_all boolean := p_hub_id = any (app.viewer_related_hub_ids());
+  v_at timestamptz := coalesce(p_after_at, '-infinity');
+  v_id uuid := coalesce(p_after_id, '00000000-0000-0000-0000-000000000000');
+begin
+  if p_roles is not null and p_roles <@ array['admin', 'super_admin']::app.hub_role[] then
+    return query
+      select m.user_id, m.role, m.joined_at
+      from app.hub_memberships m
+      where m.hub_id = p_hub_id and m.role in ('admin', 'super_admin') and m.role = any (p_roles)
+        and (m.joined_at, m.user_id) > (v_at, v_id)
+        and (v_all or m.user_id = v_viewer)
+      order by m.joined_at, m.user_id
+      limit p_limit;
+  else
+    return query
+      select m.user_id, m.role, m.joined_at
+      from app.hub_memberships m
+      where m.hub_id = p_hub_id and (p_roles is null or m.role = any (p_roles))
+        and (m.joined_at, m.user_id) > (v_at, v_id)
+        and (v_all or m.user_id = v_viewer)
+      order by m.joined_at, m.user_id
+      limit p_limit;
+  end if;
+end
+$$;
 
 
 --
@@ -4248,6 +4288,26 @@ $$;
 
 
 --
+-- Name: hub_name_words_sync(); Type: FUNCTION; Schema: app_private; Owner: -
+--
+
+CREATE FUNCTION app_private.hub_name_words_sync() RETURNS trigger
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog'
+    AS $$
+begin
+  if tg_op = 'UPDATE' then
+    delete from app.hub_name_words w where w.hub_id = new.id and not (w.word = any (app_private.name_words(new.name)));
+  end if;
+  insert into app.hub_name_words (hub_id, word)
+    select new.id, w from unnest(app_private.name_words(new.name)) w
+    on conflict do nothing;
+  return null;
+end
+$$;
+
+
+--
 -- Name: hub_invitations; Type: TABLE; Schema: app; Owner: -
 --
 
@@ -4616,6 +4676,20 @@ begin
   on conflict (user_id, kind, scope_id, slot) do update set unread = c.unread + excluded.unread;
   return null;
 end
+$$;
+
+
+--
+-- Name: name_words(text); Type: FUNCTION; Schema: app_private; Owner: -
+--
+
+CREATE FUNCTION app_private.name_words(p_name text) RETURNS text[]
+    LANGUAGE sql IMMUTABLE PARALLEL SAFE
+    SET search_path TO 'pg_catalog'
+    AS $$
+  select coalesce(array_agg(distinct w.word), '{}')
+  from regexp_split_to_table(app.search_text(p_name), '[^[:alnum:]]+') w (word)
+  where w.word <> ''
 $$;
 
 
@@ -5319,6 +5393,41 @@ $$;
 
 
 --
+-- Name: rebuild_hub_name_words(); Type: FUNCTION; Schema: app_private; Owner: -
+--
+
+CREATE FUNCTION app_private.rebuild_hub_name_words() RETURNS void
+    LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog'
+    AS $$
+begin
+  lock table app.hub_name_words in exclusive mode;
+  truncate app.hub_name_words;
+  insert into app.hub_name_words (hub_id, word)
+    select h.id, w from app.hubs h, unnest(app_private.name_words(h.name)) w;
+end
+$$;
+
+
+--
+-- Name: rebuild_user_name_words(); Type: FUNCTION; Schema: app_private; Owner: -
+--
+
+CREATE FUNCTION app_private.rebuild_user_name_words() RETURNS void
+    LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog'
+    AS $$
+begin
+  lock table app.user_name_words in exclusive mode;
+  truncate app.user_name_words;
+  insert into app.user_name_words (user_id, word)
+    select u.id, w from app.users u, unnest(app_private.name_words(u.full_name)) w
+    where u.full_name is not null;
+end
+$$;
+
+
+--
 -- Name: record_activity(uuid, app.activity_kind, uuid); Type: FUNCTION; Schema: app_private; Owner: -
 --
 
@@ -5493,6 +5602,30 @@ CREATE FUNCTION app_private.scope_visible(p_kind "char", p_scope uuid, p_user_id
            when 'r' then app_private.repost_row_visible(p_scope, p_user_id)
            else true
          end
+$$;
+
+
+--
+-- Name: search_word_drift(); Type: FUNCTION; Schema: app_private; Owner: -
+--
+
+CREATE FUNCTION app_private.search_word_drift() RETURNS TABLE(kind text, id uuid, kept text[], named text[])
+    LANGUAGE sql STABLE
+    SET search_path TO 'pg_catalog'
+    AS $$
+  with kept_users as (select w.user_id as id, array_agg(w.word order by w.word) as words from app.user_name_words w group by w.user_id),
+       named_users as (select u.id, (select array_agg(x order by x collate "C") from unnest(app_private.name_words(u.full_name)) x) as words
+                       from app.users u where u.full_name is not null),
+       kept_hubs as (select w.hub_id as id, array_agg(w.word order by w.word) as words from app.hub_name_words w group by w.hub_id),
+       named_hubs as (select h.id, (select array_agg(x order by x collate "C") from unnest(app_private.name_words(h.name)) x) as words
+                      from app.hubs h)
+  select 'user', coalesce(k.id, n.id), k.words::text[], n.words::text[]
+  from kept_users k full join named_users n on n.id = k.id
+  where k.words::text[] is distinct from n.words::text[]
+  union all
+  select 'hub', coalesce(k.id, n.id), k.words::text[], n.words::text[]
+  from kept_hubs k full join named_hubs n on n.id = k.id
+  where k.words::text[] is distinct from n.words::text[]
 $$;
 
 
@@ -5830,6 +5963,26 @@ CREATE FUNCTION app_private.user_level(p_user_id uuid) RETURNS TABLE(level integ
   from app.users u
   left join app.phone_identities p on p.user_id = u.id
   where u.id = p_user_id
+$$;
+
+
+--
+-- Name: user_name_words_sync(); Type: FUNCTION; Schema: app_private; Owner: -
+--
+
+CREATE FUNCTION app_private.user_name_words_sync() RETURNS trigger
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog'
+    AS $$
+begin
+  if tg_op = 'UPDATE' then
+    delete from app.user_name_words w where w.user_id = new.id and not (w.word = any (app_private.name_words(new.full_name)));
+  end if;
+  insert into app.user_name_words (user_id, word)
+    select new.id, w from unnest(app_private.name_words(new.full_name)) w
+    on conflict do nothing;
+  return null;
+end
 $$;
 
 
@@ -6367,6 +6520,25 @@ ALTER TABLE ONLY app.hub_discussions FORCE ROW LEVEL SECURITY;
 
 
 --
+-- Name: hub_name_words; Type: TABLE; Schema: app; Owner: -
+--
+
+CREATE TABLE app.hub_name_words (
+    hub_id uuid NOT NULL,
+    word text NOT NULL COLLATE pg_catalog."C"
+);
+
+ALTER TABLE ONLY app.hub_name_words FORCE ROW LEVEL SECURITY;
+
+
+--
+-- Name: TABLE hub_name_words; Type: COMMENT; Schema: app; Owner: -
+--
+
+COMMENT ON TABLE app.hub_name_words IS 'The words of each hub''s name as hub search matches them (0225): kept by a trigger on app.hubs, read by GET /search/hubs.';
+
+
+--
 -- Name: hub_profiles; Type: TABLE; Schema: app; Owner: -
 --
 
@@ -6597,6 +6769,25 @@ CREATE TABLE app.sessions (
 );
 
 ALTER TABLE ONLY app.sessions FORCE ROW LEVEL SECURITY;
+
+
+--
+-- Name: user_name_words; Type: TABLE; Schema: app; Owner: -
+--
+
+CREATE TABLE app.user_name_words (
+    user_id uuid NOT NULL,
+    word text NOT NULL COLLATE pg_catalog."C"
+);
+
+ALTER TABLE ONLY app.user_name_words FORCE ROW LEVEL SECURITY;
+
+
+--
+-- Name: TABLE user_name_words; Type: COMMENT; Schema: app; Owner: -
+--
+
+COMMENT ON TABLE app.user_name_words IS 'The words of each user''s full_name as people search matches them (0223): kept by a trigger on app.users, read by GET /search/users.';
 
 
 --
@@ -7266,6 +7457,14 @@ ALTER TABLE ONLY app.hub_memberships
 
 
 --
+-- Name: hub_name_words hub_name_words_pkey; Type: CONSTRAINT; Schema: app; Owner: -
+--
+
+ALTER TABLE ONLY app.hub_name_words
+    ADD CONSTRAINT hub_name_words_pkey PRIMARY KEY (hub_id, word);
+
+
+--
 -- Name: hub_profiles hub_profiles_pkey; Type: CONSTRAINT; Schema: app; Owner: -
 --
 
@@ -7415,6 +7614,14 @@ ALTER TABLE ONLY app.upload_intents
 
 ALTER TABLE ONLY app.upload_intents
     ADD CONSTRAINT upload_intents_pkey PRIMARY KEY (id);
+
+
+--
+-- Name: user_name_words user_name_words_pkey; Type: CONSTRAINT; Schema: app; Owner: -
+--
+
+ALTER TABLE ONLY app.user_name_words
+    ADD CONSTRAINT user_name_words_pkey PRIMARY KEY (user_id, word);
 
 
 --
@@ -7813,10 +8020,17 @@ CREATE UNIQUE INDEX hub_join_requests_one_pending ON app.hub_join_requests USING
 
 
 --
--- Name: hub_memberships_admins; Type: INDEX; Schema: app; Owner: -
+-- Name: hub_memberships_admins_joined; Type: INDEX; Schema: app; Owner: -
 --
 
-CREATE INDEX hub_memberships_admins ON app.hub_memberships USING btree (hub_id) WHERE (role = ANY (ARRAY['admin'::app.hub_role, 'super_admin'::app.hub_role]));
+CREATE INDEX hub_memberships_admins_joined ON app.hub_memberships USING btree (hub_id, joined_at, user_id) WHERE (role = ANY (ARRAY['admin'::app.hub_role, 'super_admin'::app.hub_role]));
+
+
+--
+-- Name: hub_memberships_joined; Type: INDEX; Schema: app; Owner: -
+--
+
+CREATE INDEX hub_memberships_joined ON app.hub_memberships USING btree (hub_id, joined_at, user_id);
 
 
 --
@@ -7824,6 +8038,13 @@ CREATE INDEX hub_memberships_admins ON app.hub_memberships USING btree (hub_id) 
 --
 
 CREATE INDEX hub_memberships_user_id ON app.hub_memberships USING btree (user_id);
+
+
+--
+-- Name: hub_name_words_word; Type: INDEX; Schema: app; Owner: -
+--
+
+CREATE INDEX hub_name_words_word ON app.hub_name_words USING btree (word, hub_id);
 
 
 --
@@ -8020,6 +8241,13 @@ CREATE INDEX upload_intents_owner_id ON app.upload_intents USING btree (owner_id
 --
 
 CREATE INDEX upload_intents_pending_expiry ON app.upload_intents USING btree (expires_at) WHERE (completed_at IS NULL);
+
+
+--
+-- Name: user_name_words_word; Type: INDEX; Schema: app; Owner: -
+--
+
+CREATE INDEX user_name_words_word ON app.user_name_words USING btree (word, user_id);
 
 
 --
@@ -8233,6 +8461,20 @@ CREATE TRIGGER hub_profiles_queue_replaced_photo AFTER UPDATE OF profile_asset_i
 
 
 --
+-- Name: hubs hubs_name_words_insert; Type: TRIGGER; Schema: app; Owner: -
+--
+
+CREATE TRIGGER hubs_name_words_insert AFTER INSERT ON app.hubs FOR EACH ROW EXECUTE FUNCTION app_private.hub_name_words_sync();
+
+
+--
+-- Name: hubs hubs_name_words_update; Type: TRIGGER; Schema: app; Owner: -
+--
+
+CREATE TRIGGER hubs_name_words_update AFTER UPDATE OF name ON app.hubs FOR EACH ROW WHEN ((old.name IS DISTINCT FROM new.name)) EXECUTE FUNCTION app_private.hub_name_words_sync();
+
+
+--
 -- Name: moderation_log moderation_log_append_only; Type: TRIGGER; Schema: app; Owner: -
 --
 
@@ -8356,6 +8598,20 @@ CREATE TRIGGER sessions_forget_push_devices AFTER UPDATE OF revoked_at ON app.se
 --
 
 CREATE TRIGGER users_check_profile_asset BEFORE UPDATE OF profile_asset_id ON app.users FOR EACH ROW EXECUTE FUNCTION app_private.check_profile_asset('id');
+
+
+--
+-- Name: users users_name_words_insert; Type: TRIGGER; Schema: app; Owner: -
+--
+
+CREATE TRIGGER users_name_words_insert AFTER INSERT ON app.users FOR EACH ROW WHEN ((new.full_name IS NOT NULL)) EXECUTE FUNCTION app_private.user_name_words_sync();
+
+
+--
+-- Name: users users_name_words_update; Type: TRIGGER; Schema: app; Owner: -
+--
+
+CREATE TRIGGER users_name_words_update AFTER UPDATE OF full_name ON app.users FOR EACH ROW WHEN ((old.full_name IS DISTINCT FROM new.full_name)) EXECUTE FUNCTION app_private.user_name_words_sync();
 
 
 --
@@ -8629,6 +8885,14 @@ ALTER TABLE ONLY app.hub_memberships
 
 
 --
+-- Name: hub_name_words hub_name_words_hub_id_fkey; Type: FK CONSTRAINT; Schema: app; Owner: -
+--
+
+ALTER TABLE ONLY app.hub_name_words
+    ADD CONSTRAINT hub_name_words_hub_id_fkey FOREIGN KEY (hub_id) REFERENCES app.hubs(id) ON DELETE CASCADE;
+
+
+--
 -- Name: hub_profiles hub_profiles_profile_asset_id_fkey; Type: FK CONSTRAINT; Schema: app; Owner: -
 --
 
@@ -8810,6 +9074,14 @@ ALTER TABLE ONLY app.sessions
 
 ALTER TABLE ONLY app.upload_intents
     ADD CONSTRAINT upload_intents_owner_id_fkey FOREIGN KEY (owner_id) REFERENCES app.users(id);
+
+
+--
+-- Name: user_name_words user_name_words_user_id_fkey; Type: FK CONSTRAINT; Schema: app; Owner: -
+--
+
+ALTER TABLE ONLY app.user_name_words
+    ADD CONSTRAINT user_name_words_user_id_fkey FOREIGN KEY (user_id) REFERENCES app.users(id) ON DELETE CASCADE;
 
 
 --
@@ -9144,6 +9416,19 @@ CREATE POLICY hub_memberships_select_related ON app.hub_memberships FOR SELECT T
 
 
 --
+-- Name: hub_name_words; Type: ROW SECURITY; Schema: app; Owner: -
+--
+
+ALTER TABLE app.hub_name_words ENABLE ROW LEVEL SECURITY;
+
+--
+-- Name: hub_name_words hub_name_words_select_signed_in; Type: POLICY; Schema: app; Owner: -
+--
+
+CREATE POLICY hub_name_words_select_signed_in ON app.hub_name_words FOR SELECT TO app_user USING (true);
+
+
+--
 -- Name: hub_profiles; Type: ROW SECURITY; Schema: app; Owner: -
 --
 
@@ -9407,6 +9692,21 @@ ALTER TABLE app.upload_intents ENABLE ROW LEVEL SECURITY;
 --
 
 CREATE POLICY upload_intents_select_owner ON app.upload_intents FOR SELECT TO app_user USING ((owner_id = ( SELECT app.viewer_id() AS viewer_id)));
+
+
+--
+-- Name: user_name_words; Type: ROW SECURITY; Schema: app; Owner: -
+--
+
+ALTER TABLE app.user_name_words ENABLE ROW LEVEL SECURITY;
+
+--
+-- Name: user_name_words user_name_words_select; Type: POLICY; Schema: app; Owner: -
+--
+
+CREATE POLICY user_name_words_select ON app.user_name_words FOR SELECT TO app_anonymous USING ((user_id = ( SELECT u.id
+   FROM app.users u
+  WHERE (u.id = user_name_words.user_id))));
 
 
 --
@@ -9938,6 +10238,14 @@ GRANT ALL ON FUNCTION app.hub_last_activity_at(p_hub_id uuid) TO app_user;
 REVOKE ALL ON FUNCTION app.hub_member_count(p_hub_id uuid) FROM PUBLIC;
 GRANT ALL ON FUNCTION app.hub_member_count(p_hub_id uuid) TO app_user;
 GRANT ALL ON FUNCTION app.hub_member_count(p_hub_id uuid) TO app_admin;
+
+
+--
+-- Name: FUNCTION hub_member_page(p_hub_id uuid, p_after_at timestamp with time zone, p_after_id uuid, p_roles app.hub_role[], p_limit integer); Type: ACL; Schema: app; Owner: -
+--
+
+REVOKE ALL ON FUNCTION app.hub_member_page(p_hub_id uuid, p_after_at timestamp with time zone, p_after_id uuid, p_roles app.hub_role[], p_limit integer) FROM PUBLIC;
+GRANT ALL ON FUNCTION app.hub_member_page(p_hub_id uuid, p_after_at timestamp with time zone, p_after_id uuid, p_roles app.hub_role[], p_limit integer) TO app_user;
 
 
 --
@@ -11353,6 +11661,13 @@ REVOKE ALL ON FUNCTION app_private.hub_later(p_hub_id uuid, p_post_id uuid, p_bl
 
 
 --
+-- Name: FUNCTION hub_name_words_sync(); Type: ACL; Schema: app_private; Owner: -
+--
+
+REVOKE ALL ON FUNCTION app_private.hub_name_words_sync() FROM PUBLIC;
+
+
+--
 -- Name: COLUMN hub_invitations.id; Type: ACL; Schema: app; Owner: -
 --
 
@@ -11543,6 +11858,13 @@ REVOKE ALL ON FUNCTION app_private.moderator() FROM PUBLIC;
 --
 
 REVOKE ALL ON FUNCTION app_private.move_repost_unread() FROM PUBLIC;
+
+
+--
+-- Name: FUNCTION name_words(p_name text); Type: ACL; Schema: app_private; Owner: -
+--
+
+REVOKE ALL ON FUNCTION app_private.name_words(p_name text) FROM PUBLIC;
 
 
 --
@@ -11793,6 +12115,20 @@ REVOKE ALL ON FUNCTION app_private.rebuild_counters() FROM PUBLIC;
 
 
 --
+-- Name: FUNCTION rebuild_hub_name_words(); Type: ACL; Schema: app_private; Owner: -
+--
+
+REVOKE ALL ON FUNCTION app_private.rebuild_hub_name_words() FROM PUBLIC;
+
+
+--
+-- Name: FUNCTION rebuild_user_name_words(); Type: ACL; Schema: app_private; Owner: -
+--
+
+REVOKE ALL ON FUNCTION app_private.rebuild_user_name_words() FROM PUBLIC;
+
+
+--
 -- Name: FUNCTION record_activity(p_post_id uuid, p_kind app.activity_kind, p_hub_id uuid); Type: ACL; Schema: app_private; Owner: -
 --
 
@@ -11861,6 +12197,13 @@ REVOKE ALL ON FUNCTION app_private.resolve_target_reports(p_type app.report_targ
 --
 
 REVOKE ALL ON FUNCTION app_private.scope_visible(p_kind "char", p_scope uuid, p_user_id uuid) FROM PUBLIC;
+
+
+--
+-- Name: FUNCTION search_word_drift(); Type: ACL; Schema: app_private; Owner: -
+--
+
+REVOKE ALL ON FUNCTION app_private.search_word_drift() FROM PUBLIC;
 
 
 --
@@ -11982,6 +12325,13 @@ REVOKE ALL ON FUNCTION app_private.usable_invite_link(p_token text) FROM PUBLIC;
 --
 
 REVOKE ALL ON FUNCTION app_private.user_level(p_user_id uuid) FROM PUBLIC;
+
+
+--
+-- Name: FUNCTION user_name_words_sync(); Type: ACL; Schema: app_private; Owner: -
+--
+
+REVOKE ALL ON FUNCTION app_private.user_name_words_sync() FROM PUBLIC;
 
 
 --
@@ -12425,6 +12775,20 @@ GRANT SELECT(last_activity_at) ON TABLE app.hub_discussions TO app_user;
 
 
 --
+-- Name: COLUMN hub_name_words.hub_id; Type: ACL; Schema: app; Owner: -
+--
+
+GRANT SELECT(hub_id) ON TABLE app.hub_name_words TO app_user;
+
+
+--
+-- Name: COLUMN hub_name_words.word; Type: ACL; Schema: app; Owner: -
+--
+
+GRANT SELECT(word) ON TABLE app.hub_name_words TO app_user;
+
+
+--
 -- Name: COLUMN hub_profiles.user_id; Type: ACL; Schema: app; Owner: -
 --
 
@@ -12795,6 +13159,20 @@ GRANT SELECT(expires_at) ON TABLE app.sessions TO app_user;
 --
 
 GRANT SELECT(revoked_at) ON TABLE app.sessions TO app_user;
+
+
+--
+-- Name: COLUMN user_name_words.user_id; Type: ACL; Schema: app; Owner: -
+--
+
+GRANT SELECT(user_id) ON TABLE app.user_name_words TO app_anonymous;
+
+
+--
+-- Name: COLUMN user_name_words.word; Type: ACL; Schema: app; Owner: -
+--
+
+GRANT SELECT(word) ON TABLE app.user_name_words TO app_anonymous;
 
 
 --

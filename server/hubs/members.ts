@@ -3,7 +3,7 @@ import { z } from 'zod';
 import { endpoint } from '../http/endpoint.ts';
 import { ApiError } from '../http/errors.ts';
 import { isUuid } from '../http/ids.ts';
-import { fromMicros, micros, pageQuery, pageSchema, toPage } from '../http/paging.ts';
+import { encodeCursor, fromMicros, micros, pageQuery, pageSchema, toPage } from '../http/paging.ts';
 import { searchQuery } from '../users/list-item.ts';
 import type { Storage } from '../uploads/storage.ts';
 import { hubRoles, requireHubRelationship } from './shape.ts';
@@ -22,22 +22,51 @@ interface MemberRow {
   joined_us: number;
 }
 
+/** Rows of the member list a page with `q` reads at most (then it ends, with a cursor if more follow). */
+export const memberScanCap = 1000;
+
 /**
  * Members of a hub in join order. Names and images are the Hub identity where the viewer may see it
  * (co-members), else the public profile; phone numbers come through the phone policy (only between
  * active co-members), so invited and pending viewers get the dark preview. Membership rows come from
- * app.hub_member_roster (migration 0090): app_user may not select join times column by column.
+ * app.hub_member_page (migration 0224): one page in join order, read from an index (app_user may not
+ * select join times column by column). $1 the hub, $2 and $3 the position after which the page
+ * starts (null for the first), $4 the roles listed (null: all), $5 the rows to return. With q
+ * ($6), at most memberScanCap memberships are read and the page holds those that match, at most $5
+ * (docs/performance.md): a page may then hold fewer than limit items with a nextCursor.
  */
-const memberRows = `
-  select u.id, u.username, coalesce(hp.display_name, u.full_name) as name, coalesce(ha.object_key, ua.object_key) as photo_key,
-         pi.phone_e164, m.role, ${micros('m.joined_at')} as joined_us
-  from app.hub_member_roster($1) m
-  join app.users u on u.id = m.user_id
-  left join app.hub_profiles hp on hp.user_id = u.id
-  left join app.assets ha on ha.id = hp.profile_asset_id
-  left join app.assets ua on ua.id = u.profile_asset_id
-  left join app.phone_identities pi on pi.user_id = u.id
-  where ($2::bigint is null or (m.joined_at, m.user_id) > (${fromMicros('$2')}, $3::uuid))`;
+export function memberPageSql(withQuery: boolean): string {
+  const profile = `u.id, u.username, coalesce(hp.display_name, u.full_name) as name, coalesce(ha.object_key, ua.object_key) as photo_key,
+         m.role, ${micros('m.joined_at')} as joined_us`;
+  const profileJoins = `join app.users u on u.id = m.user_id
+    left join app.hub_profiles hp on hp.user_id = u.id
+    left join app.assets ha on ha.id = hp.profile_asset_id
+    left join app.assets ua on ua.id = u.profile_asset_id`;
+  const page = (limit: string) => `app.hub_member_page($1, ${fromMicros('$2')}, $3::uuid, $4::app.hub_role[], ${limit})`;
+  if (!withQuery) {
+    return `select ${profile}, pi.phone_e164
+    from ${page('$5')} m
+    ${profileJoins}
+    left join app.phone_identities pi on pi.user_id = u.id
+    order by m.joined_at, m.user_id`;
+  }
+  // Phone numbers only for the rows returned (their policy probes each row it reads).
+  return `with scanned as materialized (select * from ${page(String(memberScanCap))}),
+    matched as (
+      select ${profile}, m.joined_at
+      from scanned m
+      ${profileJoins}
+      where app.user_matches(u.username, coalesce(hp.display_name, u.full_name), app.search_text($6))
+      order by m.joined_at, m.user_id
+      limit $5)
+    select x.*, pi.phone_e164, e.scanned, e.scan_end_us, e.scan_end_id
+    from (select count(*)::int as scanned, ${micros('max(s.joined_at)')} as scan_end_us,
+                 (select s2.user_id from scanned s2 order by s2.joined_at desc, s2.user_id desc limit 1) as scan_end_id
+          from scanned s) e
+    left join matched x on true
+    left join app.phone_identities pi on pi.user_id = x.id
+    order by x.joined_at, x.id`;
+}
 
 /** One page of member rows with image URLs, shaped by `shape`. */
 async function memberPage<T>(storage: Storage, rows: MemberRow[], limit: number, shape: (row: MemberRow, photoUrl: string | null) => T) {
@@ -70,7 +99,9 @@ export const hubMemberEndpoints = [
     description:
       'For active members, invited and pending users (HUB_MEMBERSHIP_REQUIRED otherwise). phoneNumber is set only between active ' +
       'members; invited and pending viewers get null (dark preview). Pending invitations and join requests are not listed. ' +
-      'q matches handle prefixes and name words; role filters by role.',
+      'q matches handle prefixes and name words; role filters by role. With q, a page reads at most 1,000 members: it may hold ' +
+      'fewer than limit items, even none, and still have a nextCursor, which goes on where the reading stopped; the list has ' +
+      'been read to its end when nextCursor is null.',
     auth: 'bearer',
     level: 4,
     ids,
@@ -80,21 +111,27 @@ export const hubMemberEndpoints = [
     async handler({ params, query, tx, services: { storage } }) {
       await requireHubRelationship(tx, params.hubId as string);
       const [afterUs, afterId] = (query.cursor ?? [null, null]) as [number | null, string | null];
-      const { rows } = await tx.query<MemberRow>(
-        `${memberRows}
-           and ($4::text is null or app.user_matches(u.username, coalesce(hp.display_name, u.full_name), app.search_text($4)))
-           and ($5::app.hub_role is null or m.role = $5)
-         order by m.joined_at, m.user_id
-         limit $6`,
-        [params.hubId, afterUs, afterId, query.q || null, query.role ?? null, query.limit + 1],
-      );
-      return memberPage(storage, rows, query.limit, (row, profilePhotoUrl) => ({
+      const roles = query.role ? [query.role] : null;
+      const shape = (row: MemberRow, profilePhotoUrl: string | null) => ({
         id: row.id,
         name: row.name,
         username: row.username,
         profilePhotoUrl,
         phoneNumber: row.phone_e164,
-      }));
+      });
+      if (query.q) {
+        const { rows } = await tx.query<MemberRow & { scanned: number; scan_end_us: number | null; scan_end_id: string | null }>(
+          memberPageSql(true),
+          [params.hubId, afterUs, afterId, roles, query.limit + 1, query.q],
+        );
+        const matched = rows.filter((row) => row.id !== null);
+        const page = await memberPage(storage, matched, query.limit, shape);
+        const stats = rows[0];
+        const more = stats && stats.scanned === memberScanCap ? encodeCursor([Number(stats.scan_end_us), stats.scan_end_id as string]) : null;
+        return { items: page.items, nextCursor: page.nextCursor ?? more };
+      }
+      const { rows } = await tx.query<MemberRow>(memberPageSql(false), [params.hubId, afterUs, afterId, roles, query.limit + 1]);
+      return memberPage(storage, rows, query.limit, shape);
     },
   }),
 
@@ -134,8 +171,8 @@ export const hubMemberEndpoints = [
       await requireHubRelationship(tx, params.hubId as string);
       const [afterUs, afterId] = (query.cursor ?? [null, null]) as [number | null, string | null];
       const { rows } = await tx.query<MemberRow>(
-        `${memberRows} and m.role in ('admin', 'super_admin') order by m.joined_at, m.user_id limit $4`,
-        [params.hubId, afterUs, afterId, query.limit + 1],
+        memberPageSql(false),
+        [params.hubId, afterUs, afterId, ['admin', 'super_admin'], query.limit + 1],
       );
       return memberPage(storage, rows, query.limit, (row, profilePhotoUrl) => ({
         id: row.id,

@@ -4,10 +4,14 @@ import type { Config } from '../../config.ts';
 import type { RequestTransaction } from '../../db/request-transaction.ts';
 import { ApiError } from '../http/errors.ts';
 import type { Storage } from '../uploads/storage.ts';
-import { maintainedCount } from '../http/counts.ts';
+import { boundedCount, maintainedCount } from '../http/counts.ts';
 
 export const hubRoles = ['member', 'admin', 'super_admin'] as const;
 export const viewerStatuses = ['member', 'invited', 'pending_admin_approval'] as const;
+
+/** activeUsers24h is counted up to this many members (app.hub_active_users, migrations/0222). */
+export const activeUsersCap = 1000;
+export const activeUsers24h = () => boundedCount('members active in the hub in the last 24 hours', activeUsersCap);
 
 export const hubResponse = z.object({
   id: z.string(),
@@ -16,7 +20,7 @@ export const hubResponse = z.object({
   profilePhotoUrl: z.string().nullable(),
   customLink: z.string().nullable(),
   memberCount: maintainedCount('active members of the hub'),
-  activeUsers24h: z.number().int(),
+  activeUsers24h: activeUsers24h(),
   viewerStatus: z.enum(viewerStatuses).nullable(),
   viewerRole: z.enum(hubRoles).nullable(),
 }).meta({ id: 'Hub' });

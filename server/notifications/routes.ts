@@ -3,6 +3,7 @@
 // app.notification_visible_to), and rows are read through app.notification_rows (0020) as the
 // viewer, like the live stream does; no handler here filters visibility itself.
 import { z } from 'zod';
+import { maintainedCount } from '../http/counts.ts';
 import type { RequestTransaction } from '../../db/request-transaction.ts';
 import { endpoint } from '../http/endpoint.ts';
 import { ApiError } from '../http/errors.ts';
@@ -37,10 +38,10 @@ const markReadBody = z
   });
 
 const unreadCounts = z.object({
-  unreadCount: z.number().int().describe('The app-icon badge: unread notifications the viewer may see now.'),
-  hubUnreadCount: z.number().int().describe('The hub footer badge: those of them that belong to a hub.'),
+  unreadCount: maintainedCount('the app-icon badge, unread notifications the viewer may see now'),
+  hubUnreadCount: maintainedCount('the hub footer badge, those of them that belong to a hub'),
   hubs: z
-    .array(z.object({ hubId: z.string(), unreadCount: z.number().int() }))
+    .array(z.object({ hubId: z.string(), unreadCount: maintainedCount('unread notifications of this hub') }))
     .describe('Per hub the viewer is an active member of, its unread rows; only hubs with unread rows, in no particular order.'),
 });
 
@@ -66,7 +67,7 @@ export const notificationEndpoints = [
       'actor is null when there is none or the viewer may not see that user (a block either way).',
     auth: 'bearer',
     query: listQuery,
-    response: pageSchema(notification).extend({ unreadCount: z.number().int() }),
+    response: pageSchema(notification).extend({ unreadCount: maintainedCount('unread notifications the viewer may see now (the app-icon badge)') }),
     async handler({ query, tx, services: { storage } }) {
       const [beforeUs, beforeId] = (query.cursor ?? [null, null]) as [number | null, string | null];
       // The page's ids come from app.notification_page (migrations/0202: one index range per scope

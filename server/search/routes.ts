@@ -2,9 +2,99 @@
 import { z } from 'zod';
 import { endpoint } from '../http/endpoint.ts';
 import { pageQuery, pageSchema, toPage } from '../http/paging.ts';
+import { activeUsers24h } from '../hubs/shape.ts';
 import { searchQuery, type UserListRow } from '../users/list-item.ts';
 
 const tag = 'Search';
+
+// People search: $1 the query (searchQuery's form), $2..$4 the position after which the page starts
+// (rank, key, user id; rank -1 for the first page), $5 the rows to read. Three ranks, each read in
+// the order of an index and cut at $5 rows, so a page reads about a page of rows whatever the number
+// of users (docs/performance.md): 0 the exact handle (users_username_key), 1 other handles with the
+// query as prefix, by handle (users_username_prefix: text_pattern_ops, hence ~<~ and ~>~, bytewise
+// as collation "C"; the range is spelled out, see lastWord below), 2 users with a name word starting with the query's first word, by that word and
+// user id (app.user_name_words, migrations/0223), each user once (at the first of their words that
+// matches), without those of rank 0 and 1, rechecked with app.name_words_match (which a query of
+// several words needs: its first word must then be a whole word of the name, and the rest follow).
+// The words are read in a subquery of their own, in index order (offset 0 keeps the planner from
+// merging it and starting from the users instead), and each is then checked against its user.
+// The expressions of $1 are immutable, so the planner folds them into constants (a request's
+// statement is planned with its parameters), which the index ranges need.
+const handlePrefix = `replace(replace(replace(app.search_text($1), '\\', '\\\\'), '%', '\\%'), '_', '\\_') || '%'`;
+const firstWord = `(regexp_match(app.search_text($1), '[[:alnum:]]+'))[1]`;
+const severalWords = `app.search_text($1) ~ '[[:alnum:]][^[:alnum:]]+[[:alnum:]]'`;
+// The last word a match can be: the first word itself when the query has several, else the first
+// word followed by the highest character. The range of >= and <= is what the index reads: the
+// table's policy runs before any condition that is not leakproof (like is not), so like alone
+// would read the whole index and check every word's user first.
+const lastWord = `${firstWord} || case when ${severalWords} then '' else chr(1114111) end`;
+const wordPattern = `${firstWord} || case when ${severalWords} then '' else '%' end`;
+const personColumns = 'u.id, u.username, u.full_name, u.bio, a.object_key as photo_key, app.viewer_follows(u.id) as viewer_follows';
+export const peopleSearchSql = `
+  select * from (
+    (select ${personColumns}, 0 as rank, u.username::text collate "C" as key
+     from app.users u
+     left join app.assets a on a.id = u.profile_asset_id
+     where u.username = app.search_text($1) and $2::int < 0)
+    union all
+    (select ${personColumns}, 1, u.username collate "C"
+     from app.users u
+     left join app.assets a on a.id = u.profile_asset_id
+     where u.username ~>=~ app.search_text($1) and u.username ~<~ (app.search_text($1) || chr(1114111))
+       and u.username like ${handlePrefix} and u.username <> app.search_text($1)
+       and ($2::int < 1 or ($2::int = 1 and u.username ~>~ $3::text))
+     order by u.username using ~<~
+     limit $5)
+    union all
+    (select ${personColumns}, 2, w.word
+     from (select w.word, w.user_id
+           from app.user_name_words w
+           where w.word >= ${firstWord} and w.word <= (${lastWord})
+             and w.word like ${wordPattern}
+             and ($2::int < 2 or ($2::int = 2 and (w.word, w.user_id) > ($3::text collate "C", $4::uuid)))
+           order by w.word, w.user_id
+           offset 0) w
+     cross join lateral (
+       select u.id, u.username, u.full_name, u.bio, u.profile_asset_id from app.users u
+       where u.id = w.user_id
+         and u.username is not null
+         and not (u.username like ${handlePrefix})
+         and not exists (select from app.user_name_words x where x.user_id = u.id and x.word like ${wordPattern} and x.word < w.word)
+         and app.name_words_match(u.full_name, app.search_text($1))) u
+     left join app.assets a on a.id = u.profile_asset_id
+     order by w.word, w.user_id
+     limit $5)
+  ) found
+  order by found.rank, found.key, found.id
+  limit $5`;
+
+// Hubs: the recommended ones by name (hubs_recommended), or those with a name word starting with the
+// query's first word, by that word and hub id (app.hub_name_words, migrations/0225), each hub once,
+// rechecked with app.name_words_match, as people search's rank 2 does. $1 the query, $2 and $3
+// the position after which the page starts (word or name, hub id; null for the first), $4 the rows.
+const recommendedHubsSql = `
+  select h.id, h.name, h.name as key, app.hub_active_users(h.id) as active_users, h.is_recommended
+  from app.hubs h
+  where $1::text = '' and h.is_recommended and ($2::text is null or (h.name, h.id) > ($2, $3::uuid))
+  order by h.name, h.id
+  limit $4`;
+export const hubSearchSql = `
+  select h.id, h.name, w.word as key, app.hub_active_users(h.id) as active_users, h.is_recommended
+  from (select w.word, w.hub_id
+        from app.hub_name_words w
+        where w.word >= ${firstWord} and w.word <= (${lastWord})
+          and w.word like ${wordPattern}
+          and ($2::text is null or (w.word, w.hub_id) > ($2::text collate "C", $3::uuid))
+        order by w.word, w.hub_id
+        offset 0) w
+  cross join lateral (
+    select h.id, h.name, h.is_recommended from app.hubs h
+    where h.id = w.hub_id
+      and not exists (select from app.hub_name_words x where x.hub_id = h.id and x.word like ${wordPattern} and x.word < w.word)
+      and app.name_words_match(h.name, app.search_text($1))
+    limit 1) h
+  order by w.word, w.hub_id
+  limit $4`;
 
 const personResult = z.object({
   id: z.string(),
@@ -26,25 +116,13 @@ export const searchEndpoints = [
       'profilePhotoUrl and bio, plus viewerFollows with a token. Exact handle first, then handle prefixes, then name matches. ' +
       'Phone numbers are never searched.',
     auth: 'optional',
-    query: pageQuery(50, ['int', 'text']).extend({ q: searchQuery.default('') }),
+    query: pageQuery(50, ['int', 'text', 'id']).extend({ q: searchQuery.default('') }),
     response: pageSchema(personResult),
     async handler({ query, tx, viewer, services: { storage } }) {
       if (query.q === '') return { items: [], nextCursor: null };
-      const [afterRank, afterUsername] = (query.cursor ?? [-1, '']) as [number, string];
-      const { rows } = await tx.query<UserListRow & { rank: number }>(
-        `select * from (
-           select u.id, u.username, u.full_name, u.bio, a.object_key as photo_key, app.viewer_follows(u.id) as viewer_follows,
-                  case when u.username = app.search_text($1) then 0 when u.username like app.search_text($1) || '%' then 1 else 2 end as rank
-           from app.users u
-           left join app.assets a on a.id = u.profile_asset_id
-           where u.username is not null and app.user_matches(u.username, u.full_name, app.search_text($1))
-         ) matches
-         where (rank, username) > ($2::int, $3::text)
-         order by rank, username
-         limit $4`,
-        [query.q, afterRank, afterUsername, query.limit + 1],
-      );
-      const page = toPage(rows, query.limit, (row) => [row.rank, row.username as string], (row) => row);
+      const [afterRank, afterKey, afterId] = (query.cursor ?? [-1, '', null]) as [number, string, string | null];
+      const { rows } = await tx.query<UserListRow & { rank: number; key: string }>(peopleSearchSql, [query.q, afterRank, afterKey, afterId, query.limit + 1]);
+      const page = toPage(rows, query.limit, (row) => [row.rank, row.key, row.id], (row) => row);
       return {
         items: await Promise.all(
           page.items.map(async (row) => ({
@@ -66,23 +144,18 @@ export const searchEndpoints = [
     path: '/search/hubs',
     tag,
     summary: 'Find hubs by name words; an empty q lists recommended hubs',
-    description: 'Case- and accent-insensitive. isRecommended is an admin-set flag; activeUsers24h counts members active in the last 24 hours.',
+    description: 'Case- and accent-insensitive; matches come by the matched name word, then id. isRecommended is an admin-set flag; activeUsers24h counts members active in the last 24 hours, up to 1,000 (1,000 means at least 1,000).',
     auth: 'bearer',
     level: 4,
     query: pageQuery(50, ['text', 'id']).extend({ q: searchQuery.default('') }),
-    response: pageSchema(z.object({ id: z.string(), name: z.string(), activeUsers24h: z.number().int(), isRecommended: z.boolean() })),
+    response: pageSchema(z.object({ id: z.string(), name: z.string(), activeUsers24h: activeUsers24h(), isRecommended: z.boolean() })),
     async handler({ query, tx }) {
       const [afterName, afterId] = (query.cursor ?? [null, null]) as [string | null, string | null];
-      const { rows } = await tx.query<{ id: string; name: string; active_users: number; is_recommended: boolean }>(
-        `select h.id, h.name, app.hub_active_users(h.id) as active_users, h.is_recommended
-         from app.hubs h
-         where (case when $1 = '' then h.is_recommended else app.name_words_match(h.name, app.search_text($1)) end)
-           and ($2::text is null or (h.name, h.id) > ($2, $3::uuid))
-         order by h.name, h.id
-         limit $4`,
+      const { rows } = await tx.query<{ id: string; name: string; key: string; active_users: number; is_recommended: boolean }>(
+        query.q === '' ? recommendedHubsSql : hubSearchSql,
         [query.q, afterName, afterId, query.limit + 1],
       );
-      return toPage(rows, query.limit, (row) => [row.name, row.id], (row) => ({
+      return toPage(rows, query.limit, (row) => [row.key, row.id], (row) => ({
         id: row.id,
         name: row.name,
         activeUsers24h: row.active_users,

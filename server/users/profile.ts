@@ -21,7 +21,10 @@ export const publicProfile = z.object({
       .number()
       .nullable()
       .describe('The profile owner\'s own vote count; null for everyone else (next to a live tally it would tell how someone voted).'),
-    votesReceived: z.number(),
+    votesReceived: z
+      .number()
+      .int()
+      .describe('Votes on this user\'s posts that are not deleted. Counted at read time, not a maintained counter: its cost grows with the votes received (docs/performance.md).'),
   }),
   adminHubs: z.array(z.object({ id: z.string(), name: z.string(), profilePhotoUrl: z.string().nullable() })),
   viewer: z.object({ follows: z.boolean(), followedBy: z.boolean(), blocked: z.boolean() }).nullable(),

@@ -57,3 +57,16 @@ export function describePlan(plan: PlanNode): string {
     .map((node) => `${node['Node Type']}${node['Relation Name'] ? ` ${node['Relation Name']}` : ''}${node['Index Name'] ? ` (${node['Index Name']})` : ''}: ${node['Actual Rows']}x${node['Actual Loops']}`)
     .join('; ');
 }
+
+/**
+ * Rows of `relation` read so far in the current transaction, by sequential and index scans (the
+ * statistics of the transaction: they include what security definer functions read, whose plans
+ * EXPLAIN does not show).
+ */
+export async function rowsReadInTransaction(client: pg.ClientBase, relation: string): Promise<number> {
+  const { rows } = await client.query<{ n: string }>(
+    `select coalesce(seq_tup_read, 0) + coalesce(idx_tup_fetch, 0) as n from pg_stat_xact_user_tables where relid = $1::regclass`,
+    [relation],
+  );
+  return Number(rows[0]?.n ?? 0);
+}

@@ -139,6 +139,34 @@ describe('GET /users/{userId}/followers and /following', () => {
     expect(none.body.data.items).toEqual([]);
   });
 
+  it('reads at most 1,000 rows of the list per page with q, and pages on to every match', async () => {
+    const star = await userAtLevel(app, 2);
+    const [early, late] = [await userAtLevel(app, 2, nextHandle('qscan')), await userAtLevel(app, 2, nextHandle('qscan'))];
+    await follow(early, star.id);
+    // 2,500 followers that do not match, made as the owner (the API would take minutes), then one that does.
+    await app.owner.query(
+      `with made as (
+         insert into app.users (username, full_name, terms_accepted_at, terms_version, media_completed_at)
+         select 'filler_' || $2::int || '_' || i, 'Filler Person', now(), 't', now() from generate_series(1, 2500) i returning id)
+       insert into app.follows (follower_id, followee_id) select id, $1 from made`,
+      [star.id, process.pid % 100000],
+    );
+    await follow(late, star.id);
+    const pages: string[][] = [];
+    let cursor: string | null = null;
+    do {
+      const response: any = await app.get(`/users/${star.id}/followers?q=qscan&limit=5${cursor ? `&cursor=${cursor}` : ''}`, { token: star.token });
+      expect(response.status).toBe(200);
+      pages.push(response.body.data.items.map((i: any) => i.id));
+      cursor = response.body.data.nextCursor;
+    } while (cursor && pages.length < 10);
+    // Newest first: the late match and 999 fillers, 1,000 fillers, 501 fillers and the early match.
+    expect(pages).toEqual([[late.id], [], [early.id]]);
+    const none = await app.get(`/users/${star.id}/followers?q=zzzz`, { token: star.token });
+    expect(none.body.data.items).toEqual([]);
+    expect(none.body.data.nextCursor).not.toBeNull();
+  });
+
   it('validates paging and answers unknown users with 404', async () => {
     const user = await userAtLevel(app, 2);
     for (const query of ['limit=0', 'limit=101', 'limit=abc', 'cursor=!!!', `cursor=${Buffer.from('{}').toString('base64url')}`]) {

@@ -63,6 +63,30 @@ describe('GET /search/users', () => {
     expect(response.body.data.items).toEqual([]);
   });
 
+  it('lists a user whose name has several matching words once, and matches queries of several words as typed', async () => {
+    const [ann, other] = [await userAtLevel(app, 2, 'qq_ann'), await userAtLevel(app, 2, 'qq_other')];
+    await app.patch('/users/me/profile', { fullName: 'Ånn Annika-Berg' }, { token: ann.token });
+    await app.patch('/users/me/profile', { fullName: 'Annika Lund' }, { token: other.token });
+    expect(ids(await app.get('/search/users?q=ann'))).toEqual([ann.id, other.id]);
+    expect(ids(await app.get(`/search/users?q=${encodeURIComponent('annika-b')}`))).toEqual([ann.id]);
+    expect(ids(await app.get(`/search/users?q=${encodeURIComponent('ann annika')}`))).toEqual([ann.id]);
+    expect(ids(await app.get(`/search/users?q=${encodeURIComponent('ann berg')}`))).toEqual([]);
+    expect(ids(await app.get(`/search/users?q=${encodeURIComponent('annika l')}`))).toEqual([other.id]);
+    // Renamed: the old words no longer find the user, the new ones do.
+    await app.patch('/users/me/profile', { fullName: 'Otto Lund' }, { token: ann.token });
+    expect(ids(await app.get('/search/users?q=ann'))).toEqual([other.id]);
+    expect(ids(await app.get('/search/users?q=otto'))).toEqual([ann.id]);
+    // Paging one at a time through handle and name matches.
+    const seen: string[] = [];
+    let cursor: string | null = null;
+    do {
+      const page: any = await app.get(`/search/users?q=lund&limit=1${cursor ? `&cursor=${cursor}` : ''}`);
+      seen.push(...ids(page));
+      cursor = page.body.data.nextCursor;
+    } while (cursor && seen.length < 5);
+    expect(seen.sort()).toEqual([ann.id, other.id].sort());
+  });
+
   it('pages with an opaque cursor and validates limit', async () => {
     const first = await app.get('/search/users?q=zoe&limit=2');
     expect(ids(first)).toEqual([zoe.id, zoey.id]);

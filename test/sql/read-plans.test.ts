@@ -5,9 +5,12 @@
 // collection. A plan that starts scanning the collection again reads thousands.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { commentPageSql } from '../../server/comments/routes.ts';
+import { memberPageSql, memberScanCap } from '../../server/hubs/members.ts';
+import { hubSearchSql, peopleSearchSql } from '../../server/search/routes.ts';
+import { followPageSql, followScanCap } from '../../server/users/follows.ts';
 import { benchId, generate, space, subject as s } from '../bench/scale-data.ts';
 import { startTestApp, type TestApp } from '../helpers/app.ts';
-import { buffers, describePlan, explain, rowsRead, type PlanNode } from '../helpers/plans.ts';
+import { buffers, describePlan, explain, rowsRead, rowsReadInTransaction, type PlanNode } from '../helpers/plans.ts';
 import { asViewer } from '../helpers/sql.ts';
 
 const n = 2_000;
@@ -63,5 +66,133 @@ describe('GET /posts/{postId}/comments', () => {
     const many = await planAs(viewer, 'select app.post_comment_count($1), app.comment_reply_count($2)', [post, root]);
     const few = await planAs(viewer, 'select app.post_comment_count($1), app.comment_reply_count($2)', [benchId(space.post, s.sharedPost), benchId(space.comment, s.comments + 1)]);
     expect(buffers(many) - buffers(few)).toBeLessThanOrEqual(4);
+  });
+});
+
+describe('GET /search/users', () => {
+  const search = (q: string, after: [number, string, string | null] = [-1, '', null]) => planAs(null, peopleSearchSql, [q, ...after, page + 1]);
+
+  it('reads about a page of users and name words for a name many people have', async () => {
+    // "anna": a first name of about 1 person in 40, so about 100 of the data set's users.
+    const plan = await search('anna');
+    expect(plan['Actual Rows']).toBe(page + 1);
+    expect(rowsRead(plan, 'user_name_words'), describePlan(plan)).toBeLessThanOrEqual(2 * (page + 1));
+    // Each word read probes its user up to three times: the words policy, the user's row, and the
+    // policy of the user's other words (each user once).
+    expect(rowsRead(plan, 'users'), describePlan(plan)).toBeLessThanOrEqual(3 * (page + 1));
+  });
+
+  it('reads nothing for a name and handle nobody has', async () => {
+    const plan = await search('zzzz');
+    expect(plan['Actual Rows']).toBe(0);
+    expect(rowsRead(plan, 'user_name_words'), describePlan(plan)).toBe(0);
+    expect(rowsRead(plan, 'users'), describePlan(plan)).toBe(0);
+  });
+
+  it('reads the handle index in its order for a handle prefix, first page and later', async () => {
+    // "user1": user1, user10 .. user19, user100 ..: hundreds of handles.
+    const plan = await search('user1');
+    expect(plan['Actual Rows']).toBe(page + 1);
+    expect(rowsRead(plan, 'users'), describePlan(plan)).toBeLessThanOrEqual(2 * (page + 1));
+    const later = await search('user1', [1, 'user15', '00000000-0000-0000-0000-000000000000']);
+    expect(later['Actual Rows']).toBe(page + 1);
+    expect(rowsRead(later, 'users'), describePlan(later)).toBeLessThanOrEqual(2 * (page + 1));
+  });
+
+  it('pages on through name matches from a word and user id', async () => {
+    const first = await asViewer(app, 'app_anonymous', null, (c) => c.query(peopleSearchSql, ['anna', -1, '', null, page + 1]));
+    const last = first.rows[page - 1];
+    const plan = await search('anna', [2, last.key, last.id]);
+    expect(plan['Actual Rows']).toBeGreaterThan(0);
+    expect(rowsRead(plan, 'user_name_words'), describePlan(plan)).toBeLessThanOrEqual(2 * (page + 1));
+  });
+});
+
+describe('GET /users/{userId}/followers and /following with q', () => {
+  const star = user(s.star);
+  const fan = user(s.fan);
+
+  it(`reads at most ${followScanCap} rows of the list, for a q that no one in it matches`, async () => {
+    for (const [side, subject] of [['follower_id', star], ['followee_id', fan]] as const) {
+      const plan = await planAs(viewer, followPageSql(side, true), [subject, null, 'zzzz', page + 1]);
+      expect(rowsRead(plan, 'follows'), describePlan(plan)).toBeLessThanOrEqual(followScanCap);
+      expect(rowsRead(plan, 'users'), describePlan(plan)).toBeLessThanOrEqual(followScanCap);
+    }
+  });
+
+  it('reads one page of the list without q', async () => {
+    const plan = await planAs(viewer, followPageSql('follower_id', false), [star, null, page + 1]);
+    expect(plan['Actual Rows']).toBe(page + 1);
+    expectReads(plan, 'follows', page + 1);
+  });
+});
+
+describe('activeUsers24h (GET /hubs/{hubId}, GET /search/hubs)', () => {
+  it('counts at most 1,000 active members, whatever the hub has', async () => {
+    // The function's own body, run as its owner runs it (security definer).
+    const { rows } = await app.owner.query<{ body: string }>(`select prosrc as body from pg_proc where proname = 'hub_active_users'`);
+    const body = (rows[0] as { body: string }).body.replaceAll('p_hub_id', '$1::uuid');
+    const client = await app.owner.connect();
+    try {
+      const plan = await explain(client, body, [benchId(space.hub, s.hub)]);
+      expect(rowsRead(plan, 'hub_activity'), describePlan(plan)).toBe(1000);
+    } finally {
+      client.release();
+    }
+    const answer = await asViewer(app, 'app_user', viewer, (c) => c.query('select app.hub_active_users($1) as n', [benchId(space.hub, s.hub)]));
+    expect(answer.rows[0].n).toBe(1000);
+  });
+});
+
+describe('GET /hubs/{hubId}/members and /admins', () => {
+  const hub = benchId(space.hub, s.hub);
+  const pageOf = () => `select user_id as id, role, (extract(epoch from joined_at) * 1000000)::bigint as joined_us
+    from app.hub_member_page($1, to_timestamp($2::bigint / 1000000.0), $3::uuid, $4::app.hub_role[], $5)`;
+  /**
+   * Memberships read by a statement (the page function reads them as its owner, inside the
+   * statement). The member list's own joins are left out: the Hub identity and phone policies
+   * (0301) read every co-member of the viewer, a cost this page does not control (docs/performance.md).
+   */
+  const membershipsRead = (sql: string, params: unknown[]) =>
+    asViewer(app, 'app_user', viewer, async (client) => {
+      const before = await rowsReadInTransaction(client, 'app.hub_memberships');
+      const { rows } = await client.query(sql, params);
+      return { rows, read: (await rowsReadInTransaction(client, 'app.hub_memberships')) - before };
+    });
+
+  it('reads one page of memberships, first page and later, and one page of admins', async () => {
+    // More than five calls on one connection: a plan kept for any hub must not take over.
+    for (let i = 0; i < 7; i += 1) await membershipsRead(pageOf(), [benchId(space.hub, 2 + i), null, null, null, page + 1]);
+    const first = await membershipsRead(pageOf(), [hub, null, null, null, page + 1]);
+    expect(first.rows).toHaveLength(page + 1);
+    // The page and the viewer's own memberships (its relation to the hub: app.viewer_related_hub_ids).
+    expect(first.read).toBeLessThanOrEqual(page + 10);
+    const last = first.rows[page - 1];
+    const later = await membershipsRead(pageOf(), [hub, last.joined_us, last.id, null, page + 1]);
+    expect(later.rows).toHaveLength(page + 1);
+    expect(later.read).toBeLessThanOrEqual(page + 10);
+    const admins = await membershipsRead(pageOf(), [hub, null, null, ['admin', 'super_admin'], page + 1]);
+    expect(admins.rows.map((row) => row.role).sort()).toEqual(['admin', 'admin', 'super_admin']);
+    expect(admins.read).toBeLessThanOrEqual(15);
+  });
+
+  it(`reads at most ${memberScanCap} memberships with q, and looks up phones only for the rows returned`, async () => {
+    const none = await membershipsRead(memberPageSql(true), [hub, null, null, null, page + 1, 'zzzz']);
+    expect(none.rows).toMatchObject([{ id: null, scanned: memberScanCap }]);
+    // The scanned page, the viewer's memberships, and the co-member list the Hub identity policy builds.
+    expect(none.read).toBeLessThanOrEqual(memberScanCap + 10 + n);
+  });
+});
+
+describe('GET /search/hubs', () => {
+  it('reads about a page of hub name words for a word many hubs have, and none for one no hub has', async () => {
+    // "garden": a word of about one hub name in 20 (scale-data.ts), about 100 of the data set's hubs.
+    const many = await planAs(viewer, hubSearchSql, ['garden', null, null, page + 1]);
+    expect(many['Actual Rows']).toBe(page + 1);
+    expect(rowsRead(many, 'hub_name_words'), describePlan(many)).toBeLessThanOrEqual(2 * (page + 1));
+    expect(rowsRead(many, 'hubs'), describePlan(many)).toBeLessThanOrEqual(page + 1);
+    const none = await planAs(viewer, hubSearchSql, ['zzzz', null, null, page + 1]);
+    expect(none['Actual Rows']).toBe(0);
+    expect(rowsRead(none, 'hub_name_words') + rowsRead(none, 'hubs'), describePlan(none)).toBe(0);
   });
 });
