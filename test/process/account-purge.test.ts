@@ -112,7 +112,8 @@ describe('the purge of a deleted account', () => {
       message: await one('select author_id, text from app.hub_discussion_messages where id = $1', [message.id]),
       report: await one('select target_id, snapshot ->> $2 as username, reporter_id from app.reports where id = $1', [reportId, 'username']),
       log: await count('select count(*)::int as n from app.moderation_log'),
-      drift: (await app.owner.query('select * from app_private.counter_drift()')).rows.length + (await app.owner.query('select * from app_private.unread_counter_drift()')).rows.length,
+      drift: (await app.owner.query('select * from app_private.counter_drift()')).rows.length + (await app.owner.query('select * from app_private.unread_counter_drift()')).rows.length +
+        (await app.owner.query('select * from app_private.search_word_drift()')).rows.length,
     });
     const after = await snapshot();
     expect(after).toEqual({
