@@ -68,8 +68,8 @@ if (process.argv[2] === 'attacker') {
       return times;
     }),
   );
-  process.send?.(lanes.flat());
-  process.exit(0);
+  // Exit only once the answers are handed to the IPC channel (an exit right after send can drop them).
+  process.send?.(lanes.flat(), () => process.exit(0));
 }
 
 let embedded: Awaited<ReturnType<typeof startEmbeddedPostgres>> | undefined;
@@ -151,7 +151,8 @@ async function fromAnotherProcess(query: string, durationMs = 0): Promise<{ answ
       if (m === 'start') sending = true;
       else resolve(m as never);
     });
-    child.on('exit', (code, signal) => reject(new Error(`the attacking process ended (${signal ?? code}) without its answers`)));
+    // Its last message may be read after its exit is seen: give it a second.
+    child.on('exit', (code, signal) => setTimeout(() => reject(new Error(`the attacking process ended (${signal ?? code}) without its answers`)), 1000));
   });
   let done = false;
   let sendingSince = 0;

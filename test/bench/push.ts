@@ -204,7 +204,7 @@ try {
   const lags: number[] = [];
   const pgPids = async () => (await owner.query<{ pid: number }>('select pid from pg_stat_activity')).rows.map((row) => row.pid);
   /** CPU ms per insert of each part, and how busy the machine's cores were (CPU seconds per second) while the load ran. */
-  const phaseCpu: { push: boolean; pg: number; worker: number; standIn: number; load: number; busy: number; drain: number }[] = [];
+  const phaseCpu: { push: boolean; pg: number; worker: number; standIn: number; load: number; busy: number; drain: number; commits: number }[] = [];
   async function insertPhase(push: boolean): Promise<number> {
     const worker = spawnService(['--only=worker'], push ? { ...standIn.env, MIGRATE_ON_START: 'false' } : { MIGRATE_ON_START: 'false' });
     await waitFor(() => worker.output().includes('worker running'), 'the worker');
@@ -213,6 +213,8 @@ try {
     await startPhase(owner);
     const file = path.join(scratch, `load-${randomUUID()}.json`);
     await writeFile(file, JSON.stringify({ databaseUrl: ownerUrl, recipients: recipients.map((r) => r.userId), count: inserts, concurrency: 8 }));
+    const commits = async () => (await owner.query<{ n: string }>('select xact_commit::text as n from pg_stat_database where datname = current_database()')).rows[0]?.n;
+    const commitsBefore = Number(await commits());
     const pidsBefore = await pgPids();
     const pgBefore = cpuSeconds(pidsBefore);
     const processes = [worker.child.pid as number, standInProcess.pid as number];
@@ -234,6 +236,9 @@ try {
       lags.push(percentile(phaseLags, 0.95));
       drain = (Math.max(...answered.values()) - Math.max(...committed.values())) / 1000;
     }
+    // The statistics are sent at the end of each transaction, a little later (PostgreSQL 15+: shared memory, at once on commit).
+    await new Promise((resolve) => setTimeout(resolve, 1100));
+    const commitsPerInsert = (Number(await commits()) - commitsBefore) / inserts;
     const pgAfter = cpuSeconds([...new Set([...pidsBefore, ...(await pgPids())])].filter((pid) => !result.cpu.pids.includes(pid)));
     const processesAfter = cpuSeconds(processes);
     const of = (pid: number) => ((processesAfter.get(pid) ?? 0) - (processesBefore.get(pid) ?? 0)) * 1000 / inserts;
@@ -245,6 +250,7 @@ try {
       load: (result.cpu.load * 1000) / inserts,
       busy: 0,
       drain,
+      commits: commitsPerInsert,
     };
     cpu.busy = ((cpu.pg + cpu.worker + cpu.standIn + cpu.load) * inserts) / 1000 / (result.seconds + drain);
     phaseCpu.push(cpu);
@@ -259,7 +265,7 @@ try {
     for (const c of phaseCpu.splice(0)) {
       log(
         `    push ${c.push ? 'on ' : 'off'}: CPU ms per insert PostgreSQL ${fmt(c.pg, 3)}, worker ${fmt(c.worker, 3)}, stand-in ${fmt(c.standIn, 3)}, load ${fmt(c.load, 3)}; ` +
-          `cores busy ${fmt(c.busy)} of ${os.cpus().length}${c.push ? `; last push ${fmt(c.drain, 3)} s after the last commit` : ''}`,
+          `cores busy ${fmt(c.busy)} of ${os.cpus().length}; PostgreSQL commits per insert ${fmt(c.commits)}${c.push ? `; last push ${fmt(c.drain, 3)} s after the last commit` : ''}`,
       );
     }
   }

@@ -1,8 +1,8 @@
 // The push worker (contract 12; migrations/0206, 0209): plans deliveries from finished transaction
 // ranges (claiming at once those it has room to send), claims due ones, sends each to FCM with up
-// to `concurrency` requests in flight over keep-alive connections, and records every outcome as soon as it is known (one statement for all outcomes
-// that arrived meanwhile), so the window between FCM accepting a message and the database knowing
-// it is one such statement. Any number of worker processes may run it: planning is one at a time,
+// to `concurrency` requests in flight over keep-alive connections, and records the outcomes that
+// arrive within 20 ms together (one statement for all of them), so the window between FCM
+// accepting a message and the database knowing it is 20 ms and one such statement. Any number of worker processes may run it: planning is one at a time,
 // claims are SKIP LOCKED with a lease, and a dead worker's claims come back after the lease.
 //
 // Retries: a 429, a 5xx or a failed request waits max(retryBase * 2^(try - 1), Retry-After) and is
@@ -20,6 +20,8 @@ import { buildMessage, type ClaimedDelivery } from './message.ts';
 export const maxTries = 5;
 const planEveryMs = 50;
 const pollEveryMs = 200;
+/** Outcomes are recorded at most this long after FCM answered (the window in which a crash sends a message twice). */
+const recordEveryMs = 20;
 
 /** What the process's metrics count (server/metrics.ts implements it; main.ts connects the two). */
 export interface PushObserver {
@@ -50,6 +52,7 @@ export class Pusher {
   #planning = false;
   #results: Result[] = [];
   #flushing: Promise<void> | undefined;
+  #flushTimer: NodeJS.Timeout | undefined;
   #pausedUntil = 0;
   #outage = false;
   #idle: (() => void)[] = [];
@@ -77,6 +80,7 @@ export class Pusher {
     const unsent = this.#queue.splice(0);
     for (const delivery of unsent) this.#results.push({ delivery, outcome: { kind: 'unauthorized', detail: 'stopping' } });
     while (this.#inFlight > 0) await new Promise<void>((resolve) => this.#idle.push(resolve));
+    clearTimeout(this.#flushTimer);
     this.#flush();
     await this.#flushing;
     await this.#agent.close();
@@ -147,12 +151,24 @@ export class Pusher {
         .then((outcome) => {
           this.#inFlight -= 1;
           this.#results.push({ delivery, outcome });
-          this.#flush();
+          this.#flushSoon();
           if (this.#inFlight === 0) for (const resolve of this.#idle.splice(0)) resolve();
           this.#pump();
           void this.#claim();
         });
     }
+  }
+
+  /**
+   * Records the outcomes that arrive within `recordEveryMs` together: one statement (and one commit)
+   * for all of them, instead of one per answer or few (a commit costs more than the rows it writes).
+   */
+  #flushSoon(): void {
+    if (this.#flushTimer) return;
+    this.#flushTimer = setTimeout(() => {
+      this.#flushTimer = undefined;
+      this.#flush();
+    }, recordEveryMs);
   }
 
   /** Records every outcome that arrived, one statement at a time, until none is left. */
