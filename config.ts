@@ -17,6 +17,13 @@ export interface Config {
   dataDir: string;
   databaseUrl: string | undefined;
   jwtSecret: string;
+  /**
+   * The keys that seal and open vote ballots (BALLOT_KEY, db/ballots.ts): the first seals, all
+   * open. Development: one key kept in a local secret file, as JWT_SECRET's.
+   */
+  ballotKeys: { id: string; key: Buffer }[];
+  /** The tallier's batch: at least this many sealed ballots of one post and scope are opened together (BALLOT_BATCH, k). */
+  ballotBatch: number;
   /** NODE_ENV=production: nothing embedded, every setting of `requiredInProduction` present. */
   production: boolean;
   otpTestCodes: Map<string, string>;
@@ -125,6 +132,7 @@ export const requiredInProduction: { setting: string; present(env: Env): boolean
   { setting: 'S3_ACCESS_KEY_ID', present: (env) => Boolean(env.S3_ACCESS_KEY_ID) },
   { setting: 'S3_SECRET_ACCESS_KEY', present: (env) => Boolean(env.S3_SECRET_ACCESS_KEY) },
   { setting: 'JWT_SECRET', present: (env) => Boolean(env.JWT_SECRET) },
+  { setting: 'BALLOT_KEY', present: (env) => Boolean(env.BALLOT_KEY) },
   { setting: 'OTP_SENDER=twilio or OTP_SENDER_MODULE', present: (env) => Boolean(env.OTP_SENDER || env.OTP_SENDER_MODULE) },
 ];
 
@@ -167,6 +175,35 @@ export function localSecret(dataDir: string, name: string): string {
     }
     return readFileSync(file, 'utf8').trim();
   }
+}
+
+/**
+ * BALLOT_KEY: `id:key[,id:key...]`, each key 32 bytes as 64 hex digits or base64; the first seals
+ * new ballots, every one opens the ballots it sealed (keep an old key until none of its ballots is
+ * pending). Ids: letters, digits, `_`, `-`, up to 32.
+ */
+export function parseBallotKeys(raw: string): { id: string; key: Buffer }[] {
+  const keys = raw.split(',').map((entry) => entry.trim()).filter(Boolean).map((entry) => {
+    const colon = entry.indexOf(':');
+    const id = colon < 0 ? '' : entry.slice(0, colon);
+    const text = entry.slice(colon + 1);
+    if (!/^[A-Za-z0-9_-]{1,32}$/.test(id)) throw new StartupError('BALLOT_KEY: each key is id:key, the id made of letters, digits, _ or - (up to 32)');
+    const key = /^[0-9a-fA-F]{64}$/.test(text) ? Buffer.from(text, 'hex') : Buffer.from(text, 'base64');
+    if (key.length !== 32 || (!/^[0-9a-fA-F]{64}$/.test(text) && key.toString('base64').replace(/=+$/, '') !== text.replace(/=+$/, ''))) {
+      throw new StartupError(`BALLOT_KEY: key "${id}" must be 32 bytes, as 64 hex digits or base64`);
+    }
+    return { id, key };
+  });
+  if (keys.length === 0) throw new StartupError('BALLOT_KEY: no key');
+  if (new Set(keys.map((k) => k.id)).size !== keys.length) throw new StartupError('BALLOT_KEY: two keys share an id');
+  return keys;
+}
+
+/** BALLOT_BATCH (k): at least 2, default 5. */
+function ballotBatch(raw: string | undefined): number {
+  const k = positiveInteger('BALLOT_BATCH', raw, 5);
+  if (k < 2) throw new StartupError('BALLOT_BATCH must be at least 2 (a batch of one is one voter\'s position)');
+  return k;
 }
 
 function positiveSeconds(name: string, raw: string | undefined, fallback: number): number {
@@ -274,6 +311,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     dataDir,
     databaseUrl: databaseUrl(env.DATABASE_URL),
     jwtSecret: env.JWT_SECRET ?? localSecret(dataDir, 'jwt'),
+    ballotKeys: parseBallotKeys(env.BALLOT_KEY || `local:${localSecret(dataDir, 'ballot')}`),
+    ballotBatch: ballotBatch(env.BALLOT_BATCH),
     production,
     otpTestCodes: parseOtpTestCodes(env.OTP_TEST_CODES),
     otpSender: otpSenderSetting(env),

@@ -10,6 +10,7 @@ import { loadConfig, StartupError, type Config } from './config.ts';
 import { createLogger } from './logger.ts';
 import { openDatabase } from './db/database.ts';
 import { createPools } from './db/pools.ts';
+import { BallotBox } from './db/ballots.ts';
 import { roleUrl } from './db/roles.ts';
 import { createServices } from './server/services.ts';
 import { createServer, basePath } from './server/app.ts';
@@ -96,7 +97,7 @@ async function start(): Promise<void> {
     log.info(`API listening on http://localhost:${config.port}${basePath} (docs: ${basePath}/docs; internal GraphQL: ${internalGraphqlPath})`);
   }
   if (only !== 'api' && !stopping) {
-    const runner = await startWorker(pools.worker, log, { storage: objects.storage }, {
+    const runner = await startWorker(pools.worker, log, { storage: objects.storage, ballots: { box: new BallotBox(config.ballotKeys), batch: config.ballotBatch } }, {
       deadAfterSeconds: config.workerDeadAfterSeconds,
       watch: (events) => metrics.watchWorker(events),
     });

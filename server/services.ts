@@ -2,6 +2,7 @@
 import type { Config } from '../config.ts';
 import type { Log } from '../logger.ts';
 import type { Pools } from '../db/pools.ts';
+import { BallotBox } from '../db/ballots.ts';
 import { createIdpVerifier, type IdpVerifier } from './auth/idp.ts';
 import { createOtp, loadOtpSender, type Otp, type OtpSender } from './auth/otp.ts';
 import { createTokens, type Tokens } from './auth/tokens.ts';
@@ -29,6 +30,8 @@ export interface Services {
   outage: DatabaseOutage;
   /** The per-user write limits in force (defaults and WRITE_LIMITS). */
   writeLimits: WriteLimits;
+  /** Seals vote positions and opens pending ballots at read time (BALLOT_KEY: db/ballots.ts). */
+  ballots: BallotBox;
 }
 
 // Handlers see these services (server/http/endpoint.ts declares the name and knows nothing else).
@@ -59,6 +62,7 @@ export async function createServices(
   return {
     config,
     writeLimits: resolveWriteLimits(config.writeLimits),
+    ballots: new BallotBox(config.ballotKeys),
     log,
     pools,
     storage,

@@ -15,13 +15,19 @@ import { purgeAccount } from './tasks/purge-account.ts';
 import { purgeExpiredAuth } from './tasks/purge-expired-auth.ts';
 import { purgeExpiredUploads } from './tasks/purge-expired-uploads.ts';
 import { purgePush } from './tasks/purge-push.ts';
+import { tallyBallots, tallySweep } from './tasks/tally-ballots.ts';
+import type { BallotBox } from '../db/ballots.ts';
 
 export interface WorkerDeps {
   storage: ObjectStore;
+  /** Opens sealed ballots for the tallier (BALLOT_KEY), and its batch size k (BALLOT_BATCH). */
+  ballots: { box: BallotBox; batch: number };
 }
 
-export function createTaskList({ storage }: WorkerDeps): TaskList {
+export function createTaskList({ storage, ballots }: WorkerDeps): TaskList {
   return {
+    tally_ballots: tallyBallots(ballots.box, ballots.batch),
+    tally_sweep: tallySweep(ballots.batch),
     delete_asset: deleteAsset(storage),
     export_account: exportAccount(storage),
     hub_notification_fanout: hubNotificationFanout,
@@ -33,7 +39,7 @@ export function createTaskList({ storage }: WorkerDeps): TaskList {
   };
 }
 
-const crontab = ['0 * * * * purge_expired_auth ?max=1', '*/15 * * * * purge_expired_uploads ?max=1', '30 * * * * purge_push ?max=1'].join('\n');
+const crontab = ['0 * * * * purge_expired_auth ?max=1', '*/15 * * * * purge_expired_uploads ?max=1', '30 * * * * purge_push ?max=1', '* * * * * tally_sweep ?max=1'].join('\n');
 
 /**
  * `watch` receives the runner's events (main.ts counts jobs for the metrics); `deadAfterSeconds`:

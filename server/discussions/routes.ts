@@ -69,7 +69,7 @@ export const discussionEndpoints = [
     query: pageQuery(50, ['timestamp', 'id']),
     response: pageSchema(discussionItem),
     errors: ['HUB_MEMBERSHIP_REQUIRED'],
-    async handler({ params, query, tx, services: { storage } }) {
+    async handler({ params, query, tx, services: { storage, ballots } }) {
       const hubId = params.hubId as string;
       await requireHubRole(tx, hubId, hubRoles);
       const [afterUs, afterId] = query.cursor ?? [null, null];
@@ -87,7 +87,7 @@ export const discussionEndpoints = [
         [hubId, afterUs, afterId, query.limit + 1],
       );
       const page = toPage(rows, query.limit, (row) => [row.activity_us, row.id], (row) => row);
-      const cards = new Map((await readCards(tx, storage, page.items.map((row) => row.post_id), hubId)).map((card) => [card.id, card]));
+      const cards = new Map((await readCards(tx, { storage, ballots }, page.items.map((row) => row.post_id), hubId)).map((card) => [card.id, card]));
       return {
         items: page.items.flatMap((row) => {
           const post = cards.get(row.post_id);

@@ -6,8 +6,7 @@ import type { z } from 'zod';
 import type { RequestTransaction } from '../../db/request-transaction.ts';
 import { ApiError } from '../http/errors.ts';
 import { fromMicros, micros, pageQuery, toPage } from '../http/paging.ts';
-import { readCards, type FeedContext, type PostCard } from '../posts/card.ts';
-import type { Storage } from '../uploads/storage.ts';
+import { readCards, type CardReader, type FeedContext, type PostCard } from '../posts/card.ts';
 
 /** A position: the snapshot (µs), the last card's event time (µs) and its post id. */
 export const feedQuery = pageQuery(50, ['timestamp', 'timestamp', 'id']);
@@ -47,7 +46,7 @@ interface FeedRow {
  */
 export async function readFeedPage(
   tx: RequestTransaction,
-  storage: Storage,
+  reader: CardReader,
   feed: FeedFunction,
   subject: string | null,
   query: z.output<typeof feedQuery>,
@@ -66,7 +65,7 @@ export async function readFeedPage(
   const contexts = new Map(page.items.map((row) => [row.post_id, row.context]));
   const items = await readCards(
     tx,
-    storage,
+    reader,
     page.items.map((row) => row.post_id),
     hubScope,
     contexts,

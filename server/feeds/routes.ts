@@ -31,7 +31,7 @@ export const feedEndpoints = [
     auth: 'optional',
     query: feedQuery,
     response: pageSchema(postCard),
-    handler: ({ query, tx, services: { storage } }) => readFeedPage(tx, storage, 'home_feed', null, query),
+    handler: ({ query, tx, services: { storage, ballots } }) => readFeedPage(tx, { storage, ballots }, 'home_feed', null, query),
   }),
 
   endpoint({
@@ -48,10 +48,10 @@ export const feedEndpoints = [
     ids: { userId: 'USER_NOT_FOUND' },
     query: feedQuery,
     response: pageSchema(postCard),
-    async handler({ params, query, tx, services: { storage } }) {
+    async handler({ params, query, tx, services: { storage, ballots } }) {
       const user = await tx.query('select 1 from app.users where id = $1', [params.userId]);
       if (user.rowCount === 0) throw new ApiError('USER_NOT_FOUND');
-      return readFeedPage(tx, storage, 'profile_feed', params.userId as string, query);
+      return readFeedPage(tx, { storage, ballots }, 'profile_feed', params.userId as string, query);
     },
   }),
 
@@ -70,7 +70,7 @@ export const feedEndpoints = [
     query: feedQuery,
     response: pageSchema(postCard),
     errors: ['HUB_MEMBERSHIP_REQUIRED'],
-    handler: ({ params, query, tx, services: { storage } }) =>
-      readFeedPage(tx, storage, 'hub_feed', params.hubId as string, query, params.hubId as string),
+    handler: ({ params, query, tx, services: { storage, ballots } }) =>
+      readFeedPage(tx, { storage, ballots }, 'hub_feed', params.hubId as string, query, params.hubId as string),
   }),
 ];

@@ -3,6 +3,7 @@
 // vote results only when the viewer voted on the frame or wrote it, never a position.
 import { z } from 'zod';
 import type { RequestTransaction } from '../../db/request-transaction.ts';
+import type { BallotBox, SealedTally } from '../../db/ballots.ts';
 import type { Storage } from '../uploads/storage.ts';
 import { shapeUserLite, userLite } from '../users/lite.ts';
 import { distribute, distributionBucket, summarize, tallySql, voteSummary } from '../votes/summary.ts';
@@ -81,7 +82,7 @@ interface CardRow {
   article: ArticleColumns | null;
   source: { id: string; thought_text: string | null; slider_text: string | null; left: string | null; right: string | null; article: ArticleColumns | null } | null;
   voted_at: Date | null;
-  tally: number[] | null;
+  tally: SealedTally | null;
   saved: boolean;
 }
 
@@ -108,7 +109,7 @@ const cardQuery = (signedIn: boolean) => `
          case when p.slider_text is not null and (vr.voted_at is not null or p.author_id = app.viewer_id())
               then ${tallySql('p.id', '$2::uuid')} end as tally,
          exists (select from app.saved_posts sp where sp.post_id = p.id and sp.user_id = app.viewer_id()) as saved`
-             : 'null::timestamptz as voted_at, null::bigint[] as tally, false as saved'
+             : 'null::timestamptz as voted_at, null::jsonb as tally, false as saved'
          }
   from unnest($1::uuid[]) with ordinality wanted (id, ord)
   join app.posts p on p.id = wanted.id
@@ -119,6 +120,12 @@ const cardQuery = (signedIn: boolean) => `
   left join app.articles sar on sar.id = s.article_id
   ${signedIn ? 'left join app.vote_receipts vr on vr.post_id = p.id and vr.user_id = app.viewer_id()' : ''}
   order by wanted.ord`;
+
+/** What a card needs beyond the transaction: object storage (photo URLs) and the ballot box (pending ballots of the tally). */
+export interface CardReader {
+  storage: Storage;
+  ballots: BallotBox;
+}
 
 async function shapeArticle(storage: Storage, columns: ArticleColumns | null) {
   if (!columns) return null;
@@ -142,7 +149,7 @@ function shapeSlider(text: string | null, left: string | null, right: string | n
  */
 export async function readCards(
   tx: RequestTransaction,
-  storage: Storage,
+  { storage, ballots }: CardReader,
   ids: string[],
   hubId: string | null = null,
   contexts: ReadonlyMap<string, FeedContext | null> = new Map(),
@@ -151,7 +158,9 @@ export async function readCards(
   const signedIn = tx.viewer.userId !== null;
   const { rows } = await tx.query<CardRow>(cardQuery(signedIn), signedIn ? [ids, hubId] : [ids]);
   return Promise.all(
-    rows.map(async (row) => ({
+    rows.map(async (row) => {
+      const tally = row.tally ? ballots.openTally(row.tally, row.id, hubId) : null;
+      return {
       id: row.id,
       author: await shapeUserLite(storage, {
         id: row.author_id,
@@ -178,15 +187,16 @@ export async function readCards(
       repostCount: row.repost_count,
       commentCount: row.comment_count,
       viewerVote: { hasVoted: row.voted_at !== null, votedAt: row.voted_at?.toISOString() ?? null },
-      voteSummary: row.tally ? summarize(row.tally.map(Number)) : null,
-      voteDistribution: row.tally ? distribute(row.tally.map(Number)) : null,
+      voteSummary: tally ? summarize(tally) : null,
+      voteDistribution: tally ? distribute(tally) : null,
       viewerSaved: row.saved,
       feedContext: contexts.get(row.id) ?? null,
-    })),
+      };
+    }),
   );
 }
 
 /** One card, or POST_NOT_FOUND-style undefined when the viewer may not see it. */
-export async function readCard(tx: RequestTransaction, storage: Storage, id: string, hubId: string | null = null) {
-  return (await readCards(tx, storage, [id], hubId))[0];
+export async function readCard(tx: RequestTransaction, reader: CardReader, id: string, hubId: string | null = null) {
+  return (await readCards(tx, reader, [id], hubId))[0];
 }

@@ -10,8 +10,8 @@ import { article, checkFrame, frameFields, frameRules, idList, requires, visibil
 const tag = 'Posts';
 const ids = { postId: 'POST_NOT_FOUND' } as const;
 
-async function requireCard(tx: RequestTransaction, storage: Parameters<typeof readCard>[1], postId: string) {
-  const card = await readCard(tx, storage, postId);
+async function requireCard(tx: RequestTransaction, reader: Parameters<typeof readCard>[1], postId: string) {
+  const card = await readCard(tx, reader, postId);
   if (!card) throw new ApiError('POST_NOT_FOUND');
   return card;
 }
@@ -73,7 +73,7 @@ export const postEndpoints = [
       }),
     response: postCard,
     errors: ['HUB_READINESS_REQUIRED', 'HUB_MEMBERSHIP_REQUIRED', 'HUB_NOT_FOUND'],
-    async handler({ body, tx, services: { storage } }) {
+    async handler({ body, tx, services: { storage, ballots } }) {
       if (body.article?.assetIds?.length) {
         const { rows } = await tx.query<{ ok: boolean }>('select app.post_assets_usable($1) as ok', [body.article.assetIds]);
         if (!rows[0]?.ok) throw new ApiError('VALIDATION_FAILED', { fields: { 'article.assetIds': 'Must be completed post_image assets of yours' } });
@@ -84,7 +84,7 @@ export const postEndpoints = [
         body.visibility,
         body.hubIds ?? [],
       ]);
-      return requireCard(tx, storage, rows[0]?.id as string);
+      return requireCard(tx, { storage, ballots }, rows[0]?.id as string);
     },
   }),
 
@@ -97,7 +97,7 @@ export const postEndpoints = [
     auth: 'bearer',
     ids,
     response: postCard,
-    handler: ({ params, tx, services: { storage } }) => requireCard(tx, storage, params.postId as string),
+    handler: ({ params, tx, services: { storage, ballots } }) => requireCard(tx, { storage, ballots }, params.postId as string),
   }),
 
   endpoint({
@@ -129,7 +129,7 @@ export const postEndpoints = [
     ids,
     query: framesQuery,
     response: pageSchema(postCard),
-    async handler({ params, query, tx, services: { storage } }) {
+    async handler({ params, query, tx, services: { storage, ballots } }) {
       const original = await tx.query<{ id: string }>('select coalesce(source_post_id, id) as id from app.posts where id = $1', [params.postId]);
       const originalId = original.rows[0]?.id;
       if (!originalId) throw new ApiError('POST_NOT_FOUND');
@@ -149,7 +149,7 @@ export const postEndpoints = [
         [originalId, kind, afterUs, afterId, query.limit + 1],
       );
       const page = toPage(rows, query.limit, (row) => [row.kind, row.created_us, row.id], (row) => row.id);
-      return { items: await readCards(tx, storage, page.items), nextCursor: page.nextCursor };
+      return { items: await readCards(tx, { storage, ballots }, page.items), nextCursor: page.nextCursor };
     },
   }),
 
@@ -185,7 +185,7 @@ export const postEndpoints = [
       }),
     response: z.union([postCard, shareResult]),
     errors: ['REPOST_NOT_ALLOWED', 'SHARE_NOT_ALLOWED', 'PHONE_VERIFICATION_REQUIRED', 'HUB_READINESS_REQUIRED', 'HUB_MEMBERSHIP_REQUIRED'],
-    async handler({ body, params, tx, services: { storage } }) {
+    async handler({ body, params, tx, services: { storage, ballots } }) {
       if (body.thoughtText === undefined && body.sliderText === undefined) return shareToFeed(tx, params.postId as string);
       const { rows } = await tx.query<{ id: string }>('select app.create_repost($1, $2, $3, $4, $5, $6, $7) as id', [
         params.postId,
@@ -193,7 +193,7 @@ export const postEndpoints = [
         body.visibility,
         body.hubIds ?? [],
       ]);
-      return requireCard(tx, storage, rows[0]?.id as string);
+      return requireCard(tx, { storage, ballots }, rows[0]?.id as string);
     },
   }),
 

@@ -14,7 +14,7 @@ export const savedPostEndpoints = [
     level: 2,
     query: pageQuery(50, ['timestamp', 'id']),
     response: pageSchema(postCard),
-    async handler({ query, tx, services: { storage } }) {
+    async handler({ query, tx, services: { storage, ballots } }) {
       const [afterUs, afterId] = (query.cursor ?? [null, null]) as [number | null, string | null];
       const { rows } = await tx.query<{ post_id: string; saved_us: number }>(
         `select s.post_id, ${micros('s.saved_at')} as saved_us
@@ -26,7 +26,7 @@ export const savedPostEndpoints = [
         [afterUs, afterId, query.limit + 1],
       );
       const page = toPage(rows, query.limit, (row) => [row.saved_us, row.post_id], (row) => row.post_id);
-      return { items: await readCards(tx, storage, page.items), nextCursor: page.nextCursor };
+      return { items: await readCards(tx, { storage, ballots }, page.items), nextCursor: page.nextCursor };
     },
   }),
 ];

@@ -1,26 +1,80 @@
 // Slider votes (spec 2.4, 4.5; contract section 7). The position travels from the request body
-// to app.cast_vote and nowhere else: no response, log, job or notification carries it.
+// into sealed ballots (db/ballots.ts) and nowhere else: the database, responses, logs, jobs and
+// notifications never see it in the clear.
 import { z } from 'zod';
 import { endpoint } from '../http/endpoint.ts';
 import { ApiError } from '../http/errors.ts';
 import { isUuid } from '../http/ids.ts';
-import type { RequestTransaction } from '../../db/request-transaction.ts';
-import { distribute, distributionBucket, positions, summarize, tallySql, voteSummary } from './summary.ts';
+import { RequestTransaction } from '../../db/request-transaction.ts';
+import type { BallotBox, SealedTally } from '../../db/ballots.ts';
+import type { Viewer } from '../../db/viewer.ts';
+import type { Pools } from '../../db/pools.ts';
+import { distribute, distributionBucket, positions, summarize, tallySql, voteSummary, type Position } from './summary.ts';
 
 const tag = 'Votes';
 const ids = { postId: 'POST_NOT_FOUND' } as const;
 const minimumVotesToShow = 3 as const;
 
 /** The five counts of a visible slider post in a scope: POST_NOT_FOUND, POST_NOT_VOTABLE. */
-async function tally(tx: RequestTransaction, postId: string, hubId: string | null): Promise<number[]> {
-  const { rows } = await tx.query<{ has_slider: boolean; tally: string[] }>(
-    `select slider_text is not null as has_slider, ${tallySql('id', '$2::uuid')} as tally from app.posts where id = $1`,
+async function tally(tx: RequestTransaction, ballots: BallotBox, postId: string, hubId: string | null): Promise<number[]> {
+  const { rows } = await tx.query<{ id: string; has_slider: boolean; tally: SealedTally }>(
+    `select id, slider_text is not null as has_slider, ${tallySql('id', '$2::uuid')} as tally from app.posts where id = $1`,
     [postId, hubId],
   );
   const post = rows[0];
   if (!post) throw new ApiError('POST_NOT_FOUND');
   if (!post.has_slider) throw new ApiError('POST_NOT_VOTABLE');
-  return post.tally.map(Number);
+  return ballots.openTally(post.tally, post.id, hubId);
+}
+
+/**
+ * The hubs a post's ballots were last sealed for, by post (this process's memory, bounded): a
+ * vote seals one ballot per hub here, and app.cast_vote answers SQLSTATE OBS01 naming the hubs
+ * where the vote counts and that have none (a placement not seen yet), then the vote is sealed
+ * again for them. A stale entry costs one more round trip, never a wrong count.
+ */
+const sealedScopes = new Map<string, string[]>();
+const sealedScopesMax = 10_000;
+
+function rememberScopes(postId: string, hubIds: string[]): void {
+  sealedScopes.delete(postId);
+  if (sealedScopes.size >= sealedScopesMax) sealedScopes.delete(sealedScopes.keys().next().value as string);
+  sealedScopes.set(postId, hubIds);
+}
+
+interface CastVote {
+  voted_at: Date;
+  hub_ids: string[];
+  global_tally: SealedTally;
+}
+
+/**
+ * The vote, sealed: one ballot for the global pool and one per hub this post may count in, sent to
+ * app.cast_vote (one statement; it checks the session itself). An OBS01 answer (a hub with
+ * no ballot) seals for those hubs too and votes again in a new transaction.
+ */
+async function castSealed(tx: RequestTransaction, pools: Pools, viewer: Viewer, ballots: BallotBox, postId: string, position: Position, batch: number): Promise<CastVote> {
+  let hubs = sealedScopes.get(postId) ?? [];
+  for (let attempt = 0; ; attempt++) {
+    const hex = (hubId: string | null) => ballots.seal(postId, hubId, position).toString('hex');
+    const params = [postId, ballots.keyId, hex(null), `{${hubs.join(',')}}`, `{${hubs.map(hex).join(',')}}`, String(batch)];
+    const transaction = attempt === 0 ? tx : new RequestTransaction(pools.api, viewer);
+    if (attempt > 0) transaction.deferSession(viewer, 2);
+    try {
+      const { rows } = await transaction.queryAndCommit<CastVote>(
+        'select voted_at, hub_ids, global_tally from app.cast_vote($1, $2, $3, $4, $5, $6)',
+        params,
+        'cast_vote',
+        2, // cast_vote checks the session itself, first (migrations/0170)
+      );
+      return rows[0] as CastVote;
+    } catch (error) {
+      const { code, detail } = error as { code?: string; detail?: string };
+      if (code !== 'OBS01' || attempt >= 3) throw error;
+      hubs = [...new Set([...hubs, ...(detail ?? '').split(',').filter(Boolean)])].sort();
+      rememberScopes(postId, hubs);
+    }
+  }
 }
 
 export const voteEndpoints = [
@@ -49,14 +103,13 @@ export const voteEndpoints = [
       summary: voteSummary,
     }),
     errors: ['VOTE_NOT_ALLOWED', 'VOTE_ALREADY_CAST', 'POST_NOT_VOTABLE'],
-    async handler({ body, params, tx }) {
-      const { rows } = await tx.queryAndCommit<{ voted_at: Date; hub_ids: string[]; global_tally: string[] }>(
-        'select voted_at, hub_ids, global_tally from app.cast_vote($1, $2)',
-        [params.postId, body.position],
-        'cast_vote',
-        2, // cast_vote checks the session itself, first (migrations/0170)
-      );
-      const vote = rows[0] as { voted_at: Date; hub_ids: string[]; global_tally: string[] };
+    async handler({ body, params, tx, viewer, services: { ballots, pools, config } }) {
+      const postId = params.postId as string;
+      const vote = await castSealed(tx, pools, viewer, ballots, postId, body.position, config.ballotBatch);
+      // The global tally before this vote, and the voter's own vote (known here, never stored in the clear).
+      const counts = ballots.openTally(vote.global_tally, postId, null);
+      const own = positions.indexOf(body.position);
+      counts[own] = (counts[own] ?? 0) + 1;
       return {
         postId: params.postId as string,
         voteReceipt: {
@@ -64,7 +117,7 @@ export const voteEndpoints = [
           votedAt: vote.voted_at.toISOString(),
           hubVoteScope: vote.hub_ids.length > 0 ? { hubIds: vote.hub_ids } : null,
         },
-        summary: summarize(vote.global_tally.map(Number)),
+        summary: summarize(counts),
       };
     },
   }),
@@ -84,8 +137,8 @@ export const voteEndpoints = [
       buckets: z.array(distributionBucket),
     }),
     errors: ['POST_NOT_VOTABLE'],
-    async handler({ params, tx }) {
-      const counts = await tally(tx, params.postId as string, null);
+    async handler({ params, tx, services: { ballots } }) {
+      const counts = await tally(tx, ballots, params.postId as string, null);
       const buckets = distribute(counts, minimumVotesToShow);
       return { totalVotes: counts.reduce((a, b) => a + b, 0), resultsVisible: buckets.length > 0, minimumVotesToShow, buckets };
     },
@@ -125,7 +178,7 @@ export const voteEndpoints = [
     query: z.object({ hubId: z.string().max(64).optional() }),
     response: voteSummary.extend({ scope: z.object({ type: z.enum(['global', 'hub']), hubId: z.string().nullable() }) }),
     errors: ['POST_NOT_VOTABLE', 'HUB_MEMBERSHIP_REQUIRED', 'HUB_NOT_FOUND'],
-    async handler({ params, query, tx }) {
+    async handler({ params, query, tx, services: { ballots } }) {
       const hubId = query.hubId ?? null;
       if (hubId !== null) {
         if (!isUuid(hubId)) throw new ApiError('HUB_NOT_FOUND');
@@ -133,7 +186,7 @@ export const voteEndpoints = [
         const placed = await tx.query('select 1 from app.post_hubs where post_id = $1 and hub_id = $2', [params.postId, hubId]);
         if (placed.rowCount === 0) throw new ApiError('POST_NOT_FOUND');
       }
-      const counts = await tally(tx, params.postId as string, hubId);
+      const counts = await tally(tx, ballots, params.postId as string, hubId);
       return { scope: { type: hubId ? ('hub' as const) : ('global' as const), hubId }, ...summarize(counts) };
     },
   }),
@@ -147,16 +200,17 @@ export const voteEndpoints = [
     ids,
     response: z.object({ items: z.array(voteSummary.extend({ hubId: z.string(), hubName: z.string() })) }),
     errors: ['POST_NOT_VOTABLE'],
-    async handler({ params, tx }) {
-      await tally(tx, params.postId as string, null);
-      const { rows } = await tx.query<{ hub_id: string; name: string; tally: string[] }>(
+    async handler({ params, tx, services: { ballots } }) {
+      await tally(tx, ballots, params.postId as string, null);
+      const { rows } = await tx.query<{ hub_id: string; name: string; tally: SealedTally }>(
         `select ph.hub_id, h.name, ${tallySql('ph.post_id', 'ph.hub_id')} as tally
          from app.post_hubs ph join app.hubs h on h.id = ph.hub_id
          where ph.post_id = $1
          order by h.name, h.id`,
         [params.postId],
       );
-      return { items: rows.map((row) => ({ hubId: row.hub_id, hubName: row.name, ...summarize(row.tally.map(Number)) })) };
+      const postId = params.postId as string;
+      return { items: rows.map((row) => ({ hubId: row.hub_id, hubName: row.name, ...summarize(ballots.openTally(row.tally, postId, row.hub_id)) })) };
     },
   }),
 ];

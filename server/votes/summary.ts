@@ -1,8 +1,11 @@
-// Vote tallies as the API shows them (spec 2.4, 4.5; contract section 7). Tallies come from the
-// anonymous counters only (app.vote_tally): five counts in position order.
+// Vote tallies as the API shows them (spec 2.4, 4.5; contract section 7). A tally is the anonymous
+// counters plus the scope's pending sealed ballots, opened here (app.vote_tally, db/ballots.ts):
+// five counts in position order, exact as of the statement that read them.
 import { z } from 'zod';
+import { ballotPositions } from '../../db/ballots.ts';
 
-export const positions = ['strong_left', 'left', 'neutral', 'right', 'strong_right'] as const;
+/** The five positions, in order (the order of a sealed ballot's index and of app.vote_position). */
+export const positions = ballotPositions;
 export type Position = (typeof positions)[number];
 const buckets: Record<Position, 'left' | 'neutral' | 'right'> = {
   strong_left: 'left',
@@ -41,7 +44,10 @@ export function distribute(counts: number[], minimum = 1): z.input<typeof distri
   return positions.map((position, i) => ({ position, bucket: buckets[position], count: counts[i] ?? 0 }));
 }
 
-/** SQL for the five counts of a post in a scope, in position order (a bigint[]). */
+/**
+ * SQL for a post's tally in a scope (app.vote_tally: counter sums and pending sealed ballots, a
+ * jsonb; null for a post the viewer may not see): open it with BallotBox.openTally.
+ */
 export function tallySql(post: string, hub: string): string {
-  return `(select array_agg(votes order by vote_position) from app.vote_tally(${post}, ${hub}))`;
+  return `app.vote_tally(${post}, ${hub})`;
 }

@@ -193,7 +193,7 @@ export function webPages(services: Services): express.Router {
   router.get('/p/:postId', async (req, res, next) => {
     try {
       const postId = req.params.postId;
-      const card = isUuid(postId) ? await anonymousRead(services, (tx) => readCard(tx, storage, postId)) : undefined;
+      const card = isUuid(postId) ? await anonymousRead(services, (tx) => readCard(tx, services, postId)) : undefined;
       if (!card) return notAvailable(config, res, 'post');
       const url = `${config.publicWebBaseUrl}/p/${card.id}`;
       const image = firstImage(card);
@@ -210,7 +210,7 @@ export function webPages(services: Services): express.Router {
   router.get('/p/:postId/image', async (req, res, next) => {
     try {
       const postId = req.params.postId;
-      const card = isUuid(postId) ? await anonymousRead(services, (tx) => readCard(tx, storage, postId)) : undefined;
+      const card = isUuid(postId) ? await anonymousRead(services, (tx) => readCard(tx, services, postId)) : undefined;
       const image = card ? firstImage(card) : undefined;
       if (!image) return notAvailable(config, res, 'post');
       // A fresh signed URL each time: the link in the page (and in a preview's cache) keeps working.

@@ -204,7 +204,7 @@ try {
   const lags: number[] = [];
   const pgPids = async () => (await owner.query<{ pid: number }>('select pid from pg_stat_activity')).rows.map((row) => row.pid);
   /** CPU ms per insert of each part, and how busy the machine's cores were (CPU seconds per second) while the load ran. */
-  const phaseCpu: { push: boolean; pg: number; worker: number; standIn: number; load: number; busy: number; drain: number; commits: number }[] = [];
+  const phaseCpu: { push: boolean; pg: number; worker: number; standIn: number; load: number; busy: number; drain: number; commits: number; wal: { bytes: number; fpi: number } }[] = [];
   async function insertPhase(push: boolean): Promise<number> {
     const worker = spawnService(['--only=worker'], push ? { ...standIn.env, MIGRATE_ON_START: 'false' } : { MIGRATE_ON_START: 'false' });
     await waitFor(() => worker.output().includes('worker running'), 'the worker');
@@ -215,6 +215,9 @@ try {
     await writeFile(file, JSON.stringify({ databaseUrl: ownerUrl, recipients: recipients.map((r) => r.userId), count: inserts, concurrency: 8 }));
     const commits = async () => (await owner.query<{ n: string }>('select xact_commit::text as n from pg_stat_database where datname = current_database()')).rows[0]?.n;
     const commitsBefore = Number(await commits());
+    // WAL written by the whole server (the bench's own, unless DATABASE_URL names a shared one).
+    const wal = async () => (await owner.query<{ bytes: string; fpi: string }>('select wal_bytes::text as bytes, wal_fpi::text as fpi from pg_stat_wal')).rows[0];
+    const walBefore = await wal();
     const pidsBefore = await pgPids();
     const pgBefore = cpuSeconds(pidsBefore);
     const processes = [worker.child.pid as number, standInProcess.pid as number];
@@ -239,6 +242,8 @@ try {
     // The statistics are sent at the end of each transaction, a little later (PostgreSQL 15+: shared memory, at once on commit).
     await new Promise((resolve) => setTimeout(resolve, 1100));
     const commitsPerInsert = (Number(await commits()) - commitsBefore) / inserts;
+    const walAfter = await wal();
+    const walPerInsert = { bytes: (Number(walAfter?.bytes) - Number(walBefore?.bytes)) / inserts, fpi: (Number(walAfter?.fpi) - Number(walBefore?.fpi)) / inserts };
     const pgAfter = cpuSeconds([...new Set([...pidsBefore, ...(await pgPids())])].filter((pid) => !result.cpu.pids.includes(pid)));
     const processesAfter = cpuSeconds(processes);
     const of = (pid: number) => ((processesAfter.get(pid) ?? 0) - (processesBefore.get(pid) ?? 0)) * 1000 / inserts;
@@ -251,6 +256,7 @@ try {
       busy: 0,
       drain,
       commits: commitsPerInsert,
+      wal: walPerInsert,
     };
     cpu.busy = ((cpu.pg + cpu.worker + cpu.standIn + cpu.load) * inserts) / 1000 / (result.seconds + drain);
     phaseCpu.push(cpu);
@@ -265,7 +271,7 @@ try {
     for (const c of phaseCpu.splice(0)) {
       log(
         `    push ${c.push ? 'on ' : 'off'}: CPU ms per insert PostgreSQL ${fmt(c.pg, 3)}, worker ${fmt(c.worker, 3)}, stand-in ${fmt(c.standIn, 3)}, load ${fmt(c.load, 3)}; ` +
-          `cores busy ${fmt(c.busy)} of ${os.cpus().length}; PostgreSQL commits per insert ${fmt(c.commits)}${c.push ? `; last push ${fmt(c.drain, 3)} s after the last commit` : ''}`,
+          `cores busy ${fmt(c.busy)} of ${os.cpus().length}; PostgreSQL commits per insert ${fmt(c.commits)}, WAL per insert ${fmt(c.wal.bytes, 0)} bytes (${fmt(c.wal.fpi)} full-page images)${c.push ? `; last push ${fmt(c.drain, 3)} s after the last commit` : ''}`,
       );
     }
   }

@@ -11,7 +11,8 @@ import { once } from 'node:events';
 import pg from 'pg';
 import { RequestTransaction } from '../../db/request-transaction.ts';
 import { anonymousViewer, beginAs, sqlLiteral, userViewer } from '../../db/viewer.ts';
-import { gatePipeline } from './vote-wire.ts';
+import { benchBallotKey, gatePipeline, sealedVoteParams, sealedVoteText } from './vote-wire.ts';
+import type { BallotPosition } from '../../db/ballots.ts';
 import { cpuDelta, cpuSeconds } from './backend-cpu.ts';
 
 export interface LoadItem {
@@ -23,11 +24,12 @@ export interface LoadItem {
 }
 
 /**
- * cast_vote: the vote checks its session itself (this tree's API, migrations/0170); gate: the
+ * sealed: the sealed vote of migrations/0290 (this tree's API: sealed ballots, the session checked
+ * in cast_vote); cast_vote: the vote checks its session itself (this tree's API, migrations/0170); gate: the
  * schema has app.session_gate, sent with the opening ahead of cast_vote; round-trip: neither
  * (BENCH_BEFORE of an older ref), the check is its own round trip, as that API sent it.
  */
-export type SessionCheck = 'cast_vote' | 'gate' | 'round-trip';
+export type SessionCheck = 'sealed' | 'cast_vote' | 'gate' | 'round-trip';
 
 export interface LoadJob {
   /**
@@ -35,10 +37,18 @@ export interface LoadJob {
    *   counter slots, in tables of their own);
    * sql: the vote's SQL exactly as the API sends it (RequestTransaction: the viewer's settings and
    *   app.cast_vote, which checks the session, in one batch with one Sync: one round trip);
+   * contract-floor: the smallest SQL that writes exactly the rows the contract makes a vote write
+   *   (receipt, scope receipt, sealed ballot, the author's post_voted notification, the activity
+   *   event), in the real tables, one statement, one round trip, as the owner;
    * session: the session lookup alone (begin + role + session check + commit, one message);
    * http-vote: POST /posts/{postId}/vote; http-onboarding: GET /users/me/onboarding/status.
    */
-  mode: 'floor' | 'sql' | 'session' | 'http-vote' | 'http-onboarding';
+  mode: 'floor' | 'contract-floor' | 'sql' | 'session' | 'http-vote' | 'http-onboarding' | 'http-summary';
+  /** The service's ballot key (hex; sealed schemas), and the tallier's batch. */
+  ballotKey: string;
+  batch: number;
+  /** The posts' author (contract-floor: the notification's recipient). */
+  authorId: string;
   databaseUrl: string;
   base: string;
   /** sql mode: how the API of the schema under test checks the vote's session. */
@@ -50,7 +60,8 @@ export interface LoadJob {
 
 const job = JSON.parse(readFileSync(process.argv[2] as string, 'utf8')) as LoadJob;
 const { concurrency } = job;
-const sqlMode = job.mode === 'floor' || job.mode === 'sql' || job.mode === 'session';
+const sqlMode = job.mode === 'floor' || job.mode === 'contract-floor' || job.mode === 'sql' || job.mode === 'session';
+const ballots = benchBallotKey(job.ballotKey).box;
 // Configured like the API pool (db/pools.ts): pipelined.
 const pool = sqlMode ? new pg.Pool({ connectionString: job.databaseUrl, max: concurrency, idleTimeoutMillis: 0, pipeline: true }) : undefined;
 const target = new URL(job.base);
@@ -82,7 +93,26 @@ async function perform(item: LoadItem): Promise<void> {
       );
       return;
     }
+    case 'contract-floor': {
+      const sealed = ballots.seal(item.postId, null, item.position as BallotPosition);
+      await (pool as pg.Pool).query(
+        `with receipt as (insert into app.vote_receipts (post_id, user_id) values ($1, $2)),
+         scope as (insert into app.vote_scope_receipts (post_id, user_id, hub_id) values ($1, $2, null)),
+         ballot as (insert into app_private.sealed_ballots (post_id, hub_id, key_id, nonce, ciphertext) values ($1, null, $3, $4, $5)),
+         notification as (insert into app.notifications (recipient_id, type, actor_id, post_id) values ($6, 'post_voted', null, $1))
+         insert into app.activity_events (actor_id, post_id, kind) values ($2, $1, 'post_voted')`,
+        [item.postId, item.userId, ballots.keyId, sealed.subarray(0, 12), sealed.subarray(12), job.authorId],
+      );
+      return;
+    }
     case 'sql': {
+      if (job.sessionCheck === 'sealed') {
+        // As POST /posts/{postId}/vote sends it: sealed in this process, one batch with one Sync.
+        const tx = new RequestTransaction(pool as pg.Pool, anonymousViewer);
+        tx.deferSession(userViewer(item.userId, item.sessionId), 2);
+        await tx.queryAndCommit(sealedVoteText, sealedVoteParams(ballots, item.postId, item.position as BallotPosition, job.batch), 'cast_vote', 2);
+        return;
+      }
       // As POST /posts/{postId}/vote sends it.
       const text = 'select voted_at, hub_ids, global_tally from app.cast_vote($1, $2)';
       const viewer = userViewer(item.userId, item.sessionId);
@@ -109,6 +139,11 @@ async function perform(item: LoadItem): Promise<void> {
     case 'http-vote': {
       const response = await request('POST', `/posts/${item.postId}/vote`, item.token, JSON.stringify({ position: item.position }));
       if (response.status !== 201) throw new Error(`vote answered ${response.status}: ${response.text}`);
+      return;
+    }
+    case 'http-summary': {
+      const response = await request('GET', `/posts/${item.postId}/vote/summary`, item.token);
+      if (response.status !== 200) throw new Error(`vote summary answered ${response.status}: ${response.text}`);
       return;
     }
     case 'http-onboarding': {

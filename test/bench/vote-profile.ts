@@ -14,7 +14,7 @@ import { roleUrl } from '../../db/roles.ts';
 import { RequestTransaction } from '../../db/request-transaction.ts';
 import { anonymousViewer, userViewer } from '../../db/viewer.ts';
 import { makePosts, seed } from './vote-data.ts';
-import { gatePipeline } from './vote-wire.ts';
+import { benchBallotKey, gatePipeline, sealedVoteParams, sealedVoteText } from './vote-wire.ts';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
 const votes = Number(process.env.BENCH_VOTES ?? 2000);
@@ -47,10 +47,13 @@ try {
   await owner.query('create extension if not exists pg_stat_statements');
   // As the API of the profiled schema sends it: cast_vote checks the session itself (0170), or the
   // gate pipeline of 0130 (BENCH_BEFORE).
-  const inVote = await owner.query<{ in_vote: boolean }>(
-    `select prosrc like '%app.viewer_session_id()%' as in_vote from pg_proc where oid = 'app.cast_vote(uuid, app.vote_position)'::regprocedure`,
+  const inVote = await owner.query<{ in_vote: boolean; sealed: boolean }>(
+    `select to_regprocedure('app.cast_vote(uuid, text, text, uuid[], text[], int)') is not null as sealed,
+            (select prosrc like '%app.viewer_session_id()%' from pg_proc where oid = to_regprocedure('app.cast_vote(uuid, app.vote_position)')) as in_vote`,
   );
-  const gatedAt = inVote.rows[0]?.in_vote ? 2 : undefined;
+  const sealed = inVote.rows[0]?.sealed ?? false;
+  const gatedAt = sealed || inVote.rows[0]?.in_vote ? 2 : undefined;
+  const { box } = benchBallotKey(randomBytes(32).toString('hex'));
   const api = new pg.Pool({ connectionString: roleUrl(ownerUrl, 'authenticator'), max: concurrency, pipeline: true });
   api.on('error', () => {}); // dropping the database at the end ends connections still closing
   let next = 0;
@@ -76,7 +79,14 @@ try {
         }
         const tx = new RequestTransaction(api, anonymousViewer);
         tx.deferSession(viewer, 2);
-        await tx.queryAndCommit(text, [post, 'left'], 'cast_vote', gatedAt);
+        // Hub posts: the API's second try, sealed for the hub too, is what a vote costs once it knows the post's hubs.
+        if (sealed) {
+          const params = sealedVoteParams(box, post, 'left', 5);
+          if (i % 2 === 1) [params[3], params[4]] = [`{${data.hubId}}`, `{${box.seal(post, data.hubId, 'left').toString('hex')}}`];
+          await tx.queryAndCommit(sealedVoteText, params, 'cast_vote', 2);
+        } else {
+          await tx.queryAndCommit(text, [post, 'left'], 'cast_vote', gatedAt);
+        }
       }
     }),
   );

@@ -3,6 +3,7 @@
 // cast_vote and `commit`, pipelined in one write, three answers.
 import type pg from 'pg';
 import { beginAs, sessionGate, type Viewer } from '../../db/viewer.ts';
+import { BallotBox, type BallotPosition } from '../../db/ballots.ts';
 
 export async function gatePipeline(pool: pg.Pool, viewer: Viewer, text: string, values: string[]): Promise<void> {
   const client = await pool.connect();
@@ -14,4 +15,15 @@ export async function gatePipeline(pool: pg.Pool, viewer: Viewer, text: string, 
   client.release();
   const failed = settled.find((result) => result.status === 'rejected');
   if (failed) throw failed.reason;
+}
+
+/** The sealed vote of migrations/0290 as the API sends it: the statement and its text parameters (global scope only). */
+export const sealedVoteText = 'select voted_at, hub_ids, global_tally from app.cast_vote($1, $2, $3, $4, $5, $6)';
+export function sealedVoteParams(box: BallotBox, postId: string, position: BallotPosition, batch: number): string[] {
+  return [postId, box.keyId, box.seal(postId, null, position).toString('hex'), '{}', '{}', String(batch)];
+}
+
+/** BALLOT_KEY of the benchmark's service, and a box with the same key for the load processes. */
+export function benchBallotKey(hex: string): { setting: string; box: BallotBox } {
+  return { setting: `bench:${hex}`, box: new BallotBox([{ id: 'bench', key: Buffer.from(hex, 'hex') }]) };
 }

@@ -6,13 +6,23 @@
 // (vote-load.ts). Every repeat runs each phase once, in alternating order, and each goal is a
 // ratio of two phases of the same repeat: the machine is shared, so only ratios measured side by
 // side mean anything. Phases (BENCH_VOTES operations each, BENCH_CONCURRENCY at a time):
-//   floor        the minimal write a vote needs: a receipt and one of 16 counter slots, one statement
-//   sql          the vote's SQL exactly as the API sends it (begin + role + session check, cast_vote, commit)
+//   floor        the one-row floor: a receipt and one of 16 counter slots, one statement (a printed
+//                ratio: the contract makes a vote write more than that)
+//   contract-floor  the smallest SQL writing exactly the rows the contract makes a vote write
+//                (receipt, scope receipt, sealed ballot, the author's notification, the activity
+//                event) in the real tables, one statement, one round trip
+//   sql          the vote's SQL exactly as the API sends it (sealed in the client, the viewer's
+//                settings and cast_vote, which checks the session, one batch with one Sync)
 //   http         POST /posts/{postId}/vote over 1,000 public posts
 //   hot          the same, all on one post
 //   hub          the same over 1,000 public_hub posts of one hub whose members vote
 //   session      the session lookup alone (what every authenticated request pays), committed
 //   onboarding   GET /users/me/onboarding/status
+//   summary-pending  GET /posts/{postId}/vote/summary over 1,000 posts with k - 1 pending sealed ballots each
+//   summary-tallied  the same over 1,000 posts whose k - 1 votes are all in the counters
+// During the hot phase the orchestrator samples the post's pending ballots every 50 ms: the
+// tallier's lag is the time from a ballot's first sighting to its last (commit to tally, within
+// the sampling step).
 // PostgreSQL CPU per operation comes from the backends' own CPU counters (/proc), so it needs the
 // server on this machine.
 //
@@ -31,7 +41,9 @@ import { createTokens } from '../../server/auth/tokens.ts';
 import { cpuDelta, cpuSeconds } from './backend-cpu.ts';
 import { startPhase } from './phase-start.ts';
 import { makePosts, seed, type BenchData } from './vote-data.ts';
+import type { BallotPosition } from '../../db/ballots.ts';
 import type { LoadItem, LoadJob, SessionCheck } from './vote-load.ts';
+import { benchBallotKey } from './vote-wire.ts';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
 const votes = Number(process.env.BENCH_VOTES ?? 1500);
@@ -43,7 +55,7 @@ const warmupCount = concurrency * 4;
 const positions = ['strong_left', 'left', 'neutral', 'right', 'strong_right'];
 const log = (line: string) => process.stdout.write(`${line}\n`);
 
-type Phase = 'floor' | 'sql' | 'http' | 'hot' | 'hub' | 'session' | 'onboarding';
+type Phase = 'floor' | 'contract-floor' | 'sql' | 'http' | 'hot' | 'hub' | 'session' | 'onboarding' | 'summary-pending' | 'summary-tallied';
 /** Operations per second; CPU per operation of PostgreSQL, (HTTP phases) the service process, and the load process. */
 interface PhaseResult {
   rate: number;
@@ -51,7 +63,14 @@ interface PhaseResult {
   serviceCpuMs: number | null;
   loadCpuMs: number;
 }
-const phases: Phase[] = ['floor', 'sql', 'http', 'hot', 'hub', 'session', 'onboarding'];
+const phases: Phase[] = ['floor', 'contract-floor', 'sql', 'http', 'hot', 'hub', 'session', 'onboarding', 'summary-pending', 'summary-tallied'];
+/** Phases that need sealed ballots (a BENCH_BEFORE schema without them skips them). */
+const sealedPhases: Phase[] = ['contract-floor', 'summary-pending', 'summary-tallied'];
+const ballotKey = randomBytes(32).toString('hex');
+const { setting: ballotSetting, box: ballotBox } = benchBallotKey(ballotKey);
+const batch = 5;
+/** Tallier lag samples (ms), by variant: hot phase ballots from first to last sighting. */
+const tallierLag = new Map<string, number[]>();
 
 interface Variant {
   name: string;
@@ -113,6 +132,8 @@ async function startVariant(name: string, dir: string): Promise<Variant> {
       DATABASE_URL: ownerUrl,
       PORT: String(port),
       JWT_SECRET: jwtSecret,
+      BALLOT_KEY: ballotSetting,
+      BALLOT_BATCH: String(batch),
       LOG_LEVEL: 'silent',
       DATA_DIR: dataDir,
       // Votes touch no object storage: an endpoint that is never called, instead of a local store.
@@ -124,11 +145,12 @@ async function startVariant(name: string, dir: string): Promise<Variant> {
   const owner = new pg.Pool({ connectionString: ownerUrl, max: 4 });
   owner.on('error', () => {});
   const data = await seed(owner, votes + warmupCount);
-  const gate = await owner.query<{ gate: boolean; in_vote: boolean }>(
+  const gate = await owner.query<{ gate: boolean; in_vote: boolean; sealed: boolean }>(
     `select to_regprocedure('app.session_gate(int, int)') is not null as gate,
-            (select prosrc like '%app.viewer_session_id()%' from pg_proc where oid = 'app.cast_vote(uuid, app.vote_position)'::regprocedure) as in_vote`,
+            to_regprocedure('app.cast_vote(uuid, text, text, uuid[], text[], int)') is not null as sealed,
+            (select prosrc like '%app.viewer_session_id()%' from pg_proc where oid = to_regprocedure('app.cast_vote(uuid, app.vote_position)')) as in_vote`,
   );
-  const sessionCheck: SessionCheck = gate.rows[0]?.in_vote ? 'cast_vote' : gate.rows[0]?.gate ? 'gate' : 'round-trip';
+  const sessionCheck: SessionCheck = gate.rows[0]?.sealed ? 'sealed' : gate.rows[0]?.in_vote ? 'cast_vote' : gate.rows[0]?.gate ? 'gate' : 'round-trip';
   return { name, dir, database, ownerUrl, owner, server: child, base, data, sessionCheck, results: [] };
 }
 
@@ -174,13 +196,70 @@ async function runLoad(job: LoadJob, onWarm: () => Promise<void>): Promise<{ rat
   return result;
 }
 
+/** k - 1 votes on each post: as pending sealed ballots, or already in the counters. */
+async function preparePending(variant: Variant, posts: string[], pending: boolean): Promise<void> {
+  if (pending) {
+    const rows = posts.flatMap((post) =>
+      Array.from({ length: batch - 1 }, (_, i) => {
+        const sealed = ballotBox.seal(post, null, positions[i % positions.length] as BallotPosition);
+        return [post, sealed.subarray(0, 12).toString('hex'), sealed.subarray(12).toString('hex')];
+      }),
+    );
+    await variant.owner.query(
+      `insert into app_private.sealed_ballots (post_id, hub_id, key_id, nonce, ciphertext)
+       select p, null, $4, decode(n, 'hex'), decode(c, 'hex') from unnest($1::uuid[], $2::text[], $3::text[]) x (p, n, c)`,
+      [rows.map((r) => r[0]), rows.map((r) => r[1]), rows.map((r) => r[2]), ballotBox.keyId],
+    );
+  } else {
+    await variant.owner.query(
+      `update app.vote_counters set strong_left_count = strong_left_count + 1, left_count = left_count + 1, neutral_count = neutral_count + 1,
+         right_count = right_count + $2 - 3
+       where post_id = any ($1) and hub_id is null and slot = 0`,
+      [posts, batch - 1],
+    );
+  }
+  await variant.owner.query('analyze app_private.sealed_ballots');
+}
+
+/** Samples the hot post's pending ballots until stopped; answers each tallied ballot's lag (ms). */
+function watchTallier(variant: Variant, postId: string): () => Promise<number[]> {
+  const firstSeen = new Map<string, number>();
+  const lags: number[] = [];
+  let stopped = false;
+  const loop = (async () => {
+    while (!stopped) {
+      const now = performance.now();
+      const { rows } = await variant.owner.query<{ id: string }>('select id from app_private.sealed_ballots where post_id = $1', [postId]);
+      const present = new Set(rows.map((r) => r.id));
+      for (const id of present) if (!firstSeen.has(id)) firstSeen.set(id, now);
+      for (const [id, seen] of firstSeen) {
+        if (!present.has(id)) {
+          lags.push(now - seen);
+          firstSeen.delete(id);
+        }
+      }
+      await new Promise((resolve) => setTimeout(resolve, 50));
+    }
+  })();
+  return async () => {
+    // Let the tallier finish what the phase left (at most one more batch), then stop.
+    await new Promise((resolve) => setTimeout(resolve, 2000));
+    stopped = true;
+    await loop;
+    return lags;
+  };
+}
+
 async function runPhase(variant: Variant, phase: Phase): Promise<PhaseResult> {
   const { data } = variant;
+  if (sealedPhases.includes(phase) && variant.sessionCheck !== 'sealed') return { rate: Number.NaN, cpuMs: null, serviceCpuMs: null, loadCpuMs: 0 };
   const postCount = phase === 'hot' ? 1 : spreadPosts;
+  const reads = phase === 'summary-pending' || phase === 'summary-tallied';
   const needsPosts = phase !== 'floor' && phase !== 'session' && phase !== 'onboarding';
   const posts = needsPosts
     ? await makePosts(variant.owner, data, postCount, phase === 'hub' ? 'hub' : 'public')
     : Array.from({ length: spreadPosts }, () => crypto.randomUUID());
+  if (reads) await preparePending(variant, posts, phase === 'summary-pending');
   if (needsPosts) await variant.owner.query('analyze app.posts');
   const all: LoadItem[] = data.voters.map((voter, i) => ({
     ...voter,
@@ -189,10 +268,22 @@ async function runPhase(variant: Variant, phase: Phase): Promise<PhaseResult> {
     position: positions[i % positions.length] as string,
   }));
   const job: LoadJob = {
-    mode: { floor: 'floor', sql: 'sql', session: 'session', http: 'http-vote', hot: 'http-vote', hub: 'http-vote', onboarding: 'http-onboarding' }[
-      phase
-    ] as LoadJob['mode'],
-    databaseUrl: phase === 'floor' ? variant.ownerUrl : roleUrl(variant.ownerUrl, 'authenticator'),
+    mode: {
+      floor: 'floor',
+      'contract-floor': 'contract-floor',
+      sql: 'sql',
+      session: 'session',
+      http: 'http-vote',
+      hot: 'http-vote',
+      hub: 'http-vote',
+      onboarding: 'http-onboarding',
+      'summary-pending': 'http-summary',
+      'summary-tallied': 'http-summary',
+    }[phase] as LoadJob['mode'],
+    databaseUrl: phase === 'floor' || phase === 'contract-floor' ? variant.ownerUrl : roleUrl(variant.ownerUrl, 'authenticator'),
+    ballotKey,
+    batch,
+    authorId: data.authorId,
     base: variant.base,
     sessionCheck: variant.sessionCheck,
     concurrency,
@@ -200,6 +291,7 @@ async function runPhase(variant: Variant, phase: Phase): Promise<PhaseResult> {
     items: all.slice(warmupCount),
   };
   await startPhase(variant.owner);
+  const watching = phase === 'hot' && variant.sessionCheck === 'sealed' ? watchTallier(variant, posts[0] as string) : undefined;
   let pidsBefore: number[] = [];
   let before = new Map<number, number>();
   const servicePid = variant.server.pid as number;
@@ -210,10 +302,11 @@ async function runPhase(variant: Variant, phase: Phase): Promise<PhaseResult> {
     serviceBefore = cpuSeconds([servicePid]);
   });
   const serviceCpu = cpuDelta(serviceBefore, cpuSeconds([servicePid]));
+  if (watching) tallierLag.set(variant.name, [...(tallierLag.get(variant.name) ?? []), ...(await watching())]);
   const serverCpu = cpuDelta(before, cpuSeconds([...new Set([...pidsBefore, ...(await serverBackends(variant))])]));
   // SQL phases: the load process's own connections; HTTP phases: the service's connections.
-  const cpu = job.mode === 'floor' || job.mode === 'sql' || job.mode === 'session' ? result.dbCpuSeconds : serverCpu;
-  if (needsPosts) {
+  const cpu = job.mode === 'floor' || job.mode === 'contract-floor' || job.mode === 'sql' || job.mode === 'session' ? result.dbCpuSeconds : serverCpu;
+  if (needsPosts && !reads) {
     const counted = await variant.owner.query<{ n: number }>('select count(*)::int as n from app.vote_receipts where post_id = any($1)', [posts]);
     const expected = all.length; // warm-up votes count too
     if (counted.rows[0]?.n !== expected) throw new Error(`${variant.name} ${phase}: ${counted.rows[0]?.n} receipts, expected ${expected}`);
@@ -279,6 +372,10 @@ try {
       );
     }
   }
+  const printed = (name: string, ratios: number[]) => {
+    const s = stats(ratios);
+    return `${name}: ${fmt(s.median, 2)} (min ${fmt(s.min, 2)}, max ${fmt(s.max, 2)}; printed, no goal)`;
+  };
   const goal = (name: string, ratios: number[], op: '>=' | '<=', target: number) => {
     const s = stats(ratios);
     const ok = op === '>=' ? s.median >= target : s.median <= target;
@@ -287,8 +384,12 @@ try {
   const goals = (variant: Variant): string[] => {
     const ratio = (a: Phase, b: Phase) => variant.results.map((r) => r[a].rate / r[b].rate);
     const cpuRatios = variant.results.flatMap((r) => (r.onboarding.cpuMs !== null && r.session.cpuMs ? [r.onboarding.cpuMs / r.session.cpuMs] : []));
+    const sealed = variant.sessionCheck === 'sealed';
     return [
-      goal('vote-sql-vs-floor', ratio('sql', 'floor'), '>=', 0.5),
+      printed('vote-sql-vs-floor', ratio('sql', 'floor')),
+      sealed ? goal('vote-sql-vs-contract-floor', ratio('sql', 'contract-floor'), '>=', 0.7) : 'vote-sql-vs-contract-floor: n/a (no sealed ballots)',
+      // Time per read with k - 1 pending ballots over time per read with none (a rate ratio inverted).
+      sealed ? goal('vote_summary_pending_vs_tallied', ratio('summary-tallied', 'summary-pending'), '<=', 1.3) : 'vote_summary_pending_vs_tallied: n/a (no sealed ballots)',
       goal('vote-http-vs-sql', ratio('http', 'sql'), '>=', 0.5),
       goal('hot-vs-spread', ratio('hot', 'http'), '>=', 0.8),
       goal('hub-vs-public', ratio('hub', 'http'), '>=', 0.8),
@@ -297,6 +398,12 @@ try {
         : 'onboarding-cpu-vs-session-lookup: n/a (database CPU is readable only for a server on this machine) short',
     ];
   };
+  for (const variant of variants) {
+    const lags = [...(tallierLag.get(variant.name) ?? [])].sort((a, b) => a - b);
+    if (lags.length === 0) continue;
+    const p = (q: number) => fmt(lags[Math.min(lags.length - 1, Math.floor(q * lags.length))] as number);
+    log(`${variant.name} tallier lag (hot phase, ballot commit to tally, sampled every 50 ms): p50 ${p(0.5)} ms, p95 ${p(0.95)} ms, max ${p(1)} ms over ${lags.length} ballots`);
+  }
   // The same ratios of the before variant, for comparison; the goal lines (last) are the current code's.
   for (const variant of variants.slice(1)) {
     log('');

@@ -53,6 +53,7 @@ export async function startTestApp(env: Record<string, string> = {}, overrides: 
   const config = loadConfig({
     NODE_ENV: 'test',
     JWT_SECRET: 'test-secret-not-for-production',
+    BALLOT_KEY: `test:${'ab'.repeat(32)}`,
     OTP_TEST_CODES: testCodes,
     IDP_PROJECT_ID: 'opinion-test',
     PUBLIC_WEB_BASE_URL: 'https://opinion.example',
@@ -88,7 +89,7 @@ export async function startTestApp(env: Record<string, string> = {}, overrides: 
     pools,
     storage: objects.storage,
     services,
-    runJobs: () => runOnce({ pgPool: pools.worker, taskList: createTaskList({ storage: objects.storage }), logger: workerLogger(log) }),
+    runJobs: () => runOnce({ pgPool: pools.worker, taskList: createTaskList({ storage: objects.storage, ballots: { box: services.ballots, batch: config.ballotBatch } }), logger: workerLogger(log) }),
     async close() {
       await services.notificationHub.stop();
       server.closeAllConnections();

@@ -33,7 +33,8 @@ async function voteWrites(postId: string): Promise<unknown> {
     `select (select count(*) from app.vote_receipts where post_id = $1) as receipts,
             (select count(*) from app.vote_scope_receipts where post_id = $1) as scope_receipts,
             (select coalesce(sum(strong_left_count + left_count + neutral_count + right_count + strong_right_count), 0)
-               from app.vote_counters where post_id = $1)::int as counted,
+               from app.vote_counters where post_id = $1 and hub_id is null)::int
+              + (select count(*) from app_private.sealed_ballots where post_id = $1 and hub_id is null)::int as counted,
             (select count(*) from app.notifications where post_id = $1) as notifications,
             (select count(*) from app.activity_events where post_id = $1) as events`,
     [postId],
@@ -128,7 +129,9 @@ describe('app.session_gate in SQL', () => {
 });
 
 describe('one batch, one Sync: the whole request transaction on one connection', () => {
-  const castVote = 'select voted_at, hub_ids, global_tally from app.cast_vote($1, $2)';
+  const castVote = 'select voted_at, hub_ids, global_tally from app.cast_vote($1, $2, $3, $4, $5, $6)';
+  /** The sealed vote's parameters, as the API sends them for a post placed in no hub. */
+  const sealed = (postId: string) => [postId, app.services.ballots.keyId, app.services.ballots.seal(postId, null, 'left').toString('hex'), '{}', '{}', '5'];
 
   async function sessionOf(user: TestUser): Promise<string> {
     const { rows } = await app.owner.query<{ id: string }>('select id from app.sessions where user_id = $1 order by created_at desc limit 1', [user.id]);
@@ -153,14 +156,14 @@ describe('one batch, one Sync: the whole request transaction on one connection',
       const revoked = await loggedOut(2);
       const level1 = await anonymousUser(app);
       const missing = '00000000-0000-4000-8000-000000000000';
-      expect(await run(pool, revoked, 2, castVote, [post.id, 'left'], 'cast_vote', 2)).toBe('UNAUTHORIZED');
-      expect(await run(pool, revoked, 2, castVote, [missing, 'left'], 'cast_vote', 2)).toBe('UNAUTHORIZED');
-      expect(await run(pool, level1, 2, castVote, [post.id, 'left'], 'cast_vote', 2)).toBe('PROFILE_BASICS_REQUIRED');
+      expect(await run(pool, revoked, 2, castVote, sealed(post.id), 'cast_vote', 2)).toBe('UNAUTHORIZED');
+      expect(await run(pool, revoked, 2, castVote, sealed(missing), 'cast_vote', 2)).toBe('UNAUTHORIZED');
+      expect(await run(pool, level1, 2, castVote, sealed(post.id), 'cast_vote', 2)).toBe('PROFILE_BASICS_REQUIRED');
       const voter = await userAtLevel(app, 2);
-      expect(await run(pool, voter, 2, castVote, [missing, 'left'], 'cast_vote', 2)).toBe('POST_NOT_FOUND');
+      expect(await run(pool, voter, 2, castVote, sealed(missing), 'cast_vote', 2)).toBe('POST_NOT_FOUND');
       expect(await voteWrites(post.id)).toEqual(before);
       // The same connection, after those failures: the vote counts once.
-      expect(await run(pool, voter, 2, castVote, [post.id, 'left'], 'cast_vote', 2)).toMatchObject([{ hub_ids: [] }]);
+      expect(await run(pool, voter, 2, castVote, sealed(post.id), 'cast_vote', 2)).toMatchObject([{ hub_ids: [] }]);
       expect(await voteWrites(post.id)).toMatchObject({ receipts: 1, counted: 1, notifications: 1, events: 1 });
     } finally {
       await pool.end();

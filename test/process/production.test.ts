@@ -21,7 +21,7 @@ const adminUrl = inject('adminUrl');
 const database = `opinion_prod_${randomBytes(4).toString('hex')}`;
 /** Every setting production reads, blank: the test's own environment must not fill one in. */
 const blank = Object.fromEntries(
-  ['DATABASE_URL', 'S3_ENDPOINT', 'S3_BUCKET', 'S3_ACCESS_KEY_ID', 'S3_SECRET_ACCESS_KEY', 'JWT_SECRET', 'OTP_SENDER', 'OTP_SENDER_MODULE', 'OTP_TEST_CODES'].map((name) => [name, '']),
+  ['DATABASE_URL', 'S3_ENDPOINT', 'S3_BUCKET', 'S3_ACCESS_KEY_ID', 'S3_SECRET_ACCESS_KEY', 'JWT_SECRET', 'BALLOT_KEY', 'OTP_SENDER', 'OTP_SENDER_MODULE', 'OTP_TEST_CODES'].map((name) => [name, '']),
 );
 let dataDir: string;
 let twilio: TwilioStandIn;
@@ -52,6 +52,7 @@ beforeAll(async () => {
     S3_ACCESS_KEY_ID: 'S3RVER',
     S3_SECRET_ACCESS_KEY: 'S3RVER',
     JWT_SECRET: randomBytes(32).toString('hex'),
+    BALLOT_KEY: `k1:${randomBytes(32).toString('hex')}`,
     OTP_SENDER: 'twilio',
     TWILIO_ACCOUNT_SID: twilio.accountSid,
     TWILIO_AUTH_TOKEN: twilio.authToken,
@@ -82,7 +83,7 @@ describe('NODE_ENV=production without its settings', () => {
     const [line] = run.problems();
     expect(line?.level).toBe(60);
     expect(line?.msg).toMatch(/^NODE_ENV=production needs /);
-    for (const setting of ['DATABASE_URL', 'S3_ENDPOINT', 'S3_BUCKET', 'S3_ACCESS_KEY_ID', 'S3_SECRET_ACCESS_KEY', 'JWT_SECRET', 'OTP_SENDER=twilio or OTP_SENDER_MODULE']) {
+    for (const setting of ['DATABASE_URL', 'S3_ENDPOINT', 'S3_BUCKET', 'S3_ACCESS_KEY_ID', 'S3_SECRET_ACCESS_KEY', 'JWT_SECRET', 'BALLOT_KEY', 'OTP_SENDER=twilio or OTP_SENDER_MODULE']) {
       expect(line?.msg).toContain(setting);
     }
     expect(run.output().split('\n').filter(Boolean), run.output()).toHaveLength(1);

@@ -1,6 +1,7 @@
 // Post, comment, vote and bookmark policies, tested directly in SQL.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestApp, type TestApp } from '../helpers/app.ts';
+import type { SealedTally } from '../../db/ballots.ts';
 import { addMember, createHub } from '../helpers/hubs.ts';
 import { createPost, slider, vote } from '../helpers/posts.ts';
 import { asViewer, rowsOrError } from '../helpers/sql.ts';
@@ -57,20 +58,26 @@ describe('votes', () => {
     expect(await read(outsider, 'select post_id from app.vote_receipts where user_id = $1', [member.id])).toEqual([]);
     expect(await read(author, 'select * from app.vote_scope_receipts where user_id = $1', [member.id])).toEqual([]);
     expect(await read(member, 'select * from app.vote_counters')).toBe('42501');
+    // Sealed ballots: no API role reads, writes or deletes them (only the security-definer vote,
+    // tally read and tallier functions touch them).
+    for (const viewer of [member, author, outsider]) {
+      expect(await read(viewer, 'select * from app_private.sealed_ballots')).toBe('42501');
+      expect(await read(viewer, 'delete from app_private.sealed_ballots returning id')).toBe('42501');
+      expect(await read(viewer, `select * from app_private.ballots_to_tally($1, null, 5)`, [publicId])).toBe('42501');
+      expect(await read(viewer, `select app_private.tally_ballots($1, null, '{}', '{0,0,0,0,0}', 5)`, [publicId])).toBe('42501');
+    }
     expect(await read(member, 'select * from app.activity_events')).toBe('42501');
     expect(await read(author, `insert into app.vote_receipts (post_id, user_id) values ($1, $2) returning post_id`, [publicId, author.id])).toBe('42501');
   });
 
   it('tally only posts the viewer can see', async () => {
-    expect(await read(outsider, 'select * from app.vote_tally($1, null)', [lockedId])).toEqual([]);
-    // The member's one 'left' vote, counted once, and every other position at zero.
-    expect(await read(member, 'select vote_position, votes::int from app.vote_tally($1, null)', [lockedId])).toEqual([
-      { vote_position: 'strong_left', votes: 0 },
-      { vote_position: 'left', votes: 1 },
-      { vote_position: 'neutral', votes: 0 },
-      { vote_position: 'right', votes: 0 },
-      { vote_position: 'strong_right', votes: 0 },
-    ]);
+    expect(await read(outsider, 'select app.vote_tally($1, null) as t', [lockedId])).toEqual([{ t: null }]);
+    // The member's one 'left' vote: not in the counters (one ballot, fewer than k), pending and sealed;
+    // opened by the API's ballot box, counted once, every other position at zero.
+    const [tally] = (await read(member, 'select app.vote_tally($1, null) as t', [lockedId])) as { t: SealedTally }[];
+    expect(tally?.t.c.map(Number)).toEqual([0, 0, 0, 0, 0]);
+    expect(tally?.t.b).toHaveLength(1);
+    expect(app.services.ballots.openTally(tally?.t as SealedTally, lockedId, null)).toEqual([0, 1, 0, 0, 0]);
   });
 });
 
