@@ -544,10 +544,10 @@ $$;
 
 
 --
--- Name: cast_vote(uuid, app.vote_position); Type: FUNCTION; Schema: app; Owner: -
+-- Name: cast_vote(uuid, text, text, uuid[], text[], integer); Type: FUNCTION; Schema: app; Owner: -
 --
 
-CREATE FUNCTION app.cast_vote(p_post_id uuid, p_position app.vote_position, OUT voted_at timestamp with time zone, OUT hub_ids uuid[], OUT global_tally bigint[]) RETURNS record
+CREATE FUNCTION app.cast_vote(p_post_id uuid, p_key_id text, p_global text, p_hub_ids uuid[], p_hub_ballots text[], p_batch integer, OUT voted_at timestamp with time zone, OUT hub_ids uuid[], OUT global_tally jsonb) RETURNS record
     LANGUAGE plpgsql SECURITY DEFINER
     SET search_path TO 'pg_catalog'
     AS $$
@@ -558,16 +558,12 @@ declare
   v_visibility app.post_visibility;
   v_votable boolean;
   v_visible boolean;
-  v_slot smallint := floor(random() * 16)::smallint;
   v_level int;
-  v_counted int;
+  v_missing uuid[];
+  v_scope uuid;
 begin
-  -- The session first (contract order 401, 403, then the request): the request's own session,
-  -- live and at profile basics, by the one session rule and the one gate (a simple expression:
-  -- no statement of its own).
+  -- The session first (contract order 401, 403, then the request), as 0170.
   v_level := app.session_gate(app.session_access_level(app.viewer_session_id(), v_viewer), 2);
-  -- One statement reads what the checks need: visibility, the post, and the hubs where this vote
-  -- would count (read-only; used only once the checks pass).
   select p.author_id, p.visibility, p.slider_text is not null, app.post_visible_to(p, v_viewer, app.viewer_block_list()),
          (select coalesce(array_agg(ph.hub_id order by ph.hub_id), '{}') from app.post_hubs ph
           where ph.post_id = p.id and app.is_active_member(ph.hub_id, v_viewer))
@@ -584,13 +580,16 @@ begin
   if not v_votable then
     perform app.fail('POST_NOT_VOTABLE');
   end if;
-  -- Every write in one statement. Each write reads the receipt's row, so a second vote (receipt
-  -- already there: no row) writes nothing and fails below. The rows are those of 0107-0109: the
-  -- receipt, a scope receipt per pool, the author's post_voted notification (no actor), the
-  -- voter's activity event (as app_private.record_activity writes it), the voter's hub_activity
-  -- row per hub (as app_private.touch_hub_activity writes it), and the one counter slot per pool.
-  -- The tally sums the global slots as this statement's snapshot saw them, with this vote's slot
-  -- as written.
+  if cardinality(coalesce(p_hub_ids, '{}')) <> cardinality(coalesce(p_hub_ballots, '{}')) then
+    raise exception 'cast_vote: one ballot per hub';
+  end if;
+  v_missing := array(select h from unnest(hub_ids) h where not h = any (coalesce(p_hub_ids, '{}')));
+  if cardinality(v_missing) > 0 then
+    -- Not an API error (the API seals again and retries): a SQLSTATE of its own, never answered to a client.
+    raise exception using errcode = 'OBS01', message = 'cast_vote: hubs without a sealed ballot', detail = array_to_string(v_missing, ',');
+  end if;
+  -- Every write in one statement, as 0170, with a sealed ballot per pool where the counter slot
+  -- update was. The tally is the snapshot's, before this vote.
   with receipt as (
     insert into app.vote_receipts (post_id, user_id) values (p_post_id, v_viewer)
       on conflict do nothing
@@ -608,32 +607,34 @@ begin
     insert into app.hub_activity (hub_id, user_id)
       select h, v_viewer from receipt, unnest(hub_ids) h
       on conflict (hub_id, user_id) do update set last_active_at = now()
-  ), counted as (
-    update app.vote_counters c
-      set strong_left_count = c.strong_left_count + (p_position = 'strong_left')::int,
-          left_count = c.left_count + (p_position = 'left')::int,
-          neutral_count = c.neutral_count + (p_position = 'neutral')::int,
-          right_count = c.right_count + (p_position = 'right')::int,
-          strong_right_count = c.strong_right_count + (p_position = 'strong_right')::int
-      from receipt
-      where c.post_id = p_post_id and c.slot = v_slot and (c.hub_id is null or c.hub_id = any (hub_ids))
-      returning c.hub_id, c.strong_left_count, c.left_count, c.neutral_count, c.right_count, c.strong_right_count
+  ), sealed as (
+    insert into app_private.sealed_ballots (post_id, hub_id, key_id, nonce, ciphertext)
+      select p_post_id, s.hub_id, p_key_id, substr(s.sealed, 1, 12), substr(s.sealed, 13)
+      from receipt,
+           (select null::uuid as hub_id, decode(p_global, 'hex') as sealed
+            union all
+            select b.hub_id, decode(b.sealed, 'hex') from unnest(p_hub_ids, p_hub_ballots) b (hub_id, sealed) where b.hub_id = any (hub_ids)) s
   )
-  select r.voted_at, (select count(*) from counted),
-         (select array[coalesce(sum(t.strong_left_count), 0), coalesce(sum(t.left_count), 0), coalesce(sum(t.neutral_count), 0),
-                       coalesce(sum(t.right_count), 0), coalesce(sum(t.strong_right_count), 0)]::bigint[]
-          from (select c.strong_left_count, c.left_count, c.neutral_count, c.right_count, c.strong_right_count
-                from app.vote_counters c where c.post_id = p_post_id and c.hub_id is null and c.slot <> v_slot
-                union all
-                select n.strong_left_count, n.left_count, n.neutral_count, n.right_count, n.strong_right_count
-                from counted n where n.hub_id is null) t)
-    into voted_at, v_counted, global_tally
+  select r.voted_at, app_private.sealed_tally(p_post_id, null)
+    into voted_at, global_tally
     from receipt r;
   if voted_at is null then
     perform app.fail('VOTE_ALREADY_CAST');
   end if;
-  if v_counted <> 1 + cardinality(hub_ids) then
-    raise exception 'vote counters missing for a scope of post %', p_post_id;
+  -- A scope whose pending ballots (this one included) reach a multiple of the batch queues its
+  -- tally (one job per post and scope: the job key): once per k votes, not on every vote of a post
+  -- whose tallier is busy. Concurrent votes may each see another count; the sweep catches them.
+  if (jsonb_array_length(global_tally -> 'b') + 1) % p_batch = 0 then
+    perform app_private.queue_tally(p_post_id, null);
+  end if;
+  if cardinality(hub_ids) > 0 then
+    -- (This statement sees the ballots the vote just wrote: its own count is in.)
+    for v_scope in
+      select b.hub_id from app_private.sealed_ballots b where b.post_id = p_post_id and b.hub_id = any (hub_ids)
+      group by b.hub_id having count(*) % p_batch = 0
+    loop
+      perform app_private.queue_tally(p_post_id, v_scope);
+    end loop;
   end if;
 end
 $$;
@@ -2965,22 +2966,15 @@ CREATE FUNCTION app.viewer_session_id() RETURNS uuid
 -- Name: vote_tally(uuid, uuid); Type: FUNCTION; Schema: app; Owner: -
 --
 
-CREATE FUNCTION app.vote_tally(p_post_id uuid, p_hub_id uuid) RETURNS TABLE(vote_position app.vote_position, votes bigint)
+CREATE FUNCTION app.vote_tally(p_post_id uuid, p_hub_id uuid) RETURNS jsonb
     LANGUAGE plpgsql STABLE SECURITY DEFINER
     SET search_path TO 'pg_catalog'
     AS $$
 begin
   if not app.can_see_post(p_post_id) then
-    return;
+    return null;
   end if;
-  return query
-  select t.pos, t.n
-  from (select coalesce(sum(c.strong_left_count), 0)::bigint sl, coalesce(sum(c.left_count), 0)::bigint l,
-               coalesce(sum(c.neutral_count), 0)::bigint n, coalesce(sum(c.right_count), 0)::bigint r,
-               coalesce(sum(c.strong_right_count), 0)::bigint sr
-        from app.vote_counters c where c.post_id = p_post_id and c.hub_id is not distinct from p_hub_id) s
-  cross join lateral (values ('strong_left'::app.vote_position, s.sl), ('left', s.l), ('neutral', s.n),
-                             ('right', s.r), ('strong_right', s.sr)) t (pos, n);
+  return app_private.sealed_tally(p_post_id, p_hub_id);
 end
 $$;
 
@@ -3085,6 +3079,28 @@ begin
   insert into app.notifications (recipient_id, type, actor_id, invitation_id)
     select new.user_id, 'hub_invite_received', a.invited_by, a.id from attached a;
   return null;
+end
+$$;
+
+
+--
+-- Name: ballots_to_tally(uuid, uuid, integer); Type: FUNCTION; Schema: app_private; Owner: -
+--
+
+CREATE FUNCTION app_private.ballots_to_tally(p_post_id uuid, p_hub_id uuid, p_batch integer) RETURNS TABLE(id uuid, key_id text, sealed text)
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog'
+    AS $$
+begin
+  perform pg_advisory_xact_lock(hashtextextended('tally_ballots:' || p_post_id || ':' || coalesce(p_hub_id::text, 'global'), 0));
+  return query
+    with pending as (
+      select b.id, b.key_id, encode(b.nonce || b.ciphertext, 'base64') as sealed
+      from app_private.sealed_ballots b
+      where b.post_id = p_post_id and b.hub_id is not distinct from p_hub_id
+      for update
+    )
+    select p.id, p.key_id, p.sealed from pending p where (select count(*) from pending) >= greatest(p_batch, 2);
 end
 $$;
 
@@ -5334,6 +5350,29 @@ CREATE FUNCTION app_private.pushed_type(p_type app.notification_type) RETURNS bo
 
 
 --
+-- Name: queue_due_tallies(integer); Type: FUNCTION; Schema: app_private; Owner: -
+--
+
+CREATE FUNCTION app_private.queue_due_tallies(p_batch integer) RETURNS integer
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog'
+    AS $$
+declare
+  v_queued int := 0;
+  v_scope record;
+begin
+  for v_scope in
+    select b.post_id, b.hub_id from app_private.sealed_ballots b group by b.post_id, b.hub_id having count(*) >= greatest(p_batch, 2)
+  loop
+    perform app_private.queue_tally(v_scope.post_id, v_scope.hub_id);
+    v_queued := v_queued + 1;
+  end loop;
+  return v_queued;
+end
+$$;
+
+
+--
 -- Name: queue_hub_fanout(uuid, app.notification_type, text, uuid[], uuid, uuid, uuid); Type: FUNCTION; Schema: app_private; Owner: -
 --
 
@@ -5362,6 +5401,19 @@ begin
   end if;
   return new;
 end
+$$;
+
+
+--
+-- Name: queue_tally(uuid, uuid); Type: FUNCTION; Schema: app_private; Owner: -
+--
+
+CREATE FUNCTION app_private.queue_tally(p_post_id uuid, p_hub_id uuid) RETURNS void
+    LANGUAGE sql
+    SET search_path TO 'pg_catalog'
+    AS $$
+  select graphile_worker.add_job('tally_ballots', json_build_object('postId', p_post_id, 'hubId', p_hub_id),
+    job_key => 'tally_ballots:' || p_post_id || ':' || coalesce(p_hub_id::text, 'global'), job_key_mode => 'preserve_run_at');
 $$;
 
 
@@ -5606,6 +5658,23 @@ $$;
 
 
 --
+-- Name: sealed_tally(uuid, uuid); Type: FUNCTION; Schema: app_private; Owner: -
+--
+
+CREATE FUNCTION app_private.sealed_tally(p_post_id uuid, p_hub_id uuid) RETURNS jsonb
+    LANGUAGE sql STABLE
+    SET search_path TO 'pg_catalog'
+    AS $$
+  select jsonb_build_object(
+    'c', (select jsonb_build_array(coalesce(sum(c.strong_left_count), 0), coalesce(sum(c.left_count), 0), coalesce(sum(c.neutral_count), 0),
+                                   coalesce(sum(c.right_count), 0), coalesce(sum(c.strong_right_count), 0))
+          from app.vote_counters c where c.post_id = p_post_id and c.hub_id is not distinct from p_hub_id),
+    'b', coalesce((select jsonb_agg(b.key_id || ':' || encode(b.nonce || b.ciphertext, 'base64'))
+                   from app_private.sealed_ballots b where b.post_id = p_post_id and b.hub_id is not distinct from p_hub_id), '[]'))
+$$;
+
+
+--
 -- Name: search_word_drift(); Type: FUNCTION; Schema: app_private; Owner: -
 --
 
@@ -5834,6 +5903,41 @@ CREATE FUNCTION app_private.take_notification_dispatch() RETURNS boolean
     LANGUAGE sql SECURITY DEFINER
     SET search_path TO 'pg_catalog'
     AS $$ select pg_try_advisory_lock('app_private.notification_dispatch'::regclass::oid::bigint) $$;
+
+
+--
+-- Name: tally_ballots(uuid, uuid, uuid[], bigint[], integer); Type: FUNCTION; Schema: app_private; Owner: -
+--
+
+CREATE FUNCTION app_private.tally_ballots(p_post_id uuid, p_hub_id uuid, p_ids uuid[], p_counts bigint[], p_batch integer) RETURNS integer
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog'
+    AS $$
+declare
+  v_deleted int;
+  v_slot smallint := floor(random() * 16)::smallint;
+begin
+  if cardinality(p_ids) < greatest(p_batch, 2) or cardinality(p_counts) <> 5
+     or (select sum(n) from unnest(p_counts) n) <> cardinality(p_ids) or exists (select from unnest(p_counts) n where n < 0) then
+    raise exception 'tally_ballots: not a batch of at least % ballots', greatest(p_batch, 2);
+  end if;
+  delete from app_private.sealed_ballots b
+    where b.id = any (p_ids) and b.post_id = p_post_id and b.hub_id is not distinct from p_hub_id;
+  get diagnostics v_deleted = row_count;
+  if v_deleted <> cardinality(p_ids) then
+    raise exception 'tally_ballots: % of % ballots were still pending', v_deleted, cardinality(p_ids);
+  end if;
+  update app.vote_counters c
+    set strong_left_count = c.strong_left_count + p_counts[1], left_count = c.left_count + p_counts[2],
+        neutral_count = c.neutral_count + p_counts[3], right_count = c.right_count + p_counts[4],
+        strong_right_count = c.strong_right_count + p_counts[5]
+    where c.post_id = p_post_id and c.hub_id is not distinct from p_hub_id and c.slot = v_slot;
+  if not found then
+    raise exception 'vote counters missing for a scope of post %', p_post_id;
+  end if;
+  return v_deleted;
+end
+$$;
 
 
 --
@@ -7108,6 +7212,32 @@ CREATE TABLE app_private.removed_posts (
 
 
 --
+-- Name: sealed_ballots; Type: TABLE; Schema: app_private; Owner: -
+--
+
+CREATE TABLE app_private.sealed_ballots (
+    id uuid DEFAULT gen_random_uuid() NOT NULL,
+    post_id uuid NOT NULL,
+    hub_id uuid,
+    key_id text NOT NULL,
+    nonce bytea NOT NULL,
+    ciphertext bytea NOT NULL,
+    CONSTRAINT sealed_ballots_ciphertext_check CHECK ((octet_length(ciphertext) = 17)),
+    CONSTRAINT sealed_ballots_key_id_check CHECK ((key_id ~ '^[A-Za-z0-9_-]{1,32}$'::text)),
+    CONSTRAINT sealed_ballots_nonce_check CHECK ((octet_length(nonce) = 12))
+);
+
+ALTER TABLE ONLY app_private.sealed_ballots FORCE ROW LEVEL SECURITY;
+
+
+--
+-- Name: TABLE sealed_ballots; Type: COMMENT; Schema: app_private; Owner: -
+--
+
+COMMENT ON TABLE app_private.sealed_ballots IS 'Positions sealed by the API (AES-256-GCM, BALLOT_KEY), one per counted scope of a vote, until a tallier folds at least k of one post and scope into app.vote_counters (0290).';
+
+
+--
 -- Name: sliding_limits; Type: TABLE; Schema: app_private; Owner: -
 --
 
@@ -7769,6 +7899,14 @@ ALTER TABLE ONLY app_private.removed_posts
 
 
 --
+-- Name: sealed_ballots sealed_ballots_pkey; Type: CONSTRAINT; Schema: app_private; Owner: -
+--
+
+ALTER TABLE ONLY app_private.sealed_ballots
+    ADD CONSTRAINT sealed_ballots_pkey PRIMARY KEY (id);
+
+
+--
 -- Name: sliding_limits sliding_limits_pkey; Type: CONSTRAINT; Schema: app_private; Owner: -
 --
 
@@ -8346,6 +8484,13 @@ CREATE UNIQUE INDEX push_deliveries_notification ON app_private.push_deliveries 
 --
 
 CREATE INDEX refresh_tokens_session_id ON app_private.refresh_tokens USING btree (session_id);
+
+
+--
+-- Name: sealed_ballots_scope; Type: INDEX; Schema: app_private; Owner: -
+--
+
+CREATE INDEX sealed_ballots_scope ON app_private.sealed_ballots USING btree (post_id, hub_id);
 
 
 --
@@ -9769,6 +9914,12 @@ CREATE POLICY vote_scope_receipts_select_own ON app.vote_scope_receipts FOR SELE
 
 
 --
+-- Name: sealed_ballots; Type: ROW SECURITY; Schema: app_private; Owner: -
+--
+
+ALTER TABLE app_private.sealed_ballots ENABLE ROW LEVEL SECURITY;
+
+--
 -- Name: _private_job_queues; Type: ROW SECURITY; Schema: graphile_worker; Owner: -
 --
 
@@ -9944,11 +10095,11 @@ GRANT ALL ON FUNCTION app.can_see_post(p_post_id uuid) TO app_anonymous;
 
 
 --
--- Name: FUNCTION cast_vote(p_post_id uuid, p_position app.vote_position, OUT voted_at timestamp with time zone, OUT hub_ids uuid[], OUT global_tally bigint[]); Type: ACL; Schema: app; Owner: -
+-- Name: FUNCTION cast_vote(p_post_id uuid, p_key_id text, p_global text, p_hub_ids uuid[], p_hub_ballots text[], p_batch integer, OUT voted_at timestamp with time zone, OUT hub_ids uuid[], OUT global_tally jsonb); Type: ACL; Schema: app; Owner: -
 --
 
-REVOKE ALL ON FUNCTION app.cast_vote(p_post_id uuid, p_position app.vote_position, OUT voted_at timestamp with time zone, OUT hub_ids uuid[], OUT global_tally bigint[]) FROM PUBLIC;
-GRANT ALL ON FUNCTION app.cast_vote(p_post_id uuid, p_position app.vote_position, OUT voted_at timestamp with time zone, OUT hub_ids uuid[], OUT global_tally bigint[]) TO app_user;
+REVOKE ALL ON FUNCTION app.cast_vote(p_post_id uuid, p_key_id text, p_global text, p_hub_ids uuid[], p_hub_ballots text[], p_batch integer, OUT voted_at timestamp with time zone, OUT hub_ids uuid[], OUT global_tally jsonb) FROM PUBLIC;
+GRANT ALL ON FUNCTION app.cast_vote(p_post_id uuid, p_key_id text, p_global text, p_hub_ids uuid[], p_hub_ballots text[], p_batch integer, OUT voted_at timestamp with time zone, OUT hub_ids uuid[], OUT global_tally jsonb) TO app_user;
 
 
 --
@@ -11169,6 +11320,14 @@ REVOKE ALL ON FUNCTION app_private.attach_phone_invitations() FROM PUBLIC;
 
 
 --
+-- Name: FUNCTION ballots_to_tally(p_post_id uuid, p_hub_id uuid, p_batch integer); Type: ACL; Schema: app_private; Owner: -
+--
+
+REVOKE ALL ON FUNCTION app_private.ballots_to_tally(p_post_id uuid, p_hub_id uuid, p_batch integer) FROM PUBLIC;
+GRANT ALL ON FUNCTION app_private.ballots_to_tally(p_post_id uuid, p_hub_id uuid, p_batch integer) TO app_worker;
+
+
+--
 -- Name: FUNCTION block_list(p_user_id uuid); Type: ACL; Schema: app_private; Owner: -
 --
 
@@ -12094,6 +12253,14 @@ REVOKE ALL ON FUNCTION app_private.pushed_type(p_type app.notification_type) FRO
 
 
 --
+-- Name: FUNCTION queue_due_tallies(p_batch integer); Type: ACL; Schema: app_private; Owner: -
+--
+
+REVOKE ALL ON FUNCTION app_private.queue_due_tallies(p_batch integer) FROM PUBLIC;
+GRANT ALL ON FUNCTION app_private.queue_due_tallies(p_batch integer) TO app_worker;
+
+
+--
 -- Name: FUNCTION queue_hub_fanout(p_hub_id uuid, p_type app.notification_type, p_audience text, p_except uuid[], p_join_request_id uuid, p_post_id uuid, p_actor_id uuid); Type: ACL; Schema: app_private; Owner: -
 --
 
@@ -12105,6 +12272,14 @@ REVOKE ALL ON FUNCTION app_private.queue_hub_fanout(p_hub_id uuid, p_type app.no
 --
 
 REVOKE ALL ON FUNCTION app_private.queue_replaced_asset() FROM PUBLIC;
+
+
+--
+-- Name: FUNCTION queue_tally(p_post_id uuid, p_hub_id uuid); Type: ACL; Schema: app_private; Owner: -
+--
+
+REVOKE ALL ON FUNCTION app_private.queue_tally(p_post_id uuid, p_hub_id uuid) FROM PUBLIC;
+GRANT ALL ON FUNCTION app_private.queue_tally(p_post_id uuid, p_hub_id uuid) TO app_worker;
 
 
 --
@@ -12200,6 +12375,13 @@ REVOKE ALL ON FUNCTION app_private.scope_visible(p_kind "char", p_scope uuid, p_
 
 
 --
+-- Name: FUNCTION sealed_tally(p_post_id uuid, p_hub_id uuid); Type: ACL; Schema: app_private; Owner: -
+--
+
+REVOKE ALL ON FUNCTION app_private.sealed_tally(p_post_id uuid, p_hub_id uuid) FROM PUBLIC;
+
+
+--
 -- Name: FUNCTION search_word_drift(); Type: ACL; Schema: app_private; Owner: -
 --
 
@@ -12254,6 +12436,14 @@ REVOKE ALL ON FUNCTION app_private.start_session(p_user_id uuid, p_refresh_hash 
 
 REVOKE ALL ON FUNCTION app_private.take_notification_dispatch() FROM PUBLIC;
 GRANT ALL ON FUNCTION app_private.take_notification_dispatch() TO authenticator;
+
+
+--
+-- Name: FUNCTION tally_ballots(p_post_id uuid, p_hub_id uuid, p_ids uuid[], p_counts bigint[], p_batch integer); Type: ACL; Schema: app_private; Owner: -
+--
+
+REVOKE ALL ON FUNCTION app_private.tally_ballots(p_post_id uuid, p_hub_id uuid, p_ids uuid[], p_counts bigint[], p_batch integer) FROM PUBLIC;
+GRANT ALL ON FUNCTION app_private.tally_ballots(p_post_id uuid, p_hub_id uuid, p_ids uuid[], p_counts bigint[], p_batch integer) TO app_worker;
 
 
 --
