@@ -150,6 +150,22 @@ CREATE TYPE app.join_request_status AS ENUM (
 
 
 --
+-- Name: moderation_action; Type: TYPE; Schema: app; Owner: -
+--
+
+CREATE TYPE app.moderation_action AS ENUM (
+    'remove_post',
+    'restore_post',
+    'suspend_user',
+    'unsuspend_user',
+    'remove_hub',
+    'resolve_report',
+    'dismiss_report',
+    'reopen_report'
+);
+
+
+--
 -- Name: notification_type; Type: TYPE; Schema: app; Owner: -
 --
 
@@ -167,7 +183,8 @@ CREATE TYPE app.notification_type AS ENUM (
     'hub_join_request_rejected',
     'hub_member_joined',
     'hub_member_removed',
-    'hub_role_changed'
+    'hub_role_changed',
+    'post_removed'
 );
 
 
@@ -204,6 +221,17 @@ CREATE TYPE app.report_reason AS ENUM (
     'sexual',
     'misinformation',
     'other'
+);
+
+
+--
+-- Name: report_state; Type: TYPE; Schema: app; Owner: -
+--
+
+CREATE TYPE app.report_state AS ENUM (
+    'open',
+    'resolved',
+    'dismissed'
 );
 
 
@@ -432,7 +460,8 @@ begin
   from app_private.anonymous_devices d
   join app.users u on u.id = d.user_id
   where d.device_id = p_device_id and u.merged_into is null
-    and not exists (select from app.phone_identities p where p.user_id = d.user_id);
+    and not exists (select from app.phone_identities p where p.user_id = d.user_id)
+    and not exists (select from app_private.account_states s where s.user_id = d.user_id and s.deletion_requested_at is not null);
   if user_id is null then
     insert into app.users default values returning id into user_id;
     insert into app_private.anonymous_devices (device_id, user_id) values (p_device_id, user_id)
@@ -706,7 +735,7 @@ $$;
 CREATE TABLE app.assets (
     id uuid DEFAULT gen_random_uuid() NOT NULL,
     upload_id uuid NOT NULL,
-    owner_id uuid NOT NULL,
+    owner_id uuid,
     purpose app.upload_purpose NOT NULL,
     content_type text NOT NULL,
     size bigint NOT NULL,
@@ -992,6 +1021,18 @@ $$;
 
 
 --
+-- Name: data_export(uuid); Type: FUNCTION; Schema: app; Owner: -
+--
+
+CREATE FUNCTION app.data_export(p_export_id uuid) RETURNS TABLE(id uuid, status text, object_key text, requested_at timestamp with time zone)
+    LANGUAGE sql STABLE SECURITY DEFINER
+    SET search_path TO 'pg_catalog'
+    AS $$
+  select e.id, e.status, e.object_key, e.requested_at from app_private.data_exports e where e.id = p_export_id and e.user_id = app.viewer_id()
+$$;
+
+
+--
 -- Name: decline_invitation(uuid); Type: FUNCTION; Schema: app; Owner: -
 --
 
@@ -1067,6 +1108,34 @@ CREATE FUNCTION app.delete_push_device(p_device_id uuid) RETURNS boolean
   with gone as (delete from app.push_devices d where d.id = p_device_id and d.user_id = app.viewer_id() returning 1)
   select exists (select from gone)
 $$;
+
+
+--
+-- Name: moderation_log; Type: TABLE; Schema: app; Owner: -
+--
+
+CREATE TABLE app.moderation_log (
+    id bigint NOT NULL,
+    action app.moderation_action NOT NULL,
+    target_type app.report_target NOT NULL,
+    target_id uuid NOT NULL,
+    reason text,
+    report_ids uuid[] DEFAULT '{}'::uuid[] NOT NULL,
+    actor text NOT NULL,
+    created_at timestamp with time zone DEFAULT now() NOT NULL
+);
+
+ALTER TABLE ONLY app.moderation_log FORCE ROW LEVEL SECURITY;
+
+
+--
+-- Name: dismiss_report(uuid); Type: FUNCTION; Schema: app; Owner: -
+--
+
+CREATE FUNCTION app.dismiss_report(p_report_id uuid) RETURNS app.moderation_log
+    LANGUAGE sql SECURITY DEFINER
+    SET search_path TO 'pg_catalog'
+    AS $$ select app_private.decide_report(p_report_id, 'dismissed', 'dismiss_report') $$;
 
 
 --
@@ -1192,7 +1261,7 @@ CREATE FUNCTION app.hub_discussion_author(p_hub_id uuid, p_author_id uuid) RETUR
     LANGUAGE sql STABLE
     AS $$
   select case
-    when p_author_id is null then
+    when p_author_id is null or u.id is null then
       jsonb_build_object('id', null, 'displayName', 'Former member', 'photoKey', null, 'phoneNumber', null,
                          'publicUsername', null, 'isFormerMember', true)
     when author.active then
@@ -1705,6 +1774,23 @@ $$;
 
 
 --
+-- Name: open_report_groups(); Type: FUNCTION; Schema: app; Owner: -
+--
+
+CREATE FUNCTION app.open_report_groups() RETURNS TABLE(target_type app.report_target, target_id uuid, report_ids uuid[], count integer, reasons text[], snapshot jsonb, first_reported_at timestamp with time zone)
+    LANGUAGE sql STABLE SECURITY DEFINER
+    SET search_path TO 'pg_catalog'
+    AS $$
+  select r.target_type, r.target_id, array_agg(r.id order by r.created_at, r.id), count(*)::integer,
+         array_agg(distinct r.reason::text order by r.reason::text), (array_agg(r.snapshot order by r.created_at desc, r.id desc))[1], min(r.created_at)
+  from app.reports r
+  where r.state = 'open'
+  group by r.target_type, r.target_id
+  order by count(*) desc, min(r.created_at), r.target_id
+$$;
+
+
+--
 -- Name: post_assets_usable(uuid[]); Type: FUNCTION; Schema: app; Owner: -
 --
 
@@ -1865,6 +1951,11 @@ begin
     return;
   end if;
   select * into v_session from app.sessions s where s.id = v_token.session_id for update;
+  -- A suspended account's refresh tokens answer 403 ACCOUNT_SUSPENDED, not 401 (contract 14).
+  if exists (select from app_private.account_states a where a.user_id = v_session.user_id and a.suspended_at is not null
+             and (a.suspended_until is null or a.suspended_until > now())) then
+    perform app.fail('ACCOUNT_SUSPENDED');
+  end if;
   if v_token.rotated_at is not null then
     -- clock_timestamp(): a refresh that waited for the lock measures the window from now, not from
     -- its transaction's start.
@@ -1978,6 +2069,32 @@ $$;
 
 
 --
+-- Name: remove_hub(uuid, text); Type: FUNCTION; Schema: app; Owner: -
+--
+
+CREATE FUNCTION app.remove_hub(p_hub_id uuid, p_reason text) RETURNS app.moderation_log
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog'
+    AS $$
+begin
+  perform app_private.require_reason(p_reason);
+  perform from app.hubs h where h.id = p_hub_id for update;
+  if not found then
+    perform app.fail('HUB_NOT_FOUND');
+  end if;
+  update app.hubs set removed_at = now() where id = p_hub_id and removed_at is null;
+  if found then
+    delete from app.hub_memberships where hub_id = p_hub_id;
+    update app.hub_invitations set expires_at = now() where hub_id = p_hub_id and status = 'invited' and expires_at > now();
+    update app.hub_invite_links set expires_at = now() where hub_id = p_hub_id and expires_at > now();
+    update app.hub_join_requests set status = 'rejected', decided_at = now() where hub_id = p_hub_id and status = 'pending';
+  end if;
+  return app_private.log_moderation('remove_hub', 'hub', p_hub_id, p_reason, app_private.resolve_target_reports('hub', p_hub_id));
+end
+$$;
+
+
+--
 -- Name: remove_hub_member(uuid, uuid); Type: FUNCTION; Schema: app; Owner: -
 --
 
@@ -2001,21 +2118,55 @@ $$;
 
 
 --
+-- Name: remove_post(uuid, text); Type: FUNCTION; Schema: app; Owner: -
+--
+
+CREATE FUNCTION app.remove_post(p_post_id uuid, p_reason text) RETURNS app.moderation_log
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog'
+    AS $$
+declare
+  v_post app.posts;
+begin
+  perform app_private.require_reason(p_reason);
+  select * into v_post from app.posts p where p.id = p_post_id for update;
+  if not found then
+    perform app.fail('POST_NOT_FOUND');
+  end if;
+  insert into app_private.removed_posts (post_id, reason, prior_deleted_at) values (p_post_id, p_reason, v_post.deleted_at)
+    on conflict (post_id) do nothing;
+  if found then
+    update app.posts set deleted_at = now() where id = p_post_id and deleted_at is null;
+    insert into app.notifications (recipient_id, type, post_id) values (v_post.author_id, 'post_removed', p_post_id);
+  end if;
+  return app_private.log_moderation('remove_post', 'post', p_post_id, p_reason, app_private.resolve_target_reports('post', p_post_id));
+end
+$$;
+
+
+--
+-- Name: reopen_report(uuid); Type: FUNCTION; Schema: app; Owner: -
+--
+
+CREATE FUNCTION app.reopen_report(p_report_id uuid) RETURNS app.moderation_log
+    LANGUAGE sql SECURITY DEFINER
+    SET search_path TO 'pg_catalog'
+    AS $$ select app_private.decide_report(p_report_id, 'open', 'reopen_report') $$;
+
+
+--
 -- Name: report_hub(uuid, app.report_reason, text); Type: FUNCTION; Schema: app; Owner: -
 --
 
 CREATE FUNCTION app.report_hub(p_hub_id uuid, p_reason app.report_reason, p_details text) RETURNS uuid
-    LANGUAGE plpgsql
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog'
     AS $$
-declare
-  v_report uuid;
 begin
-  if not exists (select from app.hubs h where h.id = p_hub_id) then
+  if not exists (select from app.hubs h where h.id = p_hub_id and h.removed_at is null) then
     perform app.fail('HUB_NOT_FOUND');
   end if;
-  insert into app.reports (reporter_id, target_type, target_id, reason, details)
-    values (app.viewer_id(), 'hub', p_hub_id, p_reason, p_details) returning id into v_report;
-  return v_report;
+  return app_private.file_report('hub', p_hub_id, p_reason, p_details);
 end
 $$;
 
@@ -2025,17 +2176,14 @@ $$;
 --
 
 CREATE FUNCTION app.report_post(p_post_id uuid, p_reason app.report_reason, p_details text) RETURNS uuid
-    LANGUAGE plpgsql
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog'
     AS $$
-declare
-  v_report uuid;
 begin
-  if not exists (select from app.posts p where p.id = p_post_id) then
+  if not app.can_see_post(p_post_id) then
     perform app.fail('POST_NOT_FOUND');
   end if;
-  insert into app.reports (reporter_id, target_type, target_id, reason, details)
-    values (app.viewer_id(), 'post', p_post_id, p_reason, p_details) returning id into v_report;
-  return v_report;
+  return app_private.file_report('post', p_post_id, p_reason, p_details);
 end
 $$;
 
@@ -2045,17 +2193,67 @@ $$;
 --
 
 CREATE FUNCTION app.report_user(p_user_id uuid, p_reason app.report_reason, p_details text) RETURNS uuid
-    LANGUAGE plpgsql
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog'
     AS $$
-declare
-  v_report uuid;
 begin
-  if p_user_id = app.viewer_id() or not exists (select from app.users u where u.id = p_user_id and u.username is not null) then
+  if p_user_id = app.viewer_id()
+     or not exists (select from app.users u where u.id = p_user_id and u.username is not null)
+     or p_user_id = any (app.viewer_block_list()) then
     perform app.fail('USER_NOT_FOUND');
   end if;
-  insert into app.reports (reporter_id, target_type, target_id, reason, details)
-    values (app.viewer_id(), 'user', p_user_id, p_reason, p_details) returning id into v_report;
-  return v_report;
+  return app_private.file_report('user', p_user_id, p_reason, p_details);
+end
+$$;
+
+
+--
+-- Name: request_account_deletion(); Type: FUNCTION; Schema: app; Owner: -
+--
+
+CREATE FUNCTION app.request_account_deletion(OUT scheduled_for timestamp with time zone) RETURNS timestamp with time zone
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog'
+    AS $$
+declare
+  v_user uuid := app.viewer_id();
+begin
+  if v_user is null then
+    perform app.fail('UNAUTHORIZED');
+  end if;
+  perform from app.users u where u.id = v_user for update;
+  perform app_private.hide_account(v_user);
+  update app_private.account_states s
+    set deletion_requested_at = coalesce(s.deletion_requested_at, now()),
+        purge_after = coalesce(s.purge_after, now() + interval '30 days')
+    where s.user_id = v_user
+    returning s.purge_after into scheduled_for;
+  perform graphile_worker.add_job('purge_account', json_build_object('userId', v_user),
+    run_at => scheduled_for, job_key => 'purge_account:' || v_user, max_attempts => 25);
+end
+$$;
+
+
+--
+-- Name: request_data_export(); Type: FUNCTION; Schema: app; Owner: -
+--
+
+CREATE FUNCTION app.request_data_export(OUT export_id uuid, OUT status text) RETURNS record
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog'
+    AS $$
+declare
+  v_user uuid := app.viewer_id();
+  v_last timestamptz;
+begin
+  perform pg_advisory_xact_lock(hashtextextended('data_export:' || v_user, 0));
+  select max(e.requested_at) into v_last from app_private.data_exports e where e.user_id = v_user and e.status <> 'failed';
+  if v_last > now() - interval '24 hours' then
+    raise exception using errcode = 'P0001', message = 'RATE_LIMITED',
+      detail = greatest(1, ceil(extract(epoch from v_last + interval '24 hours' - now())))::int::text;
+  end if;
+  insert into app_private.data_exports (user_id) values (v_user) returning id, data_exports.status into export_id, status;
+  perform graphile_worker.add_job('export_account', json_build_object('exportId', export_id), job_key => 'export_account:' || export_id);
 end
 $$;
 
@@ -2155,6 +2353,47 @@ begin
     when 2 then 'PROFILE_BASICS_REQUIRED'
     when 3 then 'PHONE_VERIFICATION_REQUIRED'
     else 'HUB_READINESS_REQUIRED' end);
+end
+$$;
+
+
+--
+-- Name: resolve_report(uuid); Type: FUNCTION; Schema: app; Owner: -
+--
+
+CREATE FUNCTION app.resolve_report(p_report_id uuid) RETURNS app.moderation_log
+    LANGUAGE sql SECURITY DEFINER
+    SET search_path TO 'pg_catalog'
+    AS $$ select app_private.decide_report(p_report_id, 'resolved', 'resolve_report') $$;
+
+
+--
+-- Name: restore_post(uuid); Type: FUNCTION; Schema: app; Owner: -
+--
+
+CREATE FUNCTION app.restore_post(p_post_id uuid) RETURNS app.moderation_log
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog'
+    AS $$
+declare
+  v_post app.posts;
+  v_removed app_private.removed_posts;
+begin
+  select * into v_post from app.posts p where p.id = p_post_id for update;
+  if not found then
+    perform app.fail('POST_NOT_FOUND');
+  end if;
+  delete from app_private.removed_posts r where r.post_id = p_post_id returning * into v_removed;
+  if found and v_removed.prior_deleted_at is null then
+    if app_private.account_hidden(v_post.author_id) then
+      insert into app_private.hidden_rows (user_id, kind, row_id)
+        select v_post.author_id, 'post', p_post_id
+        where not exists (select from app_private.hidden_rows h where h.user_id = v_post.author_id and h.kind = 'post' and h.row_id = p_post_id);
+    else
+      update app.posts set deleted_at = null where id = p_post_id;
+    end if;
+  end if;
+  return app_private.log_moderation('restore_post', 'post', p_post_id, null, '{}');
 end
 $$;
 
@@ -2322,6 +2561,40 @@ $$;
 
 
 --
+-- Name: suspend_user(uuid, integer, text); Type: FUNCTION; Schema: app; Owner: -
+--
+
+CREATE FUNCTION app.suspend_user(p_user_id uuid, p_days integer, p_reason text) RETURNS app.moderation_log
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog'
+    AS $$
+declare
+  v_until timestamptz;
+begin
+  perform app_private.require_reason(p_reason);
+  if p_days is not null and (p_days < 1 or p_days > 36500) then
+    perform app.fail('VALIDATION_FAILED');
+  end if;
+  perform from app.users u where u.id = p_user_id and u.merged_into is null for update;
+  if not found then
+    perform app.fail('USER_NOT_FOUND');
+  end if;
+  perform app_private.hide_account(p_user_id);
+  v_until := case when p_days is not null then now() + make_interval(days => p_days) end;
+  update app_private.account_states s set suspended_at = now(), suspended_until = v_until, suspension_reason = p_reason
+    where s.user_id = p_user_id;
+  if v_until is not null then
+    perform graphile_worker.add_job('lift_suspension', json_build_object('userId', p_user_id), run_at => v_until,
+      job_key => 'lift_suspension:' || p_user_id, job_key_mode => 'replace');
+  else
+    perform graphile_worker.remove_job('lift_suspension:' || p_user_id);
+  end if;
+  return app_private.log_moderation('suspend_user', 'user', p_user_id, p_reason, app_private.resolve_target_reports('user', p_user_id));
+end
+$$;
+
+
+--
 -- Name: unblock_user(uuid); Type: FUNCTION; Schema: app; Owner: -
 --
 
@@ -2364,6 +2637,25 @@ CREATE FUNCTION app.unread_counts() RETURNS TABLE(hub_id uuid, unread bigint)
     LANGUAGE plpgsql STABLE SECURITY DEFINER
     SET search_path TO 'pg_catalog'
     AS $$ begin return query select u.hub_id, u.unread from app_private.unread_counts(app.viewer_id()) u; end $$;
+
+
+--
+-- Name: unsuspend_user(uuid); Type: FUNCTION; Schema: app; Owner: -
+--
+
+CREATE FUNCTION app.unsuspend_user(p_user_id uuid) RETURNS app.moderation_log
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog'
+    AS $$
+begin
+  perform from app.users u where u.id = p_user_id and u.merged_into is null for update;
+  if not found then
+    perform app.fail('USER_NOT_FOUND');
+  end if;
+  perform app_private.end_suspension(p_user_id);
+  return app_private.log_moderation('unsuspend_user', 'user', p_user_id, null, '{}');
+end
+$$;
 
 
 --
@@ -2688,6 +2980,16 @@ $$;
 
 
 --
+-- Name: account_hidden(uuid); Type: FUNCTION; Schema: app_private; Owner: -
+--
+
+CREATE FUNCTION app_private.account_hidden(p_user_id uuid) RETURNS boolean
+    LANGUAGE sql STABLE
+    SET search_path TO 'pg_catalog'
+    AS $$ select exists (select from app_private.account_states s where s.user_id = p_user_id) $$;
+
+
+--
 -- Name: active_member(uuid, uuid); Type: FUNCTION; Schema: app_private; Owner: -
 --
 
@@ -2975,7 +3277,7 @@ CREATE FUNCTION app_private.co_members_of(p_hubs uuid[], p_viewer uuid) RETURNS 
 
 CREATE TABLE app.upload_intents (
     id uuid DEFAULT gen_random_uuid() NOT NULL,
-    owner_id uuid NOT NULL,
+    owner_id uuid,
     purpose app.upload_purpose NOT NULL,
     content_type text NOT NULL,
     content_length bigint NOT NULL,
@@ -3351,6 +3653,158 @@ $$;
 
 
 --
+-- Name: data_export_archive(uuid); Type: FUNCTION; Schema: app_private; Owner: -
+--
+
+CREATE FUNCTION app_private.data_export_archive(p_export_id uuid) RETURNS TABLE(user_id uuid, archive jsonb)
+    LANGUAGE sql STABLE SECURITY DEFINER
+    SET search_path TO 'pg_catalog'
+    AS $$
+  select u.id, jsonb_build_object(
+    'exportedAt', app_private.iso(now()),
+    'profile', jsonb_build_object('id', u.id, 'username', u.username, 'fullName', u.full_name, 'bio', u.bio,
+                                  'phoneNumber', (select p.phone_e164 from app.phone_identities p where p.user_id = u.id),
+                                  'termsVersion', u.terms_version, 'termsAcceptedAt', app_private.iso(u.terms_accepted_at), 'createdAt', app_private.iso(u.created_at),
+                                  'profilePhotoKey', (select a.object_key from app.assets a where a.id = u.profile_asset_id)),
+    'hubProfile', (select jsonb_build_object('displayName', h.display_name, 'updatedAt', app_private.iso(h.updated_at)) from app.hub_profiles h where h.user_id = u.id),
+    'posts', coalesce((select jsonb_agg(jsonb_build_object('id', p.id, 'createdAt', app_private.iso(p.created_at), 'visibility', p.visibility,
+                                                           'thoughtText', p.thought_text, 'sliderText', p.slider_text,
+                                                           'sliderLabels', case when p.slider_text is not null then jsonb_build_array(p.slider_left_label, p.slider_right_label) end,
+                                                           'article', (select jsonb_build_object('kind', a.kind, 'url', a.url, 'title', a.title, 'body', a.body) from app.articles a where a.id = p.article_id),
+                                                           'repostOf', p.source_post_id,
+                                                           'hubIds', (select coalesce(jsonb_agg(ph.hub_id), '[]') from app.post_hubs ph where ph.post_id = p.id and ph.kind = 'target'))
+                                        order by p.created_at)
+                       from app.posts p where p.author_id = u.id and p.deleted_at is null), '[]'),
+    'comments', coalesce((select jsonb_agg(jsonb_build_object('id', c.id, 'postId', c.post_id, 'parentCommentId', c.parent_id, 'text', c.text, 'createdAt', app_private.iso(c.created_at)) order by c.created_at)
+                          from app.comments c where c.author_id = u.id and c.deleted_at is null), '[]'),
+    'discussionMessages', coalesce((select jsonb_agg(jsonb_build_object('id', m.id, 'hubId', m.hub_id, 'discussionId', m.discussion_id, 'parentMessageId', m.parent_id,
+                                                                        'text', m.text, 'createdAt', app_private.iso(m.created_at)) order by m.created_at)
+                                    from app.hub_discussion_messages m where m.author_id = u.id), '[]'),
+    'following', coalesce((select jsonb_agg(jsonb_build_object('userId', f.followee_id, 'username', o.username, 'since', app_private.iso(f.created_at)) order by f.created_at)
+                           from app.follows f join app.users o on o.id = f.followee_id where f.follower_id = u.id), '[]'),
+    'followers', coalesce((select jsonb_agg(jsonb_build_object('userId', f.follower_id, 'username', o.username, 'since', app_private.iso(f.created_at)) order by f.created_at)
+                           from app.follows f join app.users o on o.id = f.follower_id where f.followee_id = u.id), '[]'),
+    'blocked', coalesce((select jsonb_agg(jsonb_build_object('userId', b.blocked_id, 'username', o.username) order by o.username)
+                         from app.blocks b join app.users o on o.id = b.blocked_id where b.blocker_id = u.id), '[]'),
+    'savedPosts', coalesce((select jsonb_agg(jsonb_build_object('postId', s.post_id, 'savedAt', app_private.iso(s.saved_at)) order by s.saved_at)
+                            from app.saved_posts s where s.user_id = u.id), '[]'),
+    'savedDiscussions', coalesce((select jsonb_agg(jsonb_build_object('discussionId', s.discussion_id, 'hubId', s.hub_id, 'savedAt', app_private.iso(s.saved_at)) order by s.saved_at)
+                                  from app.saved_discussions s where s.user_id = u.id), '[]'),
+    'hubMemberships', coalesce((select jsonb_agg(jsonb_build_object('hubId', m.hub_id, 'hubName', h.name, 'role', m.role, 'joinedAt', app_private.iso(m.joined_at), 'contentMuted', m.content_muted) order by m.joined_at)
+                                from app.hub_memberships m join app.hubs h on h.id = m.hub_id where m.user_id = u.id), '[]'),
+    'notificationSettings', (select jsonb_build_object('pushEnabled', coalesce(s.push_enabled, true), 'pushDisabledTypes', coalesce(to_jsonb(s.push_disabled_types), '[]'))
+                             from (select) x left join app_private.notification_settings s on s.user_id = u.id),
+    -- Devices without their tokens.
+    'pushDevices', coalesce((select jsonb_agg(jsonb_build_object('id', d.id, 'provider', d.provider, 'platform', d.platform, 'locale', d.locale,
+                                                                 'createdAt', app_private.iso(d.created_at), 'lastSeenAt', app_private.iso(d.last_seen_at)) order by d.created_at)
+                             from app.push_devices d where d.user_id = u.id), '[]'),
+    -- Which posts the user voted on and when; never the position (it is not the service's to give).
+    'votes', coalesce((select jsonb_agg(jsonb_build_object('postId', r.post_id, 'votedAt', app_private.iso(r.voted_at)) order by r.voted_at)
+                       from app.vote_receipts r where r.user_id = u.id), '[]'))
+  from app_private.data_exports e
+  join app.users u on u.id = e.user_id
+  where e.id = p_export_id and e.status = 'pending'
+    -- nothing for an account being purged (0264): the purge deletes its archives
+    and not exists (select from app_private.account_states s where s.user_id = e.user_id and s.purge_started_at is not null)
+$$;
+
+
+--
+-- Name: decide_report(uuid, app.report_state, app.moderation_action); Type: FUNCTION; Schema: app_private; Owner: -
+--
+
+CREATE FUNCTION app_private.decide_report(p_report_id uuid, p_state app.report_state, p_action app.moderation_action) RETURNS app.moderation_log
+    LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog'
+    AS $$
+declare
+  v_report app.reports;
+begin
+  select * into v_report from app.reports r where r.id = p_report_id for update;
+  if not found then
+    perform app.fail('REPORT_NOT_FOUND');
+  end if;
+  if p_state = 'open' then
+    update app.reports r set state = 'open', decided_at = null, decided_by = null
+      where r.id = p_report_id and r.state <> 'open'
+        and not exists (select from app.reports o where o.reporter_id = v_report.reporter_id and o.target_type = v_report.target_type
+                        and o.target_id = v_report.target_id and o.state = 'open');
+  else
+    update app.reports r set state = p_state, decided_at = now(), decided_by = app_private.moderator() where r.id = p_report_id;
+  end if;
+  return app_private.log_moderation(p_action, v_report.target_type, v_report.target_id, null, array[p_report_id]);
+end
+$$;
+
+
+--
+-- Name: delete_hub(uuid); Type: FUNCTION; Schema: app_private; Owner: -
+--
+
+CREATE FUNCTION app_private.delete_hub(p_hub_id uuid) RETURNS void
+    LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog'
+    AS $$
+declare
+  v_photo uuid;
+begin
+  select h.profile_asset_id into v_photo from app.hubs h where h.id = p_hub_id;
+  delete from app.saved_discussions where hub_id = p_hub_id;
+  delete from app.hub_discussion_stats where hub_id = p_hub_id;
+  delete from app.hub_discussion_messages where hub_id = p_hub_id;
+  delete from app.hub_discussions where hub_id = p_hub_id;
+  delete from app.hub_join_requests where hub_id = p_hub_id;
+  delete from app.hub_invitations where hub_id = p_hub_id;
+  delete from app.hub_invite_links where hub_id = p_hub_id;
+  delete from app.hub_memberships where hub_id = p_hub_id;
+  delete from app.hub_activity where hub_id = p_hub_id;
+  delete from app.activity_events where hub_id = p_hub_id;
+  delete from app.vote_scope_receipts where hub_id = p_hub_id;
+  delete from app.vote_counters where hub_id = p_hub_id;
+  delete from app.post_hubs where hub_id = p_hub_id;
+  delete from app.notifications where hub_id = p_hub_id;
+  delete from app.hubs where id = p_hub_id;
+  if v_photo is not null then
+    perform graphile_worker.add_job('delete_asset', json_build_object('assetId', v_photo), job_key => 'delete_asset:' || v_photo);
+  end if;
+end
+$$;
+
+
+--
+-- Name: delete_posts(uuid[]); Type: FUNCTION; Schema: app_private; Owner: -
+--
+
+CREATE FUNCTION app_private.delete_posts(p_posts uuid[]) RETURNS void
+    LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog'
+    AS $$
+begin
+  if cardinality(p_posts) = 0 then
+    return;
+  end if;
+  delete from app.notifications n
+    where n.post_id = any (p_posts) or n.comment_id in (select c.id from app.comments c where c.post_id = any (p_posts));
+  delete from app.comments where post_id = any (p_posts);
+  delete from app.saved_discussions s using app.hub_discussions d where d.id = s.discussion_id and d.post_id = any (p_posts);
+  delete from app.hub_discussion_stats s using app.hub_discussions d where d.id = s.discussion_id and d.post_id = any (p_posts);
+  delete from app.hub_discussion_messages m using app.hub_discussions d where d.id = m.discussion_id and d.post_id = any (p_posts);
+  delete from app.hub_discussions where post_id = any (p_posts);
+  delete from app.saved_posts where post_id = any (p_posts);
+  delete from app.post_shares where post_id = any (p_posts);
+  delete from app.activity_events where post_id = any (p_posts);
+  delete from app.vote_scope_receipts where post_id = any (p_posts);
+  delete from app.vote_receipts where post_id = any (p_posts);
+  delete from app.vote_counters where post_id = any (p_posts);
+  delete from app.post_hubs where post_id = any (p_posts);
+  delete from app_private.removed_posts where post_id = any (p_posts);
+  delete from app_private.hidden_rows where kind = 'post' and row_id = any (p_posts);
+  delete from app.posts where id = any (p_posts);
+end
+$$;
+
+
+--
 -- Name: dispatch_notifications(); Type: FUNCTION; Schema: app_private; Owner: -
 --
 
@@ -3376,6 +3830,23 @@ begin
       then json_build_object('from', v_from::text, 'to', v_to::text, 'badges', true)
       else json_build_object('from', v_from::text, 'to', v_to::text) end::text);
   end if;
+end
+$$;
+
+
+--
+-- Name: end_suspension(uuid); Type: FUNCTION; Schema: app_private; Owner: -
+--
+
+CREATE FUNCTION app_private.end_suspension(p_user_id uuid) RETURNS void
+    LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog'
+    AS $$
+begin
+  update app_private.account_states s set suspended_at = null, suspended_until = null, suspension_reason = null
+    where s.user_id = p_user_id;
+  perform app_private.show_account(p_user_id);
+  perform graphile_worker.remove_job('lift_suspension:' || p_user_id);
 end
 $$;
 
@@ -3496,6 +3967,45 @@ $$;
 
 
 --
+-- Name: file_report(app.report_target, uuid, app.report_reason, text); Type: FUNCTION; Schema: app_private; Owner: -
+--
+
+CREATE FUNCTION app_private.file_report(p_type app.report_target, p_target uuid, p_reason app.report_reason, p_details text) RETURNS uuid
+    LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog'
+    AS $$
+declare
+  v_viewer uuid := app.viewer_id();
+  v_report uuid;
+begin
+  insert into app.reports (reporter_id, target_type, target_id, reason, details)
+    values (v_viewer, p_type, p_target, p_reason, p_details)
+    on conflict (reporter_id, target_type, target_id) where state = 'open' do nothing
+    returning id into v_report;
+  if v_report is null then
+    select r.id into v_report from app.reports r
+      where r.reporter_id = v_viewer and r.target_type = p_type and r.target_id = p_target and r.state = 'open';
+  end if;
+  return v_report;
+end
+$$;
+
+
+--
+-- Name: finish_data_export(uuid, text); Type: FUNCTION; Schema: app_private; Owner: -
+--
+
+CREATE FUNCTION app_private.finish_data_export(p_export_id uuid, p_object_key text) RETURNS void
+    LANGUAGE sql SECURITY DEFINER
+    SET search_path TO 'pg_catalog'
+    AS $$
+  update app_private.data_exports set status = case when p_object_key is null then 'failed' else 'ready' end,
+    object_key = p_object_key, finished_at = now()
+  where id = p_export_id and status = 'pending'
+$$;
+
+
+--
 -- Name: followees_of(uuid); Type: FUNCTION; Schema: app_private; Owner: -
 --
 
@@ -3537,6 +4047,42 @@ CREATE FUNCTION app_private.forget_upload_intents(p_ids uuid[]) RETURNS void
     LANGUAGE sql SECURITY DEFINER
     SET search_path TO 'pg_catalog'
     AS $$ delete from app.upload_intents where id = any (p_ids) and completed_at is null $$;
+
+
+--
+-- Name: hide_account(uuid); Type: FUNCTION; Schema: app_private; Owner: -
+--
+
+CREATE FUNCTION app_private.hide_account(p_user_id uuid) RETURNS void
+    LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog'
+    AS $$
+begin
+  update app.sessions set revoked_at = now() where user_id = p_user_id and revoked_at is null;
+  delete from app.push_devices where user_id = p_user_id;
+  insert into app_private.account_states (user_id, held_username)
+    select u.id, u.username from app.users u where u.id = p_user_id
+    on conflict (user_id) do nothing;
+  if not found then
+    return;
+  end if;
+  update app.users set username = null where id = p_user_id and username is not null;
+  with hidden as (update app.posts set deleted_at = now() where author_id = p_user_id and deleted_at is null returning id)
+  insert into app_private.hidden_rows (user_id, kind, row_id) select p_user_id, 'post', id from hidden;
+  with hidden as (update app.comments set deleted_at = now() where author_id = p_user_id and deleted_at is null returning id)
+  insert into app_private.hidden_rows (user_id, kind, row_id) select p_user_id, 'comment', id from hidden;
+  with taken as (delete from app.follows f where f.follower_id = p_user_id or f.followee_id = p_user_id returning f.*)
+  insert into app_private.hidden_rows (user_id, kind, data) select p_user_id, 'follow', to_jsonb(t) from taken t;
+  with taken as (delete from app.hub_memberships m where m.user_id = p_user_id returning m.*)
+  insert into app_private.hidden_rows (user_id, kind, data) select p_user_id, 'membership', to_jsonb(t) from taken t;
+  -- Recent activity in hubs (the "active users" number of hub search).
+  with taken as (delete from app.hub_activity a where a.user_id = p_user_id returning a.*)
+  insert into app_private.hidden_rows (user_id, kind, data) select p_user_id, 'hub_activity', to_jsonb(t) from taken t;
+  -- Shares, reposts and comments as feed frames; vote events are not the account's to show or hide.
+  with taken as (delete from app.activity_events e where e.actor_id = p_user_id and e.kind <> 'post_voted' returning e.*)
+  insert into app_private.hidden_rows (user_id, kind, data) select p_user_id, 'activity', to_jsonb(t) from taken t;
+end
+$$;
 
 
 --
@@ -3784,7 +4330,7 @@ $$;
 CREATE TABLE app.hub_invitations (
     id uuid DEFAULT gen_random_uuid() NOT NULL,
     hub_id uuid NOT NULL,
-    invited_by uuid NOT NULL,
+    invited_by uuid,
     phone_e164 text NOT NULL,
     masked_phone text GENERATED ALWAYS AS ((("left"(phone_e164, 3) || repeat('•'::text, GREATEST((length(phone_e164) - 6), 0))) || "right"(phone_e164, 3))) STORED,
     invitee_id uuid,
@@ -3833,6 +4379,36 @@ begin
     return next v_invitation;
   end loop;
   perform app_private.touch_hub_activity(p_hub_id, app.viewer_id());
+end
+$$;
+
+
+--
+-- Name: iso(timestamp with time zone); Type: FUNCTION; Schema: app_private; Owner: -
+--
+
+CREATE FUNCTION app_private.iso(p_at timestamp with time zone) RETURNS text
+    LANGUAGE sql IMMUTABLE
+    AS $$ select to_char(p_at at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') $$;
+
+
+--
+-- Name: lift_suspension(uuid); Type: FUNCTION; Schema: app_private; Owner: -
+--
+
+CREATE FUNCTION app_private.lift_suspension(p_user_id uuid) RETURNS boolean
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog'
+    AS $$
+begin
+  perform set_config('app.moderator', 'suspension ended', true);
+  perform from app_private.account_states s where s.user_id = p_user_id and s.suspended_until <= now() for update;
+  if not found then
+    return false;
+  end if;
+  perform app_private.end_suspension(p_user_id);
+  perform app_private.log_moderation('unsuspend_user', 'user', p_user_id, null, '{}');
+  return true;
 end
 $$;
 
@@ -3913,6 +4489,20 @@ $$;
 CREATE FUNCTION app_private.lock_reposts(p_post_ids uuid[]) RETURNS void
     LANGUAGE sql
     AS $$ select from app.posts p where p.id = any (p_post_ids) order by p.id for share $$;
+
+
+--
+-- Name: log_moderation(app.moderation_action, app.report_target, uuid, text, uuid[]); Type: FUNCTION; Schema: app_private; Owner: -
+--
+
+CREATE FUNCTION app_private.log_moderation(p_action app.moderation_action, p_type app.report_target, p_target uuid, p_reason text, p_reports uuid[]) RETURNS app.moderation_log
+    LANGUAGE sql
+    SET search_path TO 'pg_catalog'
+    AS $$
+  insert into app.moderation_log (action, target_type, target_id, reason, report_ids, actor)
+    values (p_action, p_type, p_target, p_reason, p_reports, app_private.moderator())
+    returning *
+$$;
 
 
 --
@@ -4050,6 +4640,24 @@ begin
   delete from app.vote_receipts where user_id = p_source and post_id = any (v_moved);
 end
 $$;
+
+
+--
+-- Name: moderation_log_append_only(); Type: FUNCTION; Schema: app_private; Owner: -
+--
+
+CREATE FUNCTION app_private.moderation_log_append_only() RETURNS trigger
+    LANGUAGE plpgsql
+    AS $$ begin raise exception 'the moderation log is append-only'; end $$;
+
+
+--
+-- Name: moderator(); Type: FUNCTION; Schema: app_private; Owner: -
+--
+
+CREATE FUNCTION app_private.moderator() RETURNS text
+    LANGUAGE sql STABLE
+    AS $$ select coalesce(nullif(current_setting('app.moderator', true), ''), 'admin token') $$;
 
 
 --
@@ -4463,6 +5071,201 @@ $$;
 
 
 --
+-- Name: purge_account_begin(uuid); Type: FUNCTION; Schema: app_private; Owner: -
+--
+
+CREATE FUNCTION app_private.purge_account_begin(p_user_id uuid) RETURNS boolean
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog'
+    AS $$
+declare
+  v_state app_private.account_states;
+begin
+  select * into v_state from app_private.account_states s where s.user_id = p_user_id for update;
+  if not found then
+    -- Restored (or never deleted), or purged already: nothing to do.
+    return false;
+  end if;
+  if v_state.purge_started_at is null then
+    if v_state.deletion_requested_at is null or v_state.purge_after > now() then
+      return false;
+    end if;
+    update app_private.account_states set purge_started_at = now() where user_id = p_user_id;
+  end if;
+  delete from app.phone_identities where user_id = p_user_id;
+  delete from app_private.idp_subjects where user_id = p_user_id;
+  delete from app_private.anonymous_devices where user_id = p_user_id;
+  return true;
+end
+$$;
+
+
+--
+-- Name: purge_account_content(uuid); Type: FUNCTION; Schema: app_private; Owner: -
+--
+
+CREATE FUNCTION app_private.purge_account_content(p_user_id uuid) RETURNS void
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog'
+    AS $$
+declare
+  v_hub uuid;
+begin
+  perform from app_private.account_states s where s.user_id = p_user_id and s.purge_started_at is not null for update;
+  if not found then
+    return;
+  end if;
+  update app.sessions set revoked_at = coalesce(revoked_at, now()) where user_id = p_user_id;
+  delete from app.push_devices where user_id = p_user_id;
+  delete from app_private.refresh_tokens t using app.sessions s where s.id = t.session_id and s.user_id = p_user_id;
+  delete from app.sessions where user_id = p_user_id;
+
+  -- Posts and their frames (reposts of them, by anyone; reposts of a repost do not exist).
+  perform app_private.delete_posts(array(
+    select p.id from app.posts p where p.author_id = p_user_id
+    union
+    select r.id from app.posts r join app.posts p on p.id = r.source_post_id where p.author_id = p_user_id));
+  delete from app.articles a where a.created_by = p_user_id and not exists (select from app.posts p where p.article_id = a.id);
+
+  -- Comments, with the replies to them.
+  delete from app.notifications n where n.comment_id in (
+    with recursive gone as (select c.id from app.comments c where c.author_id = p_user_id
+                            union select c.id from app.comments c join gone g on c.parent_id = g.id)
+    select id from gone);
+  with recursive gone as (select c.id from app.comments c where c.author_id = p_user_id
+                          union select c.id from app.comments c join gone g on c.parent_id = g.id)
+  delete from app.comments where id in (select id from gone);
+
+  -- Discussion messages stay, as from an anonymous former member.
+  update app.hub_discussion_messages set author_id = null where author_id = p_user_id;
+
+  delete from app.follows where follower_id = p_user_id or followee_id = p_user_id;
+  delete from app.blocks where blocker_id = p_user_id or blocked_id = p_user_id;
+  delete from app.saved_posts where user_id = p_user_id;
+  delete from app.saved_discussions where user_id = p_user_id;
+  delete from app.post_shares where user_id = p_user_id;
+  delete from app.post_hubs where added_by = p_user_id;
+  delete from app.activity_events where actor_id = p_user_id;
+  delete from app.notifications where recipient_id = p_user_id or actor_id = p_user_id;
+  delete from app.vote_scope_receipts where user_id = p_user_id;
+  delete from app.vote_receipts where user_id = p_user_id;
+  delete from app.default_feed_users where user_id = p_user_id;
+  delete from app.hub_profiles where user_id = p_user_id;
+  delete from app.hub_activity where user_id = p_user_id;
+  delete from app.hub_join_requests where user_id = p_user_id;
+  update app.hub_join_requests set decided_by = null where decided_by = p_user_id;
+  delete from app.hub_join_requests r using app.hub_invitations i where i.id = r.invitation_id and i.invitee_id = p_user_id;
+  delete from app.hub_invitations where invitee_id = p_user_id;
+  update app.hub_invitations set invited_by = null where invited_by = p_user_id;
+  update app.hub_invite_links set created_by = null where created_by = p_user_id;
+  update app.hubs set created_by = null where created_by = p_user_id;
+
+  -- Memberships (the hidden ones and any left): a hub without a super_admin now gets one (the
+  -- longest-standing admin, else member); a hub nobody belongs to any more (nor a hidden member
+  -- who may come back) is deleted.
+  for v_hub in
+    select (h.data ->> 'hub_id')::uuid from app_private.hidden_rows h where h.user_id = p_user_id and h.kind = 'membership'
+    union
+    select m.hub_id from app.hub_memberships m where m.user_id = p_user_id
+  loop
+    delete from app.hub_memberships where hub_id = v_hub and user_id = p_user_id;
+    if not exists (select from app.hubs x where x.id = v_hub) then
+      continue;
+    end if;
+    if not exists (select from app.hub_memberships m where m.hub_id = v_hub) then
+      if not exists (select from app_private.hidden_rows h where h.kind = 'membership' and h.user_id <> p_user_id and (h.data ->> 'hub_id')::uuid = v_hub) then
+        perform app_private.delete_hub(v_hub);
+      end if;
+    elsif not exists (select from app.hub_memberships m where m.hub_id = v_hub and m.role = 'super_admin') then
+      update app.hub_memberships m set role = 'super_admin'
+        where m.hub_id = v_hub
+          and m.user_id = (select n.user_id from app.hub_memberships n where n.hub_id = v_hub
+                           order by n.role = 'admin' desc, n.joined_at, n.user_id limit 1);
+    end if;
+  end loop;
+  delete from app_private.hidden_rows where user_id = p_user_id;
+  -- Follows of other hidden accounts that wait for this one.
+  delete from app_private.hidden_rows h where h.kind = 'follow'
+    and ((h.data ->> 'follower_id')::uuid = p_user_id or (h.data ->> 'followee_id')::uuid = p_user_id);
+end
+$$;
+
+
+--
+-- Name: purge_account_finish(uuid); Type: FUNCTION; Schema: app_private; Owner: -
+--
+
+CREATE FUNCTION app_private.purge_account_finish(p_user_id uuid) RETURNS boolean
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog'
+    AS $$
+begin
+  perform from app_private.account_states s where s.user_id = p_user_id and s.purge_started_at is not null for update;
+  if not found then
+    return false;
+  end if;
+  update app.users set merged_into = null where merged_into = p_user_id;
+  delete from app_private.notification_settings where user_id = p_user_id;
+  delete from app_private.unread_counters where user_id = p_user_id;
+  delete from app_private.badge_changes where user_id = p_user_id;
+  delete from app_private.counters where subject = p_user_id;
+  delete from app_private.data_exports where user_id = p_user_id;
+  delete from app_private.account_states where user_id = p_user_id;
+  delete from app.users where id = p_user_id;
+  return true;
+end
+$$;
+
+
+--
+-- Name: purge_account_object_keys(uuid); Type: FUNCTION; Schema: app_private; Owner: -
+--
+
+CREATE FUNCTION app_private.purge_account_object_keys(p_user_id uuid) RETURNS TABLE(object_key text)
+    LANGUAGE sql STABLE SECURITY DEFINER
+    SET search_path TO 'pg_catalog'
+    AS $$
+  select i.object_key
+  from app.upload_intents i
+  join app_private.account_states s on s.user_id = i.owner_id and s.purge_started_at is not null
+  where i.owner_id = p_user_id
+    and not exists (select from app.assets a join app.hubs h on h.profile_asset_id = a.id where a.upload_id = i.id)
+  union
+  -- data export archives (0263)
+  select e.object_key
+  from app_private.data_exports e
+  join app_private.account_states s on s.user_id = e.user_id and s.purge_started_at is not null
+  where e.user_id = p_user_id and e.object_key is not null
+  order by 1
+$$;
+
+
+--
+-- Name: purge_account_uploads(uuid); Type: FUNCTION; Schema: app_private; Owner: -
+--
+
+CREATE FUNCTION app_private.purge_account_uploads(p_user_id uuid) RETURNS void
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog'
+    AS $$
+begin
+  perform from app_private.account_states s where s.user_id = p_user_id and s.purge_started_at is not null for update;
+  if not found then
+    return;
+  end if;
+  -- A hub's image stays with the hub, without an owner.
+  update app.assets a set owner_id = null where a.owner_id = p_user_id and exists (select from app.hubs h where h.profile_asset_id = a.id);
+  update app.users set profile_asset_id = null where id = p_user_id;
+  update app.hub_profiles set profile_asset_id = null
+    where profile_asset_id in (select a.id from app.assets a where a.owner_id = p_user_id);
+  delete from app.assets a where a.owner_id = p_user_id;
+  delete from app.upload_intents i where i.owner_id = p_user_id and not exists (select from app.assets a where a.upload_id = i.id);
+  update app.upload_intents set owner_id = null where owner_id = p_user_id;
+end
+$$;
+
+
+--
 -- Name: purge_expired_auth(); Type: FUNCTION; Schema: app_private; Owner: -
 --
 
@@ -4731,6 +5534,55 @@ $$;
 
 
 --
+-- Name: report_filed(); Type: FUNCTION; Schema: app_private; Owner: -
+--
+
+CREATE FUNCTION app_private.report_filed() RETURNS trigger
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog'
+    AS $$
+begin
+  new.state := 'open';
+  new.decided_at := null;
+  new.decided_by := null;
+  new.snapshot := app_private.report_snapshot(new.target_type, new.target_id);
+  return new;
+end
+$$;
+
+
+--
+-- Name: report_snapshot(app.report_target, uuid); Type: FUNCTION; Schema: app_private; Owner: -
+--
+
+CREATE FUNCTION app_private.report_snapshot(p_type app.report_target, p_target uuid) RETURNS jsonb
+    LANGUAGE sql STABLE
+    SET search_path TO 'pg_catalog'
+    AS $$
+  select case p_type
+    when 'post' then (
+      select jsonb_build_object('authorId', p.author_id, 'authorUsername', coalesce(u.username, s.held_username),
+                                'thoughtText', p.thought_text, 'sliderText', p.slider_text,
+                                'sliderLabels', case when p.slider_text is not null then jsonb_build_array(p.slider_left_label, p.slider_right_label) end,
+                                'articleTitle', a.title, 'articleUrl', a.url, 'sourcePostId', p.source_post_id,
+                                'visibility', p.visibility, 'createdAt', p.created_at)
+      from app.posts p
+      join app.users u on u.id = p.author_id
+      left join app_private.account_states s on s.user_id = p.author_id
+      left join app.articles a on a.id = p.article_id
+      where p.id = p_target)
+    when 'user' then (
+      select jsonb_build_object('username', coalesce(u.username, s.held_username), 'fullName', u.full_name, 'bio', u.bio)
+      from app.users u left join app_private.account_states s on s.user_id = u.id
+      where u.id = p_target)
+    else (
+      select jsonb_build_object('name', h.name, 'description', h.description, 'customLink', h.custom_link)
+      from app.hubs h where h.id = p_target)
+  end
+$$;
+
+
+--
 -- Name: repost_row_visible(uuid, uuid); Type: FUNCTION; Schema: app_private; Owner: -
 --
 
@@ -4756,6 +5608,37 @@ CREATE FUNCTION app_private.repost_visible(p_repost app.posts, p_user_id uuid) R
              where ph.post_id = p_repost.id and ph.kind = 'target' and app.is_active_member(ph.hub_id, p_user_id))
            else false
          end
+$$;
+
+
+--
+-- Name: require_reason(text); Type: FUNCTION; Schema: app_private; Owner: -
+--
+
+CREATE FUNCTION app_private.require_reason(p_reason text) RETURNS void
+    LANGUAGE plpgsql
+    AS $$
+begin
+  if p_reason is null or btrim(p_reason) = '' or char_length(p_reason) > 1000 then
+    perform app.fail('VALIDATION_FAILED');
+  end if;
+end
+$$;
+
+
+--
+-- Name: resolve_target_reports(app.report_target, uuid); Type: FUNCTION; Schema: app_private; Owner: -
+--
+
+CREATE FUNCTION app_private.resolve_target_reports(p_type app.report_target, p_target uuid) RETURNS uuid[]
+    LANGUAGE sql
+    SET search_path TO 'pg_catalog'
+    AS $$
+  with decided as (
+    update app.reports r set state = 'resolved', decided_at = now(), decided_by = app_private.moderator()
+    where r.target_type = p_type and r.target_id = p_target and r.state = 'open'
+    returning r.id)
+  select coalesce(array_agg(d.id order by d.id), '{}') from decided d
 $$;
 
 
@@ -4853,6 +5736,66 @@ $$;
 
 
 --
+-- Name: show_account(uuid); Type: FUNCTION; Schema: app_private; Owner: -
+--
+
+CREATE FUNCTION app_private.show_account(p_user_id uuid) RETURNS boolean
+    LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog'
+    AS $$
+declare
+  v_state app_private.account_states;
+begin
+  select * into v_state from app_private.account_states s where s.user_id = p_user_id for update;
+  if not found or v_state.deletion_requested_at is not null or v_state.suspended_at is not null then
+    return false;
+  end if;
+  delete from app_private.account_states where user_id = p_user_id;
+  if v_state.held_username is not null and not exists (select from app.users o where o.username = v_state.held_username)
+     and not exists (select from app.reserved_handles r where r.handle = v_state.held_username) then
+    update app.users set username = v_state.held_username where id = p_user_id;
+  end if;
+  update app.posts p set deleted_at = null
+    where p.id in (select h.row_id from app_private.hidden_rows h where h.user_id = p_user_id and h.kind = 'post')
+      and p.deleted_at is not null
+      and not exists (select from app_private.removed_posts r where r.post_id = p.id);
+  update app.comments c set deleted_at = null
+    where c.id in (select h.row_id from app_private.hidden_rows h where h.user_id = p_user_id and h.kind = 'comment')
+      and c.deleted_at is not null;
+  -- Follows with another hidden account wait for that one.
+  update app_private.hidden_rows h
+    set user_id = case when (h.data ->> 'follower_id')::uuid = p_user_id then (h.data ->> 'followee_id')::uuid else (h.data ->> 'follower_id')::uuid end
+    where h.user_id = p_user_id and h.kind = 'follow'
+      and app_private.account_hidden(case when (h.data ->> 'follower_id')::uuid = p_user_id then (h.data ->> 'followee_id')::uuid
+                                          else (h.data ->> 'follower_id')::uuid end);
+  insert into app.follows overriding system value
+    select f.* from app_private.hidden_rows h cross join lateral jsonb_populate_record(null::app.follows, h.data) f
+    where h.user_id = p_user_id and h.kind = 'follow'
+      and exists (select from app.users u where u.id = f.follower_id)
+      and exists (select from app.users u where u.id = f.followee_id)
+      and not exists (select from app.blocks b where (b.blocker_id, b.blocked_id) in ((f.follower_id, f.followee_id), (f.followee_id, f.follower_id)))
+    on conflict do nothing;
+  insert into app.hub_memberships
+    select m.* from app_private.hidden_rows h cross join lateral jsonb_populate_record(null::app.hub_memberships, h.data) m
+    where h.user_id = p_user_id and h.kind = 'membership'
+      -- removed_at: a hub internal tooling removed meanwhile (column of 0262)
+      and exists (select from app.hubs x where x.id = m.hub_id and x.removed_at is null)
+    on conflict do nothing;
+  insert into app.hub_activity
+    select a.* from app_private.hidden_rows h cross join lateral jsonb_populate_record(null::app.hub_activity, h.data) a
+    where h.user_id = p_user_id and h.kind = 'hub_activity' and exists (select from app.hub_memberships m where m.hub_id = a.hub_id and m.user_id = a.user_id)
+    on conflict do nothing;
+  insert into app.activity_events overriding system value
+    select e.* from app_private.hidden_rows h cross join lateral jsonb_populate_record(null::app.activity_events, h.data) e
+    where h.user_id = p_user_id and h.kind = 'activity' and exists (select from app.posts p where p.id = e.post_id)
+    on conflict do nothing;
+  delete from app_private.hidden_rows where user_id = p_user_id;
+  return true;
+end
+$$;
+
+
+--
 -- Name: sign_in_phone(text); Type: FUNCTION; Schema: app_private; Owner: -
 --
 
@@ -4922,7 +5865,26 @@ CREATE FUNCTION app_private.start_session(p_user_id uuid, p_refresh_hash bytea) 
     AS $$
 declare
   v_session uuid;
+  v_state app_private.account_states;
 begin
+  select * into v_state from app_private.account_states s where s.user_id = p_user_id for update;
+  if found then
+    if v_state.purge_started_at is not null then
+      -- A sign-in that found the account just before its purge took its identities away.
+      perform app.fail('UNAUTHORIZED');
+    end if;
+    if v_state.suspended_at is not null and (v_state.suspended_until is null or v_state.suspended_until > now()) then
+      perform app.fail('ACCOUNT_SUSPENDED');
+    end if;
+    update app_private.account_states s
+      set suspended_at = null, suspended_until = null, suspension_reason = null, deletion_requested_at = null, purge_after = null
+      where s.user_id = p_user_id;
+    if v_state.deletion_requested_at is not null then
+      perform graphile_worker.remove_job('purge_account:' || p_user_id);
+      perform set_config('app.restored', 'true', true);
+    end if;
+    perform app_private.show_account(p_user_id);
+  end if;
   insert into app.sessions (user_id, expires_at)
     values (p_user_id, now() + interval '30 days')
     returning id into v_session;
@@ -5064,7 +6026,7 @@ CREATE TABLE app.hub_invite_links (
     id uuid DEFAULT gen_random_uuid() NOT NULL,
     hub_id uuid NOT NULL,
     token text NOT NULL,
-    created_by uuid NOT NULL,
+    created_by uuid,
     created_at timestamp with time zone DEFAULT now() NOT NULL,
     expires_at timestamp with time zone DEFAULT (now() + '7 days'::interval) NOT NULL
 );
@@ -5706,9 +6668,10 @@ CREATE TABLE app.hubs (
     profile_asset_id uuid NOT NULL,
     custom_link text,
     is_recommended boolean DEFAULT false NOT NULL,
-    created_by uuid NOT NULL,
+    created_by uuid,
     created_at timestamp with time zone DEFAULT now() NOT NULL,
     last_activity_at timestamp with time zone DEFAULT now() NOT NULL,
+    removed_at timestamp with time zone,
     CONSTRAINT hubs_custom_link_check CHECK ((custom_link ~ '^[a-z0-9_-]{3,40}$'::text)),
     CONSTRAINT hubs_description_check CHECK ((char_length(description) <= 1000)),
     CONSTRAINT hubs_name_check CHECK (((char_length(name) >= 3) AND (char_length(name) <= 60)))
@@ -5734,6 +6697,20 @@ CREATE VIEW app.hub_stats WITH (security_invoker='true') AS
 
 COMMENT ON VIEW app.hub_stats IS '@primaryKey hub_id
 @foreignKey (hub_id) references app.hubs (id)';
+
+
+--
+-- Name: moderation_log_id_seq; Type: SEQUENCE; Schema: app; Owner: -
+--
+
+ALTER TABLE app.moderation_log ALTER COLUMN id ADD GENERATED ALWAYS AS IDENTITY (
+    SEQUENCE NAME app.moderation_log_id_seq
+    START WITH 1
+    INCREMENT BY 1
+    NO MINVALUE
+    NO MAXVALUE
+    CACHE 1
+);
 
 
 --
@@ -5831,12 +6808,16 @@ ALTER TABLE ONLY app.push_devices FORCE ROW LEVEL SECURITY;
 
 CREATE TABLE app.reports (
     id uuid DEFAULT gen_random_uuid() NOT NULL,
-    reporter_id uuid NOT NULL,
+    reporter_id uuid,
     target_type app.report_target NOT NULL,
     target_id uuid NOT NULL,
     reason app.report_reason NOT NULL,
     details text,
     created_at timestamp with time zone DEFAULT now() NOT NULL,
+    state app.report_state DEFAULT 'open'::app.report_state NOT NULL,
+    decided_at timestamp with time zone,
+    decided_by text,
+    snapshot jsonb,
     CONSTRAINT reports_details_check CHECK ((char_length(details) <= 1000))
 );
 
@@ -5992,6 +6973,32 @@ ALTER TABLE ONLY app.vote_scope_receipts FORCE ROW LEVEL SECURITY;
 
 
 --
+-- Name: account_states; Type: TABLE; Schema: app_private; Owner: -
+--
+
+CREATE TABLE app_private.account_states (
+    user_id uuid NOT NULL,
+    held_username text,
+    hidden_at timestamp with time zone DEFAULT now() NOT NULL,
+    deletion_requested_at timestamp with time zone,
+    purge_after timestamp with time zone,
+    suspended_at timestamp with time zone,
+    suspended_until timestamp with time zone,
+    suspension_reason text,
+    purge_started_at timestamp with time zone,
+    CONSTRAINT account_states_check CHECK (((deletion_requested_at IS NULL) = (purge_after IS NULL))),
+    CONSTRAINT account_states_check1 CHECK (((suspended_at IS NOT NULL) OR (suspended_until IS NULL)))
+);
+
+
+--
+-- Name: TABLE account_states; Type: COMMENT; Schema: app_private; Owner: -
+--
+
+COMMENT ON TABLE app_private.account_states IS 'Accounts hidden from everyone else: deletion requested (purged after purge_after) and/or suspended (0261). A row exists exactly while the account is hidden.';
+
+
+--
 -- Name: anonymous_devices; Type: TABLE; Schema: app_private; Owner: -
 --
 
@@ -6045,6 +7052,50 @@ CREATE TABLE app_private.counters (
 --
 
 COMMENT ON TABLE app_private.counters IS 'Counters shown by the API, as sums of up to 16 slot rows per subject (0220). Written only by the counting triggers; read through app_private.counter_value.';
+
+
+--
+-- Name: data_exports; Type: TABLE; Schema: app_private; Owner: -
+--
+
+CREATE TABLE app_private.data_exports (
+    id uuid DEFAULT gen_random_uuid() NOT NULL,
+    user_id uuid NOT NULL,
+    status text DEFAULT 'pending'::text NOT NULL,
+    object_key text,
+    requested_at timestamp with time zone DEFAULT now() NOT NULL,
+    finished_at timestamp with time zone,
+    CONSTRAINT data_exports_check CHECK (((status = 'ready'::text) = (object_key IS NOT NULL))),
+    CONSTRAINT data_exports_status_check CHECK ((status = ANY (ARRAY['pending'::text, 'ready'::text, 'failed'::text])))
+);
+
+
+--
+-- Name: TABLE data_exports; Type: COMMENT; Schema: app_private; Owner: -
+--
+
+COMMENT ON TABLE app_private.data_exports IS 'Data exports of users (0264): read through app.data_export, written by the export_account task.';
+
+
+--
+-- Name: hidden_rows; Type: TABLE; Schema: app_private; Owner: -
+--
+
+CREATE TABLE app_private.hidden_rows (
+    user_id uuid NOT NULL,
+    kind text NOT NULL,
+    row_id uuid,
+    data jsonb,
+    CONSTRAINT hidden_rows_check CHECK (((kind = ANY (ARRAY['post'::text, 'comment'::text])) = ((row_id IS NOT NULL) AND (data IS NULL)))),
+    CONSTRAINT hidden_rows_kind_check CHECK ((kind = ANY (ARRAY['post'::text, 'comment'::text, 'follow'::text, 'membership'::text, 'activity'::text, 'hub_activity'::text])))
+);
+
+
+--
+-- Name: TABLE hidden_rows; Type: COMMENT; Schema: app_private; Owner: -
+--
+
+COMMENT ON TABLE app_private.hidden_rows IS 'What app_private.hide_account took out of sight, per hidden account (0261).';
 
 
 --
@@ -6145,6 +7196,18 @@ CREATE TABLE app_private.refresh_tokens (
     created_at timestamp with time zone DEFAULT now() NOT NULL,
     expires_at timestamp with time zone NOT NULL,
     rotated_at timestamp with time zone
+);
+
+
+--
+-- Name: removed_posts; Type: TABLE; Schema: app_private; Owner: -
+--
+
+CREATE TABLE app_private.removed_posts (
+    post_id uuid NOT NULL,
+    removed_at timestamp with time zone DEFAULT now() NOT NULL,
+    reason text NOT NULL,
+    prior_deleted_at timestamp with time zone
 );
 
 
@@ -6556,6 +7619,14 @@ ALTER TABLE ONLY app.hubs
 
 
 --
+-- Name: moderation_log moderation_log_pkey; Type: CONSTRAINT; Schema: app; Owner: -
+--
+
+ALTER TABLE ONLY app.moderation_log
+    ADD CONSTRAINT moderation_log_pkey PRIMARY KEY (id);
+
+
+--
 -- Name: notifications notifications_pkey; Type: CONSTRAINT; Schema: app; Owner: -
 --
 
@@ -6716,6 +7787,14 @@ ALTER TABLE ONLY app.vote_scope_receipts
 
 
 --
+-- Name: account_states account_states_pkey; Type: CONSTRAINT; Schema: app_private; Owner: -
+--
+
+ALTER TABLE ONLY app_private.account_states
+    ADD CONSTRAINT account_states_pkey PRIMARY KEY (user_id);
+
+
+--
 -- Name: anonymous_devices anonymous_devices_pkey; Type: CONSTRAINT; Schema: app_private; Owner: -
 --
 
@@ -6737,6 +7816,14 @@ ALTER TABLE ONLY app_private.badge_changes
 
 ALTER TABLE ONLY app_private.counters
     ADD CONSTRAINT counters_pkey PRIMARY KEY (counter, subject, slot);
+
+
+--
+-- Name: data_exports data_exports_pkey; Type: CONSTRAINT; Schema: app_private; Owner: -
+--
+
+ALTER TABLE ONLY app_private.data_exports
+    ADD CONSTRAINT data_exports_pkey PRIMARY KEY (id);
 
 
 --
@@ -6801,6 +7888,14 @@ ALTER TABLE ONLY app_private.rate_limits
 
 ALTER TABLE ONLY app_private.refresh_tokens
     ADD CONSTRAINT refresh_tokens_pkey PRIMARY KEY (token_hash);
+
+
+--
+-- Name: removed_posts removed_posts_pkey; Type: CONSTRAINT; Schema: app_private; Owner: -
+--
+
+ALTER TABLE ONLY app_private.removed_posts
+    ADD CONSTRAINT removed_posts_pkey PRIMARY KEY (post_id);
 
 
 --
@@ -7119,6 +8214,13 @@ CREATE INDEX hubs_recommended ON app.hubs USING btree (name) WHERE is_recommende
 
 
 --
+-- Name: moderation_log_newest; Type: INDEX; Schema: app; Owner: -
+--
+
+CREATE INDEX moderation_log_newest ON app.moderation_log USING btree (created_at DESC, id DESC);
+
+
+--
 -- Name: notifications_fanout_once; Type: INDEX; Schema: app; Owner: -
 --
 
@@ -7224,6 +8326,20 @@ CREATE INDEX push_devices_user ON app.push_devices USING btree (user_id, last_se
 
 
 --
+-- Name: reports_one_open; Type: INDEX; Schema: app; Owner: -
+--
+
+CREATE UNIQUE INDEX reports_one_open ON app.reports USING btree (reporter_id, target_type, target_id) WHERE (state = 'open'::app.report_state);
+
+
+--
+-- Name: reports_open_targets; Type: INDEX; Schema: app; Owner: -
+--
+
+CREATE INDEX reports_open_targets ON app.reports USING btree (target_type, target_id, created_at) WHERE (state = 'open'::app.report_state);
+
+
+--
 -- Name: reports_target; Type: INDEX; Schema: app; Owner: -
 --
 
@@ -7312,6 +8428,20 @@ CREATE INDEX vote_receipts_user ON app.vote_receipts USING btree (user_id, voted
 --
 
 CREATE INDEX badge_changes_tx_id ON app_private.badge_changes USING btree (tx_id);
+
+
+--
+-- Name: data_exports_user; Type: INDEX; Schema: app_private; Owner: -
+--
+
+CREATE INDEX data_exports_user ON app_private.data_exports USING btree (user_id, requested_at DESC);
+
+
+--
+-- Name: hidden_rows_user; Type: INDEX; Schema: app_private; Owner: -
+--
+
+CREATE INDEX hidden_rows_user ON app_private.hidden_rows USING btree (user_id, kind);
 
 
 --
@@ -7490,6 +8620,20 @@ CREATE TRIGGER hubs_name_words_update AFTER UPDATE OF name ON app.hubs FOR EACH 
 
 
 --
+-- Name: moderation_log moderation_log_append_only; Type: TRIGGER; Schema: app; Owner: -
+--
+
+CREATE TRIGGER moderation_log_append_only BEFORE DELETE OR UPDATE ON app.moderation_log FOR EACH ROW EXECUTE FUNCTION app_private.moderation_log_append_only();
+
+
+--
+-- Name: moderation_log moderation_log_no_truncate; Type: TRIGGER; Schema: app; Owner: -
+--
+
+CREATE TRIGGER moderation_log_no_truncate BEFORE TRUNCATE ON app.moderation_log FOR EACH STATEMENT EXECUTE FUNCTION app_private.moderation_log_append_only();
+
+
+--
 -- Name: notifications notifications_count_unread_changes; Type: TRIGGER; Schema: app; Owner: -
 --
 
@@ -7571,6 +8715,13 @@ CREATE TRIGGER posts_move_repost_unread_on_delete AFTER DELETE ON app.posts FOR 
 --
 
 CREATE TRIGGER posts_seed_vote_counters AFTER INSERT ON app.posts FOR EACH ROW WHEN ((new.slider_text IS NOT NULL)) EXECUTE FUNCTION app_private.posts_seed_vote_counters();
+
+
+--
+-- Name: reports reports_snapshot; Type: TRIGGER; Schema: app; Owner: -
+--
+
+CREATE TRIGGER reports_snapshot BEFORE INSERT ON app.reports FOR EACH ROW EXECUTE FUNCTION app_private.report_filed();
 
 
 --
@@ -8019,7 +9170,7 @@ ALTER TABLE ONLY app.push_devices
 --
 
 ALTER TABLE ONLY app.reports
-    ADD CONSTRAINT reports_reporter_id_fkey FOREIGN KEY (reporter_id) REFERENCES app.users(id);
+    ADD CONSTRAINT reports_reporter_id_fkey FOREIGN KEY (reporter_id) REFERENCES app.users(id) ON DELETE SET NULL;
 
 
 --
@@ -8111,11 +9262,35 @@ ALTER TABLE ONLY app.vote_counters
 
 
 --
+-- Name: account_states account_states_user_id_fkey; Type: FK CONSTRAINT; Schema: app_private; Owner: -
+--
+
+ALTER TABLE ONLY app_private.account_states
+    ADD CONSTRAINT account_states_user_id_fkey FOREIGN KEY (user_id) REFERENCES app.users(id);
+
+
+--
 -- Name: anonymous_devices anonymous_devices_user_id_fkey; Type: FK CONSTRAINT; Schema: app_private; Owner: -
 --
 
 ALTER TABLE ONLY app_private.anonymous_devices
     ADD CONSTRAINT anonymous_devices_user_id_fkey FOREIGN KEY (user_id) REFERENCES app.users(id);
+
+
+--
+-- Name: data_exports data_exports_user_id_fkey; Type: FK CONSTRAINT; Schema: app_private; Owner: -
+--
+
+ALTER TABLE ONLY app_private.data_exports
+    ADD CONSTRAINT data_exports_user_id_fkey FOREIGN KEY (user_id) REFERENCES app.users(id);
+
+
+--
+-- Name: hidden_rows hidden_rows_user_id_fkey; Type: FK CONSTRAINT; Schema: app_private; Owner: -
+--
+
+ALTER TABLE ONLY app_private.hidden_rows
+    ADD CONSTRAINT hidden_rows_user_id_fkey FOREIGN KEY (user_id) REFERENCES app.users(id);
 
 
 --
@@ -8164,6 +9339,14 @@ ALTER TABLE ONLY app_private.push_deliveries
 
 ALTER TABLE ONLY app_private.refresh_tokens
     ADD CONSTRAINT refresh_tokens_session_id_fkey FOREIGN KEY (session_id) REFERENCES app.sessions(id);
+
+
+--
+-- Name: removed_posts removed_posts_post_id_fkey; Type: FK CONSTRAINT; Schema: app_private; Owner: -
+--
+
+ALTER TABLE ONLY app_private.removed_posts
+    ADD CONSTRAINT removed_posts_post_id_fkey FOREIGN KEY (post_id) REFERENCES app.posts(id);
 
 
 --
@@ -8441,7 +9624,7 @@ CREATE POLICY hubs_select_admin ON app.hubs FOR SELECT TO app_admin USING (true)
 -- Name: hubs hubs_select_signed_in; Type: POLICY; Schema: app; Owner: -
 --
 
-CREATE POLICY hubs_select_signed_in ON app.hubs FOR SELECT TO app_user USING (true);
+CREATE POLICY hubs_select_signed_in ON app.hubs FOR SELECT TO app_user USING ((removed_at IS NULL));
 
 
 --
@@ -8449,6 +9632,19 @@ CREATE POLICY hubs_select_signed_in ON app.hubs FOR SELECT TO app_user USING (tr
 --
 
 CREATE POLICY hubs_update_recommended_admin ON app.hubs FOR UPDATE TO app_admin USING (true) WITH CHECK (true);
+
+
+--
+-- Name: moderation_log; Type: ROW SECURITY; Schema: app; Owner: -
+--
+
+ALTER TABLE app.moderation_log ENABLE ROW LEVEL SECURITY;
+
+--
+-- Name: moderation_log moderation_log_select_admin; Type: POLICY; Schema: app; Owner: -
+--
+
+CREATE POLICY moderation_log_select_admin ON app.moderation_log FOR SELECT TO app_admin USING (true);
 
 
 --
@@ -9049,6 +10245,14 @@ GRANT ALL ON FUNCTION app.create_upload_intent(p_purpose app.upload_purpose, p_c
 
 
 --
+-- Name: FUNCTION data_export(p_export_id uuid); Type: ACL; Schema: app; Owner: -
+--
+
+REVOKE ALL ON FUNCTION app.data_export(p_export_id uuid) FROM PUBLIC;
+GRANT ALL ON FUNCTION app.data_export(p_export_id uuid) TO app_user;
+
+
+--
 -- Name: FUNCTION decline_invitation(p_invitation_id uuid); Type: ACL; Schema: app; Owner: -
 --
 
@@ -9078,6 +10282,21 @@ GRANT ALL ON FUNCTION app.delete_post(p_post_id uuid) TO app_user;
 
 REVOKE ALL ON FUNCTION app.delete_push_device(p_device_id uuid) FROM PUBLIC;
 GRANT ALL ON FUNCTION app.delete_push_device(p_device_id uuid) TO app_user;
+
+
+--
+-- Name: TABLE moderation_log; Type: ACL; Schema: app; Owner: -
+--
+
+GRANT SELECT ON TABLE app.moderation_log TO app_admin;
+
+
+--
+-- Name: FUNCTION dismiss_report(p_report_id uuid); Type: ACL; Schema: app; Owner: -
+--
+
+REVOKE ALL ON FUNCTION app.dismiss_report(p_report_id uuid) FROM PUBLIC;
+GRANT ALL ON FUNCTION app.dismiss_report(p_report_id uuid) TO app_admin;
 
 
 --
@@ -9468,6 +10687,14 @@ GRANT ALL ON FUNCTION app.onboarding_status() TO app_user;
 
 
 --
+-- Name: FUNCTION open_report_groups(); Type: ACL; Schema: app; Owner: -
+--
+
+REVOKE ALL ON FUNCTION app.open_report_groups() FROM PUBLIC;
+GRANT ALL ON FUNCTION app.open_report_groups() TO app_admin;
+
+
+--
 -- Name: FUNCTION post_assets_usable(p_asset_ids uuid[]); Type: ACL; Schema: app; Owner: -
 --
 
@@ -9643,11 +10870,35 @@ GRANT ALL ON FUNCTION app.remove_default_feed_user(username text) TO app_admin;
 
 
 --
+-- Name: FUNCTION remove_hub(p_hub_id uuid, p_reason text); Type: ACL; Schema: app; Owner: -
+--
+
+REVOKE ALL ON FUNCTION app.remove_hub(p_hub_id uuid, p_reason text) FROM PUBLIC;
+GRANT ALL ON FUNCTION app.remove_hub(p_hub_id uuid, p_reason text) TO app_admin;
+
+
+--
 -- Name: FUNCTION remove_hub_member(p_hub_id uuid, p_user_id uuid); Type: ACL; Schema: app; Owner: -
 --
 
 REVOKE ALL ON FUNCTION app.remove_hub_member(p_hub_id uuid, p_user_id uuid) FROM PUBLIC;
 GRANT ALL ON FUNCTION app.remove_hub_member(p_hub_id uuid, p_user_id uuid) TO app_user;
+
+
+--
+-- Name: FUNCTION remove_post(p_post_id uuid, p_reason text); Type: ACL; Schema: app; Owner: -
+--
+
+REVOKE ALL ON FUNCTION app.remove_post(p_post_id uuid, p_reason text) FROM PUBLIC;
+GRANT ALL ON FUNCTION app.remove_post(p_post_id uuid, p_reason text) TO app_admin;
+
+
+--
+-- Name: FUNCTION reopen_report(p_report_id uuid); Type: ACL; Schema: app; Owner: -
+--
+
+REVOKE ALL ON FUNCTION app.reopen_report(p_report_id uuid) FROM PUBLIC;
+GRANT ALL ON FUNCTION app.reopen_report(p_report_id uuid) TO app_admin;
 
 
 --
@@ -9672,6 +10923,22 @@ GRANT ALL ON FUNCTION app.report_post(p_post_id uuid, p_reason app.report_reason
 
 REVOKE ALL ON FUNCTION app.report_user(p_user_id uuid, p_reason app.report_reason, p_details text) FROM PUBLIC;
 GRANT ALL ON FUNCTION app.report_user(p_user_id uuid, p_reason app.report_reason, p_details text) TO app_user;
+
+
+--
+-- Name: FUNCTION request_account_deletion(OUT scheduled_for timestamp with time zone); Type: ACL; Schema: app; Owner: -
+--
+
+REVOKE ALL ON FUNCTION app.request_account_deletion(OUT scheduled_for timestamp with time zone) FROM PUBLIC;
+GRANT ALL ON FUNCTION app.request_account_deletion(OUT scheduled_for timestamp with time zone) TO app_user;
+
+
+--
+-- Name: FUNCTION request_data_export(OUT export_id uuid, OUT status text); Type: ACL; Schema: app; Owner: -
+--
+
+REVOKE ALL ON FUNCTION app.request_data_export(OUT export_id uuid, OUT status text) FROM PUBLIC;
+GRANT ALL ON FUNCTION app.request_data_export(OUT export_id uuid, OUT status text) TO app_user;
 
 
 --
@@ -9704,6 +10971,22 @@ GRANT ALL ON FUNCTION app.require_hub_role(p_hub_id uuid, p_roles app.hub_role[]
 
 REVOKE ALL ON FUNCTION app.require_level(p_level integer) FROM PUBLIC;
 GRANT ALL ON FUNCTION app.require_level(p_level integer) TO app_anonymous;
+
+
+--
+-- Name: FUNCTION resolve_report(p_report_id uuid); Type: ACL; Schema: app; Owner: -
+--
+
+REVOKE ALL ON FUNCTION app.resolve_report(p_report_id uuid) FROM PUBLIC;
+GRANT ALL ON FUNCTION app.resolve_report(p_report_id uuid) TO app_admin;
+
+
+--
+-- Name: FUNCTION restore_post(p_post_id uuid); Type: ACL; Schema: app; Owner: -
+--
+
+REVOKE ALL ON FUNCTION app.restore_post(p_post_id uuid) FROM PUBLIC;
+GRANT ALL ON FUNCTION app.restore_post(p_post_id uuid) TO app_admin;
 
 
 --
@@ -9780,6 +11063,14 @@ GRANT ALL ON FUNCTION app.share_post_to_hubs(p_post_id uuid, p_hub_ids uuid[]) T
 
 
 --
+-- Name: FUNCTION suspend_user(p_user_id uuid, p_days integer, p_reason text); Type: ACL; Schema: app; Owner: -
+--
+
+REVOKE ALL ON FUNCTION app.suspend_user(p_user_id uuid, p_days integer, p_reason text) FROM PUBLIC;
+GRANT ALL ON FUNCTION app.suspend_user(p_user_id uuid, p_days integer, p_reason text) TO app_admin;
+
+
+--
 -- Name: FUNCTION unblock_user(p_target uuid); Type: ACL; Schema: app; Owner: -
 --
 
@@ -9801,6 +11092,14 @@ GRANT ALL ON FUNCTION app.unfollow_user(p_target uuid) TO app_user;
 
 REVOKE ALL ON FUNCTION app.unread_counts() FROM PUBLIC;
 GRANT ALL ON FUNCTION app.unread_counts() TO app_user;
+
+
+--
+-- Name: FUNCTION unsuspend_user(p_user_id uuid); Type: ACL; Schema: app; Owner: -
+--
+
+REVOKE ALL ON FUNCTION app.unsuspend_user(p_user_id uuid) FROM PUBLIC;
+GRANT ALL ON FUNCTION app.unsuspend_user(p_user_id uuid) TO app_admin;
 
 
 --
@@ -9968,6 +11267,13 @@ GRANT ALL ON FUNCTION app.viewer_session_id() TO app_worker;
 
 REVOKE ALL ON FUNCTION app.vote_tally(p_post_id uuid, p_hub_id uuid) FROM PUBLIC;
 GRANT ALL ON FUNCTION app.vote_tally(p_post_id uuid, p_hub_id uuid) TO app_anonymous;
+
+
+--
+-- Name: FUNCTION account_hidden(p_user_id uuid); Type: ACL; Schema: app_private; Owner: -
+--
+
+REVOKE ALL ON FUNCTION app_private.account_hidden(p_user_id uuid) FROM PUBLIC;
 
 
 --
@@ -10345,11 +11651,47 @@ REVOKE ALL ON FUNCTION app_private.counter_value(p_counter app_private.counter, 
 
 
 --
+-- Name: FUNCTION data_export_archive(p_export_id uuid); Type: ACL; Schema: app_private; Owner: -
+--
+
+REVOKE ALL ON FUNCTION app_private.data_export_archive(p_export_id uuid) FROM PUBLIC;
+GRANT ALL ON FUNCTION app_private.data_export_archive(p_export_id uuid) TO app_worker;
+
+
+--
+-- Name: FUNCTION decide_report(p_report_id uuid, p_state app.report_state, p_action app.moderation_action); Type: ACL; Schema: app_private; Owner: -
+--
+
+REVOKE ALL ON FUNCTION app_private.decide_report(p_report_id uuid, p_state app.report_state, p_action app.moderation_action) FROM PUBLIC;
+
+
+--
+-- Name: FUNCTION delete_hub(p_hub_id uuid); Type: ACL; Schema: app_private; Owner: -
+--
+
+REVOKE ALL ON FUNCTION app_private.delete_hub(p_hub_id uuid) FROM PUBLIC;
+
+
+--
+-- Name: FUNCTION delete_posts(p_posts uuid[]); Type: ACL; Schema: app_private; Owner: -
+--
+
+REVOKE ALL ON FUNCTION app_private.delete_posts(p_posts uuid[]) FROM PUBLIC;
+
+
+--
 -- Name: FUNCTION dispatch_notifications(); Type: ACL; Schema: app_private; Owner: -
 --
 
 REVOKE ALL ON FUNCTION app_private.dispatch_notifications() FROM PUBLIC;
 GRANT ALL ON FUNCTION app_private.dispatch_notifications() TO authenticator;
+
+
+--
+-- Name: FUNCTION end_suspension(p_user_id uuid); Type: ACL; Schema: app_private; Owner: -
+--
+
+REVOKE ALL ON FUNCTION app_private.end_suspension(p_user_id uuid) FROM PUBLIC;
 
 
 --
@@ -10384,6 +11726,21 @@ REVOKE ALL ON FUNCTION app_private.feed_page(p_feed text, p_subject uuid, p_snap
 
 
 --
+-- Name: FUNCTION file_report(p_type app.report_target, p_target uuid, p_reason app.report_reason, p_details text); Type: ACL; Schema: app_private; Owner: -
+--
+
+REVOKE ALL ON FUNCTION app_private.file_report(p_type app.report_target, p_target uuid, p_reason app.report_reason, p_details text) FROM PUBLIC;
+
+
+--
+-- Name: FUNCTION finish_data_export(p_export_id uuid, p_object_key text); Type: ACL; Schema: app_private; Owner: -
+--
+
+REVOKE ALL ON FUNCTION app_private.finish_data_export(p_export_id uuid, p_object_key text) FROM PUBLIC;
+GRANT ALL ON FUNCTION app_private.finish_data_export(p_export_id uuid, p_object_key text) TO app_worker;
+
+
+--
 -- Name: FUNCTION followees_of(p_viewer uuid); Type: ACL; Schema: app_private; Owner: -
 --
 
@@ -10411,6 +11768,13 @@ REVOKE ALL ON FUNCTION app_private.forget_revoked_session_devices() FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION app_private.forget_upload_intents(p_ids uuid[]) FROM PUBLIC;
 GRANT ALL ON FUNCTION app_private.forget_upload_intents(p_ids uuid[]) TO app_worker;
+
+
+--
+-- Name: FUNCTION hide_account(p_user_id uuid); Type: ACL; Schema: app_private; Owner: -
+--
+
+REVOKE ALL ON FUNCTION app_private.hide_account(p_user_id uuid) FROM PUBLIC;
 
 
 --
@@ -10526,6 +11890,21 @@ REVOKE ALL ON FUNCTION app_private.invite_phones(p_hub_id uuid, p_phones text[],
 
 
 --
+-- Name: FUNCTION iso(p_at timestamp with time zone); Type: ACL; Schema: app_private; Owner: -
+--
+
+REVOKE ALL ON FUNCTION app_private.iso(p_at timestamp with time zone) FROM PUBLIC;
+
+
+--
+-- Name: FUNCTION lift_suspension(p_user_id uuid); Type: ACL; Schema: app_private; Owner: -
+--
+
+REVOKE ALL ON FUNCTION app_private.lift_suspension(p_user_id uuid) FROM PUBLIC;
+GRANT ALL ON FUNCTION app_private.lift_suspension(p_user_id uuid) TO app_worker;
+
+
+--
 -- Name: FUNCTION live_badges(p_from xid8, p_to xid8); Type: ACL; Schema: app_private; Owner: -
 --
 
@@ -10554,6 +11933,13 @@ GRANT ALL ON FUNCTION app_private.live_sessions_sync(p_add uuid[], p_remove uuid
 --
 
 REVOKE ALL ON FUNCTION app_private.lock_reposts(p_post_ids uuid[]) FROM PUBLIC;
+
+
+--
+-- Name: FUNCTION log_moderation(p_action app.moderation_action, p_type app.report_target, p_target uuid, p_reason text, p_reports uuid[]); Type: ACL; Schema: app_private; Owner: -
+--
+
+REVOKE ALL ON FUNCTION app_private.log_moderation(p_action app.moderation_action, p_type app.report_target, p_target uuid, p_reason text, p_reports uuid[]) FROM PUBLIC;
 
 
 --
@@ -10610,6 +11996,20 @@ REVOKE ALL ON FUNCTION app_private.merge_user(p_source uuid, p_target uuid) FROM
 --
 
 REVOKE ALL ON FUNCTION app_private.merge_votes(p_source uuid, p_target uuid) FROM PUBLIC;
+
+
+--
+-- Name: FUNCTION moderation_log_append_only(); Type: ACL; Schema: app_private; Owner: -
+--
+
+REVOKE ALL ON FUNCTION app_private.moderation_log_append_only() FROM PUBLIC;
+
+
+--
+-- Name: FUNCTION moderator(); Type: ACL; Schema: app_private; Owner: -
+--
+
+REVOKE ALL ON FUNCTION app_private.moderator() FROM PUBLIC;
 
 
 --
@@ -10769,6 +12169,46 @@ REVOKE ALL ON FUNCTION app_private.profile_later(p_subject uuid, p_post_id uuid,
 
 
 --
+-- Name: FUNCTION purge_account_begin(p_user_id uuid); Type: ACL; Schema: app_private; Owner: -
+--
+
+REVOKE ALL ON FUNCTION app_private.purge_account_begin(p_user_id uuid) FROM PUBLIC;
+GRANT ALL ON FUNCTION app_private.purge_account_begin(p_user_id uuid) TO app_worker;
+
+
+--
+-- Name: FUNCTION purge_account_content(p_user_id uuid); Type: ACL; Schema: app_private; Owner: -
+--
+
+REVOKE ALL ON FUNCTION app_private.purge_account_content(p_user_id uuid) FROM PUBLIC;
+GRANT ALL ON FUNCTION app_private.purge_account_content(p_user_id uuid) TO app_worker;
+
+
+--
+-- Name: FUNCTION purge_account_finish(p_user_id uuid); Type: ACL; Schema: app_private; Owner: -
+--
+
+REVOKE ALL ON FUNCTION app_private.purge_account_finish(p_user_id uuid) FROM PUBLIC;
+GRANT ALL ON FUNCTION app_private.purge_account_finish(p_user_id uuid) TO app_worker;
+
+
+--
+-- Name: FUNCTION purge_account_object_keys(p_user_id uuid); Type: ACL; Schema: app_private; Owner: -
+--
+
+REVOKE ALL ON FUNCTION app_private.purge_account_object_keys(p_user_id uuid) FROM PUBLIC;
+GRANT ALL ON FUNCTION app_private.purge_account_object_keys(p_user_id uuid) TO app_worker;
+
+
+--
+-- Name: FUNCTION purge_account_uploads(p_user_id uuid); Type: ACL; Schema: app_private; Owner: -
+--
+
+REVOKE ALL ON FUNCTION app_private.purge_account_uploads(p_user_id uuid) FROM PUBLIC;
+GRANT ALL ON FUNCTION app_private.purge_account_uploads(p_user_id uuid) TO app_worker;
+
+
+--
 -- Name: FUNCTION purge_expired_auth(); Type: ACL; Schema: app_private; Owner: -
 --
 
@@ -10886,6 +12326,20 @@ GRANT ALL ON FUNCTION app_private.record_pushes(p_sent bigint[], p_retry bigint[
 
 
 --
+-- Name: FUNCTION report_filed(); Type: ACL; Schema: app_private; Owner: -
+--
+
+REVOKE ALL ON FUNCTION app_private.report_filed() FROM PUBLIC;
+
+
+--
+-- Name: FUNCTION report_snapshot(p_type app.report_target, p_target uuid); Type: ACL; Schema: app_private; Owner: -
+--
+
+REVOKE ALL ON FUNCTION app_private.report_snapshot(p_type app.report_target, p_target uuid) FROM PUBLIC;
+
+
+--
 -- Name: FUNCTION repost_row_visible(p_repost_id uuid, p_user_id uuid); Type: ACL; Schema: app_private; Owner: -
 --
 
@@ -10897,6 +12351,20 @@ REVOKE ALL ON FUNCTION app_private.repost_row_visible(p_repost_id uuid, p_user_i
 --
 
 REVOKE ALL ON FUNCTION app_private.repost_visible(p_repost app.posts, p_user_id uuid) FROM PUBLIC;
+
+
+--
+-- Name: FUNCTION require_reason(p_reason text); Type: ACL; Schema: app_private; Owner: -
+--
+
+REVOKE ALL ON FUNCTION app_private.require_reason(p_reason text) FROM PUBLIC;
+
+
+--
+-- Name: FUNCTION resolve_target_reports(p_type app.report_target, p_target uuid); Type: ACL; Schema: app_private; Owner: -
+--
+
+REVOKE ALL ON FUNCTION app_private.resolve_target_reports(p_type app.report_target, p_target uuid) FROM PUBLIC;
 
 
 --
@@ -10932,6 +12400,13 @@ REVOKE ALL ON FUNCTION app_private.seed_vote_counters(p_post_id uuid, p_hub_id u
 --
 
 REVOKE ALL ON FUNCTION app_private.session_level(p_session_id uuid, p_user_id uuid) FROM PUBLIC;
+
+
+--
+-- Name: FUNCTION show_account(p_user_id uuid); Type: ACL; Schema: app_private; Owner: -
+--
+
+REVOKE ALL ON FUNCTION app_private.show_account(p_user_id uuid) FROM PUBLIC;
 
 
 --

@@ -15,6 +15,8 @@ import type { Services } from './services.ts';
 import { authEndpoints } from './auth/routes.ts';
 import { onboardingEndpoints } from './onboarding/routes.ts';
 import { userEndpoints } from './users/routes.ts';
+import { deletionEndpoints } from './users/deletion.ts';
+import { exportEndpoints } from './users/exports.ts';
 import { pushDeviceEndpoints } from './users/push-devices.ts';
 import { notificationSettingsEndpoints } from './users/notification-settings.ts';
 import { uploadEndpoints } from './uploads/routes.ts';
@@ -43,6 +45,8 @@ export const allEndpoints: Endpoint[] = [
   ...authEndpoints,
   ...onboardingEndpoints,
   ...pushDeviceEndpoints,
+  ...deletionEndpoints,
+  ...exportEndpoints,
   ...notificationSettingsEndpoints,
   ...userEndpoints,
   ...followEndpoints,

@@ -8,7 +8,10 @@ import { OutageLog, workerLogger, type Log } from '../logger.ts';
 import { workerLiveness } from './liveness.ts';
 import type { ObjectStore } from './object-store.ts';
 import { deleteAsset } from './tasks/delete-asset.ts';
+import { exportAccount } from './tasks/export-account.ts';
 import { hubNotificationFanout } from './tasks/hub-notification-fanout.ts';
+import { liftSuspension } from './tasks/lift-suspension.ts';
+import { purgeAccount } from './tasks/purge-account.ts';
 import { purgeExpiredAuth } from './tasks/purge-expired-auth.ts';
 import { purgeExpiredUploads } from './tasks/purge-expired-uploads.ts';
 import { purgePush } from './tasks/purge-push.ts';
@@ -26,7 +29,10 @@ export function createTaskList({ storage, ballots }: WorkerDeps): TaskList {
     tally_ballots: tallyBallots(ballots.box, ballots.batch),
     tally_sweep: tallySweep(ballots.batch),
     delete_asset: deleteAsset(storage),
+    export_account: exportAccount(storage),
     hub_notification_fanout: hubNotificationFanout,
+    lift_suspension: liftSuspension,
+    purge_account: purgeAccount(storage),
     purge_expired_auth: purgeExpiredAuth,
     purge_expired_uploads: purgeExpiredUploads(storage),
     purge_push: purgePush,

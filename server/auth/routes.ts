@@ -107,7 +107,7 @@ export const authEndpoints = [
         return { phone: phone.data, code: value.code };
       }),
     response: sessionResponse,
-    errors: ['OTP_INVALID', 'RATE_LIMITED'],
+    errors: ['OTP_INVALID', 'RATE_LIMITED', 'ACCOUNT_SUSPENDED'],
     async handler({ body: { phone, code }, tx, services: { otp, tokens } }) {
       const refresh = tokens.newRefresh();
       const { rows } = await tx.query<{ outcome: string; retry_after: number; user_id: string; session_id: string }>(
@@ -134,7 +134,7 @@ export const authEndpoints = [
     auth: 'public',
     body: z.strictObject({ idToken: z.string().min(1).max(8192) }),
     response: sessionResponse,
-    errors: ['UNAUTHORIZED'],
+    errors: ['UNAUTHORIZED', 'ACCOUNT_SUSPENDED'],
     async handler({ body, tx, services: { idp, tokens } }) {
       const identity = await idp.verify(body.idToken);
       if (!identity) throw new ApiError('UNAUTHORIZED');
@@ -159,7 +159,7 @@ export const authEndpoints = [
     auth: 'public',
     body: z.strictObject({ deviceId: z.string().regex(/^[A-Za-z0-9._:-]{8,128}$/, '8-128 characters of A-Z a-z 0-9 . _ : -') }),
     response: sessionResponse,
-    errors: ['RATE_LIMITED'],
+    errors: ['RATE_LIMITED', 'ACCOUNT_SUSPENDED'],
     async handler({ body, tx, req, services: { tokens } }) {
       await requireAddressAllowance(tx, 'anonymous_session', req);
       const refresh = tokens.newRefresh();
@@ -185,7 +185,7 @@ export const authEndpoints = [
     auth: 'public',
     body: z.strictObject({ refreshToken: z.string().min(1).max(200) }),
     response: sessionResponse,
-    errors: ['UNAUTHORIZED'],
+    errors: ['UNAUTHORIZED', 'ACCOUNT_SUSPENDED'],
     async handler({ body, tx, services: { tokens } }) {
       const successor = tokens.successorRefresh(body.refreshToken);
       const { rows } = await tx.query<{ outcome: string; user_id: string; session_id: string; issued_at: Date }>(

@@ -16,6 +16,10 @@ export const sessionResponse = z.object({
     isAnonymous: z.boolean(),
     phoneVerified: z.boolean(),
     accessLevel: z.number().int().min(1).max(4),
+    restored: z
+      .literal(true)
+      .optional()
+      .describe('Present (true) when this sign-in cancelled the deletion of the account (POST /users/me/deletion) and restored it.'),
   }),
 }).meta({ id: 'Session' });
 
@@ -31,8 +35,9 @@ export async function sessionPayload(
     session.userId,
     session.sessionId,
   ]);
-  const { rows } = await tx.query<{ id: string; is_anonymous: boolean; phone_verified: boolean; access_level: number }>(
-    'select id, is_anonymous, phone_verified, access_level from app.session_user()',
+  const { rows } = await tx.query<{ id: string; is_anonymous: boolean; phone_verified: boolean; access_level: number; restored: boolean }>(
+    // app.restored: set by the sign-in's transaction when it cancelled a deletion (migrations/0261).
+    `select id, is_anonymous, phone_verified, access_level, current_setting('app.restored', true) = 'true' as restored from app.session_user()`,
   );
   const user = rows[0];
   if (!user) throw new Error('session user vanished');
@@ -42,6 +47,12 @@ export async function sessionPayload(
     tokenType: 'Bearer',
     expiresIn: accessTokenSeconds,
     refreshExpiresIn: refreshTokenSeconds,
-    user: { id: user.id, isAnonymous: user.is_anonymous, phoneVerified: user.phone_verified, accessLevel: user.access_level },
+    user: {
+      id: user.id,
+      isAnonymous: user.is_anonymous,
+      phoneVerified: user.phone_verified,
+      accessLevel: user.access_level,
+      ...(user.restored ? { restored: true as const } : {}),
+    },
   };
 }

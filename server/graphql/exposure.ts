@@ -25,6 +25,17 @@ export const exposedFunctions: ReadonlySet<string> = new Set([
   // other role); the same functions `npm run admin -- default-feed-users` runs.
   'add_default_feed_user',
   'remove_default_feed_user',
+  // Moderation (contract 14): app_admin only, the same functions `npm run admin -- reports|posts|
+  // users|hubs ...` runs (migrations/0262): the queue and the actions, each answering its log row.
+  'open_report_groups',
+  'remove_post',
+  'restore_post',
+  'suspend_user',
+  'unsuspend_user',
+  'remove_hub',
+  'resolve_report',
+  'dismiss_report',
+  'reopen_report',
 ]);
 
 // Behaviors that put a function resource into the schema: root query and mutation fields,

@@ -55,7 +55,7 @@ export interface Endpoint<
   query?: Q;
   /** Path ids and the 404 code an unknown one answers. */
   ids?: Record<string, ErrorCode>;
-  status?: 200 | 201;
+  status?: 200 | 201 | 202;
   /**
    * An endpoint that answers 201 or 200 by outcome (a creation that finds the record already there):
    * `pick` chooses from the handler's data (before the response schema strips it); the OpenAPI

@@ -11,7 +11,7 @@ export const notificationTypes = [
   'post_voted', 'post_commented', 'post_reposted', 'post_shared_to_feed', 'user_followed',
   'hub_post_created', 'post_shared_to_hub', 'hub_invite_received', 'hub_join_request_created',
   'hub_join_request_approved', 'hub_join_request_rejected', 'hub_member_joined', 'hub_member_removed',
-  'hub_role_changed',
+  'hub_role_changed', 'post_removed',
 ] as const;
 
 export type NotificationType = (typeof notificationTypes)[number];

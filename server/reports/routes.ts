@@ -1,5 +1,6 @@
 // /reports: users, posts and hubs. A report notifies nobody
-// (spec 4.5 list, part 6; contract section 7).
+// (spec 4.5 list, part 6; contract section 7). Internal tooling acts on them (contract 14,
+// migrations/0262): one open report per reporter and target, a snapshot of the target kept with it.
 import { z } from 'zod';
 import { endpoint } from '../http/endpoint.ts';
 
@@ -12,7 +13,9 @@ const reportBody = z.strictObject({
   reason: z.enum(reportReasons),
   details: z.string().max(1000).optional(),
 });
-const reportCreated = z.object({ reportId: z.string() });
+const reportCreated = z
+  .object({ reportId: z.string() })
+  .describe('While the reporter has an open report on the same target, reporting it again files nothing and answers that report\'s id.');
 
 export const reportEndpoints = [
   endpoint({

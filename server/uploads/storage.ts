@@ -1,6 +1,6 @@
 // Object storage through the S3 API (S3, R2, MinIO, or the embedded s3rver): signed PUT and GET
 // URLs, existence and size, SHA-256 (the store's own checksum when it has a full-object one, else
-// by streaming the object), the first bytes of an object, and deletion.
+// by streaming the object), the first bytes of an object, deletion, and objects the service writes itself.
 import { createHash } from 'node:crypto';
 import type { Readable } from 'node:stream';
 import {
@@ -27,6 +27,8 @@ export interface Storage {
   /** Up to `length` bytes from the start of an object. */
   readStart(key: string, length: number): Promise<Uint8Array>;
   delete(key: string): Promise<void>;
+  /** Stores an object written by the service itself (a data export archive). */
+  put(key: string, body: string, contentType: string): Promise<void>;
   /** A signed GET URL for an image shown in responses, reused while it has 10+ minutes left. */
   photoUrl(key: string | null): Promise<string | null>;
 }
@@ -85,6 +87,9 @@ export function createStorage(client: S3Client, bucket: string, signer: S3Client
     },
     async delete(key) {
       await client.send(new DeleteObjectCommand({ Bucket: bucket, Key: key }));
+    },
+    async put(key, body, contentType) {
+      await client.send(new PutObjectCommand({ Bucket: bucket, Key: key, Body: body, ContentType: contentType }));
     },
     async photoUrl(key) {
       if (key === null) return null;

@@ -38,6 +38,9 @@ const inserts = Number(process.env.BENCH_PUSH_INSERTS ?? 3000);
 const members = Number(process.env.BENCH_PUSH_MEMBERS ?? 10_000);
 const listRows = Number(process.env.BENCH_PUSH_LIST_ROWS ?? 1_000_000);
 const concurrency = 64;
+// BENCH_STATEMENTS=1: the embedded server loads pg_stat_statements (track = all: statements inside
+// functions too), and each insert phase prints its costliest statements per insert.
+const statements = process.env.BENCH_STATEMENTS === '1';
 const log = (line: string) => process.stdout.write(`${line}\n`);
 
 const scratch = await mkdtemp(path.join(os.tmpdir(), 'opinion-push-bench-'));
@@ -45,11 +48,16 @@ await chmod(scratch, 0o755);
 let embedded: Awaited<ReturnType<typeof startEmbeddedPostgres>> | undefined;
 let adminUrl = process.env.DATABASE_URL;
 if (!adminUrl) {
-  embedded = await startEmbeddedPostgres(scratch, { persistent: false, durable: true });
+  embedded = await startEmbeddedPostgres(scratch, {
+    persistent: false,
+    durable: true,
+    settings: statements ? ['shared_preload_libraries=pg_stat_statements', 'pg_stat_statements.track=all'] : [],
+  });
   adminUrl = embedded.url;
 }
 const admin = new pg.Client({ connectionString: adminUrl });
 await admin.connect();
+if (statements && !embedded) throw new Error('BENCH_STATEMENTS=1 needs the embedded server (it loads pg_stat_statements)');
 const version = (await admin.query<{ version: string }>('select version()')).rows[0]?.version;
 const database = `opinion_bench_push_${randomBytes(3).toString('hex')}`;
 await admin.query(`create database ${database}`);
@@ -117,6 +125,7 @@ try {
   const take = async () =>
     ((await (await fetch(`${standIn.url}/_stand-in/take`, { method: 'POST' })).json()) as { accepted: { notificationId: string | null; token: string; at: number }[] }).accepted;
   const owner = new pg.Pool({ connectionString: ownerUrl, max: 4 });
+  if (statements) await owner.query('create extension if not exists pg_stat_statements');
 
   log(`machine: ${os.cpus().length} cores (${os.cpus()[0]?.model.trim()}), load average ${os.loadavg().map((l) => l.toFixed(1)).join(' ')}`);
   log(`PostgreSQL: ${version}${embedded ? ' (embedded, durable)' : ''}`);
@@ -204,7 +213,7 @@ try {
   const lags: number[] = [];
   const pgPids = async () => (await owner.query<{ pid: number }>('select pid from pg_stat_activity')).rows.map((row) => row.pid);
   /** CPU ms per insert of each part, and how busy the machine's cores were (CPU seconds per second) while the load ran. */
-  const phaseCpu: { push: boolean; pg: number; worker: number; standIn: number; load: number; busy: number; drain: number; commits: number }[] = [];
+  const phaseCpu: { push: boolean; pg: number; worker: number; standIn: number; load: number; busy: number; drain: number; commits: number; wal: { bytes: number; fpi: number } }[] = [];
   async function insertPhase(push: boolean): Promise<number> {
     const worker = spawnService(['--only=worker'], push ? { ...standIn.env, MIGRATE_ON_START: 'false' } : { MIGRATE_ON_START: 'false' });
     await waitFor(() => worker.output().includes('worker running'), 'the worker');
@@ -215,6 +224,10 @@ try {
     await writeFile(file, JSON.stringify({ databaseUrl: ownerUrl, recipients: recipients.map((r) => r.userId), count: inserts, concurrency: 8 }));
     const commits = async () => (await owner.query<{ n: string }>('select xact_commit::text as n from pg_stat_database where datname = current_database()')).rows[0]?.n;
     const commitsBefore = Number(await commits());
+    // WAL written by the whole server (the bench's own, unless DATABASE_URL names a shared one).
+    const wal = async () => (await owner.query<{ bytes: string; fpi: string }>('select wal_bytes::text as bytes, wal_fpi::text as fpi from pg_stat_wal')).rows[0];
+    const walBefore = await wal();
+    if (statements) await owner.query('select pg_stat_statements_reset()');
     const pidsBefore = await pgPids();
     const pgBefore = cpuSeconds(pidsBefore);
     const processes = [worker.child.pid as number, standInProcess.pid as number];
@@ -239,6 +252,8 @@ try {
     // The statistics are sent at the end of each transaction, a little later (PostgreSQL 15+: shared memory, at once on commit).
     await new Promise((resolve) => setTimeout(resolve, 1100));
     const commitsPerInsert = (Number(await commits()) - commitsBefore) / inserts;
+    const walAfter = await wal();
+    const walPerInsert = { bytes: (Number(walAfter?.bytes) - Number(walBefore?.bytes)) / inserts, fpi: (Number(walAfter?.fpi) - Number(walBefore?.fpi)) / inserts };
     const pgAfter = cpuSeconds([...new Set([...pidsBefore, ...(await pgPids())])].filter((pid) => !result.cpu.pids.includes(pid)));
     const processesAfter = cpuSeconds(processes);
     const of = (pid: number) => ((processesAfter.get(pid) ?? 0) - (processesBefore.get(pid) ?? 0)) * 1000 / inserts;
@@ -251,9 +266,20 @@ try {
       busy: 0,
       drain,
       commits: commitsPerInsert,
+      wal: walPerInsert,
     };
     cpu.busy = ((cpu.pg + cpu.worker + cpu.standIn + cpu.load) * inserts) / 1000 / (result.seconds + drain);
     phaseCpu.push(cpu);
+    if (statements) {
+      const { rows } = await owner.query<{ ms: number; calls: string; query: string }>(
+        `select total_exec_time / $1 as ms, calls::text, left(regexp_replace(query, '\\s+', ' ', 'g'), 110) as query
+         from pg_stat_statements where dbid = (select oid from pg_database where datname = current_database())
+         order by total_exec_time desc limit 12`,
+        [inserts],
+      );
+      log(`    push ${push ? 'on ' : 'off'}: statements by execution time per insert (ms, calls):`);
+      for (const row of rows) log(`      ${fmt(row.ms, 4)} ${row.calls} ${row.query}`);
+    }
     await stop(worker.child);
     return result.rate;
   }
@@ -265,7 +291,7 @@ try {
     for (const c of phaseCpu.splice(0)) {
       log(
         `    push ${c.push ? 'on ' : 'off'}: CPU ms per insert PostgreSQL ${fmt(c.pg, 3)}, worker ${fmt(c.worker, 3)}, stand-in ${fmt(c.standIn, 3)}, load ${fmt(c.load, 3)}; ` +
-          `cores busy ${fmt(c.busy)} of ${os.cpus().length}; PostgreSQL commits per insert ${fmt(c.commits)}${c.push ? `; last push ${fmt(c.drain, 3)} s after the last commit` : ''}`,
+          `cores busy ${fmt(c.busy)} of ${os.cpus().length}; PostgreSQL commits per insert ${fmt(c.commits)}, WAL per insert ${fmt(c.wal.bytes, 0)} bytes (${fmt(c.wal.fpi)} full-page images)${c.push ? `; last push ${fmt(c.drain, 3)} s after the last commit` : ''}`,
       );
     }
   }

@@ -229,7 +229,10 @@ describe('the schemas (user and admin)', () => {
 
   it("have mutations only in the admin schema, where app_admin's grants allow", () => {
     expect(schemas.user.mutationFields).toEqual([]);
-    expect(schemas.admin.mutationFields.sort()).toEqual(['addDefaultFeedUser', 'removeDefaultFeedUser', 'updateHub', 'updateHubByCustomLink', 'updateHubByRowId']);
+    expect(schemas.admin.mutationFields.sort()).toEqual([
+      'addDefaultFeedUser', 'dismissReport', 'removeDefaultFeedUser', 'removeHub', 'removePost', 'reopenReport', 'resolveReport',
+      'restorePost', 'suspendUser', 'unsuspendUser', 'updateHub', 'updateHubByCustomLink', 'updateHubByRowId',
+    ]);
   });
 
   it('never expose a vote position', () => {

@@ -207,4 +207,21 @@ describe('vote anonymity: the attacks of issue 9, each recovering nothing', () =
       expect(() => box.openStored(post.id, null, stored)).toThrow(/does not open/);
     }
   });
+
+  it("the voter's data export and a report's snapshot of the post name no position", async () => {
+    const { user, position } = voters[0] as { user: TestUser; position: string };
+    const requested = await app.post('/users/me/exports', undefined, { token: user.token });
+    expect(requested.status).toBe(202);
+    await app.runJobs();
+    const ready = await app.get(`/users/me/exports/${requested.body.data.exportId}`, { token: user.token });
+    const text = await (await fetch(ready.body.data.url)).text();
+    expect(JSON.parse(text).votes).toEqual([{ postId: post.id, votedAt: expect.any(String) }]);
+    expect(text).not.toMatch(/position/i);
+    for (const name of positions) expect(text, position).not.toContain(`"${name}"`);
+
+    expect((await app.post(`/reports/posts/${post.id}`, { reason: 'other' }, { token: observer.token })).status).toBe(201);
+    const snapshot = JSON.stringify((await app.owner.query('select snapshot from app.reports where target_id = $1', [post.id])).rows);
+    for (const name of positions) expect(snapshot).not.toContain(`"${name}"`);
+    expect(snapshot).not.toMatch(/count|tally/i);
+  });
 });

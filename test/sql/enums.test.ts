@@ -31,7 +31,10 @@ const mirrored: Record<string, { lists: Record<string, readonly string[]>; order
   'app.invitation_status': { lists: { invitationStatuses }, ordered: true },
 };
 /** Read and written by SQL only: no TypeScript list of their values exists. */
-const sqlOnly = ['app.activity_kind', 'app.join_request_status', 'app.post_hub_kind', 'app.report_target', 'app_private.counter', 'app_private.push_state'];
+const sqlOnly = [
+  'app.activity_kind', 'app.join_request_status', 'app.moderation_action', 'app.post_hub_kind', 'app.report_state', 'app.report_target',
+  'app_private.counter', 'app_private.push_state',
+];
 
 const database = `opinion_enums_${randomBytes(6).toString('hex')}`;
 let admin: pg.Client;

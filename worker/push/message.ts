@@ -48,6 +48,7 @@ export const pushTexts: Record<string, { title: string; body: string }> = {
   hub_member_joined: { title: 'New member', body: 'Someone joined your hub' },
   hub_member_removed: { title: 'Removed from a hub', body: 'You were removed from a hub' },
   hub_role_changed: { title: 'Hub role changed', body: 'Your role in a hub changed' },
+  post_removed: { title: 'Post removed', body: 'One of your posts was removed for breaking the rules' },
 };
 const otherText = { title: 'New notification', body: 'You have a new notification' };
 
