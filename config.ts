@@ -310,7 +310,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     migrateOnStart: env.MIGRATE_ON_START !== 'false',
     dataDir,
     databaseUrl: databaseUrl(env.DATABASE_URL),
-    jwtSecret: env.JWT_SECRET ?? localSecret(dataDir, 'jwt'),
+    jwtSecret: env.JWT_SECRET || localSecret(dataDir, 'jwt'),
     ballotKeys: parseBallotKeys(env.BALLOT_KEY || `local:${localSecret(dataDir, 'ballot')}`),
     ballotBatch: ballotBatch(env.BALLOT_BATCH),
     production,

@@ -8,6 +8,7 @@ import type { RequestTransaction } from '../../db/request-transaction.ts';
 import type { Storage } from '../uploads/storage.ts';
 import { shapeUserLite, userLite, type UserLiteRow } from '../users/lite.ts';
 import { maintainedCount } from '../http/counts.ts';
+import { trimmedText } from '../http/validation.ts';
 
 const tag = 'Comments';
 
@@ -112,7 +113,7 @@ export const commentEndpoints = [
     level: 2,
     status: 201,
     ids: { postId: 'POST_NOT_FOUND' },
-    body: z.strictObject({ text: z.string().trim().min(1).max(1000), parentCommentId: z.string().max(64).optional() }),
+    body: z.strictObject({ text: trimmedText(1, 1000), parentCommentId: z.string().max(64).optional() }),
     response: comment,
     errors: ['COMMENT_NOT_FOUND'],
     async handler({ body, params, tx, services: { storage } }) {

@@ -5,6 +5,22 @@
 import { z } from 'zod';
 import { ApiError } from './errors.ts';
 
+/**
+ * Text the server trims before it counts: `min`-`max` characters once leading and trailing
+ * whitespace is removed. The OpenAPI document states the rule as a client sends the text (a
+ * `pattern` that needs `min` characters between the first and the last non-space one), so a name
+ * of spaces fails in the client as it fails here.
+ */
+export function trimmedText(min: number, max: number) {
+  const pattern = min <= 1 ? '\\S' : `\\S[\\s\\S]{${min - 2},}\\S`;
+  return z
+    .string()
+    .trim()
+    .min(min)
+    .max(max)
+    .meta({ pattern, description: `${min}-${max} characters once leading and trailing whitespace is removed.` });
+}
+
 export function fieldErrors(error: z.ZodError): Record<string, string> {
   const fields: Record<string, string> = {};
   for (const issue of error.issues) {

@@ -5,6 +5,7 @@ import type { RequestTransaction } from '../../db/request-transaction.ts';
 import { ApiError } from '../http/errors.ts';
 import type { Storage } from '../uploads/storage.ts';
 import { boundedCount, maintainedCount } from '../http/counts.ts';
+import { trimmedText } from '../http/validation.ts';
 
 export const hubRoles = ['member', 'admin', 'super_admin'] as const;
 export const viewerStatuses = ['member', 'invited', 'pending_admin_approval'] as const;
@@ -109,6 +110,6 @@ export function shapeInvitation(config: Config, hubName: string, row: Invitation
 }
 
 /** Hub fields in request bodies (spec part 8). */
-export const hubName = z.string().trim().min(3).max(60);
+export const hubName = trimmedText(3, 60);
 export const hubDescription = z.string().max(1000);
 export const customLink = z.string().regex(/^[A-Za-z0-9_-]{3,40}$/, '3-40 characters of letters, digits, _ and -');

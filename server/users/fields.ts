@@ -1,5 +1,6 @@
 // Profile fields shared by onboarding and profile edits (spec 2.2, part 8).
 import { z } from 'zod';
+import { trimmedText } from '../http/validation.ts';
 
 /** A handle as typed: trimmed, lowercased and stripped of a leading @ before the pattern check. */
 export const handle = z
@@ -18,5 +19,5 @@ export function canonicalHandle(value: string): string {
   return value.trim().toLowerCase().replace(/^@/, '');
 }
 
-export const fullName = z.string().trim().min(2).max(80);
+export const fullName = trimmedText(2, 80);
 export const bio = z.string().max(160).nullable();

@@ -5,6 +5,7 @@ import { endpoint } from '../http/endpoint.ts';
 import { ApiError, rateLimited } from '../http/errors.ts';
 import { isUuid } from '../http/ids.ts';
 import { bio, canonicalHandle, fullName, handle } from './fields.ts';
+import { trimmedText } from '../http/validation.ts';
 import { ownProfile, publicProfile, readProfile, shapeOwnProfile, shapePublicProfile } from './profile.ts';
 import type { RequestTransaction } from '../../db/request-transaction.ts';
 import type { Storage } from '../uploads/storage.ts';
@@ -169,7 +170,7 @@ export const userEndpoints = [
     limit: 'other_writes',
     level: 4,
     body: z
-      .strictObject({ displayName: z.string().trim().min(2).max(80).optional(), profileAssetId: z.string().max(64).optional() })
+      .strictObject({ displayName: trimmedText(2, 80).optional(), profileAssetId: z.string().max(64).optional() })
       .refine((value) => Object.keys(value).length > 0, { message: 'At least one field is required' })
       .meta({ minProperties: 1 }),
     response: hubProfile,

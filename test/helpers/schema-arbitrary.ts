@@ -47,6 +47,8 @@ function stringFor(schema: Schema): fc.Arbitrary<string> {
   if (typeof schema.pattern === 'string') options.push(fc.stringMatching(new RegExp(schema.pattern)));
   if (options.length === 0) options.push(text(min, Math.min(max, 40)), text(min, Math.min(max, 40)), withNul(min, Math.min(max, 40)));
   if (schema.maxLength !== undefined) options.push(fc.constant('x'.repeat(max)), fc.constant('x'.repeat(max + 1)));
+  // Whitespace only, longer than the minimum: text a server may trim to nothing.
+  options.push(fc.constantFrom(' '.repeat(min + 1), ` \n${' '.repeat(min)}\t`));
   return fc.oneof(...options);
 }
 

@@ -1,15 +1,17 @@
 // NODE_ENV=production (contract 11), with real processes: nothing is embedded; the settings
 // production needs are checked in one place (one line naming every missing one, exit 1); and the
-// API runs as a production install runs it (`npm ci --omit=dev`: every development package fails
-// to load, test/helpers/production-install.ts), on a real database and S3 store, sending sign-in
-// codes through Twilio's Messages API (a stand-in on loopback speaking its wire format).
+// production shape runs as a production install runs it (`npm ci --omit=dev`: every development
+// package fails to load, test/helpers/production-install.ts), as docker-compose.yml runs it from
+// the image: `npm run migrate` once on an empty database, then the API and the worker as separate
+// processes, on a real database and S3 store, sending sign-in codes through Twilio's Messages API
+// (a stand-in on loopback speaking its wire format).
 import { randomBytes } from 'node:crypto';
 import { mkdtemp, readdir, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { CreateBucketCommand, S3Client } from '@aws-sdk/client-s3';
 import pg from 'pg';
-import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, inject, it, onTestFinished } from 'vitest';
 import { freePort } from '../../db/embedded.ts';
 import { createClient, type Client } from '../helpers/client.ts';
 import { databaseUrl } from '../helpers/global-setup.ts';
@@ -25,7 +27,9 @@ const blank = Object.fromEntries(
 );
 let dataDir: string;
 let twilio: TwilioStandIn;
+let migrate: RunningProcess;
 let service: RunningProcess;
+let worker: RunningProcess;
 let client: Client;
 
 beforeAll(async () => {
@@ -33,14 +37,15 @@ beforeAll(async () => {
   twilio = await startTwilioStandIn();
   const admin = new pg.Client({ connectionString: adminUrl });
   await admin.connect();
-  await admin.query(`create database ${database} template ${inject('templateDatabase')}`);
+  await admin.query(`create database ${database}`); // empty: the migration job makes the schema
   await admin.end();
   const bucket = database.replaceAll('_', '-');
   const s3 = new S3Client({ endpoint: inject('s3Endpoint'), region: 'us-east-1', forcePathStyle: true, credentials: { accessKeyId: 'S3RVER', secretAccessKey: 'S3RVER' } });
   await s3.send(new CreateBucketCommand({ Bucket: bucket }));
   s3.destroy();
   const port = await freePort();
-  service = startProcess(process.execPath, [...asProductionInstall, 'main.ts', '--only=api'], {
+  // The environment docker-compose.yml gives every app container.
+  const production = {
     ...blank,
     NODE_ENV: 'production',
     DATA_DIR: dataDir,
@@ -58,15 +63,20 @@ beforeAll(async () => {
     TWILIO_AUTH_TOKEN: twilio.authToken,
     TWILIO_FROM: '+15005550006',
     TWILIO_API_URL: twilio.url,
-  });
+  };
+  migrate = startProcess(process.execPath, [...asProductionInstall, 'db/cli/migrate.ts'], production);
+  expect(await migrate.exited, migrate.output()).toBe(0);
+  service = startProcess(process.execPath, [...asProductionInstall, 'main.ts', '--only=api'], production);
+  worker = startProcess(process.execPath, [...asProductionInstall, 'main.ts', '--only=worker'], production);
   const base = `http://127.0.0.1:${port}`;
   await service.waitFor(() => answers(`${base}/readyz`), 'the production API');
+  await worker.waitFor(() => worker.output().includes('"worker running"'), 'the production worker');
   client = createClient(base);
-}, 60_000);
+}, 90_000);
 
 afterAll(async () => {
-  service.child.kill('SIGTERM');
-  await service.exited;
+  for (const running of [service, worker]) running?.child.kill('SIGTERM');
+  await Promise.all([service?.exited, worker?.exited]);
   await twilio.close();
   await rm(dataDir, { recursive: true, force: true });
   const admin = new pg.Client({ connectionString: adminUrl });
@@ -91,12 +101,15 @@ describe('NODE_ENV=production without its settings', () => {
   });
 
   it('names the Twilio settings OTP_SENDER=twilio lacks, and an OTP_SENDER_MODULE that does not load', async () => {
-    const twilioRun = startProcess(process.execPath, ['main.ts'], { ...blank, DATA_DIR: dataDir, OTP_SENDER: 'twilio', TWILIO_ACCOUNT_SID: 'AC1' });
+    // Development runs (they may keep development secrets): a data folder of their own.
+    const developmentDir = await mkdtemp(path.join(os.tmpdir(), 'opinion-production-dev-'));
+    onTestFinished(() => rm(developmentDir, { recursive: true, force: true }));
+    const twilioRun = startProcess(process.execPath, ['main.ts'], { ...blank, DATA_DIR: developmentDir, OTP_SENDER: 'twilio', TWILIO_ACCOUNT_SID: 'AC1' });
     expect(await twilioRun.exited).toBe(1);
     expect(twilioRun.problems().map((line) => line.msg)).toEqual(['OTP_SENDER=twilio needs TWILIO_AUTH_TOKEN, TWILIO_FROM']);
     const moduleRun = startProcess(process.execPath, ['main.ts', '--only=api'], {
       ...blank,
-      DATA_DIR: dataDir,
+      DATA_DIR: developmentDir,
       PORT: String(await freePort()),
       MIGRATE_ON_START: 'false',
       DATABASE_URL: databaseUrl(adminUrl, database),
@@ -110,12 +123,32 @@ describe('NODE_ENV=production without its settings', () => {
 });
 
 describe('a production install with real settings', () => {
-  it('starts with nothing embedded and writes JSON lines without warnings', () => {
+  it('migrates an empty database, then runs the API and the worker with nothing embedded, writing JSON lines without warnings', async () => {
+    expect(migrate.output()).toContain(`"migrated: ${new URL(adminUrl).host}/${database}"`);
+    for (const running of [migrate, service, worker]) {
+      expect(running.output()).not.toContain('embedded');
+      expect(running.output()).not.toContain('GRAPHILE_ENV');
+      for (const line of running.output().split('\n').filter(Boolean)) expect(() => JSON.parse(line), line).not.toThrow();
+      expect(running.problems(), running.output()).toEqual([]);
+    }
     expect(service.output()).toContain(`files: ${inject('s3Endpoint')}/`);
-    expect(service.output()).not.toContain('embedded');
-    expect(service.output()).not.toContain('GRAPHILE_ENV');
-    for (const line of service.output().split('\n').filter(Boolean)) expect(() => JSON.parse(line), line).not.toThrow();
-    expect(service.problems()).toEqual([]);
+    expect(service.output()).not.toContain('worker running');
+    expect(worker.output()).not.toContain('API listening');
+    // Nothing is written beside the code (the image runs as the `node` user, who cannot write to /app).
+    expect(await readdir(dataDir)).toEqual([]);
+  });
+
+  it('the worker process runs the jobs (a purge of expired uploads, through the S3 store)', async () => {
+    const owner = new pg.Client({ connectionString: databaseUrl(adminUrl, database) });
+    await owner.connect();
+    try {
+      const { rows } = await owner.query<{ id: string }>("select id from graphile_worker.add_job('purge_expired_uploads', '{}'::json)");
+      const job = rows[0]?.id;
+      await worker.waitFor(async () => (await owner.query('select 1 from graphile_worker._private_jobs where id = $1', [job])).rowCount === 0, 'the job to be done');
+      expect(worker.problems(), worker.output()).toEqual([]);
+    } finally {
+      await owner.end();
+    }
   });
 
   it("sends the code through Twilio's Messages API: form body, basic auth, 201; the code it carries signs in", async () => {
