@@ -3761,6 +3761,7 @@ begin
   delete from app.activity_events where hub_id = p_hub_id;
   delete from app.vote_scope_receipts where hub_id = p_hub_id;
   delete from app.vote_counters where hub_id = p_hub_id;
+  delete from app_private.sealed_ballots where hub_id = p_hub_id;
   delete from app.post_hubs where hub_id = p_hub_id;
   delete from app.notifications where hub_id = p_hub_id;
   delete from app.hubs where id = p_hub_id;
@@ -3796,6 +3797,7 @@ begin
   delete from app.vote_scope_receipts where post_id = any (p_posts);
   delete from app.vote_receipts where post_id = any (p_posts);
   delete from app.vote_counters where post_id = any (p_posts);
+  delete from app_private.sealed_ballots where post_id = any (p_posts);
   delete from app.post_hubs where post_id = any (p_posts);
   delete from app_private.removed_posts where post_id = any (p_posts);
   delete from app_private.hidden_rows where kind = 'post' and row_id = any (p_posts);

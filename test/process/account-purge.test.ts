@@ -56,6 +56,10 @@ describe('the purge of a deleted account', () => {
     // Content and frames: a post with a friend's comment and repost, a comment with a friend's
     // reply, a vote, follows, a discussion message, a report about the user.
     const post = await createPost(app, user, { thoughtText: 'to be purged' });
+    // A slider post of the user's with a friend's vote still sealed (fewer than k: not tallied).
+    const sliderPost = await createPost(app, user, slider);
+    expect((await vote(app, friend, sliderPost.id)).status).toBe(201);
+    expect(await count('select count(*)::int as n from app_private.sealed_ballots where post_id = $1', [sliderPost.id])).toBeGreaterThan(0);
     expect((await app.post(`/posts/${post.id}/comments`, { text: 'nice' }, { token: friend.token })).status).toBe(201);
     const repost = (await app.post(`/posts/${post.id}/reposts`, { thoughtText: 'look', visibility: 'public' }, { token: friend.token })).body.data;
     const friendPost = await createPost(app, friend, slider);
@@ -101,7 +105,8 @@ describe('the purge of a deleted account', () => {
       user: await count('select count(*)::int as n from app.users where id = $1', [user.id]),
       state: await count('select count(*)::int as n from app_private.account_states where user_id = $1', [user.id]),
       phone: await count('select count(*)::int as n from app.phone_identities where user_id = $1', [user.id]),
-      posts: await count('select count(*)::int as n from app.posts where id = any ($1::uuid[])', [[post.id, repost.id]]),
+      posts: await count('select count(*)::int as n from app.posts where id = any ($1::uuid[])', [[post.id, repost.id, sliderPost.id]]),
+      ballots: await count('select count(*)::int as n from app_private.sealed_ballots where post_id = $1', [sliderPost.id]),
       comments: await count('select count(*)::int as n from app.comments where id = $1 or parent_id = $1 or post_id = $2', [comment.id, post.id]),
       follows: await count('select count(*)::int as n from app.follows where follower_id = $1 or followee_id = $1', [user.id]),
       receipts: await count('select count(*)::int as n from app.vote_receipts where user_id = $1', [user.id]),
@@ -117,7 +122,7 @@ describe('the purge of a deleted account', () => {
     });
     const after = await snapshot();
     expect(after).toEqual({
-      user: 0, state: 0, phone: 0, posts: 0, comments: 0, follows: 0, receipts: 0, notifications: 0, assets: 0, lonelyHub: 0,
+      user: 0, state: 0, phone: 0, posts: 0, ballots: 0, comments: 0, follows: 0, receipts: 0, notifications: 0, assets: 0, lonelyHub: 0,
       sharedHub: { admin_role: 'super_admin', created_by: null },
       message: { author_id: null, text: 'said by the user' },
       report: { target_id: user.id, username: user.username, reporter_id: friend.id },
