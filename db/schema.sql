@@ -2963,6 +2963,30 @@ CREATE FUNCTION app.viewer_session_id() RETURNS uuid
 
 
 --
+-- Name: viewer_shares_hub_with(uuid); Type: FUNCTION; Schema: app; Owner: -
+--
+
+CREATE FUNCTION app.viewer_shares_hub_with(p_user_id uuid) RETURNS boolean
+    LANGUAGE plpgsql STABLE SECURITY DEFINER
+    SET search_path TO 'pg_catalog'
+    AS $$
+begin
+  return app.viewer_has_level(4)
+     and exists (select from app.hub_memberships mine
+                 join app.hub_memberships other on other.hub_id = mine.hub_id and other.user_id = p_user_id
+                 where mine.user_id = app.viewer_id());
+end
+$$;
+
+
+--
+-- Name: FUNCTION viewer_shares_hub_with(p_user_id uuid); Type: COMMENT; Schema: app; Owner: -
+--
+
+COMMENT ON FUNCTION app.viewer_shares_hub_with(p_user_id uuid) IS 'Whether the viewer (access level 4) and p_user_id are members of one hub: the per-row form of p_user_id = any (app.viewer_co_member_ids()), for the co-member select policies (0310).';
+
+
+--
 -- Name: vote_tally(uuid, uuid); Type: FUNCTION; Schema: app; Owner: -
 --
 
@@ -3093,14 +3117,25 @@ CREATE FUNCTION app_private.ballots_to_tally(p_post_id uuid, p_hub_id uuid, p_ba
     AS $$
 begin
   perform pg_advisory_xact_lock(hashtextextended('tally_ballots:' || p_post_id || ':' || coalesce(p_hub_id::text, 'global'), 0));
-  return query
-    with pending as (
-      select b.id, b.key_id, encode(b.nonce || b.ciphertext, 'base64') as sealed
-      from app_private.sealed_ballots b
-      where b.post_id = p_post_id and b.hub_id is not distinct from p_hub_id
-      for update
-    )
-    select p.id, p.key_id, p.sealed from pending p where (select count(*) from pending) >= greatest(p_batch, 2);
+  if p_hub_id is null then
+    return query
+      with pending as (
+        select b.id, b.key_id, encode(b.nonce || b.ciphertext, 'base64') as sealed
+        from app_private.sealed_ballots b
+        where b.post_id = p_post_id and b.hub_id is null
+        for update
+      )
+      select p.id, p.key_id, p.sealed from pending p where (select count(*) from pending) >= greatest(p_batch, 2);
+  else
+    return query
+      with pending as (
+        select b.id, b.key_id, encode(b.nonce || b.ciphertext, 'base64') as sealed
+        from app_private.sealed_ballots b
+        where b.post_id = p_post_id and b.hub_id = p_hub_id
+        for update
+      )
+      select p.id, p.key_id, p.sealed from pending p where (select count(*) from pending) >= greatest(p_batch, 2);
+  end if;
 end
 $$;
 
@@ -5670,9 +5705,13 @@ CREATE FUNCTION app_private.sealed_tally(p_post_id uuid, p_hub_id uuid) RETURNS 
   select jsonb_build_object(
     'c', (select jsonb_build_array(coalesce(sum(c.strong_left_count), 0), coalesce(sum(c.left_count), 0), coalesce(sum(c.neutral_count), 0),
                                    coalesce(sum(c.right_count), 0), coalesce(sum(c.strong_right_count), 0))
-          from app.vote_counters c where c.post_id = p_post_id and c.hub_id is not distinct from p_hub_id),
+          from (select c.* from app.vote_counters c where p_hub_id is null and c.post_id = p_post_id and c.hub_id is null
+                union all
+                select c.* from app.vote_counters c where c.post_id = p_post_id and c.hub_id = p_hub_id) c),
     'b', coalesce((select jsonb_agg(b.key_id || ':' || encode(b.nonce || b.ciphertext, 'base64'))
-                   from app_private.sealed_ballots b where b.post_id = p_post_id and b.hub_id is not distinct from p_hub_id), '[]'))
+                   from (select b.* from app_private.sealed_ballots b where p_hub_id is null and b.post_id = p_post_id and b.hub_id is null
+                         union all
+                         select b.* from app_private.sealed_ballots b where b.post_id = p_post_id and b.hub_id = p_hub_id) b), '[]'))
 $$;
 
 
@@ -5917,24 +5956,35 @@ CREATE FUNCTION app_private.tally_ballots(p_post_id uuid, p_hub_id uuid, p_ids u
     AS $$
 declare
   v_deleted int;
+  v_updated int;
   v_slot smallint := floor(random() * 16)::smallint;
 begin
   if cardinality(p_ids) < greatest(p_batch, 2) or cardinality(p_counts) <> 5
      or (select sum(n) from unnest(p_counts) n) <> cardinality(p_ids) or exists (select from unnest(p_counts) n where n < 0) then
     raise exception 'tally_ballots: not a batch of at least % ballots', greatest(p_batch, 2);
   end if;
+  -- By id (primary key); the scope test only refuses ballots of another post or scope.
   delete from app_private.sealed_ballots b
     where b.id = any (p_ids) and b.post_id = p_post_id and b.hub_id is not distinct from p_hub_id;
   get diagnostics v_deleted = row_count;
   if v_deleted <> cardinality(p_ids) then
     raise exception 'tally_ballots: % of % ballots were still pending', v_deleted, cardinality(p_ids);
   end if;
-  update app.vote_counters c
-    set strong_left_count = c.strong_left_count + p_counts[1], left_count = c.left_count + p_counts[2],
-        neutral_count = c.neutral_count + p_counts[3], right_count = c.right_count + p_counts[4],
-        strong_right_count = c.strong_right_count + p_counts[5]
-    where c.post_id = p_post_id and c.hub_id is not distinct from p_hub_id and c.slot = v_slot;
-  if not found then
+  if p_hub_id is null then
+    update app.vote_counters c
+      set strong_left_count = c.strong_left_count + p_counts[1], left_count = c.left_count + p_counts[2],
+          neutral_count = c.neutral_count + p_counts[3], right_count = c.right_count + p_counts[4],
+          strong_right_count = c.strong_right_count + p_counts[5]
+      where c.post_id = p_post_id and c.hub_id is null and c.slot = v_slot;
+  else
+    update app.vote_counters c
+      set strong_left_count = c.strong_left_count + p_counts[1], left_count = c.left_count + p_counts[2],
+          neutral_count = c.neutral_count + p_counts[3], right_count = c.right_count + p_counts[4],
+          strong_right_count = c.strong_right_count + p_counts[5]
+      where c.post_id = p_post_id and c.hub_id = p_hub_id and c.slot = v_slot;
+  end if;
+  get diagnostics v_updated = row_count;
+  if v_updated = 0 then
     raise exception 'vote counters missing for a scope of post %', p_post_id;
   end if;
   return v_deleted;
@@ -9592,14 +9642,14 @@ CREATE POLICY hub_profiles_insert_self ON app.hub_profiles FOR INSERT TO app_use
 -- Name: hub_profiles hub_profiles_select_self_or_co_members; Type: POLICY; Schema: app; Owner: -
 --
 
-CREATE POLICY hub_profiles_select_self_or_co_members ON app.hub_profiles FOR SELECT TO app_user USING (((user_id = ( SELECT app.viewer_id() AS viewer_id)) OR (user_id = ANY (( SELECT app.viewer_co_member_ids() AS viewer_co_member_ids)::uuid[]))));
+CREATE POLICY hub_profiles_select_self_or_co_members ON app.hub_profiles FOR SELECT TO app_user USING (((user_id = ( SELECT app.viewer_id() AS viewer_id)) OR app.viewer_shares_hub_with(user_id)));
 
 
 --
 -- Name: POLICY hub_profiles_select_self_or_co_members ON hub_profiles; Type: COMMENT; Schema: app; Owner: -
 --
 
-COMMENT ON POLICY hub_profiles_select_self_or_co_members ON app.hub_profiles IS 'The Hub identity (display name, image) is shown to its owner (GET and PATCH /users/me/hub-profile) and to co-members of an active hub (member lists, discussion message authors).';
+COMMENT ON POLICY hub_profiles_select_self_or_co_members ON app.hub_profiles IS 'The Hub identity (display name, image) is shown to its owner (GET and PATCH /users/me/hub-profile) and to co-members of an active hub (member lists, discussion message authors). The co-member test is a per-row probe (app.viewer_shares_hub_with), after the cheap self test.';
 
 
 --
@@ -9672,14 +9722,14 @@ ALTER TABLE app.phone_identities ENABLE ROW LEVEL SECURITY;
 -- Name: phone_identities phone_identities_select_self_or_co_members; Type: POLICY; Schema: app; Owner: -
 --
 
-CREATE POLICY phone_identities_select_self_or_co_members ON app.phone_identities FOR SELECT TO app_user USING (((user_id = ( SELECT app.viewer_id() AS viewer_id)) OR (user_id = ANY (( SELECT app.viewer_co_member_ids() AS viewer_co_member_ids)::uuid[]))));
+CREATE POLICY phone_identities_select_self_or_co_members ON app.phone_identities FOR SELECT TO app_user USING (((user_id = ( SELECT app.viewer_id() AS viewer_id)) OR app.viewer_shares_hub_with(user_id)));
 
 
 --
 -- Name: POLICY phone_identities_select_self_or_co_members ON phone_identities; Type: COMMENT; Schema: app; Owner: -
 --
 
-COMMENT ON POLICY phone_identities_select_self_or_co_members ON app.phone_identities IS 'A phone number is shown to its owner (GET /users/me/hub-profile) and to co-members of an active hub (GET /hubs/{hubId}/members, discussion message authors), never to anyone else.';
+COMMENT ON POLICY phone_identities_select_self_or_co_members ON app.phone_identities IS 'A phone number is shown to its owner (GET /users/me/hub-profile) and to co-members of an active hub (GET /hubs/{hubId}/members, discussion message authors), never to anyone else. The co-member test is a per-row probe (app.viewer_shares_hub_with), after the cheap self test.';
 
 
 --
@@ -11261,6 +11311,14 @@ REVOKE ALL ON FUNCTION app.viewer_session_id() FROM PUBLIC;
 GRANT ALL ON FUNCTION app.viewer_session_id() TO app_anonymous;
 GRANT ALL ON FUNCTION app.viewer_session_id() TO app_admin;
 GRANT ALL ON FUNCTION app.viewer_session_id() TO app_worker;
+
+
+--
+-- Name: FUNCTION viewer_shares_hub_with(p_user_id uuid); Type: ACL; Schema: app; Owner: -
+--
+
+REVOKE ALL ON FUNCTION app.viewer_shares_hub_with(p_user_id uuid) FROM PUBLIC;
+GRANT ALL ON FUNCTION app.viewer_shares_hub_with(p_user_id uuid) TO app_user;
 
 
 --

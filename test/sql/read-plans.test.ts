@@ -180,8 +180,9 @@ describe('GET /hubs/{hubId}/members and /admins', () => {
   it(`reads at most ${memberScanCap} memberships with q, and looks up phones only for the rows returned`, async () => {
     const none = await membershipsRead(memberPageSql(true), [hub, null, null, null, page + 1, 'zzzz']);
     expect(none.rows).toMatchObject([{ id: null, scanned: memberScanCap }]);
-    // The scanned page, the viewer's memberships, and the co-member list the Hub identity policy builds.
-    expect(none.read).toBeLessThanOrEqual(memberScanCap + n + 50);
+    // The scanned page, the viewer's memberships, and one co-member probe per Hub identity the q
+    // test reaches (1 member in 10 has one; 0310): no longer the co-member list of every hub.
+    expect(none.read).toBeLessThanOrEqual(memberScanCap + memberScanCap / 10 + 50);
   });
 });
 
@@ -210,5 +211,59 @@ describe('GET /users/me/saved-discussions', () => {
     expectReads(plan, 'hub_discussions', page + 1);
     expectReads(plan, 'posts', page + 1);
     expectReads(plan, 'hubs', page + 1);
+  });
+});
+
+describe('co-member policies of Hub identities and phone identities (0310)', () => {
+  const members = [user(s.firstPerson), user(s.firstPerson + n / 2), user(s.firstPerson + n - 1)];
+  const strangers = [user(s.firstPerson + n + 1), user(s.firstPerson + n + 2)];
+
+  it('probe the few rows a statement tests, not every member of the viewer\'s hubs', async () => {
+    // The viewer is a member of hub 1 (2,000 members) and hubs 2 and 3.
+    for (const table of ['app.hub_profiles', 'app.phone_identities']) {
+      const { seen, read } = await asViewer(app, 'app_user', viewer, async (client) => {
+        const before = await rowsReadInTransaction(client, 'app.hub_memberships');
+        const { rows } = await client.query(`select user_id from ${table} where user_id = any ($1::uuid[])`, [[...members, ...strangers]]);
+        return { seen: rows.length, read: (await rowsReadInTransaction(client, 'app.hub_memberships')) - before };
+      });
+      if (table === 'app.hub_profiles') expect(seen).toBe(1); // only members with i % 10 = 0 have a Hub identity
+      // Per tested row: the viewer's 3 memberships and one probe of the other user's; never the hub's 2,000.
+      expect(read, table).toBeLessThanOrEqual(8 * (members.length + strangers.length));
+    }
+  });
+
+  it('answer exactly what app.viewer_co_member_ids() answers, for every user and several viewers', async () => {
+    const { rows: everyone } = await app.owner.query<{ id: string }>('select id from app.users');
+    for (const who of [viewer, user(s.joiner), user(s.hubOwner), strangers[0]!]) {
+      const differ = await asViewer(app, 'app_user', who, (client) =>
+        client.query(`select u from unnest($1::uuid[]) u
+                      where app.viewer_shares_hub_with(u) is distinct from (u = any ((select app.viewer_co_member_ids())::uuid[]))`, [everyone.map((row) => row.id)]));
+      expect(differ.rows, who).toEqual([]);
+    }
+  });
+});
+
+describe('GET /posts/{postId}/vote/hubs (app.vote_tally, 0311)', () => {
+  const shared = benchId(space.post, s.sharedPost);
+
+  it('reads the 16 counter rows of the scope, global or hub, of a post in 2,001 hubs', async () => {
+    for (const hub of [null, benchId(space.hub, s.hub), benchId(space.hub, n)]) {
+      const { tally, read } = await asViewer(app, 'app_user', viewer, async (client) => {
+        const before = await rowsReadInTransaction(client, 'app.vote_counters');
+        const { rows } = await client.query('select app.vote_tally($1, $2) as tally', [shared, hub]);
+        return { tally: rows[0].tally, read: (await rowsReadInTransaction(client, 'app.vote_counters')) - before };
+      });
+      expect(tally).toEqual({ c: [0, 0, 0, 0, 0], b: [] });
+      expect(read, String(hub)).toBe(16);
+    }
+  });
+
+  it('sums the same counters as before: the global scope only its own rows, a hub scope only its own', async () => {
+    const post = benchId(space.post, s.votesPosts + 1);
+    const expected = await app.owner.query(
+      `select coalesce(sum(left_count), 0)::int as l, coalesce(sum(right_count), 0)::int as r from app.vote_counters where post_id = $1 and hub_id is null`, [post]);
+    const answer = await asViewer(app, 'app_user', viewer, (client) => client.query('select app.vote_tally($1, null) as tally', [post]));
+    expect(answer.rows[0].tally.c).toEqual([0, expected.rows[0].l, 0, expected.rows[0].r, 0]);
+    expect(expected.rows[0].l + expected.rows[0].r).toBeGreaterThan(0);
   });
 });
