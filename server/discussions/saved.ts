@@ -27,6 +27,31 @@ interface SavedRow {
   saved_us: number;
 }
 
+/**
+ * One page of the viewer's saved discussions: $1 and $2 the position after which it starts (null
+ * for the first), $3 the rows to return. The saved rows in their index order (a subquery the
+ * planner keeps apart: offset 0), each then joined to its discussion, post and hub through their
+ * policies (a lateral subquery with a limit, which the planner runs per saved row): the page reads
+ * about a page of saved rows. Joined freely, the planner started from the discussions of the
+ * viewer's hubs (all 100,000 of a big hub) and probed the saved rows for each.
+ */
+export const savedDiscussionPageSql = `select s.discussion_id, s.hub_id, d.hub_name, d.post_id, s.saved_at, ${micros('s.saved_at')} as saved_us
+  from (select s.discussion_id, s.hub_id, s.saved_at
+        from app.saved_discussions s
+        where s.user_id = app.viewer_id()
+          and ($1::bigint is null or (s.saved_at, s.discussion_id) < (${fromMicros('$1')}, $2::uuid))
+        order by s.saved_at desc, s.discussion_id desc
+        offset 0) s
+  cross join lateral (
+    select d.post_id, h.name as hub_name
+    from app.hub_discussions d
+    join app.posts p on p.id = d.post_id
+    join app.hubs h on h.id = s.hub_id
+    where d.id = s.discussion_id
+    limit 1) d
+  order by s.saved_at desc, s.discussion_id desc
+  limit $3`;
+
 export const savedDiscussionEndpoints = [
   endpoint({
     method: 'get',
@@ -44,27 +69,7 @@ export const savedDiscussionEndpoints = [
     async handler({ query, tx, services: { storage } }) {
       const [afterUs, afterId] = query.cursor ?? [null, null];
       const { rows } = await tx.query<SavedRow>(
-        // The saved rows in their index order (a subquery the planner keeps apart: offset 0), each
-        // then joined to its discussion, post and hub through their policies (a lateral subquery
-        // with a limit, which the planner runs per saved row): the page reads about
-        // a page of saved rows. Joined freely, the planner started from the discussions of the
-        // viewer's hubs (all 100,000 of a big hub) and probed the saved rows for each.
-        `select s.discussion_id, s.hub_id, d.hub_name, d.post_id, s.saved_at, ${micros('s.saved_at')} as saved_us
-         from (select s.discussion_id, s.hub_id, s.saved_at
-               from app.saved_discussions s
-               where s.user_id = app.viewer_id()
-                 and ($1::bigint is null or (s.saved_at, s.discussion_id) < (${fromMicros('$1')}, $2::uuid))
-               order by s.saved_at desc, s.discussion_id desc
-               offset 0) s
-         cross join lateral (
-           select d.post_id, h.name as hub_name
-           from app.hub_discussions d
-           join app.posts p on p.id = d.post_id
-           join app.hubs h on h.id = s.hub_id
-           where d.id = s.discussion_id
-           limit 1) d
-         order by s.saved_at desc, s.discussion_id desc
-         limit $3`,
+        savedDiscussionPageSql,
         [afterUs, afterId, query.limit + 1],
       );
       const page = toPage(rows, query.limit, (row) => [row.saved_us, row.discussion_id], (row) => row);
