@@ -174,8 +174,6 @@ export async function startEmbeddedPostgres(
     port: wantedPort = 0,
     /** Told when a cluster left running by a killed process is taken over. */
     notice = (_message: string): void => {},
-    /** More server settings, `name=value` (a benchmark's profile: shared_preload_libraries=pg_stat_statements). */
-    settings = [] as string[],
   } = {},
 ): Promise<EmbeddedDatabase> {
   const password = localSecret(dataDir, 'postgres');
@@ -195,7 +193,6 @@ export async function startEmbeddedPostgres(
       ...['-D', clusterDir, '-p', String(port)],
       ...['-c', 'listen_addresses=127.0.0.1', '-c', 'max_connections=300'],
       ...(durable ? [] : ['-c', 'fsync=off', '-c', 'synchronous_commit=off', '-c', 'full_page_writes=off']),
-      ...settings.flatMap((setting) => ['-c', setting]),
     ],
     // Its own process group: signals for the app's group (a terminal's Ctrl-C) do not reach it.
     { ...account, detached: true, stdio: ['ignore', 'ignore', 'pipe'], env: { ...process.env, LC_MESSAGES: 'C' } },

@@ -38,9 +38,6 @@ const inserts = Number(process.env.BENCH_PUSH_INSERTS ?? 3000);
 const members = Number(process.env.BENCH_PUSH_MEMBERS ?? 10_000);
 const listRows = Number(process.env.BENCH_PUSH_LIST_ROWS ?? 1_000_000);
 const concurrency = 64;
-// BENCH_STATEMENTS=1: the embedded server loads pg_stat_statements (track = all: statements inside
-// functions too), and each insert phase prints its costliest statements per insert.
-const statements = process.env.BENCH_STATEMENTS === '1';
 const log = (line: string) => process.stdout.write(`${line}\n`);
 
 const scratch = await mkdtemp(path.join(os.tmpdir(), 'opinion-push-bench-'));
@@ -48,16 +45,11 @@ await chmod(scratch, 0o755);
 let embedded: Awaited<ReturnType<typeof startEmbeddedPostgres>> | undefined;
 let adminUrl = process.env.DATABASE_URL;
 if (!adminUrl) {
-  embedded = await startEmbeddedPostgres(scratch, {
-    persistent: false,
-    durable: true,
-    settings: statements ? ['shared_preload_libraries=pg_stat_statements', 'pg_stat_statements.track=all'] : [],
-  });
+  embedded = await startEmbeddedPostgres(scratch, { persistent: false, durable: true });
   adminUrl = embedded.url;
 }
 const admin = new pg.Client({ connectionString: adminUrl });
 await admin.connect();
-if (statements && !embedded) throw new Error('BENCH_STATEMENTS=1 needs the embedded server (it loads pg_stat_statements)');
 const version = (await admin.query<{ version: string }>('select version()')).rows[0]?.version;
 const database = `opinion_bench_push_${randomBytes(3).toString('hex')}`;
 await admin.query(`create database ${database}`);
@@ -125,7 +117,6 @@ try {
   const take = async () =>
     ((await (await fetch(`${standIn.url}/_stand-in/take`, { method: 'POST' })).json()) as { accepted: { notificationId: string | null; token: string; at: number }[] }).accepted;
   const owner = new pg.Pool({ connectionString: ownerUrl, max: 4 });
-  if (statements) await owner.query('create extension if not exists pg_stat_statements');
 
   log(`machine: ${os.cpus().length} cores (${os.cpus()[0]?.model.trim()}), load average ${os.loadavg().map((l) => l.toFixed(1)).join(' ')}`);
   log(`PostgreSQL: ${version}${embedded ? ' (embedded, durable)' : ''}`);
@@ -227,7 +218,6 @@ try {
     // WAL written by the whole server (the bench's own, unless DATABASE_URL names a shared one).
     const wal = async () => (await owner.query<{ bytes: string; fpi: string }>('select wal_bytes::text as bytes, wal_fpi::text as fpi from pg_stat_wal')).rows[0];
     const walBefore = await wal();
-    if (statements) await owner.query('select pg_stat_statements_reset()');
     const pidsBefore = await pgPids();
     const pgBefore = cpuSeconds(pidsBefore);
     const processes = [worker.child.pid as number, standInProcess.pid as number];
@@ -270,16 +260,6 @@ try {
     };
     cpu.busy = ((cpu.pg + cpu.worker + cpu.standIn + cpu.load) * inserts) / 1000 / (result.seconds + drain);
     phaseCpu.push(cpu);
-    if (statements) {
-      const { rows } = await owner.query<{ ms: number; calls: string; query: string }>(
-        `select total_exec_time / $1 as ms, calls::text, left(regexp_replace(query, '\\s+', ' ', 'g'), 110) as query
-         from pg_stat_statements where dbid = (select oid from pg_database where datname = current_database())
-         order by total_exec_time desc limit 12`,
-        [inserts],
-      );
-      log(`    push ${push ? 'on ' : 'off'}: statements by execution time per insert (ms, calls):`);
-      for (const row of rows) log(`      ${fmt(row.ms, 4)} ${row.calls} ${row.query}`);
-    }
     await stop(worker.child);
     return result.rate;
   }
