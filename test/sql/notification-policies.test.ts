@@ -177,7 +177,7 @@ describe('the dispatcher', () => {
     }
   });
 
-  it('covers every committed row by exactly one announced range, also when an older transaction commits last', async () => {
+  it('covers every committed row by exactly one announced range, also when an older transaction commits last', { timeout: 40_000 }, async () => {
     await dispatch();
     const listener = await listenTo(app, 'notifications');
     const slow = new pg.Client({ connectionString: app.ownerUrl });
@@ -185,7 +185,9 @@ describe('the dispatcher', () => {
     try {
       await slow.query('begin');
       const late = (await slow.query(`insert into app.notifications (recipient_id, type) values ($1, 'user_followed') returning id`, [outsider.id])).rows[0].id;
-      const early = await insertNotification(app, outsider.id);
+      // Another recipient: a row for the same one would add to the same unread counter, and when both
+      // picked the same of its random slots this insert would wait for the open transaction for ever.
+      const early = await insertNotification(app, member.id);
       await dispatch();
       await sleep(50);
       // While the older transaction runs, no range reaches the committed newer row.
@@ -195,8 +197,14 @@ describe('the dispatcher', () => {
       const lateTx = await txOf(late);
       expect(lateTx).toBeLessThan(earlyTx);
       const covering = (tx: bigint) => ranges(listener.payloads).filter((range) => range.from <= tx && tx < range.to);
-      // Until xmin passes both (it is cluster-wide: other test files' transactions hold it too).
+      // Until xmin passes both (it is cluster-wide: other test files' transactions hold it too, for
+      // example graphql-bounds' table lock for its 5 s statement timeout). Bounded below the test's
+      // timeout: a loop left running after a timeout would keep dispatching on the shared
+      // authenticator connection under the file's next tests, and its finally would never close
+      // the clients.
+      const deadline = Date.now() + 25_000;
       while (covering(earlyTx).length === 0 || covering(lateTx).length === 0) {
+        if (Date.now() > deadline) throw new Error(`no range covered ${lateTx} and ${earlyTx} within 25 s; announced: ${ranges(listener.payloads).map((range) => `${range.from}-${range.to}`).join(', ')}`);
         await dispatch();
         await sleep(20);
       }
