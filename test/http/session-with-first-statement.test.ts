@@ -21,6 +21,15 @@ beforeAll(async () => {
 });
 afterAll(() => app.close());
 
+/** One pipelined connection as the API's login. Its server may go while the client is still
+ * closing (app.close drops the database with force), as test/helpers/app.ts's owner pool says. */
+function authenticatorPool(): pg.Pool {
+  const pool = new pg.Pool({ connectionString: roleUrl(app.ownerUrl, 'authenticator'), max: 1, pipeline: true });
+  pool.on('error', () => {});
+  pool.on('connect', (client) => client.on('error', () => {}));
+  return pool;
+}
+
 async function loggedOut(level: 1 | 2 | 3 | 4): Promise<TestUser> {
   const user = level === 1 ? await anonymousUser(app) : await userAtLevel(app, level);
   const logout = await app.post('/auth/logout', { refreshToken: user.refreshToken, logoutFromAllDevices: false }, { token: user.token });
@@ -149,7 +158,7 @@ describe('one batch, one Sync: the whole request transaction on one connection',
   }
 
   it('cast_vote checks its own session first (401, then 403, then 404), and a refusal writes nothing', async () => {
-    const pool = new pg.Pool({ connectionString: roleUrl(app.ownerUrl, 'authenticator'), max: 1, pipeline: true });
+    const pool = authenticatorPool();
     try {
       const post = await createPost(app, author, slider);
       const before = await voteWrites(post.id);
@@ -177,7 +186,7 @@ describe('one batch, one Sync: the whole request transaction on one connection',
   });
 
   it('commits or rolls back at the Sync: no setting or role outlives its request on the connection', async () => {
-    const pool = new pg.Pool({ connectionString: roleUrl(app.ownerUrl, 'authenticator'), max: 1, pipeline: true });
+    const pool = authenticatorPool();
     try {
       const probe = "select current_user::text as role, current_setting('app.user_id', true) as user_id, current_setting('app.session_id', true) as session_id";
       const revoked = await loggedOut(1);

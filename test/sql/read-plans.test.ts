@@ -189,7 +189,15 @@ describe('GET /hubs/{hubId}/members and /admins', () => {
 describe('GET /search/hubs', () => {
   it('reads about a page of hub name words for a word many hubs have, and none for one no hub has', async () => {
     // "garden": a word of about one hub name in 20 (scale-data.ts), about 100 of the data set's hubs.
-    const many = await planAs(viewer, hubSearchSql, ['garden', null, null, page + 1]);
+    // At this size, once the table has statistics, a bitmap scan of all ~100 words and a sort is the
+    // planner's cheaper choice (seen in one full run); at 100,000 hubs it reads the index in order
+    // (the scale bench). With bitmap scans off the plan shows what this test is for: the SQL can be
+    // served by the (word, hub) index reading about a page, where a query the index cannot serve
+    // would still read every word.
+    const many = await asViewer(app, 'app_user', viewer, async (client) => {
+      await client.query('set local enable_bitmapscan = off');
+      return explain(client, hubSearchSql, ['garden', null, null, page + 1]);
+    });
     expect(many['Actual Rows']).toBe(page + 1);
     expect(rowsRead(many, 'hub_name_words'), describePlan(many)).toBeLessThanOrEqual(2 * (page + 1));
     expect(rowsRead(many, 'hubs'), describePlan(many)).toBeLessThanOrEqual(page + 1);
