@@ -33,12 +33,7 @@ export function createPools(ownerUrl: string, { apiMax = 20, graphqlMax = 3, wor
   // A worker killed mid-statement: its server process notices within a second and stops the
   // statement, instead of finishing work nobody waits for (PostgreSQL 14+).
   const worker = new pg.Pool({ connectionString: roleUrl(ownerUrl, 'app_worker'), max: workerMax, options: '-c client_connection_check_interval=1000' });
-  // A client that loses its server emits 'error' (on the pool when idle, on the client when
-  // checked out); the failing query rejects and the pool replaces the client.
-  for (const pool of [api, graphql, worker]) {
-    pool.on('error', () => {});
-    pool.on('connect', (client) => client.on('error', () => {}));
-  }
+  for (const pool of [api, graphql, worker]) survivesServerLoss(pool);
   return {
     api,
     graphql,
@@ -47,4 +42,15 @@ export function createPools(ownerUrl: string, { apiMax = 20, graphqlMax = 3, wor
       await Promise.all([api.end(), graphql.end(), worker.end()]);
     },
   };
+}
+
+/**
+ * A client that loses its server emits 'error' (on the pool when idle, on the client when checked
+ * out); without a listener that error ends the process. The failing query rejects anyway, and the
+ * pool replaces the client.
+ */
+export function survivesServerLoss(pool: pg.Pool): pg.Pool {
+  pool.on('error', () => {});
+  pool.on('connect', (client) => client.on('error', () => {}));
+  return pool;
 }

@@ -6,7 +6,7 @@ import pg from 'pg';
 import { inject } from 'vitest';
 import { loadConfig, type Config } from '../../config.ts';
 import { createLogger, workerLogger } from '../../logger.ts';
-import { createPools, type Pools } from '../../db/pools.ts';
+import { createPools, survivesServerLoss, type Pools } from '../../db/pools.ts';
 import { roleUrl } from '../../db/roles.ts';
 import { createServer } from '../../server/app.ts';
 import { CreateBucketCommand } from '@aws-sdk/client-s3';
@@ -72,8 +72,7 @@ export async function startTestApp(env: Record<string, string> = {}, overrides: 
   const pools = createPools(ownerUrl);
   const owner = new pg.Pool({ connectionString: ownerUrl, max: 4 });
   // The database is dropped with (force) at close: a client still closing then loses its server.
-  owner.on('error', () => {});
-  owner.on('connect', (client) => client.on('error', () => {}));
+  survivesServerLoss(owner);
   const services = await createServices(config, log, pools, objects.storage, overrides);
   await services.notificationHub.start(roleUrl(ownerUrl, 'authenticator'));
   const server = createServer(services).listen(0, '127.0.0.1');

@@ -4,6 +4,7 @@
 // vote's check is inside app.cast_vote (migrations/0170), and both requests are one batch with a
 // single Sync (db/single-sync.ts).
 import pg from 'pg';
+import { survivesServerLoss } from '../../db/pools.ts';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { roleUrl } from '../../db/roles.ts';
 import { RequestTransaction } from '../../db/request-transaction.ts';
@@ -24,10 +25,7 @@ afterAll(() => app.close());
 /** One pipelined connection as the API's login. Its server may go while the client is still
  * closing (app.close drops the database with force), as test/helpers/app.ts's owner pool says. */
 function authenticatorPool(): pg.Pool {
-  const pool = new pg.Pool({ connectionString: roleUrl(app.ownerUrl, 'authenticator'), max: 1, pipeline: true });
-  pool.on('error', () => {});
-  pool.on('connect', (client) => client.on('error', () => {}));
-  return pool;
+  return survivesServerLoss(new pg.Pool({ connectionString: roleUrl(app.ownerUrl, 'authenticator'), max: 1, pipeline: true }));
 }
 
 async function loggedOut(level: 1 | 2 | 3 | 4): Promise<TestUser> {

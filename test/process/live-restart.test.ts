@@ -10,6 +10,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { CreateBucketCommand } from '@aws-sdk/client-s3';
 import pg from 'pg';
+import { survivesServerLoss } from '../../db/pools.ts';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { freePort, startEmbeddedPostgres, type EmbeddedDatabase } from '../../db/embedded.ts';
 import { migrate } from '../../db/migrate.ts';
@@ -42,9 +43,7 @@ beforeAll(async () => {
   await admin.query('create database live_restart');
   await admin.end();
   await migrate(ownerUrl);
-  owner = new pg.Pool({ connectionString: ownerUrl, max: 2 });
-  owner.on('error', () => {});
-  owner.on('connect', (client) => client.on('error', () => {}));
+  owner = survivesServerLoss(new pg.Pool({ connectionString: ownerUrl, max: 2 }));
 
   const bucket = `live-restart-${randomUUID().slice(0, 8)}`;
   const s3 = s3Client(loadConfig({ S3_ENDPOINT: inject('s3Endpoint'), S3_BUCKET: bucket }).s3, inject('s3Endpoint'));
