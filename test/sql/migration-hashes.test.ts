@@ -1,6 +1,7 @@
 // A landed migration is never edited: db/migrations.sha256 holds each migration file's SHA-256, and a
 // file whose content differs from its committed hash fails here. A new migration needs its line
 // (`npm run migrations:hash`, which adds only files not listed yet).
+import { readFileSync } from 'node:fs';
 import { expect, it } from 'vitest';
 import { committedHashes, hashOf, migrationFiles } from '../../db/migration-hashes.ts';
 
@@ -22,4 +23,13 @@ it('no listed migration is gone', () => {
 it('every landed migration has the content it was committed with', () => {
   const changed = [...committedHashes()].filter(([file, hash]) => migrationFiles().includes(file) && hashOf(file) !== hash);
   expect(changed.map(([file]) => file), landedHint).toEqual([]);
+});
+
+// docs/database.md: down sections are never run, so a new migration has none. The migrations up to
+// 0311 landed with theirs (copies of earlier bodies) before the rule was enforced, and stay as landed.
+const lastWithDownSection = 'migrations/0311_vote_scope_index_reads.sql';
+it('no migration after the last landed one with a down section has one', () => {
+  const later = migrationFiles().filter((file) => file > lastWithDownSection);
+  const withDown = later.filter((file) => readFileSync(new URL(`../../${file}`, import.meta.url), 'utf8').includes('-- Down Migration'));
+  expect(withDown, 'a new migration has no `-- Down Migration` section (docs/database.md)').toEqual([]);
 });
