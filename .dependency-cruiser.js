@@ -1,7 +1,8 @@
 // Layering (npm run lint): dependencies run one way, main.ts → worker/, server/ → db/ → config.ts,
 // logger.ts, and no module reaches itself again through its imports (type-only imports included).
 // Inside server/, the endpoint framework (http/) does not import the services or the app that use it.
-// Tests may use every layer; no layer uses the tests.
+// Inside server/, the folders import one way (serverFolders below), so no two of them import each
+// other, directly or through a third. Tests may use every layer; no layer uses the tests.
 const layers = [
   { name: 'config', path: '^(config|logger)\\.ts$', below: [] },
   { name: 'db', path: '^db/', below: ['config'] },
@@ -9,6 +10,36 @@ const layers = [
   { name: 'worker', path: '^worker/', below: ['db', 'config'] },
 ];
 const layerPath = Object.fromEntries(layers.map((layer) => [layer.name, layer.path]));
+
+// server/'s folders in the order they may import: each imports only folders listed before it. The
+// endpoint framework first, then what endpoints share (object storage, the shapes read by more than
+// one resource in shapes/, live delivery in sse/), then the resources. A new folder takes its place
+// here; an import against the order means moving a folder later, which is possible only when
+// nothing between imports it (else the two folders would import each other: move what they share
+// into shapes/). The files directly in server/ (app.ts, services.ts, ...) assemble the folders and
+// are held by no-circular alone.
+const serverFolders = [
+  'http',
+  'uploads',
+  'auth',
+  'openapi',
+  'reports',
+  'votes',
+  'graphql',
+  'shapes',
+  'sse',
+  'notifications',
+  'comments',
+  'hubs',
+  'posts',
+  'feeds',
+  'search',
+  'web',
+  'discussions',
+  'users',
+  'onboarding',
+];
+const folderPath = (names) => `^server/(${names.join('|')})/`;
 
 export default {
   forbidden: [
@@ -35,6 +66,20 @@ export default {
       severity: 'error',
       from: { path: '^server/http/' },
       to: { path: '^server/(services|app)\\.ts$' },
+    },
+    ...serverFolders.slice(0, -1).map((folder, index) => ({
+      name: `server-${folder}-one-way`,
+      comment: `server/${folder}/ imports only the folders before it in serverFolders (${serverFolders.slice(0, index).join(', ') || 'none'}).`,
+      severity: 'error',
+      from: { path: folderPath([folder]) },
+      to: { path: folderPath(serverFolders.slice(index + 1)) },
+    })),
+    {
+      name: 'server-folder-listed',
+      comment: 'Every folder of server/ that imports another has its place in serverFolders.',
+      severity: 'error',
+      from: { path: '^server/[^/]+/', pathNot: folderPath(serverFolders) },
+      to: { path: '^server/[^/]+/' },
     },
   ],
   options: {

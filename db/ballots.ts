@@ -1,4 +1,4 @@
-// Sealed ballots (contract 7 "Vote anonymity", design.md "Votes stay anonymous", migrations/0290).
+// Sealed ballots (contract 7 "Vote anonymity", design.md "Votes stay anonymous", migrations/frozen/0290).
 // A vote's position exists in the clear only in this process: it is sealed here with AES-256-GCM
 // under BALLOT_KEY (which the database never sees), a fresh 12-byte nonce per ballot, and the post
 // and scope bound as associated data, so a sealed ballot opens only as a vote on that post in that
@@ -6,6 +6,7 @@
 // same length. The API opens a scope's pending ballots at read time, the tallier when it folds a
 // batch of them into the counters. Nothing here logs, and no error names a position.
 import { createCipheriv, createDecipheriv, randomBytes } from 'node:crypto';
+import { setBounded } from './bounded-map.ts';
 
 export const ballotPositions = ['strong_left', 'left', 'neutral', 'right', 'strong_right'] as const;
 export type BallotPosition = (typeof ballotPositions)[number];
@@ -70,8 +71,7 @@ export class BallotBox {
   }
 
   #remember(postId: string, hubId: string | null, stored: string, index: number): void {
-    if (this.#remembered.size >= rememberedMax) this.#remembered.delete(this.#remembered.keys().next().value as string);
-    this.#remembered.set(`${postId.toLowerCase()}:${hubId?.toLowerCase() ?? 'global'}:${stored}`, index);
+    setBounded(this.#remembered, `${postId.toLowerCase()}:${hubId?.toLowerCase() ?? 'global'}:${stored}`, index, rememberedMax);
   }
 
   /** The position index (0-4) of a sealed ballot of this post and scope; throws when it does not open. */

@@ -1,5 +1,5 @@
 // Landed migrations are protected by content: db/migrations.sha256 holds the SHA-256 of every
-// migration file on main, one `<hash>  migrations/<file>` line each (the format of `sha256sum`, so
+// migration file on main (migrations/frozen/ included), one `<hash>  migrations/<file>` line each (the format of `sha256sum`, so
 // `sha256sum -c db/migrations.sha256` checks a checkout without Node). test/sql/migration-hashes.test.ts
 // fails when a listed file's content changes, when a listed file is gone, or when a migration has no
 // line yet; `npm run migrations:hash` adds the lines of new files and never rewrites a listed one.
@@ -10,14 +10,16 @@ import { fileURLToPath } from 'node:url';
 
 const root = path.join(path.dirname(fileURLToPath(import.meta.url)), '..');
 export const hashListPath = path.join(root, 'db', 'migrations.sha256');
-const migrationsDir = path.join(root, 'migrations');
 
-/** `migrations/<file>` for every migration in the checkout, in the order the runner applies them. */
+/** `migrations/<file>` and `migrations/frozen/<file>` for every migration in the checkout, sorted by path. */
 export function migrationFiles(): string[] {
-  return readdirSync(migrationsDir)
-    .filter((file) => file.endsWith('.sql'))
-    .sort()
-    .map((file) => `migrations/${file}`);
+  return ['migrations', 'migrations/frozen']
+    .flatMap((dir) =>
+      readdirSync(path.join(root, dir), { withFileTypes: true })
+        .filter((entry) => entry.isFile() && entry.name.endsWith('.sql'))
+        .map((entry) => `${dir}/${entry.name}`),
+    )
+    .sort();
 }
 
 export function hashOf(file: string): string {

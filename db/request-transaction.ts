@@ -7,9 +7,18 @@
 // pipelined API pool), or the whole transaction is one batch with a single Sync
 // (db/single-sync.ts): a vote is one round trip and one answer in all. Requests that never touch
 // the database never take a connection.
-import pg from 'pg';
-import { SingleSyncStatement } from './single-sync.ts';
-import { anonymousViewer, beginAs, sessionGate, sqlLiteral, type Viewer } from './viewer.ts';
+//
+// This class keeps the transaction's state (its viewer, connection and what is held for the next
+// message) and decides what travels when; the parts live beside it: the opening message
+// (transaction-opening.ts), the deferred session check (deferred-session-check.ts), the statements
+// that run first (statement-prelude.ts) and the ways the last statement travels with its commit
+// (last-statement.ts).
+import type pg from 'pg';
+import { DeferredSessionCheck } from './deferred-session-check.ts';
+import { commitInOpening, commitInSingleSync, commitPipelined, refusesSession } from './last-statement.ts';
+import { settlePrelude, StatementPrelude } from './statement-prelude.ts';
+import { openingText, rollbackAndRelease, sendOpening, type Opening } from './transaction-opening.ts';
+import { anonymousViewer, sqlLiteral, type Viewer } from './viewer.ts';
 
 const isTextOrNull = (value: unknown): value is string | null => value === null || typeof value === 'string';
 
@@ -19,11 +28,10 @@ export class RequestTransaction {
   #client: pg.PoolClient | undefined;
   #opening: Promise<pg.PoolClient> | undefined;
   #done = false;
-  /** The deferred session check, sent with the opening (deferSession), and its level. */
-  #gate = '';
-  #gateLevel = 0;
-  /** A statement that runs first in the transaction (a write limit), sent with the next message. */
-  #prelude = '';
+  /** The deferred session check, sent with the opening (deferSession). */
+  #sessionCheck = new DeferredSessionCheck();
+  /** Statements that run first in the transaction (a write limit), sent with the next message. */
+  #prelude = new StatementPrelude();
 
   constructor(pool: pg.Pool, viewer: Viewer) {
     this.#pool = pool;
@@ -48,10 +56,7 @@ export class RequestTransaction {
       const client = this.#client as pg.PoolClient;
       this.#client = undefined;
       this.#viewer = previous;
-      await client.query('rollback').then(
-        () => client.release(),
-        () => client.release(true),
-      );
+      await rollbackAndRelease(client);
     }
     return level;
   }
@@ -64,8 +69,7 @@ export class RequestTransaction {
    */
   deferSession(viewer: Viewer, level: number): void {
     this.#viewer = viewer;
-    this.#gate = sessionGate(viewer, level);
-    this.#gateLevel = level;
+    this.#sessionCheck.defer(level);
   }
 
   /**
@@ -75,12 +79,12 @@ export class RequestTransaction {
    * statement. When it fails, the transaction is aborted and its error is what the request throws.
    */
   prepend(text: string): void {
-    this.#prelude = this.#prelude ? `${this.#prelude} ${text}` : text;
+    this.#prelude.add(text);
   }
 
   async client(): Promise<pg.PoolClient> {
     if (this.#client) {
-      if (this.#prelude) await this.query('select 1');
+      if (this.#prelude.pending) await this.query('select 1');
       return this.#client;
     }
     this.#opening ??= this.#open().then(() => this.#client as pg.PoolClient);
@@ -89,28 +93,10 @@ export class RequestTransaction {
 
   async query<R extends pg.QueryResultRow = pg.QueryResultRow>(text: string, params?: unknown[]): Promise<pg.QueryResult<R>> {
     const client = this.#client ?? (await this.client());
-    const prelude = this.#takePrelude(client);
+    const prelude = this.#prelude.send(client);
     const result = client.query<R>(text, params);
-    if (prelude) await this.#settlePrelude(prelude, result);
+    if (prelude) await settlePrelude(prelude, result);
     return result;
-  }
-
-  /** Sends a pending prelude on an open connection (pipelined: not awaited here). */
-  #takePrelude(client: pg.PoolClient): Promise<unknown> | undefined {
-    if (!this.#prelude) return undefined;
-    const text = this.#prelude;
-    this.#prelude = '';
-    return client.query(text);
-  }
-
-  /** Awaits a prelude sent ahead of `next`; when it failed, `next` (aborted with it) is settled and the prelude's error thrown. */
-  async #settlePrelude(prelude: Promise<unknown>, next: Promise<unknown>): Promise<void> {
-    try {
-      await prelude;
-    } catch (error) {
-      await next.catch(() => undefined);
-      throw error;
-    }
   }
 
   /**
@@ -121,35 +107,29 @@ export class RequestTransaction {
    * not yet open is the whole transaction in one batch with a single Sync (db/single-sync.ts:
    * settings, deferred session check and statement, committed by the Sync, one answer); an
    * unnamed statement without parameters goes in the opening message itself; otherwise the
-   * opening, the statement and `commit` are pipelined.
+   * opening, the statement and `commit` are pipelined (last-statement.ts).
    *
-   * `gatedAt`: the statement checks the transaction's own session itself, first, at that level
-   * (app.session_gate on app.viewer_session_id(), as app.cast_vote does), so a deferred session
-   * check is not sent as a statement of its own. It must cover the deferred level.
+   * `statementGateLevel`: the level at which the statement checks the transaction's own session
+   * itself, first (app.session_gate on app.viewer_session_id(), as app.cast_vote does), so a
+   * deferred session check is not sent as a statement of its own. It must cover the deferred level.
    */
   async queryAndCommit<R extends pg.QueryResultRow = pg.QueryResultRow>(
     text: string,
     params?: unknown[],
     name?: string,
-    gatedAt?: number,
+    statementGateLevel?: number,
   ): Promise<pg.QueryResult<R>> {
-    const gatedByStatement = gatedAt !== undefined && this.#gate !== '';
-    if (gatedByStatement) {
-      if (gatedAt < this.#gateLevel) throw new Error(`statement gates at level ${gatedAt}, the request needs ${this.#gateLevel}`);
-      this.#gate = '';
-    }
-    if (!this.#client && !this.#opening && !this.#prelude && name && (params ?? []).every(isTextOrNull)) {
+    const gatedByStatement = this.#sessionCheck.coverWith(statementGateLevel);
+    if (!this.#client && !this.#opening && !this.#prelude.pending && name && (params ?? []).every(isTextOrNull)) {
       return this.#singleSync<R>(name, text, (params ?? []) as (string | null)[], gatedByStatement);
     }
     if (!this.#client && !this.#opening && !params?.length) {
-      const { client, opened } = await this.#connect(`${text}; commit`);
+      const opening = await this.#connect(`${text}; commit`);
       this.#done = true;
       try {
-        const results = await opened;
-        client.release();
-        return results.at(-2) as pg.QueryResult<R>;
+        return await commitInOpening<R>(opening);
       } catch (error) {
-        await this.#abandon(client);
+        this.#viewer = anonymousViewer;
         throw error;
       }
     }
@@ -158,30 +138,12 @@ export class RequestTransaction {
     const client = opening?.client ?? (await this.client());
     this.#done = true;
     this.#client = undefined;
-    // One write (one send) for the whole pipeline: the opening, the statement and the commit.
-    const stream = client.connection.stream;
-    if (!opening) stream.cork();
-    const prelude = opening ? undefined : this.#takePrelude(client);
-    const pending = [opening?.opened, client.query<R>({ name, text, values: params }), client.query('commit'), prelude] as const;
-    stream.uncork();
-    const [opened, result, commit, preluded] = await Promise.allSettled(pending);
-    if (preluded.status === 'rejected') {
-      if (commit.status === 'rejected') client.release(true);
-      else client.release();
-      throw preluded.reason;
-    }
-    if (commit.status === 'rejected') {
-      client.release(true);
-      if (opened.status === 'rejected') this.#viewer = anonymousViewer;
-      throw opened.status === 'rejected' ? opened.reason : commit.reason;
-    }
-    client.release();
-    if (opened.status === 'rejected') {
-      this.#viewer = anonymousViewer;
-      throw opened.reason;
-    }
-    if (result.status === 'rejected') this.#refused(result.reason, gatedByStatement);
-    return result.value;
+    return commitPipelined<R>(client, opening, this.#prelude, { name, text, values: params }, {
+      openingFailed: () => {
+        this.#viewer = anonymousViewer;
+      },
+      statementFailed: (error) => this.#refused(error, gatedByStatement),
+    });
   }
 
   /**
@@ -192,25 +154,17 @@ export class RequestTransaction {
     if (this.#done) throw new Error('request transaction already finished');
     const client = await this.#pool.connect();
     this.#done = true;
-    const gateLevel = this.#gate ? this.#gateLevel : null;
-    this.#gate = '';
-    const statement = new SingleSyncStatement<R>(this.#viewer, gateLevel, name, text, params);
-    const answered = statement.result();
-    void client.query(statement);
+    const gateLevel = this.#sessionCheck.takeLevel();
     try {
-      const result = await answered;
-      client.release();
-      return result;
+      return await commitInSingleSync<R>(client, this.#viewer, gateLevel, name, text, params);
     } catch (error) {
-      // A statement's error ends its batch: the server rolled it back and the connection is clean.
-      client.release(!(error instanceof pg.DatabaseError));
       this.#refused(error, gateLevel !== null || gatedByStatement);
     }
   }
 
   /** Throws `error`; when a session check ran (`checked`) and refused the session, the request stays anonymous. */
   #refused(error: unknown, checked: boolean): never {
-    if (checked && (error as { message?: string }).message === 'UNAUTHORIZED') this.#viewer = anonymousViewer;
+    if (checked && refusesSession(error)) this.#viewer = anonymousViewer;
     throw error;
   }
 
@@ -224,21 +178,14 @@ export class RequestTransaction {
   }
 
   /**
-   * Takes a connection and sends the opening (not awaited: what follows joins its pipeline).
-   * `corked` holds it in the socket until the caller uncorks, so that the statements behind it
-   * leave in the same write.
+   * Takes a connection and sends the opening, with what is held for it and `extra` (not awaited:
+   * what follows joins its pipeline; `corked`: see sendOpening).
    */
-  async #connect(extra = '', corked = false): Promise<{ client: pg.PoolClient; opened: Promise<pg.QueryResult[]> }> {
+  async #connect(extra = '', corked = false): Promise<Opening> {
     if (this.#done) throw new Error('request transaction already finished');
     const client = await this.#pool.connect();
-    // Simple-query protocol: several statements, one message.
-    const prelude = this.#prelude ? ` ${this.#prelude};` : '';
-    const text = beginAs(this.#viewer) + (this.#gate ? ` ${this.#gate}` : '') + prelude + (extra ? ` ${extra};` : '');
-    this.#gate = '';
-    this.#prelude = '';
-    if (corked) client.connection.stream.cork();
-    const opened = client.query(text) as unknown as Promise<pg.QueryResult[]>;
-    return { client, opened };
+    const text = openingText(this.#viewer, this.#sessionCheck.takeText(), this.#prelude.take(), extra);
+    return sendOpening(client, text, corked);
   }
 
   async #open(extra = ''): Promise<pg.QueryResult[]> {
@@ -253,22 +200,16 @@ export class RequestTransaction {
     }
   }
 
-  /**
-   * After a failed opening message: a refused session check (or a failed statement) leaves an
-   * aborted transaction; end it before the pool reuses the connection. The request stays anonymous.
-   */
+  /** After a failed opening message: the aborted transaction is ended, and the request stays anonymous. */
   async #abandon(client: pg.PoolClient): Promise<void> {
     this.#viewer = anonymousViewer;
-    await client.query('rollback').then(
-      () => client.release(),
-      () => client.release(true),
-    );
+    await rollbackAndRelease(client);
   }
 
   async #finish(ok: boolean): Promise<void> {
     if (this.#done) return;
     // A deferred session check, and a write limit, always run before a request answers success.
-    if (ok && (this.#gate || this.#prelude)) await this.client();
+    if (ok && (this.#sessionCheck.pending || this.#prelude.pending)) await this.client();
     this.#done = true;
     if (this.#opening) await this.#opening.catch(() => undefined);
     const client = this.#client;

@@ -1,4 +1,4 @@
-// A request's whole transaction as one extended-protocol batch with a single Sync (issue 12): the
+// A request's whole transaction as one extended-protocol batch with a single Sync: the
 // viewer's settings (db/viewer.ts), the deferred session check when there is one
 // (app.session_gate, as RequestTransaction.deferSession sends it) and one statement, all named
 // prepared statements of the connection: Parse (first use only), Bind, Execute each, one Sync.
@@ -18,7 +18,7 @@ const settings = {
 // The session of the settings just made: the same check as RequestTransaction.deferSession's.
 const gate = {
   name: 'viewer_session_gate',
-  text: 'select app.session_gate(app.session_access_level(app.viewer_session_id(), app.viewer_id()), $1::int)',
+  text: 'select app.viewer_session_gate($1::int)',
 };
 
 /** The parts of node-postgres' connection that a batch writes to (pg/lib/connection.js). */

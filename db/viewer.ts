@@ -45,10 +45,10 @@ export function beginAs(viewer: Viewer): string {
 }
 
 /**
- * The session check of a signed-in viewer as one simple-query statement: app.session_gate over
- * app.session_access_level raises UNAUTHORIZED when the session is not live, else the 403 code of
- * the first level below `level` the user lacks.
+ * The session check of the transaction's viewer (sent after its settings) as one simple-query
+ * statement: app.viewer_session_gate raises UNAUTHORIZED when the session is not live, else the 403
+ * code of the first level below `level` the user lacks.
  */
-export function sessionGate(viewer: Viewer, level: number): string {
-  return `select app.session_gate(app.session_access_level(${sqlLiteral(viewer.sessionId)}, ${sqlLiteral(viewer.userId)}), ${level});`;
+export function sessionGate(level: number): string {
+  return `select app.viewer_session_gate(${Number(level)});`;
 }

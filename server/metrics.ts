@@ -18,6 +18,12 @@ export interface PushCounters {
   deviceDeleted(reason: string): void;
 }
 
+/** What the vote endpoint reports (server/votes/routes.ts). */
+export interface VoteCounters {
+  /** A vote sealed again for hubs app.cast_vote named (a second round trip). */
+  resealed(): void;
+}
+
 /** What the notification hub reports (server/sse/hub.ts). */
 export interface LiveStatus {
   readonly openStreams: number;
@@ -31,6 +37,7 @@ export interface Metrics {
   watchWorker(events: WorkerEvents): void;
   /** What the push worker reports (worker/push/pusher.ts PushObserver). */
   push: PushCounters;
+  votes: VoteCounters;
   /** The metrics endpoint's app: GET /metrics. */
   app(): express.Express;
 }
@@ -90,7 +97,14 @@ export function createMetrics(pools: Pools): Metrics {
     registers: [registry],
   });
 
+  const votesResealed = new Counter({
+    name: 'votes_resealed_total',
+    help: 'Votes sealed again because app.cast_vote named hubs the API had no ballot for (a second round trip)',
+    registers: [registry],
+  });
+
   return {
+    votes: { resealed: () => votesResealed.inc() },
     push: {
       sent(kind, lagSeconds) {
         pushesSent.inc({ kind });

@@ -11,6 +11,7 @@ import { deleteAsset } from './tasks/delete-asset.ts';
 import { exportAccount } from './tasks/export-account.ts';
 import { hubNotificationFanout } from './tasks/hub-notification-fanout.ts';
 import { liftSuspension } from './tasks/lift-suspension.ts';
+import { propagateHubActivity } from './tasks/propagate-hub-activity.ts';
 import { purgeAccount } from './tasks/purge-account.ts';
 import { purgeExpiredAuth } from './tasks/purge-expired-auth.ts';
 import { purgeExpiredUploads } from './tasks/purge-expired-uploads.ts';
@@ -32,6 +33,7 @@ export function createTaskList({ storage, ballots }: WorkerDeps): TaskList {
     export_account: exportAccount(storage),
     hub_notification_fanout: hubNotificationFanout,
     lift_suspension: liftSuspension,
+    propagate_hub_activity: propagateHubActivity,
     purge_account: purgeAccount(storage),
     purge_expired_auth: purgeExpiredAuth,
     purge_expired_uploads: purgeExpiredUploads(storage),
@@ -39,7 +41,8 @@ export function createTaskList({ storage, ballots }: WorkerDeps): TaskList {
   };
 }
 
-const crontab = ['0 * * * * purge_expired_auth ?max=1', '*/15 * * * * purge_expired_uploads ?max=1', '30 * * * * purge_push ?max=1', '* * * * * tally_sweep ?max=1'].join('\n');
+const crontab = ['0 * * * * purge_expired_auth ?max=1', '*/15 * * * * purge_expired_uploads ?max=1', '30 * * * * purge_push ?max=1', '* * * * * tally_sweep ?max=1',
+  '* * * * * propagate_hub_activity ?max=1'].join('\n');
 
 /**
  * `watch` receives the runner's events (main.ts counts jobs for the metrics); `deadAfterSeconds`:

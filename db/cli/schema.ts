@@ -1,5 +1,5 @@
 // npm run schema: writes db/schema.sql from a freshly migrated database. Always a throwaway embedded
-// PostgreSQL 18 (DATABASE_URL is not used): the file is the schema the migrations produce, on the
+// PostgreSQL 18 (DATABASE_URL is not used): the file is the schema the migrations and db/sql produce, on the
 // major it is checked against by default, whatever the development database holds.
 import { chmod, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';

@@ -6,7 +6,7 @@ import { isUuid } from '../http/ids.ts';
 import { fromMicros, micros, pageQuery, pageSchema, toPage } from '../http/paging.ts';
 import type { RequestTransaction } from '../../db/request-transaction.ts';
 import type { Storage } from '../uploads/storage.ts';
-import { shapeUserLite, userLite, type UserLiteRow } from '../users/lite.ts';
+import { shapeUserLite, userLite, type UserLiteRow } from '../shapes/user-lite.ts';
 import { maintainedCount } from '../http/counts.ts';
 import { trimmedText } from '../http/validation.ts';
 

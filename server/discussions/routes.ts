@@ -1,10 +1,10 @@
 // Hub discussions (spec 2.5, part 6; contract section 8): the discussions of a hub, their messages
 // in one-level threads, and saving them. Active members of the hub only; the discussion check
-// (app.hub_discussion_thread) and the row policies live in migrations/0080-0082.
+// (app.hub_discussion_thread) and the row policies live in migrations/frozen/0080-0082.
 import { z } from 'zod';
 import type { RequestTransaction } from '../../db/request-transaction.ts';
 import { endpoint } from '../http/endpoint.ts';
-import { lookupId } from '../http/ids.ts';
+import { uuidOrNil } from '../http/ids.ts';
 import { fromMicros, micros, pageQuery, pageSchema, toPage } from '../http/paging.ts';
 import { hubRoles, requireHubRole } from '../hubs/shape.ts';
 import { postCard, readCards } from '../posts/card.ts';
@@ -42,8 +42,8 @@ interface DiscussionRow {
 async function discussionThread(tx: RequestTransaction, hubId: string, discussionId: string, messageId: string | null) {
   const { rows } = await tx.query<{ root: string | null }>('select app.hub_discussion_thread($1, $2, $3) as root', [
     hubId,
-    lookupId(discussionId),
-    messageId === null ? null : lookupId(messageId),
+    uuidOrNil(discussionId),
+    messageId === null ? null : uuidOrNil(messageId),
   ]);
   return rows[0]?.root ?? null;
 }
@@ -151,10 +151,10 @@ export const discussionEndpoints = [
     response: discussionMessage,
     errors: ['HUB_MEMBERSHIP_REQUIRED', 'DISCUSSION_NOT_FOUND', 'MESSAGE_NOT_FOUND'],
     async handler({ body, params, tx, services: { storage } }) {
-      const parent = body.parentMessageId === undefined ? null : lookupId(body.parentMessageId);
+      const parent = body.parentMessageId === undefined ? null : uuidOrNil(body.parentMessageId);
       const { rows } = await tx.query<{ id: string }>('select app.post_hub_discussion_message($1, $2, $3, $4) as id', [
         params.hubId,
-        lookupId(params.discussionId as string),
+        uuidOrNil(params.discussionId as string),
         body.text,
         parent,
       ]);
@@ -175,7 +175,7 @@ export const discussionEndpoints = [
     response: z.object({ saved: z.literal(true) }),
     errors: ['HUB_MEMBERSHIP_REQUIRED', 'DISCUSSION_NOT_FOUND'],
     async handler({ params, tx }) {
-      await tx.query('select app.save_hub_discussion($1, $2, true)', [params.hubId, lookupId(params.discussionId as string)]);
+      await tx.query('select app.save_hub_discussion($1, $2, true)', [params.hubId, uuidOrNil(params.discussionId as string)]);
       return { saved: true as const };
     },
   }),
@@ -193,7 +193,7 @@ export const discussionEndpoints = [
     response: z.object({ saved: z.literal(false) }),
     errors: ['HUB_MEMBERSHIP_REQUIRED', 'DISCUSSION_NOT_FOUND'],
     async handler({ params, tx }) {
-      await tx.query('select app.save_hub_discussion($1, $2, false)', [params.hubId, lookupId(params.discussionId as string)]);
+      await tx.query('select app.save_hub_discussion($1, $2, false)', [params.hubId, uuidOrNil(params.discussionId as string)]);
       return { saved: false as const };
     },
   }),

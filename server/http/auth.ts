@@ -4,11 +4,19 @@ import type { RequestTransaction } from '../../db/request-transaction.ts';
 import { userViewer } from '../../db/viewer.ts';
 import { missingLevelCode, type AccessLevel } from './access-levels.ts';
 import { ApiError } from './errors.ts';
-import type { Tokens } from '../auth/tokens.ts';
 
 /** Whether an endpoint takes a token: never, when sent, or always. */
 export type AuthMode = 'public' | 'optional' | 'bearer';
 export type { AccessLevel };
+
+/**
+ * What the gate needs of the access tokens (server/auth/tokens.ts fills it): stated here, so the
+ * endpoint framework does not import the auth endpoints' folder, which imports the framework.
+ */
+export interface AccessTokenCheck {
+  /** The token's user and session when it is a valid, unexpired access token; else null. */
+  verifyAccess(token: string): { userId: string; sessionId: string } | null;
+}
 
 export function bearerToken(req: Request): string | undefined {
   const header = req.headers.authorization;
@@ -20,16 +28,17 @@ export function bearerToken(req: Request): string | undefined {
 /**
  * Resolves the request's viewer. Returns the access level (0 for no token). A missing token on a
  * bearer endpoint, or an invalid, expired or revoked one where a token counts, is 401. With
- * `deferTo` (bearer endpoints whose handler starts with a statement), the session check and the
- * gate at that level travel with the request's first statement (RequestTransaction.deferSession)
- * and `deferTo` is returned: the level the request is known to have once that statement ran.
+ * `deferredGateLevel` (bearer endpoints whose handler starts with a statement), the session check
+ * and the gate at that level travel with the request's first statement
+ * (RequestTransaction.deferSession) and `deferredGateLevel` is returned: the level the request is
+ * known to have once that statement ran.
  */
 export async function authenticate(
   req: Request,
   mode: AuthMode,
-  tokens: Tokens,
+  tokens: AccessTokenCheck,
   tx: RequestTransaction,
-  deferTo?: number,
+  deferredGateLevel?: number,
 ): Promise<number> {
   const token = bearerToken(req);
   if (token === undefined) {
@@ -41,9 +50,9 @@ export async function authenticate(
     if (mode === 'public') return 0;
     throw new ApiError('UNAUTHORIZED');
   }
-  if (deferTo !== undefined && mode === 'bearer') {
-    tx.deferSession(userViewer(claims.userId, claims.sessionId), deferTo);
-    return deferTo;
+  if (deferredGateLevel !== undefined && mode === 'bearer') {
+    tx.deferSession(userViewer(claims.userId, claims.sessionId), deferredGateLevel);
+    return deferredGateLevel;
   }
   const level = await tx.openWithSession(userViewer(claims.userId, claims.sessionId));
   if (level === null) {

@@ -23,7 +23,7 @@ export interface HandlerContext<B, Q, P> {
   query: Q;
   params: P;
   viewer: Viewer;
-  /** The viewer's access level: 0 without a token (sessionWithFirstStatement: the endpoint's level). */
+  /** The viewer's access level: 0 without a token (sessionCheckWithFirstStatement: the endpoint's level). */
   level: number;
   tx: RequestTransaction;
   services: Services;
@@ -50,7 +50,7 @@ export interface Endpoint<
    * the level gate travel with that statement, in one round trip (app.session_gate answers the
    * same 401/403 codes). The handler's `level` is then the endpoint's level (or 1).
    */
-  sessionWithFirstStatement?: true;
+  sessionCheckWithFirstStatement?: true;
   body?: B;
   query?: Q;
   /** Path ids and the 404 code an unknown one answers. */

@@ -20,6 +20,6 @@ export function requireIds(params: Record<string, string>, notFound: Record<stri
  * An id for a lookup whose failure must keep its place in the order of checks: a value that is not
  * a UUID was never issued, so it is looked up as the nil UUID, which matches nothing.
  */
-export function lookupId(value: string): string {
+export function uuidOrNil(value: string): string {
   return isUuid(value) ? value : '00000000-0000-0000-0000-000000000000';
 }

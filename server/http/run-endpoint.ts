@@ -16,8 +16,8 @@ export function runEndpoint(definition: Endpoint, services: Services) {
     const tx = new RequestTransaction(services.pools.api, anonymousViewer);
     res.locals.endpoint = definition;
     try {
-      const deferTo = definition.sessionWithFirstStatement ? (definition.level ?? 1) : undefined;
-      const level = await authenticate(req, definition.auth, services.tokens, tx, deferTo);
+      const deferredGateLevel = definition.sessionCheckWithFirstStatement ? (definition.level ?? 1) : undefined;
+      const level = await authenticate(req, definition.auth, services.tokens, tx, deferredGateLevel);
       if (definition.level) requireLevel(level, definition.level);
       const { body, query, params } = await parseRequest(definition, req, tx);
       if (definition.limit) tx.prepend(writeLimitStatement(definition.limit, body, services.writeLimits));

@@ -5,7 +5,7 @@ import { phoneInput } from '../auth/phone.ts';
 import { endpoint } from '../http/endpoint.ts';
 import { ApiError } from '../http/errors.ts';
 import { fromMicros, micros, pageQuery, pageSchema, toPage } from '../http/paging.ts';
-import { shapeUserLite, userLite, type UserLiteRow } from '../users/lite.ts';
+import { shapeUserLite, userLite, type UserLiteRow } from '../shapes/user-lite.ts';
 import { invitationResult, requireHubRole, shapeInvitation, type InvitationRow } from './shape.ts';
 
 const tag = 'Hub invitations';

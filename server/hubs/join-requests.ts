@@ -2,7 +2,7 @@
 import { z } from 'zod';
 import { endpoint } from '../http/endpoint.ts';
 import { fromMicros, micros, pageQuery, pageSchema, toPage } from '../http/paging.ts';
-import { shapeUserLite, userLite, type UserLiteRow } from '../users/lite.ts';
+import { shapeUserLite, userLite, type UserLiteRow } from '../shapes/user-lite.ts';
 import { requireHubRole } from './shape.ts';
 
 const tag = 'Hub join requests';

@@ -4,7 +4,7 @@ import { endpoint } from '../http/endpoint.ts';
 import { ApiError } from '../http/errors.ts';
 import { isUuid } from '../http/ids.ts';
 import { encodeCursor, fromMicros, micros, pageQuery, pageSchema, toPage } from '../http/paging.ts';
-import { searchQuery } from '../users/list-item.ts';
+import { searchQuery } from '../shapes/user-list-item.ts';
 import type { Storage } from '../uploads/storage.ts';
 import { hubRoles, requireHubRelationship } from './shape.ts';
 

@@ -56,7 +56,7 @@ export const onboardingEndpoints = [
     tag,
     summary: 'Onboarding progress and access level',
     auth: 'bearer',
-    sessionWithFirstStatement: true,
+    sessionCheckWithFirstStatement: true,
     response: onboardingStatus,
     handler: ({ tx }) => readStatus(tx),
   }),

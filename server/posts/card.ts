@@ -5,7 +5,7 @@ import { z } from 'zod';
 import type { RequestTransaction } from '../../db/request-transaction.ts';
 import type { BallotBox, SealedTally } from '../../db/ballots.ts';
 import type { Storage } from '../uploads/storage.ts';
-import { shapeUserLite, userLite } from '../users/lite.ts';
+import { shapeUserLite, userLite } from '../shapes/user-lite.ts';
 import { distribute, distributionBucket, summarize, tallySql, voteSummary } from '../votes/summary.ts';
 import { maintainedCount } from '../http/counts.ts';
 import { articleKinds, visibilities, type ArticleKind, type Visibility } from './fields.ts';

@@ -6,7 +6,7 @@
 //     runs the dispatcher when this process holds the leadership lock (dispatcher.ts);
 //   * a reader connection of its own for the batch reads (LiveReader), so a read never waits
 //     behind the dispatcher's tick or the API's requests: one statement per announced range for
-//     every stream open here (server/notifications/live.ts re-checks visibility and the session in
+//     every stream open here (server/sse/reader.ts re-checks visibility and the session in
 //     the database at that moment: nothing is cached; the connection only knows which sessions
 //     have a stream open here).
 // Nothing committed is lost for a connected client:
@@ -23,7 +23,7 @@ import type { Response } from 'express';
 import type { Config } from '../../config.ts';
 import { OutageLog, type Log } from '../../logger.ts';
 import { ApiError } from '../http/errors.ts';
-import { LiveReader } from '../notifications/live.ts';
+import { LiveReader } from './reader.ts';
 import type { Storage } from '../uploads/storage.ts';
 import { Dispatcher } from './dispatcher.ts';
 import { SseStreams, type SseStream, type StreamOwner } from './streams.ts';

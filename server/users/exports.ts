@@ -1,5 +1,5 @@
 // Data export (contract 13): POST /users/me/exports and GET /users/me/exports/{exportId}. The
-// archive (what it holds, never a vote position) and the 24-hour rule live in migrations/0263; the
+// archive (what it holds, never a vote position) and the 24-hour rule live in migrations/frozen/0263; the
 // worker task export_account writes it; this module shapes and signs the 15-minute URL.
 import { z } from 'zod';
 import { endpoint } from '../http/endpoint.ts';

@@ -5,7 +5,7 @@ import { endpoint } from '../http/endpoint.ts';
 import { ApiError } from '../http/errors.ts';
 import { encodeCursor, pageQuery, pageSchema, toPage } from '../http/paging.ts';
 import type { Storage } from '../uploads/storage.ts';
-import { followListItem, searchQuery, shapeFollowListItem, type UserListRow } from './list-item.ts';
+import { followListItem, searchQuery, shapeFollowListItem, type UserListRow } from '../shapes/user-list-item.ts';
 
 const tag = 'Follows';
 const ids = { userId: 'USER_NOT_FOUND' } as const;

@@ -29,6 +29,20 @@ interface MyHubRow {
   activity_us: number;
 }
 
+/**
+ * One page of the viewer's rows in list order (app.my_hub_page, migrations/frozen/0330: one range of the
+ * (user, activity, hub) index), each hub and photo then read under its policy, by its id (a lateral
+ * subquery with a limit: joined freely, the planner may scan every hub to hash a page of rows).
+ * $1, $2: the cursor (activity in microseconds, hub id) or nulls; $3: the page size plus one.
+ * Exported for the plan test.
+ */
+export const myHubPageSql = `select h.id, h.name, a.object_key as photo_key, app.hub_member_count(h.id) as member_count, e.status, e.role,
+         e.invitation_id, e.activity_at as last_activity_at, ${micros('e.activity_at')} as activity_us
+  from app.my_hub_page(${fromMicros('$1')}, $2::uuid, $3) e
+  cross join lateral (select h.id, h.name, h.profile_asset_id from app.hubs h where h.id = e.hub_id limit 1) h
+  left join lateral (select a.object_key from app.assets a where a.id = h.profile_asset_id limit 1) a on true
+  order by e.activity_at desc, e.hub_id desc`;
+
 export const myHubEndpoints = [
   endpoint({
     method: 'get',
@@ -36,9 +50,14 @@ export const myHubEndpoints = [
     tag: 'Hubs',
     summary: "The viewer's hubs: active, invited (dark) and pending admin approval",
     description:
-      'Most recent hub activity first. One row per hub: an active membership wins over a pending request, which wins over an ' +
-      'invitation. viewerRole is set for members only, invitationId for invited hubs only. A hub whose activity changes while ' +
-      'paging keeps the position it had when the page was read.',
+      "Most recent hub activity first, as this list knows it (lastActivityAt, the order's key): the viewer's own activity " +
+      "in a hub (a vote, a post or share, a message, an invitation sent, joining) moves the hub at once; other members' " +
+      'activity reaches the list within about a minute (a hub of more than 60,000 members: within one second per 1,000 ' +
+      'members), so that an action in a hub never writes a row per member. A page costs one index range, however many ' +
+      'hubs the viewer has. One row per hub: an active membership wins over a pending request, which wins over an ' +
+      'invitation. viewerRole is set for members only, invitationId for invited hubs only. Paging is keyset on ' +
+      '(lastActivityAt, id): no hub is listed twice in one walk through the pages; a hub whose activity moves it above ' +
+      'the cursor during the walk is not listed by the later pages (it is at the top of a new first page).',
     auth: 'bearer',
     level: 4,
     query: pageQuery(50, ['timestamp', 'id']),
@@ -46,27 +65,7 @@ export const myHubEndpoints = [
     async handler({ query, tx, services: { storage } }) {
       const [afterUs, afterId] = (query.cursor ?? [null, null]) as [number | null, string | null];
       const { rows } = await tx.query<MyHubRow>(
-        `select * from (
-           select distinct on (h.id) h.id, h.name, a.object_key as photo_key, app.hub_member_count(h.id) as member_count, rel.status, rel.role,
-                  rel.invitation_id, act.last_activity_at, ${micros('act.last_activity_at')} as activity_us
-           from (
-             select m.hub_id, 'member' as status, m.role, null::uuid as invitation_id, 1 as rank
-               from app.hub_memberships m where m.user_id = app.viewer_id()
-             union all
-             select r.hub_id, 'pending_admin_approval', null, null, 2
-               from app.hub_join_requests r where r.user_id = app.viewer_id() and r.status = 'pending'
-             union all
-             select i.hub_id, 'invited', null, i.id, 3
-               from app.viewer_open_invitations() i
-           ) rel
-           join app.hubs h on h.id = rel.hub_id
-           cross join lateral (select app.hub_last_activity_at(h.id) as last_activity_at) act
-           left join app.assets a on a.id = h.profile_asset_id
-           order by h.id, rel.rank
-         ) mine
-         where $1::bigint is null or (last_activity_at, id) < (${fromMicros('$1')}, $2::uuid)
-         order by last_activity_at desc, id desc
-         limit $3`,
+        myHubPageSql,
         [afterUs, afterId, query.limit + 1],
       );
       const page = toPage(rows, query.limit, (row) => [row.activity_us, row.id], (row) => row);

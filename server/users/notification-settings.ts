@@ -1,9 +1,9 @@
 // Notification settings (contract 12 "Settings"): GET and PATCH /users/me/notification-settings,
-// push on or off and per notification type, every type on by default (migrations/0204 stores the
+// push on or off and per notification type, every type on by default (migrations/frozen/0204 stores the
 // types turned off, so a type added to the enum later is on). They decide push only.
 import { z } from 'zod';
 import { endpoint } from '../http/endpoint.ts';
-import { notificationTypes, type NotificationType } from '../notifications/shape.ts';
+import { notificationTypes, type NotificationType } from '../shapes/notification.ts';
 
 const tag = 'Push';
 

@@ -17,14 +17,8 @@ export const publicProfile = z.object({
     posts: maintainedCount('posts and reposts by this user that are not deleted, private_locked_hub ones excepted'),
   }),
   stats: z.object({
-    votesCast: z
-      .number()
-      .nullable()
-      .describe('The profile owner\'s own vote count; null for everyone else (next to a live tally it would tell how someone voted).'),
-    votesReceived: z
-      .number()
-      .int()
-      .describe('Votes on this user\'s posts that are not deleted. Counted at read time, not a maintained counter: its cost grows with the votes received (docs/performance.md).'),
+    votesCast: maintainedCount("the profile owner's own votes; null for everyone else (next to a live tally it would tell how someone voted)").nullable(),
+    votesReceived: maintainedCount("votes on this user's posts that are not deleted (a post's votes leave the count when it is deleted and come back if it is restored)"),
   }),
   adminHubs: z.array(z.object({ id: z.string(), name: z.string(), profilePhotoUrl: z.string().nullable() })),
   viewer: z.object({ follows: z.boolean(), followedBy: z.boolean(), blocked: z.boolean() }).nullable(),

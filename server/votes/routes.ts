@@ -6,9 +6,10 @@ import { endpoint } from '../http/endpoint.ts';
 import { ApiError } from '../http/errors.ts';
 import { isUuid } from '../http/ids.ts';
 import { RequestTransaction } from '../../db/request-transaction.ts';
+import { setBounded } from '../../db/bounded-map.ts';
 import type { BallotBox, SealedTally } from '../../db/ballots.ts';
 import type { Viewer } from '../../db/viewer.ts';
-import type { Pools } from '../../db/pools.ts';
+import type { Services } from '../http/endpoint.ts';
 import { distribute, distributionBucket, positions, summarize, tallySql, voteSummary, type Position } from './summary.ts';
 
 const tag = 'Votes';
@@ -28,24 +29,27 @@ async function tally(tx: RequestTransaction, ballots: BallotBox, postId: string,
 }
 
 /**
- * The hubs a post's ballots were last sealed for, by post (this process's memory, bounded): a
- * vote seals one ballot per hub here, and app.cast_vote answers SQLSTATE OBS01 naming the hubs
- * where the vote counts and that have none (a placement not seen yet), then the vote is sealed
- * again for them. A stale entry costs one more round trip, never a wrong count.
+ * Where a vote may count, as this process last learned it (bounded memories, oldest out first):
+ * the hubs a post's ballots were missing in an OBS01 answer, and each voter's hubs as app.cast_vote
+ * answered them (a voter with at most 16 hubs; null when more). A vote seals one ballot per hub of
+ * both; app.cast_vote drops ballots for hubs where the vote does not count, and answers SQLSTATE
+ * OBS01 naming the hubs where it counts and that have none (a hub joined since, a voter with many
+ * hubs on a post not seen yet): then the vote is sealed again for them. A stale entry costs one more
+ * round trip, never a wrong count.
  */
-const sealedScopes = new Map<string, string[]>();
-const sealedScopesMax = 10_000;
+const postScopes = new Map<string, string[]>();
+const voterScopes = new Map<string, string[] | null>();
+const scopesMax = 10_000;
 
-function rememberScopes(postId: string, hubIds: string[]): void {
-  sealedScopes.delete(postId);
-  if (sealedScopes.size >= sealedScopesMax) sealedScopes.delete(sealedScopes.keys().next().value as string);
-  sealedScopes.set(postId, hubIds);
+function remember<T>(memory: Map<string, T>, key: string, value: T): void {
+  setBounded(memory, key, value, scopesMax);
 }
 
 interface CastVote {
   voted_at: Date;
   hub_ids: string[];
   global_tally: SealedTally;
+  voter_hub_ids: string[] | null;
 }
 
 /**
@@ -53,8 +57,11 @@ interface CastVote {
  * app.cast_vote (one statement; it checks the session itself). An OBS01 answer (a hub with
  * no ballot) seals for those hubs too and votes again in a new transaction.
  */
-async function castSealed(tx: RequestTransaction, pools: Pools, viewer: Viewer, ballots: BallotBox, postId: string, position: Position, batch: number): Promise<CastVote> {
-  let hubs = sealedScopes.get(postId) ?? [];
+async function castSealed(tx: RequestTransaction, services: Services, viewer: Viewer, postId: string, position: Position): Promise<CastVote> {
+  const { pools, ballots, metrics, config } = services;
+  const batch = config.ballotBatch;
+  const voter = viewer.userId as string;
+  let hubs = [...new Set([...(postScopes.get(postId) ?? []), ...(voterScopes.get(voter) ?? [])])].sort();
   for (let attempt = 0; ; attempt++) {
     const hex = (hubId: string | null) => ballots.seal(postId, hubId, position).toString('hex');
     const params = [postId, ballots.keyId, hex(null), `{${hubs.join(',')}}`, `{${hubs.map(hex).join(',')}}`, String(batch)];
@@ -62,17 +69,22 @@ async function castSealed(tx: RequestTransaction, pools: Pools, viewer: Viewer, 
     if (attempt > 0) transaction.deferSession(viewer, 2);
     try {
       const { rows } = await transaction.queryAndCommit<CastVote>(
-        'select voted_at, hub_ids, global_tally from app.cast_vote($1, $2, $3, $4, $5, $6)',
+        'select voted_at, hub_ids, global_tally, voter_hub_ids from app.cast_vote($1, $2, $3, $4, $5, $6)',
         params,
         'cast_vote',
-        2, // cast_vote checks the session itself, first (migrations/0170)
+        2, // cast_vote checks the session itself, first (migrations/frozen/0170)
       );
-      return rows[0] as CastVote;
+      const vote = rows[0] as CastVote;
+      remember(voterScopes, voter, vote.voter_hub_ids);
+      return vote;
     } catch (error) {
       const { code, detail } = error as { code?: string; detail?: string };
       if (code !== 'OBS01' || attempt >= 3) throw error;
-      hubs = [...new Set([...hubs, ...(detail ?? '').split(',').filter(Boolean)])].sort();
-      rememberScopes(postId, hubs);
+      const missing = (detail ?? '').split(',').filter(Boolean);
+      // The post remembers the hubs it was missing (not the voter's: those are the voter's entry).
+      remember(postScopes, postId, [...new Set([...(postScopes.get(postId) ?? []), ...missing])].sort());
+      hubs = [...new Set([...hubs, ...missing])].sort();
+      metrics.votes.resealed();
     }
   }
 }
@@ -89,7 +101,7 @@ export const voteEndpoints = [
       'now (no backfill). hubVoteScope is null when only the global pool counted, else { hubIds }. Votes are final.',
     auth: 'bearer',
     level: 2,
-    sessionWithFirstStatement: true,
+    sessionCheckWithFirstStatement: true,
     status: 201,
     ids,
     body: z.strictObject({ position: z.enum(positions) }),
@@ -103,9 +115,10 @@ export const voteEndpoints = [
       summary: voteSummary,
     }),
     errors: ['VOTE_NOT_ALLOWED', 'VOTE_ALREADY_CAST', 'POST_NOT_VOTABLE'],
-    async handler({ body, params, tx, viewer, services: { ballots, pools, config } }) {
+    async handler({ body, params, tx, viewer, services }) {
       const postId = params.postId as string;
-      const vote = await castSealed(tx, pools, viewer, ballots, postId, body.position, config.ballotBatch);
+      const { ballots } = services;
+      const vote = await castSealed(tx, services, viewer, postId, body.position);
       // The global tally before this vote, and the voter's own vote (known here, never stored in the clear).
       const counts = ballots.openTally(vote.global_tally, postId, null);
       const own = positions.indexOf(body.position);

@@ -1,4 +1,4 @@
-// Feeds benchmark (issue 14): `npm run bench -- feeds`. Not part of `npm test`.
+// Feeds benchmark: `npm run bench -- feeds`. Not part of `npm test`.
 // Builds two data sets in bulk SQL (test/bench/feeds-data.ts), 1x and 10x, each in its own fresh
 // database behind its own instance of the real Express app, and measures from a separate process
 // (feeds-load.ts), one request at a time, alternating request kinds and the two sizes, in rounds:

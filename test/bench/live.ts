@@ -10,7 +10,7 @@
 //   * notification rows inserted per second (one transaction each) and their commit-to-arrival;
 //   * with BENCH_STREAMS open: 200 clients reconnecting at once with Last-Event-ID, 500 rows each
 //     to replay (BENCH_REPLAY=0 skips it, for a server without resume).
-// Ends with one `goal` line per live goal of issue 12 (3,000 streams). BENCH_API_DIR runs another
+// Ends with one `goal` line per live-delivery goal (3,000 streams). BENCH_API_DIR runs another
 // checkout's API (a before/after comparison); its migrations run on the fresh database. Each phase
 // also reports CPU per written row of PostgreSQL, the API process, the stream clients and the
 // writers; BENCH_CPU_PROF=<dir> writes a V8 CPU profile of the API process there, and

@@ -24,8 +24,8 @@ export interface LoadItem {
 }
 
 /**
- * sealed: the sealed vote of migrations/0290 (this tree's API: sealed ballots, the session checked
- * in cast_vote); cast_vote: the vote checks its session itself (this tree's API, migrations/0170); gate: the
+ * sealed: the sealed vote of migrations/frozen/0290 (this tree's API: sealed ballots, the session checked
+ * in cast_vote); cast_vote: the vote checks its session itself (this tree's API, migrations/frozen/0170); gate: the
  * schema has app.session_gate, sent with the opening ahead of cast_vote; round-trip: neither
  * (BENCH_BEFORE of an older ref), the check is its own round trip, as that API sent it.
  */
@@ -39,7 +39,8 @@ export interface LoadJob {
    *   app.cast_vote, which checks the session, in one batch with one Sync: one round trip);
    * contract-floor: the smallest SQL that writes exactly the rows the contract makes a vote write
    *   (receipt, scope receipt, sealed ballot, the author's post_voted notification, the activity
-   *   event), in the real tables, one statement, one round trip, as the owner;
+   *   event), in the real tables (their triggers included: the unread and vote counters), one
+   *   statement, one round trip, as the owner;
    * session: the session lookup alone (begin + role + session check + commit, one message);
    * http-vote: POST /posts/{postId}/vote; http-onboarding: GET /users/me/onboarding/status.
    */

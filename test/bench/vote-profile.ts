@@ -52,7 +52,7 @@ try {
             (select prosrc like '%app.viewer_session_id()%' from pg_proc where oid = to_regprocedure('app.cast_vote(uuid, app.vote_position)')) as in_vote`,
   );
   const sealed = inVote.rows[0]?.sealed ?? false;
-  const gatedAt = sealed || inVote.rows[0]?.in_vote ? 2 : undefined;
+  const statementGateLevel = sealed || inVote.rows[0]?.in_vote ? 2 : undefined;
   const { box } = benchBallotKey(randomBytes(32).toString('hex'));
   const api = new pg.Pool({ connectionString: roleUrl(ownerUrl, 'authenticator'), max: concurrency, pipeline: true });
   api.on('error', () => {}); // dropping the database at the end ends connections still closing
@@ -72,7 +72,7 @@ try {
         const viewer = userViewer(voter.userId, voter.sessionId);
         const post = (i % 2 === 0 ? publicPosts : hubPosts)[i % 1000] as string;
         const text = 'select voted_at, hub_ids, global_tally from app.cast_vote($1, $2)';
-        if (gatedAt === undefined) {
+        if (statementGateLevel === undefined) {
           // An older schema: as its API sent the vote.
           await gatePipeline(api, viewer, text, [post, 'left']);
           continue;
@@ -85,7 +85,7 @@ try {
           if (i % 2 === 1) [params[3], params[4]] = [`{${data.hubId}}`, `{${box.seal(post, data.hubId, 'left').toString('hex')}}`];
           await tx.queryAndCommit(sealedVoteText, params, 'cast_vote', 2);
         } else {
-          await tx.queryAndCommit(text, [post, 'left'], 'cast_vote', gatedAt);
+          await tx.queryAndCommit(text, [post, 'left'], 'cast_vote', statementGateLevel);
         }
       }
     }),

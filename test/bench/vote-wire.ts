@@ -1,4 +1,4 @@
-// The vote as the API of migrations/0130 sent it (BENCH_BEFORE of that era; this tree's API sends
+// The vote as the API of migrations/frozen/0130 sent it (BENCH_BEFORE of that era; this tree's API sends
 // one batch with one Sync, db/single-sync.ts): the opening with app.session_gate, the prepared
 // cast_vote and `commit`, pipelined in one write, three answers.
 import type pg from 'pg';
@@ -9,7 +9,7 @@ export async function gatePipeline(pool: pg.Pool, viewer: Viewer, text: string, 
   const client = await pool.connect();
   const stream = client.connection.stream;
   stream.cork();
-  const pending = [client.query(`${beginAs(viewer)} ${sessionGate(viewer, 2)}`), client.query({ name: 'cast_vote', text, values }), client.query('commit')];
+  const pending = [client.query(`${beginAs(viewer)} ${sessionGate(2)}`), client.query({ name: 'cast_vote', text, values }), client.query('commit')];
   stream.uncork();
   const settled = await Promise.allSettled(pending);
   client.release();
@@ -17,7 +17,7 @@ export async function gatePipeline(pool: pg.Pool, viewer: Viewer, text: string, 
   if (failed) throw failed.reason;
 }
 
-/** The sealed vote of migrations/0290 as the API sends it: the statement and its text parameters (global scope only). */
+/** The sealed vote of migrations/frozen/0290 as the API sends it: the statement and its text parameters (global scope only). */
 export const sealedVoteText = 'select voted_at, hub_ids, global_tally from app.cast_vote($1, $2, $3, $4, $5, $6)';
 export function sealedVoteParams(box: BallotBox, postId: string, position: BallotPosition, batch: number): string[] {
   return [postId, box.keyId, box.seal(postId, null, position).toString('hex'), '{}', '{}', String(batch)];

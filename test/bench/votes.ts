@@ -1,4 +1,4 @@
-// Vote cost benchmark (issue 12). Not part of `npm test`: `npm run bench` (or `npm run bench votes`).
+// Vote cost benchmark. Not part of `npm test`: `npm run bench` (or `npm run bench votes`).
 //
 // The service runs as production runs it: `node main.ts` in a process of its own (API, notification
 // dispatcher and worker), on a fresh database of DATABASE_URL's server, or of a throwaway embedded

@@ -47,3 +47,12 @@ export async function storedNotifications(app: TestApp, userId: string, type?: s
   );
   return rows;
 }
+
+/** The notifications about a post a user got, oldest first: who acted, on which post, comment and hub. */
+export async function storedPostNotifications(app: TestApp, userId: string, type: string) {
+  const { rows } = await app.owner.query(
+    `select actor_id, post_id, comment_id, hub_id from app.notifications where recipient_id = $1 and type::text = $2 order by created_at, id`,
+    [userId, type],
+  );
+  return rows;
+}

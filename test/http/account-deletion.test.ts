@@ -1,4 +1,4 @@
-// Account deletion (contract 13, migrations/0261): POST /users/me/deletion hides the account from
+// Account deletion (contract 13, migrations/frozen/0261): POST /users/me/deletion hides the account from
 // everyone at once (profile, posts, reposts, comments, follows and counts, hub member lists, search,
 // discussion authorship), signs it out and frees its handle; signing in again within 30 days
 // restores all of it. Every list and count the user was in is read before, during and after, and

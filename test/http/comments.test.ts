@@ -1,7 +1,7 @@
 // Comments and bookmarks (spec 2.3, 2.5; contract sections 5 and 7).
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestApp, type TestApp } from '../helpers/app.ts';
-import { storedNotifications } from '../helpers/hubs.ts';
+import { storedPostNotifications } from '../helpers/hubs.ts';
 import { createPost } from '../helpers/posts.ts';
 import { anonymousUser, userAtLevel, type TestUser } from '../helpers/users.ts';
 
@@ -31,10 +31,11 @@ describe('comments', () => {
       replyCount: 0,
       createdAt: expect.any(String),
     });
-    expect(await storedNotifications(app, author.id, 'post_commented')).toHaveLength(1);
+    const commented = [{ actor_id: commenter.id, post_id: post.id, comment_id: response.body.data.id, hub_id: null }];
+    expect(await storedPostNotifications(app, author.id, 'post_commented')).toEqual(commented);
     const own = await comment(author, post.id, { text: 'Thanks' });
     expect(own.status).toBe(201);
-    expect(await storedNotifications(app, author.id, 'post_commented')).toHaveLength(1);
+    expect(await storedPostNotifications(app, author.id, 'post_commented')).toEqual(commented);
     expect((await app.get(`/posts/${post.id}`, { token: author.token })).body.data.commentCount).toBe(2);
     const phone = author.phone?.e164.slice(2) as string;
     expect((await app.get(`/posts/${post.id}/comments`, { token: commenter.token })).text).not.toContain(phone);

@@ -1,4 +1,4 @@
-// The counters the API shows (migrations/0220): after a burst of concurrent writes and deletes
+// The counters the API shows (migrations/frozen/0220): after a burst of concurrent writes and deletes
 // through the API, every kept counter equals a recount of its rows (app_private.counter_drift, the
 // reconciliation check), and the API shows the recounted numbers. A write adds to a slot row of its
 // own, never to the counted row, so writers of one popular subject do not queue on that row's lock.

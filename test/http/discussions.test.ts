@@ -176,6 +176,15 @@ describe('messages', () => {
 
   it('create no notification rows, no jobs and no stream events', async () => {
     const { discussionId } = await hubPost(owner);
+    // What the hub post wrote for the member goes through the live dispatcher first: a stream opened
+    // while the dispatcher is behind (a loaded machine) would carry it. The dispatcher delivers in
+    // commit order, so once a later row reached a stream, the post's rows are behind it.
+    const settle = await openStream(app.url, member.token);
+    try {
+      await settle.waitForId(await insertNotification(app, member.id, { type: 'user_followed' }));
+    } finally {
+      settle.close();
+    }
     const stream = await openStream(app.url, member.token);
     try {
       const [notifications, jobs] = [await countRows('app.notifications'), await countRows('graphile_worker._private_jobs')];

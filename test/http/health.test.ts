@@ -1,5 +1,6 @@
-// GET /readyz compares the migrations this checkout ships with those applied to the database, read
-// through app_private.applied_migrations(), which only the API login role may call.
+// GET /readyz compares the migrations and db/sql files this checkout ships with those applied to the
+// database, read through app_private.applied_migrations() and applied_sql_files(), which only the API
+// login role may call.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { shippedMigrations } from '../../db/migrate.ts';
 import { startTestApp, type TestApp } from '../helpers/app.ts';
@@ -26,11 +27,25 @@ describe('readiness', () => {
     expect((await fetch(`${app.url}/readyz`)).status).toBe(200);
   });
 
+  it('answers 503 naming a db/sql file whose content differs from the one applied, 200 once it is applied', async () => {
+    const { rows } = await app.owner.query(`update public.sql_files set sha256 = 'older' where file = 'votes.sql' returning (select sha256 from public.sql_files where file = 'votes.sql') as was`);
+    try {
+      const response = await fetch(`${app.url}/readyz`);
+      expect(response.status).toBe(503);
+      expect(await response.json()).toEqual({ status: 'migrations pending', pending: ['db/sql/votes.sql'] });
+    } finally {
+      await app.owner.query(`update public.sql_files set sha256 = $1 where file = 'votes.sql'`, [rows[0].was]);
+    }
+    expect((await fetch(`${app.url}/readyz`)).status).toBe(200);
+  });
+
   it('lets no request role read the applied migrations', async () => {
     for (const role of ['app_anonymous', 'app_user', 'app_admin'] as const) {
       await asViewer(app, role, null, async (client) => {
         expect(await rowsOrError(client, 'select * from app_private.applied_migrations()')).toBe('42501');
         expect(await rowsOrError(client, 'select * from public.pgmigrations')).toBe('42501');
+        expect(await rowsOrError(client, 'select * from app_private.applied_sql_files()')).toBe('42501');
+        expect(await rowsOrError(client, 'select * from public.sql_files')).toBe('42501');
       });
     }
   });

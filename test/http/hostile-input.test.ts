@@ -24,7 +24,7 @@ afterAll(() => app.close());
 function expectError(response: ApiResponse, status: number, code: string): void {
   expect(response.status, JSON.stringify(response.body)).toBe(status);
   expect(response.body).toMatchObject({ success: false, error: { code, details: expect.any(Object) } });
-  expect(response.headers.get('x-request-id')).toBeTruthy();
+  expect(response.headers.get('x-request-id')).toMatch(/^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/);
 }
 
 describe('paths that are not valid percent-encoding', () => {

@@ -67,7 +67,7 @@ describe('events', () => {
     expect(stream.headers.get('content-type')).toBe('text/event-stream');
     expect(stream.headers.get('cache-control')).toBe('no-store');
     expect(stream.headers.get('x-accel-buffering')).toBe('no');
-    expect(stream.headers.get('x-request-id')).toBeTruthy();
+    expect(stream.headers.get('x-request-id')).toMatch(/^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/);
 
     const id = await insertNotification(app, user.id, { type: 'post_voted', actorId: actor.id, postId: randomUUID() });
     const [event] = await stream.waitForEvents(1);

@@ -2,7 +2,7 @@
 // 6.3 rules 1 and 4 (content mute, legacy null-hub post_reposted rows).
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestApp, type TestApp } from '../helpers/app.ts';
-import { addMember, createHub, storedNotifications, type TestHub } from '../helpers/hubs.ts';
+import { addMember, createHub, storedNotifications, storedPostNotifications, type TestHub } from '../helpers/hubs.ts';
 import { createPost } from '../helpers/posts.ts';
 import { asViewer, rowsOrError } from '../helpers/sql.ts';
 import { userAtLevel, type TestUser } from '../helpers/users.ts';
@@ -41,13 +41,14 @@ describe('post_reposted', () => {
     await app.patch(`/hubs/${hub.id}/notification-settings`, { contentMuted: true }, { token: sourceAuthor.token });
     const before = (await storedNotifications(app, sourceAuthor.id, 'post_reposted')).length;
     const beforeShared = (await storedNotifications(app, bystander.id, 'post_shared_to_hub')).length;
-    await repost(reposter, source.id, { visibility: 'public_hub', hubIds: [hub.id] });
+    const reposted = await repost(reposter, source.id, { visibility: 'public_hub', hubIds: [hub.id] });
     await app.runJobs();
     const rows = await storedNotifications(app, sourceAuthor.id, 'post_reposted');
     expect(rows.length).toBe(before + 1);
     expect(rows.at(-1)?.hub_id).toBeNull();
     expect((await storedNotifications(app, sourceAuthor.id, 'post_shared_to_hub')).length).toBe(0);
-    expect((await storedNotifications(app, bystander.id, 'post_shared_to_hub')).length).toBe(beforeShared + 1);
+    const shared = await storedPostNotifications(app, bystander.id, 'post_shared_to_hub');
+    expect(shared.slice(beforeShared)).toEqual([{ actor_id: reposter.id, post_id: reposted.body.data.id, comment_id: null, hub_id: hub.id }]);
     expect((await storedNotifications(app, reposter.id, 'post_shared_to_hub')).length).toBe(0);
     await app.patch(`/hubs/${hub.id}/notification-settings`, { contentMuted: false }, { token: sourceAuthor.token });
   });

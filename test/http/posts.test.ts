@@ -1,7 +1,7 @@
 // Posts, reposts and shares: every numbered rule of spec 2.3 and contract section 7.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestApp, type TestApp } from '../helpers/app.ts';
-import { addMember, createHub, storedNotifications } from '../helpers/hubs.ts';
+import { addMember, createHub, storedNotifications, storedPostNotifications } from '../helpers/hubs.ts';
 import { createPost, slider, vote } from '../helpers/posts.ts';
 import { uploadAsset } from '../helpers/uploads.ts';
 import { userAtLevel, type TestUser } from '../helpers/users.ts';
@@ -184,10 +184,12 @@ describe('shares (rules 10-12)', () => {
     expect([first.status, second.status]).toEqual([201, 201]);
     expect(first.body.data.shareId).not.toBe(second.body.data.shareId);
     expect(first.body.data.postId).toBe(repost.body.data.id);
-    expect((await storedNotifications(app, reader.id, 'post_shared_to_feed')).length).toBe(2);
-    expect((await storedNotifications(app, author.id, 'post_shared_to_feed')).length).toBe(0);
+    // One row per share, to the owner of the shared frame (the reposter), naming the sharer and that frame.
+    const shared = { actor_id: sharer.id, post_id: repost.body.data.id, comment_id: null, hub_id: null };
+    expect(await storedPostNotifications(app, reader.id, 'post_shared_to_feed')).toEqual([shared, shared]);
+    expect(await storedPostNotifications(app, author.id, 'post_shared_to_feed')).toEqual([]);
     await app.post(`/posts/${original.id}/share/feed`, undefined, { token: author.token });
-    expect((await storedNotifications(app, author.id, 'post_shared_to_feed')).length).toBe(0);
+    expect(await storedPostNotifications(app, author.id, 'post_shared_to_feed')).toEqual([]);
   });
 
   it('hub share places the post (no new frame), opens the discussion, and notifies members except the sharer', async () => {
@@ -199,9 +201,9 @@ describe('shares (rules 10-12)', () => {
     expect(share.status).toBe(201);
     expect(share.body.data).toEqual({ postId: post.id, hubIds: [hub.id] });
     await app.runJobs();
-    expect((await storedNotifications(app, member.id, 'post_shared_to_hub')).length).toBe(1);
-    expect((await storedNotifications(app, reader.id, 'post_shared_to_hub')).length).toBe(0);
-    expect((await storedNotifications(app, author.id, 'post_shared_to_hub')).length).toBe(0);
+    expect(await storedPostNotifications(app, member.id, 'post_shared_to_hub')).toEqual([{ actor_id: reader.id, post_id: post.id, comment_id: null, hub_id: hub.id }]);
+    expect(await storedPostNotifications(app, reader.id, 'post_shared_to_hub')).toEqual([]);
+    expect(await storedPostNotifications(app, author.id, 'post_shared_to_hub')).toEqual([]);
     expect((await app.owner.query('select 1 from app.hub_discussions where hub_id = $1 and post_id = $2', [hub.id, post.id])).rowCount).toBe(1);
     const notMember = await app.post(`/posts/${post.id}/share/hubs`, { hubIds: [hub.id] }, { token: author.token });
     expect(notMember.body.error.code).toBe('HUB_MEMBERSHIP_REQUIRED');

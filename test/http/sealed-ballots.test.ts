@@ -1,7 +1,8 @@
-// Sealed ballots and the tallier (contract 7 "Vote anonymity", migrations/0290): reads are exact
+// Sealed ballots and the tallier (contract 7 "Vote anonymity", migrations/frozen/0290): reads are exact
 // and immediate with pending ballots, the tallier folds batches of at least k and never fewer, and
 // a ballot is counted exactly once whatever tallier runs overlap or repeat. (A tallier killed
 // mid-batch, and 1,000 concurrent votes: test/process/tallier-crash.test.ts.)
+import type { AddressInfo } from 'node:net';
 import type { JobHelpers } from 'graphile-worker';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestApp, type TestApp } from '../helpers/app.ts';
@@ -127,7 +128,43 @@ describe('reads with pending ballots', () => {
     expect(await pending(post.id, hub.id)).toBe(1);
     expect((await app.get(`/posts/${post.id}/vote/summary?hubId=${hub.id}`, { token: author.token })).body.data).toMatchObject({ totalVotes: 1, rightCount: 1 });
   });
+
+  it("seal at once for the hubs of a voter the API knows from an earlier vote (one round trip), and again for one it does not", async () => {
+    const hub = await createHub(app, author);
+    const [known, fresh] = await voters(2, 4);
+    await addMember(app, hub, known as TestUser);
+    await addMember(app, hub, fresh as TestUser);
+    const publicPost = await createPost(app, author, slider);
+    expect((await vote(app, known as TestUser, publicPost.id, 'left')).status).toBe(201); // teaches the API its hubs
+    const resealed = await reseals();
+    const hubPost = await createPost(app, author, { ...slider, visibility: 'public_hub', hubIds: [hub.id] });
+    const first = await vote(app, known as TestUser, hubPost.id, 'right');
+    expect(first.body.data.voteReceipt.hubVoteScope).toEqual({ hubIds: [hub.id] });
+    expect(await reseals()).toBe(resealed);
+    // A voter the API has not seen vote yet, on a post whose hubs it learned only from ballots it did
+    // not need to reseal: cast_vote names the hub, the vote is sealed again for it.
+    const other = await createPost(app, author, { ...slider, visibility: 'public_hub', hubIds: [hub.id] });
+    const second = await vote(app, fresh as TestUser, other.id, 'strong_left');
+    expect(second.body.data.voteReceipt.hubVoteScope).toEqual({ hubIds: [hub.id] });
+    expect(await reseals()).toBe(resealed + 1);
+    expect(await pending(hubPost.id, hub.id)).toBe(1);
+    expect(await pending(other.id, hub.id)).toBe(1);
+    expect((await app.get(`/posts/${other.id}/vote/summary?hubId=${hub.id}`, { token: author.token })).body.data).toMatchObject({ totalVotes: 1, leftCount: 1 });
+  });
 });
+
+/** votes_resealed_total of the app's metrics (the Prometheus text the metrics port serves). */
+async function reseals(): Promise<number> {
+  const server = app.services.metrics.app().listen(0, '127.0.0.1');
+  await new Promise((resolve) => server.once('listening', resolve));
+  try {
+    const text = await (await fetch(`http://127.0.0.1:${(server.address() as AddressInfo).port}/metrics`)).text();
+    const line = text.split('\n').find((l) => l.startsWith('votes_resealed_total'));
+    return Number(line?.split(' ').at(-1));
+  } finally {
+    await new Promise((resolve) => server.close(resolve));
+  }
+}
 
 describe('the tallier', () => {
   it('never tallies fewer than k ballots, whoever asks', async () => {

@@ -1,7 +1,7 @@
 // The tallier killed (kill -9) mid-batch, with 1,000 concurrent votes on one post: the batch it
 // held never commits (its ballots stay pending, the counters unchanged), the dead worker's job is
 // taken back, two worker processes then tally side by side, and the totals are exact: every ballot
-// counted once (contract 7 "Vote anonymity", migrations/0290, worker/tasks/tally-ballots.ts).
+// counted once (contract 7 "Vote anonymity", migrations/frozen/0290, worker/tasks/tally-ballots.ts).
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { freePort } from '../../db/embedded.ts';

@@ -1,7 +1,7 @@
 // A worker process killed (kill -9) in the middle of a hub fan-out: before its insert commits, and
 // after it committed but before graphile-worker recorded the job done. Either way every member is
 // notified exactly once, within seconds of a new worker starting (the dead worker's jobs are taken
-// back, worker/liveness.ts; the fan-out's key per job and recipient, migrations/0247).
+// back, worker/liveness.ts; the fan-out's key per job and recipient, migrations/frozen/0247).
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { freePort } from '../../db/embedded.ts';

@@ -1,4 +1,4 @@
-// The hiding rule of deleted and suspended accounts (migrations/0261) tested in SQL as app_user and
+// The hiding rule of deleted and suspended accounts (migrations/frozen/0261) tested in SQL as app_user and
 // app_anonymous: once app_private.hide_account has run, the tables' own policies and the feed
 // functions show nothing of the account to anyone else, and app_private.show_account brings back
 // exactly what was there. The API roles cannot call either function nor read their tables.

@@ -36,7 +36,7 @@ describe('every table with user data has row-level security enabled and forced',
   });
 });
 
-describe('the inlined rules (migrations/0180)', () => {
+describe('the inlined rules (migrations/frozen/0180)', () => {
   const rules = ['user_level(uuid)', 'session_level(uuid, uuid)', 'block_list(uuid)', 'active_member(uuid, uuid)', 'notification_visible(app.notifications, uuid)'];
 
   it('are plain stable SQL (inlinable: no security definer, no SET clause) that no API role nor the login role may call', async () => {

@@ -86,6 +86,41 @@ async function duplicateIndexes(client: pg.Client): Promise<string[]> {
   return rows.map((row) => row.indexes.join(' = '));
 }
 
+/** Functions, policies, triggers and views of ours without a `comment on` (why it exists, who uses it). */
+async function uncommentedObjects(client: pg.Client): Promise<string[]> {
+  const { rows } = await client.query<{ object: string }>(
+    `select 'function ' || p.oid::regprocedure::text as object from pg_proc p join pg_namespace n on n.oid = p.pronamespace
+       where n.nspname = any ($1) and obj_description(p.oid, 'pg_proc') is null
+     union all
+     select 'policy ' || p.polname || ' on ' || p.polrelid::regclass::text from pg_policy p
+       join pg_class c on c.oid = p.polrelid join pg_namespace n on n.oid = c.relnamespace
+       where n.nspname = any ($1) and obj_description(p.oid, 'pg_policy') is null
+     union all
+     select 'trigger ' || t.tgname || ' on ' || t.tgrelid::regclass::text from pg_trigger t
+       join pg_class c on c.oid = t.tgrelid join pg_namespace n on n.oid = c.relnamespace
+       where n.nspname = any ($1) and not t.tgisinternal and obj_description(t.oid, 'pg_trigger') is null
+     union all
+     select 'view ' || c.oid::regclass::text from pg_class c join pg_namespace n on n.oid = c.relnamespace
+       where n.nspname = any ($1) and c.relkind = 'v' and obj_description(c.oid, 'pg_class') is null
+     order by 1`,
+    [ourSchemas],
+  );
+  return rows.map((row) => row.object);
+}
+
+/** Functions of ours whose bodies are the same text (whitespace aside): one rule written twice. */
+async function functionsSharingABody(client: pg.Client): Promise<string[]> {
+  const { rows } = await client.query<{ fns: string[] }>(
+    `select array_agg(p.oid::regprocedure::text order by p.oid::regprocedure::text) as fns
+     from pg_proc p join pg_namespace n on n.oid = p.pronamespace
+     where n.nspname = any ($1) and p.prolang in (select oid from pg_language where lanname in ('sql', 'plpgsql'))
+     group by btrim(regexp_replace(p.prosrc, '\\s+', ' ', 'g'))
+     having count(*) > 1`,
+    [ourSchemas],
+  );
+  return rows.map((row) => row.fns.join(' = '));
+}
+
 /** Table, role and command that more than one permissive policy applies to (PUBLIC means every role, ALL every command). */
 async function overlappingPermissivePolicies(client: pg.Client): Promise<string[]> {
   const { rows } = await client.query<{ target: string; policies: string[] }>(
@@ -134,6 +169,14 @@ describe('the migrated schema', () => {
     expect(await duplicateIndexes(db)).toEqual([]);
   });
 
+  it('has a comment on every function, policy, trigger and view (why it exists, which path or task uses it)', async () => {
+    expect(await uncommentedObjects(db), 'add a `comment on` beside the object in its db/sql file').toEqual([]);
+  });
+
+  it('has no two functions with the same body', async () => {
+    expect(await functionsSharingABody(db)).toEqual([]);
+  });
+
   it('has no two permissive policies for one role and command on a table', async () => {
     expect(await overlappingPermissivePolicies(db)).toEqual([]);
   });
@@ -161,6 +204,9 @@ describe('each lint', () => {
     expect(await planted(`create function app.lint_probe() returns void language plpgsql as $$ begin perform app.fail(case when random() < 0.5 then 'HUB_NOT_FOUND' else 'NOT_A_CODE' end); end $$`, codesOutsideTheCatalog)).toEqual([
       'NOT_A_CODE (app.lint_probe())',
     ]);
+    expect(await planted(`create function app.lint_probe(p_at timestamptz) returns text language sql immutable as $$
+      select to_char(p_at at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') $$`, functionsSharingABody)).toEqual(['app.lint_probe(timestamp with time zone) = app_private.iso(timestamp with time zone)']);
+    expect(await planted(`create function app.lint_probe() returns int language sql as 'select 2'`, uncommentedObjects)).toEqual(['function app.lint_probe()']);
     expect(await planted(`create index lint_probe on app.users (username)`, duplicateIndexes)).toEqual(['app.lint_probe = app.users_username_key']);
     expect(await planted(`create policy lint_probe on app.phone_identities for all to public using (true)`, overlappingPermissivePolicies)).toEqual([
       'app.phone_identities app_user select: lint_probe, phone_identities_select_self_or_co_members',

@@ -97,8 +97,12 @@ describe('writes', () => {
   });
 
   it('lets app_user post through app.post_hub_discussion_message, with its checks', async () => {
-    const posted = (await read(member, 'select app.post_hub_discussion_message($1, $2, $3, $4) as id', [hub.id, discussionId, 'via SQL', messageId])) as { id: string }[];
-    expect(posted).toHaveLength(1);
+    // The reply, read back in the same (rolled back) transaction: in the thread, by the member.
+    const stored = await asViewer(app, 'app_user', member.id, async (c) => {
+      const { rows } = await c.query<{ id: string }>('select app.post_hub_discussion_message($1, $2, $3, $4) as id', [hub.id, discussionId, 'via SQL', messageId]);
+      return (await c.query('select discussion_id, hub_id, author_id, parent_id, text from app.hub_discussion_messages where id = $1', [rows[0]?.id])).rows;
+    });
+    expect(stored).toEqual([{ discussion_id: discussionId, hub_id: hub.id, author_id: member.id, parent_id: messageId, text: 'via SQL' }]);
     expect(await read(outsider, 'select app.post_hub_discussion_message($1, $2, $3)', [hub.id, discussionId, 'x'])).toBe('P0001');
     expect(await read(member, 'select app.post_hub_discussion_message($1, $2, $3)', [hub.id, discussionId, ''])).toBe('23514');
   });

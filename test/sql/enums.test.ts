@@ -8,7 +8,7 @@ import { afterAll, beforeAll, expect, inject, it } from 'vitest';
 import { invitationStatuses } from '../../server/hubs/invitations.ts';
 import { joinRequestSources } from '../../server/hubs/join-requests.ts';
 import { hubRoles } from '../../server/hubs/shape.ts';
-import { notificationTypes } from '../../server/notifications/shape.ts';
+import { notificationTypes } from '../../server/shapes/notification.ts';
 import { feedContexts, postCard } from '../../server/posts/card.ts';
 import { article, articleKinds, visibilities, visibility } from '../../server/posts/fields.ts';
 import { reportReasons } from '../../server/reports/routes.ts';

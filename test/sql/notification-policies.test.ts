@@ -1,4 +1,4 @@
-// Notification policies and the live-delivery functions tested directly in SQL (migrations/0019,
+// Notification policies and the live-delivery functions tested directly in SQL (migrations/frozen/0019,
 // 0020, 0100, 0182): what the API roles may read and change, mark-read's rules, the dispatcher's
 // ranges under out-of-order commits, the per-batch re-check against the reader connection's open
 // sessions, and the revocation announcement.
@@ -6,7 +6,7 @@ import { randomUUID } from 'node:crypto';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { roleUrl } from '../../db/roles.ts';
-import { LiveReader } from '../../server/notifications/live.ts';
+import { LiveReader } from '../../server/sse/reader.ts';
 import { startTestApp, type TestApp } from '../helpers/app.ts';
 import { addMember, createHub, type TestHub } from '../helpers/hubs.ts';
 import { insertNotification, listenTo, sleep } from '../helpers/notifications.ts';

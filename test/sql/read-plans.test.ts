@@ -9,9 +9,10 @@ import { savedDiscussionPageSql } from '../../server/discussions/saved.ts';
 import { memberPageSql, memberScanCap } from '../../server/hubs/members.ts';
 import { hubSearchSql, peopleSearchSql } from '../../server/search/routes.ts';
 import { followPageSql, followScanCap } from '../../server/users/follows.ts';
+import { myHubPageSql } from '../../server/users/my-hubs.ts';
 import { benchId, generate, space, subject as s } from '../bench/scale-data.ts';
 import { startTestApp, type TestApp } from '../helpers/app.ts';
-import { buffers, describePlan, explain, rowsRead, rowsReadInTransaction, type PlanNode } from '../helpers/plans.ts';
+import { buffers, describePlan, explain, nodes, rowsRead, rowsReadInTransaction, scansOf, type PlanNode } from '../helpers/plans.ts';
 import { asViewer } from '../helpers/sql.ts';
 
 const n = 2_000;
@@ -67,6 +68,32 @@ describe('GET /posts/{postId}/comments', () => {
     const many = await planAs(viewer, 'select app.post_comment_count($1), app.comment_reply_count($2)', [post, root]);
     const few = await planAs(viewer, 'select app.post_comment_count($1), app.comment_reply_count($2)', [benchId(space.post, s.sharedPost), benchId(space.comment, s.comments + 1)]);
     expect(buffers(many) - buffers(few)).toBeLessThanOrEqual(4);
+  });
+});
+
+describe('GET /users/by-username/{username} and /users/me/profile (stats and counts)', () => {
+  const profile = 'select * from app.profile_social($1)';
+
+  it('reads the votes received, votes cast and posts of a user without reading the votes or the posts', async () => {
+    // The votes author received 2,000 votes; the prolific author wrote 2,000 posts; the viewer neither.
+    const votesAuthor = user(s.votesAuthor);
+    const prolific = user(s.prolificAuthor);
+    const { rows } = await app.owner.query<{ n: number }>('select count(*)::int as n from app.vote_receipts r join app.posts p on p.id = r.post_id where p.author_id = $1', [votesAuthor]);
+    expect(rows[0]?.n).toBe(n);
+    const quiet = await planAs(viewer, profile, [viewer]);
+    for (const subject of [votesAuthor, prolific]) {
+      const busy = await planAs(subject, profile, [subject]);
+      expect(buffers(busy) - buffers(quiet), describePlan(busy)).toBeLessThanOrEqual(8);
+      // Not one receipt or post read (the table statistics of the profile's own transaction).
+      const read = await asViewer(app, 'app_user', subject, async (client) => {
+        const before = [await rowsReadInTransaction(client, 'app.vote_receipts'), await rowsReadInTransaction(client, 'app.posts')];
+        await client.query(profile, [subject]);
+        return [(await rowsReadInTransaction(client, 'app.vote_receipts')) - (before[0] as number), (await rowsReadInTransaction(client, 'app.posts')) - (before[1] as number)];
+      });
+      expect(read).toEqual([0, 0]);
+    }
+    const answer = await asViewer(app, 'app_anonymous', null, (client) => client.query(profile, [votesAuthor]));
+    expect(Number(answer.rows[0].votes_received)).toBe(n);
   });
 });
 
@@ -273,5 +300,110 @@ describe('GET /posts/{postId}/vote/hubs (app.vote_tally, 0311)', () => {
     const answer = await asViewer(app, 'app_user', viewer, (client) => client.query('select app.vote_tally($1, null) as tally', [post]));
     expect(answer.rows[0].tally.c).toEqual([0, expected.rows[0].l, 0, expected.rows[0].r, 0]);
     expect(expected.rows[0].l + expected.rows[0].r).toBeGreaterThan(0);
+  });
+});
+
+describe('GET /users/me/hubs (app.my_hub_page, 0330)', () => {
+  // The joiner belongs to 2,000 hubs (2 .. 2,001).
+  const joiner = user(s.joiner);
+
+  /** The page function's own statement, explained as it runs (as its owner, for the joiner). */
+  async function pagePlan(params: unknown[]): Promise<PlanNode> {
+    const client = await app.owner.connect();
+    try {
+      await client.query('begin');
+      await client.query(`select set_config('app.user_id', $1, true)`, [joiner]);
+      const { rows } = await client.query<{ body: string }>(`select prosrc as body from pg_proc where oid = 'app.my_hub_page(timestamptz, uuid, int)'::regprocedure`);
+      return await explain(client, rows[0]?.body as string, params);
+    } finally {
+      await client.query('rollback');
+      client.release();
+    }
+  }
+
+  it('reads one range of the page index, in page order, first page and later', async () => {
+    const first = await pagePlan([null, null, page + 1]);
+    expect(first['Actual Rows']).toBe(page + 1);
+    const scans = scansOf(first, 'hub_list_entries');
+    expect(scans.map((scan) => [scan['Node Type'], scan['Index Name']]), describePlan(first)).toEqual([['Index Scan', 'hub_list_entries_page']]);
+    expect(nodes(first).filter((node) => node['Node Type'] === 'Sort'), describePlan(first)).toEqual([]);
+    expectReads(first, 'hub_list_entries', page + 1);
+    expectReads(first, 'hubs', page + 1);
+    const middle = await app.owner.query(`select activity_at, hub_id from app_private.hub_list_entries where user_id = $1
+                                          order by activity_at desc, hub_id desc offset ${n / 2} limit 1`, [joiner]);
+    const later = await pagePlan([middle.rows[0].activity_at, middle.rows[0].hub_id, page + 1]);
+    expect(later['Actual Rows']).toBe(page + 1);
+    expectReads(later, 'hub_list_entries', page + 1);
+  });
+
+  it("reads a page of rows as a request runs it, not the viewer's memberships or the hubs' activity", async () => {
+    // By oid: the viewer's role may not name a table of app_private.
+    const tables = ['app_private.hub_list_entries', 'app.hub_memberships', 'app.hub_activity', 'app.hubs'];
+    const oids = (await app.owner.query<{ oid: string }>('select unnest($1::regclass[])::oid::text as oid', [tables])).rows.map((row) => row.oid);
+    const { rows, read } = await asViewer(app, 'app_user', joiner, async (client) => {
+      const before = await Promise.all(oids.map((oid) => rowsReadInTransaction(client, oid)));
+      const { rows } = await client.query(myHubPageSql, [null, null, page + 1]);
+      const after = await Promise.all(oids.map((oid) => rowsReadInTransaction(client, oid)));
+      return { rows, read: Object.fromEntries(tables.map((table, i) => [table, (after[i] as number) - (before[i] as number)])) };
+    });
+    expect(rows).toHaveLength(page + 1);
+    expect(read['app_private.hub_list_entries']).toBeLessThanOrEqual(page + 1);
+    expect(read['app.hub_memberships']).toBe(0);
+    expect(read['app.hub_activity']).toBe(0);
+    // Each hub of the page: the page function's check that it is not removed, its read under the
+    // policy, and the photo's policy (a few rows).
+    expect(read['app.hubs']).toBeLessThanOrEqual(2 * (page + 1) + 5);
+  });
+});
+
+describe('GET /notifications (app.notification_page, app.notification_rows, 0331)', () => {
+  // The votes author has 2,000 post_voted rows, none with an actor.
+  const author = user(s.votesAuthor);
+
+  it('keeps one plan for the page ids, which reads a page of rows on every call', async () => {
+    const { rows } = await app.owner.query(`select proconfig from pg_proc where oid = 'app.notification_page(timestamptz, uuid, boolean, int)'::regprocedure`);
+    expect(rows[0].proconfig).toContain('plan_cache_mode=force_generic_plan');
+    const notifications = (await app.owner.query(`select 'app.notifications'::regclass::oid::text as oid`)).rows[0].oid;
+    const reads = await asViewer(app, 'app_user', author, async (client) => {
+      const counts: number[] = [];
+      // More than five calls: the kept plan, not one planned for this user.
+      for (let i = 0; i < 8; i += 1) {
+        for (const unreadOnly of [false, true]) {
+          const before = await rowsReadInTransaction(client, notifications);
+          const { rows: page1 } = await client.query('select p.id from app.notification_page(null, null, $1, $2) p', [unreadOnly, page + 1]);
+          expect(page1).toHaveLength(page + 1);
+          counts.push((await rowsReadInTransaction(client, notifications)) - before);
+        }
+      }
+      return counts;
+    });
+    expect(Math.max(...reads)).toBeLessThanOrEqual(page + 1);
+  });
+
+  it('reads each row of a page by id under a kept plan, and an actor and photo only for rows that have them', async () => {
+    // The function's own statement, its parameter bound positionally, planned once for any ids;
+    // also with the planner kept from index scans, memoizing and hash or merge joins, where a join
+    // to the photo that is not skipped for a row without an actor scans the assets per row.
+    const { rows } = await app.owner.query(`select prosrc from pg_proc where oid = 'app.notification_rows(uuid[])'::regprocedure`);
+    const body = (rows[0].prosrc as string).replaceAll('p_ids', '$1');
+    const planners = ['', 'set local enable_memoize = off; set local enable_hashjoin = off; set local enable_mergejoin = off; set local enable_indexscan = off'];
+    for (const planner of planners) {
+      const plan = await asViewer(app, 'app_user', author, async (client) => {
+        const ids = (await client.query('select p.id from app.notification_page(null, null, false, $1) p', [page + 1])).rows.map((row) => row.id as string);
+        await client.query('set local plan_cache_mode = force_generic_plan');
+        if (planner) await client.query(planner);
+        await client.query(`prepare notification_rows_plan(uuid[]) as ${body}`);
+        try {
+          return await explain(client, `execute notification_rows_plan('{${ids.join(',')}}')`);
+        } finally {
+          await client.query('deallocate notification_rows_plan');
+        }
+      });
+      expect(plan['Actual Rows']).toBe(page + 1);
+      expect(scansOf(plan, 'notifications').map((scan) => scan['Node Type']), describePlan(plan)).not.toContain('Seq Scan');
+      expectReads(plan, 'notifications', page + 1);
+      expectReads(plan, 'users', 0);
+      expectReads(plan, 'assets', 0);
+    }
   });
 });

@@ -1,4 +1,4 @@
-// The sign-in limits of migrations/0095, tested directly in SQL: sliding windows, who may consume
+// The sign-in limits of migrations/frozen/0095, tested directly in SQL: sliding windows, who may consume
 // them, and housekeeping.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestApp, type TestApp } from '../helpers/app.ts';

@@ -1,4 +1,4 @@
-// Badge counters (migrations/0200-0202) tested in SQL as app_user: over many generated states
+// Badge counters (migrations/frozen/0200-0202) tested in SQL as app_user: over many generated states
 // (inserts, mark-read, deletes, hub joins and leaves, the Hub-ready level coming and going, reposts
 // deleted, restored or changing visibility), the counts read through app.unread_counts equal a
 // direct count of the unread rows the list's policy shows, the list's pages (app.notification_page)
@@ -219,6 +219,20 @@ describe('under concurrent writers', () => {
     await app.owner.query(`update app.posts set visibility = 'public', deleted_at = null where id = any ($1)`, [[reposts[0], reposts[3]]]);
     expect((await app.owner.query('select * from app_private.unread_counter_drift()')).rows).toEqual([]);
   }, 60_000);
+
+  it('are set right again by the rebuild after a drift', async () => {
+    const [recipient] = recipients as [TestUser];
+    const count = async () => (await app.owner.query<{ n: number }>('select coalesce(sum(unread), 0)::int as n from app_private.unread_counts($1)', [recipient.id])).rows[0]?.n;
+    const right = await count();
+    await app.owner.query(`update app_private.unread_counters set unread = unread + 5 where user_id = $1`, [recipient.id]);
+    await app.owner.query(`insert into app_private.unread_counters (user_id, kind, scope_id, slot, unread) values ($1, 'g', null, 31, 3)
+                           on conflict (user_id, kind, scope_id, slot) do update set unread = app_private.unread_counters.unread + 3`, [recipient.id]);
+    expect((await app.owner.query('select * from app_private.unread_counter_drift()')).rows.length).toBeGreaterThan(0);
+    expect(await count()).not.toBe(right);
+    await app.owner.query('select app_private.rebuild_unread_counters()');
+    expect((await app.owner.query('select * from app_private.unread_counter_drift()')).rows).toEqual([]);
+    expect(await count()).toBe(right);
+  });
 });
 
 describe('cost', () => {

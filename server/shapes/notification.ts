@@ -1,10 +1,10 @@
 // The notification row (contract section 9), for the list and the live stream alike:
 // { id, type, createdAt, isRead, actor: UserLite | null, postId, commentId, hub_id, invitationId, joinRequestId }.
-// Both read it through app.notification_rows (migrations/0020) as the viewer, so row-level security
+// Both read it through app.notification_rows (migrations/frozen/0020) as the viewer, so row-level security
 // decides which rows exist and whether the actor is shown.
 import { z } from 'zod';
 import type { Storage } from '../uploads/storage.ts';
-import { shapeUserLite, userLite } from '../users/lite.ts';
+import { shapeUserLite, userLite } from './user-lite.ts';
 
 /** Spec part 6; the enum app.notification_type. */
 export const notificationTypes = [

@@ -1,7 +1,7 @@
-// Endpoints whose session check travels with their first statement (sessionWithFirstStatement:
+// Endpoints whose session check travels with their first statement (sessionCheckWithFirstStatement:
 // the vote and the onboarding status): the same 401/403/422 answers in the same order as every
 // other endpoint, nothing written when the session is refused, and connections left clean. The
-// vote's check is inside app.cast_vote (migrations/0170), and both requests are one batch with a
+// vote's check is inside app.cast_vote (migrations/frozen/0170), and both requests are one batch with a
 // single Sync (db/single-sync.ts).
 import pg from 'pg';
 import { survivesServerLoss } from '../../db/pools.ts';
@@ -146,10 +146,10 @@ describe('one batch, one Sync: the whole request transaction on one connection',
   }
 
   /** A request's transaction on a pool of one connection (as the API pool: pipelined), and its error code. */
-  async function run(pool: pg.Pool, user: TestUser | null, level: number, text: string, params: string[], name: string, gatedAt?: number) {
+  async function run(pool: pg.Pool, user: TestUser | null, level: number, text: string, params: string[], name: string, statementGateLevel?: number) {
     const tx = new RequestTransaction(pool, anonymousViewer);
     if (user) tx.deferSession(userViewer(user.id, await sessionOf(user)), level);
-    return tx.queryAndCommit(text, params, name, gatedAt).then(
+    return tx.queryAndCommit(text, params, name, statementGateLevel).then(
       (result) => result.rows,
       (error: { message: string }) => error.message,
     );

@@ -1,9 +1,9 @@
 // The user list item of follower/following lists and people search: public fields only, plus the
-// viewer's follow state. Queries select the UserLite columns (see lite.ts), bio, and
+// viewer's follow state. Queries select the UserLite columns (see user-lite.ts), bio, and
 // `viewer_follows` computed with `app.viewer_follows(u.id)`.
 import { z } from 'zod';
 import type { Storage } from '../uploads/storage.ts';
-import { shapeUserLite, type UserLiteRow } from './lite.ts';
+import { shapeUserLite, type UserLiteRow } from './user-lite.ts';
 
 export interface UserListRow extends UserLiteRow {
   bio: string | null;

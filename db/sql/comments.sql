@@ -1,0 +1,98 @@
+-- Comments on posts.
+
+-- POST /posts/{postId}/comments: a visible post (POST_NOT_FOUND; a block with its author answers
+-- the same); a parent of the same post (COMMENT_NOT_FOUND), replaced by its root. post_commented
+-- to the post's author (not for self-comments) and a feed activity event.
+create or replace function app.create_comment(p_post_id uuid, p_text text, p_parent_id uuid)
+  returns uuid
+  language plpgsql volatile security definer
+  set search_path = pg_catalog
+  as $$
+declare
+  v_author uuid;
+  v_root uuid;
+  v_comment uuid;
+begin
+  select p.author_id into v_author from app.posts p where p.id = p_post_id;
+  if v_author is null or not app.can_see_post(p_post_id) then
+    perform app.fail('POST_NOT_FOUND');
+  end if;
+  perform app.require_level(2);
+  if p_parent_id is not null then
+    select coalesce(c.parent_id, c.id) into v_root from app.comments c
+      where c.id = p_parent_id and c.post_id = p_post_id and c.deleted_at is null
+        and not c.author_id = any (app.viewer_block_list());
+    if v_root is null then
+      perform app.fail('COMMENT_NOT_FOUND');
+    end if;
+  end if;
+  insert into app.comments (post_id, author_id, parent_id, text) values (p_post_id, app.viewer_id(), v_root, p_text)
+    returning id into v_comment;
+  if v_author <> app.viewer_id() then
+    insert into app.notifications (recipient_id, type, actor_id, post_id, comment_id)
+      values (v_author, 'post_commented', app.viewer_id(), p_post_id, v_comment);
+  end if;
+  perform app_private.record_activity(p_post_id, 'post_commented');
+  return v_comment;
+end
+$$;
+comment on function app.create_comment(uuid, text, uuid) is
+  'Comments on a visible post (POST_NOT_FOUND, also for a block with its author) at access level 2; a reply goes to its parent''s root (COMMENT_NOT_FOUND for a parent not on the post); notifies the post''s author (post_commented) and records the feed activity. Called by POST /posts/{postId}/comments.';
+grant execute on function app.create_comment(uuid, text, uuid) to app_user;
+
+-- DELETE /comments/{commentId}: by the comment's author or the post's author (FORBIDDEN), a visible
+-- comment only (COMMENT_NOT_FOUND).
+create or replace function app.delete_comment(p_comment_id uuid)
+  returns void
+  language plpgsql volatile security definer
+  set search_path = pg_catalog
+  as $$
+declare
+  v_comment app.comments;
+  v_post_author uuid;
+begin
+  select * into v_comment from app.comments c where c.id = p_comment_id and c.deleted_at is null;
+  if not found or v_comment.author_id = any (app.viewer_block_list()) or not app.can_see_post(v_comment.post_id) then
+    perform app.fail('COMMENT_NOT_FOUND');
+  end if;
+  select p.author_id into v_post_author from app.posts p where p.id = v_comment.post_id;
+  if app.viewer_id() not in (v_comment.author_id, v_post_author) then
+    perform app.fail('FORBIDDEN');
+  end if;
+  update app.comments set deleted_at = now() where id = p_comment_id;
+end
+$$;
+comment on function app.delete_comment(uuid) is
+  'Deletes a visible comment, by its author or the post''s author only (COMMENT_NOT_FOUND, FORBIDDEN). Called by DELETE /comments/{commentId}.';
+grant execute on function app.delete_comment(uuid) to app_user;
+
+create or replace function app_private.merge_comments(p_source uuid, p_target uuid)
+  returns void
+  language sql volatile
+  set search_path = pg_catalog
+  as $$ update app.comments set author_id = p_target where author_id = p_source $$;
+comment on function app_private.merge_comments(uuid, uuid) is
+  'User merge step: the source account''s comments become the target''s. Run by app_private.merge_user (listed in app_private.user_merge_steps).';
+
+create or replace view app.comment_stats with (security_invoker = true) as
+  select c.id as comment_id, r.reply_count
+  from app.comments c
+  cross join lateral (select app.comment_reply_count(c.id) as reply_count) r;
+
+COMMENT ON VIEW app.comment_stats IS '@primaryKey comment_id
+@foreignKey (comment_id) references app.comments (id)';
+
+grant select (comment_id, reply_count) on app.comment_stats to app_anonymous;
+grant select (comment_id, reply_count) on app.comment_stats to app_admin;
+
+-- A comment is visible when it is not deleted, its post is visible, and its author is not blocked
+-- with the viewer either way.
+create policy comments_select_visible on app.comments
+  for select to app_anonymous
+  using (deleted_at is null
+         and not (author_id = any ((select app.viewer_block_list())::uuid[]))
+         and app.can_see_post(post_id));
+comment on policy comments_select_visible on app.comments is
+  'A comment is visible when it is not deleted, its post is visible (app.can_see_post) and its author is not blocked with the viewer either way. Serves GET /posts/{postId}/comments and the internal GraphQL API.';
+
+grant select (id, post_id, author_id, parent_id, text, created_at) on app.comments to app_anonymous;

@@ -1,0 +1,388 @@
+-- Counters kept in slot rows (app_private.counters) by triggers on the counted tables, and the
+-- readers the API and the views use (member, comment and repost counts).
+
+-- Adds changes to the counters: one random slot per counter and subject, changes of one subject
+-- summed first (a subject whose changes cancel out is not written). Rows are locked in (counter,
+-- subject) order, so two transactions adding to the same subjects never deadlock.
+create or replace function app_private.add_counts(p_changes app_private.counter_change[])
+  returns void
+  language plpgsql volatile
+  set search_path = pg_catalog
+  as $$
+begin
+  insert into app_private.counters as c (counter, subject, slot, n)
+    select d.counter, d.subject, floor(random() * 16)::smallint, d.delta
+    from (select x.counter, x.subject, sum(x.delta)::bigint as delta from unnest(p_changes) x group by x.counter, x.subject) d
+    where d.delta <> 0
+    order by d.counter, d.subject
+    on conflict (counter, subject, slot) do update set n = c.n + excluded.n;
+end
+$$;
+comment on function app_private.add_counts(app_private.counter_change[]) is 'The one writer of app_private.counters: adds each change to a random one of the subject''s 16 slot rows, in (counter, subject) order, so writers of one popular subject rarely wait on each other and never deadlock. Called by the counting trigger functions of this file and by app_private.move_votes_received (votes).';
+
+-- A subject's count. Plain SQL: inlined into the functions that read it.
+create or replace function app_private.counter_value(p_counter app_private.counter, p_subject uuid)
+  returns bigint
+  language sql stable
+  set search_path = pg_catalog
+  as $$
+  select coalesce(sum(c.n), 0)::bigint from app_private.counters c where c.counter = p_counter and c.subject = p_subject
+$$;
+comment on function app_private.counter_value(app_private.counter, uuid) is 'The one reader of app_private.counters: a subject''s count, the sum of its slot rows (zero when it has none). Inlined into the count readers below, app.profile_social (GET /users/me/profile, GET /users/by-username/{username}) and the hub previews app.invite_link_preview and app.invitation_preview.';
+
+-- What one row counts towards: the single definition of each counter, used by the triggers below
+-- and by app_private.counter_drift.
+create or replace function app_private.counted_by_comment(p_row app.comments)
+  returns table (counter app_private.counter, subject uuid)
+  language sql immutable
+  as $$
+  select x.counter, x.subject
+  from (values ('post_comments'::app_private.counter, p_row.post_id, p_row.deleted_at is null),
+               ('comment_replies', p_row.parent_id, p_row.deleted_at is null and p_row.parent_id is not null)) x (counter, subject, counted)
+  where x.counted
+$$;
+comment on function app_private.counted_by_comment(app.comments) is 'What one comment counts towards (post_comments of its post, comment_replies of its parent; a deleted comment nothing): the single definition of these counters, used by the trigger function app_private.count_comments and by the recount app_private.counted_now.';
+
+create or replace function app_private.counted_by_post(p_row app.posts)
+  returns table (counter app_private.counter, subject uuid)
+  language sql immutable
+  as $$
+  select x.counter, x.subject
+  from (values ('post_reposts'::app_private.counter, p_row.source_post_id, p_row.deleted_at is null and p_row.source_post_id is not null),
+               ('user_posts', p_row.author_id, p_row.deleted_at is null and p_row.visibility <> 'private_locked_hub')) x (counter, subject, counted)
+  where x.counted
+$$;
+comment on function app_private.counted_by_post(app.posts) is 'What one post counts towards (post_reposts of the post it reposts, user_posts of its author unless its visibility is private_locked_hub; a deleted post nothing): the single definition of these counters, used by the trigger function app_private.count_posts and by the recount app_private.counted_now.';
+
+-- Whether a post's votes count towards its author's votesReceived (the single definition, used by
+-- the receipts' counting below and by the posts' trigger app_private.move_votes_received, votes.sql).
+create or replace function app_private.post_counts_votes(p_row app.posts)
+  returns boolean
+  language sql immutable
+  as $$ select p_row.deleted_at is null $$;
+comment on function app_private.post_counts_votes(app.posts) is
+  'Whether a post''s receipts count towards its author''s votesReceived (not deleted). Used by app_private.counted_by_receipt (the receipts'' trigger and the recount) and app_private.move_votes_received (the posts'' trigger, votes.sql).';
+
+-- A vote receipt counts once towards its voter's votes cast, and once towards the votes received of
+-- its post's author while the post counts votes (app_private.post_counts_votes, above). It
+-- reads the post: stable, not immutable like the others, and the receipt trigger calls it only
+-- after taking the post's votes-received lock.
+create or replace function app_private.counted_by_receipt(p_row app.vote_receipts)
+  returns table (counter app_private.counter, subject uuid)
+  language sql stable
+  as $$
+  select x.counter, x.subject
+  from (values ('user_votes_cast'::app_private.counter, p_row.user_id),
+               ('user_votes_received', (select p.author_id from app.posts p where p.id = p_row.post_id and app_private.post_counts_votes(p)))) x (counter, subject)
+  where x.subject is not null
+$$;
+comment on function app_private.counted_by_receipt(app.vote_receipts) is 'What one vote receipt counts towards (user_votes_cast of its voter; user_votes_received of its post''s author unless the post is deleted): the single definition of these counters, used by the trigger function app_private.count_receipts and by the recount app_private.counted_now.';
+
+create or replace function app_private.counted_by_follow(p_row app.follows)
+  returns table (counter app_private.counter, subject uuid)
+  language sql immutable
+  as $$
+  select x.counter, x.subject
+  from (values ('user_followers'::app_private.counter, p_row.followee_id), ('user_following', p_row.follower_id)) x (counter, subject)
+$$;
+comment on function app_private.counted_by_follow(app.follows) is 'What one follow counts towards (user_followers of the followee, user_following of the follower): the single definition of these counters, used by the trigger function app_private.count_follows and by the recount app_private.counted_now.';
+
+create or replace function app_private.counted_by_membership(p_row app.hub_memberships)
+  returns table (counter app_private.counter, subject uuid)
+  language sql immutable
+  as $$
+  select 'hub_members'::app_private.counter, p_row.hub_id
+$$;
+comment on function app_private.counted_by_membership(app.hub_memberships) is 'What one hub membership counts towards (hub_members of its hub): the single definition of this counter, used by the trigger function app_private.count_memberships and by the recount app_private.counted_now.';
+
+create or replace function app_private.counted_by_message(p_row app.hub_discussion_messages)
+  returns table (counter app_private.counter, subject uuid)
+  language sql immutable
+  as $$
+  select x.counter, x.subject
+  from (values ('discussion_messages'::app_private.counter, p_row.discussion_id), ('message_replies', p_row.parent_id)) x (counter, subject)
+  where x.subject is not null
+$$;
+comment on function app_private.counted_by_message(app.hub_discussion_messages) is 'What one discussion message counts towards (discussion_messages of its discussion, message_replies of its parent): kept in their own rows by the discussions triggers, so only the recount app_private.counted_now uses this definition, to check them.';
+
+-- The counting triggers: one function per table, run once per statement for inserts, updates and
+-- deletes (three triggers: PostgreSQL allows transition tables only on single-event triggers).
+-- An update adds what its new rows count and takes away what its old rows counted.
+create or replace function app_private.count_comments()
+  returns trigger
+  language plpgsql security definer
+  set search_path = pg_catalog
+  as $$
+begin
+  if tg_op = 'INSERT' then
+    perform app_private.add_counts(array(select (k.counter, k.subject, 1)::app_private.counter_change from new_rows r, app_private.counted_by_comment(r) k));
+  elsif tg_op = 'DELETE' then
+    perform app_private.add_counts(array(select (k.counter, k.subject, -1)::app_private.counter_change from old_rows r, app_private.counted_by_comment(r) k));
+  else
+    perform app_private.add_counts(array(select (k.counter, k.subject, 1)::app_private.counter_change from new_rows r, app_private.counted_by_comment(r) k
+                                         union all
+                                         select (k.counter, k.subject, -1)::app_private.counter_change from old_rows r, app_private.counted_by_comment(r) k));
+  end if;
+  return null;
+end
+$$;
+comment on function app_private.count_comments() is 'Keeps the counters of app.comments in step with its rows, in the statement that writes them (POST /posts/{postId}/comments, DELETE /comments/{commentId}, account hiding and purge): adds what new rows count and takes away what old rows counted. The function of the three statement triggers *_counted_insert, *_counted_update and *_counted_delete on app.comments.';
+
+create or replace function app_private.count_posts()
+  returns trigger
+  language plpgsql security definer
+  set search_path = pg_catalog
+  as $$
+begin
+  if tg_op = 'INSERT' then
+    perform app_private.add_counts(array(select (k.counter, k.subject, 1)::app_private.counter_change from new_rows r, app_private.counted_by_post(r) k));
+  elsif tg_op = 'DELETE' then
+    perform app_private.add_counts(array(select (k.counter, k.subject, -1)::app_private.counter_change from old_rows r, app_private.counted_by_post(r) k));
+  else
+    perform app_private.add_counts(array(select (k.counter, k.subject, 1)::app_private.counter_change from new_rows r, app_private.counted_by_post(r) k
+                                         union all
+                                         select (k.counter, k.subject, -1)::app_private.counter_change from old_rows r, app_private.counted_by_post(r) k));
+  end if;
+  return null;
+end
+$$;
+comment on function app_private.count_posts() is 'Keeps the counters of app.posts in step with its rows, in the statement that writes them (POST /posts, POST /posts/{postId}/reposts, DELETE /posts/{postId}, post removal by moderation, account hiding and purge): adds what new rows count and takes away what old rows counted. The function of the three statement triggers *_counted_insert, *_counted_update and *_counted_delete on app.posts.';
+
+create or replace function app_private.count_follows()
+  returns trigger
+  language plpgsql security definer
+  set search_path = pg_catalog
+  as $$
+begin
+  if tg_op = 'INSERT' then
+    perform app_private.add_counts(array(select (k.counter, k.subject, 1)::app_private.counter_change from new_rows r, app_private.counted_by_follow(r) k));
+  elsif tg_op = 'DELETE' then
+    perform app_private.add_counts(array(select (k.counter, k.subject, -1)::app_private.counter_change from old_rows r, app_private.counted_by_follow(r) k));
+  else
+    perform app_private.add_counts(array(select (k.counter, k.subject, 1)::app_private.counter_change from new_rows r, app_private.counted_by_follow(r) k
+                                         union all
+                                         select (k.counter, k.subject, -1)::app_private.counter_change from old_rows r, app_private.counted_by_follow(r) k));
+  end if;
+  return null;
+end
+$$;
+comment on function app_private.count_follows() is 'Keeps the counters of app.follows in step with its rows, in the statement that writes them (POST and DELETE /users/{userId}/follow, POST /users/{userId}/block, account hiding and purge): adds what new rows count and takes away what old rows counted. The function of the three statement triggers *_counted_insert, *_counted_update and *_counted_delete on app.follows.';
+
+create or replace function app_private.count_memberships()
+  returns trigger
+  language plpgsql security definer
+  set search_path = pg_catalog
+  as $$
+begin
+  if tg_op = 'INSERT' then
+    perform app_private.add_counts(array(select (k.counter, k.subject, 1)::app_private.counter_change from new_rows r, app_private.counted_by_membership(r) k));
+  elsif tg_op = 'DELETE' then
+    perform app_private.add_counts(array(select (k.counter, k.subject, -1)::app_private.counter_change from old_rows r, app_private.counted_by_membership(r) k));
+  else
+    perform app_private.add_counts(array(select (k.counter, k.subject, 1)::app_private.counter_change from new_rows r, app_private.counted_by_membership(r) k
+                                         union all
+                                         select (k.counter, k.subject, -1)::app_private.counter_change from old_rows r, app_private.counted_by_membership(r) k));
+  end if;
+  return null;
+end
+$$;
+comment on function app_private.count_memberships() is 'Keeps the counters of app.hub_memberships in step with its rows, in the statement that writes them (joining, leaving and removal of members, hub removal, account hiding and purge): adds what new rows count and takes away what old rows counted. The function of the three statement triggers *_counted_insert, *_counted_update and *_counted_delete on app.hub_memberships.';
+
+-- The recount behind the reconciliation check (0220's, with the receipts).
+create or replace function app_private.counted_now()
+  returns table (counter app_private.counter, subject uuid, n bigint)
+  language sql stable
+  set search_path = pg_catalog
+  as $$
+  select k.counter, k.subject, count(*)
+  from (select k.* from app.comments r, app_private.counted_by_comment(r) k
+        union all select k.* from app.posts r, app_private.counted_by_post(r) k
+        union all select k.* from app.follows r, app_private.counted_by_follow(r) k
+        union all select k.* from app.hub_memberships r, app_private.counted_by_membership(r) k
+        union all select k.* from app.hub_discussion_messages r, app_private.counted_by_message(r) k
+        union all select k.* from app.vote_receipts r, app_private.counted_by_receipt(r) k) k
+  group by k.counter, k.subject
+$$;
+comment on function app_private.counted_now() is 'Every counter recounted from the rows it counts (a full scan of the counted tables): the reference of app_private.counter_drift and what app_private.rebuild_counters writes. Never read by a request.';
+
+-- Every counter as it is kept: the sums of the slot rows, and the discussion counts in their rows.
+create or replace function app_private.counted_kept()
+  returns table (counter app_private.counter, subject uuid, n bigint)
+  language sql stable
+  set search_path = pg_catalog
+  as $$
+  select x.counter, x.subject, sum(x.n)::bigint from app_private.counters x group by x.counter, x.subject
+  union all
+  select 'discussion_messages', s.discussion_id, s.message_count from app.hub_discussion_stats s where s.message_count <> 0
+  union all
+  select 'message_replies', m.id, m.reply_count from app.hub_discussion_messages m where m.reply_count <> 0
+$$;
+comment on function app_private.counted_kept() is 'Every counter as it is kept (slot sums, and the discussion counts kept in their rows), for app_private.counter_drift to compare with the recount.';
+
+-- The reconciliation check: every counter whose kept value differs from a recount of the rows. No
+-- rows: the counters agree with the data. A full scan of the counted tables: for a check or a
+-- repair, never for a request.
+create or replace function app_private.counter_drift()
+  returns table (counter app_private.counter, subject uuid, kept bigint, counted bigint)
+  language sql stable
+  set search_path = pg_catalog
+  as $$
+  select coalesce(k.counter, c.counter), coalesce(k.subject, c.subject), coalesce(k.n, 0), coalesce(c.n, 0)
+  from app_private.counted_kept() k
+  full join app_private.counted_now() c on c.counter = k.counter and c.subject = k.subject
+  where coalesce(k.n, 0) <> coalesce(c.n, 0)
+$$;
+comment on function app_private.counter_drift() is 'The reconciliation check: every counter whose kept value differs from a recount of its rows (no rows: they agree). Run by hand or by tests (test/http/counters.test.ts), never by a request: it scans the counted tables.';
+
+-- Sets every counter from the rows (one slot per subject; the discussion counts in their rows): the
+-- backfill below, and the repair after a restore or a bulk load made with triggers off.
+create or replace function app_private.rebuild_counters()
+  returns void
+  language plpgsql volatile
+  set search_path = pg_catalog
+  as $$
+begin
+  lock table app_private.counters, app.hub_discussion_stats in exclusive mode;
+  create temporary table rebuild_counted on commit drop as select * from app_private.counted_now();
+  delete from app_private.counters;
+  insert into app_private.counters (counter, subject, slot, n)
+    select c.counter, c.subject, 0, c.n from pg_temp.rebuild_counted c where c.counter not in ('discussion_messages', 'message_replies');
+  delete from app.hub_discussion_stats;
+  insert into app.hub_discussion_stats (discussion_id, hub_id, message_count)
+    select c.subject, d.hub_id, c.n from pg_temp.rebuild_counted c join app.hub_discussions d on d.id = c.subject
+    where c.counter = 'discussion_messages';
+  update app.hub_discussion_messages m set reply_count = 0
+    where m.reply_count <> 0 and not exists (select from pg_temp.rebuild_counted c where c.counter = 'message_replies' and c.subject = m.id);
+  update app.hub_discussion_messages m set reply_count = c.n
+    from pg_temp.rebuild_counted c where c.counter = 'message_replies' and c.subject = m.id and m.reply_count <> c.n;
+  drop table pg_temp.rebuild_counted;
+end
+$$;
+comment on function app_private.rebuild_counters() is 'The repair: sets every counter from the rows, after a restore or a bulk load made with triggers off. Run by hand (and by the bench data loader), never by a request.';
+
+-- Readers of the counts the API shows, by the id of what they count: a post's comments and reposts,
+-- a comment's replies, a hub's members. They answer
+-- a number for any id (zero for an unknown one): callers read them for rows they have read through
+-- the rows' policies (REST's queries; the *_stats views of 0221 for internal GraphQL), and a count
+-- shows nothing of the rows counted. PL/pgSQL: plans kept per connection.
+create or replace function app.post_comment_count(p_post_id uuid)
+  returns integer
+  language plpgsql stable security definer
+  set search_path = pg_catalog
+  as $$ begin return app_private.counter_value('post_comments', p_post_id); end $$;
+comment on function app.post_comment_count(uuid) is 'A post''s comment count (commentCount) for any id: callers read it only for posts they have read through the posts policy, and a number shows nothing of the comments. Read by every post card (server/posts/card.ts: GET /posts, GET /posts/{postId}, the feeds, saved posts) and by the view app.post_stats (internal GraphQL).';
+grant execute on function app.post_comment_count(uuid) to app_anonymous;
+grant execute on function app.post_comment_count(uuid) to app_admin;
+
+create or replace function app.post_repost_count(p_post_id uuid)
+  returns integer
+  language plpgsql stable security definer
+  set search_path = pg_catalog
+  as $$ begin return app_private.counter_value('post_reposts', p_post_id); end $$;
+comment on function app.post_repost_count(uuid) is 'A post''s repost count (repostCount) for any id: callers read it only for posts they have read through the posts policy, and a number shows nothing of the reposts. Read by every post card (server/posts/card.ts: GET /posts, GET /posts/{postId}, the feeds, saved posts) and by the view app.post_stats (internal GraphQL).';
+grant execute on function app.post_repost_count(uuid) to app_anonymous;
+grant execute on function app.post_repost_count(uuid) to app_admin;
+
+create or replace function app.comment_reply_count(p_comment_id uuid)
+  returns integer
+  language plpgsql stable security definer
+  set search_path = pg_catalog
+  as $$ begin return app_private.counter_value('comment_replies', p_comment_id); end $$;
+comment on function app.comment_reply_count(uuid) is 'A comment''s reply count (replyCount) for any id: callers read it only for comments they have read through the comments policy. Read by GET and POST /posts/{postId}/comments (server/comments/routes.ts) and by the view app.comment_stats (internal GraphQL).';
+grant execute on function app.comment_reply_count(uuid) to app_anonymous;
+grant execute on function app.comment_reply_count(uuid) to app_admin;
+
+create or replace function app.hub_member_count(p_hub_id uuid)
+  returns integer
+  language plpgsql stable security definer
+  set search_path = pg_catalog
+  as $$ begin return app_private.counter_value('hub_members', p_hub_id); end $$;
+comment on function app.hub_member_count(uuid) is 'A hub''s member count (memberCount) for any id: callers read it only for hubs they have read through the hubs policy. Read by every hub shape (server/hubs/shape.ts: GET /hubs/{hubId}, GET /search/hubs, invitations, join requests), GET /users/me/hubs, the view app.hub_stats (internal GraphQL) and app_private.propagate_hub_activity.';
+grant execute on function app.hub_member_count(uuid) to app_user;
+grant execute on function app.hub_member_count(uuid) to app_admin;
+
+-- Vote receipts: what each receipt counts (app_private.counted_by_receipt), added or taken away. The
+-- post is read after the lock, in a statement of its own (a snapshot that sees what committed while
+-- the trigger waited).
+create or replace function app_private.count_receipts()
+  returns trigger
+  language plpgsql security definer
+  set search_path = pg_catalog
+  as $$
+begin
+  if tg_op = 'INSERT' then
+    perform app_private.lock_votes_received(array(select distinct r.post_id from new_rows r), false);
+    perform app_private.add_counts(array(select (k.counter, k.subject, 1)::app_private.counter_change from new_rows r, app_private.counted_by_receipt(r) k));
+  elsif tg_op = 'DELETE' then
+    perform app_private.lock_votes_received(array(select distinct r.post_id from old_rows r), false);
+    perform app_private.add_counts(array(select (k.counter, k.subject, -1)::app_private.counter_change from old_rows r, app_private.counted_by_receipt(r) k));
+  else
+    perform app_private.lock_votes_received(array(select r.post_id from new_rows r union select r.post_id from old_rows r), false);
+    perform app_private.add_counts(array(select (k.counter, k.subject, 1)::app_private.counter_change from new_rows r, app_private.counted_by_receipt(r) k
+                                         union all
+                                         select (k.counter, k.subject, -1)::app_private.counter_change from old_rows r, app_private.counted_by_receipt(r) k));
+  end if;
+  return null;
+end
+$$;
+comment on function app_private.count_receipts() is 'Keeps user_votes_cast (of the voter) and user_votes_received (of the post''s author, if the post counts votes) in step with app.vote_receipts, in the statement that writes them (POST /posts/{postId}/vote, the account merge of a phone sign-in, the account purge); takes the posts'' votes-received locks first (app_private.lock_votes_received). The function of the three vote_receipts_counted_* statement triggers.';
+
+create trigger comments_counted_delete after delete on app.comments referencing old table as old_rows
+  for each statement execute function app_private.count_comments();
+comment on trigger comments_counted_delete on app.comments is 'Once per statement, takes what the deleted rows counted away from post_comments and comment_replies (app_private.count_comments).';
+
+create trigger comments_counted_insert after insert on app.comments referencing new table as new_rows
+  for each statement execute function app_private.count_comments();
+comment on trigger comments_counted_insert on app.comments is 'Once per statement, adds what the inserted rows count to post_comments and comment_replies (app_private.count_comments).';
+
+create trigger comments_counted_update after update on app.comments referencing old table as old_rows new table as new_rows
+  for each statement execute function app_private.count_comments();
+comment on trigger comments_counted_update on app.comments is 'Once per statement, adds what the new rows count to, and takes what the old rows counted away from, post_comments and comment_replies (app_private.count_comments).';
+
+create trigger follows_counted_delete after delete on app.follows referencing old table as old_rows
+  for each statement execute function app_private.count_follows();
+comment on trigger follows_counted_delete on app.follows is 'Once per statement, takes what the deleted rows counted away from user_followers and user_following (app_private.count_follows).';
+
+create trigger follows_counted_insert after insert on app.follows referencing new table as new_rows
+  for each statement execute function app_private.count_follows();
+comment on trigger follows_counted_insert on app.follows is 'Once per statement, adds what the inserted rows count to user_followers and user_following (app_private.count_follows).';
+
+create trigger follows_counted_update after update on app.follows referencing old table as old_rows new table as new_rows
+  for each statement execute function app_private.count_follows();
+comment on trigger follows_counted_update on app.follows is 'Once per statement, adds what the new rows count to, and takes what the old rows counted away from, user_followers and user_following (app_private.count_follows).';
+
+create trigger hub_memberships_counted_delete after delete on app.hub_memberships referencing old table as old_rows
+  for each statement execute function app_private.count_memberships();
+comment on trigger hub_memberships_counted_delete on app.hub_memberships is 'Once per statement, takes what the deleted rows counted away from hub_members (app_private.count_memberships).';
+
+create trigger hub_memberships_counted_insert after insert on app.hub_memberships referencing new table as new_rows
+  for each statement execute function app_private.count_memberships();
+comment on trigger hub_memberships_counted_insert on app.hub_memberships is 'Once per statement, adds what the inserted rows count to hub_members (app_private.count_memberships).';
+
+create trigger hub_memberships_counted_update after update on app.hub_memberships referencing old table as old_rows new table as new_rows
+  for each statement execute function app_private.count_memberships();
+comment on trigger hub_memberships_counted_update on app.hub_memberships is 'Once per statement, adds what the new rows count to, and takes what the old rows counted away from, hub_members (app_private.count_memberships).';
+
+create trigger posts_counted_delete after delete on app.posts referencing old table as old_rows
+  for each statement execute function app_private.count_posts();
+comment on trigger posts_counted_delete on app.posts is 'Once per statement, takes what the deleted rows counted away from post_reposts and user_posts (app_private.count_posts).';
+
+create trigger posts_counted_insert after insert on app.posts referencing new table as new_rows
+  for each statement execute function app_private.count_posts();
+comment on trigger posts_counted_insert on app.posts is 'Once per statement, adds what the inserted rows count to post_reposts and user_posts (app_private.count_posts).';
+
+create trigger posts_counted_update after update on app.posts referencing old table as old_rows new table as new_rows
+  for each statement execute function app_private.count_posts();
+comment on trigger posts_counted_update on app.posts is 'Once per statement, adds what the new rows count to, and takes what the old rows counted away from, post_reposts and user_posts (app_private.count_posts).';
+
+create trigger vote_receipts_counted_delete after delete on app.vote_receipts referencing old table as old_rows
+  for each statement execute function app_private.count_receipts();
+comment on trigger vote_receipts_counted_delete on app.vote_receipts is 'Once per statement, takes what the deleted rows counted away from user_votes_cast and user_votes_received (app_private.count_receipts).';
+
+create trigger vote_receipts_counted_insert after insert on app.vote_receipts referencing new table as new_rows
+  for each statement execute function app_private.count_receipts();
+comment on trigger vote_receipts_counted_insert on app.vote_receipts is 'Once per statement, adds what the inserted rows count to user_votes_cast and user_votes_received (app_private.count_receipts).';
+
+create trigger vote_receipts_counted_update after update on app.vote_receipts referencing old table as old_rows new table as new_rows
+  for each statement execute function app_private.count_receipts();
+comment on trigger vote_receipts_counted_update on app.vote_receipts is 'Once per statement, adds what the new rows count to, and takes what the old rows counted away from, user_votes_cast and user_votes_received (app_private.count_receipts).';

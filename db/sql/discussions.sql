@@ -1,0 +1,202 @@
+-- Hub discussions: threads in a hub, their messages and stats, saved discussions.
+
+-- The one rule of message visibility: the viewer is an active member of the message's hub, and its
+-- author is not blocked with the viewer either way (as for comments). A plain SQL function, so the
+-- planner inlines it into the policy; app.hub_discussion_thread applies it to one message.
+create or replace function app.hub_message_visible(p_message app.hub_discussion_messages, p_active_hub_ids uuid[], p_block_list uuid[])
+  returns boolean
+  language sql stable
+  as $$
+  select p_message.hub_id = any (p_active_hub_ids)
+     and (p_message.author_id is null or not p_message.author_id = any (p_block_list))
+$$;
+comment on function app.hub_message_visible(app.hub_discussion_messages, uuid[], uuid[]) is
+  'The one rule of discussion message visibility: the viewer is an active member of the message''s hub and its author is not blocked with the viewer either way. Inlined into the policy hub_discussion_messages_select_members; app.hub_discussion_thread applies it to one message.';
+grant execute on function app.hub_message_visible(app.hub_discussion_messages, uuid[], uuid[]) to app_user;
+
+-- The check of every discussion endpoint, in contract order: HUB_NOT_FOUND, HUB_MEMBERSHIP_REQUIRED
+-- (outsiders, invited and pending users; below level 4), then DISCUSSION_NOT_FOUND for an unknown
+-- discussion, one of another hub, or one whose post the viewer may not see (deleted, blocked
+-- author). With p_message_id it also resolves a message of this discussion the viewer may see
+-- (MESSAGE_NOT_FOUND otherwise) to its thread root, which it returns (null without a message):
+-- threads are one level deep, so a reply to a reply belongs to the root.
+create or replace function app.hub_discussion_thread(p_hub_id uuid, p_discussion_id uuid, p_message_id uuid default null)
+  returns uuid
+  language plpgsql stable security definer
+  set search_path = pg_catalog
+  as $$
+declare
+  v_post uuid;
+  v_root uuid;
+begin
+  perform app.require_hub_role(p_hub_id, '{member,admin,super_admin}');
+  select d.post_id into v_post from app.hub_discussions d where d.id = p_discussion_id and d.hub_id = p_hub_id;
+  if v_post is null or not app.can_see_post(v_post) then
+    perform app.fail('DISCUSSION_NOT_FOUND');
+  end if;
+  if p_message_id is null then
+    return null;
+  end if;
+  select coalesce(m.parent_id, m.id) into v_root from app.hub_discussion_messages m
+    where m.id = p_message_id and m.discussion_id = p_discussion_id
+      and app.hub_message_visible(m, app.viewer_active_hub_ids(), app.viewer_block_list());
+  if v_root is null then
+    perform app.fail('MESSAGE_NOT_FOUND');
+  end if;
+  return v_root;
+end
+$$;
+comment on function app.hub_discussion_thread(uuid, uuid, uuid) is
+  'The check of every discussion endpoint, in contract order (HUB_NOT_FOUND, HUB_MEMBERSHIP_REQUIRED, DISCUSSION_NOT_FOUND, MESSAGE_NOT_FOUND), answering a message''s thread root. Called by GET /hubs/{hubId}/discussions/{discussionId}/messages, app.post_hub_discussion_message (POST of the same path) and app.save_hub_discussion (POST and DELETE /hubs/{hubId}/discussions/{discussionId}/save).';
+grant execute on function app.hub_discussion_thread(uuid, uuid, uuid) to app_user;
+
+-- Counters and ordering, whatever inserts the row: the discussion's message count and last
+-- activity, and the root's reply count.
+create or replace function app_private.hub_discussion_messages_count() returns trigger
+  language plpgsql security definer
+  set search_path = pg_catalog
+  as $$
+begin
+  update app.hub_discussions set last_activity_at = new.created_at where id = new.discussion_id;
+  insert into app.hub_discussion_stats as s (discussion_id, hub_id, message_count) values (new.discussion_id, new.hub_id, 1)
+    on conflict (discussion_id) do update set message_count = s.message_count + 1;
+  if new.parent_id is not null then
+    update app.hub_discussion_messages set reply_count = reply_count + 1 where id = new.parent_id;
+  end if;
+  return null;
+end
+$$;
+comment on function app_private.hub_discussion_messages_count() is
+  'Keeps a discussion''s message count and last activity, and the root''s reply count, with every message inserted. Runs from the trigger hub_discussion_messages_count.';
+
+-- POST /hubs/{hubId}/discussions/{discussionId}/messages: checks in contract order (see
+-- app.hub_discussion_thread), attaches a reply to its thread root, and marks the hub's activity
+-- (lastActivityAt of GET /users/me/hubs, activeUsers24h). No notification row, no job, no feed
+-- activity (spec part 6). Callable by app_user: REST and the demo seed use it alike.
+create or replace function app.post_hub_discussion_message(p_hub_id uuid, p_discussion_id uuid, p_text text, p_parent_id uuid default null)
+  returns uuid
+  language plpgsql volatile security definer
+  set search_path = pg_catalog
+  as $$
+declare
+  v_root uuid := app.hub_discussion_thread(p_hub_id, p_discussion_id, p_parent_id);
+  v_message uuid;
+begin
+  insert into app.hub_discussion_messages (discussion_id, hub_id, author_id, parent_id, text)
+    values (p_discussion_id, p_hub_id, app.viewer_id(), v_root, p_text)
+    returning id into v_message;
+  perform app_private.touch_hub_activity(array[p_hub_id], app.viewer_id());
+  return v_message;
+end
+$$;
+comment on function app.post_hub_discussion_message(uuid, uuid, text, uuid) is
+  'Posts a message or a reply (attached to its thread root) after the discussion check, and records the hub activity; no notification. Called by POST /hubs/{hubId}/discussions/{discussionId}/messages.';
+grant execute on function app.post_hub_discussion_message(uuid, uuid, text, uuid) to app_user;
+
+-- A discussion message of an author the viewer cannot see (deleted or suspended account, blocked
+-- user) shows as from an anonymous former member, without id. Otherwise as 0081 wrote it.
+create or replace function app.hub_discussion_author(p_hub_id uuid, p_author_id uuid)
+  returns table (author jsonb)
+  language sql stable
+  as $$
+  select case
+    when p_author_id is null or u.id is null then
+      jsonb_build_object('id', null, 'displayName', 'Former member', 'photoKey', null, 'phoneNumber', null,
+                         'publicUsername', null, 'isFormerMember', true)
+    when author.active then
+      jsonb_build_object('id', p_author_id, 'displayName', coalesce(hp.display_name, u.full_name, 'Hub member'),
+                         'photoKey', coalesce(ha.object_key, ua.object_key), 'phoneNumber', pi.phone_e164,
+                         'publicUsername', null, 'isFormerMember', false)
+    else
+      jsonb_build_object('id', p_author_id, 'displayName', coalesce(u.full_name, u.username, 'Former member'),
+                         'photoKey', ua.object_key, 'phoneNumber', null, 'publicUsername', u.username, 'isFormerMember', true)
+  end
+  -- offset 0: the membership check runs once per author row, not once per join below.
+  from (select app.is_active_member(p_hub_id, p_author_id) as active offset 0) author
+  left join app.users u on u.id = p_author_id
+  left join app.assets ua on ua.id = u.profile_asset_id
+  left join app.hub_profiles hp on author.active and hp.user_id = p_author_id
+  left join app.assets ha on ha.id = hp.profile_asset_id
+  left join app.phone_identities pi on author.active and pi.user_id = p_author_id
+  -- Nothing for viewers outside the hub: who is a member of it is not theirs to learn.
+  where p_hub_id = any ((select app.viewer_active_hub_ids())::uuid[])
+$$;
+comment on function app.hub_discussion_author(uuid, uuid) is
+  'The author of a discussion message as the viewer may see them: the Hub identity and phone of an active member, else a former member (anonymous when the viewer cannot see the account); nothing for viewers outside the hub. Read by GET and POST /hubs/{hubId}/discussions/{discussionId}/messages, GET /hubs/{hubId}/discussions and GET /users/me/saved-discussions.';
+grant execute on function app.hub_discussion_author(uuid, uuid) to app_user;
+
+-- POST and DELETE /hubs/{hubId}/discussions/{discussionId}/save: the discussion check of
+-- app.hub_discussion_thread (HUB_NOT_FOUND, HUB_MEMBERSHIP_REQUIRED, DISCUSSION_NOT_FOUND), then the
+-- write under the policies above. Both are idempotent. They run with the caller's rights.
+create or replace function app.save_hub_discussion(p_hub_id uuid, p_discussion_id uuid, p_saved boolean)
+  returns void
+  language plpgsql volatile
+  set search_path = pg_catalog
+  as $$
+begin
+  perform app.hub_discussion_thread(p_hub_id, p_discussion_id);
+  if p_saved then
+    insert into app.saved_discussions (user_id, discussion_id, hub_id) values (app.viewer_id(), p_discussion_id, p_hub_id)
+      on conflict do nothing;
+  else
+    delete from app.saved_discussions where user_id = app.viewer_id() and discussion_id = p_discussion_id;
+  end if;
+end
+$$;
+comment on function app.save_hub_discussion(uuid, uuid, boolean) is
+  'Saves or unsaves a discussion for the viewer after the discussion check, idempotently, with the caller''s rights (the saved-discussion policies). Called by POST and DELETE /hubs/{hubId}/discussions/{discussionId}/save.';
+grant execute on function app.save_hub_discussion(uuid, uuid, boolean) to app_user;
+
+-- Messages are read by the active members of their hub (REST, GraphQL and SQL alike).
+create policy hub_discussion_messages_select_members on app.hub_discussion_messages
+  for select to app_user
+  using (app.hub_message_visible(hub_discussion_messages, (select app.viewer_active_hub_ids()), (select app.viewer_block_list())));
+comment on policy hub_discussion_messages_select_members on app.hub_discussion_messages is
+  'Messages are visible by app.hub_message_visible (active members of the hub, no block with the author), to REST, GraphQL and SQL alike. Serves GET /hubs/{hubId}/discussions/{discussionId}/messages and the previews of GET /hubs/{hubId}/discussions and GET /users/me/saved-discussions.';
+
+grant select (id, discussion_id, hub_id, author_id, parent_id, text, created_at, reply_count) on app.hub_discussion_messages to app_user;
+
+-- Counts are read by the active members of the discussion's hub, like the discussion itself.
+create policy hub_discussion_stats_select_members on app.hub_discussion_stats
+  for select to app_user
+  using (hub_id = any ((select app.viewer_active_hub_ids())::uuid[]));
+comment on policy hub_discussion_stats_select_members on app.hub_discussion_stats is
+  'A discussion''s counts are visible to the active members of its hub, like the discussion. Serves GET /hubs/{hubId}/discussions.';
+
+grant select (discussion_id, hub_id, message_count) on app.hub_discussion_stats to app_user;
+
+-- Discussions are private to the active members of their hub.
+create policy hub_discussions_select_members on app.hub_discussions
+  for select to app_user
+  using (hub_id = any ((select app.viewer_active_hub_ids())::uuid[]));
+comment on policy hub_discussions_select_members on app.hub_discussions is
+  'Discussions are private to the active members of their hub. Serves GET /hubs/{hubId}/discussions and GET /users/me/saved-discussions.';
+
+grant select (id, hub_id, post_id, last_activity_at) on app.hub_discussions to app_user;
+
+create policy saved_discussions_delete_own on app.saved_discussions for delete to app_user
+  using (user_id = (select app.viewer_id()) and hub_id = any ((select app.viewer_active_hub_ids())::uuid[]));
+comment on policy saved_discussions_delete_own on app.saved_discussions is
+  'A user unsaves only their own rows, in hubs where they are an active member (DELETE /hubs/{hubId}/discussions/{discussionId}/save).';
+
+create policy saved_discussions_insert_own on app.saved_discussions for insert to app_user
+  with check (user_id = (select app.viewer_id()) and hub_id = any ((select app.viewer_active_hub_ids())::uuid[]));
+comment on policy saved_discussions_insert_own on app.saved_discussions is
+  'A user saves only for themselves, in hubs where they are an active member (POST /hubs/{hubId}/discussions/{discussionId}/save).';
+
+-- A user reads, saves and unsaves only their own rows, and only in hubs where they are an active
+-- member now (GET /users/me/saved-discussions omits the others).
+create policy saved_discussions_select_own on app.saved_discussions for select to app_user
+  using (user_id = (select app.viewer_id()) and hub_id = any ((select app.viewer_active_hub_ids())::uuid[]));
+comment on policy saved_discussions_select_own on app.saved_discussions is
+  'A user reads only their own saved discussions, and only in hubs where they are an active member now (GET /users/me/saved-discussions omits the others; the saved flag of GET /hubs/{hubId}/discussions).';
+
+grant delete on app.saved_discussions to app_user;
+grant select (user_id, discussion_id, hub_id, saved_at) on app.saved_discussions to app_user;
+grant insert (user_id, discussion_id, hub_id) on app.saved_discussions to app_user;
+
+create trigger hub_discussion_messages_count
+  after insert on app.hub_discussion_messages
+  for each row execute function app_private.hub_discussion_messages_count();
+comment on trigger hub_discussion_messages_count on app.hub_discussion_messages is
+  'Counts each new message into its discussion and thread root (app_private.hub_discussion_messages_count).';

@@ -1,0 +1,595 @@
+-- Users: profiles, handles, follows and blocks (the block list every read filters by), name search
+-- words, and the user merge of a sign-in that finds a second account.
+
+create or replace function app_private.users_reject_reserved_handle() returns trigger
+  language plpgsql
+  as $$
+begin
+  if new.username is not null and exists (select from app.reserved_handles where handle = new.username) then
+    perform app.fail('USERNAME_TAKEN');
+  end if;
+  return new;
+end
+$$;
+comment on function app_private.users_reject_reserved_handle() is
+  'Keeps reserved handles out of app.users.username (USERNAME_TAKEN), whoever writes the handle. Runs from the trigger users_reserved_handle, on the writes of PUT /users/me/onboarding/profile-basics and PATCH /users/me/profile.';
+
+create or replace function app.onboarding_status()
+  returns table (access_level int, profile_basics_completed boolean, media_completed boolean,
+                 phone_confirmed boolean, contacts_synced_at timestamptz)
+  language plpgsql stable security definer
+  set search_path = pg_catalog
+  as $$
+begin
+  return query
+  select app.access_level_of(u.full_name, u.username, u.terms_accepted_at, p.user_id is not null, u.media_completed_at, u.contacts_synced_at),
+         u.full_name is not null and u.username is not null and u.terms_accepted_at is not null,
+         u.media_completed_at is not null,
+         p.user_id is not null,
+         u.contacts_synced_at
+  from app.users u
+  left join app.phone_identities p on p.user_id = u.id
+  where u.id = app.viewer_id();
+end
+$$;
+comment on function app.onboarding_status() is
+  'The viewer''s onboarding progress and access level, one row. Called by GET /users/me/onboarding/status; also a GraphQL field (server/graphql/exposure.ts).';
+grant execute on function app.onboarding_status() to app_user;
+
+create or replace function app_private.merge_user(p_source uuid, p_target uuid)
+  returns void
+  language plpgsql volatile
+  set search_path = pg_catalog
+  as $$
+declare
+  v_step regprocedure;
+begin
+  for v_step in select s.step from app_private.user_merge_steps s order by s.position loop
+    execute format('select %s($1, $2)', v_step::regproc) using p_source, p_target;
+  end loop;
+  update app.users set merged_into = p_target where id = p_source;
+  update app.sessions set revoked_at = now() where user_id = p_source and revoked_at is null;
+end
+$$;
+comment on function app_private.merge_user(uuid, uuid) is
+  'Merges a second account into the one a sign-in found: runs each step of app_private.user_merge_steps in order, marks the source merged and revokes its sessions. Called by app_private.sign_in_phone (POST /auth/otp/verify, POST /auth/idp/token).';
+
+-- The profile reads the counters (0221's function otherwise unchanged).
+create or replace function app.profile_social(p_user_id uuid,
+  out followers bigint, out following bigint, out posts bigint, out votes_cast bigint, out votes_received bigint, out admin_hubs jsonb,
+  out viewer_follows boolean, out viewer_followed_by boolean, out viewer_blocked boolean)
+  language sql stable security definer
+  set search_path = pg_catalog
+  as $$
+  select app_private.counter_value('user_followers', p_user_id), app_private.counter_value('user_following', p_user_id),
+         app_private.counter_value('user_posts', p_user_id),
+         case when p_user_id = app.viewer_id() then app_private.counter_value('user_votes_cast', p_user_id) end,
+         app_private.counter_value('user_votes_received', p_user_id),
+         coalesce((select jsonb_agg(jsonb_build_object('id', h.id, 'name', h.name, 'photoKey', a.object_key) order by h.name)
+                   from app.hub_memberships m
+                   join app.hubs h on h.id = m.hub_id
+                   left join app.assets a on a.id = h.profile_asset_id
+                   where m.user_id = p_user_id and m.role in ('admin', 'super_admin') and app.viewer_id() is not null), '[]'),
+         app.viewer_follows(p_user_id),
+         exists (select from app.follows f where f.follower_id = p_user_id and f.followee_id = app.viewer_id()),
+         exists (select from app.blocks b where b.blocker_id = app.viewer_id() and b.blocked_id = p_user_id)
+$$;
+comment on function app.profile_social(uuid) is
+  'The counts (from the slot counters) and the viewer relations (follows, followed by, blocked) of a profile, and the hubs the user administers; votes cast only for the viewer''s own profile. Read by GET /users/me/profile, PATCH /users/me/profile and GET /users/by-username/{username} (server/users/profile.ts).';
+grant execute on function app.profile_social(uuid) to app_anonymous;
+
+-- Profile basics: name, canonical handle and accepted terms. Reaches level 2.
+create or replace function app.complete_profile_basics(p_full_name text, p_username text, p_terms_version text)
+  returns void
+  language plpgsql volatile security definer
+  set search_path = pg_catalog
+  as $$
+begin
+  update app.users
+    set full_name = p_full_name, username = p_username,
+        terms_version = p_terms_version, terms_accepted_at = coalesce(terms_accepted_at, now())
+    where id = app.viewer_id();
+end
+$$;
+comment on function app.complete_profile_basics(text, text, text) is
+  'Sets the viewer''s full name, handle and accepted terms version, the step that reaches access level 2. Called by PUT /users/me/onboarding/profile-basics.';
+grant execute on function app.complete_profile_basics(text, text, text) to app_user;
+
+-- The one-time contacts acknowledgement. Needs level 3; later OS permission changes never clear it.
+create or replace function app.acknowledge_contacts()
+  returns void
+  language plpgsql volatile security definer
+  set search_path = pg_catalog
+  as $$
+begin
+  perform app.require_level(3);
+  update app.users set contacts_synced_at = coalesce(contacts_synced_at, now()) where id = app.viewer_id();
+end
+$$;
+comment on function app.acknowledge_contacts() is
+  'Records the one-time contacts acknowledgement (needs level 3; reaches level 4), never cleared afterwards. Called by PUT /users/me/onboarding/contacts.';
+grant execute on function app.acknowledge_contacts() to app_user;
+
+-- Handle alternatives always long enough: the numeric suffix is 2 to 4 digits, so a one-letter
+-- base ("a!" typed, "a" usable) still yields 3-character handles. Replaces 0014's version.
+create or replace function app.handle_availability(p_handle text,
+  out available boolean, out reason text, out alternatives text[])
+  language plpgsql volatile security definer
+  set search_path = pg_catalog
+  as $$
+declare
+  v_base text;
+begin
+  if p_handle !~ '^[a-z0-9_]{3,30}$' then
+    reason := 'invalid';
+  elsif exists (select from app.reserved_handles r where r.handle = p_handle) then
+    reason := 'reserved';
+  elsif exists (select from app.users u where u.username = p_handle) then
+    reason := 'taken';
+  end if;
+  available := reason is null;
+  alternatives := '{}';
+  if available then
+    return;
+  end if;
+  -- Up to three numeric-suffix alternatives that are free now: the usable part of the handle,
+  -- or "user" when nothing usable is left, plus a random number of 2 to 4 digits.
+  v_base := left(regexp_replace(p_handle, '[^a-z0-9_]', '', 'g'), 26);
+  if v_base = '' then
+    v_base := 'user';
+  end if;
+  select coalesce(array_agg(c.handle order by c.n), '{}') into alternatives
+  from (
+    select distinct on (handle) handle, n
+    from (select v_base || n::text as handle, n
+          from (select case when g <= 6 then 10 + floor(random() * 90) else 100 + floor(random() * 9900) end::int as n
+                from generate_series(1, 12) g) r) k
+    where k.handle ~ '^[a-z0-9_]{3,30}$'
+      and not exists (select from app.users u where u.username = k.handle)
+      and not exists (select from app.reserved_handles rh where rh.handle = k.handle)
+    limit 3
+  ) c;
+end
+$$;
+comment on function app.handle_availability(text) is
+  'Whether a handle is free (invalid, reserved or taken otherwise), with up to three free numeric-suffix alternatives; reserves nothing. Called by POST /users/handles/availability.';
+grant execute on function app.handle_availability(text) to app_user;
+
+-- The block rule in one place: the viewer's block list (used by the post, comment, user and
+-- follow policies) is app.user_block_list (0100, used by live delivery for each recipient) applied
+-- to the viewer. 0105 had restated the rule's query here when it moved the helpers to PL/pgSQL.
+create or replace function app.viewer_block_list()
+  returns uuid[]
+  language plpgsql stable security definer
+  set search_path = pg_catalog
+  as $$
+begin
+  return app.user_block_list(app.viewer_id());
+end
+$$;
+comment on function app.viewer_block_list() is
+  'The block rule applied to the viewer: everyone the viewer blocked or is blocked by. Used by the select policies of users, follows, posts, comments and discussion messages, by app.can_see_post, app_private.feed_page, app.create_comment, app.delete_comment, app.hub_discussion_thread, app.report_user, app.follow_user and app.unfollow_user.';
+grant execute on function app.viewer_block_list() to app_anonymous;
+
+-- Blocks the target. Any existing user can be blocked, also one who blocked the viewer first.
+create or replace function app.block_user(p_target uuid)
+  returns void
+  language plpgsql volatile security definer
+  set search_path = pg_catalog
+  as $$
+begin
+  if p_target = app.viewer_id() then
+    perform app.fail('CANNOT_BLOCK_SELF');
+  end if;
+  if not exists (select from app.users u where u.id = p_target and u.merged_into is null) then
+    perform app.fail('USER_NOT_FOUND');
+  end if;
+  insert into app.blocks (blocker_id, blocked_id) values (app.viewer_id(), p_target) on conflict do nothing;
+  if not found then
+    perform app.fail('ALREADY_BLOCKED');
+  end if;
+end
+$$;
+comment on function app.block_user(uuid) is
+  'Blocks a user (not oneself; ALREADY_BLOCKED when blocked already); the trigger blocks_remove_follows drops the follows between the two. Called by POST /users/{userId}/block.';
+grant execute on function app.block_user(uuid) to app_user;
+
+-- Removes the viewer's block of the target; a no-op when there is none.
+create or replace function app.unblock_user(p_target uuid)
+  returns void
+  language plpgsql volatile security definer
+  set search_path = pg_catalog
+  as $$
+begin
+  if not exists (select from app.users u where u.id = p_target and u.merged_into is null) then
+    perform app.fail('USER_NOT_FOUND');
+  end if;
+  delete from app.blocks where blocker_id = app.viewer_id() and blocked_id = p_target;
+end
+$$;
+comment on function app.unblock_user(uuid) is
+  'Removes the viewer''s block of a user, a no-op when there is none. Called by DELETE /users/{userId}/block.';
+grant execute on function app.unblock_user(uuid) to app_user;
+
+-- Follows the target: it must have a public profile and no block with the viewer (else the answer
+-- of an unknown user). Notifies the followed user.
+create or replace function app.follow_user(p_target uuid)
+  returns void
+  language plpgsql volatile security definer
+  set search_path = pg_catalog
+  as $$
+begin
+  if p_target = app.viewer_id() then
+    perform app.fail('CANNOT_FOLLOW_SELF');
+  end if;
+  if not exists (select from app.users u where u.id = p_target and u.username is not null and u.merged_into is null)
+     or p_target = any (app.viewer_block_list()) then
+    perform app.fail('USER_NOT_FOUND');
+  end if;
+  insert into app.follows (follower_id, followee_id) values (app.viewer_id(), p_target) on conflict do nothing;
+  if not found then
+    perform app.fail('ALREADY_FOLLOWING');
+  end if;
+  insert into app.notifications (recipient_id, type, actor_id) values (p_target, 'user_followed', app.viewer_id());
+end
+$$;
+comment on function app.follow_user(uuid) is
+  'Follows a user with a public profile and no block either way (USER_NOT_FOUND otherwise, ALREADY_FOLLOWING when repeated) and notifies them (user_followed). Called by POST /users/{userId}/follow.';
+grant execute on function app.follow_user(uuid) to app_user;
+
+-- Stops following; a no-op when not following. The target must be a user the viewer can see.
+create or replace function app.unfollow_user(p_target uuid)
+  returns void
+  language plpgsql volatile security definer
+  set search_path = pg_catalog
+  as $$
+begin
+  if not exists (select from app.users u where u.id = p_target and u.merged_into is null)
+     or p_target = any (app.viewer_block_list()) then
+    perform app.fail('USER_NOT_FOUND');
+  end if;
+  delete from app.follows where follower_id = app.viewer_id() and followee_id = p_target;
+end
+$$;
+comment on function app.unfollow_user(uuid) is
+  'Stops following a user the viewer can see, a no-op when not following. Called by DELETE /users/{userId}/follow.';
+grant execute on function app.unfollow_user(uuid) to app_user;
+
+create or replace function app.viewer_follows(p_user_id uuid)
+  returns boolean
+  language plpgsql stable security definer
+  set search_path = pg_catalog
+  as $$
+begin
+  return exists (select from app.follows f where f.follower_id = app.viewer_id() and f.followee_id = p_user_id);
+end
+$$;
+comment on function app.viewer_follows(uuid) is
+  'Whether the viewer follows a user: the viewerFollows of user lists. Read by GET /users/{userId}/followers, GET /users/{userId}/following, GET /search/users and app.profile_social.';
+grant execute on function app.viewer_follows(uuid) to app_anonymous;
+
+-- Blocking removes follows both ways, in the block's transaction.
+create or replace function app_private.blocks_remove_follows() returns trigger
+  language plpgsql security definer
+  set search_path = pg_catalog
+  as $$
+begin
+  delete from app.follows
+  where (follower_id = new.blocker_id and followee_id = new.blocked_id)
+     or (follower_id = new.blocked_id and followee_id = new.blocker_id);
+  return null;
+end
+$$;
+comment on function app_private.blocks_remove_follows() is
+  'A block ends the follows between the two users, both ways, in the block transaction. Runs from the trigger blocks_remove_follows (POST /users/{userId}/block, and the block merge of app_private.merge_user).';
+
+-- Whether a word of a name starts with a normalised query (app.search_text of what was typed).
+-- Inlined by the planner, so a trigram index on app.search_text(name) serves it.
+create or replace function app.name_words_match(p_name text, p_query text)
+  returns boolean
+  language sql immutable parallel safe
+  as $$
+  select app.search_text(p_name) ~ ('(^|[^[:alnum:]])' || regexp_replace(p_query, '([^[:alnum:][:space:]])', '\\\1', 'g'))
+$$;
+comment on function app.name_words_match(text, text) is
+  'Whether a word of a name starts with a normalised query; inlined, so the trigram index on app.search_text(name) serves it. Used by GET /search/users, GET /search/hubs and app.user_matches.';
+grant execute on function app.name_words_match(text, text) to app_anonymous;
+grant execute on function app.name_words_match(text, text) to app_admin;
+
+-- Whether a user matches a normalised query (no leading @): the handle starts with it, or a word
+-- of the name does.
+create or replace function app.user_matches(p_username text, p_full_name text, p_query text)
+  returns boolean
+  language sql immutable parallel safe
+  as $$
+  select p_username like replace(replace(replace(p_query, '\', '\\'), '%', '\%'), '_', '\_') || '%'
+      or app.name_words_match(p_full_name, p_query)
+$$;
+comment on function app.user_matches(text, text, text) is
+  'Whether a user matches a normalised query: the handle starts with it, or a word of the name does. Used by the q filter of GET /users/{userId}/followers, GET /users/{userId}/following and GET /hubs/{hubId}/members.';
+grant execute on function app.user_matches(text, text, text) to app_anonymous;
+grant execute on function app.user_matches(text, text, text) to app_admin;
+
+-- Blocks made by or against the source apply to the target from now on.
+create or replace function app_private.merge_blocks(p_source uuid, p_target uuid)
+  returns void
+  language sql volatile
+  set search_path = pg_catalog
+  as $$
+  insert into app.blocks (blocker_id, blocked_id)
+    select p_target, b.blocked_id from app.blocks b where b.blocker_id = p_source and b.blocked_id <> p_target
+    union
+    select b.blocker_id, p_target from app.blocks b where b.blocked_id = p_source and b.blocker_id <> p_target
+    on conflict do nothing;
+  delete from app.blocks where blocker_id = p_source or blocked_id = p_source;
+$$;
+comment on function app_private.merge_blocks(uuid, uuid) is
+  'User merge step: blocks made by or against the source account apply to the target. Run by app_private.merge_user (listed in app_private.user_merge_steps).';
+
+-- Follows made by or of the source move to the target, except with users blocked either way
+-- (blocks were merged first) and except the target itself. Counters follow through the trigger.
+create or replace function app_private.merge_follows(p_source uuid, p_target uuid)
+  returns void
+  language sql volatile
+  set search_path = pg_catalog
+  as $$
+  insert into app.follows (follower_id, followee_id)
+    select p_target, f.followee_id from app.follows f where f.follower_id = p_source and f.followee_id <> p_target
+    union
+    select f.follower_id, p_target from app.follows f where f.followee_id = p_source and f.follower_id <> p_target
+    except
+    select x.a, x.b from app.blocks bl
+      cross join lateral (values (bl.blocker_id, bl.blocked_id), (bl.blocked_id, bl.blocker_id)) x (a, b)
+      where bl.blocker_id = p_target or bl.blocked_id = p_target
+    on conflict do nothing;
+  delete from app.follows where follower_id = p_source or followee_id = p_source;
+$$;
+comment on function app_private.merge_follows(uuid, uuid) is
+  'User merge step: the follows of and by the source move to the target, except with users blocked either way and the target itself. Run by app_private.merge_user (listed in app_private.user_merge_steps).';
+
+create or replace function app_private.merge_retire_handle(p_source uuid, p_target uuid)
+  returns void
+  language sql volatile
+  set search_path = pg_catalog
+  as $$ update app.users set username = null where id = p_source and p_target is not null $$;
+comment on function app_private.merge_retire_handle(uuid, uuid) is
+  'User merge step, the last: frees the handle of the source account. Run by app_private.merge_user (listed in app_private.user_merge_steps).';
+
+-- The rule, for any user; app.profile_asset_usable (0018) becomes its form for the viewer.
+create or replace function app.is_profile_photo_of(p_asset_id uuid, p_user_id uuid)
+  returns boolean
+  language sql stable security definer
+  set search_path = pg_catalog
+  as $$
+  select exists (
+    select from app.assets a where a.id = p_asset_id and a.owner_id = p_user_id and a.purpose = 'profile_photo')
+$$;
+comment on function app.is_profile_photo_of(uuid, uuid) is
+  'The profile photo rule: an asset may be a user''s profile image when it is that user''s own profile_photo asset. Used by app.profile_asset_usable and the trigger function app_private.check_profile_asset.';
+
+-- The user with this handle (canonicalised like profile basics: trimmed, lowercased, a leading @
+-- removed), or USER_NOT_FOUND.
+create or replace function app.user_id_by_handle(p_handle text)
+  returns uuid
+  language plpgsql stable security definer
+  set search_path = pg_catalog
+  as $$
+declare
+  v_id uuid;
+begin
+  select u.id into v_id from app.users u
+  where u.username = lower(regexp_replace(btrim(p_handle), '^@', '')) and u.merged_into is null;
+  if v_id is null then
+    perform app.fail('USER_NOT_FOUND');
+  end if;
+  return v_id;
+end
+$$;
+comment on function app.user_id_by_handle(text) is
+  'The user of a handle (canonicalised: trimmed, lowercased, leading @ removed), or USER_NOT_FOUND. Used by app.add_default_feed_user and app.remove_default_feed_user (npm run admin, admin GraphQL).';
+grant execute on function app.user_id_by_handle(text) to app_admin;
+
+create or replace function app.user_block_list(p_user_id uuid)
+  returns uuid[]
+  language plpgsql stable security definer
+  set search_path = pg_catalog
+  as $$ begin return (select b.ids from app_private.block_list(p_user_id) b); end $$;
+comment on function app.user_block_list(uuid) is
+  'The block rule for any user: whom the user blocked or is blocked by, as one array. Called by app.viewer_block_list.';
+
+-- Whether a user is visible to a viewer: one who has a username (finished profile basics), or the
+-- viewer themself, and not on the viewer's block list p_blocked (app.viewer_block_list,
+-- app_private.block_list). The one rule behind the users policy below and the actors of the live
+-- notification batch (app_private.live_notifications, for each recipient). Plain SQL, inlined
+-- where it is used, so the policy keeps its index probes.
+create or replace function app.user_visible(p_user_id uuid, p_username text, p_viewer uuid, p_blocked uuid[])
+  returns boolean
+  language sql immutable
+  as $$ select (p_username is not null or p_user_id = p_viewer) and not (p_user_id = any (p_blocked)) $$;
+grant execute on function app.user_visible(uuid, text, uuid, uuid[]) to app_anonymous;
+comment on function app.user_visible(uuid, text, uuid, uuid[]) is
+  'Whether a user is visible to a viewer: a handle, or the viewer themself, and not on the viewer''s block list. Used by the policy users_select_public (every read of users: profiles, lists, search, cards) and by app_private.live_notifications (the actor of each row in the notification stream, GET /notifications/stream).';
+
+-- The users p_user_id has blocked or is blocked by (the block rule, 0021/0150), as one array.
+create or replace function app_private.block_list(p_user_id uuid)
+  returns table (ids uuid[])
+  language sql stable
+  as $$
+  select coalesce(array_agg(other), '{}') from (
+    select b.blocked_id as other from app.blocks b where b.blocker_id = p_user_id
+    union
+    select b.blocker_id from app.blocks b where b.blocked_id = p_user_id) pairs
+$$;
+comment on function app_private.block_list(uuid) is
+  'The query of the block rule, written once: the users p_user_id blocked or is blocked by. Read by app.user_block_list and app_private.live_notifications (live delivery, each recipient).';
+
+-- The distinct words of a name, normalised as queries are (app.search_text).
+create or replace function app_private.name_words(p_name text)
+  returns text[]
+  language sql immutable parallel safe
+  set search_path = pg_catalog
+  as $$
+  select coalesce(array_agg(distinct w.word), '{}')
+  from regexp_split_to_table(app.search_text(p_name), '[^[:alnum:]]+') w (word)
+  where w.word <> ''
+$$;
+comment on function app_private.name_words(text) is
+  'The distinct words of a name, normalised as search queries are (app.search_text). Used by the name-word triggers of users and hubs, their rebuild functions and app_private.search_word_drift.';
+
+-- Keeps a user's words with every insert and every change of full_name (by the user, internal
+-- tooling or an account merge), in the statement that writes the name.
+create or replace function app_private.user_name_words_sync()
+  returns trigger
+  language plpgsql security definer
+  set search_path = pg_catalog
+  as $$
+begin
+  if tg_op = 'UPDATE' then
+    delete from app.user_name_words w where w.user_id = new.id and not (w.word = any (app_private.name_words(new.full_name)));
+  end if;
+  insert into app.user_name_words (user_id, word)
+    select new.id, w from unnest(app_private.name_words(new.full_name)) w
+    on conflict do nothing;
+  return null;
+end
+$$;
+comment on function app_private.user_name_words_sync() is
+  'Keeps app.user_name_words equal to the words of the user''s full name, in the statement that writes the name (onboarding, PATCH /users/me/profile, a merge, tooling). Runs from the triggers users_name_words_insert and users_name_words_update.';
+
+-- Sets every user's words from the names: the backfill below, and the repair after a bulk load made
+-- with triggers off (the scale benchmark calls every app_private.rebuild_*).
+create or replace function app_private.rebuild_user_name_words()
+  returns void
+  language plpgsql volatile
+  set search_path = pg_catalog
+  as $$
+begin
+  lock table app.user_name_words in exclusive mode;
+  truncate app.user_name_words;
+  insert into app.user_name_words (user_id, word)
+    select u.id, w from app.users u, unnest(app_private.name_words(u.full_name)) w
+    where u.full_name is not null;
+end
+$$;
+comment on function app_private.rebuild_user_name_words() is
+  'Sets every user''s name words from the names: the repair after a bulk load made with triggers off. Called by the scale benchmark (every app_private.rebuild_*) and test/http/search-words.test.ts.';
+
+-- The reconciliation check of the search words (0223, 0225): every user and hub whose kept words
+-- differ from the words of its name now. No rows: the words agree with the names. A full scan of
+-- users and hubs: for a check or a repair (app_private.rebuild_user_name_words,
+-- app_private.rebuild_hub_name_words), never for a request.
+create or replace function app_private.search_word_drift()
+  returns table (kind text, id uuid, kept text[], named text[])
+  language sql stable
+  set search_path = pg_catalog
+  as $$
+  with kept_users as (select w.user_id as id, array_agg(w.word order by w.word) as words from app.user_name_words w group by w.user_id),
+       named_users as (select u.id, (select array_agg(x order by x collate "C") from unnest(app_private.name_words(u.full_name)) x) as words
+                       from app.users u where u.full_name is not null),
+       kept_hubs as (select w.hub_id as id, array_agg(w.word order by w.word) as words from app.hub_name_words w group by w.hub_id),
+       named_hubs as (select h.id, (select array_agg(x order by x collate "C") from unnest(app_private.name_words(h.name)) x) as words
+                      from app.hubs h)
+  select 'user', coalesce(k.id, n.id), k.words::text[], n.words::text[]
+  from kept_users k full join named_users n on n.id = k.id
+  where k.words::text[] is distinct from n.words::text[]
+  union all
+  select 'hub', coalesce(k.id, n.id), k.words::text[], n.words::text[]
+  from kept_hubs k full join named_hubs n on n.id = k.id
+  where k.words::text[] is distinct from n.words::text[]
+$$;
+comment on function app_private.search_word_drift() is
+  'The reconciliation check of the search words: every user and hub whose kept words differ from its name now (no rows: in agreement). A full scan for checks and repairs only, run by the tests; never by a request.';
+
+-- A user sees the blocks they made, never who blocked them.
+create policy blocks_select_own on app.blocks
+  for select to app_user
+  using (blocker_id = (select app.viewer_id()));
+comment on policy blocks_select_own on app.blocks is
+  'A user sees the blocks they made, never who blocked them (the internal GraphQL API; REST lists no blocks).';
+
+grant select (blocker_id, blocked_id) on app.blocks to app_user;
+
+create policy follows_select_admin on app.follows for select to app_admin using (true);
+comment on policy follows_select_admin on app.follows is
+  'Admin tooling (app_admin: admin GraphQL, npm run admin) reads every follow.';
+
+-- A follow is visible unless one of its two users is blocked with the viewer (either way).
+-- The users policy additionally hides users without a public profile wherever lists join them.
+create policy follows_select_visible on app.follows
+  for select to app_anonymous
+  using (not (follower_id = any ((select app.viewer_block_list())::uuid[]))
+         and not (followee_id = any ((select app.viewer_block_list())::uuid[])));
+comment on policy follows_select_visible on app.follows is
+  'A follow is visible unless one of its users is blocked with the viewer, either way. Serves GET /users/{userId}/followers and GET /users/{userId}/following.';
+
+grant select on app.follows to app_admin;
+grant select (follower_id, followee_id, seq) on app.follows to app_anonymous;
+
+create policy phone_identities_select_self_or_co_members on app.phone_identities
+  for select to app_user
+  using (user_id = (select app.viewer_id()) or app.viewer_shares_hub_with(user_id));
+
+COMMENT ON POLICY phone_identities_select_self_or_co_members ON app.phone_identities IS 'A phone number is shown to its owner (GET /users/me/hub-profile) and to co-members of an active hub (GET /hubs/{hubId}/members, discussion message authors), never to anyone else. The co-member test is a per-row probe (app.viewer_shares_hub_with), after the cheap self test.';
+
+grant select (user_id, phone_e164) on app.phone_identities to app_user;
+
+grant select on app.reserved_handles to app_admin;
+grant select (handle) on app.reserved_handles to app_anonymous;
+
+-- A user's name words are as public as the name they come from: a row is visible exactly when its
+-- user is (the users policy decides, through the subquery, for the querying role). A scalar
+-- subquery, not exists (...): the planner keeps it as one primary-key probe per word read, where it
+-- would turn exists into a join that reads every user before the first word.
+create policy user_name_words_select on app.user_name_words for select to app_anonymous
+  using (user_id = (select u.id from app.users u where u.id = user_name_words.user_id));
+comment on policy user_name_words_select on app.user_name_words is
+  'A user''s name words are visible exactly when the user is (the users policy decides, through the subquery). Serves GET /search/users.';
+
+grant select (user_id, word) on app.user_name_words to app_anonymous;
+
+-- Admin tooling reads every row.
+create policy users_select_admin on app.users
+  for select to app_admin
+  using (true);
+comment on policy users_select_admin on app.users is
+  'Admin tooling (app_admin: admin GraphQL, npm run admin) reads every user.';
+
+create policy users_select_public on app.users
+  for select to app_anonymous
+  using (app.user_visible(id, username, (select app.viewer_id()), (select app.viewer_block_list())::uuid[]));
+comment on policy users_select_public on app.users is
+  'A user is visible when they have a public profile (a handle) or are the viewer, and no block stands between them and the viewer (app.user_visible). Holds for every read that joins users: profiles, lists, search, cards.';
+
+-- A user edits only their own row, and only the columns granted below.
+create policy users_update_self on app.users
+  for update to app_user
+  using (id = (select app.viewer_id()))
+  with check (id = (select app.viewer_id()));
+comment on policy users_update_self on app.users is
+  'A user updates only their own row, and only the granted columns (PATCH /users/me/profile).';
+
+grant select on app.users to app_admin;
+grant update (username, full_name, bio, profile_asset_id) on app.users to app_user;
+grant select (id, username, full_name, bio, profile_asset_id) on app.users to app_anonymous;
+
+create trigger blocks_remove_follows
+  after insert on app.blocks
+  for each row execute function app_private.blocks_remove_follows();
+comment on trigger blocks_remove_follows on app.blocks is
+  'A block ends the follows between the two users (app_private.blocks_remove_follows).';
+
+create trigger users_name_words_insert after insert on app.users
+  for each row when (new.full_name is not null) execute function app_private.user_name_words_sync();
+comment on trigger users_name_words_insert on app.users is
+  'Writes a new user''s name words (app_private.user_name_words_sync).';
+
+create trigger users_name_words_update after update of full_name on app.users
+  for each row when (old.full_name is distinct from new.full_name) execute function app_private.user_name_words_sync();
+comment on trigger users_name_words_update on app.users is
+  'Rewrites a user''s name words when the full name changes (app_private.user_name_words_sync).';
+
+create trigger users_reserved_handle
+  before insert or update of username on app.users
+  for each row execute function app_private.users_reject_reserved_handle();
+comment on trigger users_reserved_handle on app.users is
+  'Rejects a reserved handle on insert and on a handle change (app_private.users_reject_reserved_handle).';
