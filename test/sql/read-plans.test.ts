@@ -224,8 +224,12 @@ describe('GET /hubs/{hubId}/members and /admins', () => {
     const none = await membershipsRead(memberPageSql(true), [hub, null, null, null, page + 1, 'zzzz']);
     expect(none.rows).toMatchObject([{ id: null, scanned: memberScanCap }]);
     // The scanned page, the viewer's memberships, and one co-member probe per Hub identity the q
-    // test reaches (1 member in 10 has one; 0310): no longer the co-member list of every hub.
-    expect(none.read).toBeLessThanOrEqual(memberScanCap + memberScanCap / 10 + 50);
+    // test reaches (1 member in 10 has one; 0310): no longer the co-member list of every hub (2,000
+    // members in hub 1 alone). A probe reads up to four memberships (the identity's own and one per
+    // hub of the viewer's three); the statistics count them only where the probe's index scan
+    // fetches from the heap, which it does on pages not yet marked all-visible (a vacuum that ran
+    // while another transaction was open: seen in a full run), so the bound counts all four.
+    expect(none.read).toBeLessThanOrEqual(memberScanCap + 4 * (memberScanCap / 10) + 50);
   });
 });
 
@@ -355,7 +359,9 @@ describe('GET /users/me/hubs (app.my_hub_page, 0330)', () => {
       return { rows, read: Object.fromEntries(tables.map((table, i) => [table, (after[i] as number) - (before[i] as number)])) };
     });
     expect(rows).toHaveLength(page + 1);
-    expect(read['app_private.hub_list_entries']).toBeLessThanOrEqual(page + 1);
+    // The page, and the few probes of the hub photo's policy (counted only where they fetch from the
+    // heap: pages not yet all-visible, as above).
+    expect(read['app_private.hub_list_entries']).toBeLessThanOrEqual(page + 1 + 5);
     expect(read['app.hub_memberships']).toBe(0);
     expect(read['app.hub_activity']).toBe(0);
     // Each hub of the page: the page function's check that it is not removed, its read under the
