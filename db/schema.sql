@@ -3821,27 +3821,6 @@ COMMENT ON FUNCTION app.viewer_id() IS 'The viewer of the transaction (app.user_
 
 
 --
--- Name: viewer_open_invitations(); Type: FUNCTION; Schema: app; Owner: -
---
-
-CREATE FUNCTION app.viewer_open_invitations() RETURNS TABLE(id uuid, hub_id uuid)
-    LANGUAGE sql STABLE SECURITY DEFINER
-    SET search_path TO 'pg_catalog'
-    AS $$
-  select i.id, i.hub_id
-  from app.hub_invitations i
-  where i.invitee_id = app.viewer_id() and i.status = 'invited' and i.expires_at > now()
-$$;
-
-
---
--- Name: FUNCTION viewer_open_invitations(); Type: COMMENT; Schema: app; Owner: -
---
-
-COMMENT ON FUNCTION app.viewer_open_invitations() IS 'The viewer''s invitations that can still be answered. No caller in this repository (GET /users/me/hubs reads app.my_hub_page).';
-
-
---
 -- Name: viewer_related_hub_ids(); Type: FUNCTION; Schema: app; Owner: -
 --
 
@@ -12935,20 +12914,6 @@ COMMENT ON POLICY push_devices_select_own ON app.push_devices IS 'A user sees on
 ALTER TABLE app.reports ENABLE ROW LEVEL SECURITY;
 
 --
--- Name: reports reports_insert_own; Type: POLICY; Schema: app; Owner: -
---
-
-CREATE POLICY reports_insert_own ON app.reports FOR INSERT TO app_user WITH CHECK ((reporter_id = ( SELECT app.viewer_id() AS viewer_id)));
-
-
---
--- Name: POLICY reports_insert_own ON reports; Type: COMMENT; Schema: app; Owner: -
---
-
-COMMENT ON POLICY reports_insert_own ON app.reports IS 'A user may insert a report only as its reporter. No path inserts as app_user today: POST /reports/users|hubs|posts/... go through the security definer app.report_* functions, which file the viewer as reporter themselves (app_private.file_report).';
-
-
---
 -- Name: reports reports_select_admin; Type: POLICY; Schema: app; Owner: -
 --
 
@@ -14610,14 +14575,6 @@ REVOKE ALL ON FUNCTION app.viewer_id() FROM PUBLIC;
 GRANT ALL ON FUNCTION app.viewer_id() TO app_anonymous;
 GRANT ALL ON FUNCTION app.viewer_id() TO app_admin;
 GRANT ALL ON FUNCTION app.viewer_id() TO app_worker;
-
-
---
--- Name: FUNCTION viewer_open_invitations(); Type: ACL; Schema: app; Owner: -
---
-
-REVOKE ALL ON FUNCTION app.viewer_open_invitations() FROM PUBLIC;
-GRANT ALL ON FUNCTION app.viewer_open_invitations() TO app_user;
 
 
 --
@@ -16737,41 +16694,6 @@ GRANT SELECT ON TABLE app.reports TO app_admin;
 --
 
 GRANT SELECT(id) ON TABLE app.reports TO app_user;
-
-
---
--- Name: COLUMN reports.reporter_id; Type: ACL; Schema: app; Owner: -
---
-
-GRANT INSERT(reporter_id) ON TABLE app.reports TO app_user;
-
-
---
--- Name: COLUMN reports.target_type; Type: ACL; Schema: app; Owner: -
---
-
-GRANT INSERT(target_type) ON TABLE app.reports TO app_user;
-
-
---
--- Name: COLUMN reports.target_id; Type: ACL; Schema: app; Owner: -
---
-
-GRANT INSERT(target_id) ON TABLE app.reports TO app_user;
-
-
---
--- Name: COLUMN reports.reason; Type: ACL; Schema: app; Owner: -
---
-
-GRANT INSERT(reason) ON TABLE app.reports TO app_user;
-
-
---
--- Name: COLUMN reports.details; Type: ACL; Schema: app; Owner: -
---
-
-GRANT INSERT(details) ON TABLE app.reports TO app_user;
 
 
 --

@@ -687,19 +687,10 @@ comment on function app.viewer_hub_content_muted(uuid) is
   'The viewer''s notification setting for a hub (false when not a member). Called by GET /hubs/{hubId}/notification-settings.';
 grant execute on function app.viewer_hub_content_muted(uuid) to app_user;
 
--- The viewer's own invitations that can still be answered (GET /users/me/hubs).
-create or replace function app.viewer_open_invitations()
-  returns table (id uuid, hub_id uuid)
-  language sql stable security definer
-  set search_path = pg_catalog
-  as $$
-  select i.id, i.hub_id
-  from app.hub_invitations i
-  where i.invitee_id = app.viewer_id() and i.status = 'invited' and i.expires_at > now()
-$$;
-comment on function app.viewer_open_invitations() is
-  'The viewer''s invitations that can still be answered. No caller in this repository (GET /users/me/hubs reads app.my_hub_page).';
-grant execute on function app.viewer_open_invitations() to app_user;
+-- Had no caller (GET /users/me/hubs reads app.my_hub_page): dropped, so app_user may not call it.
+-- Functions are replaced in place, never dropped by reset.sql: this line goes once every database
+-- has run it.
+drop function if exists app.viewer_open_invitations();
 
 -- The co-members of p_viewer, whose active hubs are p_hubs (a user in several of them more than once).
 create or replace function app_private.co_members_of(p_hubs uuid[], p_viewer uuid)

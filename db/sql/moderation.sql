@@ -449,10 +449,9 @@ comment on policy moderation_log_select_admin on app.moderation_log is 'Internal
 
 grant select on app.moderation_log to app_admin;
 
--- A user files reports as themselves, and only that way.
-create policy reports_insert_own on app.reports for insert to app_user with check (reporter_id = (select app.viewer_id()));
-comment on policy reports_insert_own on app.reports is 'A user may insert a report only as its reporter. No path inserts as app_user today: POST /reports/users|hubs|posts/... go through the security definer app.report_* functions, which file the viewer as reporter themselves (app_private.file_report).';
-
+-- Nobody inserts reports as app_user: POST /reports/users|hubs|posts/... go through the security
+-- definer app.report_* functions, which file the viewer as reporter (app_private.file_report), and
+-- the user token's GraphQL has no mutations. So app_user holds no insert grant and no insert policy.
 create policy reports_select_admin on app.reports for select to app_admin using (true);
 comment on policy reports_select_admin on app.reports is 'Internal tooling reads every report (the GraphQL query allReports of the admin token); the queue itself is app.open_report_groups.';
 
@@ -462,7 +461,6 @@ comment on policy reports_select_own on app.reports is 'A reporter sees their ow
 
 grant select on app.reports to app_admin;
 grant select (id) on app.reports to app_user;
-grant insert (reporter_id, target_type, target_id, reason, details) on app.reports to app_user;
 
 create trigger moderation_log_append_only before update or delete on app.moderation_log
   for each row execute function app_private.moderation_log_append_only();

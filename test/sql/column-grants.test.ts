@@ -39,4 +39,12 @@ describe('the API roles', () => {
       }
     }
   });
+
+  it('may not insert a report directly, not even as its reporter (reports go through app.report_*)', async () => {
+    const result = await asViewer(app, 'app_user', user.id, (c) =>
+      rowsOrError(c, `insert into app.reports (reporter_id, target_type, target_id, reason) values ($1, 'user', $1, 'spam') returning id`, [user.id]));
+    expect(result).toBe('42501');
+    const { rows } = await app.owner.query(`select count(*)::int as n from app.reports`);
+    expect(rows[0].n).toBe(0);
+  });
 });
