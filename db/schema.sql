@@ -3971,9 +3971,14 @@ CREATE FUNCTION app_private.add_counts(p_changes app_private.counter_change[]) R
     LANGUAGE plpgsql
     SET search_path TO 'pg_catalog'
     AS $$
+declare
+  v_few boolean := cardinality(p_changes) <= 32;
 begin
   insert into app_private.counters as c (counter, subject, slot, n)
-    select d.counter, d.subject, floor(random() * 16)::smallint, d.delta
+    select d.counter, d.subject,
+           case when v_few then app_private.free_slot('counter:' || d.counter::text || ':' || d.subject::text, 16)
+                else floor(random() * 16)::smallint end,
+           d.delta
     from (select x.counter, x.subject, sum(x.delta)::bigint as delta from unnest(p_changes) x group by x.counter, x.subject) d
     where d.delta <> 0
     order by d.counter, d.subject
@@ -3986,7 +3991,7 @@ $$;
 -- Name: FUNCTION add_counts(p_changes app_private.counter_change[]); Type: COMMENT; Schema: app_private; Owner: -
 --
 
-COMMENT ON FUNCTION app_private.add_counts(p_changes app_private.counter_change[]) IS 'The one writer of app_private.counters: adds each change to a random one of the subject''s 16 slot rows, in (counter, subject) order, so writers of one popular subject rarely wait on each other and never deadlock. Called by the counting trigger functions of this file and by app_private.move_votes_received (votes).';
+COMMENT ON FUNCTION app_private.add_counts(p_changes app_private.counter_change[]) IS 'The one writer of app_private.counters: adds each change to one of the subject''s 16 slot rows (one no other open transaction is writing, for a statement of at most 32 changes; else a random one), in (counter, subject) order, so writers of one popular subject rarely wait on each other and never deadlock. Called by the counting trigger functions of this file and by app_private.move_votes_received (votes).';
 
 
 --
@@ -4638,8 +4643,13 @@ begin
   end if;
   -- The reposts first (see 0201): their visibility cannot change until this transaction ends.
   perform app_private.lock_reposts(array(select distinct c.post_id from unnest(v_changes) c where c.type = 'post_reposted' and c.hub_id is null));
+  -- A free slot (app_private.free_slot) for the few rows of one action, a random one for a fan-out.
   insert into app_private.unread_counters as u (user_id, kind, scope_id, slot, unread)
-  select d.user_id, d.kind, d.scope_id, floor(random() * 32)::smallint, d.delta
+  select d.user_id, d.kind, d.scope_id,
+         case when cardinality(v_changes) <= 32
+              then app_private.free_slot('unread:' || d.user_id::text || ':' || d.kind::text || ':' || coalesce(d.scope_id::text, ''), 32)
+              else floor(random() * 32)::smallint end,
+         d.delta
   from (
     select c.user_id, b.kind, b.scope_id, sum(c.delta) as delta
     from unnest(v_changes) c
@@ -5448,6 +5458,31 @@ CREATE FUNCTION app_private.forget_upload_intents(p_ids uuid[]) RETURNS void
 --
 
 COMMENT ON FUNCTION app_private.forget_upload_intents(p_ids uuid[]) IS 'Removes expired, uncompleted upload intents once the worker task purge_expired_uploads deleted their objects.';
+
+
+--
+-- Name: free_slot(text, integer); Type: FUNCTION; Schema: app_private; Owner: -
+--
+
+CREATE FUNCTION app_private.free_slot(p_key text, p_slots integer) RETURNS smallint
+    LANGUAGE sql
+    SET search_path TO 'pg_catalog'
+    AS $$
+  select coalesce(
+    (select ((r.start + i) % p_slots)::smallint
+     from generate_series(0, p_slots - 1) i
+     where pg_try_advisory_xact_lock(hashtextextended(p_key || ':' || ((r.start + i) % p_slots), 0))
+     limit 1),
+    r.start::smallint)
+  from (select floor(random() * p_slots)::int as start) r
+$$;
+
+
+--
+-- Name: FUNCTION free_slot(p_key text, p_slots integer); Type: COMMENT; Schema: app_private; Owner: -
+--
+
+COMMENT ON FUNCTION app_private.free_slot(p_key text, p_slots integer) IS 'A slot (0 .. p_slots - 1) of the counter named p_key that no other open transaction holds (a transaction advisory lock per slot, tried from a random slot on, never waited for), else a random one. Called by app_private.add_counts and app_private.count_unread for statements of a few subjects: the writes of a vote, a comment, a follow, a notification.';
 
 
 --
@@ -15168,6 +15203,13 @@ REVOKE ALL ON FUNCTION app_private.forget_revoked_session_devices() FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION app_private.forget_upload_intents(p_ids uuid[]) FROM PUBLIC;
 GRANT ALL ON FUNCTION app_private.forget_upload_intents(p_ids uuid[]) TO app_worker;
+
+
+--
+-- Name: FUNCTION free_slot(p_key text, p_slots integer); Type: ACL; Schema: app_private; Owner: -
+--
+
+REVOKE ALL ON FUNCTION app_private.free_slot(p_key text, p_slots integer) FROM PUBLIC;
 
 
 --

@@ -1,7 +1,31 @@
 -- Counters kept in slot rows (app_private.counters) by triggers on the counted tables, and the
 -- readers the API and the views use (member, comment and repost counts).
 
--- Adds changes to the counters: one random slot per counter and subject, changes of one subject
+-- A slot of a counter that no other open transaction is writing, if there is one: tries the slots'
+-- transaction advisory locks from a random slot on and keeps the first it gets (a try never waits);
+-- when every slot is taken, the random slot, whose row the writer then waits for as it always did.
+-- The row lock still orders the writers; the advisory lock only steers a writer away from a slot an
+-- open transaction holds, so concurrent writers of one popular subject (an author's votesReceived,
+-- a recipient's unread count) rarely wait for each other's commit. One lock per call, held to the
+-- transaction's end: callers use it only for statements of a few subjects (the lock table is
+-- shared and of fixed size) and a random slot otherwise.
+create or replace function app_private.free_slot(p_key text, p_slots int)
+  returns smallint
+  language sql volatile
+  set search_path = pg_catalog
+  as $$
+  select coalesce(
+    (select ((r.start + i) % p_slots)::smallint
+     from generate_series(0, p_slots - 1) i
+     where pg_try_advisory_xact_lock(hashtextextended(p_key || ':' || ((r.start + i) % p_slots), 0))
+     limit 1),
+    r.start::smallint)
+  from (select floor(random() * p_slots)::int as start) r
+$$;
+comment on function app_private.free_slot(text, integer) is 'A slot (0 .. p_slots - 1) of the counter named p_key that no other open transaction holds (a transaction advisory lock per slot, tried from a random slot on, never waited for), else a random one. Called by app_private.add_counts and app_private.count_unread for statements of a few subjects: the writes of a vote, a comment, a follow, a notification.';
+
+-- Adds changes to the counters: one slot per counter and subject (a free one for a statement of a
+-- few changes, app_private.free_slot; a random one for a bulk statement), changes of one subject
 -- summed first (a subject whose changes cancel out is not written). Rows are locked in (counter,
 -- subject) order, so two transactions adding to the same subjects never deadlock.
 create or replace function app_private.add_counts(p_changes app_private.counter_change[])
@@ -9,16 +33,21 @@ create or replace function app_private.add_counts(p_changes app_private.counter_
   language plpgsql volatile
   set search_path = pg_catalog
   as $$
+declare
+  v_few boolean := cardinality(p_changes) <= 32;
 begin
   insert into app_private.counters as c (counter, subject, slot, n)
-    select d.counter, d.subject, floor(random() * 16)::smallint, d.delta
+    select d.counter, d.subject,
+           case when v_few then app_private.free_slot('counter:' || d.counter::text || ':' || d.subject::text, 16)
+                else floor(random() * 16)::smallint end,
+           d.delta
     from (select x.counter, x.subject, sum(x.delta)::bigint as delta from unnest(p_changes) x group by x.counter, x.subject) d
     where d.delta <> 0
     order by d.counter, d.subject
     on conflict (counter, subject, slot) do update set n = c.n + excluded.n;
 end
 $$;
-comment on function app_private.add_counts(app_private.counter_change[]) is 'The one writer of app_private.counters: adds each change to a random one of the subject''s 16 slot rows, in (counter, subject) order, so writers of one popular subject rarely wait on each other and never deadlock. Called by the counting trigger functions of this file and by app_private.move_votes_received (votes).';
+comment on function app_private.add_counts(app_private.counter_change[]) is 'The one writer of app_private.counters: adds each change to one of the subject''s 16 slot rows (one no other open transaction is writing, for a statement of at most 32 changes; else a random one), in (counter, subject) order, so writers of one popular subject rarely wait on each other and never deadlock. Called by the counting trigger functions of this file and by app_private.move_votes_received (votes).';
 
 -- A subject's count. Plain SQL: inlined into the functions that read it.
 create or replace function app_private.counter_value(p_counter app_private.counter, p_subject uuid)

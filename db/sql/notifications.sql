@@ -558,8 +558,13 @@ begin
   end if;
   -- The reposts first (see 0201): their visibility cannot change until this transaction ends.
   perform app_private.lock_reposts(array(select distinct c.post_id from unnest(v_changes) c where c.type = 'post_reposted' and c.hub_id is null));
+  -- A free slot (app_private.free_slot) for the few rows of one action, a random one for a fan-out.
   insert into app_private.unread_counters as u (user_id, kind, scope_id, slot, unread)
-  select d.user_id, d.kind, d.scope_id, floor(random() * 32)::smallint, d.delta
+  select d.user_id, d.kind, d.scope_id,
+         case when cardinality(v_changes) <= 32
+              then app_private.free_slot('unread:' || d.user_id::text || ':' || d.kind::text || ':' || coalesce(d.scope_id::text, ''), 32)
+              else floor(random() * 32)::smallint end,
+         d.delta
   from (
     select c.user_id, b.kind, b.scope_id, sum(c.delta) as delta
     from unnest(v_changes) c
