@@ -5465,16 +5465,18 @@ COMMENT ON FUNCTION app_private.forget_upload_intents(p_ids uuid[]) IS 'Removes 
 --
 
 CREATE FUNCTION app_private.free_slot(p_key text, p_slots integer) RETURNS smallint
-    LANGUAGE sql
-    SET search_path TO 'pg_catalog'
+    LANGUAGE plpgsql
     AS $$
-  select coalesce(
-    (select ((r.start + i) % p_slots)::smallint
-     from generate_series(0, p_slots - 1) i
-     where pg_try_advisory_xact_lock(hashtextextended(p_key || ':' || ((r.start + i) % p_slots), 0))
-     limit 1),
-    r.start::smallint)
-  from (select floor(random() * p_slots)::int as start) r
+declare
+  v_start int := pg_catalog.floor(pg_catalog.random() * p_slots)::int;
+begin
+  for i in 0 .. p_slots - 1 loop
+    if pg_catalog.pg_try_advisory_xact_lock(pg_catalog.hashtextextended(p_key || ':' || ((v_start + i) % p_slots)::text, 0)) then
+      return ((v_start + i) % p_slots)::smallint;
+    end if;
+  end loop;
+  return v_start::smallint;
+end
 $$;
 
 

@@ -9,18 +9,24 @@
 -- a recipient's unread count) rarely wait for each other's commit. One lock per call, held to the
 -- transaction's end: callers use it only for statements of a few subjects (the lock table is
 -- shared and of fixed size) and a random slot otherwise.
+-- PL/pgSQL, whose statements keep their plans in the session (an SQL function that cannot be inlined
+-- is planned again on every statement that calls it), and no SET clause (it would save and restore
+-- the settings on every call): it is an invoker function called only by functions that set
+-- search_path = pg_catalog, and it names its functions with their schema.
 create or replace function app_private.free_slot(p_key text, p_slots int)
   returns smallint
-  language sql volatile
-  set search_path = pg_catalog
+  language plpgsql volatile
   as $$
-  select coalesce(
-    (select ((r.start + i) % p_slots)::smallint
-     from generate_series(0, p_slots - 1) i
-     where pg_try_advisory_xact_lock(hashtextextended(p_key || ':' || ((r.start + i) % p_slots), 0))
-     limit 1),
-    r.start::smallint)
-  from (select floor(random() * p_slots)::int as start) r
+declare
+  v_start int := pg_catalog.floor(pg_catalog.random() * p_slots)::int;
+begin
+  for i in 0 .. p_slots - 1 loop
+    if pg_catalog.pg_try_advisory_xact_lock(pg_catalog.hashtextextended(p_key || ':' || ((v_start + i) % p_slots)::text, 0)) then
+      return ((v_start + i) % p_slots)::smallint;
+    end if;
+  end loop;
+  return v_start::smallint;
+end
 $$;
 comment on function app_private.free_slot(text, integer) is 'A slot (0 .. p_slots - 1) of the counter named p_key that no other open transaction holds (a transaction advisory lock per slot, tried from a random slot on, never waited for), else a random one. Called by app_private.add_counts and app_private.count_unread for statements of a few subjects: the writes of a vote, a comment, a follow, a notification.';
 
