@@ -30,14 +30,20 @@ function fail(message: string, code: number): never {
   process.exit(code);
 }
 
+// The CLI parses its arguments; what makes them valid (an id that names a row, a reason of 1 to
+// 1000 characters, a suspension of 1 to 36,500 days) is the SQL functions' to decide, as for
+// GraphQL: their errors are turned into the lines below.
 interface Command {
   /** Runs in the app_admin transaction; returns what stdout shows. */
   run(client: pg.Client): Promise<string>;
-  /** What an unknown-id error names. */
+  /** What an unknown or malformed id names. */
   subject?: string;
+  /** What a VALIDATION_FAILED answer means for this command. */
+  invalid?: string;
 }
 
-const uuidPattern = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+const reasonRule = '--reason must be 1 to 1000 characters, not blank';
+const daysRule = '--days must be a whole number from 1 to 36500';
 
 /** Splits `--name value` options (and the `--json` flag) from the positional arguments. */
 function parse(args: string[], options: readonly string[]): { positional: string[]; values: Record<string, string>; json: boolean } {
@@ -86,9 +92,10 @@ const describeEntry = (row: LogRow) =>
   (row.reason ? `: ${row.reason}` : '');
 
 /** One moderation action: `select * from app.<fn>(...)` answers its log row. */
-function action(fn: string, params: unknown[], subject: string, json: boolean): Command {
+function action(fn: string, params: unknown[], subject: string, json: boolean, invalid?: string): Command {
   return {
     subject,
+    invalid,
     async run(client) {
       const placeholders = params.map((_, i) => `$${i + 1}`).join(', ');
       const { rows } = await client.query<LogRow>(`select * from app.${fn}(${placeholders})`, params);
@@ -98,17 +105,15 @@ function action(fn: string, params: unknown[], subject: string, json: boolean): 
   };
 }
 
-function requireId(value: string | undefined, what: string): string {
-  if (value === undefined) fail(`missing ${what}id\n${moderationUsage}`, 1);
-  if (!uuidPattern.test(value)) fail(`no ${what.trim()} with the id "${value}"`, 1);
-  return value;
+/** The id argument and what an error about it names (`post with the id "..."`). */
+function requireId(value: string | undefined, what: string): { id: string; subject: string } {
+  if (value === undefined) fail(`missing ${what} id\n${moderationUsage}`, 1);
+  return { id: value, subject: `${what} with the id "${value}"` };
 }
 
 function requireReason(values: Record<string, string>): string {
-  const reason = values.reason;
-  if (reason === undefined || reason.trim() === '') fail('--reason <text> is required', 1);
-  if (reason.length > 1000) fail('--reason is longer than 1000 characters', 1);
-  return reason;
+  if (values.reason === undefined) fail('--reason <text> is required', 1);
+  return values.reason;
 }
 
 function feedCommand(args: string[]): Command {
@@ -178,34 +183,33 @@ function moderationCommand(resource: string, args: string[]): Command {
   if (resource === 'reports' && (verb === 'resolve' || verb === 'dismiss' || verb === 'reopen')) {
     const { positional, json } = parse(rest, []);
     extraPositional(positional, 1);
-    return action(`${verb}_report`, [requireId(positional[0], 'report ')], `report with the id "${positional[0]}"`, json);
+    const { id, subject } = requireId(positional[0], 'report');
+    return action(`${verb}_report`, [id], subject, json);
   }
   if (resource === 'posts' && (verb === 'remove' || verb === 'restore')) {
     const { positional, values, json } = parse(rest, verb === 'remove' ? ['reason'] : []);
     extraPositional(positional, 1);
-    const id = requireId(positional[0], 'post ');
+    const { id, subject } = requireId(positional[0], 'post');
     return verb === 'remove'
-      ? action('remove_post', [id, requireReason(values)], `post with the id "${id}"`, json)
-      : action('restore_post', [id], `post with the id "${id}"`, json);
+      ? action('remove_post', [id, requireReason(values)], subject, json, reasonRule)
+      : action('restore_post', [id], subject, json);
   }
   if (resource === 'users' && (verb === 'suspend' || verb === 'unsuspend')) {
     const { positional, values, json } = parse(rest, verb === 'suspend' ? ['reason', 'days'] : []);
     extraPositional(positional, 1);
-    const id = requireId(positional[0], 'user ');
-    if (verb === 'unsuspend') return action('unsuspend_user', [id], `user with the id "${id}"`, json);
+    const { id, subject } = requireId(positional[0], 'user');
+    if (verb === 'unsuspend') return action('unsuspend_user', [id], subject, json);
     const reason = requireReason(values);
-    let days: number | null = null;
-    if (values.days !== undefined) {
-      if (!/^[0-9]{1,5}$/.test(values.days) || Number(values.days) < 1 || Number(values.days) > 36500) fail('--days must be a whole number from 1 to 36500', 1);
-      days = Number(values.days);
-    }
-    return action('suspend_user', [id, days, reason], `user with the id "${id}"`, json);
+    // A whole number the SQL's int takes; its range is app.suspend_user's to check.
+    if (values.days !== undefined && !/^[0-9]{1,9}$/.test(values.days)) fail(daysRule, 1);
+    const days = values.days === undefined ? null : Number(values.days);
+    return action('suspend_user', [id, days, reason], subject, json, `${reasonRule}, and --days a whole number from 1 to 36500`);
   }
   if (resource === 'hubs' && verb === 'remove') {
     const { positional, values, json } = parse(rest, ['reason']);
     extraPositional(positional, 1);
-    const id = requireId(positional[0], 'hub ');
-    return action('remove_hub', [id, requireReason(values)], `hub with the id "${id}"`, json);
+    const { id, subject } = requireId(positional[0], 'hub');
+    return action('remove_hub', [id, requireReason(values)], subject, json, reasonRule);
   }
   fail(moderationUsage, 1);
 }
@@ -238,10 +242,11 @@ try {
   const { code, message } = error as { code?: string; message: string };
   exitCode = 1;
   process.stderr.write(
-    code === 'P0001' && notFound.has(message)
+    // 22P02: an id that is not a uuid names no row either.
+    (code === 'P0001' && notFound.has(message)) || (code === '22P02' && command.subject)
       ? `no ${command.subject ?? 'such record'}\n`
       : code === 'P0001' && message === 'VALIDATION_FAILED'
-        ? 'invalid arguments\n'
+        ? `${command.invalid ?? 'invalid arguments'}\n`
         : `failed: ${message}\n`,
   );
 } finally {

@@ -111,11 +111,17 @@ describe('reports', () => {
     expect(unknownReport.stderr.trim().split('\n')).toEqual(['no report with the id "00000000-0000-4000-8000-000000000000"']);
     // Each names its problem; a missing or unknown argument adds the usage line.
     const usage = expect.stringMatching(/^usage: npm run admin -- reports list /);
+    const logged = async () => (await app.owner.query('select count(*)::int as n from app.moderation_log')).rows[0].n as number;
+    const loggedBefore = await logged();
     for (const [args, lines] of [
       [['reports', 'resolve'], ['missing report id', usage]],
       [['posts', 'remove', later.body.data.reportId], ['--reason <text> is required']],
       [['users', 'suspend', target.id, '--days', 'x', '--reason', 'r'], ['--days must be a whole number from 1 to 36500']],
       [['hubs', 'remove', 'not-an-id', '--reason', 'r'], ['no hub with the id "not-an-id"']],
+      // The reason's and the days' rules are the SQL functions' (VALIDATION_FAILED), named per command.
+      [['posts', 'remove', later.body.data.reportId, '--reason', '   '], ['--reason must be 1 to 1000 characters, not blank']],
+      [['hubs', 'remove', target.id, '--reason', 'x'.repeat(1001)], ['--reason must be 1 to 1000 characters, not blank']],
+      [['users', 'suspend', target.id, '--days', '36501', '--reason', 'r'], ['--reason must be 1 to 1000 characters, not blank, and --days a whole number from 1 to 36500']],
       [['reports', 'explode'], [usage]],
     ] as const) {
       const result = await admin([...args]);
@@ -123,6 +129,9 @@ describe('reports', () => {
       expect(result.stdout).toBe('');
       expect(result.stderr.trim().split('\n'), args.join(' ')).toEqual(lines);
     }
+    // None of the refused commands changed anything.
+    expect(await logged()).toBe(loggedBefore);
+    expect((await app.owner.query('select count(*)::int as n from app_private.account_states where user_id = $1', [target.id])).rows[0].n).toBe(0);
     const unknownUser = await admin(['users', 'suspend', '00000000-0000-4000-8000-000000000000', '--reason', 'nobody']);
     expect(unknownUser.code).toBe(1);
     expect(unknownUser.stderr.trim()).toBe('no user with the id "00000000-0000-4000-8000-000000000000"');
