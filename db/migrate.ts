@@ -80,6 +80,19 @@ export function shippedSqlFiles(): { file: string; sha256: string; sql: string }
   });
 }
 
+/**
+ * The db/sql files a database has not applied as they are: a shipped file whose applied hash
+ * differs or is missing, and an applied file no longer shipped. Empty: nothing to apply. Read by the
+ * runner (applySqlFiles) and by GET /readyz.
+ */
+export function pendingSqlFiles(applied: ReadonlyMap<string, string>, shipped: readonly { file: string; sha256: string }[]): string[] {
+  const names = new Set(shipped.map(({ file }) => file));
+  return [
+    ...shipped.filter(({ file, sha256 }) => applied.get(file) !== sha256).map(({ file }) => file),
+    ...[...applied.keys()].filter((file) => !names.has(file)),
+  ];
+}
+
 const quiet = { log: () => {}, verbose: false } as const;
 
 export async function migrate(ownerUrl: string): Promise<void> {
@@ -131,7 +144,7 @@ async function applySqlFiles(client: pg.Client): Promise<void> {
   const files = shippedSqlFiles();
   const { rows } = await client.query<{ file: string; sha256: string }>('select file, sha256 from public.sql_files');
   const applied = new Map(rows.map((row) => [row.file, row.sha256]));
-  if (applied.size === files.length && files.every((f) => applied.get(f.file) === f.sha256)) return;
+  if (pendingSqlFiles(applied, files).length === 0) return;
   await client.query('begin');
   try {
     // Function bodies are checked when called, not when created: a body may name a function a

@@ -4,7 +4,7 @@
 // plain JSON (not the API envelope: load balancers and orchestrators read the status code).
 import express from 'express';
 import type pg from 'pg';
-import { shippedMigrations, shippedSqlFiles } from '../db/migrate.ts';
+import { pendingSqlFiles, shippedMigrations, shippedSqlFiles } from '../db/migrate.ts';
 
 const readinessTimeoutMs = 2000;
 
@@ -29,7 +29,7 @@ export function healthRouter(pool: pg.Pool): express.Router {
       const hashes = new Map(files.rows.map((row) => [row.file, row.sha256]));
       const pending = [
         ...shipped.filter((name) => !names.has(name)),
-        ...shippedFiles.filter(({ file, sha256 }) => hashes.get(file) !== sha256).map(({ file }) => `db/sql/${file}`),
+        ...pendingSqlFiles(hashes, shippedFiles).map((file) => `db/sql/${file}`),
       ];
       if (pending.length > 0) res.status(503).json({ status: 'migrations pending', pending });
       else res.json({ status: 'ready' });

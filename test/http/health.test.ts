@@ -39,6 +39,18 @@ describe('readiness', () => {
     expect((await fetch(`${app.url}/readyz`)).status).toBe(200);
   });
 
+  it('answers 503 naming a db/sql file applied but no longer shipped (the runner would apply the files again)', async () => {
+    await app.owner.query(`insert into public.sql_files (file, sha256, applied_at) values ('retired.sql', 'x', now())`);
+    try {
+      const response = await fetch(`${app.url}/readyz`);
+      expect(response.status).toBe(503);
+      expect(await response.json()).toEqual({ status: 'migrations pending', pending: ['db/sql/retired.sql'] });
+    } finally {
+      await app.owner.query(`delete from public.sql_files where file = 'retired.sql'`);
+    }
+    expect((await fetch(`${app.url}/readyz`)).status).toBe(200);
+  });
+
   it('lets no request role read the applied migrations', async () => {
     for (const role of ['app_anonymous', 'app_user', 'app_admin'] as const) {
       await asViewer(app, role, null, async (client) => {
