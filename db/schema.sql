@@ -1715,28 +1715,6 @@ COMMENT ON FUNCTION app.hub_member_page(p_hub_id uuid, p_after_at timestamp with
 
 
 --
--- Name: hub_member_roster(uuid); Type: FUNCTION; Schema: app; Owner: -
---
-
-CREATE FUNCTION app.hub_member_roster(p_hub_id uuid) RETURNS TABLE(user_id uuid, role app.hub_role, joined_at timestamp with time zone)
-    LANGUAGE sql STABLE SECURITY DEFINER
-    SET search_path TO 'pg_catalog'
-    AS $$
-  select m.user_id, m.role, m.joined_at
-  from app.hub_memberships m
-  where m.hub_id = p_hub_id
-    and (m.user_id = app.viewer_id() or m.hub_id = any (app.viewer_related_hub_ids()))
-$$;
-
-
---
--- Name: FUNCTION hub_member_roster(p_hub_id uuid); Type: COMMENT; Schema: app; Owner: -
---
-
-COMMENT ON FUNCTION app.hub_member_roster(p_hub_id uuid) IS 'A hub''s members as the policy hub_memberships_select_related shows them, with role and join time. No caller in server/ (the member lists read app.hub_member_page); test/sql/hub-policies.test.ts reads it.';
-
-
---
 -- Name: hub_discussion_messages; Type: TABLE; Schema: app; Owner: -
 --
 
@@ -3691,30 +3669,6 @@ COMMENT ON FUNCTION app.viewer_block_list() IS 'The block rule applied to the vi
 
 
 --
--- Name: viewer_co_member_ids(); Type: FUNCTION; Schema: app; Owner: -
---
-
-CREATE FUNCTION app.viewer_co_member_ids() RETURNS uuid[]
-    LANGUAGE plpgsql STABLE SECURITY DEFINER
-    SET search_path TO 'pg_catalog'
-    AS $$
-begin
-  return (select coalesce(array_agg(distinct other.user_id), '{}')
-          from app.hub_memberships mine
-          join app.hub_memberships other on other.hub_id = mine.hub_id
-          where mine.user_id = app.viewer_id() and app.viewer_has_level(4));
-end
-$$;
-
-
---
--- Name: FUNCTION viewer_co_member_ids(); Type: COMMENT; Schema: app; Owner: -
---
-
-COMMENT ON FUNCTION app.viewer_co_member_ids() IS 'The viewer''s co-members (every member of every hub of the viewer, at access level 4), as one array: the set form of the rule app.viewer_shares_hub_with asks per row. No caller in server/ or the policies; test/sql/read-plans.test.ts holds the two forms equal.';
-
-
---
 -- Name: viewer_follows(uuid); Type: FUNCTION; Schema: app; Owner: -
 --
 
@@ -3844,7 +3798,7 @@ $$;
 -- Name: FUNCTION viewer_related_hub_ids(); Type: COMMENT; Schema: app; Owner: -
 --
 
-COMMENT ON FUNCTION app.viewer_related_hub_ids() IS 'The hubs the viewer (at access level 4) is related to: active member, invited (pending, unexpired) or waiting for admin approval; such viewers see the hub''s member list. Used by the policy hub_memberships_select_related, app.hub_member_page and app.hub_member_roster.';
+COMMENT ON FUNCTION app.viewer_related_hub_ids() IS 'The hubs the viewer (at access level 4) is related to: active member, invited (pending, unexpired) or waiting for admin approval; such viewers see the hub''s member list. Used by the policy hub_memberships_select_related and app.hub_member_page.';
 
 
 --
@@ -3900,7 +3854,7 @@ $$;
 -- Name: FUNCTION viewer_shares_hub_with(p_user_id uuid); Type: COMMENT; Schema: app; Owner: -
 --
 
-COMMENT ON FUNCTION app.viewer_shares_hub_with(p_user_id uuid) IS 'Whether the viewer (access level 4) and p_user_id are members of one hub: the per-row form of p_user_id = any (app.viewer_co_member_ids()), for the co-member select policies (0310).';
+COMMENT ON FUNCTION app.viewer_shares_hub_with(p_user_id uuid) IS 'Whether the viewer (access level 4) and p_user_id are members of one hub, asked per row by the co-member select policies of app.hub_profiles and app.phone_identities.';
 
 
 --
@@ -13763,14 +13717,6 @@ GRANT ALL ON FUNCTION app.hub_member_page(p_hub_id uuid, p_after_at timestamp wi
 
 
 --
--- Name: FUNCTION hub_member_roster(p_hub_id uuid); Type: ACL; Schema: app; Owner: -
---
-
-REVOKE ALL ON FUNCTION app.hub_member_roster(p_hub_id uuid) FROM PUBLIC;
-GRANT ALL ON FUNCTION app.hub_member_roster(p_hub_id uuid) TO app_user;
-
-
---
 -- Name: COLUMN hub_discussion_messages.id; Type: ACL; Schema: app; Owner: -
 --
 
@@ -14560,15 +14506,6 @@ GRANT ALL ON FUNCTION app.viewer_admin_hub_ids() TO app_admin;
 
 REVOKE ALL ON FUNCTION app.viewer_block_list() FROM PUBLIC;
 GRANT ALL ON FUNCTION app.viewer_block_list() TO app_anonymous;
-
-
---
--- Name: FUNCTION viewer_co_member_ids(); Type: ACL; Schema: app; Owner: -
---
-
-REVOKE ALL ON FUNCTION app.viewer_co_member_ids() FROM PUBLIC;
-GRANT ALL ON FUNCTION app.viewer_co_member_ids() TO app_user;
-GRANT ALL ON FUNCTION app.viewer_co_member_ids() TO app_admin;
 
 
 --

@@ -31,22 +31,8 @@ comment on function app.viewer_admin_hub_ids() is
 grant execute on function app.viewer_admin_hub_ids() to app_user;
 grant execute on function app.viewer_admin_hub_ids() to app_admin;
 
-create or replace function app.viewer_co_member_ids()
-  returns uuid[]
-  language plpgsql stable security definer
-  set search_path = pg_catalog
-  as $$
-begin
-  return (select coalesce(array_agg(distinct other.user_id), '{}')
-          from app.hub_memberships mine
-          join app.hub_memberships other on other.hub_id = mine.hub_id
-          where mine.user_id = app.viewer_id() and app.viewer_has_level(4));
-end
-$$;
-comment on function app.viewer_co_member_ids() is
-  'The viewer''s co-members (every member of every hub of the viewer, at access level 4), as one array: the set form of the rule app.viewer_shares_hub_with asks per row. No caller in server/ or the policies; test/sql/read-plans.test.ts holds the two forms equal.';
-grant execute on function app.viewer_co_member_ids() to app_user;
-grant execute on function app.viewer_co_member_ids() to app_admin;
+-- Had no caller but a test (the policies ask app.viewer_shares_hub_with per row): dropped.
+drop function if exists app.viewer_co_member_ids();
 
 create or replace function app.is_active_member(p_hub_id uuid, p_user_id uuid)
   returns boolean
@@ -97,7 +83,7 @@ create or replace function app.viewer_related_hub_ids()
   where app.viewer_has_level(4)
 $$;
 comment on function app.viewer_related_hub_ids() is
-  'The hubs the viewer (at access level 4) is related to: active member, invited (pending, unexpired) or waiting for admin approval; such viewers see the hub''s member list. Used by the policy hub_memberships_select_related, app.hub_member_page and app.hub_member_roster.';
+  'The hubs the viewer (at access level 4) is related to: active member, invited (pending, unexpired) or waiting for admin approval; such viewers see the hub''s member list. Used by the policy hub_memberships_select_related and app.hub_member_page.';
 grant execute on function app.viewer_related_hub_ids() to app_user;
 
 -- The viewer's role in an existing hub. Raises HUB_NOT_FOUND for an unknown hub; for a viewer who is
@@ -661,19 +647,8 @@ grant execute on function app.viewer_hub_status(uuid) to app_user;
 -- The members of a hub as hub_memberships_select_related shows them (the viewer's own row, or any
 -- hub the viewer is related to), with join time and role. The member list (GET /hubs/{id}/members
 -- and its admins page) selects from this instead of the table.
-create or replace function app.hub_member_roster(p_hub_id uuid)
-  returns table (user_id uuid, role app.hub_role, joined_at timestamptz)
-  language sql stable security definer
-  set search_path = pg_catalog
-  as $$
-  select m.user_id, m.role, m.joined_at
-  from app.hub_memberships m
-  where m.hub_id = p_hub_id
-    and (m.user_id = app.viewer_id() or m.hub_id = any (app.viewer_related_hub_ids()))
-$$;
-comment on function app.hub_member_roster(uuid) is
-  'A hub''s members as the policy hub_memberships_select_related shows them, with role and join time. No caller in server/ (the member lists read app.hub_member_page); test/sql/hub-policies.test.ts reads it.';
-grant execute on function app.hub_member_roster(uuid) to app_user;
+-- Had no caller but a test (the member lists read app.hub_member_page): dropped.
+drop function if exists app.hub_member_roster(uuid);
 
 -- The viewer's own notification setting for a hub (false when not a member).
 create or replace function app.viewer_hub_content_muted(p_hub_id uuid)
@@ -810,14 +785,13 @@ comment on function app.invitation_preview(uuid) is
   'The safe preview of a hub through a pending, unexpired invitation (name, description, image, member count). Called by the web page /hub-invitations/{invitationId}.';
 grant execute on function app.invitation_preview(uuid) to app_anonymous;
 
--- The co-member select policies of app.phone_identities and app.hub_profiles (0301) built
--- app.viewer_co_member_ids() per statement: every member of every hub of the viewer (~50 ms per
--- statement for a member of a 100,000-member hub), to test the few rows a page returns. They now
--- ask, per row, whether the viewer and that user share a hub: an EXISTS over the viewer's
--- memberships joined to the other user's membership of the same hub (primary key probes).
--- Same rule as app.viewer_co_member_ids(): a membership of the viewer and one of the other user in
--- one hub, and the viewer at access level 4 (account hiding, 0261, removes a hidden account's
--- memberships, so a hidden account is nobody's co-member here either).
+-- The co-member select policies of app.phone_identities and app.hub_profiles ask, per row, whether
+-- the viewer and that user share a hub: an EXISTS over the viewer's memberships joined to the
+-- other user's membership of the same hub (primary key probes), not the set of every member of
+-- every hub of the viewer (~50 ms per statement for a member of a 100,000-member hub). The rule: a
+-- membership of the viewer and one of the other user in one hub, and the viewer at access level 4
+-- (account hiding removes a hidden account's memberships, so a hidden account is nobody's
+-- co-member here either).
 create or replace function app.viewer_shares_hub_with(p_user_id uuid)
   returns boolean
   language plpgsql stable security definer
@@ -830,7 +804,7 @@ begin
                  where mine.user_id = app.viewer_id());
 end
 $$;
-COMMENT ON FUNCTION app.viewer_shares_hub_with(p_user_id uuid) IS 'Whether the viewer (access level 4) and p_user_id are members of one hub: the per-row form of p_user_id = any (app.viewer_co_member_ids()), for the co-member select policies (0310).';
+COMMENT ON FUNCTION app.viewer_shares_hub_with(p_user_id uuid) IS 'Whether the viewer (access level 4) and p_user_id are members of one hub, asked per row by the co-member select policies of app.hub_profiles and app.phone_identities.';
 grant execute on function app.viewer_shares_hub_with(uuid) to app_user;
 
 -- Every (user, hub) relation the list shows, computed from the rows (the reference the kept rows

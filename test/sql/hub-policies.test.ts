@@ -53,7 +53,7 @@ describe('a non-member', () => {
 
 describe('an invited user', () => {
   it('reads the preview (members) but no phone and no Hub identity', async () => {
-    const members = await read(invited, 'select user_id from app.hub_member_roster($1) order by joined_at', [hub.id]);
+    const members = await read(invited, 'select user_id from app.hub_member_page($1, null, null, null, 50) order by joined_at', [hub.id]);
     expect(members).toEqual([{ user_id: owner.id }, { user_id: member.id }]);
     expect(await read(invited, 'select user_id from app.hub_memberships where hub_id = $1 order by user_id', [hub.id])).toEqual(
       [owner.id, member.id].sort().map((user_id) => ({ user_id })),
