@@ -115,6 +115,7 @@ describe('POST /users/me/deletion', () => {
     // The purge is queued for the scheduled time, once.
     const jobs = (await app.owner.query(`select run_at from graphile_worker.jobs where key = $1`, [`purge_account:${user.id}`])).rows;
     expect(jobs).toHaveLength(1);
+    expect(Math.abs(jobs[0].run_at.getTime() - scheduledFor)).toBeLessThan(1000);
 
     const during = await seenBy(friend, user, world);
     expect(during).toMatchObject({

@@ -39,7 +39,9 @@ describe('POST /users/me/exports and GET /users/me/exports/{exportId}', () => {
     const again = await app.post('/users/me/exports', undefined, { token: user.token });
     expect(again.status).toBe(429);
     expect(again.body.error.code).toBe('RATE_LIMITED');
+    // One export per 24 hours: the wait is what is left of the day since the request.
     expect(again.body.error.details.retryAfterSeconds).toBeGreaterThan(86_000);
+    expect(again.body.error.details.retryAfterSeconds).toBeLessThanOrEqual(86_400);
     expect(again.headers.get('retry-after')).toBe(String(again.body.error.details.retryAfterSeconds));
 
     await app.runJobs();

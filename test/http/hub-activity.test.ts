@@ -203,6 +203,11 @@ describe('hub activity', () => {
     // An invitation that expires by the clock leaves the list at once, and its row goes with the next sweep.
     await app.owner.query(`update app_private.hub_list_entries set expires_at = now() - interval '1 second' where user_id = $1 and hub_id = $2`, [c.id, h2.id]);
     expect(Object.keys(await status(c))).toEqual([h0.id]);
+    // Activity in the hub queues a sweep, which deletes the expired row.
+    await createPost(app, owner, { ...slider, visibility: 'public_hub', hubIds: [h2.id] });
+    await app.owner.query('update app_private.hub_list_sweeps set not_before = now() where hub_id = $1', [h2.id]);
+    await sweep();
+    expect(await entryOf(c, h2)).toBeUndefined();
     await app.owner.query(`update app.hub_invitations set expires_at = now() - interval '1 second' where invitee_id = $1 and hub_id = $2`, [c.id, h2.id]);
     expect((await app.owner.query('select * from app_private.hub_list_entry_drift()')).rows).toEqual([]);
   });

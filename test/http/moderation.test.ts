@@ -8,7 +8,7 @@ import { spawn } from 'node:child_process';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestApp, testOtpCode, type TestApp } from '../helpers/app.ts';
-import { addMember, createHub } from '../helpers/hubs.ts';
+import { addMember, createHub, invite } from '../helpers/hubs.ts';
 import { createPost } from '../helpers/posts.ts';
 import { userAtLevel, type TestUser } from '../helpers/users.ts';
 
@@ -234,9 +234,12 @@ describe('suspending a user', () => {
 
 describe('removing a hub', () => {
   it('hides it from everyone, ends its memberships and resolves its reports', async () => {
-    const [owner, member, reporter] = await Promise.all([userAtLevel(app, 4), userAtLevel(app, 4), userAtLevel(app, 4)]);
+    const [owner, member, reporter, invitee, requester, linkUser] = await Promise.all([4, 4, 4, 4, 4, 4].map((level) => userAtLevel(app, level)));
     const hub = await createHub(app, owner);
     await addMember(app, hub, member);
+    await invite(app, hub, owner, invitee);
+    const link = (await app.post(`/hubs/${hub.id}/invite-links`, undefined, { token: owner.token })).body.data.token as string;
+    expect((await app.post(`/hub-invite-links/${link}/join-requests`, undefined, { token: requester.token })).status).toBe(201);
     const reportId = (await report(reporter, 'hubs', hub.id)).body.data.reportId;
     const removed = await admin(['hubs', 'remove', hub.id, '--reason', 'illegal content', '--json']);
     expect(removed.code, removed.stderr).toBe(0);
@@ -247,6 +250,18 @@ describe('removing a hub', () => {
       expect(response.body.error.code).toBe('HUB_NOT_FOUND');
     }
     expect((await app.get('/users/me/hubs', { token: member.token })).body.data.items).toEqual([]);
+    // Every membership ends; pending invitations, invite links and join requests stop working.
+    const open = await app.owner.query(
+      `select (select count(*) from app.hub_memberships where hub_id = $1)::int as memberships,
+              (select count(*) from app.hub_invitations where hub_id = $1 and status = 'invited' and expires_at > now())::int as invitations,
+              (select count(*) from app.hub_invite_links where hub_id = $1 and expires_at > now())::int as links,
+              (select count(*) from app.hub_join_requests where hub_id = $1 and status = 'pending')::int as requests`,
+      [hub.id],
+    );
+    expect(open.rows[0]).toEqual({ memberships: 0, invitations: 0, links: 0, requests: 0 });
+    const late = await app.post(`/hub-invite-links/${link}/join-requests`, undefined, { token: linkUser.token });
+    expect(late.status).toBe(410);
+    expect(late.body.error.code).toBe('INVITE_LINK_EXPIRED');
     expect((await report(reporter, 'hubs', hub.id)).status).toBe(404);
     expect((await app.owner.query('select * from app_private.counter_drift()')).rows).toEqual([]);
   });

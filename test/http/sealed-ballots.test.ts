@@ -159,8 +159,11 @@ async function reseals(): Promise<number> {
   await new Promise((resolve) => server.once('listening', resolve));
   try {
     const text = await (await fetch(`http://127.0.0.1:${(server.address() as AddressInfo).port}/metrics`)).text();
-    const line = text.split('\n').find((l) => l.startsWith('votes_resealed_total'));
-    return Number(line?.split(' ').at(-1));
+    const line = text.split('\n').find((l) => /^votes_resealed_total[{ ]/.test(l));
+    expect(line, 'votes_resealed_total in /metrics').toBeDefined();
+    const value = Number(line?.split(' ').at(-1));
+    expect(Number.isInteger(value), line).toBe(true);
+    return value;
   } finally {
     await new Promise((resolve) => server.close(resolve));
   }
