@@ -3479,7 +3479,7 @@ CREATE FUNCTION app.user_access_level(p_user_id uuid) RETURNS integer
 -- Name: FUNCTION user_access_level(p_user_id uuid); Type: COMMENT; Schema: app; Owner: -
 --
 
-COMMENT ON FUNCTION app.user_access_level(p_user_id uuid) IS 'A user''s access level (contract section 2): app_private.user_level behind a PL/pgSQL door whose plan stays per connection. Used where a user''s level is checked by id (hub invitations, member rules).';
+COMMENT ON FUNCTION app.user_access_level(p_user_id uuid) IS 'A user''s access level (contract section 2): app_private.user_level behind a PL/pgSQL door whose plan stays per connection. Used by app.viewer_has_level, app.require_level and app.session_user.';
 
 
 --
@@ -3895,7 +3895,7 @@ CREATE FUNCTION app_private.account_hidden(p_user_id uuid) RETURNS boolean
 -- Name: FUNCTION account_hidden(p_user_id uuid); Type: COMMENT; Schema: app_private; Owner: -
 --
 
-COMMENT ON FUNCTION app_private.account_hidden(p_user_id uuid) IS 'The rule of account hiding: an account is hidden (deletion requested and/or suspended) while it has a row in app_private.account_states. Plain SQL, inlined into app_private.show_account and app.restore_post.';
+COMMENT ON FUNCTION app_private.account_hidden(p_user_id uuid) IS 'The rule of account hiding: an account is hidden (deletion requested and/or suspended) while it has a row in app_private.account_states. Called by app_private.show_account and app.restore_post.';
 
 
 --
@@ -4326,7 +4326,7 @@ CREATE FUNCTION app_private.co_members_of(p_hubs uuid[], p_viewer uuid) RETURNS 
 -- Name: FUNCTION co_members_of(p_hubs uuid[], p_viewer uuid); Type: COMMENT; Schema: app_private; Owner: -
 --
 
-COMMENT ON FUNCTION app_private.co_members_of(p_hubs uuid[], p_viewer uuid) IS 'The co-members of a viewer, given the viewer''s active hubs. Used by the home feed''s functions app_private.home_later and app_private.home_events (GET /posts).';
+COMMENT ON FUNCTION app_private.co_members_of(p_hubs uuid[], p_viewer uuid) IS 'The co-members of a viewer, given the viewer''s active hubs. Used by the home feed''s functions app_private.home_card_events_since_cursor and app_private.home_events (GET /posts).';
 
 
 --
@@ -4415,7 +4415,7 @@ $$;
 -- Name: FUNCTION consume_sliding_limit(p_key text, p_limit integer, p_window interval); Type: COMMENT; Schema: app_private; Owner: -
 --
 
-COMMENT ON FUNCTION app_private.consume_sliding_limit(p_key text, p_limit integer, p_window interval) IS 'The sliding-window limit itself: counts a hit for a key when fewer than p_limit fall in the window, else answers the seconds to wait. Used by app.consume_address_limit.';
+COMMENT ON FUNCTION app_private.consume_sliding_limit(p_key text, p_limit integer, p_window interval) IS 'The sliding-window limit itself: counts a hit for a key when fewer than p_limit fall in the window, else answers the seconds to wait. Used by app.consume_address_limit, app.request_otp and app.consume_write_limit.';
 
 
 --
@@ -4900,7 +4900,7 @@ $$;
 -- Name: FUNCTION counter_value(p_counter app_private.counter, p_subject uuid); Type: COMMENT; Schema: app_private; Owner: -
 --
 
-COMMENT ON FUNCTION app_private.counter_value(p_counter app_private.counter, p_subject uuid) IS 'The one reader of app_private.counters: a subject''s count, the sum of its slot rows (zero when it has none). Inlined into the count readers below, app.profile_social (GET /users/me/profile, GET /users/by-username/{username}) and the hub previews app.invite_link_preview and app.invitation_preview.';
+COMMENT ON FUNCTION app_private.counter_value(p_counter app_private.counter, p_subject uuid) IS 'The one reader of app_private.counters: a subject''s count, the sum of its slot rows (zero when it has none). Called by the count readers below, app.profile_social (GET /users/me/profile, GET /users/by-username/{username}) and the hub previews app.invite_link_preview and app.invitation_preview.';
 
 
 --
@@ -5355,7 +5355,7 @@ CREATE FUNCTION app_private.followees_of(p_viewer uuid) RETURNS SETOF uuid
 -- Name: FUNCTION followees_of(p_viewer uuid); Type: COMMENT; Schema: app_private; Owner: -
 --
 
-COMMENT ON FUNCTION app_private.followees_of(p_viewer uuid) IS 'The users p_viewer follows, as a set. Used by the Home readers (home_sources, home_card_events_since_cursor) for GET /posts.';
+COMMENT ON FUNCTION app_private.followees_of(p_viewer uuid) IS 'The users p_viewer follows, as a set. Used by the Home readers (home_events, home_card_events_since_cursor) for GET /posts.';
 
 
 --
@@ -6608,7 +6608,7 @@ $$;
 -- Name: FUNCTION notification_scope_kind(p_type app.notification_type, p_hub_id uuid); Type: COMMENT; Schema: app_private; Owner: -
 --
 
-COMMENT ON FUNCTION app_private.notification_scope_kind(p_type app.notification_type, p_hub_id uuid) IS 'The scope kind of a row for counting: ''h'' a hub row, ''r'' a global post_reposted row, ''g'' any other global row. Used by app_private.unread_bucket.';
+COMMENT ON FUNCTION app_private.notification_scope_kind(p_type app.notification_type, p_hub_id uuid) IS 'The scope kind of a row for counting: ''h'' a hub row, ''r'' a global post_reposted row, ''g'' any other global row. Used by app_private.unread_bucket and app_private.notification_visible.';
 
 
 --
@@ -6628,7 +6628,7 @@ $$;
 -- Name: FUNCTION notification_visible(p_notification app.notifications, p_user_id uuid); Type: COMMENT; Schema: app_private; Owner: -
 --
 
-COMMENT ON FUNCTION app_private.notification_visible(p_notification app.notifications, p_user_id uuid) IS 'The notification rule: the recipient''s own row whose scope is visible to them now (a hub row while an active member; a post row while the post is visible). Inlined by app.notification_visible_to, the live batch, the unread counts and the pages.';
+COMMENT ON FUNCTION app_private.notification_visible(p_notification app.notifications, p_user_id uuid) IS 'The notification rule: the recipient''s own row whose scope is visible to them now (a hub row while an active member; a post row while the post is visible). Inlined by app.notification_visible_to, the live batch and the pages.';
 
 
 --
@@ -7979,7 +7979,7 @@ $$;
 -- Name: FUNCTION sealed_tally(p_post_id uuid, p_hub_id uuid); Type: COMMENT; Schema: app_private; Owner: -
 --
 
-COMMENT ON FUNCTION app_private.sealed_tally(p_post_id uuid, p_hub_id uuid) IS 'A scope''s tally as stored: counter sums and the pending ballots still sealed (the API opens them). Inlined into app.cast_vote (the tally before the vote) and app.vote_tally.';
+COMMENT ON FUNCTION app_private.sealed_tally(p_post_id uuid, p_hub_id uuid) IS 'A scope''s tally as stored: counter sums and the pending ballots still sealed (the API opens them). Called by app.cast_vote (the tally before the vote) and app.vote_tally.';
 
 
 --

@@ -1,13 +1,13 @@
 -- Account lifecycle: hiding and showing an account, deletion and the purge, data exports, and the steps
 -- of a user merge.
 
--- The rule: an account is hidden while it has a state row. Plain SQL, inlined where it is used.
+-- The rule: an account is hidden while it has a state row.
 create or replace function app_private.account_hidden(p_user_id uuid)
   returns boolean
   language sql stable
   set search_path = pg_catalog
   as $$ select exists (select from app_private.account_states s where s.user_id = p_user_id) $$;
-comment on function app_private.account_hidden(uuid) is 'The rule of account hiding: an account is hidden (deletion requested and/or suspended) while it has a row in app_private.account_states. Plain SQL, inlined into app_private.show_account and app.restore_post.';
+comment on function app_private.account_hidden(uuid) is 'The rule of account hiding: an account is hidden (deletion requested and/or suspended) while it has a row in app_private.account_states. Called by app_private.show_account and app.restore_post.';
 
 -- Hides an account (idempotent: an account already hidden stays as it is). Signs it out everywhere
 -- (the sessions trigger of 0203 removes each session's push devices; the account's devices are

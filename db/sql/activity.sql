@@ -5,8 +5,8 @@
 -- a hub updated that one row, so all activity in a hub queued on its row lock: 54 of 79 ms of a
 -- vote on a hub post, 189 votes/s. Now activity touches only the actor's own (hub, user) row, and
 -- the read takes the newest of them through the (hub_id, last_active_at) index: one index probe
--- per listed hub. hubs.last_activity_at keeps the time of everything before this migration (and
--- the hub's creation), so the answer is the later of the two and never goes back.
+-- per listed hub. hubs.last_activity_at keeps the time of everything before the per-member rows were
+-- introduced (and the hub's creation), so the answer is the later of the two and never goes back.
 --
 -- The two writers are plain SQL: the vote (app.cast_vote) calls them inside its one statement, where a
 -- PL/pgSQL call would be a statement of its own; every other action calls them with `perform`.

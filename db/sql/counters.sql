@@ -55,7 +55,8 @@ end
 $$;
 comment on function app_private.add_counts(app_private.counter_change[]) is 'The one writer of app_private.counters: adds each change to one of the subject''s 16 slot rows (one no other open transaction is writing, for a statement of at most 32 changes; else a random one), in (counter, subject) order, so writers of one popular subject rarely wait on each other and never deadlock. Called by the counting trigger functions of this file and by app_private.move_votes_received (votes).';
 
--- A subject's count. Plain SQL: inlined into the functions that read it.
+-- A subject's count. One SQL statement, called (not inlined: PostgreSQL inlines a scalar SQL function
+-- only when its body is a bare expression, without FROM or an aggregate).
 create or replace function app_private.counter_value(p_counter app_private.counter, p_subject uuid)
   returns bigint
   language sql stable
@@ -63,7 +64,7 @@ create or replace function app_private.counter_value(p_counter app_private.count
   as $$
   select coalesce(sum(c.n), 0)::bigint from app_private.counters c where c.counter = p_counter and c.subject = p_subject
 $$;
-comment on function app_private.counter_value(app_private.counter, uuid) is 'The one reader of app_private.counters: a subject''s count, the sum of its slot rows (zero when it has none). Inlined into the count readers below, app.profile_social (GET /users/me/profile, GET /users/by-username/{username}) and the hub previews app.invite_link_preview and app.invitation_preview.';
+comment on function app_private.counter_value(app_private.counter, uuid) is 'The one reader of app_private.counters: a subject''s count, the sum of its slot rows (zero when it has none). Called by the count readers below, app.profile_social (GET /users/me/profile, GET /users/by-username/{username}) and the hub previews app.invite_link_preview and app.invitation_preview.';
 
 -- What one row counts towards: the single definition of each counter, used by the triggers below
 -- and by app_private.counter_drift.
@@ -270,7 +271,7 @@ $$;
 comment on function app_private.counter_drift() is 'The reconciliation check: every counter whose kept value differs from a recount of its rows (no rows: they agree). Run by hand or by tests (test/http/counters.test.ts), never by a request: it scans the counted tables.';
 
 -- Sets every counter from the rows (one slot per subject; the discussion counts in their rows): the
--- backfill below, and the repair after a restore or a bulk load made with triggers off.
+-- repair after a restore or a bulk load made with triggers off.
 create or replace function app_private.rebuild_counters()
   returns void
   language plpgsql volatile
@@ -298,7 +299,7 @@ comment on function app_private.rebuild_counters() is 'The repair: sets every co
 -- Readers of the counts the API shows, by the id of what they count: a post's comments and reposts,
 -- a comment's replies, a hub's members. They answer
 -- a number for any id (zero for an unknown one): callers read them for rows they have read through
--- the rows' policies (REST's queries; the *_stats views of 0221 for internal GraphQL), and a count
+-- the rows' policies (REST's queries; the *_stats views for internal GraphQL), and a count
 -- shows nothing of the rows counted. PL/pgSQL: plans kept per connection.
 create or replace function app.post_comment_count(p_post_id uuid)
   returns integer

@@ -260,7 +260,6 @@ $$;
 comment on function app_private.profile_events(uuid, uuid, uuid[], uuid[], timestamp with time zone, uuid, integer) is
   'A user''s profile-feed candidates before the cursor: their own posts and reposts and their feed and hub shares, never private_locked_hub. Used by app_private.feed_page for GET /users/{userId}/feed.';
 
--- Hub feed of p_subject (as in 0071): posts targeted or shared into the hub, newest placement first.
 create or replace function app_private.hub_card_events_since_cursor(p_hub_id uuid, p_post_id uuid, p_blocks uuid[], p_snapshot timestamptz,
   p_after_at timestamptz, p_after_id uuid)
   returns setof app.activity_events
@@ -274,6 +273,7 @@ $$;
 comment on function app_private.hub_card_events_since_cursor(uuid, uuid, uuid[], timestamp with time zone, timestamp with time zone, uuid) is
   'The hub shares of one hub-feed card at or after the cursor. Used by app_private.feed_page for GET /hubs/{hubId}/feed.';
 
+-- Hub feed of p_subject: posts targeted or shared into the hub, newest placement first.
 create or replace function app_private.hub_events(p_subject uuid, p_viewer uuid, p_blocks uuid[], p_after_at timestamptz,
   p_after_id uuid, p_window int)
   returns table (src int, post_id uuid, at timestamptz, context app.feed_context, visibility app.post_visibility)
@@ -412,7 +412,7 @@ create or replace function app_private.followees_of(p_viewer uuid)
   language sql stable
   as $$ select f.followee_id from app.follows f where f.follower_id = p_viewer $$;
 comment on function app_private.followees_of(uuid) is
-  'The users p_viewer follows, as a set. Used by the Home readers (home_sources, home_card_events_since_cursor) for GET /posts.';
+  'The users p_viewer follows, as a set. Used by the Home readers (home_events, home_card_events_since_cursor) for GET /posts.';
 
 -- Internal tooling (app_admin) lists them; it adds and removes through the two functions below,
 -- which only app_admin may execute. No other API role has any privilege.

@@ -673,7 +673,7 @@ create or replace function app_private.co_members_of(p_hubs uuid[], p_viewer uui
   language sql stable
   as $$ select m.user_id from app.hub_memberships m where m.hub_id = any (p_hubs) and m.user_id <> p_viewer $$;
 comment on function app_private.co_members_of(uuid[], uuid) is
-  'The co-members of a viewer, given the viewer''s active hubs. Used by the home feed''s functions app_private.home_later and app_private.home_events (GET /posts).';
+  'The co-members of a viewer, given the viewer''s active hubs. Used by the home feed''s functions app_private.home_card_events_since_cursor and app_private.home_events (GET /posts).';
 
 -- Active membership (0030/0033): a membership row, and the member is Hub-ready (level 4).
 create or replace function app_private.active_member(p_hub_id uuid, p_user_id uuid)
@@ -751,7 +751,7 @@ $$;
 comment on function app_private.hub_name_words_sync() is
   'Keeps app.hub_name_words equal to the words of the hub''s name, in the statement that writes the name (POST /hubs, PATCH /hubs/{hubId}). Runs from the triggers hubs_name_words_insert and hubs_name_words_update.';
 
--- Sets every hub's words from the names: the backfill below, and the repair after a bulk load
+-- Sets every hub's words from the names: the repair after a bulk load
 -- made with triggers off (the scale benchmark calls every app_private.rebuild_*).
 create or replace function app_private.rebuild_hub_name_words()
   returns void

@@ -135,8 +135,8 @@ comment on function app_private.queue_hub_fanout(uuid, app.notification_type, te
   'Queues the worker task hub_notification_fanout for a hub notification to its members (an audience, the recipients to skip, the actor, the post): called by the hub actions that notify members (posting into a hub, joining, invitations, join requests).';
 
 -- The fan-out (worker/tasks/hub-notification-fanout.ts): one set-based insert over the hub's
--- current members, skipping every recipient this fan-out's key already reached. A payload queued
--- before this migration has no key and inserts as before.
+-- current members, skipping every recipient this fan-out's key already reached. A payload without
+-- a key (queued by an older version) inserts as before.
 create or replace function app_private.fan_out_hub_notification(p_payload jsonb)
   returns int
   language plpgsql volatile security definer
@@ -252,7 +252,7 @@ create or replace function app_private.notification_visible(p_notification app.n
                                    coalesce(p_notification.hub_id, p_notification.post_id), p_user_id)
 $$;
 comment on function app_private.notification_visible(app.notifications, uuid) is
-  'The notification rule: the recipient''s own row whose scope is visible to them now (a hub row while an active member; a post row while the post is visible). Inlined by app.notification_visible_to, the live batch, the unread counts and the pages.';
+  'The notification rule: the recipient''s own row whose scope is visible to them now (a hub row while an active member; a post row while the post is visible). Inlined by app.notification_visible_to, the live batch and the pages.';
 
 -- The scope kind of a row: 'h' hub row, 'r' global post_reposted row, 'g' any other global row.
 create or replace function app_private.notification_scope_kind(p_type app.notification_type, p_hub_id uuid)
@@ -262,7 +262,7 @@ create or replace function app_private.notification_scope_kind(p_type app.notifi
   select case when p_hub_id is not null then 'h' when p_type = 'post_reposted' then 'r' else 'g' end::"char"
 $$;
 comment on function app_private.notification_scope_kind(app.notification_type, uuid) is
-  'The scope kind of a row for counting: ''h'' a hub row, ''r'' a global post_reposted row, ''g'' any other global row. Used by app_private.unread_bucket.';
+  'The scope kind of a row for counting: ''h'' a hub row, ''r'' a global post_reposted row, ''g'' any other global row. Used by app_private.unread_bucket and app_private.notification_visible.';
 
 -- The counting bucket of a row now: its scope (0200), with global post_reposted rows of a repost
 -- visible to everyone counted in 'g'. An 'r' row without a post_id (it fails closed) is counted

@@ -20,7 +20,9 @@ grant execute on function app.is_member_of_post_target(uuid, uuid) to app_anonym
 
 -- The one rule of post visibility (spec 2.3 rule 14, 2.8; contract section 5 blocks): not deleted,
 -- the author not blocked with the viewer either way, and public or public_hub, or the viewer is the
--- author or an active member of a hub the post was targeted to. A plain SQL function, so the
+-- author or a member of a hub the post was targeted to (app.is_member_of_post_target: a
+-- membership, which only an account at level 4 holds; only the purge takes an account below it, and
+-- it removes the memberships too). A plain SQL function, so the
 -- planner inlines it into the policy below (no per-row call); app.can_see_post applies it to one
 -- post inside stored functions.
 create or replace function app.post_visible_to(p_post app.posts, p_viewer uuid, p_block_list uuid[])

@@ -178,7 +178,8 @@ comment on function app_private.plan_pushes(integer, integer) is 'The push plann
 grant execute on function app_private.plan_pushes(integer, integer) to app_worker;
 
 -- Claims up to p_limit due deliveries for p_lease_seconds and answers those to send now, with what
--- the message needs. Deliveries that may no longer be sent (see above) are closed as skipped.
+-- the message needs. Deliveries that may no longer be sent (the session ended, the notification is no longer
+-- visible or already read) are closed as skipped.
 create or replace function app_private.claim_pushes(p_limit int, p_lease_seconds int)
   returns table (delivery_id bigint, device_id uuid, attempt int, token text, platform text, notification_id uuid, type app.notification_type,
                  post_id uuid, hub_id uuid, badge bigint, written_at timestamptz)
@@ -229,7 +230,7 @@ $$;
 comment on function app_private.claim_pushes(integer, integer) is 'The push claimer: leases up to p_limit due deliveries (retries, and those the planner had no room for, or whose lease ran out with a dead worker) with SKIP LOCKED, closes as skipped those that may no longer be sent, and returns the rest with what the message needs. Called every 200 ms by the push worker (worker/push/pusher.ts).';
 grant execute on function app_private.claim_pushes(integer, integer) to app_worker;
 
--- The outcomes of sent messages (see above). p_retry_ms holds the wait before the next try of each
+-- The outcomes of sent messages (sent, to retry, given up, failed, released after a 401). p_retry_ms holds the wait before the next try of each
 -- p_retry delivery, in the same order; p_release_ms the pause after a 401.
 create or replace function app_private.record_pushes(p_sent bigint[], p_retry bigint[], p_retry_ms int[], p_given_up bigint[],
   p_failed bigint[], p_released bigint[], p_release_ms int, p_dead_devices uuid[])

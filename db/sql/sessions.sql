@@ -148,7 +148,8 @@ comment on function app.logout(bytea, boolean) is
   'POST /auth/logout: revokes the session of the submitted refresh token when it is one of the caller''s, or every session of the caller with p_all_devices; answers the revoked session ids (their open streams are closed).';
 grant execute on function app.logout(bytea, boolean) to app_user;
 
--- The doors: same names, signatures and grants; each is the rule above. PL/pgSQL, so the statement
+-- The doors: same names, signatures and grants; each applies a rule of this file
+-- (app_private.user_level, session_level). PL/pgSQL, so the statement
 -- holding the inlined rule keeps its plan for the connection.
 create or replace function app.user_access_level(p_user_id uuid)
   returns int
@@ -156,7 +157,7 @@ create or replace function app.user_access_level(p_user_id uuid)
   set search_path = pg_catalog
   as $$ begin return (select l.level from app_private.user_level(p_user_id) l); end $$;
 comment on function app.user_access_level(uuid) is
-  'A user''s access level (contract section 2): app_private.user_level behind a PL/pgSQL door whose plan stays per connection. Used where a user''s level is checked by id (hub invitations, member rules).';
+  'A user''s access level (contract section 2): app_private.user_level behind a PL/pgSQL door whose plan stays per connection. Used by app.viewer_has_level, app.require_level and app.session_user.';
 
 create or replace function app.session_access_level(p_session_id uuid, p_user_id uuid)
   returns int
@@ -290,7 +291,7 @@ comment on function app.verify_otp(text, bytea, bytea) is
 grant execute on function app.verify_otp(text, bytea, bytea) to app_anonymous;
 
 -- An anonymous session never brings back a deleted anonymous account: the device gets a new one
--- (the deleted one is purged on schedule). Otherwise as 0246 left it.
+-- (the deleted one is purged on schedule).
 create or replace function app.anonymous_session(p_device_id text, p_refresh_hash bytea, out user_id uuid, out session_id uuid)
   returns record
   language plpgsql security definer
@@ -477,7 +478,7 @@ begin
 end
 $$;
 comment on function app_private.consume_sliding_limit(text, integer, interval) is
-  'The sliding-window limit itself: counts a hit for a key when fewer than p_limit fall in the window, else answers the seconds to wait. Used by app.consume_address_limit.';
+  'The sliding-window limit itself: counts a hit for a key when fewer than p_limit fall in the window, else answers the seconds to wait. Used by app.consume_address_limit, app.request_otp and app.consume_write_limit.';
 
 -- One request of a client address to a limited sign-in endpoint (replaces 0095's version): the
 -- address is keyed by app_private.client_address_key.

@@ -156,8 +156,8 @@ comment on function app.handle_availability(text) is
 grant execute on function app.handle_availability(text) to app_user;
 
 -- The block rule in one place: the viewer's block list (used by the post, comment, user and
--- follow policies) is app.user_block_list (0100, used by live delivery for each recipient) applied
--- to the viewer. 0105 had restated the rule's query here when it moved the helpers to PL/pgSQL.
+-- follow policies) is app.user_block_list applied to the viewer; its query is app_private.block_list,
+-- which live delivery also reads for each recipient.
 create or replace function app.viewer_block_list()
   returns uuid[]
   language plpgsql stable security definer
@@ -456,7 +456,7 @@ $$;
 comment on function app_private.user_name_words_sync() is
   'Keeps app.user_name_words equal to the words of the user''s full name, in the statement that writes the name (onboarding, PATCH /users/me/profile, a merge, tooling). Runs from the triggers users_name_words_insert and users_name_words_update.';
 
--- Sets every user's words from the names: the backfill below, and the repair after a bulk load made
+-- Sets every user's words from the names: the repair after a bulk load made
 -- with triggers off (the scale benchmark calls every app_private.rebuild_*).
 create or replace function app_private.rebuild_user_name_words()
   returns void

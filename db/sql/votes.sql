@@ -206,7 +206,8 @@ comment on function app_private.post_hubs_seed_vote_counters() is
   'Trigger function: the hub counter rows of a slider post placed in a hub (trigger post_hubs_seed_vote_counters; POST /posts with hubs, POST /posts/{postId}/share/hubs).';
 
 -- Two branches, one per kind of scope; the one that does not apply is cut off by its constant
--- test (a hub branch with a null p_hub_id matches nothing). Plain SQL: still inlined where used.
+-- test (a hub branch with a null p_hub_id matches nothing). Called, not inlined (its subqueries keep
+-- PostgreSQL from inlining a scalar SQL function).
 create or replace function app_private.sealed_tally(p_post_id uuid, p_hub_id uuid)
   returns jsonb
   language sql stable
@@ -224,7 +225,7 @@ create or replace function app_private.sealed_tally(p_post_id uuid, p_hub_id uui
                          select b.* from app_private.sealed_ballots b where b.post_id = p_post_id and b.hub_id = p_hub_id) b), '[]'))
 $$;
 comment on function app_private.sealed_tally(uuid, uuid) is
-  'A scope''s tally as stored: counter sums and the pending ballots still sealed (the API opens them). Inlined into app.cast_vote (the tally before the vote) and app.vote_tally.';
+  'A scope''s tally as stored: counter sums and the pending ballots still sealed (the API opens them). Called by app.cast_vote (the tally before the vote) and app.vote_tally.';
 
 -- When a scope's pending ballots are a batch for the tallier: at least p_batch of them, and never
 -- fewer than two (one ballot alone would be its voter's position). The tallier reads and deletes
