@@ -13623,7 +13623,6 @@ GRANT ALL ON FUNCTION app.dismiss_report(p_report_id uuid) TO app_admin;
 REVOKE ALL ON FUNCTION app.fail(code text) FROM PUBLIC;
 GRANT ALL ON FUNCTION app.fail(code text) TO app_anonymous;
 GRANT ALL ON FUNCTION app.fail(code text) TO app_admin;
-GRANT ALL ON FUNCTION app.fail(code text) TO app_worker;
 
 
 --
@@ -13656,7 +13655,6 @@ GRANT ALL ON FUNCTION app.home_feed(p_snapshot timestamp with time zone, p_after
 
 REVOKE ALL ON FUNCTION app.hub_active_users(p_hub_id uuid) FROM PUBLIC;
 GRANT ALL ON FUNCTION app.hub_active_users(p_hub_id uuid) TO app_user;
-GRANT ALL ON FUNCTION app.hub_active_users(p_hub_id uuid) TO app_admin;
 
 
 --
@@ -13819,7 +13817,6 @@ GRANT ALL ON FUNCTION app.invite_to_hub(p_hub_id uuid, p_phones text[]) TO app_u
 
 REVOKE ALL ON FUNCTION app.is_active_member(p_hub_id uuid, p_user_id uuid) FROM PUBLIC;
 GRANT ALL ON FUNCTION app.is_active_member(p_hub_id uuid, p_user_id uuid) TO app_user;
-GRANT ALL ON FUNCTION app.is_active_member(p_hub_id uuid, p_user_id uuid) TO app_admin;
 
 
 --
@@ -13875,7 +13872,6 @@ GRANT ALL ON FUNCTION app.my_hub_page(p_before_at timestamp with time zone, p_be
 
 REVOKE ALL ON FUNCTION app.name_words_match(p_name text, p_query text) FROM PUBLIC;
 GRANT ALL ON FUNCTION app.name_words_match(p_name text, p_query text) TO app_anonymous;
-GRANT ALL ON FUNCTION app.name_words_match(p_name text, p_query text) TO app_admin;
 
 
 --
@@ -14463,7 +14459,6 @@ GRANT ALL ON FUNCTION app.user_id_by_handle(p_handle text) TO app_admin;
 
 REVOKE ALL ON FUNCTION app.user_matches(p_username text, p_full_name text, p_query text) FROM PUBLIC;
 GRANT ALL ON FUNCTION app.user_matches(p_username text, p_full_name text, p_query text) TO app_anonymous;
-GRANT ALL ON FUNCTION app.user_matches(p_username text, p_full_name text, p_query text) TO app_admin;
 
 
 --
@@ -14488,7 +14483,6 @@ GRANT ALL ON FUNCTION app.verify_otp(p_phone text, p_code_hash bytea, p_refresh_
 
 REVOKE ALL ON FUNCTION app.viewer_active_hub_ids() FROM PUBLIC;
 GRANT ALL ON FUNCTION app.viewer_active_hub_ids() TO app_user;
-GRANT ALL ON FUNCTION app.viewer_active_hub_ids() TO app_admin;
 
 
 --
@@ -14497,7 +14491,6 @@ GRANT ALL ON FUNCTION app.viewer_active_hub_ids() TO app_admin;
 
 REVOKE ALL ON FUNCTION app.viewer_admin_hub_ids() FROM PUBLIC;
 GRANT ALL ON FUNCTION app.viewer_admin_hub_ids() TO app_user;
-GRANT ALL ON FUNCTION app.viewer_admin_hub_ids() TO app_admin;
 
 
 --
@@ -14522,7 +14515,6 @@ GRANT ALL ON FUNCTION app.viewer_follows(p_user_id uuid) TO app_anonymous;
 
 REVOKE ALL ON FUNCTION app.viewer_has_level(p_level integer) FROM PUBLIC;
 GRANT ALL ON FUNCTION app.viewer_has_level(p_level integer) TO app_anonymous;
-GRANT ALL ON FUNCTION app.viewer_has_level(p_level integer) TO app_admin;
 
 
 --
@@ -14548,7 +14540,6 @@ GRANT ALL ON FUNCTION app.viewer_hub_status(p_hub_id uuid) TO app_user;
 REVOKE ALL ON FUNCTION app.viewer_id() FROM PUBLIC;
 GRANT ALL ON FUNCTION app.viewer_id() TO app_anonymous;
 GRANT ALL ON FUNCTION app.viewer_id() TO app_admin;
-GRANT ALL ON FUNCTION app.viewer_id() TO app_worker;
 
 
 --
@@ -14573,8 +14564,6 @@ GRANT ALL ON FUNCTION app.viewer_session_gate(p_required integer) TO app_user;
 
 REVOKE ALL ON FUNCTION app.viewer_session_id() FROM PUBLIC;
 GRANT ALL ON FUNCTION app.viewer_session_id() TO app_anonymous;
-GRANT ALL ON FUNCTION app.viewer_session_id() TO app_admin;
-GRANT ALL ON FUNCTION app.viewer_session_id() TO app_worker;
 
 
 --
@@ -16530,13 +16519,6 @@ GRANT SELECT(custom_link) ON TABLE app.hubs TO app_anonymous;
 
 GRANT UPDATE(is_recommended) ON TABLE app.hubs TO app_admin;
 GRANT SELECT(is_recommended) ON TABLE app.hubs TO app_anonymous;
-
-
---
--- Name: COLUMN hubs.last_activity_at; Type: ACL; Schema: app; Owner: -
---
-
-GRANT SELECT(last_activity_at) ON TABLE app.hubs TO app_anonymous;
 
 
 --

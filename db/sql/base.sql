@@ -20,7 +20,6 @@ comment on function app.fail(text) is
   'Raises an API error by its catalog code (SQLSTATE P0001, message the code; server/http/catalog.ts maps it to the HTTP answer). Every function of every domain fails through it; catalog-lints.test.ts holds the codes to the catalog.';
 grant execute on function app.fail(text) to app_anonymous;
 grant execute on function app.fail(text) to app_admin;
-grant execute on function app.fail(text) to app_worker;
 
 -- Readiness (GET /readyz, contract 11): the API process compares the migrations it ships with the
 -- ones applied to its database. The runner's table (public.pgmigrations) belongs to the owner and no

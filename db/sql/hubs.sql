@@ -14,7 +14,6 @@ $$;
 comment on function app.viewer_active_hub_ids() is
   'The hubs the viewer is an active member of (a membership, and the viewer at access level 4), as one array. Used by the discussion, saved-discussion, invitation and post placement select policies, app.hub_discussion_thread, app.hub_discussion_author and app_private.feed_page.';
 grant execute on function app.viewer_active_hub_ids() to app_user;
-grant execute on function app.viewer_active_hub_ids() to app_admin;
 
 create or replace function app.viewer_admin_hub_ids()
   returns uuid[]
@@ -29,7 +28,6 @@ $$;
 comment on function app.viewer_admin_hub_ids() is
   'The hubs the viewer administers (admin or super_admin, at access level 4). Used by the policies hub_invite_links_select_admin and hub_join_requests_select (GET /hubs/{hubId}/join-requests).';
 grant execute on function app.viewer_admin_hub_ids() to app_user;
-grant execute on function app.viewer_admin_hub_ids() to app_admin;
 
 -- Had no caller but a test (the policies ask app.viewer_shares_hub_with per row): dropped.
 drop function if exists app.viewer_co_member_ids();
@@ -42,7 +40,6 @@ create or replace function app.is_active_member(p_hub_id uuid, p_user_id uuid)
 comment on function app.is_active_member(uuid, uuid) is
   'Whether a user is an active member of a hub (app_private.active_member: a membership, and the user at access level 4). Used by app.cast_vote, app.hub_feed, app.create_repost, app.hub_discussion_author and the post visibility helpers app_private.repost_visible and app_private.scope_visible.';
 grant execute on function app.is_active_member(uuid, uuid) to app_user;
-grant execute on function app.is_active_member(uuid, uuid) to app_admin;
 
 -- activeUsers24h (GET /hubs/{hubId}, every row of GET /search/hubs) counted every member active in
 -- the hub's last day on every read: 100,000 active members, 100,000 index entries per hub card.
@@ -63,7 +60,6 @@ $$;
 comment on function app.hub_active_users(uuid) is
   'The activeUsers24h of a hub: members active in its last 24 hours, counted up to 1,000 (1,000 means at least 1,000), at a bounded cost. Read by GET /hubs/{hubId}, PATCH /hubs/{hubId} and GET /search/hubs.';
 grant execute on function app.hub_active_users(uuid) to app_user;
-grant execute on function app.hub_active_users(uuid) to app_admin;
 
 -- Hubs the Hub-ready viewer is related to: active member, invited (pending, unexpired invitation)
 -- or pending admin approval. Such viewers may look at the hub's member list (dark for the latter two).
@@ -1071,7 +1067,9 @@ comment on policy hubs_update_recommended_admin on app.hubs is
 
 grant select on app.hubs to app_admin;
 grant update (is_recommended) on app.hubs to app_admin;
-grant select (id, name, description, profile_asset_id, custom_link, is_recommended, last_activity_at) on app.hubs to app_anonymous;
+-- Not last_activity_at: the time of the hub's activity before per-member activity rows, never
+-- written since; the latest activity is app.hub_last_activity_at (read by REST's hub cards).
+grant select (id, name, description, profile_asset_id, custom_link, is_recommended) on app.hubs to app_anonymous;
 
 create trigger hub_invitations_list_entry after insert or delete or update of status, hub_id, invitee_id, expires_at on app.hub_invitations
   for each row execute function app_private.hub_list_relation_changed('invitee_id');

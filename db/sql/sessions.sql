@@ -11,7 +11,6 @@ comment on function app.viewer_id() is
   'The viewer of the transaction (app.user_id, set by db/viewer.ts with set_config(..., true)); null when anonymous. Read by every policy and function that acts for the viewer.';
 grant execute on function app.viewer_id() to app_anonymous;
 grant execute on function app.viewer_id() to app_admin;
-grant execute on function app.viewer_id() to app_worker;
 
 create or replace function app.viewer_session_id() returns uuid
   language sql stable parallel safe
@@ -19,8 +18,6 @@ create or replace function app.viewer_session_id() returns uuid
 comment on function app.viewer_session_id() is
   'The session of the transaction (app.session_id, set by db/viewer.ts); null when anonymous. Read by the session check (app.viewer_session_gate) and by what acts on the current session (logout, push devices).';
 grant execute on function app.viewer_session_id() to app_anonymous;
-grant execute on function app.viewer_session_id() to app_admin;
-grant execute on function app.viewer_session_id() to app_worker;
 
 -- Every sign-in goes through start_session (OTP, identity provider, anonymous session): a suspended
 -- account is refused (ACCOUNT_SUSPENDED; a suspension past its end is lifted here), and an account
@@ -176,7 +173,6 @@ create or replace function app.viewer_has_level(p_level int)
 comment on function app.viewer_has_level(integer) is
   'Whether the viewer''s account is at a level: used by policies and readers that show more to a user at level 4 (hub membership lists, feeds).';
 grant execute on function app.viewer_has_level(integer) to app_anonymous;
-grant execute on function app.viewer_has_level(integer) to app_admin;
 
 -- Issues a code for a phone (replaces 0010's version). Returns 0 when the code was stored, or the
 -- seconds to wait: while the previous code is younger than 60 s, or when the phone already got 10

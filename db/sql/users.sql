@@ -294,7 +294,6 @@ $$;
 comment on function app.name_words_match(text, text) is
   'Whether a word of a name starts with a normalised query; inlined, so the trigram index on app.search_text(name) serves it. Used by GET /search/users, GET /search/hubs and app.user_matches.';
 grant execute on function app.name_words_match(text, text) to app_anonymous;
-grant execute on function app.name_words_match(text, text) to app_admin;
 
 -- Whether a user matches a normalised query (no leading @): the handle starts with it, or a word
 -- of the name does.
@@ -308,7 +307,6 @@ $$;
 comment on function app.user_matches(text, text, text) is
   'Whether a user matches a normalised query: the handle starts with it, or a word of the name does. Used by the q filter of GET /users/{userId}/followers, GET /users/{userId}/following and GET /hubs/{hubId}/members.';
 grant execute on function app.user_matches(text, text, text) to app_anonymous;
-grant execute on function app.user_matches(text, text, text) to app_admin;
 
 -- Blocks made by or against the source apply to the target from now on.
 create or replace function app_private.merge_blocks(p_source uuid, p_target uuid)
