@@ -12,7 +12,7 @@ import type { StatementPrelude } from './statement-prelude.ts';
 import { rollbackAndRelease, type Opening } from './transaction-opening.ts';
 import type { Viewer } from './viewer.ts';
 
-/** Whether a session check refused the session (app.session_gate's 401): the request is then anonymous. */
+/** Whether a session check refused the session (app.viewer_session_gate's 401): the request is then anonymous. */
 export const refusesSession = (error: unknown): boolean => (error as { message?: string }).message === 'UNAUTHORIZED';
 
 /**

@@ -2,7 +2,7 @@
 // token opens it at once together with the session check, in one round trip:
 //   begin; set role + app.user_id + app.session_id; select app.session_access_level(...)
 // or, when its endpoint allows (deferSession), defers that check to its first statement: the
-// opening, the check (app.session_gate, which raises 401/403 codes) and the statement travel in
+// opening, the check (app.viewer_session_gate, which raises 401/403 codes) and the statement travel in
 // one pipeline. A request's last statement can travel with the commit (queryAndCommit, on the
 // pipelined API pool), or the whole transaction is one batch with a single Sync
 // (db/single-sync.ts): a vote is one round trip and one answer in all. Requests that never touch
@@ -63,7 +63,7 @@ export class RequestTransaction {
 
   /**
    * Takes a signed-in viewer whose session is checked with the request's first statement, in the
-   * same round trip: the opening runs app.session_gate, which raises UNAUTHORIZED when the session
+   * same round trip: the opening runs app.viewer_session_gate, which raises UNAUTHORIZED when the session
    * is not live and the 403 code of the first missing level below `level`; the transaction is then
    * aborted, so the statements behind it change nothing, and the gate's error is thrown.
    */
@@ -110,7 +110,7 @@ export class RequestTransaction {
    * opening, the statement and `commit` are pipelined (last-statement.ts).
    *
    * `statementGateLevel`: the level at which the statement checks the transaction's own session
-   * itself, first (app.session_gate on app.viewer_session_id(), as app.cast_vote does), so a
+   * itself, first (app.viewer_session_gate, as app.cast_vote does), so a
    * deferred session check is not sent as a statement of its own. It must cover the deferred level.
    */
   async queryAndCommit<R extends pg.QueryResultRow = pg.QueryResultRow>(

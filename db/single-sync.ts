@@ -1,6 +1,6 @@
 // A request's whole transaction as one extended-protocol batch with a single Sync: the
 // viewer's settings (db/viewer.ts), the deferred session check when there is one
-// (app.session_gate, as RequestTransaction.deferSession sends it) and one statement, all named
+// (app.viewer_session_gate, as RequestTransaction.deferSession sends it) and one statement, all named
 // prepared statements of the connection: Parse (first use only), Bind, Execute each, one Sync.
 // PostgreSQL runs the messages before a Sync as one implicit transaction, committed at the Sync
 // and rolled back when a statement fails (the rest up to the Sync is skipped). So no `begin` or

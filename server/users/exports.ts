@@ -1,13 +1,14 @@
 // Data export (contract 13): POST /users/me/exports and GET /users/me/exports/{exportId}. The
-// archive (what it holds, never a vote position) and the 24-hour rule live in migrations/frozen/0263; the
-// worker task export_account writes it; this module shapes and signs the 15-minute URL.
+// archive (what it holds, never a vote position) and the 24-hour rule live in db/sql/accounts.sql
+// (app.request_data_export, app.data_export); the worker task export_account writes it; this module
+// shapes and signs the 15-minute URL.
 import { z } from 'zod';
 import { endpoint } from '../http/endpoint.ts';
 import { ApiError } from '../http/errors.ts';
 
 const tag = 'Users';
 /** How long the archive's signed URL works. */
-export const exportUrlSeconds = 15 * 60;
+const exportUrlSeconds = 15 * 60;
 
 const exportStatus = z.enum(['pending', 'ready', 'failed']);
 
@@ -31,8 +32,9 @@ export const exportEndpoints = [
     errors: ['RATE_LIMITED'],
     response: z.object({ exportId: z.string(), status: z.literal('pending') }),
     async handler({ tx }) {
-      const { rows } = await tx.query<{ export_id: string }>('select export_id from app.request_data_export()');
-      return { exportId: (rows[0] as { export_id: string }).export_id, status: 'pending' as const };
+      const { rows } = await tx.query<{ export_id: string; status: 'pending' }>('select export_id, status from app.request_data_export()');
+      const row = rows[0] as { export_id: string; status: 'pending' };
+      return { exportId: row.export_id, status: row.status };
     },
   }),
 
@@ -53,7 +55,7 @@ export const exportEndpoints = [
       expiresAt: z.string().optional().describe('When url stops working (ISO-8601 UTC); present with url.'),
     }),
     async handler({ params, tx, services: { storage } }) {
-      const { rows } = await tx.query<{ id: string; status: 'pending' | 'ready' | 'failed'; object_key: string | null }>(
+      const { rows } = await tx.query<{ id: string; status: z.infer<typeof exportStatus>; object_key: string | null }>(
         'select id, status, object_key from app.data_export($1)',
         [params.exportId],
       );

@@ -41,9 +41,11 @@ const postScopes = new Map<string, string[]>();
 const voterScopes = new Map<string, string[] | null>();
 const scopesMax = 10_000;
 
-function remember<T>(memory: Map<string, T>, key: string, value: T): void {
-  setBounded(memory, key, value, scopesMax);
-}
+/** Hub ids of both lists, once each, sorted. */
+const union = (a: readonly string[], b: readonly string[]) => [...new Set([...a, ...b])].sort();
+
+/** The level a vote needs (profile basics), checked by app.cast_vote itself, first. */
+const voteLevel = 2;
 
 interface CastVote {
   voted_at: Date;
@@ -61,29 +63,29 @@ async function castSealed(tx: RequestTransaction, services: Services, viewer: Vi
   const { pools, ballots, metrics, config } = services;
   const batch = config.ballotBatch;
   const voter = viewer.userId as string;
-  let hubs = [...new Set([...(postScopes.get(postId) ?? []), ...(voterScopes.get(voter) ?? [])])].sort();
+  let hubs = union(postScopes.get(postId) ?? [], voterScopes.get(voter) ?? []);
   for (let attempt = 0; ; attempt++) {
     const hex = (hubId: string | null) => ballots.seal(postId, hubId, position).toString('hex');
     const params = [postId, ballots.keyId, hex(null), `{${hubs.join(',')}}`, `{${hubs.map(hex).join(',')}}`, String(batch)];
+    // A retry is a transaction of its own; app.cast_vote checks its session (queryAndCommit's level).
     const transaction = attempt === 0 ? tx : new RequestTransaction(pools.api, viewer);
-    if (attempt > 0) transaction.deferSession(viewer, 2);
     try {
       const { rows } = await transaction.queryAndCommit<CastVote>(
         'select voted_at, hub_ids, global_tally, voter_hub_ids from app.cast_vote($1, $2, $3, $4, $5, $6)',
         params,
         'cast_vote',
-        2, // cast_vote checks the session itself, first (migrations/frozen/0170)
+        voteLevel, // app.cast_vote checks the session itself, first (db/sql/votes.sql)
       );
       const vote = rows[0] as CastVote;
-      remember(voterScopes, voter, vote.voter_hub_ids);
+      setBounded(voterScopes, voter, vote.voter_hub_ids, scopesMax);
       return vote;
     } catch (error) {
       const { code, detail } = error as { code?: string; detail?: string };
       if (code !== 'OBS01' || attempt >= 3) throw error;
       const missing = (detail ?? '').split(',').filter(Boolean);
       // The post remembers the hubs it was missing (not the voter's: those are the voter's entry).
-      remember(postScopes, postId, [...new Set([...(postScopes.get(postId) ?? []), ...missing])].sort());
-      hubs = [...new Set([...hubs, ...missing])].sort();
+      setBounded(postScopes, postId, union(postScopes.get(postId) ?? [], missing), scopesMax);
+      hubs = union(hubs, missing);
       metrics.votes.resealed();
     }
   }
@@ -100,7 +102,7 @@ export const voteEndpoints = [
       'pool and in every hub pool where the post is already targeted or shared and the voter is an active member, evaluated ' +
       'now (no backfill). hubVoteScope is null when only the global pool counted, else { hubIds }. Votes are final.',
     auth: 'bearer',
-    level: 2,
+    level: voteLevel,
     sessionCheckWithFirstStatement: true,
     status: 201,
     ids,

@@ -234,7 +234,7 @@ describe('suspending a user', () => {
 
 describe('removing a hub', () => {
   it('hides it from everyone, ends its memberships and resolves its reports', async () => {
-    const [owner, member, reporter, invitee, requester, linkUser] = await Promise.all([4, 4, 4, 4, 4, 4].map((level) => userAtLevel(app, level)));
+    const [owner, member, reporter, invitee, requester, linkUser] = await Promise.all(Array.from({ length: 6 }, () => userAtLevel(app, 4))) as [TestUser, TestUser, TestUser, TestUser, TestUser, TestUser];
     const hub = await createHub(app, owner);
     await addMember(app, hub, member);
     await invite(app, hub, owner, invitee);
