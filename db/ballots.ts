@@ -1,4 +1,4 @@
-// Sealed ballots (contract 7 "Vote anonymity", design.md "Votes stay anonymous", migrations/frozen/0290).
+// Sealed ballots (contract 7 "Vote anonymity", design.md "Votes stay anonymous", db/sql/votes.sql).
 // A vote's position exists in the clear only in this process: it is sealed here with AES-256-GCM
 // under BALLOT_KEY (which the database never sees), a fresh 12-byte nonce per ballot, and the post
 // and scope bound as associated data, so a sealed ballot opens only as a vote on that post in that

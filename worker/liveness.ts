@@ -5,7 +5,7 @@
 // database before any of its workers takes a job (the `startWorker` hook runs before a worker's
 // first fetch), and beats every `deadAfterSeconds / 5`; each beat also takes back, with
 // graphile-worker's own force_unlock_workers, the jobs of workers silent for `deadAfterSeconds`
-// (app_private.worker_heartbeat, migrations/frozen/0248). A worker that stops cleanly forgets itself.
+// (app_private.worker_heartbeat, db/sql/worker.sql). A worker that stops cleanly forgets itself.
 import type { WorkerPool } from 'graphile-worker';
 import type pg from 'pg';
 import type { Log, OutageLog } from '../logger.ts';

@@ -14,7 +14,7 @@ const tag = 'Auth';
 
 /**
  * One request of the client address (req.ip: see TRUST_PROXY) to a sign-in endpoint limited per
- * address in the database (migrations/frozen/0095): 429 once it made 30 in the last 5 minutes.
+ * address in the database (db/sql/sessions.sql): 429 once it made 30 in the last 5 minutes.
  */
 async function requireAddressAllowance(tx: RequestTransaction, bucket: 'otp_request' | 'anonymous_session', req: Request): Promise<void> {
   const address = req.ip ?? req.socket.remoteAddress ?? 'unknown';

@@ -1,6 +1,6 @@
 // Hub discussions (spec 2.5, part 6; contract section 8): the discussions of a hub, their messages
 // in one-level threads, and saving them. Active members of the hub only; the discussion check
-// (app.hub_discussion_thread) and the row policies live in migrations/frozen/0080-0082.
+// (app.hub_discussion_thread) and the row policies live in db/sql/discussions.sql.
 import { z } from 'zod';
 import type { RequestTransaction } from '../../db/request-transaction.ts';
 import { endpoint } from '../http/endpoint.ts';

@@ -1,4 +1,4 @@
-// One page of a feed (contract section 7 "Feeds"): the feed functions of migrations/frozen/0071_feeds.sql
+// One page of a feed (contract section 7 "Feeds"): the feed functions of db/sql/feeds.sql
 // choose the frames (one card per frame at its newest event this viewer may see now), the card
 // query shapes them. The cursor holds the snapshot time of the first page and the (time, post id)
 // of the last card, so pages neither repeat nor skip a card while posts are being added.

@@ -1,6 +1,6 @@
 // /notifications: the list, the unread count, mark-read, and the live stream (spec 2.7, 4.7, 6.3;
-// contract section 9). Which rows a user sees is the policy of migrations/frozen/0019 (through
-// app.notification_visible_to), and rows are read through app.notification_rows (0020) as the
+// contract section 9). Which rows a user sees is the policy of db/sql/notifications.sql (through
+// app.notification_visible_to), and rows are read through app.notification_rows as the
 // viewer, like the live stream does; no handler here filters visibility itself.
 import { z } from 'zod';
 import { maintainedCount } from '../http/counts.ts';
@@ -45,7 +45,7 @@ const unreadCounts = z.object({
     .describe('Per hub the viewer is an active member of, its unread rows; only hubs with unread rows, in no particular order.'),
 });
 
-/** The viewer's badges, from the counters of migrations/frozen/0201 read through the visibility rules (app.unread_counts). */
+/** The viewer's badges, from the counters of db/sql/notifications.sql read through the visibility rules (app.unread_counts). */
 async function readUnreadCounts(tx: RequestTransaction): Promise<z.input<typeof unreadCounts>> {
   const { rows } = await tx.query<{ hub_id: string | null; unread: number }>('select hub_id, unread from app.unread_counts()');
   const hubs = rows.filter((row) => row.hub_id !== null).map((row) => ({ hubId: row.hub_id as string, unreadCount: row.unread }));
@@ -70,7 +70,7 @@ export const notificationEndpoints = [
     response: pageSchema(notification).extend({ unreadCount: maintainedCount('unread notifications the viewer may see now (the app-icon badge)') }),
     async handler({ query, tx, services: { storage } }) {
       const [beforeUs, beforeId] = (query.cursor ?? [null, null]) as [number | null, string | null];
-      // The page's ids come from app.notification_page (migrations/frozen/0202: one index range per scope
+      // The page's ids come from app.notification_page (db/sql/notifications.sql: one index range per scope
       // the viewer may see), the rows from app.notification_rows as the viewer, under the policy.
       const { rows } = await tx.query<NotificationRow & { created_us: number }>(
         `select r.*, ${micros('r.created_at')} as created_us

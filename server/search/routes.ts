@@ -13,7 +13,7 @@ const tag = 'Search';
 // of users (docs/performance.md): 0 the exact handle (users_username_key), 1 other handles with the
 // query as prefix, by handle (users_username_prefix: text_pattern_ops, hence ~<~ and ~>~, bytewise
 // as collation "C"; the range is spelled out, see lastWord below), 2 users with a name word starting with the query's first word, by that word and
-// user id (app.user_name_words, migrations/frozen/0223), each user once (at the first of their words that
+// user id (app.user_name_words, db/sql/users.sql), each user once (at the first of their words that
 // matches), without those of rank 0 and 1, rechecked with app.name_words_match (which a query of
 // several words needs: its first word must then be a whole word of the name, and the rest follow).
 // The words are read in a subquery of their own, in index order (offset 0 keeps the planner from
@@ -69,7 +69,7 @@ export const peopleSearchSql = `
   limit $5`;
 
 // Hubs: the recommended ones by name (hubs_recommended), or those with a name word starting with the
-// query's first word, by that word and hub id (app.hub_name_words, migrations/frozen/0225), each hub once,
+// query's first word, by that word and hub id (app.hub_name_words, db/sql/hubs.sql), each hub once,
 // rechecked with app.name_words_match, as people search's rank 2 does. $1 the query, $2 and $3
 // the position after which the page starts (word or name, hub id; null for the first), $4 the rows.
 const recommendedHubsSql = `

@@ -1,6 +1,6 @@
 // The notification row (contract section 9), for the list and the live stream alike:
 // { id, type, createdAt, isRead, actor: UserLite | null, postId, commentId, hub_id, invitationId, joinRequestId }.
-// Both read it through app.notification_rows (migrations/frozen/0020) as the viewer, so row-level security
+// Both read it through app.notification_rows (db/sql/notifications.sql) as the viewer, so row-level security
 // decides which rows exist and whether the actor is shown.
 import { z } from 'zod';
 import type { Storage } from '../uploads/storage.ts';

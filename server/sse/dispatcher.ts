@@ -2,7 +2,7 @@
 // dedicated connection it tries to take the leadership lock (app_private.take_notification_dispatch)
 // every second; the process that holds it calls app_private.dispatch_notifications every 50 ms,
 // which sends at most one notify per tick for all rows written since the previous one
-// (migrations/frozen/0020). The lock goes with the connection: when the leader's connection dies, another
+// (db/sql/notifications.sql). The lock goes with the connection: when the leader's connection dies, another
 // process takes over within a second, from the watermark stored in the database.
 import type pg from 'pg';
 import type { Log, OutageLog } from '../../logger.ts';

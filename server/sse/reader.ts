@@ -1,7 +1,7 @@
 // The reads behind live delivery (server/sse/hub.ts) and resume:
 //   * a batch: app_private.live_notifications, one statement for every recipient with a stream
 //     open in this process, visibility decided by the rule of app.notification_visible_to (the
-//     function the list's policy applies) for each recipient now (migrations/frozen/0100, 0182), on a
+//     function the list's policy applies) for each recipient now (db/sql/notifications.sql), on a
 //     connection of its own (LiveReader) that knows which sessions have a stream open here;
 //   * a replay (Last-Event-ID): app.notification_replay for the place and the bound, then the rows
 //     through app.notification_rows in the request's own transaction, as the viewer, under the
@@ -38,7 +38,7 @@ const badgeStatement = { name: 'live_badges', text: 'select * from app_private.l
 /**
  * The reader of live delivery: one connection of its own (a batch never waits for the API pool),
  * which keeps the sessions with a stream open in this process in a table of the connection
- * (app_private.live_sessions_sync, migrations/frozen/0182). Only the sessions added or removed since the
+ * (app_private.live_sessions_sync, db/sql/sessions.sql). Only the sessions added or removed since the
  * last batch are sent, so a batch sends two transaction ids, however many streams are open. Any
  * failure drops the connection; the next read opens another and sends the whole list again.
  */

@@ -1,5 +1,5 @@
 // Account deletion (contract 13): POST /users/me/deletion. The rules (what disappears at once, how
-// signing in again within 30 days restores the account, the purge job) live in migrations/frozen/0261 and
+// signing in again within 30 days restores the account, the purge job) live in db/sql/accounts.sql and
 // the worker's purge_account task; this module shapes.
 import { z } from 'zod';
 import { endpoint } from '../http/endpoint.ts';

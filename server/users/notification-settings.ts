@@ -1,5 +1,5 @@
 // Notification settings (contract 12 "Settings"): GET and PATCH /users/me/notification-settings,
-// push on or off and per notification type, every type on by default (migrations/frozen/0204 stores the
+// push on or off and per notification type, every type on by default (db/sql/notifications.sql stores the
 // types turned off, so a type added to the enum later is on). They decide push only.
 import { z } from 'zod';
 import { endpoint } from '../http/endpoint.ts';

@@ -1,6 +1,6 @@
 // Push devices (contract 12 "Devices"): POST, GET and DELETE /users/me/push-devices. The rules
 // (idempotent per token, a token moves to the session that registers it last, devices go with
-// their session, the token never shown) live in migrations/frozen/0203; this module shapes.
+// their session, the token never shown) live in db/sql/push.sql; this module shapes.
 import { z } from 'zod';
 import { endpoint } from '../http/endpoint.ts';
 import { ApiError } from '../http/errors.ts';

@@ -11,7 +11,7 @@
 // After mark-read, a data-only badge message: data { type: "badge", badge }, collapse key `badge`,
 // the iOS badge set silently (no alert, no sound).
 
-/** What plan_pushes and claim_pushes answer for one delivery (migrations/frozen/0206, 0209). */
+/** What plan_pushes and claim_pushes answer for one delivery (db/sql/push.sql). */
 export interface ClaimedDelivery {
   delivery_id: string;
   device_id: string;

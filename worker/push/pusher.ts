@@ -1,4 +1,4 @@
-// The push worker (contract 12; migrations/frozen/0206, 0209): plans deliveries from finished transaction
+// The push worker (contract 12; db/sql/push.sql): plans deliveries from finished transaction
 // ranges (claiming at once those it has room to send), claims due ones, sends each to FCM with up
 // to `concurrency` requests in flight over keep-alive connections, and records the outcomes that
 // arrive within 20 ms together (one statement for all of them), so the window between FCM
@@ -93,7 +93,7 @@ export class Pusher {
 
   /**
    * One planning step: the deliveries of rows written since the last one, the first `room` of them
-   * claimed by this worker and sent at once (migrations/frozen/0209); a larger range leaves the rest to
+   * claimed by this worker and sent at once (db/sql/push.sql); a larger range leaves the rest to
    * claiming.
    */
   async #plan(): Promise<void> {

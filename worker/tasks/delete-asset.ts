@@ -1,5 +1,5 @@
 // Deletes a replaced image: the object first, then the asset row, each only while nothing uses
-// the asset any more (queued by the replacement's transaction, migrations/frozen/0017_upload_cleanup.sql).
+// the asset any more (queued by the replacement's transaction, db/sql/uploads.sql).
 import type { Task } from 'graphile-worker';
 import type { ObjectStore } from '../object-store.ts';
 

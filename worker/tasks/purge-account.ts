@@ -1,6 +1,6 @@
 // Purges an account 30 days after its deletion was requested (contract 13; queued by
 // app.request_account_deletion with job_key purge_account:<userId>, run_at = the scheduled time).
-// The steps are SQL functions of migrations/frozen/0264, each its own transaction and idempotent, run in
+// The steps are SQL functions of db/sql/accounts.sql, each its own transaction and idempotent, run in
 // order; the stored objects of the user's uploads are deleted from the object store between
 // listing them and deleting their rows. A crash, a retry or a second job resumes where the last run
 // stopped; an account restored before the purge began is left alone.

@@ -1,5 +1,5 @@
 // Hourly housekeeping of push delivery (crontab in worker/runner.ts): old deliveries and badge
-// changes, pending deliveries past their age, devices of ended sessions (migrations/frozen/0206).
+// changes, pending deliveries past their age, devices of ended sessions (db/sql/push.sql).
 import type { Task } from 'graphile-worker';
 
 export const purgePush: Task = async (_payload, { withPgClient }) => {

@@ -1,4 +1,4 @@
-// The tallier (contract 7 "Vote anonymity", migrations/frozen/0290): folds the pending sealed ballots of
+// The tallier (contract 7 "Vote anonymity", db/sql/votes.sql): folds the pending sealed ballots of
 // one post and scope into the vote counters, at least `batch` (k) at a time, in one transaction:
 // take the scope's lock (one tallier per post and scope) and its pending ballots, open them here,
 // then delete exactly those ballots and add their sum to one counter slot. A crash anywhere before
