@@ -3,7 +3,8 @@
 import type { ErrorCode } from './catalog.ts';
 import { ApiError } from './errors.ts';
 
-const uuidPattern = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+/** An id's form (the request fields that hold ids use it too, server/posts/fields.ts). */
+export const uuidPattern = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
 export function isUuid(value: unknown): value is string {
   return typeof value === 'string' && uuidPattern.test(value);

@@ -1,7 +1,7 @@
 // Post request fields (spec 2.3; contract section 7).
 import { z } from 'zod';
+import { uuidPattern } from '../http/ids.ts';
 
-const uuidPattern = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 export const idList = (max: number) => z.array(z.string().regex(uuidPattern, 'Not an id')).max(max);
 
 /** The enum app.post_visibility (test/sql/enums.test.ts holds them equal). */
