@@ -1,12 +1,12 @@
 // Default feed users (contract section 10): managed through internal GraphQL with the admin token
 // and through the real `npm run admin` command (a child process on the same database), and what
 // guests then see on Home.
-import { spawn } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { chmod, mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { internalGraphql, runAdmin } from '../helpers/admin.ts';
 import { startTestApp, type TestApp } from '../helpers/app.ts';
 import { createPost } from '../helpers/posts.ts';
 import { userAtLevel, type TestUser } from '../helpers/users.ts';
@@ -22,34 +22,14 @@ beforeAll(async () => {
 });
 afterAll(() => app.close());
 
-async function graphql(query: string, token: string, variables: Record<string, unknown> = {}) {
-  const response = await fetch(`${app.url}/internal/graphql`, {
-    method: 'POST',
-    headers: { 'content-type': 'application/json', authorization: `Bearer ${token}` },
-    body: JSON.stringify({ query, variables }),
-  });
-  return (await response.json()) as { data?: any; errors?: { message: string }[] };
-}
+const graphql = (query: string, token: string, variables: Record<string, unknown> = {}) => internalGraphql(app.url, query, token, variables);
 
 const guestHome = async () => ((await app.get('/posts')).body.data.items as { id: string }[]).map((card) => card.id);
 
-function admin(args: string[], env: Record<string, string>): Promise<{ code: number | null; output: string }> {
-  return new Promise((resolve) => {
-    // As an operator runs it: no NODE_ENV (and no GRAPHILE_ENV warning on the way).
-    const { NODE_ENV: _test, ...operator } = process.env;
-    const child = spawn('npm', ['run', '--silent', 'admin', '--', ...args], {
-      cwd: path.resolve(import.meta.dirname, '../..'),
-      env: { ...operator, LOG_LEVEL: 'silent', ...env },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    let output = '';
-    child.stdout.on('data', (chunk) => (output += chunk));
-    child.stderr.on('data', (chunk) => (output += chunk));
-    child.once('exit', (code) => {
-      expect(output).not.toContain('GRAPHILE_ENV');
-      resolve({ code, output });
-    });
-  });
+/** The admin command's exit code and its stdout and stderr together. */
+async function admin(args: string[], env: Record<string, string>): Promise<{ code: number | null; output: string }> {
+  const { code, stdout, stderr } = await runAdmin(args, env);
+  return { code, output: stdout + stderr };
 }
 
 describe('internal GraphQL', () => {

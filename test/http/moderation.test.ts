@@ -1,12 +1,11 @@
-// Moderation of reports (contract 14, migrations/frozen/0262): reports with a state and a snapshot, one
+// Moderation of reports (contract 14, db/sql/moderation.sql): reports with a state and a snapshot, one
 // open report per reporter and target, and the actions through the real `npm run admin` (a child
 // process on the test database) and through internal GraphQL with the admin token: each resolves
 // its target's open reports and appends to the moderation log. A removed post vanishes and its
 // author gets post_removed; a suspended user is signed out, refused at sign-in and refresh (403
 // ACCOUNT_SUSPENDED) and hidden like a deleted account until unsuspended.
-import { spawn } from 'node:child_process';
-import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { internalGraphql, runAdmin } from '../helpers/admin.ts';
 import { startTestApp, testOtpCode, type TestApp } from '../helpers/app.ts';
 import { addMember, createHub, invite } from '../helpers/hubs.ts';
 import { createPost } from '../helpers/posts.ts';
@@ -19,30 +18,8 @@ beforeAll(async () => {
 }, 60_000);
 afterAll(() => app.close());
 
-function admin(args: string[]): Promise<{ code: number | null; stdout: string; stderr: string }> {
-  return new Promise((resolve) => {
-    const { NODE_ENV: _test, ...operator } = process.env;
-    const child = spawn('npm', ['run', '--silent', 'admin', '--', ...args], {
-      cwd: path.resolve(import.meta.dirname, '../..'),
-      env: { ...operator, LOG_LEVEL: 'silent', DATABASE_URL: app.ownerUrl },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (chunk) => (stdout += chunk));
-    child.stderr.on('data', (chunk) => (stderr += chunk));
-    child.once('exit', (code) => resolve({ code, stdout, stderr }));
-  });
-}
-
-async function graphql(query: string, token: string, variables: Record<string, unknown> = {}) {
-  const response = await fetch(`${app.url}/internal/graphql`, {
-    method: 'POST',
-    headers: { 'content-type': 'application/json', authorization: `Bearer ${token}` },
-    body: JSON.stringify({ query, variables }),
-  });
-  return (await response.json()) as { data?: any; errors?: { message: string }[] };
-}
+const admin = (args: string[]) => runAdmin(args, { DATABASE_URL: app.ownerUrl });
+const graphql = (query: string, token: string, variables: Record<string, unknown> = {}) => internalGraphql(app.url, query, token, variables);
 
 const report = (user: TestUser, kind: 'posts' | 'users' | 'hubs', id: string, reason = 'spam') =>
   app.post(`/reports/${kind}/${id}`, { reason, details: 'see for yourself' }, { token: user.token });
