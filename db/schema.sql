@@ -3949,6 +3949,40 @@ COMMENT ON FUNCTION app_private.add_counts(p_changes app_private.counter_change[
 
 
 --
+-- Name: add_unread(uuid[], "char"[], uuid[], bigint[]); Type: FUNCTION; Schema: app_private; Owner: -
+--
+
+CREATE FUNCTION app_private.add_unread(p_user_ids uuid[], p_kinds "char"[], p_scope_ids uuid[], p_deltas bigint[]) RETURNS void
+    LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog'
+    AS $$
+declare
+  v_few boolean := cardinality(p_user_ids) <= 32;
+begin
+  insert into app_private.unread_counters as u (user_id, kind, scope_id, slot, unread)
+  select d.user_id, d.kind, d.scope_id,
+         case when v_few
+              then app_private.free_slot('unread:' || d.user_id::text || ':' || d.kind::text || ':' || coalesce(d.scope_id::text, ''), 32)
+              else floor(random() * 32)::smallint end,
+         d.delta
+  from (select x.user_id, x.kind, x.scope_id, sum(x.delta) as delta
+        from unnest(p_user_ids, p_kinds, p_scope_ids, p_deltas) x(user_id, kind, scope_id, delta)
+        group by x.user_id, x.kind, x.scope_id) d
+  where d.delta <> 0
+  order by d.user_id, d.kind, d.scope_id
+  on conflict (user_id, kind, scope_id, slot) do update set unread = u.unread + excluded.unread;
+end
+$$;
+
+
+--
+-- Name: FUNCTION add_unread(p_user_ids uuid[], p_kinds "char"[], p_scope_ids uuid[], p_deltas bigint[]); Type: COMMENT; Schema: app_private; Owner: -
+--
+
+COMMENT ON FUNCTION app_private.add_unread(p_user_ids uuid[], p_kinds "char"[], p_scope_ids uuid[], p_deltas bigint[]) IS 'The one writer of app_private.unread_counters: adds (user, kind, scope, delta) changes to a slot row of each bucket (a free one for a statement of a few changes, else a random one). Called by the counting triggers app_private.count_unread and app_private.move_repost_unread.';
+
+
+--
 -- Name: announce_session_revoked(); Type: FUNCTION; Schema: app_private; Owner: -
 --
 
@@ -4595,23 +4629,11 @@ begin
   if cardinality(v_changes) = 0 then
     return null;
   end if;
-  -- The reposts first (see 0201): their visibility cannot change until this transaction ends.
+  -- The reposts first: their visibility cannot change until this transaction ends.
   perform app_private.lock_reposts(array(select distinct c.post_id from unnest(v_changes) c where c.type = 'post_reposted' and c.hub_id is null));
-  -- A free slot (app_private.free_slot) for the few rows of one action, a random one for a fan-out.
-  insert into app_private.unread_counters as u (user_id, kind, scope_id, slot, unread)
-  select d.user_id, d.kind, d.scope_id,
-         case when cardinality(v_changes) <= 32
-              then app_private.free_slot('unread:' || d.user_id::text || ':' || d.kind::text || ':' || coalesce(d.scope_id::text, ''), 32)
-              else floor(random() * 32)::smallint end,
-         d.delta
-  from (
-    select c.user_id, b.kind, b.scope_id, sum(c.delta) as delta
-    from unnest(v_changes) c
-    cross join lateral app_private.unread_bucket(c.type, c.hub_id, c.post_id) b
-    group by c.user_id, b.kind, b.scope_id) d
-  where d.delta <> 0
-  order by d.user_id, d.kind, d.scope_id
-  on conflict (user_id, kind, scope_id, slot) do update set unread = u.unread + excluded.unread;
+  perform app_private.add_unread(array_agg(c.user_id), array_agg(b.kind), array_agg(b.scope_id), array_agg(c.delta::bigint))
+  from unnest(v_changes) c
+  cross join lateral app_private.unread_bucket(c.type, c.hub_id, c.post_id) b;
   return null;
 end
 $$;
@@ -4621,7 +4643,7 @@ $$;
 -- Name: FUNCTION count_unread(); Type: COMMENT; Schema: app_private; Owner: -
 --
 
-COMMENT ON FUNCTION app_private.count_unread() IS 'Trigger function: keeps the unread counters (app_private.unread_counters) of inserted, read and deleted rows per bucket. Triggers notifications_count_unread_inserts, _changes and _deletes.';
+COMMENT ON FUNCTION app_private.count_unread() IS 'Trigger function: keeps the unread counters (app_private.unread_counters, through app_private.add_unread) of inserted, read and deleted rows per bucket. Triggers notifications_count_unread_inserts, _changes and _deletes.';
 
 
 --
@@ -5438,7 +5460,7 @@ $$;
 -- Name: FUNCTION free_slot(p_key text, p_slots integer); Type: COMMENT; Schema: app_private; Owner: -
 --
 
-COMMENT ON FUNCTION app_private.free_slot(p_key text, p_slots integer) IS 'A slot (0 .. p_slots - 1) of the counter named p_key that no other open transaction holds (a transaction advisory lock per slot, tried from a random slot on, never waited for), else a random one. Called by app_private.add_counts and app_private.count_unread for statements of a few subjects: the writes of a vote, a comment, a follow, a notification.';
+COMMENT ON FUNCTION app_private.free_slot(p_key text, p_slots integer) IS 'A slot (0 .. p_slots - 1) of the counter named p_key that no other open transaction holds (a transaction advisory lock per slot, tried from a random slot on, never waited for), else a random one. Called by app_private.add_counts and app_private.add_unread for statements of a few subjects: the writes of a vote, a comment, a follow, a notification.';
 
 
 --
@@ -6444,17 +6466,12 @@ begin
   perform from app.notifications n
     where n.post_id = v_post and n.type = 'post_reposted' and n.hub_id is null and n.read_at is null
     order by n.id for update;
-  insert into app_private.unread_counters as c (user_id, kind, scope_id, slot, unread)
-  select m.recipient_id, m.kind, m.scope_id, floor(random() * 32)::smallint, m.delta
-  from (
-    select n.recipient_id, x.kind, x.scope_id, sum(x.sign * 1) as delta
-    from app.notifications n
-    cross join lateral (values ('g'::"char", null::uuid, case when v_now then 1 else -1 end),
-                               ('r'::"char", v_post, case when v_now then -1 else 1 end)) x(kind, scope_id, sign)
-    where n.post_id = v_post and n.type = 'post_reposted' and n.hub_id is null and n.read_at is null
-    group by n.recipient_id, x.kind, x.scope_id) m
-  order by m.recipient_id, m.kind, m.scope_id
-  on conflict (user_id, kind, scope_id, slot) do update set unread = c.unread + excluded.unread;
+  perform app_private.add_unread(array_agg(n.recipient_id), array_agg(x.kind), array_agg(x.scope_id), array_agg(x.delta))
+  from app.notifications n
+  cross join lateral (values ('g'::"char", null::uuid, case when v_now then 1 else -1 end::bigint),
+                             ('r'::"char", v_post, case when v_now then -1 else 1 end::bigint)) x(kind, scope_id, delta)
+  where n.post_id = v_post and n.type = 'post_reposted' and n.hub_id is null and n.read_at is null
+  having count(*) > 0;
   return null;
 end
 $$;
@@ -14601,6 +14618,13 @@ REVOKE ALL ON FUNCTION app_private.active_member(p_hub_id uuid, p_user_id uuid) 
 --
 
 REVOKE ALL ON FUNCTION app_private.add_counts(p_changes app_private.counter_change[]) FROM PUBLIC;
+
+
+--
+-- Name: FUNCTION add_unread(p_user_ids uuid[], p_kinds "char"[], p_scope_ids uuid[], p_deltas bigint[]); Type: ACL; Schema: app_private; Owner: -
+--
+
+REVOKE ALL ON FUNCTION app_private.add_unread(p_user_ids uuid[], p_kinds "char"[], p_scope_ids uuid[], p_deltas bigint[]) FROM PUBLIC;
 
 
 --

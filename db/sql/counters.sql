@@ -28,7 +28,7 @@ begin
   return v_start::smallint;
 end
 $$;
-comment on function app_private.free_slot(text, integer) is 'A slot (0 .. p_slots - 1) of the counter named p_key that no other open transaction holds (a transaction advisory lock per slot, tried from a random slot on, never waited for), else a random one. Called by app_private.add_counts and app_private.count_unread for statements of a few subjects: the writes of a vote, a comment, a follow, a notification.';
+comment on function app_private.free_slot(text, integer) is 'A slot (0 .. p_slots - 1) of the counter named p_key that no other open transaction holds (a transaction advisory lock per slot, tried from a random slot on, never waited for), else a random one. Called by app_private.add_counts and app_private.add_unread for statements of a few subjects: the writes of a vote, a comment, a follow, a notification.';
 
 -- Adds changes to the counters: one slot per counter and subject (a free one for a statement of a
 -- few changes, app_private.free_slot; a random one for a bulk statement), changes of one subject

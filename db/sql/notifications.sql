@@ -280,6 +280,36 @@ $$;
 comment on function app_private.unread_bucket(app.notification_type, uuid, uuid) is
   'The unread-counter bucket of a row now (its scope; a repost''s rows by the repost while it is not visible to everyone). Used by the counting triggers (app_private.count_unread, move_repost_unread).';
 
+-- The one writer of app_private.unread_counters (as app_private.add_counts is of the counters):
+-- adds each (user, bucket) change, summed first, to one of the bucket's 32 slot rows (one no other
+-- open transaction is writing for a statement of at most 32 changes, app_private.free_slot; else a
+-- random one), in (user, kind, scope) order, so writers never deadlock. The changes come as four
+-- arrays of one length (user, kind, scope, delta).
+create or replace function app_private.add_unread(p_user_ids uuid[], p_kinds "char"[], p_scope_ids uuid[], p_deltas bigint[])
+  returns void
+  language plpgsql volatile
+  set search_path = pg_catalog
+  as $$
+declare
+  v_few boolean := cardinality(p_user_ids) <= 32;
+begin
+  insert into app_private.unread_counters as u (user_id, kind, scope_id, slot, unread)
+  select d.user_id, d.kind, d.scope_id,
+         case when v_few
+              then app_private.free_slot('unread:' || d.user_id::text || ':' || d.kind::text || ':' || coalesce(d.scope_id::text, ''), 32)
+              else floor(random() * 32)::smallint end,
+         d.delta
+  from (select x.user_id, x.kind, x.scope_id, sum(x.delta) as delta
+        from unnest(p_user_ids, p_kinds, p_scope_ids, p_deltas) x(user_id, kind, scope_id, delta)
+        group by x.user_id, x.kind, x.scope_id) d
+  where d.delta <> 0
+  order by d.user_id, d.kind, d.scope_id
+  on conflict (user_id, kind, scope_id, slot) do update set unread = u.unread + excluded.unread;
+end
+$$;
+comment on function app_private.add_unread(uuid[], "char"[], uuid[], bigint[]) is
+  'The one writer of app_private.unread_counters: adds (user, kind, scope, delta) changes to a slot row of each bucket (a free one for a statement of a few changes, else a random one). Called by the counting triggers app_private.count_unread and app_private.move_repost_unread.';
+
 -- When a repost stops being visible to everyone (deleted, or its visibility changed) its unread
 -- global post_reposted rows move from each recipient's 'g' bucket to the repost's 'r' bucket, and
 -- back when it becomes visible to everyone again. The rows are locked first, so a mark-read of one
@@ -300,17 +330,12 @@ begin
   perform from app.notifications n
     where n.post_id = v_post and n.type = 'post_reposted' and n.hub_id is null and n.read_at is null
     order by n.id for update;
-  insert into app_private.unread_counters as c (user_id, kind, scope_id, slot, unread)
-  select m.recipient_id, m.kind, m.scope_id, floor(random() * 32)::smallint, m.delta
-  from (
-    select n.recipient_id, x.kind, x.scope_id, sum(x.sign * 1) as delta
-    from app.notifications n
-    cross join lateral (values ('g'::"char", null::uuid, case when v_now then 1 else -1 end),
-                               ('r'::"char", v_post, case when v_now then -1 else 1 end)) x(kind, scope_id, sign)
-    where n.post_id = v_post and n.type = 'post_reposted' and n.hub_id is null and n.read_at is null
-    group by n.recipient_id, x.kind, x.scope_id) m
-  order by m.recipient_id, m.kind, m.scope_id
-  on conflict (user_id, kind, scope_id, slot) do update set unread = c.unread + excluded.unread;
+  perform app_private.add_unread(array_agg(n.recipient_id), array_agg(x.kind), array_agg(x.scope_id), array_agg(x.delta))
+  from app.notifications n
+  cross join lateral (values ('g'::"char", null::uuid, case when v_now then 1 else -1 end::bigint),
+                             ('r'::"char", v_post, case when v_now then -1 else 1 end::bigint)) x(kind, scope_id, delta)
+  where n.post_id = v_post and n.type = 'post_reposted' and n.hub_id is null and n.read_at is null
+  having count(*) > 0;
   return null;
 end
 $$;
@@ -556,28 +581,16 @@ begin
   if cardinality(v_changes) = 0 then
     return null;
   end if;
-  -- The reposts first (see 0201): their visibility cannot change until this transaction ends.
+  -- The reposts first: their visibility cannot change until this transaction ends.
   perform app_private.lock_reposts(array(select distinct c.post_id from unnest(v_changes) c where c.type = 'post_reposted' and c.hub_id is null));
-  -- A free slot (app_private.free_slot) for the few rows of one action, a random one for a fan-out.
-  insert into app_private.unread_counters as u (user_id, kind, scope_id, slot, unread)
-  select d.user_id, d.kind, d.scope_id,
-         case when cardinality(v_changes) <= 32
-              then app_private.free_slot('unread:' || d.user_id::text || ':' || d.kind::text || ':' || coalesce(d.scope_id::text, ''), 32)
-              else floor(random() * 32)::smallint end,
-         d.delta
-  from (
-    select c.user_id, b.kind, b.scope_id, sum(c.delta) as delta
-    from unnest(v_changes) c
-    cross join lateral app_private.unread_bucket(c.type, c.hub_id, c.post_id) b
-    group by c.user_id, b.kind, b.scope_id) d
-  where d.delta <> 0
-  order by d.user_id, d.kind, d.scope_id
-  on conflict (user_id, kind, scope_id, slot) do update set unread = u.unread + excluded.unread;
+  perform app_private.add_unread(array_agg(c.user_id), array_agg(b.kind), array_agg(b.scope_id), array_agg(c.delta::bigint))
+  from unnest(v_changes) c
+  cross join lateral app_private.unread_bucket(c.type, c.hub_id, c.post_id) b;
   return null;
 end
 $$;
 comment on function app_private.count_unread() is
-  'Trigger function: keeps the unread counters (app_private.unread_counters) of inserted, read and deleted rows per bucket. Triggers notifications_count_unread_inserts, _changes and _deletes.';
+  'Trigger function: keeps the unread counters (app_private.unread_counters, through app_private.add_unread) of inserted, read and deleted rows per bucket. Triggers notifications_count_unread_inserts, _changes and _deletes.';
 
 -- A user reads the notifications visible to them, and nothing else.
 create policy notifications_select_visible on app.notifications
