@@ -3740,13 +3740,8 @@ begin
   if not app.viewer_has_level(4) then
     return null;
   end if;
-  return case
-    when exists (select from app.hub_memberships m where m.hub_id = p_hub_id and m.user_id = app.viewer_id()) then 'member'
-    when exists (select from app.hub_join_requests r where r.hub_id = p_hub_id and r.user_id = app.viewer_id() and r.status = 'pending')
-      then 'pending_admin_approval'
-    when exists (select from app.hub_invitations i where i.hub_id = p_hub_id and i.invitee_id = app.viewer_id()
-                   and i.status = 'invited' and i.expires_at > now()) then 'invited'
-  end;
+  -- The relation as GET /users/me/hubs shows it (member before a pending request before an invitation).
+  return (select r.status from app_private.hub_list_relation(app.viewer_id(), p_hub_id) r);
 end
 $$;
 
@@ -5851,7 +5846,7 @@ $$;
 -- Name: FUNCTION hub_list_relation(p_user_id uuid, p_hub_id uuid); Type: COMMENT; Schema: app_private; Owner: -
 --
 
-COMMENT ON FUNCTION app_private.hub_list_relation(p_user_id uuid, p_hub_id uuid) IS 'The relation GET /users/me/hubs shows for one (user, hub), by three index probes. Used by app_private.refresh_hub_list_entry.';
+COMMENT ON FUNCTION app_private.hub_list_relation(p_user_id uuid, p_hub_id uuid) IS 'The relation GET /users/me/hubs shows for one (user, hub), by three index probes. Used by app_private.refresh_hub_list_entry and app.viewer_hub_status (GET /hubs/{hubId}).';
 
 
 --
