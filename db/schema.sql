@@ -555,7 +555,7 @@ $$;
 -- Name: FUNCTION asset_in_visible_use(p_asset_id uuid); Type: COMMENT; Schema: app; Owner: -
 --
 
-COMMENT ON FUNCTION app.asset_in_visible_use(p_asset_id uuid) IS 'Whether an asset is in use where others may see it: a user''s, hub''s or hub profile''s image, or an article''s media. Used by the policy assets_select_visible.';
+COMMENT ON FUNCTION app.asset_in_visible_use(p_asset_id uuid) IS 'Whether an asset is in use where the caller may see it: a user''s, hub''s or hub profile''s image, or an article''s media. Used by the policy assets_select_visible, and (as the owner: any use) by app_private.unused_asset_key and app_private.forget_asset.';
 
 
 --
@@ -4038,28 +4038,6 @@ COMMENT ON FUNCTION app_private.applied_sql_files() IS 'The db/sql files and the
 
 
 --
--- Name: asset_referenced(uuid); Type: FUNCTION; Schema: app_private; Owner: -
---
-
-CREATE FUNCTION app_private.asset_referenced(p_asset_id uuid) RETURNS boolean
-    LANGUAGE sql STABLE
-    SET search_path TO 'pg_catalog'
-    AS $$
-  select exists (select from app.users where profile_asset_id = p_asset_id)
-      or exists (select from app.hub_profiles where profile_asset_id = p_asset_id)
-      or exists (select from app.hubs where profile_asset_id = p_asset_id)
-      or exists (select from app.articles where p_asset_id = any (asset_ids))
-$$;
-
-
---
--- Name: FUNCTION asset_referenced(p_asset_id uuid); Type: COMMENT; Schema: app_private; Owner: -
---
-
-COMMENT ON FUNCTION app_private.asset_referenced(p_asset_id uuid) IS 'Whether anything still uses an asset (a user''s, hub profile''s or hub''s image, an article''s media). Used by app_private.unused_asset_key and app_private.forget_asset.';
-
-
---
 -- Name: attach_phone_invitations(); Type: FUNCTION; Schema: app_private; Owner: -
 --
 
@@ -5382,7 +5360,7 @@ COMMENT ON FUNCTION app_private.followees_of(p_viewer uuid) IS 'The users p_view
 CREATE FUNCTION app_private.forget_asset(p_asset_id uuid) RETURNS void
     LANGUAGE sql SECURITY DEFINER
     SET search_path TO 'pg_catalog'
-    AS $$ delete from app.assets a where a.id = p_asset_id and not app_private.asset_referenced(a.id) $$;
+    AS $$ delete from app.assets a where a.id = p_asset_id and not app.asset_in_visible_use(a.id) $$;
 
 
 --
@@ -8435,7 +8413,7 @@ COMMENT ON FUNCTION app_private.unread_counts(p_user_id uuid) IS 'A user''s visi
 CREATE FUNCTION app_private.unused_asset_key(p_asset_id uuid) RETURNS text
     LANGUAGE sql STABLE SECURITY DEFINER
     SET search_path TO 'pg_catalog'
-    AS $$ select a.object_key from app.assets a where a.id = p_asset_id and not app_private.asset_referenced(a.id) $$;
+    AS $$ select a.object_key from app.assets a where a.id = p_asset_id and not app.asset_in_visible_use(a.id) $$;
 
 
 --
@@ -14643,13 +14621,6 @@ GRANT ALL ON FUNCTION app_private.applied_migrations() TO authenticator;
 
 REVOKE ALL ON FUNCTION app_private.applied_sql_files() FROM PUBLIC;
 GRANT ALL ON FUNCTION app_private.applied_sql_files() TO authenticator;
-
-
---
--- Name: FUNCTION asset_referenced(p_asset_id uuid); Type: ACL; Schema: app_private; Owner: -
---
-
-REVOKE ALL ON FUNCTION app_private.asset_referenced(p_asset_id uuid) FROM PUBLIC;
 
 
 --

@@ -32,7 +32,9 @@ comment on function app.complete_media(uuid) is
   'The onboarding media step, answered with or without a photo: false, changing nothing, when the photo is not one the viewer may use. Called by PUT /users/me/onboarding/media.';
 grant execute on function app.complete_media(uuid) to app_user;
 
--- Assets in visible use now include the media of articles of visible posts.
+-- Where an asset is used: a user's, hub's or hub profile's image, or an article's media, as far as
+-- the caller may read those rows. Under the assets policy that is use the viewer may see; run by the
+-- table owner (the cleanup functions below, security definer) it is any use at all.
 create or replace function app.asset_in_visible_use(p_asset_id uuid)
   returns boolean
   language sql stable
@@ -43,7 +45,7 @@ create or replace function app.asset_in_visible_use(p_asset_id uuid)
       or exists (select from app.articles a where p_asset_id = any (a.asset_ids))
 $$;
 comment on function app.asset_in_visible_use(uuid) is
-  'Whether an asset is in use where others may see it: a user''s, hub''s or hub profile''s image, or an article''s media. Used by the policy assets_select_visible.';
+  'Whether an asset is in use where the caller may see it: a user''s, hub''s or hub profile''s image, or an article''s media. Used by the policy assets_select_visible, and (as the owner: any use) by app_private.unused_asset_key and app_private.forget_asset.';
 grant execute on function app.asset_in_visible_use(uuid) to app_anonymous;
 
 -- Presign: records the intent for the viewer and makes the object key. 15 minutes to complete.
@@ -146,18 +148,9 @@ $$;
 comment on function app_private.queue_replaced_asset() is
   'Replacing a profile image queues the delete_asset job for the old asset in the same transaction, so the job exists exactly when the replacement committed. Runs from the triggers users_queue_replaced_photo and hub_profiles_queue_replaced_photo.';
 
-create or replace function app_private.asset_referenced(p_asset_id uuid)
-  returns boolean
-  language sql stable
-  set search_path = pg_catalog
-  as $$
-  select exists (select from app.users where profile_asset_id = p_asset_id)
-      or exists (select from app.hub_profiles where profile_asset_id = p_asset_id)
-      or exists (select from app.hubs where profile_asset_id = p_asset_id)
-      or exists (select from app.articles where p_asset_id = any (asset_ids))
-$$;
-comment on function app_private.asset_referenced(uuid) is
-  'Whether anything still uses an asset (a user''s, hub profile''s or hub''s image, an article''s media). Used by app_private.unused_asset_key and app_private.forget_asset.';
+-- Was the cleanup's copy of app.asset_in_visible_use's four tests: dropped (the cleanup functions
+-- below call that rule; run by the owner, it sees every row).
+drop function if exists app_private.asset_referenced(uuid);
 
 -- The object key of an asset nothing uses any more (null otherwise). The task deletes the object,
 -- then calls forget_asset, which removes the row if it is still unused.
@@ -165,7 +158,7 @@ create or replace function app_private.unused_asset_key(p_asset_id uuid)
   returns text
   language sql stable security definer
   set search_path = pg_catalog
-  as $$ select a.object_key from app.assets a where a.id = p_asset_id and not app_private.asset_referenced(a.id) $$;
+  as $$ select a.object_key from app.assets a where a.id = p_asset_id and not app.asset_in_visible_use(a.id) $$;
 comment on function app_private.unused_asset_key(uuid) is
   'The object key of an asset nothing uses (null otherwise), for the worker task delete_asset to delete the object.';
 grant execute on function app_private.unused_asset_key(uuid) to app_worker;
@@ -174,7 +167,7 @@ create or replace function app_private.forget_asset(p_asset_id uuid)
   returns void
   language sql volatile security definer
   set search_path = pg_catalog
-  as $$ delete from app.assets a where a.id = p_asset_id and not app_private.asset_referenced(a.id) $$;
+  as $$ delete from app.assets a where a.id = p_asset_id and not app.asset_in_visible_use(a.id) $$;
 comment on function app_private.forget_asset(uuid) is
   'Removes an asset row if it is still unused, after the worker task delete_asset deleted its object.';
 grant execute on function app_private.forget_asset(uuid) to app_worker;
