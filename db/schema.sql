@@ -2472,8 +2472,7 @@ begin
   end if;
   select * into v_session from app.sessions s where s.id = v_token.session_id for update;
   -- A suspended account's refresh tokens answer 403 ACCOUNT_SUSPENDED, not 401 (contract 14).
-  if exists (select from app_private.account_states a where a.user_id = v_session.user_id and a.suspended_at is not null
-             and (a.suspended_until is null or a.suspended_until > now())) then
+  if exists (select from app_private.account_states a where a.user_id = v_session.user_id and app_private.suspended_now(a)) then
     perform app.fail('ACCOUNT_SUSPENDED');
   end if;
   if v_token.rotated_at is not null then
@@ -8213,7 +8212,7 @@ begin
       -- A sign-in that found the account just before its purge took its identities away.
       perform app.fail('UNAUTHORIZED');
     end if;
-    if v_state.suspended_at is not null and (v_state.suspended_until is null or v_state.suspended_until > now()) then
+    if app_private.suspended_now(v_state) then
       perform app.fail('ACCOUNT_SUSPENDED');
     end if;
     update app_private.account_states s
@@ -8240,6 +8239,48 @@ $$;
 --
 
 COMMENT ON FUNCTION app_private.start_session(p_user_id uuid, p_refresh_hash bytea) IS 'Every sign-in''s session (OTP, identity provider, anonymous): refuses a suspended account (ACCOUNT_SUSPENDED), restores one whose deletion was requested, stores the refresh token''s hash. Called by app.verify_otp (POST /auth/otp/verify), app.idp_session (POST /auth/idp/token) and app.anonymous_session (POST /auth/anonymous/session).';
+
+
+--
+-- Name: account_states; Type: TABLE; Schema: app_private; Owner: -
+--
+
+CREATE TABLE app_private.account_states (
+    user_id uuid NOT NULL,
+    held_username text,
+    hidden_at timestamp with time zone DEFAULT now() NOT NULL,
+    deletion_requested_at timestamp with time zone,
+    purge_after timestamp with time zone,
+    suspended_at timestamp with time zone,
+    suspended_until timestamp with time zone,
+    suspension_reason text,
+    purge_started_at timestamp with time zone,
+    CONSTRAINT account_states_check CHECK (((deletion_requested_at IS NULL) = (purge_after IS NULL))),
+    CONSTRAINT account_states_check1 CHECK (((suspended_at IS NOT NULL) OR (suspended_until IS NULL)))
+);
+
+
+--
+-- Name: TABLE account_states; Type: COMMENT; Schema: app_private; Owner: -
+--
+
+COMMENT ON TABLE app_private.account_states IS 'Accounts hidden from everyone else: deletion requested (purged after purge_after) and/or suspended (0261). A row exists exactly while the account is hidden.';
+
+
+--
+-- Name: suspended_now(app_private.account_states); Type: FUNCTION; Schema: app_private; Owner: -
+--
+
+CREATE FUNCTION app_private.suspended_now(p_state app_private.account_states) RETURNS boolean
+    LANGUAGE sql STABLE
+    AS $$ select p_state.suspended_at is not null and (p_state.suspended_until is null or p_state.suspended_until > now()) $$;
+
+
+--
+-- Name: FUNCTION suspended_now(p_state app_private.account_states); Type: COMMENT; Schema: app_private; Owner: -
+--
+
+COMMENT ON FUNCTION app_private.suspended_now(p_state app_private.account_states) IS 'Whether an account state is a suspension in force now. Used by app_private.start_session (sign-in) and app.refresh_session (refresh), both ACCOUNT_SUSPENDED.';
 
 
 --
@@ -9412,32 +9453,6 @@ CREATE TABLE app.vote_scope_receipts (
 );
 
 ALTER TABLE ONLY app.vote_scope_receipts FORCE ROW LEVEL SECURITY;
-
-
---
--- Name: account_states; Type: TABLE; Schema: app_private; Owner: -
---
-
-CREATE TABLE app_private.account_states (
-    user_id uuid NOT NULL,
-    held_username text,
-    hidden_at timestamp with time zone DEFAULT now() NOT NULL,
-    deletion_requested_at timestamp with time zone,
-    purge_after timestamp with time zone,
-    suspended_at timestamp with time zone,
-    suspended_until timestamp with time zone,
-    suspension_reason text,
-    purge_started_at timestamp with time zone,
-    CONSTRAINT account_states_check CHECK (((deletion_requested_at IS NULL) = (purge_after IS NULL))),
-    CONSTRAINT account_states_check1 CHECK (((suspended_at IS NOT NULL) OR (suspended_until IS NULL)))
-);
-
-
---
--- Name: TABLE account_states; Type: COMMENT; Schema: app_private; Owner: -
---
-
-COMMENT ON TABLE app_private.account_states IS 'Accounts hidden from everyone else: deletion requested (purged after purge_after) and/or suspended (0261). A row exists exactly while the account is hidden.';
 
 
 --
@@ -15873,6 +15888,13 @@ REVOKE ALL ON FUNCTION app_private.start_membership(p_hub_id uuid, p_user_id uui
 --
 
 REVOKE ALL ON FUNCTION app_private.start_session(p_user_id uuid, p_refresh_hash bytea) FROM PUBLIC;
+
+
+--
+-- Name: FUNCTION suspended_now(p_state app_private.account_states); Type: ACL; Schema: app_private; Owner: -
+--
+
+REVOKE ALL ON FUNCTION app_private.suspended_now(p_state app_private.account_states) FROM PUBLIC;
 
 
 --

@@ -19,6 +19,14 @@ comment on function app.viewer_session_id() is
   'The session of the transaction (app.session_id, set by db/viewer.ts); null when anonymous. Read by the session check (app.viewer_session_gate) and by what acts on the current session (logout, push devices).';
 grant execute on function app.viewer_session_id() to app_anonymous;
 
+-- The suspension rule: suspended from suspended_at until suspended_until (none: until lifted).
+create or replace function app_private.suspended_now(p_state app_private.account_states)
+  returns boolean
+  language sql stable
+  as $$ select p_state.suspended_at is not null and (p_state.suspended_until is null or p_state.suspended_until > now()) $$;
+comment on function app_private.suspended_now(app_private.account_states) is
+  'Whether an account state is a suspension in force now. Used by app_private.start_session (sign-in) and app.refresh_session (refresh), both ACCOUNT_SUSPENDED.';
+
 -- Every sign-in goes through start_session (OTP, identity provider, anonymous session): a suspended
 -- account is refused (ACCOUNT_SUSPENDED; a suspension past its end is lifted here), and an account
 -- whose deletion was requested is restored: the purge job is cancelled and the transaction's
@@ -38,7 +46,7 @@ begin
       -- A sign-in that found the account just before its purge took its identities away.
       perform app.fail('UNAUTHORIZED');
     end if;
-    if v_state.suspended_at is not null and (v_state.suspended_until is null or v_state.suspended_until > now()) then
+    if app_private.suspended_now(v_state) then
       perform app.fail('ACCOUNT_SUSPENDED');
     end if;
     update app_private.account_states s
@@ -80,8 +88,7 @@ begin
   end if;
   select * into v_session from app.sessions s where s.id = v_token.session_id for update;
   -- A suspended account's refresh tokens answer 403 ACCOUNT_SUSPENDED, not 401 (contract 14).
-  if exists (select from app_private.account_states a where a.user_id = v_session.user_id and a.suspended_at is not null
-             and (a.suspended_until is null or a.suspended_until > now())) then
+  if exists (select from app_private.account_states a where a.user_id = v_session.user_id and app_private.suspended_now(a)) then
     perform app.fail('ACCOUNT_SUSPENDED');
   end if;
   if v_token.rotated_at is not null then
