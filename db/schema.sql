@@ -606,7 +606,7 @@ $$;
 -- Name: FUNCTION can_see_post(p_post_id uuid); Type: COMMENT; Schema: app; Owner: -
 --
 
-COMMENT ON FUNCTION app.can_see_post(p_post_id uuid) IS 'Whether the viewer may see one post (app.post_visible_to), for stored functions that act on a post by id: reposts, shares, deletion, votes (app.cast_vote, app.vote_tally), comments, discussion threads, post reports; and the policies saved_posts_insert_own and comments_select_visible.';
+COMMENT ON FUNCTION app.can_see_post(p_post_id uuid) IS 'Whether the viewer may see one post (app.post_visible_to), for stored functions that test a post by id: votes (app.cast_vote, app.vote_tally), app.delete_comment, discussion threads, post reports; and the policies saved_posts_insert_own and comments_select_visible. Functions that read the post itself call app_private.visible_post.';
 
 
 --
@@ -1007,10 +1007,7 @@ declare
   v_root uuid;
   v_comment uuid;
 begin
-  select p.author_id into v_author from app.posts p where p.id = p_post_id;
-  if v_author is null or not app.can_see_post(p_post_id) then
-    perform app.fail('POST_NOT_FOUND');
-  end if;
+  v_author := (app_private.visible_post(p_post_id)).author_id;
   perform app.require_level(2);
   if p_parent_id is not null then
     select coalesce(c.parent_id, c.id) into v_root from app.comments c
@@ -1148,10 +1145,7 @@ declare
   v_repost uuid;
   v_notify_source boolean;
 begin
-  select * into v_source from app.posts p where p.id = p_source_id;
-  if not found or not app.can_see_post(p_source_id) then
-    perform app.fail('POST_NOT_FOUND');
-  end if;
+  v_source := app_private.visible_post(p_source_id);
   if v_source.source_post_id is not null or v_source.visibility = 'private_locked_hub' then
     perform app.fail('REPOST_NOT_ALLOWED');
   end if;
@@ -1295,10 +1289,7 @@ CREATE FUNCTION app.delete_post(p_post_id uuid) RETURNS void
 declare
   v_post app.posts;
 begin
-  select * into v_post from app.posts p where p.id = p_post_id;
-  if not found or not app.can_see_post(p_post_id) then
-    perform app.fail('POST_NOT_FOUND');
-  end if;
+  v_post := app_private.visible_post(p_post_id);
   if v_post.author_id <> app.viewer_id() then
     perform app.fail('FORBIDDEN');
   end if;
@@ -3216,10 +3207,7 @@ CREATE FUNCTION app.share_post_to_feed(p_post_id uuid, OUT share_id uuid, OUT sh
 declare
   v_post app.posts;
 begin
-  select * into v_post from app.posts p where p.id = p_post_id;
-  if not found or not app.can_see_post(p_post_id) then
-    perform app.fail('POST_NOT_FOUND');
-  end if;
+  v_post := app_private.visible_post(p_post_id);
   if v_post.visibility = 'private_locked_hub' then
     perform app.fail('SHARE_NOT_ALLOWED');
   end if;
@@ -3252,10 +3240,7 @@ declare
   v_post app.posts;
   v_hub uuid;
 begin
-  select * into v_post from app.posts p where p.id = p_post_id;
-  if not found or not app.can_see_post(p_post_id) then
-    perform app.fail('POST_NOT_FOUND');
-  end if;
+  v_post := app_private.visible_post(p_post_id);
   if v_post.visibility = 'private_locked_hub' then
     perform app.fail('SHARE_NOT_ALLOWED');
   end if;
@@ -8578,6 +8563,33 @@ $$;
 --
 
 COMMENT ON FUNCTION app_private.users_reject_reserved_handle() IS 'Keeps reserved handles out of app.users.username (USERNAME_TAKEN), whoever writes the handle. Runs from the trigger users_reserved_handle, on the writes of PUT /users/me/onboarding/profile-basics and PATCH /users/me/profile.';
+
+
+--
+-- Name: visible_post(uuid); Type: FUNCTION; Schema: app_private; Owner: -
+--
+
+CREATE FUNCTION app_private.visible_post(p_post_id uuid) RETURNS app.posts
+    LANGUAGE plpgsql STABLE
+    SET search_path TO 'pg_catalog'
+    AS $$
+declare
+  v_post app.posts;
+begin
+  select * into v_post from app.posts p where p.id = p_post_id and app.post_visible_to(p, app.viewer_id(), app.viewer_block_list());
+  if not found then
+    perform app.fail('POST_NOT_FOUND');
+  end if;
+  return v_post;
+end
+$$;
+
+
+--
+-- Name: FUNCTION visible_post(p_post_id uuid); Type: COMMENT; Schema: app_private; Owner: -
+--
+
+COMMENT ON FUNCTION app_private.visible_post(p_post_id uuid) IS 'A post the viewer may see (app.post_visible_to), by id, else POST_NOT_FOUND. Read first by app.create_repost, app.share_post_to_feed, app.share_post_to_hubs, app.delete_post and app.create_comment.';
 
 
 --
@@ -15996,6 +16008,13 @@ REVOKE ALL ON FUNCTION app_private.user_name_words_sync() FROM PUBLIC;
 --
 
 REVOKE ALL ON FUNCTION app_private.users_reject_reserved_handle() FROM PUBLIC;
+
+
+--
+-- Name: FUNCTION visible_post(p_post_id uuid); Type: ACL; Schema: app_private; Owner: -
+--
+
+REVOKE ALL ON FUNCTION app_private.visible_post(p_post_id uuid) FROM PUBLIC;
 
 
 --

@@ -13,10 +13,7 @@ declare
   v_root uuid;
   v_comment uuid;
 begin
-  select p.author_id into v_author from app.posts p where p.id = p_post_id;
-  if v_author is null or not app.can_see_post(p_post_id) then
-    perform app.fail('POST_NOT_FOUND');
-  end if;
+  v_author := (app_private.visible_post(p_post_id)).author_id;
   perform app.require_level(2);
   if p_parent_id is not null then
     select coalesce(c.parent_id, c.id) into v_root from app.comments c

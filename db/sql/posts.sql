@@ -49,8 +49,28 @@ begin
 end
 $$;
 comment on function app.can_see_post(uuid) is
-  'Whether the viewer may see one post (app.post_visible_to), for stored functions that act on a post by id: reposts, shares, deletion, votes (app.cast_vote, app.vote_tally), comments, discussion threads, post reports; and the policies saved_posts_insert_own and comments_select_visible.';
+  'Whether the viewer may see one post (app.post_visible_to), for stored functions that test a post by id: votes (app.cast_vote, app.vote_tally), app.delete_comment, discussion threads, post reports; and the policies saved_posts_insert_own and comments_select_visible. Functions that read the post itself call app_private.visible_post.';
 grant execute on function app.can_see_post(uuid) to app_anonymous;
+
+-- A post the viewer may see, by id, or POST_NOT_FOUND: what the functions acting on one post read
+-- first (repost, shares, deletion, comments).
+create or replace function app_private.visible_post(p_post_id uuid)
+  returns app.posts
+  language plpgsql stable
+  set search_path = pg_catalog
+  as $$
+declare
+  v_post app.posts;
+begin
+  select * into v_post from app.posts p where p.id = p_post_id and app.post_visible_to(p, app.viewer_id(), app.viewer_block_list());
+  if not found then
+    perform app.fail('POST_NOT_FOUND');
+  end if;
+  return v_post;
+end
+$$;
+comment on function app_private.visible_post(uuid) is
+  'A post the viewer may see (app.post_visible_to), by id, else POST_NOT_FOUND. Read first by app.create_repost, app.share_post_to_feed, app.share_post_to_hubs, app.delete_post and app.create_comment.';
 
 -- The level a visibility needs, and the target hubs: public needs level 3 and no hubs; hub
 -- visibilities need level 4 and 1-10 hubs where the author is an active member.
@@ -156,10 +176,7 @@ declare
   v_repost uuid;
   v_notify_source boolean;
 begin
-  select * into v_source from app.posts p where p.id = p_source_id;
-  if not found or not app.can_see_post(p_source_id) then
-    perform app.fail('POST_NOT_FOUND');
-  end if;
+  v_source := app_private.visible_post(p_source_id);
   if v_source.source_post_id is not null or v_source.visibility = 'private_locked_hub' then
     perform app.fail('REPOST_NOT_ALLOWED');
   end if;
@@ -196,10 +213,7 @@ create or replace function app.share_post_to_feed(p_post_id uuid, out share_id u
 declare
   v_post app.posts;
 begin
-  select * into v_post from app.posts p where p.id = p_post_id;
-  if not found or not app.can_see_post(p_post_id) then
-    perform app.fail('POST_NOT_FOUND');
-  end if;
+  v_post := app_private.visible_post(p_post_id);
   if v_post.visibility = 'private_locked_hub' then
     perform app.fail('SHARE_NOT_ALLOWED');
   end if;
@@ -226,10 +240,7 @@ declare
   v_post app.posts;
   v_hub uuid;
 begin
-  select * into v_post from app.posts p where p.id = p_post_id;
-  if not found or not app.can_see_post(p_post_id) then
-    perform app.fail('POST_NOT_FOUND');
-  end if;
+  v_post := app_private.visible_post(p_post_id);
   if v_post.visibility = 'private_locked_hub' then
     perform app.fail('SHARE_NOT_ALLOWED');
   end if;
@@ -254,10 +265,7 @@ create or replace function app.delete_post(p_post_id uuid)
 declare
   v_post app.posts;
 begin
-  select * into v_post from app.posts p where p.id = p_post_id;
-  if not found or not app.can_see_post(p_post_id) then
-    perform app.fail('POST_NOT_FOUND');
-  end if;
+  v_post := app_private.visible_post(p_post_id);
   if v_post.author_id <> app.viewer_id() then
     perform app.fail('FORBIDDEN');
   end if;
