@@ -1388,8 +1388,8 @@ begin
   if p_target = app.viewer_id() then
     perform app.fail('CANNOT_FOLLOW_SELF');
   end if;
-  if not exists (select from app.users u where u.id = p_target and u.username is not null and u.merged_into is null)
-     or p_target = any (app.viewer_block_list()) then
+  if not exists (select from app.users u where u.id = p_target and u.merged_into is null
+                 and app.user_visible(u.id, u.username, app.viewer_id(), app.viewer_block_list())) then
     perform app.fail('USER_NOT_FOUND');
   end if;
   insert into app.follows (follower_id, followee_id) values (app.viewer_id(), p_target) on conflict do nothing;
@@ -2778,8 +2778,7 @@ CREATE FUNCTION app.report_user(p_user_id uuid, p_reason app.report_reason, p_de
     AS $$
 begin
   if p_user_id = app.viewer_id()
-     or not exists (select from app.users u where u.id = p_user_id and u.username is not null)
-     or p_user_id = any (app.viewer_block_list()) then
+     or not exists (select from app.users u where u.id = p_user_id and app.user_visible(u.id, u.username, app.viewer_id(), app.viewer_block_list())) then
     perform app.fail('USER_NOT_FOUND');
   end if;
   return app_private.file_report('user', p_user_id, p_reason, p_details);
@@ -3347,7 +3346,7 @@ $$;
 -- Name: FUNCTION unfollow_user(p_target uuid); Type: COMMENT; Schema: app; Owner: -
 --
 
-COMMENT ON FUNCTION app.unfollow_user(p_target uuid) IS 'Stops following a user the viewer can see, a no-op when not following. Called by DELETE /users/{userId}/follow.';
+COMMENT ON FUNCTION app.unfollow_user(p_target uuid) IS 'Stops following a user who exists and is not blocked either way (a handle is not needed), a no-op when not following. Called by DELETE /users/{userId}/follow.';
 
 
 --
@@ -3543,7 +3542,7 @@ CREATE FUNCTION app.user_visible(p_user_id uuid, p_username text, p_viewer uuid,
 -- Name: FUNCTION user_visible(p_user_id uuid, p_username text, p_viewer uuid, p_blocked uuid[]); Type: COMMENT; Schema: app; Owner: -
 --
 
-COMMENT ON FUNCTION app.user_visible(p_user_id uuid, p_username text, p_viewer uuid, p_blocked uuid[]) IS 'Whether a user is visible to a viewer: a handle, or the viewer themself, and not on the viewer''s block list. Used by the policy users_select_public (every read of users: profiles, lists, search, cards) and by app_private.live_notifications (the actor of each row in the notification stream, GET /notifications/stream).';
+COMMENT ON FUNCTION app.user_visible(p_user_id uuid, p_username text, p_viewer uuid, p_blocked uuid[]) IS 'Whether a user is visible to a viewer: a handle, or the viewer themself, and not on the viewer''s block list. Used by the policy users_select_public (every read of users: profiles, lists, search, cards), by app_private.live_notifications (the actor of each row in the notification stream, GET /notifications/stream), and by app.follow_user and app.report_user for their target.';
 
 
 --

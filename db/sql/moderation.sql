@@ -11,8 +11,7 @@ create or replace function app.report_user(p_user_id uuid, p_reason app.report_r
   as $$
 begin
   if p_user_id = app.viewer_id()
-     or not exists (select from app.users u where u.id = p_user_id and u.username is not null)
-     or p_user_id = any (app.viewer_block_list()) then
+     or not exists (select from app.users u where u.id = p_user_id and app.user_visible(u.id, u.username, app.viewer_id(), app.viewer_block_list())) then
     perform app.fail('USER_NOT_FOUND');
   end if;
   return app_private.file_report('user', p_user_id, p_reason, p_details);

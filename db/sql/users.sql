@@ -222,8 +222,8 @@ begin
   if p_target = app.viewer_id() then
     perform app.fail('CANNOT_FOLLOW_SELF');
   end if;
-  if not exists (select from app.users u where u.id = p_target and u.username is not null and u.merged_into is null)
-     or p_target = any (app.viewer_block_list()) then
+  if not exists (select from app.users u where u.id = p_target and u.merged_into is null
+                 and app.user_visible(u.id, u.username, app.viewer_id(), app.viewer_block_list())) then
     perform app.fail('USER_NOT_FOUND');
   end if;
   insert into app.follows (follower_id, followee_id) values (app.viewer_id(), p_target) on conflict do nothing;
@@ -237,7 +237,8 @@ comment on function app.follow_user(uuid) is
   'Follows a user with a public profile and no block either way (USER_NOT_FOUND otherwise, ALREADY_FOLLOWING when repeated) and notifies them (user_followed). Called by POST /users/{userId}/follow.';
 grant execute on function app.follow_user(uuid) to app_user;
 
--- Stops following; a no-op when not following. The target must be a user the viewer can see.
+-- Stops following; a no-op when not following. The target must exist (not merged away) and not be
+-- blocked either way; unlike following, a user without a handle may be unfollowed.
 create or replace function app.unfollow_user(p_target uuid)
   returns void
   language plpgsql volatile security definer
@@ -252,7 +253,7 @@ begin
 end
 $$;
 comment on function app.unfollow_user(uuid) is
-  'Stops following a user the viewer can see, a no-op when not following. Called by DELETE /users/{userId}/follow.';
+  'Stops following a user who exists and is not blocked either way (a handle is not needed), a no-op when not following. Called by DELETE /users/{userId}/follow.';
 grant execute on function app.unfollow_user(uuid) to app_user;
 
 create or replace function app.viewer_follows(p_user_id uuid)
@@ -406,7 +407,7 @@ create or replace function app.user_visible(p_user_id uuid, p_username text, p_v
   as $$ select (p_username is not null or p_user_id = p_viewer) and not (p_user_id = any (p_blocked)) $$;
 grant execute on function app.user_visible(uuid, text, uuid, uuid[]) to app_anonymous;
 comment on function app.user_visible(uuid, text, uuid, uuid[]) is
-  'Whether a user is visible to a viewer: a handle, or the viewer themself, and not on the viewer''s block list. Used by the policy users_select_public (every read of users: profiles, lists, search, cards) and by app_private.live_notifications (the actor of each row in the notification stream, GET /notifications/stream).';
+  'Whether a user is visible to a viewer: a handle, or the viewer themself, and not on the viewer''s block list. Used by the policy users_select_public (every read of users: profiles, lists, search, cards), by app_private.live_notifications (the actor of each row in the notification stream, GET /notifications/stream), and by app.follow_user and app.report_user for their target.';
 
 -- The users p_user_id has blocked or is blocked by (the block rule, 0021/0150), as one array.
 create or replace function app_private.block_list(p_user_id uuid)
