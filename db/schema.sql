@@ -2967,13 +2967,7 @@ CREATE FUNCTION app.require_level(p_level integer) RETURNS void
 declare
   v_level int := coalesce(app.user_access_level(app.viewer_id()), 0);
 begin
-  if v_level >= p_level then
-    return;
-  end if;
-  perform app.fail(case greatest(v_level + 1, 2)
-    when 2 then 'PROFILE_BASICS_REQUIRED'
-    when 3 then 'PHONE_VERIFICATION_REQUIRED'
-    else 'HUB_READINESS_REQUIRED' end);
+  perform app.session_gate(v_level, p_level);
 end
 $$;
 
@@ -2982,7 +2976,7 @@ $$;
 -- Name: FUNCTION require_level(p_level integer); Type: COMMENT; Schema: app; Owner: -
 --
 
-COMMENT ON FUNCTION app.require_level(p_level integer) IS 'Raises the 403 code of the first access level the viewer lacks below p_level (contract section 2). Called first by the write functions of every domain and by internal GraphQL''s mutations.';
+COMMENT ON FUNCTION app.require_level(p_level integer) IS 'Raises the 403 code of the first access level the viewer lacks below p_level (contract section 2), through app.session_gate (the viewer''s level, 0 without a user). Called first by the write functions of every domain and by internal GraphQL''s mutations.';
 
 
 --
@@ -3112,7 +3106,8 @@ begin
     perform app.fail('UNAUTHORIZED');
   end if;
   if p_level < p_required then
-    perform app.fail(case least(greatest(p_level + 1, 2), p_required)
+    -- The first level missing (2 at least: every session has level 1).
+    perform app.fail(case greatest(p_level + 1, 2)
       when 2 then 'PROFILE_BASICS_REQUIRED'
       when 3 then 'PHONE_VERIFICATION_REQUIRED'
       else 'HUB_READINESS_REQUIRED' end);
@@ -3126,7 +3121,7 @@ $$;
 -- Name: FUNCTION session_gate(p_level integer, p_required integer); Type: COMMENT; Schema: app; Owner: -
 --
 
-COMMENT ON FUNCTION app.session_gate(p_level integer, p_required integer) IS 'The gate over a session''s level: UNAUTHORIZED for a null level, else the 403 code of the first missing level below p_required (the codes server/http/access-levels.ts gives; test/sql/access-levels.test.ts holds them equal). Used by app.viewer_session_gate.';
+COMMENT ON FUNCTION app.session_gate(p_level integer, p_required integer) IS 'The gate over a level: UNAUTHORIZED for a null level, else the 403 code of the first missing level below p_required (the codes server/http/access-levels.ts gives; test/sql/access-levels.test.ts holds them equal). Used by app.viewer_session_gate and app.require_level.';
 
 
 --

@@ -396,17 +396,11 @@ create or replace function app.require_level(p_level int)
 declare
   v_level int := coalesce(app.user_access_level(app.viewer_id()), 0);
 begin
-  if v_level >= p_level then
-    return;
-  end if;
-  perform app.fail(case greatest(v_level + 1, 2)
-    when 2 then 'PROFILE_BASICS_REQUIRED'
-    when 3 then 'PHONE_VERIFICATION_REQUIRED'
-    else 'HUB_READINESS_REQUIRED' end);
+  perform app.session_gate(v_level, p_level);
 end
 $$;
 comment on function app.require_level(integer) is
-  'Raises the 403 code of the first access level the viewer lacks below p_level (contract section 2). Called first by the write functions of every domain and by internal GraphQL''s mutations.';
+  'Raises the 403 code of the first access level the viewer lacks below p_level (contract section 2), through app.session_gate (the viewer''s level, 0 without a user). Called first by the write functions of every domain and by internal GraphQL''s mutations.';
 grant execute on function app.require_level(integer) to app_anonymous;
 
 -- Housekeeping (replaces 0015's version): also forgets limit keys with no hit in the last 24 hours
@@ -549,7 +543,8 @@ begin
     perform app.fail('UNAUTHORIZED');
   end if;
   if p_level < p_required then
-    perform app.fail(case least(greatest(p_level + 1, 2), p_required)
+    -- The first level missing (2 at least: every session has level 1).
+    perform app.fail(case greatest(p_level + 1, 2)
       when 2 then 'PROFILE_BASICS_REQUIRED'
       when 3 then 'PHONE_VERIFICATION_REQUIRED'
       else 'HUB_READINESS_REQUIRED' end);
@@ -558,7 +553,7 @@ begin
 end
 $$;
 comment on function app.session_gate(integer, integer) is
-  'The gate over a session''s level: UNAUTHORIZED for a null level, else the 403 code of the first missing level below p_required (the codes server/http/access-levels.ts gives; test/sql/access-levels.test.ts holds them equal). Used by app.viewer_session_gate.';
+  'The gate over a level: UNAUTHORIZED for a null level, else the 403 code of the first missing level below p_required (the codes server/http/access-levels.ts gives; test/sql/access-levels.test.ts holds them equal). Used by app.viewer_session_gate and app.require_level.';
 grant execute on function app.session_gate(integer, integer) to app_anonymous;
 
 -- A user's access level (contract section 2) over the columns it reads: the level rule is
