@@ -8,9 +8,9 @@ import type pg from 'pg';
 export class StatementPrelude {
   #text = '';
 
-  /** Adds a simple-query statement (with its own `;` when more may follow). */
+  /** Adds a simple-query statement, without its `;` (held statements are joined with `; `). */
   add(text: string): void {
-    this.#text = this.#text ? `${this.#text} ${text}` : text;
+    this.#text = this.#text ? `${this.#text}; ${text}` : text;
   }
 
   get pending(): boolean {

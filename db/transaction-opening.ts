@@ -11,7 +11,7 @@ export interface Opening {
   opened: Promise<pg.QueryResult[]>;
 }
 
-/** The opening's text. `sessionCheck` carries its own `;`; the prelude and `extra` get theirs here. */
+/** The opening's text. `sessionCheck` carries its own `;` (db/viewer.ts sessionGate); the prelude and `extra` get theirs here. */
 export function openingText(viewer: Viewer, sessionCheck: string, prelude: string, extra: string): string {
   return beginAs(viewer) + (sessionCheck ? ` ${sessionCheck}` : '') + (prelude ? ` ${prelude};` : '') + (extra ? ` ${extra};` : '');
 }

@@ -78,7 +78,7 @@ export function writeLimitStatement(declaration: WriteLimitDeclaration, body: un
     const list = hubs.map((id) => sqlLiteral(String(id).toLowerCase())).join(', ');
     calls.push(call('hub_fanout', limits.hub_fanout, `array[${list}]::uuid[]`));
   }
-  return `select ${calls.join(', ')};`;
+  return `select ${calls.join(', ')}`;
 }
 
 /** The OpenAPI description of an operation's limits (x-write-limits), with the defaults. */
