@@ -123,7 +123,7 @@ export function statementsOf(files: readonly { file: string; sql: string }[]): S
       try {
         return { where, text, target: targetOf(text) };
       } catch (error) {
-        throw new Error(`${where}: ${(error as Error).message}`);
+        throw new Error(`${where}: ${(error as Error).message}`, { cause: error });
       }
     }),
   );
