@@ -169,6 +169,18 @@ describe('this release against the previous one', () => {
     else expect(current.sqlLevel).toBeGreaterThanOrEqual(before.sqlLevel);
   });
 
+  it('runs every worker task the previous release queues (a job queued by one release runs on the other)', () => {
+    const tasksOf = (source: string) => {
+      const body = /export function createTaskList[\s\S]*?return \{([\s\S]*?)\n {2}\};/.exec(source)?.[1] ?? '';
+      return [...body.matchAll(/^\s+([a-z_]+):/gm)].map((m) => m[1] as string);
+    };
+    const before = tasksOf(git('show', `${previous}:worker/runner.ts`));
+    const now = new Set(tasksOf(readFileSync(path.join(root, 'worker', 'runner.ts'), 'utf8')));
+    expect(before.length, 'the previous release\'s task list was not found').toBeGreaterThan(5);
+    const retired = previousRelease().retired;
+    expect(before.filter((task) => !now.has(task) && !retired.has(`task ${task}`)), 'a task the previous release queues is gone: keep it until a release after it was listed as retired').toEqual([]);
+  });
+
   it('uses nothing it lists as retired', () => {
     const current = currentRelease();
     const code = ['server', 'worker', 'db']
