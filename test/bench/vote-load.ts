@@ -111,7 +111,7 @@ async function perform(item: LoadItem): Promise<void> {
         // As POST /posts/{postId}/vote sends it: sealed in this process, one batch with one Sync.
         const tx = new RequestTransaction(pool as pg.Pool, anonymousViewer);
         tx.deferSession(userViewer(item.userId, item.sessionId), 2);
-        await tx.queryAndCommit(sealedVoteText, sealedVoteParams(ballots, item.postId, item.position as BallotPosition, job.batch), 'cast_vote', 2);
+        await tx.queryAndCommit(sealedVoteText, sealedVoteParams(ballots, item.postId, item.position as BallotPosition, job.batch), 2);
         return;
       }
       // As POST /posts/{postId}/vote sends it.
@@ -125,7 +125,7 @@ async function perform(item: LoadItem): Promise<void> {
       const tx = new RequestTransaction(pool as pg.Pool, anonymousViewer);
       if (job.sessionCheck === 'cast_vote') tx.deferSession(viewer, 2);
       else if ((await tx.openWithSession(viewer)) === null) throw new Error('session refused');
-      await tx.queryAndCommit(text, [item.postId, item.position], 'cast_vote', job.sessionCheck === 'cast_vote' ? 2 : undefined);
+      await tx.queryAndCommit(text, [item.postId, item.position], job.sessionCheck === 'cast_vote' ? 2 : undefined);
       return;
     }
     case 'session': {
