@@ -5,6 +5,7 @@ const benchmarks: Record<string, string> = {
   feeds: './feeds.ts',
   live: './live.ts',
   scale: './scale.ts',
+  'scale-out': './scale-out.ts',
   push: './push.ts',
 };
 const name = process.argv[2] ?? 'votes';
