@@ -2,6 +2,7 @@
 const benchmarks: Record<string, string> = {
   votes: './votes.ts',
   'vote-profile': './vote-profile.ts',
+  'vote-trip': './vote-trip.ts',
   feeds: './feeds.ts',
   live: './live.ts',
   scale: './scale.ts',

@@ -13,9 +13,10 @@ import { promisify } from 'node:util';
 import { execFile } from 'node:child_process';
 import { freePort } from '../../db/embedded.ts';
 import { rolePassword, type LoginRole } from '../../db/roles.ts';
+import { engines } from './engines.ts';
 
 const run = promisify(execFile);
-export const pgbouncerBinary = process.env.PGBOUNCER ?? '/usr/sbin/pgbouncer';
+export const pgbouncerBinary = process.env.PGBOUNCER ?? engines.pgbouncer;
 
 export interface PgBouncerOptions {
   /** Server connections per database and user (PgBouncer's default_pool_size). */
