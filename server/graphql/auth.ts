@@ -67,7 +67,7 @@ export async function graphqlViewer(req: Request, auth: GraphqlAuth): Promise<Vi
 
 /**
  * The transaction settings of a viewer, as @dataplan/pg applies them (set_config(..., true)):
- * every statement is bounded by the statement and lock timeouts (limits.ts), and JIT optimisation
+ * every statement is bounded by the statement timeout (limits.ts), and JIT optimisation
  * is off, here rather than as @dataplan/pg's session setting (mount.ts), so nothing outlives the
  * transaction on a pooled connection. A user's transaction is also
  * read-only (preset.ts says why); switching to read-only is allowed at any point of a transaction,
@@ -77,7 +77,6 @@ export function pgSettingsOf(viewer: Viewer): Record<string, string> {
   return {
     ...Object.fromEntries(viewerSettings(viewer)),
     statement_timeout: graphqlBounds.statementTimeout,
-    lock_timeout: graphqlBounds.lockTimeout,
     jit_optimize_above_cost: '-1',
     ...(viewer.role === 'app_admin' ? {} : { transaction_read_only: 'on' }),
   };

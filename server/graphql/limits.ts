@@ -13,6 +13,4 @@ export const graphqlBounds = {
   scanCost: 1000,
   /** PostgreSQL's statement_timeout for every statement of an operation. */
   statementTimeout: '5s',
-  /** PostgreSQL's lock_timeout for every statement of an operation. */
-  lockTimeout: '2s',
 } as const;

@@ -20,6 +20,8 @@ let reader: TestUser;
 beforeAll(async () => {
   app = await startTestApp({ ADMIN_API_TOKEN: adminToken }, {}, { pooler: true });
   [author, reader] = await Promise.all([userAtLevel(app, 4), userAtLevel(app, 4)]);
+  // Both GraphQL schemas built (introspected through the pooler) before the clock of a test starts.
+  await app.services.graphql.ready();
 });
 afterAll(() => app.close());
 
