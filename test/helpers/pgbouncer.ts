@@ -23,6 +23,11 @@ export interface PgBouncerOptions {
   poolSize?: number;
   /** Client connections it accepts (max_client_conn). */
   maxClients?: number;
+  /**
+   * Look the roles' passwords up in PostgreSQL as the owner (auth_user, and the auth_query of
+   * deploy/pgbouncer/pgbouncer.ini, as docker-compose.yml runs it) instead of listing them.
+   */
+  authQuery?: boolean;
 }
 
 export interface PgBouncer {
@@ -56,7 +61,15 @@ async function listening(port: number): Promise<boolean> {
   });
 }
 
-export async function startPgBouncer(ownerUrl: string, { poolSize = 20, maxClients = 2000 }: PgBouncerOptions = {}): Promise<PgBouncer> {
+/** The auth_query of the compose file's pooler. */
+async function deployedAuthQuery(): Promise<string> {
+  const ini = await readFile(path.resolve(import.meta.dirname, '../../deploy/pgbouncer/pgbouncer.ini'), 'utf8');
+  const query = /^auth_query = (.*)$/m.exec(ini)?.[1];
+  if (!query) throw new Error('deploy/pgbouncer/pgbouncer.ini has no auth_query');
+  return query;
+}
+
+export async function startPgBouncer(ownerUrl: string, { poolSize = 20, maxClients = 2000, authQuery = false }: PgBouncerOptions = {}): Promise<PgBouncer> {
   const owner = new URL(ownerUrl);
   const database = owner.pathname.slice(1);
   const port = await freePort();
@@ -65,7 +78,10 @@ export async function startPgBouncer(ownerUrl: string, { poolSize = 20, maxClien
   await chmod(dir, 0o755);
   if (runAs) await chown(dir, runAs.uid, runAs.gid);
   const roles: LoginRole[] = ['authenticator', 'app_worker'];
-  const users = roles.map((role) => `"${role}" "${rolePassword(ownerUrl, role)}"`).join('\n');
+  const ownerUser = decodeURIComponent(owner.username);
+  const users = authQuery
+    ? `"${ownerUser}" "${decodeURIComponent(owner.password)}"`
+    : roles.map((role) => `"${role}" "${rolePassword(ownerUrl, role)}"`).join('\n');
   const config = [
     '[databases]',
     `${database} = host=${owner.hostname} port=${owner.port || 5432} dbname=${database}`,
@@ -76,6 +92,7 @@ export async function startPgBouncer(ownerUrl: string, { poolSize = 20, maxClien
     'pool_mode = transaction',
     'auth_type = scram-sha-256',
     `auth_file = ${path.join(dir, 'userlist.txt')}`,
+    ...(authQuery ? [`auth_user = ${ownerUser}`, `auth_query = ${await deployedAuthQuery()}`] : []),
     `default_pool_size = ${poolSize}`,
     `max_client_conn = ${maxClients}`,
     // Transaction mode: nothing is reset between clients, because nothing may outlive a transaction.

@@ -3,11 +3,14 @@
 // nothing of a session from one transaction to the next, while the live delivery stays direct.
 // A journey through it works; the pooler down answers 503 with Retry-After, and the first request
 // after it is back succeeds. (Other HTTP test files run through a pooler too: vitest.config.ts.)
+import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { roleUrl } from '../../db/roles.ts';
 import { loadConfig, StartupError } from '../../config.ts';
 import { startTestApp, type TestApp } from '../helpers/app.ts';
 import { internalGraphql } from '../helpers/admin.ts';
 import { createHub } from '../helpers/hubs.ts';
+import { startPgBouncer } from '../helpers/pgbouncer.ts';
 import { openStream } from '../helpers/notifications.ts';
 import { createPost, slider, vote } from '../helpers/posts.ts';
 import { userAtLevel, type TestUser } from '../helpers/users.ts';
@@ -43,6 +46,24 @@ describe('DATABASE_POOLER_URL', () => {
     expect(port(app.pools.worker)).toBe(new URL(app.ownerUrl).port);
     expect(new URL(app.pools.api.options.connectionString as string).username).toBe('authenticator');
     expect(app.pools.pooled).toBe(true);
+  });
+});
+
+describe("the compose file's pooler configuration", () => {
+  it("logs the API in with the password it looks up as the owner (auth_query, SCRAM), as deploy/pgbouncer/pgbouncer.ini does", async () => {
+    const lookedUp = await startPgBouncer(app.ownerUrl, { authQuery: true, poolSize: 2 });
+    const client = new pg.Client({ connectionString: roleUrl(app.ownerUrl, 'authenticator', lookedUp.url) });
+    try {
+      await client.connect();
+      const { rows } = await client.query<{ role: string }>('select current_user::text as role');
+      expect(rows).toEqual([{ role: 'authenticator' }]);
+      const wrong = new pg.Client({ connectionString: roleUrl(app.ownerUrl, 'authenticator', lookedUp.url).replace(/:[^:@/]+@/, ':wrong@') });
+      await expect(wrong.connect()).rejects.toThrow();
+      await wrong.end().catch(() => undefined);
+    } finally {
+      await client.end().catch(() => undefined);
+      await lookedUp.close();
+    }
   });
 });
 
