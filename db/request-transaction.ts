@@ -43,6 +43,8 @@ export class RequestTransaction {
   #gateLevel: number | null = null;
   /** Statements that run before the request's own (prepend), until a message carries them. */
   #prelude: string[] = [];
+  /** queryAndCommit leaves the transaction open (holdCommit). */
+  #commitHeld = false;
 
   constructor(pool: pg.Pool, viewer: Viewer, bounds: TransactionBounds = defaultBounds) {
     this.#pool = pool;
@@ -94,6 +96,15 @@ export class RequestTransaction {
     this.#prelude.push(text);
   }
 
+  /**
+   * From now on queryAndCommit does not commit: its statement runs (with what is held, in the same
+   * write) and the transaction stays open, so the caller can add statements of its own in the same
+   * transaction (a kept answer) and then commit() or finish().
+   */
+  holdCommit(): void {
+    this.#commitHeld = true;
+  }
+
   /** The open transaction's connection, after what was held for it (session check, prelude) ran. */
   async client(): Promise<pg.PoolClient> {
     await this.#send([], false);
@@ -119,7 +130,7 @@ export class RequestTransaction {
       if (statementGateLevel < this.#gateLevel) throw new Error(`statement gates at level ${statementGateLevel}, the request needs ${this.#gateLevel}`);
       this.#gateLevel = null;
     }
-    const [result] = await this.#send([{ text, values: params }], true);
+    const [result] = await this.#send([{ text, values: params }], !this.#commitHeld);
     return result as pg.QueryResult<R>;
   }
 

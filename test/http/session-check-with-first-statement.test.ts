@@ -178,6 +178,23 @@ describe('one write, one round trip: the whole request transaction on one connec
     }
   });
 
+  it('holds the commit when asked: the statement runs, the caller adds its own and commits or rolls back', async () => {
+    const post = await createPost(app, author, slider);
+    const before = await voteWrites(post.id);
+    const voter = await userAtLevel(app, 2);
+    for (const commit of [false, true]) {
+      const tx = new RequestTransaction(app.pools.api, anonymousViewer);
+      tx.deferSession(userViewer(voter.id, await sessionOf(voter)), 2);
+      tx.holdCommit();
+      expect((await tx.queryAndCommit(castVote, sealed(post.id), 2)).rows).toMatchObject([{ hub_ids: [] }]);
+      // Still open: the caller's statement sees the vote in the same transaction.
+      const { rows } = await tx.query<{ n: number }>('select count(*)::int as n from app.vote_receipts where post_id = $1', [post.id]);
+      expect(rows).toEqual([{ n: 1 }]);
+      await tx.finish(commit);
+      expect(await voteWrites(post.id)).toEqual(commit ? expect.objectContaining({ receipts: 1, counted: 1 }) : before);
+    }
+  });
+
   it('refuses to leave out the gate for a statement that checks a lower level than the request needs', async () => {
     const tx = new RequestTransaction(app.pools.api, anonymousViewer);
     tx.deferSession(userViewer(author.id, await sessionOf(author)), 3);
