@@ -32,6 +32,8 @@ export class RequestTransaction {
   #sessionCheck = new DeferredSessionCheck();
   /** Statements that run first in the transaction (a write limit), sent with the next message. */
   #prelude = new StatementPrelude();
+  /** The commit is held for the request's kept answer (holdCommit). */
+  #held = false;
 
   constructor(pool: pg.Pool, viewer: Viewer) {
     this.#pool = pool;
@@ -82,6 +84,25 @@ export class RequestTransaction {
     this.#prelude.add(text);
   }
 
+  /**
+   * Holds the commit (a request with an Idempotency-Key, server/http/idempotency.ts): from now on
+   * queryAndCommit runs its statement in the open transaction, under a savepoint (when it fails the
+   * transaction is as before it, and usable), and commits nothing, so that the caller can add the
+   * request's kept answer and commit both together (releaseCommit, then queryAndCommit). An early
+   * commit() still commits, and the hold is gone (commitHeld is false).
+   */
+  holdCommit(): void {
+    this.#held = true;
+  }
+
+  get commitHeld(): boolean {
+    return this.#held && !this.#done;
+  }
+
+  releaseCommit(): void {
+    this.#held = false;
+  }
+
   async client(): Promise<pg.PoolClient> {
     if (this.#client) {
       if (this.#prelude.pending) await this.query('select 1');
@@ -120,6 +141,7 @@ export class RequestTransaction {
     statementGateLevel?: number,
   ): Promise<pg.QueryResult<R>> {
     const gatedByStatement = this.#sessionCheck.coverWith(statementGateLevel);
+    if (this.#held) return this.#heldStatement<R>({ name, text, values: params });
     if (!this.#client && !this.#opening && !this.#prelude.pending && name && (params ?? []).every(isTextOrNull)) {
       return this.#singleSync<R>(name, text, (params ?? []) as (string | null)[], gatedByStatement);
     }
@@ -162,6 +184,26 @@ export class RequestTransaction {
     }
   }
 
+  /**
+   * A statement of a held transaction, behind a savepoint sent in the same pipeline (never
+   * released: the commit releases it, and a later one of the same name shadows it).
+   */
+  async #heldStatement<R extends pg.QueryResultRow>(statement: pg.QueryConfig): Promise<pg.QueryResult<R>> {
+    const client = this.#client ?? (await this.client());
+    const prelude = this.#prelude.send(client);
+    const saved = client.query('savepoint held_statement');
+    const result = client.query<R>(statement);
+    if (prelude) await settlePrelude(prelude, Promise.allSettled([saved, result]));
+    try {
+      await saved;
+      return await result;
+    } catch (error) {
+      await result.catch(() => undefined);
+      await client.query('rollback to savepoint held_statement').catch(() => undefined);
+      throw error;
+    }
+  }
+
   /** Throws `error`; when a session check ran (`checked`) and refused the session, the request stays anonymous. */
   #refused(error: unknown, checked: boolean): never {
     if (checked && refusesSession(error)) this.#viewer = anonymousViewer;
@@ -170,6 +212,7 @@ export class RequestTransaction {
 
   /** Commits now (a failed OTP attempt must count even though the request answers an error). */
   async commit(): Promise<void> {
+    this.#held = false;
     await this.#finish(true);
   }
 
