@@ -251,6 +251,28 @@ describe('Idempotency-Key', () => {
     }
   });
 
+  it('is documented on every bearer write of the OpenAPI document, with both codes and Retry-After on the 409', async () => {
+    const document = (await app.get('/openapi.json')).body;
+    let writes = 0;
+    for (const [path, item] of Object.entries<Record<string, any>>(document.paths)) {
+      for (const [method, operation] of Object.entries<any>(item)) {
+        const takes = method !== 'get' && JSON.stringify(operation.security) === JSON.stringify([{ bearer: [] }]);
+        const header = operation.parameters.some((p: any) => p.$ref === '#/components/parameters/Idempotency-Key');
+        expect(header, `${method} ${path}`).toBe(takes);
+        if (!takes) continue;
+        writes += 1;
+        const response = (status: string) => {
+          const found = operation.responses[status];
+          return found.$ref ? document.components.responses[found.$ref.split('/').pop()] : found;
+        };
+        expect(response('409')['x-error-codes'], `${method} ${path}`).toContain('IDEMPOTENCY_KEY_IN_USE');
+        expect(response('409').headers['Retry-After']).toBeDefined();
+        expect(response('422')['x-error-codes'], `${method} ${path}`).toContain('IDEMPOTENCY_KEY_REUSED');
+      }
+    }
+    expect(writes).toBeGreaterThan(40);
+  });
+
   it('forgets a key after 24 hours; the worker task sweeps expired answers, and the purge of the account takes the rest', async () => {
     const user = await userAtLevel(app, 2);
     const post = await createPost(app, author);
