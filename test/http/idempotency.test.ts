@@ -291,10 +291,23 @@ describe('Idempotency-Key', () => {
     await app.runJobs();
     expect(await kept(user.id)).toBe(0);
 
+    // No export holds them: the archive has nothing of the kept answers, the keys or their digests.
+    const exportKey = randomUUID();
+    const requested = await app.post('/users/me/exports', undefined, { token: user.token, headers: keyed(exportKey) });
+    expect(requested.status).toBe(202);
+    await app.runJobs();
+    const ready = await app.get(`/users/me/exports/${requested.body.data.exportId}`, { token: user.token });
+    const archive = await (await fetch(ready.body.data.url)).text();
+    const { rows: keptRows } = await app.owner.query('select key_digest, fingerprint, body from app_private.idempotent_answers where user_id = $1', [user.id]);
+    expect(keptRows).toHaveLength(1);
+    for (const text of [exportKey, 'idempot', keptRows[0].key_digest.toString('hex'), keptRows[0].body.toString('base64'), keptRows[0].body.toString('hex')]) {
+      expect(archive.toLowerCase()).not.toContain(text.toLowerCase());
+    }
+
     // The purge: every kept answer of the account goes.
     expect((await send(randomUUID(), 'before deletion')).status).toBe(201);
     expect((await app.post('/users/me/deletion', undefined, { token: user.token, headers: keyed(randomUUID()) })).status).toBe(202);
-    expect(await kept(user.id)).toBe(2);
+    expect(await kept(user.id)).toBe(3);
     await app.owner.query(`update app_private.account_states set purge_after = now() - interval '1 second' where user_id = $1`, [user.id]);
     await app.owner.query('select app_private.purge_account_begin($1), app_private.purge_account_content($1)', [user.id]);
     expect(await kept(user.id)).toBe(0);
