@@ -5,8 +5,9 @@
 // hold nothing readable (a vote's answer shows the tally right after the vote).
 import { createHash, randomUUID } from 'node:crypto';
 import pg from 'pg';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { startTestApp, type TestApp } from '../helpers/app.ts';
+import { addMember, createHub } from '../helpers/hubs.ts';
 import { createPost, slider } from '../helpers/posts.ts';
 import { userAtLevel, type TestUser } from '../helpers/users.ts';
 
@@ -118,6 +119,26 @@ describe('Idempotency-Key', () => {
     // Without a key (or with another one), the vote is what it was: final.
     expect((await app.post(`/posts/${post.id}/vote`, { position: 'left' }, { token: voter.token })).body.error.code).toBe('VOTE_ALREADY_CAST');
     expect(await count('select count(*)::int as n from app.vote_receipts where post_id = $1', [post.id])).toBe(1);
+  });
+
+  it('keeps a vote that had to seal again for a hub (its retry stays in the held transaction) with its hub scope', async () => {
+    const owner = await userAtLevel(app, 4);
+    const hub = await createHub(app, owner);
+    const member = await userAtLevel(app, 4);
+    await addMember(app, hub, member);
+    // This process has not seen the post: the first cast_vote misses the hub's ballot and is sealed again.
+    const post = await createPost(app, owner, { ...slider, visibility: 'public_hub', hubIds: [hub.id] });
+    const key = randomUUID();
+    const resealed = vi.spyOn(app.services.metrics.votes, 'resealed');
+    const first = await app.post(`/posts/${post.id}/vote`, { position: 'right' }, { token: member.token, headers: keyed(key) });
+    expect(first.status, first.text).toBe(201);
+    expect(resealed).toHaveBeenCalledTimes(1);
+    resealed.mockRestore();
+    expect(first.body.data.voteReceipt.hubVoteScope).toEqual({ hubIds: [hub.id] });
+    const again = await app.post(`/posts/${post.id}/vote`, { position: 'right' }, { token: member.token, headers: keyed(key) });
+    expect(again.text).toBe(first.text);
+    expect(await count('select count(*)::int as n from app.vote_receipts where post_id = $1', [post.id])).toBe(1);
+    expect(await kept(member.id)).toBe(1);
   });
 
   it('refuses the key for another body, path or method (422 IDEMPOTENCY_KEY_REUSED), changing nothing', async () => {
