@@ -9,6 +9,7 @@ import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { startTestApp, type TestApp } from '../helpers/app.ts';
 import { addMember, createHub } from '../helpers/hubs.ts';
 import { createPost, slider } from '../helpers/posts.ts';
+import { asViewer, rowsOrError } from '../helpers/sql.ts';
 import { userAtLevel, type TestUser } from '../helpers/users.ts';
 
 let app: TestApp;
@@ -270,6 +271,26 @@ describe('Idempotency-Key', () => {
       const { rows: grants } = await app.owner.query(`select has_table_privilege($1, 'app_private.idempotent_answers', 'select') as can`, [role]);
       expect(grants[0].can, role).toBe(false);
     }
+  });
+
+  it('in SQL: only the functions reach the table, a 401, 429 or 5xx is never kept, and a digest is the user\'s own', async () => {
+    const [one, two] = [await userAtLevel(app, 2), await userAtLevel(app, 2)];
+    const digest = Buffer.alloc(32, 7);
+    const fingerprint = Buffer.alloc(32, 9);
+    const keep = 'select app.keep_idempotent_answer($1, $2, $3, $4, $5)';
+    await asViewer(app, 'app_user', one.id, async (client) => {
+      expect(await rowsOrError(client, 'select * from app_private.idempotent_answers')).toBe('42501');
+      for (const status of [401, 429, 500, 503]) expect(await rowsOrError(client, keep, [digest, fingerprint, status, '{}', Buffer.from('x')]), String(status)).toBe('P0001');
+      expect(await rowsOrError(client, keep, [digest, fingerprint, 404, '{}', Buffer.from('x')])).toEqual([{ keep_idempotent_answer: '' }]);
+      expect(await rowsOrError(client, 'select outcome, status from app.claim_idempotency_key($1, $2)', [digest, fingerprint])).toEqual([{ outcome: 'kept', status: 404 }]);
+      await client.query('commit');
+    });
+    await asViewer(app, 'app_user', two.id, async (client) => {
+      expect(await rowsOrError(client, 'select outcome from app.claim_idempotency_key($1, $2)', [digest, fingerprint])).toEqual([{ outcome: 'new' }]);
+    });
+    await asViewer(app, 'app_anonymous', null, async (client) => {
+      expect(await rowsOrError(client, 'select outcome from app.claim_idempotency_key($1, $2)', [digest, fingerprint])).toBe('42501');
+    });
   });
 
   it('is documented on every bearer write of the OpenAPI document, with both codes and Retry-After on the 409', async () => {
