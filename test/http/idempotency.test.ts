@@ -15,7 +15,8 @@ import { userAtLevel, type TestUser } from '../helpers/users.ts';
 let app: TestApp;
 let author: TestUser;
 beforeAll(async () => {
-  app = await startTestApp({ WRITE_LIMITS: 'reports=1/3600' });
+  // The in-use tests hold app.comments while a request waits for it: longer than the default lock bound.
+  app = await startTestApp({ WRITE_LIMITS: 'reports=1/3600', API_LOCK_TIMEOUT_MS: '60000', API_STATEMENT_TIMEOUT_MS: '60000' });
   author = await userAtLevel(app, 3);
 });
 afterAll(() => app.close());

@@ -39,6 +39,9 @@ async function startApi(): Promise<{ running: RunningProcess; client: Client; po
     S3_ENDPOINT: app.config.s3.endpoint as string,
     S3_BUCKET: app.config.s3.bucket,
     PORT: String(port),
+    // The tests hold app.comments while a request waits for it: longer than the default lock bound.
+    API_LOCK_TIMEOUT_MS: '60000',
+    API_STATEMENT_TIMEOUT_MS: '60000',
   });
   processes.push(running);
   const url = `http://127.0.0.1:${port}`;
