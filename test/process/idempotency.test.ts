@@ -152,11 +152,18 @@ describe('Idempotency-Key across API processes', () => {
       `POST /api/v1/posts/${post.id}/comments HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer ${user.token}\r\n` +
         `Idempotency-Key: ${key}\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`,
     );
-    // The effect and its kept answer commit together: once the kept answer is there, so is the comment.
-    await doomed.running.waitFor(
-      async () => (await count('select count(*)::int as n from app_private.idempotent_answers where user_id = $1', [user.id])) === 1,
-      'the commit',
-    );
+    // The effect and its kept answer commit together: every look (one snapshot each) sees both or neither.
+    const seen: string[] = [];
+    await doomed.running.waitFor(async () => {
+      const { rows } = await app.owner.query(
+        `select (select count(*)::int from app.comments where post_id = $1) as comments,
+                (select count(*)::int from app_private.idempotent_answers where user_id = $2) as kept`,
+        [post.id, user.id],
+      );
+      seen.push(`${rows[0].comments}/${rows[0].kept}`);
+      return rows[0].kept === 1;
+    }, 'the commit');
+    expect(seen.every((look) => look === '0/0' || look === '1/1'), seen.join(' ')).toBe(true);
     await killed(doomed.running);
     socket.destroy();
     const stored = (await app.owner.query('select id from app.comments where post_id = $1', [post.id])).rows;
