@@ -97,12 +97,22 @@ export class RequestTransaction {
   }
 
   /**
-   * From now on queryAndCommit does not commit: its statement runs (with what is held, in the same
-   * write) and the transaction stays open, so the caller can add statements of its own in the same
-   * transaction (a kept answer) and then commit() or finish().
+   * Holds the commit (a request with an Idempotency-Key, server/http/idempotency.ts): from now on
+   * queryAndCommit runs its statement in the open transaction, behind a savepoint (when it fails the
+   * transaction is as before it, and usable), and commits nothing, so that the caller can add the
+   * request's kept answer and commit both together (releaseCommit, then queryAndCommit). An early
+   * commit() still commits, and the hold is gone (commitHeld is false).
    */
   holdCommit(): void {
     this.#commitHeld = true;
+  }
+
+  get commitHeld(): boolean {
+    return this.#commitHeld && !this.#done;
+  }
+
+  releaseCommit(): void {
+    this.#commitHeld = false;
   }
 
   /** The open transaction's connection, after what was held for it (session check, prelude) ran. */
@@ -130,12 +140,28 @@ export class RequestTransaction {
       if (statementGateLevel < this.#gateLevel) throw new Error(`statement gates at level ${statementGateLevel}, the request needs ${this.#gateLevel}`);
       this.#gateLevel = null;
     }
-    const [result] = await this.#send([{ text, values: params }], !this.#commitHeld);
+    if (this.#commitHeld) return this.#heldStatement<R>(text, params);
+    const [result] = await this.#send([{ text, values: params }], true);
     return result as pg.QueryResult<R>;
+  }
+
+  /**
+   * A statement of a held transaction, behind a savepoint sent in the same write (never released:
+   * the commit releases it, and a later one of the same name shadows it).
+   */
+  async #heldStatement<R extends pg.QueryResultRow>(text: string, params?: unknown[]): Promise<pg.QueryResult<R>> {
+    try {
+      const [, result] = await this.#send([{ text: 'savepoint held_statement' }, { text, values: params }], false);
+      return result as pg.QueryResult<R>;
+    } catch (error) {
+      await this.#send([{ text: 'rollback to savepoint held_statement' }], false).catch(() => undefined);
+      throw error;
+    }
   }
 
   /** Commits now (a failed OTP attempt must count even though the request answers an error). */
   async commit(): Promise<void> {
+    this.#commitHeld = false;
     await this.finish(true);
   }
 

@@ -8,6 +8,7 @@ const benchmarks: Record<string, string> = {
   scale: './scale.ts',
   'scale-out': './scale-out.ts',
   push: './push.ts',
+  idempotency: './idempotency.ts',
 };
 const name = process.argv[2] ?? 'votes';
 const module = benchmarks[name];
