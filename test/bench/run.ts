@@ -6,6 +6,7 @@ const benchmarks: Record<string, string> = {
   live: './live.ts',
   scale: './scale.ts',
   push: './push.ts',
+  deploy: './deploy.ts',
 };
 const name = process.argv[2] ?? 'votes';
 const module = benchmarks[name];
