@@ -5,6 +5,7 @@
 // with one line naming what it waited for and which process holds it. The pattern of GitLab's
 // with_lock_retries and pgroll's lock timeout: the migration waits, requests do not.
 import pg from 'pg';
+import { StartupError } from '../config.ts';
 
 export interface LockRetryOptions {
   /** lock_timeout of each try (MIGRATION_LOCK_TIMEOUT_MS, default 200). */
@@ -17,18 +18,9 @@ export interface LockRetryOptions {
 
 export const defaultLockRetry: LockRetryOptions = { lockTimeoutMs: 200, maxWaitSeconds: 900 };
 
-export function lockRetryFromEnv(env: Record<string, string | undefined> = process.env): LockRetryOptions {
-  const read = (setting: string, fallback: number) => {
-    const raw = env[setting];
-    if (raw === undefined || raw === '') return fallback;
-    if (!/^\d+$/.test(raw) || Number(raw) < 1) throw new Error(`${setting} must be a positive whole number (got "${raw}")`);
-    return Number(raw);
-  };
-  return { lockTimeoutMs: read('MIGRATION_LOCK_TIMEOUT_MS', 200), maxWaitSeconds: read('MIGRATION_LOCK_WAIT_SECONDS', 900) };
-}
 
-/** A step that waited longer than its bound: its message is the one line an operator reads. */
-export class LockWaitGaveUp extends Error {}
+/** A step that waited longer than its bound: its message is the one line an operator reads (exit 1). */
+export class LockWaitGaveUp extends StartupError {}
 
 const isLockTimeout = (error: unknown) => (error as { code?: string }).code === '55P03';
 

@@ -21,6 +21,7 @@ import pg from 'pg';
 import { Logger, runMigrations as runWorkerMigrations } from 'graphile-worker';
 import { runner, type MigrationBuilder } from 'node-pg-migrate';
 import { defaultLockRetry, type LockRetryOptions, withLockRetries } from './lock-retry.ts';
+import { StartupError } from '../config.ts';
 import { rolePassword, type LoginRole } from './roles.ts';
 import { applySqlStatements, type SqlApplyResult } from './sql-apply.ts';
 import { splitStatements, statementsOf } from './sql-statements.ts';
@@ -197,7 +198,7 @@ async function runVersioned(client: pg.Client, ownerUrl: string, lockRetry: Lock
   const ranHere = ran.filter((name) => !frozen.includes(name));
   ranHere.forEach((name, i) => {
     if (shipped[i] !== name) {
-      throw new Error(
+      throw new StartupError(
         shipped[i] === undefined
           ? `migration ${name} ran, but this release does not ship it: a newer release migrated this database; run that release's migrate (a release never migrates a newer schema)`
           : `migration ${name} ran, but the migrations folder has ${shipped[i]} in its place`,
@@ -218,7 +219,7 @@ async function applySqlFiles(client: pg.Client, ownerUrl: string, dir: string, l
   await client.query(`create table if not exists public.sql_levels (level int primary key, sha256 text not null, applied_at timestamptz not null)`);
   const applied = (await client.query<{ level: number | null }>('select max(level) as level from public.sql_levels')).rows[0]?.level ?? 0;
   if (applied > sqlLevel) {
-    throw new Error(`this release's db/sql is level ${sqlLevel}, but the database has level ${applied}: a newer release migrated it; run that release's migrate (a release never migrates a newer schema)`);
+    throw new StartupError(`this release's db/sql is level ${sqlLevel}, but the database has level ${applied}: a newer release migrated it; run that release's migrate (a release never migrates a newer schema)`);
   }
   const files = shippedSqlFiles(dir);
   if (ranFrozenChain) {
