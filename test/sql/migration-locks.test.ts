@@ -5,7 +5,9 @@
 //   - a changed policy on a table a long reader holds ACCESS SHARE on: the migration retries under a
 //     short lock_timeout, requests on that table keep answering within 1 s, and the migration
 //     completes once the reader ends;
-//   - a changed function body: no lock on any table (app, app_private, graphile_worker);
+//   - a changed function body: no lock on any table (app, app_private, graphile_worker) that a
+//     request could wait on (SHARE UPDATE EXCLUSIVE or stronger; reads and the runner's own
+//     comparisons take ACCESS SHARE and ROW EXCLUSIVE, which conflict with nothing a request takes);
 //   - the give-up: with a small bound (MIGRATION_LOCK_WAIT_SECONDS for `npm run migrate`), the
 //     migration fails with one line naming the table and the process that holds it, and leaves the
 //     policy as it was.
@@ -165,15 +167,16 @@ describe('a migration beside the requests', () => {
     try {
       const sqlDir = await nextSqlDir();
       changeFunctionBody(sqlDir, 'posts.sql', 'app.can_see_post', 'changed by the lock test');
-      // Every table of app, app_private and graphile_worker held in EXCLUSIVE mode, which admits
-      // plain reads (ACCESS SHARE: reading the runner's lists, a policy read back through a temporary
-      // view) and nothing else: any other table lock the migration asks for waits, and shows. ACCESS
-      // SHARE conflicts only with ACCESS EXCLUSIVE, which no request takes.
+      // Every table of app, app_private and graphile_worker held in SHARE UPDATE EXCLUSIVE mode. It
+      // admits what requests take (ACCESS SHARE, ROW SHARE, ROW EXCLUSIVE), so the runner may read and
+      // compare (its lists, a policy read back through a temporary view), and conflicts with every
+      // mode that could make a request wait (SHARE and stronger): any such lock the migration asks
+      // for waits, and shows.
       const { rows: tables } = await holder.query<{ name: string }>(
         `select format('%I.%I', schemaname, tablename) as name from pg_tables where schemaname in ('app', 'app_private', 'graphile_worker')`,
       );
       await holder.query('begin');
-      await holder.query(`lock table ${tables.map((row) => row.name).join(', ')} in exclusive mode`);
+      await holder.query(`lock table ${tables.map((row) => row.name).join(', ')} in share update exclusive mode`);
 
       const running = migrateWith(database.ownerUrl, { sqlDir });
       migration = running;
@@ -186,7 +189,8 @@ describe('a migration beside the requests', () => {
           `select format('%s %s on %I.%I', l.mode, case when l.granted then 'held' else 'waited for' end, n.nspname, c.relname) as lock
            from pg_locks l join pg_class c on c.oid = l.relation join pg_namespace n on n.oid = c.relnamespace
            where l.locktype = 'relation' and l.pid <> all ($1) and c.relkind in ('r', 'p')
-             and n.nspname in ('app', 'app_private', 'graphile_worker') and l.mode <> 'AccessShareLock'`,
+             and n.nspname in ('app', 'app_private', 'graphile_worker')
+             and l.mode in ('ShareUpdateExclusiveLock', 'ShareLock', 'ShareRowExclusiveLock', 'ExclusiveLock', 'AccessExclusiveLock')`,
           [[holderPid, watcherPid]],
         );
         for (const row of rows) seen.add(row.lock);
