@@ -8,6 +8,8 @@
 //   - a changed function body: no lock on any table (app, app_private, graphile_worker) that a
 //     request could wait on (SHARE UPDATE EXCLUSIVE or stronger; reads and the runner's own
 //     comparisons take ACCESS SHARE and ROW EXCLUSIVE, which conflict with nothing a request takes);
+//   - a versioned migration adding a column to a table a reader holds: `npm run migrate` waits and
+//     applies it once the reader ends;
 //   - the give-up: with a small bound (MIGRATION_LOCK_WAIT_SECONDS for `npm run migrate`), the
 //     migration fails with one line naming the table and the process that holds it, and leaves the
 //     policy as it was.
@@ -22,7 +24,7 @@ import { startTestApp } from '../helpers/app.ts';
 import { databaseUrl } from '../helpers/global-setup.ts';
 import { createPost, slider } from '../helpers/posts.ts';
 import { startProcess } from '../helpers/process.ts';
-import { changeFunctionBody, changePolicyExpression, checkoutRoot, copyCheckout } from '../helpers/releases.ts';
+import { addColumnMigration, changeFunctionBody, changePolicyExpression, checkoutRoot, copyCheckout } from '../helpers/releases.ts';
 import { userAtLevel } from '../helpers/users.ts';
 
 /** The runner with a db/sql folder of its own (the "next release"'s) and its lock-retry bounds. */
@@ -276,6 +278,48 @@ describe('a migration beside the requests', () => {
     } finally {
       await holder.query('rollback').catch(() => undefined);
       await holder.end();
+      await watcher.end();
+      await database.drop();
+    }
+  });
+
+  it('npm run migrate waits behind a reader for a migration that adds a column to its table, and applies it once the reader ends', { timeout: 90_000 }, async () => {
+    const database = await cloneDatabase();
+    const { client: reader, pid: readerPid } = await connect(database.ownerUrl);
+    const { client: watcher, pid: watcherPid } = await connect(database.ownerUrl);
+    let migration: ReturnType<typeof startProcess> | undefined;
+    try {
+      const tree = await mkdtemp(path.join(os.tmpdir(), 'opinion-next-release-'));
+      folders.push(tree);
+      await copyCheckout(tree);
+      addColumnMigration(tree, 'app.posts', 'next_release_note');
+      await reader.query('begin');
+      await reader.query('lock table app.posts in access share mode');
+      migration = startProcess(process.execPath, [path.join(tree, 'db', 'cli', 'migrate.ts')], { DATABASE_URL: database.ownerUrl }, { cwd: tree });
+      // It tries (a waiting lock on app.posts), and keeps trying while the reader holds.
+      await migration.waitFor(
+        async () =>
+          (
+            await watcher.query<{ waiting: boolean }>(
+              `select exists (select from pg_locks where relation = 'app.posts'::regclass and not granted and pid <> all ($1)) as waiting`,
+              [[readerPid, watcherPid]],
+            )
+          ).rows[0]?.waiting === true,
+        'the migration to try for app.posts',
+      );
+      await new Promise((resolve) => setTimeout(resolve, 2000));
+      expect(migration.child.exitCode, migration.output()).toBeNull();
+      await reader.query('commit');
+      expect(await migration.exited, migration.output()).toBe(0);
+      const { rows } = await watcher.query(`select from pg_attribute where attrelid = 'app.posts'::regclass and attname = 'next_release_note'`);
+      expect(rows).toHaveLength(1);
+    } finally {
+      await reader.query('rollback').catch(() => undefined);
+      if (migration && migration.child.exitCode === null) {
+        migration.child.kill('SIGKILL');
+        await migration.exited;
+      }
+      await reader.end();
       await watcher.end();
       await database.drop();
     }
