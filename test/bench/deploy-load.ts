@@ -1,7 +1,7 @@
 // The deploy benchmark's client (test/bench/deploy.ts), a separate process forked with an IPC
 // channel so that its requests never share an event loop with the servers or the orchestrator.
 // On `start` it keeps `concurrency` requests in flight, round robin over the API processes and over
-// the kinds (home feed, post read, vote, comment), each with a 10 s timeout, until `stop`; then it
+// the kinds (home feed, post read, vote, comment), each on a connection of its own with a 10 s timeout, until `stop`; then it
 // answers every request's start time, latency, kind and outcome.
 import http from 'node:http';
 
@@ -61,7 +61,9 @@ function send(
 
 async function run(job: LoadStart): Promise<void> {
   const bases = job.bases.map((base) => new URL(base));
-  const agents = bases.map(() => new http.Agent({ keepAlive: true, maxSockets: job.concurrency }));
+  // A connection per request: a kept-alive socket that the server closes as idle while the client
+  // reuses it answers ECONNRESET (a race of keep-alive, not of the deploy), which would count here.
+  const agents = bases.map(() => new http.Agent({ keepAlive: false, maxSockets: job.concurrency }));
   const started = performance.now();
   let next = 0;
   // Vote n is user n % users on post floor(n / users): every pair once.
@@ -97,7 +99,7 @@ async function run(job: LoadStart): Promise<void> {
       }
       const ms = performance.now() - at;
       const ok = answer.status === expected;
-      records.push({ at: at - started, ms, kind, base: api, status: answer.status, ok, ...(ok ? {} : { detail: answer.text.slice(0, 200) }) });
+      records.push({ at: at - started, ms, kind, base: api, status: answer.status, ok, ...(ok ? {} : { detail: `${answer.text.slice(0, 200)} (at ${((at - started) / 1000).toFixed(1)} s, after ${ms.toFixed(0)} ms)` }) });
     }
   };
   await Promise.all(Array.from({ length: job.concurrency }, lane));

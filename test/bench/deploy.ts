@@ -182,6 +182,7 @@ async function runOnce(name: 'alone' | 'reader'): Promise<RunResult> {
     const stopProbes = probeReadiness(origins);
     await sleep(3000);
 
+    const readerOrMigrationStart = performance.now();
     let readerDone: Promise<void> = Promise.resolve();
     if (name === 'reader') {
       const reader = new pg.Client({ connectionString: ownerUrl });
@@ -220,6 +221,8 @@ async function runOnce(name: 'alone' | 'reader'): Promise<RunResult> {
 
     const latencies = all.map((r) => r.ms);
     const during = all.filter((r) => r.at + r.ms >= (migrationWindow[0] as number) && r.at <= (migrationWindow[1] as number)).map((r) => r.ms);
+    // Before the migration (and the reader) started: what the machine gives without a deploy.
+    const baseline = all.filter((r) => r.at + r.ms < readerOrMigrationStart - loadStarted).map((r) => r.ms);
     const failures = all.filter((r) => !r.ok);
     const p99 = percentile(latencies, 99);
     log(`run ${name}:`);
@@ -231,6 +234,10 @@ async function runOnce(name: 'alone' | 'reader'): Promise<RunResult> {
     log(
       `  load: ${all.length} requests over ${((performance.now() - loadStarted) / 1000).toFixed(0)} s, ${concurrency} in flight: ` +
         `p50 ${percentile(latencies, 50).toFixed(0)} ms, p99 ${p99.toFixed(0)} ms, max ${Math.max(...latencies).toFixed(0)} ms`,
+    );
+    log(
+      `  before the migration: ${baseline.length} requests, p50 ${percentile(baseline, 50).toFixed(0)} ms, p99 ${percentile(baseline, 99).toFixed(0)} ms, ` +
+        `max ${baseline.length ? Math.max(...baseline).toFixed(0) : 'NaN'} ms`,
     );
     log(
       `  during the migration: ${during.length} requests, p50 ${percentile(during, 50).toFixed(0)} ms, p99 ${percentile(during, 99).toFixed(0)} ms, ` +
