@@ -1,8 +1,8 @@
 // The deploy benchmark's client (test/bench/deploy.ts), a separate process forked with an IPC
 // channel so that its requests never share an event loop with the servers or the orchestrator.
 // On `start` it keeps `concurrency` requests in flight, round robin over the API processes and over
-// the kinds (home feed, post read, vote, comment), each on a connection of its own with a 10 s timeout, until `stop`; then it
-// answers every request's start time, latency, kind and outcome.
+// the kinds (home feed, post read, vote, comment), each on a connection of its own with a 10 s
+// timeout, until `stop`; then it answers every request's start time, latency, kind and outcome.
 import http from 'node:http';
 
 export interface LoadStart {
