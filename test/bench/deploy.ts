@@ -110,7 +110,9 @@ function probeReadiness(origins: string[]): () => Promise<{ unreadySeconds: numb
     while (!stopped) {
       const answers = await Promise.all(
         origins.map((origin) =>
-          fetch(`${origin}/readyz`, { signal: AbortSignal.timeout(2000) }).then(
+          // 5 s: a balancer's health-check timeout (Caddy's default); /readyz bounds its own database
+          // check at 2 s and answers 503 then.
+          fetch(`${origin}/readyz`, { signal: AbortSignal.timeout(5000) }).then(
             async (r) => `${r.status}${r.status === 200 ? '' : ` ${JSON.stringify(await r.json().catch(() => null))}`}`,
             (error: Error) => `no answer (${error.name})`,
           ),
