@@ -32,7 +32,7 @@ const processes: RunningProcess[] = [];
 beforeAll(async () => {
   previous = await mkdtemp(path.join(os.tmpdir(), 'opinion-previous-release-'));
   await checkoutCommit(commit, previous);
-}, 120_000);
+}, 600_000); // npm ci when the previous release's package-lock.json differs from this one's
 
 afterAll(async () => {
   for (const child of processes) if (child.child.exitCode === null) child.child.kill('SIGKILL');
