@@ -44,7 +44,7 @@ async function parseRequest(definition: Endpoint, req: Request, tx: RequestTrans
     const body = definition.body ? parseOrFail(definition.body, req.body ?? {}) : undefined;
     const query = definition.query ? parseOrFail(definition.query, req.query) : undefined;
     rejectNul(req.params);
-    const params = requireIds(req.params as Record<string, string>, definition.ids ?? {});
+    const params = requireIds(req.params as Record<string, string>, definition.ids ?? {}, definition.pathParameters);
     return { body, query, params };
   } catch (error) {
     await tx.client();

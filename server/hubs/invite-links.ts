@@ -7,6 +7,12 @@ import { maintainedCount } from '../http/counts.ts';
 
 const tag = 'Hub invite links';
 
+/**
+ * An invite link's token as this server makes them (18 random bytes, base64url: 24 characters),
+ * with room to grow. A path token of another form was never issued: INVITE_LINK_NOT_FOUND.
+ */
+const token = { schema: z.string().max(64).regex(/^[A-Za-z0-9_-]+$/), notFound: 'INVITE_LINK_NOT_FOUND' } as const;
+
 export const hubInviteLinkEndpoints = [
   endpoint({
     method: 'post',
@@ -35,6 +41,7 @@ export const hubInviteLinkEndpoints = [
     method: 'get',
     path: '/hub-invite-links/{token}',
     tag,
+    pathParameters: { token },
     summary: "An invite link's safe hub preview (any signed-in user)",
     auth: 'bearer',
     response: z.object({
@@ -65,6 +72,7 @@ export const hubInviteLinkEndpoints = [
     method: 'post',
     path: '/hub-invite-links/{token}/join-requests',
     tag,
+    pathParameters: { token },
     summary: 'Ask to join through an invite link',
     description:
       'Creates a join request for admin approval (hub_join_request_created to the admins). An existing pending request is ' +

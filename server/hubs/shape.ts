@@ -112,4 +112,4 @@ export function shapeInvitation(config: Config, hubName: string, row: Invitation
 /** Hub fields in request bodies (spec part 8). */
 export const hubName = trimmedText(3, 60);
 export const hubDescription = z.string().max(1000);
-export const customLink = z.string().regex(/^[A-Za-z0-9_-]{3,40}$/, '3-40 characters of letters, digits, _ and -');
+export const customLink = z.string().max(40).regex(/^[A-Za-z0-9_-]{3,40}$/, '3-40 characters of letters, digits, _ and -');

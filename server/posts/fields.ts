@@ -1,8 +1,8 @@
 // Post request fields (spec 2.3; contract section 7).
 import { z } from 'zod';
-import { uuidPattern } from '../http/ids.ts';
+import { idField } from '../http/ids.ts';
 
-export const idList = (max: number) => z.array(z.string().regex(uuidPattern, 'Not an id')).max(max);
+export const idList = (max: number) => z.array(idField).max(max);
 
 /** The enum app.post_visibility (test/sql/enums.test.ts holds them equal). */
 export const visibilities = ['public', 'public_hub', 'private_locked_hub'] as const;

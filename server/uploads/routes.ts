@@ -22,6 +22,8 @@ export const uploadRules: Record<(typeof purposes)[number], { contentTypes: read
 };
 
 const purpose = z.enum(purposes);
+/** The largest size of any purpose: the bound of contentLength before the purpose's own. */
+const largestUpload = Math.max(...Object.values(uploadRules).map((rule) => rule.maxBytes));
 
 const asset = z.object({
   assetId: z.string(),
@@ -45,7 +47,7 @@ export const uploadEndpoints = [
     limit: 'uploads',
     level: 2,
     body: z
-      .strictObject({ purpose, contentType: z.string().max(100), contentLength: z.number().int().min(1) })
+      .strictObject({ purpose, contentType: z.string().max(100), contentLength: z.number().int().min(1).max(largestUpload) })
       .superRefine((value, ctx) => {
         const rule = uploadRules[value.purpose];
         if (!rule.contentTypes.includes(value.contentType)) {
@@ -102,7 +104,7 @@ export const uploadEndpoints = [
     body: z.strictObject({
       uploadId: z.string().max(64),
       purpose,
-      checksum: z.string().regex(/^[0-9a-fA-F]{64}$/, '64 hexadecimal characters'),
+      checksum: z.string().max(64).regex(/^[0-9a-fA-F]{64}$/, '64 hexadecimal characters'),
     }),
     response: asset,
     errors: ['UPLOAD_NOT_FOUND', 'UPLOAD_EXPIRED', 'UPLOAD_OBJECT_MISSING', 'UPLOAD_CHECKSUM_MISMATCH', 'UPLOAD_ALREADY_COMPLETED', 'UPLOAD_PURPOSE_MISMATCH', 'UPLOAD_CONTENT_MISMATCH'],

@@ -140,6 +140,8 @@ export const userEndpoints = [
     summary: 'Public profile by handle',
     description: 'A token is optional and adds the viewer relationship; an invalid token is 401. Never includes phone numbers.',
     auth: 'optional',
+    // A handle's form, as typed (a leading @, any case); another form names nobody.
+    pathParameters: { username: { schema: handle, notFound: 'USER_NOT_FOUND' } },
     response: publicProfile,
     errors: ['USER_NOT_FOUND'],
     async handler({ params, tx, viewer, services: { storage } }) {
