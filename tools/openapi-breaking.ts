@@ -55,6 +55,9 @@ function widensResponse(key: string | number | undefined, parentKey: string | nu
   return false;
 }
 
+/** Bounds on what a response holds: a client reads them, it does not re-validate them (see above). */
+const responseBounds = new Set(['maxLength', 'minLength', 'maxItems', 'minItems', 'maximum', 'minimum', 'exclusiveMaximum', 'exclusiveMinimum', 'maxProperties', 'minProperties']);
+
 /** A new error code in an error response: allowed (see above). */
 function isErrorCode(path: (string | number)[]): boolean {
   const { response } = sideOf(path);
@@ -78,6 +81,7 @@ export function breakingChanges(kept: Json, served: Json): Change[] {
     const { response } = sideOf(path);
     let breaking = diff.type === 'breaking';
     if (isErrorCode(path)) breaking = false;
+    else if (response !== undefined && responseBounds.has(String(key))) breaking = false;
     else if (response !== undefined && response < 400 && !breaking) breaking = widensResponse(key, parentKey, diff.before, diff.after, diff.action);
     // A success status removed (the operation answers with another): the kept client expects it.
     if (response !== undefined && path.length === 5 && methods.has(String(path[2])) && diff.action === 'remove' && response < 300) breaking = true;

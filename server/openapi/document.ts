@@ -348,7 +348,7 @@ export function openApiDocument(endpoints: Endpoint[]): JsonSchema {
             fields: {
               type: 'object',
               description: '422 VALIDATION_FAILED: for each refused request field, by its JSON path (`slider.leftLabel`), a message.',
-              additionalProperties: { type: 'string' },
+              additionalProperties: { type: 'string', maxLength: messageMaxLength },
             },
             retryAfterSeconds: { $ref: '#/components/schemas/RetryAfterSeconds' },
           },

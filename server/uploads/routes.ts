@@ -4,6 +4,7 @@ import { z } from 'zod';
 import { endpoint } from '../http/endpoint.ts';
 import { ApiError } from '../http/errors.ts';
 import { hasDeclaredType } from './content.ts';
+import { text, textMax } from '../http/text.ts';
 
 const tag = 'Uploads';
 const mib = 1024 * 1024;
@@ -28,9 +29,9 @@ const largestUpload = Math.max(...Object.values(uploadRules).map((rule) => rule.
 const asset = z.object({
   assetId: z.string(),
   purpose,
-  contentType: z.string(),
+  contentType: text(textMax.contentType),
   size: z.number().int(),
-  checksum: z.string(),
+  checksum: text(64),
 }).meta({ id: 'Asset' });
 
 export const uploadEndpoints = [
@@ -47,7 +48,7 @@ export const uploadEndpoints = [
     limit: 'uploads',
     level: 2,
     body: z
-      .strictObject({ purpose, contentType: z.string().max(100), contentLength: z.number().int().min(1).max(largestUpload) })
+      .strictObject({ purpose, contentType: z.string().max(textMax.contentType), contentLength: z.number().int().min(1).max(largestUpload) })
       .superRefine((value, ctx) => {
         const rule = uploadRules[value.purpose];
         if (!rule.contentTypes.includes(value.contentType)) {
@@ -66,9 +67,9 @@ export const uploadEndpoints = [
       }),
     response: z.object({
       uploadId: z.string(),
-      uploadUrl: z.string(),
+      uploadUrl: text(textMax.url),
       method: z.literal('PUT'),
-      headers: z.object({ 'content-type': z.string() }),
+      headers: z.object({ 'content-type': text(textMax.contentType) }),
       expiresAt: z.string(),
     }),
     async handler({ body, tx, services: { storage } }) {
@@ -142,7 +143,7 @@ export const uploadEndpoints = [
     description: 'For the owner, or for a viewer of a profile, hub or post that uses the asset. The URL lasts 5 minutes.',
     auth: 'bearer',
     ids: { assetId: 'ASSET_NOT_FOUND' },
-    response: z.object({ url: z.string(), expiresAt: z.string() }),
+    response: z.object({ url: text(textMax.url), expiresAt: z.string() }),
     async handler({ params, tx, services: { storage } }) {
       const { rows } = await tx.query<{ object_key: string }>('select object_key from app.assets where id = $1', [params.assetId]);
       const found = rows[0];

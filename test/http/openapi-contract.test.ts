@@ -195,7 +195,8 @@ describe('the breaking-change check lets through what a kept client survives', (
       d.paths['/posts/{postId}/edits'] = { get: structuredClone(d.paths[post].get) };
       body(d, comments, 'post').properties.mood = { type: 'string', maxLength: 20 };
       postCard(d).properties.editedAt = { type: ['string', 'null'], format: 'date-time', maxLength: 35 };
-      postCard(d).properties.thoughtText = { ...postCard(d).properties.thoughtText, maxLength: 2000 };
+      postCard(d).properties.thoughtText = { ...postCard(d).properties.thoughtText, maxLength: 5000 };
+      delete postCard(d).properties.sliderText.maxLength;
       d.paths[post].get.description = 'Another description.';
       d.info.version = '0.3.0';
     });
