@@ -7,7 +7,8 @@
 //   * an operation removed (or its path renamed), a success status removed;
 //   * in a response: a field removed or renamed, or made optional (it may be absent); an enum value
 //     added or renamed, a type widened (another type, or null, where the kept document had one);
-//   * in a request: a field, parameter or header added as required or made required; a type
+//   * in a request: a body field or a parameter removed (bodies are strict: the field is refused);
+//     a field, parameter or header added as required or made required; a type
 //     narrowed (a type change, an enum value removed, a new or lower maxLength/maxItems/maximum, a
 //     new or higher minimum, a new pattern or format).
 // Not breaking (a kept client keeps working):
@@ -80,6 +81,8 @@ export function breakingChanges(kept: Json, served: Json): Change[] {
     const parentKey = path.at(-2);
     const { response } = sideOf(path);
     let breaking = diff.type === 'breaking';
+    // A request body field removed: bodies are strict, so a kept client that sends it is refused.
+    if (path.includes('requestBody') && parentKey === 'properties' && diff.action === 'remove') breaking = true;
     if (isErrorCode(path)) breaking = false;
     else if (response !== undefined && responseBounds.has(String(key))) breaking = false;
     else if (response !== undefined && response < 400 && !breaking) breaking = widensResponse(key, parentKey, diff.before, diff.after, diff.action);

@@ -109,6 +109,11 @@ describe('the breaking-change check, on breaks planted in a copy of the kept doc
     expect(changes).toContainEqual(expect.stringMatching(/^GET \/posts\/\{postId\}: .*type definition of `data.commentCount`/));
   });
 
+  it('a request field removed (bodies are strict: a kept client sending it is refused)', () => {
+    const changes = planted([comments], (d) => delete body(d, comments, 'post').properties.parentCommentId);
+    expect(changes).toEqual([expect.stringMatching(/^POST \/posts\/\{postId\}\/comments: \[Removed\] property `parentCommentId`/)]);
+  });
+
   it('a request field made required', () => {
     const changes = planted([comments], (d) => body(d, comments, 'post').required.push('parentCommentId'));
     expect(changes).toEqual([expect.stringMatching(/^POST \/posts\/\{postId\}\/comments: \[Added\] required status to `parentCommentId`/)]);
