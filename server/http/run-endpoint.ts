@@ -13,7 +13,7 @@ import { writeLimitStatement } from './write-limits.ts';
 
 export function runEndpoint(definition: Endpoint, services: Services) {
   return async (req: Request, res: Response, next: NextFunction): Promise<void> => {
-    const tx = new RequestTransaction(services.pools.api, anonymousViewer);
+    const tx = new RequestTransaction(services.pools.api, anonymousViewer, services.config.apiTimeouts);
     res.locals.endpoint = definition;
     try {
       const deferredGateLevel = definition.sessionCheckWithFirstStatement ? (definition.level ?? 1) : undefined;
