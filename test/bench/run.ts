@@ -9,6 +9,7 @@ const benchmarks: Record<string, string> = {
   'scale-out': './scale-out.ts',
   push: './push.ts',
   idempotency: './idempotency.ts',
+  deploy: './deploy.ts',
 };
 const name = process.argv[2] ?? 'votes';
 const module = benchmarks[name];
