@@ -16,6 +16,13 @@ export interface Config {
   migrateOnStart: boolean;
   dataDir: string;
   databaseUrl: string | undefined;
+  /**
+   * Streaming replicas (DATABASE_REPLICA_URLS, owner-form URLs as DATABASE_URL's) that serve
+   * read-only GETs of the API (db/replicas.ts); empty: every read goes to the primary.
+   */
+  databaseReplicaUrls: string[];
+  /** REPLICA_MAX_LAG_MS: a replica lagging more is skipped until it catches up. */
+  replicaMaxLagMillis: number;
   jwtSecret: string;
   /**
    * The keys that seal and open vote ballots (BALLOT_KEY, db/ballots.ts): the first seals, all
@@ -251,6 +258,18 @@ function databaseUrl(raw: string | undefined): string | undefined {
   return raw;
 }
 
+/** DATABASE_REPLICA_URLS: comma-separated postgres:// URLs of hot standbys; their login roles are derived as DATABASE_URL's. */
+function replicaUrls(raw: string | undefined, primary: string | undefined): string[] {
+  const urls = (raw ?? '').split(',').map((url) => url.trim()).filter(Boolean);
+  for (const url of urls) {
+    if (!URL.canParse(url) || !/^postgres(ql)?:$/.test(new URL(url).protocol)) {
+      throw new StartupError(`DATABASE_REPLICA_URLS must list postgres:// URLs (got "${url.replace(/\/\/[^@]*@/, '//…@')}": credentials hidden)`);
+    }
+  }
+  if (urls.length > 0 && !primary) throw new StartupError('DATABASE_REPLICA_URLS needs DATABASE_URL (replicas of the embedded database are not supported)');
+  return urls;
+}
+
 const logLevels = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'];
 
 /** TRUST_PROXY: unset or `false` trusts no proxy; `true`, a hop count, or Express's list of addresses, subnets and names (`loopback`, `uniquelocal`...). */
@@ -310,6 +329,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     migrateOnStart: env.MIGRATE_ON_START !== 'false',
     dataDir,
     databaseUrl: databaseUrl(env.DATABASE_URL),
+    databaseReplicaUrls: replicaUrls(env.DATABASE_REPLICA_URLS, env.DATABASE_URL),
+    replicaMaxLagMillis: positiveInteger('REPLICA_MAX_LAG_MS', env.REPLICA_MAX_LAG_MS, 2000),
     jwtSecret: env.JWT_SECRET || localSecret(dataDir, 'jwt'),
     ballotKeys: parseBallotKeys(env.BALLOT_KEY || `local:${localSecret(dataDir, 'ballot')}`),
     ballotBatch: ballotBatch(env.BALLOT_BATCH),

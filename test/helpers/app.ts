@@ -41,14 +41,23 @@ export interface TestApp extends Client {
   close(): Promise<void>;
 }
 
-export async function startTestApp(env: Record<string, string> = {}, overrides: ServiceOverrides = {}): Promise<TestApp> {
+/** A database the test brought (migrated, left in place at close), with its streaming replicas (test/helpers/replica.ts). */
+export interface OwnDatabase {
+  ownerUrl: string;
+  replicaUrls?: string[];
+  replicaMaxLagMillis?: number;
+}
+
+export async function startTestApp(env: Record<string, string> = {}, overrides: ServiceOverrides = {}, own?: OwnDatabase): Promise<TestApp> {
   const adminUrl = inject('adminUrl');
   const database = `opinion_test_${randomBytes(6).toString('hex')}`;
-  const admin = new pg.Client({ connectionString: adminUrl });
-  await admin.connect();
-  await admin.query(`create database ${database} template ${inject('templateDatabase')}`);
-  await admin.end();
-  const ownerUrl = databaseUrl(adminUrl, database);
+  if (!own) {
+    const admin = new pg.Client({ connectionString: adminUrl });
+    await admin.connect();
+    await admin.query(`create database ${database} template ${inject('templateDatabase')}`);
+    await admin.end();
+  }
+  const ownerUrl = own?.ownerUrl ?? databaseUrl(adminUrl, database);
 
   const config = loadConfig({
     NODE_ENV: 'test',
@@ -69,7 +78,8 @@ export async function startTestApp(env: Record<string, string> = {}, overrides: 
   bucketClient.destroy();
   const objects = await openStorage(config);
   const log = createLogger(config.logLevel);
-  const pools = createPools(ownerUrl);
+  const replicas = own?.replicaUrls ? { urls: own.replicaUrls, maxLagMillis: own.replicaMaxLagMillis ?? 2000 } : undefined;
+  const pools = createPools(ownerUrl, { replicas });
   const owner = new pg.Pool({ connectionString: ownerUrl, max: 4 });
   // The database is dropped with (force) at close: a client still closing then loses its server.
   survivesServerLoss(owner);
@@ -95,6 +105,7 @@ export async function startTestApp(env: Record<string, string> = {}, overrides: 
       await new Promise((resolve) => server.close(resolve));
       await services.graphql.release();
       await Promise.all([pools.end(), owner.end(), objects.stop()]);
+      if (own) return;
       const cleanup = new pg.Client({ connectionString: adminUrl });
       await cleanup.connect();
       await cleanup.query(`drop database if exists ${database} with (force)`);
