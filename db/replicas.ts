@@ -185,6 +185,17 @@ export class ReplicaSet {
     return this.usable(replica) ? replica : undefined;
   }
 
+  /**
+   * Where a read with `floor` stands on `replica`: `ready` (the last poll saw it past the floor),
+   * `check` (maybe past it by now: the read checks in its first round trip), or `behind` (it
+   * lagged more than a poll interval at the last poll, so it will not have caught up since: the
+   * read goes to the primary without trying).
+   */
+  reached(replica: Replica, floor: bigint): 'ready' | 'check' | 'behind' {
+    if (floor <= replica.replayed) return 'ready';
+    return replica.lagMillis > this.#pollMillis ? 'behind' : 'check';
+  }
+
   /** A read failed on the replica (it went away, or refused): skipped until a poll finds it well. */
   failed(replica: Replica): void {
     replica.healthy = false;

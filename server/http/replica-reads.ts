@@ -32,7 +32,7 @@ export function replicasFor(definition: Endpoint, replicas: ReplicaSet | undefin
  * Starts a read on the replica of the request's session: the session check and the floor on the
  * primary (one statement), the transaction on the replica, carrying the replay check
  * (app.replica_reached) in its first round trip when the last poll did not already show the replica
- * past the floor. Undefined: the request runs on the primary as any other (no usable replica, or a
+ * past the floor (a replica that lagged more than a poll interval then goes straight to the primary). Undefined: the request runs on the primary as any other (no usable replica, or a
  * token the primary path must refuse).
  */
 export async function startReplicaRead(definition: Endpoint, req: Request, tokens: AccessTokenCheck, replicas: ReplicaSet): Promise<ReplicaRead | undefined> {
@@ -58,8 +58,13 @@ export async function startReplicaRead(definition: Endpoint, req: Request, token
       floor = session.floor;
     }
   }
+  const reached = replicas.reached(replica, floor);
+  if (reached === 'behind') {
+    replicas.primaryReads += 1;
+    return undefined;
+  }
   const tx = new RequestTransaction(replica.pool, viewer);
-  if (floor > replica.replayed) tx.prepend(`select app.replica_reached('${lsnText(floor)}')`);
+  if (reached === 'check') tx.prepend(`select app.replica_reached('${lsnText(floor)}')`);
   return { tx, replica, level };
 }
 

@@ -6,6 +6,8 @@ const benchmarks: Record<string, string> = {
   live: './live.ts',
   scale: './scale.ts',
   push: './push.ts',
+  // The replica half of scale-out (test/bench/scale-out.ts calls it too).
+  'scale-out-replicas': './scale-out-replicas.ts',
 };
 const name = process.argv[2] ?? 'votes';
 const module = benchmarks[name];
