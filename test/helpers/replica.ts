@@ -1,5 +1,5 @@
 // A PostgreSQL primary and a streaming replica of it, from the machine's PostgreSQL 15 binaries
-// (/usr/lib/postgresql/15/bin, PG15_BIN to change): initdb in a temporary folder with
+// (test/helpers/engines.ts; PG15_BIN to use others): initdb in a temporary folder with
 // wal_level=replica on a free port, then `pg_basebackup -R` and a hot standby on another free port,
 // with `recovery_min_apply_delay` to simulate lag. Passwords are checked (scram) as in production,
 // so the API's derived login roles are exercised. As root the servers run as the `postgres` user.
@@ -13,9 +13,10 @@ import path from 'node:path';
 import { promisify } from 'node:util';
 import pg from 'pg';
 import { freePort } from '../../db/embedded.ts';
+import { engines } from './engines.ts';
 
 const run = promisify(execFile);
-const bin = process.env.PG15_BIN ?? '/usr/lib/postgresql/15/bin';
+const bin = process.env.PG15_BIN ?? engines.postgres15;
 
 export interface StreamingPair {
   /** The owner's URL on the primary (DATABASE_URL). */

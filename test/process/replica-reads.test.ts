@@ -158,6 +158,13 @@ describe('replicas that cannot serve', () => {
     await until('the replica is usable', () => replicas.usable(replica));
   });
 
+  it('refuses, on the replica, a read whose floor the replica has not replayed (RB001), and anywhere but on a standby', async () => {
+    const { rows } = await pair.query<{ lsn: string }>('replica', 'select pg_last_wal_replay_lsn()::text as lsn');
+    await expect(pair.query('replica', 'select app.replica_reached($1)', [rows[0]!.lsn])).resolves.toBeDefined();
+    await expect(pair.query('replica', "select app.replica_reached('FFFFFFFF/0')")).rejects.toMatchObject({ code: 'RB001' });
+    await expect(pair.query('primary', "select app.replica_reached('0/0')")).rejects.toMatchObject({ code: 'RB001' });
+  });
+
   it('skips a replica lagging more than REPLICA_MAX_LAG_MS, and uses it again once it caught up', async () => {
     await pair.setApplyDelay(4000);
     const writer = await userAtLevel(app, 2);
