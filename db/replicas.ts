@@ -48,6 +48,7 @@ export function lsnText(bytes: bigint): string {
 export class Replica {
   /** host:port, as logs and metrics name it. */
   readonly name: string;
+  /** The reads' pool. */
   readonly pool: pg.Pool;
   /** The replay position last seen (a lower bound of where it is now); -1 when unknown. */
   replayed = -1n;
@@ -56,36 +57,50 @@ export class Replica {
   healthy = false;
   /** Reads it served (answers sent). */
   served = 0;
-  #polling = false;
+  #url: string;
+  /** The poll's own connection: busy read connections never delay it, so a busy replica is not taken for a dead one. */
+  #poller: pg.Client | undefined;
 
   constructor(ownerUrl: string, max: number) {
     const url = new URL(ownerUrl);
     this.name = url.host;
+    this.#url = roleUrl(ownerUrl, 'authenticator');
     // A replica that does not answer a connection in a second is skipped; the read goes to the primary.
-    this.pool = new pg.Pool({ connectionString: roleUrl(ownerUrl, 'authenticator'), max, pipeline: true, connectionTimeoutMillis: 1000 } as pg.PoolConfig);
+    this.pool = new pg.Pool({ connectionString: this.#url, max, pipeline: true, connectionTimeoutMillis: 1000 } as pg.PoolConfig);
     this.pool.on('error', () => {});
     this.pool.on('connect', (client) => client.on('error', () => {}));
   }
 
-  /** Asks the replica where it is; false when it did not answer (or is not a standby). */
+  /** Asks the replica where it is; false when it did not answer within a second (or is not a standby). */
   async poll(): Promise<boolean> {
-    if (this.#polling) return this.healthy;
-    this.#polling = true;
     try {
-      const { rows } = await this.pool.query<{ replayed: string | null }>('select pg_last_wal_replay_lsn()::text as replayed');
+      if (!this.#poller) {
+        const client = new pg.Client({ connectionString: this.#url, connectionTimeoutMillis: 1000, query_timeout: 1000 });
+        client.on('error', () => {});
+        this.#poller = client;
+        await client.connect();
+      }
+      const { rows } = await this.#poller.query<{ replayed: string | null }>('select pg_last_wal_replay_lsn()::text as replayed');
       const replayed = rows[0]?.replayed;
       if (!replayed) return false;
       this.sawReplayed(lsnBytes(replayed));
       return true;
     } catch {
+      const poller = this.#poller;
+      this.#poller = undefined;
+      await poller?.end().catch(() => undefined);
       return false;
-    } finally {
-      this.#polling = false;
     }
   }
 
   sawReplayed(position: bigint): void {
     if (position > this.replayed) this.replayed = position;
+  }
+
+  async end(): Promise<void> {
+    await this.#poller?.end().catch(() => undefined);
+    this.#poller = undefined;
+    await this.pool.end();
   }
 }
 
@@ -131,7 +146,7 @@ export class ReplicaSet {
     clearInterval(this.#timer);
     this.#timer = undefined;
     await this.#polled;
-    await Promise.all(this.replicas.map((replica) => replica.pool.end()));
+    await Promise.all(this.replicas.map((replica) => replica.end()));
   }
 
   /** One round of samples: the primary's position, then each replica's (a poll still running is not repeated). */
@@ -143,18 +158,19 @@ export class ReplicaSet {
   }
 
   async #poll(): Promise<void> {
-    try {
-      const { rows } = await this.#primary.query<{ position: string }>('select pg_current_wal_insert_lsn()::text as position');
-      this.#sample(lsnBytes(rows[0]!.position));
-    } catch {
-      // The primary unreachable: the replicas keep their last lag; requests meet the outage themselves.
-    }
-    await Promise.all(
-      this.replicas.map(async (replica) => {
+    // The primary and the replicas answer in parallel: a busy API pool delays the sample, never a
+    // replica's poll (the lag then counts from the samples taken so far).
+    const primary = this.#primary.query<{ position: string }>('select pg_current_wal_insert_lsn()::text as position').then(
+      ({ rows }) => this.#sample(lsnBytes(rows[0]!.position)),
+      () => undefined, // the primary unreachable: requests meet the outage themselves
+    );
+    await Promise.all([
+      primary,
+      ...this.replicas.map(async (replica) => {
         replica.healthy = await replica.poll();
         replica.lagMillis = replica.healthy ? this.#lagOf(replica.replayed) : Number.POSITIVE_INFINITY;
       }),
-    );
+    ]);
   }
 
   #sample(position: bigint): void {

@@ -71,17 +71,19 @@ export async function startReplicaRead(definition: Endpoint, req: Request, token
 /**
  * Whether a read that failed on a replica runs again on the primary: the replica is behind the
  * session (RB001), the statement writes (25006: the endpoint is not read-only after all), a recovery
- * conflict cancelled it (40001), or the replica is gone or refuses connections (it is then skipped
- * until a poll finds it well). A catalogued refusal (404, 403...) is the answer.
+ * conflict cancelled it (40001), no read connection freed up in time, or the replica is gone or
+ * refuses connections (it is then skipped until a poll finds it well). A catalogued refusal (404, 403...) is the answer.
  */
 export function retryOnPrimary(error: unknown, replicas: ReplicaSet, replica: Replica): boolean {
   if (error instanceof ApiError) return false;
   const code = (error as { code?: string }).code;
   if (code === 'RB001' || code === '25006' || code === '40001') return true;
+  const message = (error as Error).message ?? '';
+  // Every read connection busy for a second: the replica is slow, not gone (its poll, on a
+  // connection of its own, judges that); this read goes to the primary.
+  if (/timeout exceeded when trying to connect/i.test(message)) return true;
   const translated = translateDatabaseError(error);
-  const lost =
-    (translated instanceof ApiError && translated.code === 'SERVICE_UNAVAILABLE') ||
-    /not queryable|Connection terminated|terminating connection/i.test((error as Error).message ?? '');
+  const lost = (translated instanceof ApiError && translated.code === 'SERVICE_UNAVAILABLE') || /not queryable|Connection terminated|terminating connection/i.test(message);
   if (lost) replicas.failed(replica);
   return lost;
 }

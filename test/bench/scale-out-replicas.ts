@@ -53,7 +53,7 @@ export async function replicaScaleOut({
   readsPerPair = Number(process.env.BENCH_REPLICA_READS ?? 4),
   clients = Number(process.env.BENCH_REPLICA_CLIENTS ?? 32),
   sessions = Number(process.env.BENCH_REPLICA_SESSIONS ?? 4000),
-  lagsMillis = [0, 250, 2000],
+  lagsMillis = (process.env.BENCH_REPLICA_LAGS ?? '0,250,2000').split(',').map(Number),
 }: ReplicaScaleOutOptions = {}): Promise<boolean> {
   const scratch = await mkdtemp(path.join(os.tmpdir(), 'opinion-bench-replicas-'));
   let pair: StreamingPair | undefined;
@@ -131,6 +131,16 @@ export async function replicaScaleOut({
       await pair.setApplyDelay(lag);
       await pair.caughtUp();
       const servedBefore = await metric('db_replica_reads_total');
+      const fallbackBefore = await metric('db_replica_fallback_reads_total');
+      // What the API thinks of the replica during the phase: usable, and its lag.
+      const usableSamples: number[] = [];
+      const lagSamples: number[] = [];
+      const watching = setInterval(() => {
+        void Promise.all([metric('db_replica_usable'), metric('db_replica_lag_seconds')]).then(([usable, lagSeconds]) => {
+          usableSamples.push(usable);
+          lagSamples.push(lagSeconds * 1000);
+        });
+      }, 250);
       const readLatencies: number[] = [];
       const writeLatencies: number[] = [];
       let reads = 0;
@@ -177,13 +187,19 @@ export async function replicaScaleOut({
         }
       };
       await Promise.all(Array.from({ length: clients }, worker));
+      clearInterval(watching);
       const seconds = (Date.now() - started) / 1000;
+      const fallbacks = (await metric('db_replica_fallback_reads_total')) - fallbackBefore;
       const served = (await metric('db_replica_reads_total')) - servedBefore;
       const share = served / reads;
       log(
         `lag ${lag} ms: ${pairsDone} pairs, ${reads} reads in ${seconds.toFixed(1)} s (${((reads + pairsDone) / seconds).toFixed(0)} requests/s); ` +
           `read p50 ${percentile(readLatencies, 50).toFixed(2)} ms, p95 ${percentile(readLatencies, 95).toFixed(2)} ms; ` +
           `write p50 ${percentile(writeLatencies, 50).toFixed(2)} ms, p95 ${percentile(writeLatencies, 95).toFixed(2)} ms; ${failures} failed requests`,
+      );
+      log(
+        `  replica usable ${((100 * usableSamples.filter((u) => u === 1).length) / Math.max(1, usableSamples.length)).toFixed(0)}% of the phase, ` +
+          `its lag p50 ${percentile(lagSamples, 50).toFixed(0)} ms, max ${Math.max(0, ...lagSamples.filter(Number.isFinite)).toFixed(0)} ms; ${fallbacks} reads went to the primary`,
       );
       const shareOk = share >= 0.7;
       const violationsOk = violations === 0 && failures === 0;
