@@ -61,7 +61,11 @@ export class Replica {
   /** The poll's own connection: busy read connections never delay it, so a busy replica is not taken for a dead one. */
   #poller: pg.Client | undefined;
 
-  constructor(ownerUrl: string, max: number) {
+  #answerMillis: number;
+
+  /** `answerMillis`: a poll unanswered this long counts as a replica gone. */
+  constructor(ownerUrl: string, max: number, answerMillis: number) {
+    this.#answerMillis = answerMillis;
     const url = new URL(ownerUrl);
     this.name = url.host;
     this.#url = roleUrl(ownerUrl, 'authenticator');
@@ -71,11 +75,11 @@ export class Replica {
     this.pool.on('connect', (client) => client.on('error', () => {}));
   }
 
-  /** Asks the replica where it is; false when it did not answer within a second (or is not a standby). */
+  /** Asks the replica where it is; false when it did not answer in time (or is not a standby). */
   async poll(): Promise<boolean> {
     try {
       if (!this.#poller) {
-        const client = new pg.Client({ connectionString: this.#url, connectionTimeoutMillis: 1000, query_timeout: 1000 });
+        const client = new pg.Client({ connectionString: this.#url, connectionTimeoutMillis: this.#answerMillis, query_timeout: this.#answerMillis });
         client.on('error', () => {});
         this.#poller = client;
         await client.connect();
@@ -131,7 +135,9 @@ export class ReplicaSet {
     this.#primary = primary;
     this.maxLagMillis = maxLagMillis;
     this.#pollMillis = pollMillis;
-    this.replicas = urls.map((url) => new Replica(url, max));
+    // A replica that answers its poll later than it may lag is out anyway (a refused connection or
+    // a read that fails takes it out at once).
+    this.replicas = urls.map((url) => new Replica(url, max, Math.max(1000, maxLagMillis)));
   }
 
   /** Polls now and then every pollMillis (the timer does not keep the process alive). */

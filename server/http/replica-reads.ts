@@ -79,9 +79,9 @@ export function retryOnPrimary(error: unknown, replicas: ReplicaSet, replica: Re
   const code = (error as { code?: string }).code;
   if (code === 'RB001' || code === '25006' || code === '40001') return true;
   const message = (error as Error).message ?? '';
-  // Every read connection busy for a second: the replica is slow, not gone (its poll, on a
-  // connection of its own, judges that); this read goes to the primary.
-  if (/timeout exceeded when trying to connect/i.test(message)) return true;
+  // No connection within a second (every one busy, or a new one slow to log in): the replica is
+  // slow, maybe not gone (its poll, on a connection of its own, judges that); this read goes to the primary.
+  if (/timeout exceeded when trying to connect|terminated due to connection timeout/i.test(message)) return true;
   const translated = translateDatabaseError(error);
   const lost = (translated instanceof ApiError && translated.code === 'SERVICE_UNAVAILABLE') || /not queryable|Connection terminated|terminating connection/i.test(message);
   if (lost) replicas.failed(replica);
