@@ -81,9 +81,10 @@ export function retryOnPrimary(error: unknown, replicas: ReplicaSet, replica: Re
   const message = (error as Error).message ?? '';
   // No connection within a second (every one busy, or a new one slow to log in): the replica is
   // slow, maybe not gone (its poll, on a connection of its own, judges that); this read goes to the primary.
-  if (/timeout exceeded when trying to connect|terminated due to connection timeout/i.test(message)) return true;
+  // A client left broken by such a failure ("not queryable") says nothing more about the replica.
+  if (/timeout exceeded when trying to connect|terminated due to connection timeout|not queryable/i.test(message)) return true;
   const translated = translateDatabaseError(error);
-  const lost = (translated instanceof ApiError && translated.code === 'SERVICE_UNAVAILABLE') || /not queryable|Connection terminated|terminating connection/i.test(message);
+  const lost = (translated instanceof ApiError && translated.code === 'SERVICE_UNAVAILABLE') || /Connection terminated|terminating connection/i.test(message);
   if (lost) replicas.failed(replica);
   return lost;
 }
