@@ -60,7 +60,7 @@ const ports = {
 } satisfies Record<string, Binding>;
 
 async function start(): Promise<void> {
-  log.info(`starting (${config.databaseUrl ? 'DATABASE_URL' : `embedded data in ${config.dataDir}`})`);
+  log.info(`starting (${config.databaseUrl ? 'DATABASE_URL' : `embedded data in ${config.dataDir}`}${config.databasePoolerUrl ? '; API and GraphQL through DATABASE_POOLER_URL' : ''})`);
   await checkPorts([
     ...(only !== 'worker' ? [ports.api] : []),
     ...(config.metricsPort !== undefined ? [ports.metrics] : []),
@@ -72,7 +72,7 @@ async function start(): Promise<void> {
   closers.push(() => objects.stop());
   // The worker reads and writes the primary only (a job reads what its cause wrote where it is visible).
   const replicas = only === 'worker' ? undefined : { urls: config.databaseReplicaUrls, maxLagMillis: config.replicaMaxLagMillis };
-  const pools = createPools(database.ownerUrl, { replicas });
+  const pools = createPools(database.ownerUrl, { poolerUrl: config.databasePoolerUrl, replicas });
   closers.push(() => pools.end());
   const metrics = createMetrics(pools);
   if (config.metricsPort !== undefined && !stopping) {

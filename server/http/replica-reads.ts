@@ -10,14 +10,15 @@ import type { Request } from 'express';
 import { RequestTransaction } from '../../db/request-transaction.ts';
 import { lsnText, type Replica, type ReplicaSet } from '../../db/replicas.ts';
 import { anonymousViewer, userViewer, type Viewer } from '../../db/viewer.ts';
-import { bearerToken, type AccessTokenCheck } from './auth.ts';
+import { bearerToken } from './auth.ts';
 import { translateDatabaseError } from './database-errors.ts';
-import type { Endpoint } from './endpoint.ts';
+import type { Endpoint, Services } from './endpoint.ts';
 import { ApiError } from './errors.ts';
 
 export interface ReplicaRead {
   tx: RequestTransaction;
   replica: Replica;
+  replicas: ReplicaSet;
   /** The viewer's access level from the primary's session check (0: anonymous). */
   level: number;
 }
@@ -35,9 +36,9 @@ export function replicasFor(definition: Endpoint, replicas: ReplicaSet | undefin
  * past the floor (a replica that lagged more than a poll interval then goes straight to the primary). Undefined: the request runs on the primary as any other (no usable replica, or a
  * token the primary path must refuse).
  */
-export async function startReplicaRead(definition: Endpoint, req: Request, tokens: AccessTokenCheck, replicas: ReplicaSet): Promise<ReplicaRead | undefined> {
+export async function startReplicaRead(definition: Endpoint, req: Request, services: Services, replicas: ReplicaSet): Promise<ReplicaRead | undefined> {
   const token = bearerToken(req);
-  const claims = token === undefined ? null : tokens.verifyAccess(token);
+  const claims = token === undefined ? null : services.tokens.verifyAccess(token);
   if (token === undefined ? definition.auth === 'bearer' : !claims && definition.auth !== 'public') return undefined;
   const replica = replicas.replicaFor(claims?.sessionId ?? null);
   if (!replica) {
@@ -63,9 +64,9 @@ export async function startReplicaRead(definition: Endpoint, req: Request, token
     replicas.primaryReads += 1;
     return undefined;
   }
-  const tx = new RequestTransaction(replica.pool, viewer);
+  const tx = new RequestTransaction(replica.pool, viewer, services.config.apiTimeouts);
   if (reached === 'check') tx.prepend(`select app.replica_reached('${lsnText(floor)}')`);
-  return { tx, replica, level };
+  return { tx, replica, replicas, level };
 }
 
 /**

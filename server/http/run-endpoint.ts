@@ -1,16 +1,20 @@
-// Runs one endpoint for one request: token (401), access level (403), request shape (422), the
-// write limit (429, checked with the transaction's first statement), then the handler inside the
-// request's transaction, the response shaped by the endpoint's schema. With replicas configured, a
-// read-only GET may run on a replica first (server/http/replica-reads.ts); what the primary served
-// for a session raises that session's read floor before the answer leaves.
+// Runs one endpoint for one request: token (401), access level (403), request shape (422, the
+// Idempotency-Key header's too), the key's claim (409/422 or a replay: server/http/idempotency.ts),
+// the write limit (429, checked with the transaction's first statement), then the handler inside
+// the request's transaction, the response shaped by the endpoint's schema. With replicas configured,
+// a read-only GET may run on a replica first (server/http/replica-reads.ts), and whatever the
+// primary served for a session raises that session's read floor before the answer leaves.
 import type { NextFunction, Request, Response } from 'express';
 import { RequestTransaction } from '../../db/request-transaction.ts';
 import { anonymousViewer } from '../../db/viewer.ts';
 import { authenticate, requireLevel, type AccessLevel } from './auth.ts';
+import { translateDatabaseError } from './database-errors.ts';
 import type { Endpoint, Services } from './endpoint.ts';
 import { sendSuccess } from './envelope.ts';
+import { ApiError } from './errors.ts';
+import { errorAnswer, idempotencyKeyHeader, idempotencyKeyOf, IdempotentRequest, isKept, sendAnswer, successAnswer } from './idempotency.ts';
 import { requireIds } from './ids.ts';
-import { replicasFor, retryOnPrimary, startReplicaRead } from './replica-reads.ts';
+import { replicasFor, retryOnPrimary, startReplicaRead, type ReplicaRead } from './replica-reads.ts';
 import { parseOrFail, rejectNul } from './validation.ts';
 import { writeLimitStatement } from './write-limits.ts';
 
@@ -18,31 +22,48 @@ export function runEndpoint(definition: Endpoint, services: Services) {
   const readReplicas = replicasFor(definition, services.pools.replicas);
   return async (req: Request, res: Response, next: NextFunction): Promise<void> => {
     res.locals.endpoint = definition;
-    const read = readReplicas && (await startReplicaRead(definition, req, services.tokens, readReplicas).catch(() => undefined));
-    if (read) {
-      try {
-        const data = await handle(definition, services, req, res, read.tx, read.level);
-        read.replica.served += 1;
-        res.locals.readFrom = read.replica.name;
-        respond(definition, res, data);
-        return;
-      } catch (error) {
-        await read.tx.finish(false).catch(() => undefined);
-        if (res.headersSent || !retryOnPrimary(error, readReplicas, read.replica)) {
-          res.locals.userId = read.tx.viewer.userId;
-          next(error);
+    if (readReplicas) {
+      const read = await startReplicaRead(definition, req, services, readReplicas).catch(() => undefined);
+      if (read && (await answerFromReplica(definition, services, read, req, res, next))) return;
+    }
+    const tx = new RequestTransaction(services.pools.api, anonymousViewer, services.config.apiTimeouts);
+    let idempotent: IdempotentRequest | undefined;
+    try {
+      const deferredGateLevel = definition.sessionCheckWithFirstStatement ? (definition.level ?? 1) : undefined;
+      const level = await authenticate(req, definition.auth, services.tokens, tx, deferredGateLevel);
+      if (definition.level) requireLevel(level, definition.level);
+      const { body, query, params, key } = await parseRequest(definition, req, tx);
+      res.locals.userId = tx.viewer.userId;
+      if (key !== undefined) {
+        idempotent = new IdempotentRequest(tx.viewer.userId as string, key, req);
+        const kept = await idempotent.claim(tx);
+        if (kept) {
+          await tx.finish(false);
+          await noteServed(services, tx);
+          sendAnswer(res, kept, true);
           return;
         }
-        readReplicas.primaryReads += 1;
       }
-    }
-    const tx = new RequestTransaction(services.pools.api, anonymousViewer);
-    try {
-      const data = await handle(definition, services, req, res, tx);
+      if (definition.limit) tx.prepend(writeLimitStatement(definition.limit, body, services.writeLimits));
+      const data = await definition.handler({ body, query, params, viewer: tx.viewer, level, tx, services, req, res });
+      if (definition.stream) {
+        await tx.finish(true);
+        return;
+      }
+      const status = definition.statusOf ? definition.statusOf.pick(data) : (definition.status ?? 200);
+      if (idempotent && tx.commitHeld) {
+        const answer = successAnswer(status, definition.message ?? 'OK', definition.response.parse(data));
+        await idempotent.keep(tx, answer);
+        await noteServed(services, tx);
+        sendAnswer(res, answer);
+        return;
+      }
+      await tx.finish(true);
       await noteServed(services, tx);
-      respond(definition, res, data);
+      sendSuccess(res, status, definition.message ?? 'OK', definition.response.parse(data));
     } catch (error) {
       res.locals.userId = tx.viewer.userId;
+      if (idempotent && tx.commitHeld && (await keptError(idempotent, tx, res, error))) return;
       await tx.finish(false).catch(() => undefined);
       await noteServed(services, tx).catch(() => undefined);
       next(error);
@@ -51,32 +72,36 @@ export function runEndpoint(definition: Endpoint, services: Services) {
 }
 
 /**
- * The checks and the handler in `tx`, committed. `knownLevel`: the session was checked already
- * (a replica read, server/http/replica-reads.ts), and this is its level.
+ * A read-only GET on the session's replica (server/http/replica-reads.ts), its session already
+ * checked on the primary. True when answered (or failed in a way the primary would repeat: the
+ * error goes on); false when the primary is to run it (behind the floor, or the replica failed).
  */
-async function handle(definition: Endpoint, services: Services, req: Request, res: Response, tx: RequestTransaction, knownLevel?: number): Promise<unknown> {
-  const deferredGateLevel = definition.sessionCheckWithFirstStatement ? (definition.level ?? 1) : undefined;
-  let level: number;
-  if (knownLevel === undefined) {
-    level = await authenticate(req, definition.auth, services.tokens, tx, deferredGateLevel);
-  } else {
-    level = knownLevel;
-    if (deferredGateLevel !== undefined) requireLevel(level, deferredGateLevel as AccessLevel);
+async function answerFromReplica(definition: Endpoint, services: Services, read: ReplicaRead, req: Request, res: Response, next: NextFunction): Promise<boolean> {
+  const { tx, replica } = read;
+  try {
+    // As the deferred check would: the gate at the endpoint's level, then the handler sees that level.
+    const gate = definition.sessionCheckWithFirstStatement ? (definition.level ?? 1) : undefined;
+    if (gate !== undefined) requireLevel(read.level, gate as AccessLevel);
+    if (definition.level) requireLevel(read.level, definition.level);
+    const { body, query, params } = await parseRequest(definition, req, tx);
+    res.locals.userId = tx.viewer.userId;
+    const data = await definition.handler({ body, query, params, viewer: tx.viewer, level: gate ?? read.level, tx, services, req, res });
+    await tx.finish(true);
+    const status = definition.statusOf ? definition.statusOf.pick(data) : (definition.status ?? 200);
+    replica.served += 1;
+    res.locals.readFrom = replica.name;
+    sendSuccess(res, status, definition.message ?? 'OK', definition.response.parse(data));
+    return true;
+  } catch (error) {
+    await tx.finish(false).catch(() => undefined);
+    if (!res.headersSent && retryOnPrimary(error, read.replicas, replica)) {
+      read.replicas.primaryReads += 1;
+      return false;
+    }
+    res.locals.userId = tx.viewer.userId;
+    next(error);
+    return true;
   }
-  if (definition.level) requireLevel(level, definition.level);
-  if (knownLevel !== undefined && deferredGateLevel !== undefined) level = deferredGateLevel;
-  const { body, query, params } = await parseRequest(definition, req, tx);
-  if (definition.limit) tx.prepend(writeLimitStatement(definition.limit, body, services.writeLimits));
-  res.locals.userId = tx.viewer.userId;
-  const data = await definition.handler({ body, query, params, viewer: tx.viewer, level, tx, services, req, res });
-  await tx.finish(true);
-  return data;
-}
-
-function respond(definition: Endpoint, res: Response, data: unknown): void {
-  if (definition.stream) return;
-  const status = definition.statusOf ? definition.statusOf.pick(data) : (definition.status ?? 200);
-  sendSuccess(res, status, definition.message ?? 'OK', definition.response.parse(data));
 }
 
 /** With replicas: the primary served this session, so its reads must not go back before now (db/replicas.ts). */
@@ -86,16 +111,46 @@ async function noteServed(services: Services, tx: RequestTransaction): Promise<v
 }
 
 /**
- * Body, query and path ids (422 / 404). A request shape error answers only once the session is
- * known good: with a deferred session check, that check runs first (contract order 401, 403, 422).
+ * An error answer the handler gave, kept with the key (a 404 or a 409 is the request's final answer:
+ * a retry gets it again, even once the state changed). False when it is not to be kept (401, 429,
+ * 5xx, anything uncatalogued) or could not be: the error handler answers it as without a key.
+ */
+async function keptError(idempotent: IdempotentRequest, tx: RequestTransaction, res: Response, error: unknown): Promise<boolean> {
+  const failure = translateDatabaseError(error);
+  if (!(failure instanceof ApiError) || !isKept(failure.status)) return false;
+  const answer = errorAnswer(failure);
+  try {
+    await idempotent.keepError(tx, answer);
+  } catch {
+    return false;
+  }
+  sendAnswer(res, answer);
+  return true;
+}
+
+/**
+ * Body, query, path ids and the Idempotency-Key header (422 / 404). A request shape error answers
+ * only once the session is known good: with a deferred session check, that check runs first
+ * (contract order 401, 403, 422).
  */
 async function parseRequest(definition: Endpoint, req: Request, tx: RequestTransaction) {
   try {
-    const body = definition.body ? parseOrFail(definition.body, req.body ?? {}) : undefined;
+    const sent = idempotencyKeyOf(definition, req);
+    let body;
+    try {
+      body = definition.body ? parseOrFail(definition.body, req.body ?? {}) : undefined;
+    } catch (error) {
+      // One answer names every field: the body's and the header's.
+      if (sent && 'error' in sent && error instanceof ApiError && error.code === 'VALIDATION_FAILED') {
+        throw new ApiError('VALIDATION_FAILED', { fields: { ...(error.details.fields as object), [idempotencyKeyHeader]: sent.error } });
+      }
+      throw error;
+    }
+    if (sent && 'error' in sent) throw new ApiError('VALIDATION_FAILED', { fields: { [idempotencyKeyHeader]: sent.error } });
     const query = definition.query ? parseOrFail(definition.query, req.query) : undefined;
     rejectNul(req.params);
     const params = requireIds(req.params as Record<string, string>, definition.ids ?? {});
-    return { body, query, params };
+    return { body, query, params, key: sent && 'key' in sent ? sent.key : undefined };
   } catch (error) {
     await tx.client();
     throw error;

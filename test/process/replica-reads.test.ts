@@ -42,7 +42,7 @@ async function read(user: TestUser, path: string) {
 beforeAll(async () => {
   pair = await startStreamingPair();
   await migrate(pair.primaryUrl);
-  app = await startTestApp({}, {}, { ownerUrl: pair.primaryUrl, replicaUrls: [pair.replicaUrl], replicaMaxLagMillis: 2000 });
+  app = await startTestApp({}, {}, { database: { ownerUrl: pair.primaryUrl, replicaUrls: [pair.replicaUrl], replicaMaxLagMillis: 2000 } });
   replicas = app.pools.replicas!;
   replica = replicas.replicas[0]!;
   await until('the replica is usable', () => replicas.usable(replica));
