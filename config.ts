@@ -30,6 +30,13 @@ export interface Config {
    * they hold behind a pooler. Hitting either answers 503 with Retry-After.
    */
   apiTimeouts: { statementTimeoutMs: number; lockTimeoutMs: number };
+  /**
+   * Streaming replicas (DATABASE_REPLICA_URLS, owner-form URLs as DATABASE_URL's) that serve
+   * read-only GETs of the API (db/replicas.ts); empty: every read goes to the primary.
+   */
+  databaseReplicaUrls: string[];
+  /** REPLICA_MAX_LAG_MS: a replica lagging more is skipped until it catches up. */
+  replicaMaxLagMillis: number;
   jwtSecret: string;
   /**
    * The keys that seal and open vote ballots (BALLOT_KEY, db/ballots.ts): the first seals, all
@@ -275,6 +282,18 @@ function databaseUrl(raw: string | undefined): string | undefined {
   return raw;
 }
 
+/** DATABASE_REPLICA_URLS: comma-separated postgres:// URLs of hot standbys; their login roles are derived as DATABASE_URL's. */
+function replicaUrls(raw: string | undefined, primary: string | undefined): string[] {
+  const urls = (raw ?? '').split(',').map((url) => url.trim()).filter(Boolean);
+  for (const url of urls) {
+    if (!URL.canParse(url) || !/^postgres(ql)?:$/.test(new URL(url).protocol)) {
+      throw new StartupError(`DATABASE_REPLICA_URLS must list postgres:// URLs (got "${url.replace(/\/\/[^@]*@/, '//…@')}": credentials hidden)`);
+    }
+  }
+  if (urls.length > 0 && !primary) throw new StartupError('DATABASE_REPLICA_URLS needs DATABASE_URL (replicas of the embedded database are not supported)');
+  return urls;
+}
+
 /** DATABASE_POOLER_URL: where the pooler listens; the credentials are DATABASE_URL's (derived per role), never its own. */
 function poolerUrl(raw: string | undefined, ownerUrl: string | undefined): string | undefined {
   if (!raw) return undefined;
@@ -350,6 +369,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     },
     dataDir,
     databaseUrl: databaseUrl(env.DATABASE_URL),
+    databaseReplicaUrls: replicaUrls(env.DATABASE_REPLICA_URLS, env.DATABASE_URL),
+    replicaMaxLagMillis: positiveInteger('REPLICA_MAX_LAG_MS', env.REPLICA_MAX_LAG_MS, 2000),
     databasePoolerUrl: poolerUrl(env.DATABASE_POOLER_URL, env.DATABASE_URL),
     apiTimeouts: {
       statementTimeoutMs: positiveInteger('API_STATEMENT_TIMEOUT_MS', env.API_STATEMENT_TIMEOUT_MS, 5000),

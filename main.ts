@@ -70,7 +70,9 @@ async function start(): Promise<void> {
   closers.push(() => database.stop());
   const objects = await openStorage(config);
   closers.push(() => objects.stop());
-  const pools = createPools(database.ownerUrl, { poolerUrl: config.databasePoolerUrl });
+  // The worker reads and writes the primary only (a job reads what its cause wrote where it is visible).
+  const replicas = only === 'worker' ? undefined : { urls: config.databaseReplicaUrls, maxLagMillis: config.replicaMaxLagMillis };
+  const pools = createPools(database.ownerUrl, { poolerUrl: config.databasePoolerUrl, replicas });
   closers.push(() => pools.end());
   const metrics = createMetrics(pools);
   if (config.metricsPort !== undefined && !stopping) {

@@ -13,6 +13,7 @@
 // migrations.
 // Timestamps and bigint counts are parsed to Date and number.
 import pg from 'pg';
+import { ReplicaSet, type ReplicaOptions } from './replicas.ts';
 import { roleUrl } from './roles.ts';
 
 pg.types.setTypeParser(pg.types.builtins.INT8, (value) => Number(value));
@@ -24,6 +25,8 @@ export interface Pools {
   worker: pg.Pool;
   /** Whether the API and GraphQL pools go through a transaction-mode pooler (nothing session-bound may use them). */
   pooled: boolean;
+  /** Streaming replicas for read-only requests (DATABASE_REPLICA_URLS: db/replicas.ts); undefined when none. */
+  replicas?: ReplicaSet | undefined;
   end(): Promise<void>;
 }
 
@@ -33,11 +36,13 @@ export interface PoolOptions {
   workerMax?: number;
   /** DATABASE_POOLER_URL: the API and GraphQL pools connect there (host, port, database); undefined: direct. */
   poolerUrl?: string | undefined;
+  /** Replicas to poll and read from (an API process; the worker reads the primary). */
+  replicas?: Omit<ReplicaOptions, 'max'> | undefined;
 }
 
 const graphqlWaitMillis = 10_000;
 
-export function createPools(ownerUrl: string, { apiMax = 20, graphqlMax = 3, workerMax = 5, poolerUrl }: PoolOptions = {}): Pools {
+export function createPools(ownerUrl: string, { apiMax = 20, graphqlMax = 3, workerMax = 5, poolerUrl, replicas: replicaOptions }: PoolOptions = {}): Pools {
   const authenticatorUrl = roleUrl(ownerUrl, 'authenticator', poolerUrl);
   // Pipelined: queries issued without waiting for the previous answer share one round trip (the
   // opening, statements and commit of a request's transaction, db/request-transaction.ts).
@@ -47,12 +52,16 @@ export function createPools(ownerUrl: string, { apiMax = 20, graphqlMax = 3, wor
   // statement, instead of finishing work nobody waits for (PostgreSQL 14+).
   const worker = new pg.Pool({ connectionString: roleUrl(ownerUrl, 'app_worker'), max: workerMax, options: '-c client_connection_check_interval=1000' });
   for (const pool of [api, graphql, worker]) survivesServerLoss(pool);
+  const replicas = replicaOptions?.urls.length ? new ReplicaSet(api, { ...replicaOptions, max: apiMax }) : undefined;
+  replicas?.start();
   return {
     api,
     graphql,
     worker,
     pooled: poolerUrl !== undefined,
+    replicas,
     end: async () => {
+      await replicas?.end();
       await Promise.all([api.end(), graphql.end(), worker.end()]);
     },
   };

@@ -2793,6 +2793,28 @@ COMMENT ON FUNCTION app.reopen_report(p_report_id uuid) IS 'Opens a decided repo
 
 
 --
+-- Name: replica_reached(pg_lsn); Type: FUNCTION; Schema: app; Owner: -
+--
+
+CREATE FUNCTION app.replica_reached(p_floor pg_lsn) RETURNS void
+    LANGUAGE plpgsql
+    AS $$
+begin
+  if coalesce(pg_last_wal_replay_lsn() < p_floor, true) then
+    raise exception using errcode = 'RB001', message = 'replica behind the session';
+  end if;
+end
+$$;
+
+
+--
+-- Name: FUNCTION replica_reached(p_floor pg_lsn); Type: COMMENT; Schema: app; Owner: -
+--
+
+COMMENT ON FUNCTION app.replica_reached(p_floor pg_lsn) IS 'Sent first in a read served by a replica (server/http/replica-reads.ts): raises RB001 unless the standby has replayed up to the session''s read floor; the API then reads from the primary.';
+
+
+--
 -- Name: report_hub(uuid, app.report_reason, text); Type: FUNCTION; Schema: app; Owner: -
 --
 
@@ -6594,6 +6616,26 @@ COMMENT ON FUNCTION app_private.name_words(p_name text) IS 'The distinct words o
 
 
 --
+-- Name: note_session_read_floor(uuid); Type: FUNCTION; Schema: app_private; Owner: -
+--
+
+CREATE FUNCTION app_private.note_session_read_floor(p_session_id uuid) RETURNS void
+    LANGUAGE sql SECURITY DEFINER
+    SET search_path TO 'pg_catalog'
+    AS $$
+  insert into app_private.session_read_floors as f (session_id, floor) values (p_session_id, pg_current_wal_insert_lsn())
+  on conflict (session_id) do update set floor = greatest(f.floor, excluded.floor), noted_at = now()
+$$;
+
+
+--
+-- Name: FUNCTION note_session_read_floor(p_session_id uuid); Type: COMMENT; Schema: app_private; Owner: -
+--
+
+COMMENT ON FUNCTION app_private.note_session_read_floor(p_session_id uuid) IS 'Raises a session''s read floor to the primary''s WAL insert position, after the primary served one of its requests (db/replicas.ts noteServed).';
+
+
+--
 -- Name: notification_dispatched_to(); Type: FUNCTION; Schema: app_private; Owner: -
 --
 
@@ -8147,6 +8189,35 @@ $$;
 --
 
 COMMENT ON FUNCTION app_private.session_level(p_session_id uuid, p_user_id uuid) IS 'The level of a live session: the session is the user''s, not revoked and not expired; no row when it may not act. The rule behind app.session_access_level, the live notification batch and the push planner.';
+
+
+--
+-- Name: session_read_floor(uuid, uuid); Type: FUNCTION; Schema: app_private; Owner: -
+--
+
+CREATE FUNCTION app_private.session_read_floor(p_session_id uuid, p_user_id uuid) RETURNS TABLE(level integer, floor pg_lsn)
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog'
+    AS $$
+begin
+  level := app.session_access_level(p_session_id, p_user_id);
+  if level is not null then
+    select f.floor into floor from app_private.session_read_floors f where f.session_id = p_session_id;
+    if not found then
+      perform app_private.note_session_read_floor(p_session_id);
+      select f.floor into floor from app_private.session_read_floors f where f.session_id = p_session_id;
+    end if;
+  end if;
+  return next;
+end
+$$;
+
+
+--
+-- Name: FUNCTION session_read_floor(p_session_id uuid, p_user_id uuid); Type: COMMENT; Schema: app_private; Owner: -
+--
+
+COMMENT ON FUNCTION app_private.session_read_floor(p_session_id uuid, p_user_id uuid) IS 'The session check of a read that may be served by a replica (db/replicas.ts sessionFloor), on the primary: the session''s access level (null: not live) and its read floor.';
 
 
 --
@@ -9910,6 +9981,26 @@ COMMENT ON TABLE app_private.sealed_ballots IS 'Positions sealed by the API (AES
 
 
 --
+-- Name: session_read_floors; Type: TABLE; Schema: app_private; Owner: -
+--
+
+CREATE UNLOGGED TABLE app_private.session_read_floors (
+    session_id uuid NOT NULL,
+    floor pg_lsn NOT NULL,
+    noted_at timestamp with time zone DEFAULT now() NOT NULL
+);
+
+ALTER TABLE ONLY app_private.session_read_floors FORCE ROW LEVEL SECURITY;
+
+
+--
+-- Name: TABLE session_read_floors; Type: COMMENT; Schema: app_private; Owner: -
+--
+
+COMMENT ON TABLE app_private.session_read_floors IS 'Per session, the WAL position a replica must have replayed before serving the session''s reads (db/replicas.ts; primary only, unlogged).';
+
+
+--
 -- Name: sliding_limits; Type: TABLE; Schema: app_private; Owner: -
 --
 
@@ -10608,6 +10699,14 @@ ALTER TABLE ONLY app_private.removed_posts
 
 ALTER TABLE ONLY app_private.sealed_ballots
     ADD CONSTRAINT sealed_ballots_pkey PRIMARY KEY (id);
+
+
+--
+-- Name: session_read_floors session_read_floors_pkey; Type: CONSTRAINT; Schema: app_private; Owner: -
+--
+
+ALTER TABLE ONLY app_private.session_read_floors
+    ADD CONSTRAINT session_read_floors_pkey PRIMARY KEY (session_id);
 
 
 --
@@ -13391,6 +13490,12 @@ ALTER TABLE app_private.idempotent_answers ENABLE ROW LEVEL SECURITY;
 ALTER TABLE app_private.sealed_ballots ENABLE ROW LEVEL SECURITY;
 
 --
+-- Name: session_read_floors; Type: ROW SECURITY; Schema: app_private; Owner: -
+--
+
+ALTER TABLE app_private.session_read_floors ENABLE ROW LEVEL SECURITY;
+
+--
 -- Name: _private_job_queues; Type: ROW SECURITY; Schema: graphile_worker; Owner: -
 --
 
@@ -14410,6 +14515,15 @@ GRANT ALL ON FUNCTION app.remove_post(p_post_id uuid, p_reason text) TO app_admi
 
 REVOKE ALL ON FUNCTION app.reopen_report(p_report_id uuid) FROM PUBLIC;
 GRANT ALL ON FUNCTION app.reopen_report(p_report_id uuid) TO app_admin;
+
+
+--
+-- Name: FUNCTION replica_reached(p_floor pg_lsn); Type: ACL; Schema: app; Owner: -
+--
+
+REVOKE ALL ON FUNCTION app.replica_reached(p_floor pg_lsn) FROM PUBLIC;
+GRANT ALL ON FUNCTION app.replica_reached(p_floor pg_lsn) TO app_anonymous;
+GRANT ALL ON FUNCTION app.replica_reached(p_floor pg_lsn) TO app_admin;
 
 
 --
@@ -15652,6 +15766,14 @@ REVOKE ALL ON FUNCTION app_private.name_words(p_name text) FROM PUBLIC;
 
 
 --
+-- Name: FUNCTION note_session_read_floor(p_session_id uuid); Type: ACL; Schema: app_private; Owner: -
+--
+
+REVOKE ALL ON FUNCTION app_private.note_session_read_floor(p_session_id uuid) FROM PUBLIC;
+GRANT ALL ON FUNCTION app_private.note_session_read_floor(p_session_id uuid) TO authenticator;
+
+
+--
 -- Name: FUNCTION notification_dispatched_to(); Type: ACL; Schema: app_private; Owner: -
 --
 
@@ -16069,6 +16191,14 @@ REVOKE ALL ON FUNCTION app_private.seed_vote_counters(p_post_id uuid, p_hub_id u
 --
 
 REVOKE ALL ON FUNCTION app_private.session_level(p_session_id uuid, p_user_id uuid) FROM PUBLIC;
+
+
+--
+-- Name: FUNCTION session_read_floor(p_session_id uuid, p_user_id uuid); Type: ACL; Schema: app_private; Owner: -
+--
+
+REVOKE ALL ON FUNCTION app_private.session_read_floor(p_session_id uuid, p_user_id uuid) FROM PUBLIC;
+GRANT ALL ON FUNCTION app_private.session_read_floor(p_session_id uuid, p_user_id uuid) TO authenticator;
 
 
 --

@@ -8,6 +8,7 @@ import pg from 'pg';
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
 import type { WorkerEvents } from 'graphile-worker';
 import type { Pools } from '../db/pools.ts';
+import type { ReplicaStatus } from '../db/replicas.ts';
 import { routePattern } from './http/route-name.ts';
 
 /** Push outcomes, as the push worker reports them (worker/push/pusher.ts). */
@@ -72,6 +73,7 @@ export function createMetrics(pools: Pools): Metrics {
   poolGauge('db_pool_connections', 'Open connections of the pool', (pool) => pool.totalCount);
   poolGauge('db_pool_connections_in_use', 'Connections checked out of the pool', (pool) => pool.totalCount - pool.idleCount);
   poolGauge('db_pool_waiting', 'Callers waiting for a connection of the pool', (pool) => pool.waitingCount);
+  watchReplicas(registry, pools);
 
   const jobs = new Counter({ name: 'worker_jobs_total', help: 'Worker jobs run, by task and outcome (success, error: will retry, failed: no attempts left)', labelNames: ['task', 'outcome'], registers: [registry] });
 
@@ -152,4 +154,29 @@ export function createMetrics(pools: Pools): Metrics {
       return app;
     },
   };
+}
+
+/** The streaming replicas (db/replicas.ts), read when scraped: reads each served, lag, usable, and the reads the primary took instead. */
+function watchReplicas(registry: Registry, pools: Pools): void {
+  const replicaGauge = (name: string, help: string, read: (status: ReplicaStatus) => number) =>
+    new Gauge({
+      name,
+      help,
+      labelNames: ['replica'],
+      registers: [registry],
+      collect() {
+        for (const status of pools.replicas?.status() ?? []) this.set({ replica: status.name }, read(status));
+      },
+    });
+  replicaGauge('db_replica_reads_total', 'Read-only requests the replica served', (status) => status.served);
+  replicaGauge('db_replica_lag_seconds', 'Age of the oldest WAL the replica has not replayed (+Inf: unreachable)', (status) => status.lagMillis / 1000);
+  replicaGauge('db_replica_usable', 'Whether the replica takes reads (answers, and lags at most REPLICA_MAX_LAG_MS)', (status) => (status.usable ? 1 : 0));
+  new Gauge({
+    name: 'db_replica_fallback_reads_total',
+    help: 'Read-only requests the primary served with replicas configured (session floor ahead of the replica, no usable replica, or a replica read that failed)',
+    registers: [registry],
+    collect() {
+      if (pools.replicas) this.set(pools.replicas.primaryReads);
+    },
+  });
 }

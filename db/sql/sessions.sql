@@ -654,6 +654,68 @@ create trigger sessions_announce_revoked
 comment on trigger sessions_announce_revoked on app.sessions is
   'Announces a revoked session to every process (app_private.announce_session_revoked).';
 
+-- Reads from streaming replicas (DATABASE_REPLICA_URLS, db/replicas.ts). Each session has a floor in
+-- app_private.session_read_floors (unlogged, primary only): the WAL position a replica must have
+-- replayed before it serves that session, so a session sees its own writes and never reads its past.
+
+-- After the primary served a request of the session (its writes and its reads), the floor becomes
+-- the primary's WAL insert position: past the request's commit record and past every commit its
+-- reads saw. Called as its own statement after the request's transaction ended. Writes only an
+-- unlogged row, so it neither writes WAL nor waits for a flush.
+create or replace function app_private.note_session_read_floor(p_session_id uuid)
+  returns void
+  language sql volatile security definer
+  set search_path = pg_catalog
+  as $$
+  insert into app_private.session_read_floors as f (session_id, floor) values (p_session_id, pg_current_wal_insert_lsn())
+  on conflict (session_id) do update set floor = greatest(f.floor, excluded.floor), noted_at = now()
+$$;
+comment on function app_private.note_session_read_floor(uuid) is
+  'Raises a session''s read floor to the primary''s WAL insert position, after the primary served one of its requests (db/replicas.ts noteServed).';
+grant execute on function app_private.note_session_read_floor(uuid) to authenticator;
+
+-- The session check of a read that may go to a replica, on the primary (a revoked session stops at
+-- once): the session's access level (null when it may not act) and its floor. A session without a
+-- floor (new, or the primary restarted after a crash, which empties the unlogged table) gets the
+-- primary's position now, which is past everything it may have written or read before.
+create or replace function app_private.session_read_floor(p_session_id uuid, p_user_id uuid)
+  returns table (level int, floor pg_lsn)
+  language plpgsql volatile security definer
+  set search_path = pg_catalog
+  as $$
+begin
+  level := app.session_access_level(p_session_id, p_user_id);
+  if level is not null then
+    select f.floor into floor from app_private.session_read_floors f where f.session_id = p_session_id;
+    if not found then
+      perform app_private.note_session_read_floor(p_session_id);
+      select f.floor into floor from app_private.session_read_floors f where f.session_id = p_session_id;
+    end if;
+  end if;
+  return next;
+end
+$$;
+comment on function app_private.session_read_floor(uuid, uuid) is
+  'The session check of a read that may be served by a replica (db/replicas.ts sessionFloor), on the primary: the session''s access level (null: not live) and its read floor.';
+grant execute on function app_private.session_read_floor(uuid, uuid) to authenticator;
+
+-- On a replica, in the first round trip of a read: refuses (SQLSTATE RB001, which the API answers by
+-- reading from the primary) unless this standby has replayed the WAL up to p_floor. On a server that
+-- is not a standby pg_last_wal_replay_lsn() is null: refused too.
+create or replace function app.replica_reached(p_floor pg_lsn)
+  returns void
+  language plpgsql volatile
+  as $$
+begin
+  if coalesce(pg_last_wal_replay_lsn() < p_floor, true) then
+    raise exception using errcode = 'RB001', message = 'replica behind the session';
+  end if;
+end
+$$;
+comment on function app.replica_reached(pg_lsn) is
+  'Sent first in a read served by a replica (server/http/replica-reads.ts): raises RB001 unless the standby has replayed up to the session''s read floor; the API then reads from the primary.';
+grant execute on function app.replica_reached(pg_lsn) to app_anonymous;
+grant execute on function app.replica_reached(pg_lsn) to app_admin;
 -- Idempotency keys (contract part 15; server/http/idempotency.ts). A request with a key claims it
 -- first, in its own transaction: a transaction-scoped advisory lock on the key (never a session
 -- lock: the API may run behind PgBouncer in transaction mode) makes a concurrent request with the

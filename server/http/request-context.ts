@@ -1,6 +1,6 @@
 // X-Request-Id on every response (echoed when the client sent a usable one) and one log line per
 // request: method, route pattern (spelled as in the metrics: server/http/route-name.ts; never the
-// raw URL: paths hold ids and queries search terms), status, time, user id. Never bodies, tokens, codes or phone numbers.
+// raw URL: paths hold ids and queries search terms), status, time, user id, the replica that served a read. Never bodies, tokens, codes or phone numbers.
 import { randomUUID } from 'node:crypto';
 import type { NextFunction, Request, Response } from 'express';
 import { z } from 'zod';
@@ -26,6 +26,8 @@ export function requestContext(log: Log) {
           status: res.statusCode,
           ms: Number(process.hrtime.bigint() - started) / 1e6,
           userId: res.locals.userId ?? undefined,
+          // The replica (host:port) that served a read; absent: the primary (db/replicas.ts).
+          replica: res.locals.readFrom ?? undefined,
         },
         'request',
       );

@@ -1,24 +1,32 @@
 // Runs one endpoint for one request: token (401), access level (403), request shape (422, the
 // Idempotency-Key header's too), the key's claim (409/422 or a replay: server/http/idempotency.ts),
 // the write limit (429, checked with the transaction's first statement), then the handler inside
-// the request's transaction, the response shaped by the endpoint's schema.
+// the request's transaction, the response shaped by the endpoint's schema. With replicas configured,
+// a read-only GET may run on a replica first (server/http/replica-reads.ts), and whatever the
+// primary served for a session raises that session's read floor before the answer leaves.
 import type { NextFunction, Request, Response } from 'express';
 import { RequestTransaction } from '../../db/request-transaction.ts';
 import { anonymousViewer } from '../../db/viewer.ts';
-import { authenticate, requireLevel } from './auth.ts';
+import { authenticate, requireLevel, type AccessLevel } from './auth.ts';
 import { translateDatabaseError } from './database-errors.ts';
 import type { Endpoint, Services } from './endpoint.ts';
 import { sendSuccess } from './envelope.ts';
 import { ApiError } from './errors.ts';
 import { errorAnswer, idempotencyKeyHeader, idempotencyKeyOf, IdempotentRequest, isKept, sendAnswer, successAnswer } from './idempotency.ts';
 import { requireIds } from './ids.ts';
+import { replicasFor, retryOnPrimary, startReplicaRead, type ReplicaRead } from './replica-reads.ts';
 import { parseOrFail, rejectNul } from './validation.ts';
 import { writeLimitStatement } from './write-limits.ts';
 
 export function runEndpoint(definition: Endpoint, services: Services) {
+  const readReplicas = replicasFor(definition, services.pools.replicas);
   return async (req: Request, res: Response, next: NextFunction): Promise<void> => {
-    const tx = new RequestTransaction(services.pools.api, anonymousViewer, services.config.apiTimeouts);
     res.locals.endpoint = definition;
+    if (readReplicas) {
+      const read = await startReplicaRead(definition, req, services, readReplicas).catch(() => undefined);
+      if (read && (await answerFromReplica(definition, services, read, req, res, next))) return;
+    }
+    const tx = new RequestTransaction(services.pools.api, anonymousViewer, services.config.apiTimeouts);
     let idempotent: IdempotentRequest | undefined;
     try {
       const deferredGateLevel = definition.sessionCheckWithFirstStatement ? (definition.level ?? 1) : undefined;
@@ -31,6 +39,7 @@ export function runEndpoint(definition: Endpoint, services: Services) {
         const kept = await idempotent.claim(tx);
         if (kept) {
           await tx.finish(false);
+          await noteServed(services, tx);
           sendAnswer(res, kept, true);
           return;
         }
@@ -45,18 +54,60 @@ export function runEndpoint(definition: Endpoint, services: Services) {
       if (idempotent && tx.commitHeld) {
         const answer = successAnswer(status, definition.message ?? 'OK', definition.response.parse(data));
         await idempotent.keep(tx, answer);
+        await noteServed(services, tx);
         sendAnswer(res, answer);
         return;
       }
       await tx.finish(true);
+      await noteServed(services, tx);
       sendSuccess(res, status, definition.message ?? 'OK', definition.response.parse(data));
     } catch (error) {
       res.locals.userId = tx.viewer.userId;
       if (idempotent && tx.commitHeld && (await keptError(idempotent, tx, res, error))) return;
       await tx.finish(false).catch(() => undefined);
+      await noteServed(services, tx).catch(() => undefined);
       next(error);
     }
   };
+}
+
+/**
+ * A read-only GET on the session's replica (server/http/replica-reads.ts), its session already
+ * checked on the primary. True when answered (or failed in a way the primary would repeat: the
+ * error goes on); false when the primary is to run it (behind the floor, or the replica failed).
+ */
+async function answerFromReplica(definition: Endpoint, services: Services, read: ReplicaRead, req: Request, res: Response, next: NextFunction): Promise<boolean> {
+  const { tx, replica } = read;
+  try {
+    // As the deferred check would: the gate at the endpoint's level, then the handler sees that level.
+    const gate = definition.sessionCheckWithFirstStatement ? (definition.level ?? 1) : undefined;
+    if (gate !== undefined) requireLevel(read.level, gate as AccessLevel);
+    if (definition.level) requireLevel(read.level, definition.level);
+    const { body, query, params } = await parseRequest(definition, req, tx);
+    res.locals.userId = tx.viewer.userId;
+    const data = await definition.handler({ body, query, params, viewer: tx.viewer, level: gate ?? read.level, tx, services, req, res });
+    await tx.finish(true);
+    const status = definition.statusOf ? definition.statusOf.pick(data) : (definition.status ?? 200);
+    replica.served += 1;
+    res.locals.readFrom = replica.name;
+    sendSuccess(res, status, definition.message ?? 'OK', definition.response.parse(data));
+    return true;
+  } catch (error) {
+    await tx.finish(false).catch(() => undefined);
+    if (!res.headersSent && retryOnPrimary(error, read.replicas, replica)) {
+      read.replicas.primaryReads += 1;
+      return false;
+    }
+    res.locals.userId = tx.viewer.userId;
+    next(error);
+    return true;
+  }
+}
+
+/** With replicas: the primary served this session, so its reads must not go back before now (db/replicas.ts). */
+async function noteServed(services: Services, tx: RequestTransaction): Promise<void> {
+  const sessionId = tx.viewer.sessionId;
+  if (services.pools.replicas && sessionId) await services.pools.replicas.noteServed(sessionId);
 }
 
 /**

@@ -8,6 +8,8 @@ const benchmarks: Record<string, string> = {
   scale: './scale.ts',
   'scale-out': './scale-out.ts',
   push: './push.ts',
+  // The replica half of scale-out (test/bench/scale-out.ts calls it too).
+  'scale-out-replicas': './scale-out-replicas.ts',
   idempotency: './idempotency.ts',
   deploy: './deploy.ts',
 };

@@ -61,6 +61,29 @@ describe('docker-compose.yml', () => {
     expect(caddyfile).toMatch(/health_uri \/readyz/);
   });
 
+  it('runs a streaming replica of the PostgreSQL, health-checked as a standby, that the API processes read from', () => {
+    const primary = services.postgres as Service & { command?: string[] };
+    const replica = services['postgres-replica'] as Service & { entrypoint?: string[]; healthcheck?: { test?: string[] }; depends_on?: Record<string, { condition: string }> };
+    expect(replica.image).toBe(primary.image);
+    const script = (replica.command ?? []).join('\n');
+    // First start: a copy of the primary that streams from it (-R writes primary_conninfo); then a hot standby.
+    expect(script).toMatch(/pg_basebackup -h postgres -U opinion -D "\$\$PGDATA" -R -X stream/);
+    expect(script).toMatch(/exec postgres -c hot_standby=on/);
+    expect(replica.depends_on?.postgres?.condition).toBe('service_healthy');
+    expect(replica.healthcheck?.test?.join(' ')).toMatch(/pg_is_in_recovery\(\)/);
+    expect(replica.volumes?.[0]).toMatch(/^postgres-replica-data:/);
+    // The primary accepts replication connections (password-checked).
+    expect(primary.command).toEqual(['postgres', '-c', 'hba_file=/etc/postgresql/pg_hba.conf']);
+    expect(primary.volumes).toContain('./deploy/pg_hba.conf:/etc/postgresql/pg_hba.conf:ro');
+    expect(readFileSync(path.join(projectRoot, 'deploy/pg_hba.conf'), 'utf8')).toMatch(/^host\s+replication\s+all\s+all\s+scram-sha-256$/m);
+    for (const name of ['api-1', 'api-2']) {
+      const env = services[name]?.environment ?? {};
+      expect(resolved(String(env.DATABASE_REPLICA_URLS)), name).toBe('postgres://opinion:opinion@postgres-replica:5432/opinion');
+      // The same owner credentials as DATABASE_URL (the API derives its login's password from them).
+      expect(new URL(resolved(String(env.DATABASE_REPLICA_URLS))).username).toBe(new URL(resolved(String(env.DATABASE_URL))).username);
+    }
+  });
+
   it('puts PgBouncer in transaction mode in front of PostgreSQL for the API processes; the worker and the migration stay direct', () => {
     for (const name of ['api-1', 'api-2']) {
       const service = services[name] as Service;

@@ -47,23 +47,34 @@ export interface TestApp extends Client {
   close(): Promise<void>;
 }
 
+/** A database the test brought (migrated, left in place at close), with its streaming replicas (test/helpers/replica.ts). */
+export interface OwnDatabase {
+  ownerUrl: string;
+  replicaUrls?: string[];
+  replicaMaxLagMillis?: number;
+}
+
 export interface TestAppOptions {
   /** Through a PgBouncer in transaction mode (default: TEST_THROUGH_POOLER=1). */
   pooler?: boolean;
+  /** This database instead of a clone of the template. */
+  database?: OwnDatabase;
 }
 
 export async function startTestApp(
   env: Record<string, string> = {},
   overrides: ServiceOverrides = {},
-  { pooler: throughPooler = process.env.TEST_THROUGH_POOLER === '1' }: TestAppOptions = {},
+  { pooler: throughPooler = process.env.TEST_THROUGH_POOLER === '1', database: own }: TestAppOptions = {},
 ): Promise<TestApp> {
   const adminUrl = inject('adminUrl');
   const database = `opinion_test_${randomBytes(6).toString('hex')}`;
-  const admin = new pg.Client({ connectionString: adminUrl });
-  await admin.connect();
-  await admin.query(`create database ${database} template ${inject('templateDatabase')}`);
-  await admin.end();
-  const ownerUrl = databaseUrl(adminUrl, database);
+  if (!own) {
+    const admin = new pg.Client({ connectionString: adminUrl });
+    await admin.connect();
+    await admin.query(`create database ${database} template ${inject('templateDatabase')}`);
+    await admin.end();
+  }
+  const ownerUrl = own?.ownerUrl ?? databaseUrl(adminUrl, database);
 
   const config = loadConfig({
     NODE_ENV: 'test',
@@ -85,7 +96,8 @@ export async function startTestApp(
   const objects = await openStorage(config);
   const log = createLogger(config.logLevel);
   const pooler = throughPooler ? await startPgBouncer(ownerUrl) : undefined;
-  const pools = createPools(ownerUrl, { poolerUrl: pooler?.url });
+  const replicas = own?.replicaUrls ? { urls: own.replicaUrls, maxLagMillis: own.replicaMaxLagMillis ?? 2000 } : undefined;
+  const pools = createPools(ownerUrl, { poolerUrl: pooler?.url, replicas });
   const owner = new pg.Pool({ connectionString: ownerUrl, max: 4 });
   // The database is dropped with (force) at close: a client still closing then loses its server.
   survivesServerLoss(owner);
@@ -113,6 +125,7 @@ export async function startTestApp(
       await services.graphql.release();
       await Promise.all([pools.end(), owner.end(), objects.stop()]);
       await pooler?.close();
+      if (own) return;
       const cleanup = new pg.Client({ connectionString: adminUrl });
       await cleanup.connect();
       await cleanup.query(`drop database if exists ${database} with (force)`);

@@ -1,0 +1,213 @@
+// Reads from a real streaming replica (contract part 17): a PostgreSQL 15 primary and a hot standby
+// made with pg_basebackup (test/helpers/replica.ts), lag simulated with recovery_min_apply_delay.
+// The API serves read-only GETs from the replica once it has replayed past the session's floor;
+// a session reads its own writes at once however far behind the replica is, a revoked session
+// stops at once, a lagging replica is skipped, and a replica that stops (mid-request too) costs no
+// request anything but a read from the primary.
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { migrate } from '../../db/migrate.ts';
+import type { Replica, ReplicaSet } from '../../db/replicas.ts';
+import { startTestApp, type TestApp } from '../helpers/app.ts';
+import { createHub, invite } from '../helpers/hubs.ts';
+import { createPost, slider } from '../helpers/posts.ts';
+import { startStreamingPair, type StreamingPair } from '../helpers/replica.ts';
+import { userAtLevel, type TestUser } from '../helpers/users.ts';
+
+let pair: StreamingPair;
+let app: TestApp;
+let replicas: ReplicaSet;
+let replica: Replica;
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+async function until(what: string, check: () => boolean | Promise<boolean>, timeoutMillis = 15_000): Promise<void> {
+  const deadline = Date.now() + timeoutMillis;
+  while (!(await check())) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting until ${what}`);
+    await sleep(20);
+  }
+}
+
+/** What the replica holds now, read there as the owner. */
+const onReplica = async (text: string, values: unknown[]) => (await pair.query<{ n: number }>('replica', text, values)).rows[0]!.n;
+
+/** GET as `user`, and which host served it: 'replica' or 'primary'. */
+async function read(user: TestUser, path: string) {
+  const served = replica.served;
+  const response = await app.get(path, { token: user.token });
+  expect(response.status, `${path}: ${response.text}`).toBe(200);
+  return { data: response.body.data, host: replica.served > served ? 'replica' : 'primary' };
+}
+
+beforeAll(async () => {
+  pair = await startStreamingPair();
+  await migrate(pair.primaryUrl);
+  app = await startTestApp({}, {}, { database: { ownerUrl: pair.primaryUrl, replicaUrls: [pair.replicaUrl], replicaMaxLagMillis: 2000 } });
+  replicas = app.pools.replicas!;
+  replica = replicas.replicas[0]!;
+  await until('the replica is usable', () => replicas.usable(replica));
+}, 120_000);
+
+afterAll(async () => {
+  await app?.close();
+  await pair?.stop();
+});
+
+describe('a replica 1 s behind', () => {
+  let author: TestUser;
+  let reader: TestUser;
+  let hubOwner: TestUser;
+  let joiner: TestUser;
+  let hub: { id: string };
+  let invitation: string;
+  let post: { id: string };
+
+  beforeAll(async () => {
+    [author, reader, hubOwner, joiner] = [await userAtLevel(app, 4), await userAtLevel(app, 4), await userAtLevel(app, 4), await userAtLevel(app, 4)];
+    hub = await createHub(app, hubOwner);
+    invitation = await invite(app, hub as never, hubOwner, joiner);
+    post = await createPost(app, author, slider);
+    await pair.caughtUp();
+    await pair.setApplyDelay(1000);
+  }, 60_000);
+
+  it('shows a session every write of its own at once: post, comment, vote, follow, profile edit, hub join, mark read', async () => {
+    // Each write, then at once the read that must show it. The replica has not replayed the write
+    // when the read answers (checked there as the owner), so a read it served would have missed it.
+    const posted = await createPost(app, reader, { thoughtText: 'Fresh thought' });
+    expect((await read(reader, `/posts/${posted.id}`)).data.id).toBe(posted.id);
+    expect(await onReplica('select count(*)::int as n from app.posts where id = $1', [posted.id])).toBe(0);
+
+    expect((await app.post(`/posts/${post.id}/vote`, { position: 'left' }, { token: reader.token })).status).toBe(201);
+    expect((await read(reader, `/posts/${post.id}/vote/me`)).data.hasVoted).toBe(true);
+    expect(await onReplica('select count(*)::int as n from app.vote_receipts where post_id = $1 and user_id = $2', [post.id, reader.id])).toBe(0);
+
+    const commented = await app.post(`/posts/${post.id}/comments`, { text: 'Mine' }, { token: reader.token });
+    expect(commented.status).toBe(201);
+    const comments = await read(reader, `/posts/${post.id}/comments`);
+    expect(comments.data.items.map((c: { id: string }) => c.id)).toContain(commented.body.data.id);
+    expect(await onReplica('select count(*)::int as n from app.comments where id = $1', [commented.body.data.id])).toBe(0);
+
+    expect((await app.post(`/users/${author.id}/follow`, undefined, { token: reader.token })).status).toBeLessThan(300);
+    expect((await read(reader, `/users/${reader.id}/following`)).data.items.map((u: { id: string }) => u.id)).toContain(author.id);
+    expect(await onReplica('select count(*)::int as n from app.follows where follower_id = $1', [reader.id])).toBe(0);
+
+    expect((await app.patch('/users/me/profile', { fullName: 'Renamed Reader' }, { token: reader.token })).status).toBe(200);
+    expect((await read(reader, '/users/me/profile')).data.fullName).toBe('Renamed Reader');
+    expect(await onReplica("select count(*)::int as n from app.users where id = $1 and full_name = 'Renamed Reader'", [reader.id])).toBe(0);
+
+    expect((await app.post(`/hub-invitations/${invitation}/accept`, undefined, { token: joiner.token })).status).toBeLessThan(300);
+    expect((await read(joiner, '/users/me/hubs')).data.items.map((h: { id: string }) => h.id)).toContain(hub.id);
+    expect(await onReplica("select count(*)::int as n from app.hub_memberships where hub_id = $1 and user_id = $2", [hub.id, joiner.id])).toBe(0);
+
+    // The follow gave the author a notification; the replica shows it once replayed.
+    await pair.caughtUp();
+    expect((await read(author, '/notifications/unread-count')).data.unreadCount).toBeGreaterThan(0);
+    expect((await app.patch('/notifications/read', { markAll: true }, { token: author.token })).status).toBe(200);
+    expect((await read(author, '/notifications/unread-count')).data.unreadCount).toBe(0);
+  });
+
+  it('serves a session from the replica once the replica has replayed past its writes', async () => {
+    expect((await app.patch('/users/me/profile', { fullName: 'Later Reader' }, { token: reader.token })).status).toBe(200);
+    const first = await read(reader, '/users/me/profile');
+    expect(first).toMatchObject({ host: 'primary', data: { fullName: 'Later Reader' } });
+    await pair.caughtUp();
+    await until('a poll saw the replica past the write', async () => {
+      await replicas.poll();
+      return replicas.usable(replica);
+    });
+    const later = await read(reader, '/users/me/profile');
+    expect(later).toMatchObject({ host: 'replica', data: { fullName: 'Later Reader' } });
+    // Proof by content: with the replica's replay paused, a change made on the primary by someone
+    // else (not the reader's session, so not its floor) is missing from what the reader is served.
+    await pair.query('replica', 'select pg_wal_replay_pause()');
+    try {
+      await pair.query('primary', "update app.users set full_name = 'Changed Elsewhere' where id = $1", [reader.id]);
+      expect(await read(reader, '/users/me/profile')).toMatchObject({ host: 'replica', data: { fullName: 'Later Reader' } });
+    } finally {
+      await pair.query('replica', 'select pg_wal_replay_resume()');
+    }
+  });
+
+  it('never shows a session a past older than what it read on the primary', async () => {
+    // The reader read at the primary (its own write); the author's new post, made after, was in
+    // that read's view if it listed it; the next reads of the reader never lose it.
+    const fresh = await createPost(app, author, { thoughtText: 'Seen on the primary' });
+    expect((await app.patch('/users/me/profile', { bio: 'b' }, { token: reader.token })).status).toBe(200);
+    const seen = await read(reader, `/posts/${fresh.id}`);
+    expect(seen.host).toBe('primary');
+    for (let i = 0; i < 5; i += 1) expect((await read(reader, `/posts/${fresh.id}`)).data.id).toBe(fresh.id);
+  });
+
+  it('checks the session on the primary: a revoked token stops at once', async () => {
+    const user = await userAtLevel(app, 2);
+    await pair.caughtUp();
+    await until('the replica is usable', () => replicas.usable(replica));
+    expect((await app.get('/users/me/profile', { token: user.token })).status).toBe(200);
+    expect((await app.post('/auth/logout', { refreshToken: user.refreshToken, logoutFromAllDevices: false }, { token: user.token })).status).toBe(200);
+    expect((await app.get('/users/me/profile', { token: user.token })).status).toBe(401);
+  });
+});
+
+describe('replicas that cannot serve', () => {
+  let user: TestUser;
+  beforeAll(async () => {
+    await pair.setApplyDelay(0);
+    user = await userAtLevel(app, 2);
+    await pair.caughtUp();
+    await until('the replica is usable', () => replicas.usable(replica));
+  });
+
+  it('refuses, on the replica, a read whose floor the replica has not replayed (RB001), and anywhere but on a standby', async () => {
+    const { rows } = await pair.query<{ lsn: string }>('replica', 'select pg_last_wal_replay_lsn()::text as lsn');
+    await expect(pair.query('replica', 'select app.replica_reached($1)', [rows[0]!.lsn])).resolves.toBeDefined();
+    await expect(pair.query('replica', "select app.replica_reached('FFFFFFFF/0')")).rejects.toMatchObject({ code: 'RB001' });
+    await expect(pair.query('primary', "select app.replica_reached('0/0')")).rejects.toMatchObject({ code: 'RB001' });
+  });
+
+  it('skips a replica lagging more than REPLICA_MAX_LAG_MS, and uses it again once it caught up', async () => {
+    await pair.setApplyDelay(4000);
+    const writer = await userAtLevel(app, 2);
+    // Writes keep coming; the replica holds them back 4 s, more than the 2 s allowed.
+    const writing = (async () => {
+      for (let i = 0; i < 30 && replicas.usable(replica); i += 1) {
+        await app.patch('/users/me/profile', { bio: `bio ${i}` }, { token: writer.token });
+        await sleep(100);
+      }
+    })();
+    await until('the replica is out of rotation', () => !replicas.usable(replica), 10_000);
+    await writing;
+    expect(replica.lagMillis).toBeGreaterThan(2000);
+    const skipped = await read(user, '/users/me/profile');
+    expect(skipped.host).toBe('primary');
+
+    await pair.setApplyDelay(0);
+    await pair.caughtUp();
+    await until('the replica is back', () => replicas.usable(replica), 10_000);
+    await until('the user reads from the replica', async () => (await read(user, '/users/me/profile')).host === 'replica');
+  });
+
+  it('skips a stopped replica, mid-request too, with no 500; uses it again when it is back', async () => {
+    await until('the replica is usable', () => replicas.usable(replica));
+    const readers = await Promise.all([1, 2, 3, 4].map(() => userAtLevel(app, 2)));
+    await pair.caughtUp();
+    const statuses: number[] = [];
+    const load = Promise.all(
+      readers.map(async (reader) => {
+        for (let i = 0; i < 40; i += 1) statuses.push((await app.get(`/users/${reader.id}/followers`, { token: reader.token })).status);
+      }),
+    );
+    await sleep(50);
+    await pair.stopReplica();
+    await load;
+    expect(statuses.length).toBe(160);
+    expect(statuses.filter((status) => status !== 200)).toEqual([]);
+    expect(replicas.usable(replica)).toBe(false);
+    expect((await read(user, '/users/me/profile')).host).toBe('primary');
+
+    await pair.startReplica();
+    await pair.caughtUp();
+    await until('the replica is back', () => replicas.usable(replica), 15_000);
+    await until('the user reads from the replica', async () => (await read(user, '/users/me/profile')).host === 'replica');
+  });
+});
