@@ -39,6 +39,28 @@ describe('posts', () => {
     expect(await read(null, 'select id from app.posts where id = $1', [publicId])).toEqual([{ id: publicId }]);
   });
 
+  it('hide private_locked_hub posts from a member below access level 4 (no longer Hub-ready), who keeps the membership', async () => {
+    // Losing the phone identity (a number moved to another account) takes an account to level 2
+    // while its membership rows stay: spec 2.3 rule 14 and part 5 ask for an active, Hub-ready member.
+    const { rows } = await app.owner.query('delete from app.phone_identities where user_id = $1 returning *', [member.id]);
+    try {
+      expect((await app.owner.query('select app.user_access_level($1) as level', [member.id])).rows[0].level).toBeLessThan(4);
+      expect((await app.owner.query('select count(*)::int as n from app.hub_memberships where user_id = $1', [member.id])).rows[0].n).toBe(1);
+      expect(await read(member, 'select id from app.posts where id = $1', [lockedId])).toEqual([]);
+      expect(await read(member, 'select text from app.comments where post_id = $1', [lockedId])).toEqual([]);
+      expect(await read(member, 'select app.can_see_post($1) as visible', [lockedId])).toEqual([{ visible: false }]);
+      expect(await read(member, 'select id from app.posts where id = $1', [publicId])).toEqual([{ id: publicId }]);
+    } finally {
+      const identity = rows[0] as Record<string, unknown>;
+      const columns = Object.keys(identity);
+      await app.owner.query(
+        `insert into app.phone_identities (${columns.join(', ')}) values (${columns.map((_, i) => `$${i + 1}`).join(', ')})`,
+        columns.map((column) => identity[column]),
+      );
+    }
+    expect(await read(member, 'select id from app.posts where id = $1', [lockedId])).toEqual([{ id: lockedId }]);
+  });
+
   it('hide comments of posts the viewer cannot see', async () => {
     expect(await read(outsider, 'select text from app.comments where post_id = $1', [lockedId])).toEqual([]);
     expect(await read(member, 'select text from app.comments where post_id = $1', [lockedId])).toEqual([{ text: 'members only' }]);
