@@ -2,10 +2,10 @@
 -- (app.post_visible_to, app.can_see_post), saved posts. What app_user may do with posts and hub posts
 -- is in the grants and policies at the end.
 
--- An active member (spec part 5: a membership and access level 4, Hub-ready) of a hub the post was
--- targeted to. The membership is probed first, so a viewer who is no member reads no level; the
--- level is read only for private_locked_hub posts of other authors (app.post_visible_to asks for
--- nothing else), never per row of a public list.
+-- An active member (app_private.active_member, the one rule: a membership and access level 4,
+-- Hub-ready; spec 2.3 rule 14, part 5) of a hub the post was targeted to. Asked only for
+-- private_locked_hub posts of other authors (app.post_visible_to asks for nothing else), never per
+-- row of a public list; the level is read only for a user with a membership of a target hub.
 create or replace function app.is_member_of_post_target(p_post_id uuid, p_user_id uuid)
   returns boolean
   language plpgsql stable security definer
@@ -14,9 +14,8 @@ create or replace function app.is_member_of_post_target(p_post_id uuid, p_user_i
 begin
   return exists (
     select from app.post_hubs ph
-    join app.hub_memberships m on m.hub_id = ph.hub_id and m.user_id = p_user_id
-    where ph.post_id = p_post_id and ph.kind = 'target')
-    and coalesce(app.user_access_level(p_user_id) >= 4, false);
+    cross join lateral app_private.active_member(ph.hub_id, p_user_id) m
+    where ph.post_id = p_post_id and ph.kind = 'target' and m.active);
 end
 $$;
 comment on function app.is_member_of_post_target(uuid, uuid) is
