@@ -1773,7 +1773,7 @@ CREATE FUNCTION app.hub_message_visible(p_message app.hub_discussion_messages, p
     LANGUAGE sql STABLE
     AS $$
   select p_message.hub_id = any (p_active_hub_ids)
-     and (p_message.author_id is null or not p_message.author_id = any (p_block_list))
+     and (p_message.author_id is null or not p_message.author_id = any (select unnest(p_block_list)))
 $$;
 
 
@@ -1914,8 +1914,8 @@ CREATE FUNCTION app.is_member_of_post_target(p_post_id uuid, p_user_id uuid) RET
 begin
   return exists (
     select from app.post_hubs ph
-    join app.hub_memberships m on m.hub_id = ph.hub_id and m.user_id = p_user_id
-    where ph.post_id = p_post_id and ph.kind = 'target');
+    cross join lateral app_private.active_member(ph.hub_id, p_user_id) m
+    where ph.post_id = p_post_id and ph.kind = 'target' and m.active);
 end
 $$;
 
@@ -1924,7 +1924,7 @@ $$;
 -- Name: FUNCTION is_member_of_post_target(p_post_id uuid, p_user_id uuid); Type: COMMENT; Schema: app; Owner: -
 --
 
-COMMENT ON FUNCTION app.is_member_of_post_target(p_post_id uuid, p_user_id uuid) IS 'Whether a user has a membership of a hub the post was targeted to (a security-definer probe, so the posts policy reads memberships the viewer may not). Used by app.post_visible_to.';
+COMMENT ON FUNCTION app.is_member_of_post_target(p_post_id uuid, p_user_id uuid) IS 'Whether a user is an active member (a membership, at access level 4) of a hub the post was targeted to (spec 2.3 rule 14, part 5; a security-definer probe, so the posts policy reads memberships the viewer may not). Used by app.post_visible_to.';
 
 
 --
@@ -3981,7 +3981,7 @@ $$;
 -- Name: FUNCTION active_member(p_hub_id uuid, p_user_id uuid); Type: COMMENT; Schema: app_private; Owner: -
 --
 
-COMMENT ON FUNCTION app_private.active_member(p_hub_id uuid, p_user_id uuid) IS 'The active membership rule, written once: a membership row, and the member at access level 4. Read by app.is_active_member.';
+COMMENT ON FUNCTION app_private.active_member(p_hub_id uuid, p_user_id uuid) IS 'The active membership rule, written once: a membership row, and the member at access level 4. Read by app.is_active_member and app.is_member_of_post_target.';
 
 
 --
@@ -12693,7 +12693,7 @@ ALTER TABLE app.comments ENABLE ROW LEVEL SECURITY;
 -- Name: comments comments_select_visible; Type: POLICY; Schema: app; Owner: -
 --
 
-CREATE POLICY comments_select_visible ON app.comments FOR SELECT TO app_anonymous USING (((deleted_at IS NULL) AND (NOT (author_id = ANY (( SELECT app.viewer_block_list() AS viewer_block_list)::uuid[]))) AND app.can_see_post(post_id)));
+CREATE POLICY comments_select_visible ON app.comments FOR SELECT TO app_anonymous USING (((deleted_at IS NULL) AND (NOT ((author_id = ANY (( SELECT app.viewer_block_list() AS viewer_block_list)::uuid[])) AND (cardinality(( SELECT app.viewer_block_list() AS viewer_block_list)) > 0))) AND app.can_see_post(post_id)));
 
 
 --
@@ -12747,7 +12747,7 @@ COMMENT ON POLICY follows_select_admin ON app.follows IS 'Admin tooling (app_adm
 -- Name: follows follows_select_visible; Type: POLICY; Schema: app; Owner: -
 --
 
-CREATE POLICY follows_select_visible ON app.follows FOR SELECT TO app_anonymous USING (((NOT (follower_id = ANY (( SELECT app.viewer_block_list() AS viewer_block_list)::uuid[]))) AND (NOT (followee_id = ANY (( SELECT app.viewer_block_list() AS viewer_block_list)::uuid[])))));
+CREATE POLICY follows_select_visible ON app.follows FOR SELECT TO app_anonymous USING (((NOT ((follower_id = ANY (( SELECT app.viewer_block_list() AS viewer_block_list)::uuid[])) AND (cardinality(( SELECT app.viewer_block_list() AS viewer_block_list)) > 0))) AND (NOT ((followee_id = ANY (( SELECT app.viewer_block_list() AS viewer_block_list)::uuid[])) AND (cardinality(( SELECT app.viewer_block_list() AS viewer_block_list)) > 0)))));
 
 
 --

@@ -56,6 +56,7 @@ export const errorCatalog = {
   SSE_NOT_SUPPORTED: [426, 'Server-sent events are not supported by this client.'],
   RATE_LIMITED: [429, 'Too many requests. Try again later.'],
   HEADERS_TOO_LARGE: [431, 'Request URL or headers are too large.'],
+  REQUEST_TIMEOUT: [408, 'The request was not received in time.'],
   INTERNAL_ERROR: [500, 'Something went wrong.'],
   SERVICE_UNAVAILABLE: [503, 'Service is temporarily unavailable.'],
 } as const satisfies Record<string, readonly [number, string]>;
