@@ -10,7 +10,9 @@
 // noted time into a new data directory: PostgreSQL and the service start on it and the drill
 // checks that what was committed before the time is there, what came after is not, counters
 // agree with their rows (counter_drift() and unread_counter_drift() empty), pending ballots open
-// with the same BALLOT_KEY and tally. It prints the restore's duration and the recovery point,
+// with the same BALLOT_KEY and tally, live delivery and push resume (a stand-in FCM: no
+// notification is pushed twice across the restore, and every one the restored database holds is
+// pushed). It prints the restore's duration and the recovery point,
 // runs `pgbackrest verify`, searches the repository's files for BALLOT_KEY, and exits 1 on any
 // mismatch.
 //
@@ -33,6 +35,7 @@ import { promisify } from 'node:util';
 import pg from 'pg';
 import S3rver from 's3rver';
 import { freePort } from '../db/embedded.ts';
+import { startFcmStandIn } from '../test/helpers/fcm.ts';
 
 const execFileAsync = promisify(execFile);
 const root = path.resolve(import.meta.dirname, '..');
@@ -251,6 +254,34 @@ function drillConfig(folders: { repo: string; log: string; lock: string; spool: 
   return ['[global]', ...lines, '', `[${stanza}]`, `pg1-path=${source.dataDir}`, `pg1-port=${source.port}`, `pg1-socket-path=${source.socketDir}`, 'pg1-user=postgres', ''].join('\n');
 }
 
+/** A notification stream (GET /notifications/stream) and the first notification event it sends. */
+async function openStream(base: string, token: string): Promise<{ notification(timeoutMs: number): Promise<{ type?: string; postId?: string } | undefined>; close(): void }> {
+  const controller = new AbortController();
+  const response = await fetch(`${base}/api/v1/notifications/stream`, { headers: { authorization: `Bearer ${token}`, accept: 'text/event-stream' }, signal: controller.signal });
+  if (response.status !== 200 || !response.body) throw new Error(`the notification stream answered ${response.status}`);
+  const reader = response.body.pipeThrough(new TextDecoderStream()).getReader();
+  let text = '';
+  return {
+    async notification(timeoutMs) {
+      const timer = setTimeout(() => controller.abort(), timeoutMs);
+      try {
+        for (;;) {
+          const match = /event: notification\ndata: (.*)\n/.exec(text);
+          if (match) return JSON.parse(match[1] as string) as { type?: string; postId?: string };
+          const { value, done } = await reader.read();
+          if (done) return undefined;
+          text += value;
+        }
+      } catch {
+        return undefined;
+      } finally {
+        clearTimeout(timer);
+      }
+    },
+    close: () => controller.abort(),
+  };
+}
+
 /** Its own pgBackRest processes still running (archive-push's asynchronous process outlives the command). */
 async function pgbackrestProcesses(configFile: string): Promise<number[]> {
   const pids: number[] = [];
@@ -295,7 +326,9 @@ async function main(): Promise<void> {
   const s3Port = await freePort();
   const s3 = new S3rver({ address: '127.0.0.1', port: s3Port, directory: s3Dir, silent: true, configureBuckets: [{ name: 'drill' }] });
   await s3.run();
+  const fcm = await startFcmStandIn({ dir: work });
   const serviceEnv = (databasePort: number, port: number) => ({
+    ...fcm.env,
     NODE_ENV: 'development',
     LOG_LEVEL: 'info',
     DATA_DIR: path.join(work, 'app'),
@@ -317,7 +350,7 @@ async function main(): Promise<void> {
   const clusters: string[] = [];
   const pgCtl = (dataDir: string, commandArgs: string[]) => runTool(path.join(pgBin, 'pg_ctl'), ['-D', dataDir, ...commandArgs]);
 
-  async function startApp(databasePort: number, logName: string): Promise<{ call: Call; api: Service; worker: Service; migrateMs: number }> {
+  async function startApp(databasePort: number, logName: string): Promise<{ call: Call; base: string; api: Service; worker: Service; migrateMs: number }> {
     const port = await freePort();
     const env = serviceEnv(databasePort, port);
     const migrateStarted = Date.now();
@@ -331,7 +364,7 @@ async function main(): Promise<void> {
     const base = `http://127.0.0.1:${port}`;
     await waitFor(async () => (await fetch(`${base}/readyz`)).status === 200, 'the API to be ready (/readyz)', 120_000, apiProcess);
     await waitFor(() => worker.output().includes('worker running'), 'the worker', 120_000, worker);
-    return { call: api(base), api: apiProcess, worker, migrateMs };
+    return { call: api(base), base, api: apiProcess, worker, migrateMs };
   }
 
   const owner = (port: number, database = 'opinion') => new pg.Client({ connectionString: `postgres://postgres@127.0.0.1:${port}/${database}` });
@@ -380,6 +413,8 @@ async function main(): Promise<void> {
     const marker = `drill-marker-${randomBytes(8).toString('hex')}`;
     const author = await newUser(call, 4, 'author');
     const member = await newUser(call, 4, 'member');
+    const deviceToken = `drill-device-${randomBytes(16).toString('hex')}`;
+    await must(call('POST', '/users/me/push-devices', { provider: 'fcm', token: deviceToken, platform: 'android' }, author.token), 'a push device');
     const voters: User[] = [];
     for (let i = 0; i < 8; i += 1) voters.push(await newUser(call, 2, `voter${i}`));
     const voter = (i: number) => voters[i] as User;
@@ -535,8 +570,13 @@ async function main(): Promise<void> {
     check(unreadDrift.length === 0, 'unread_counter_drift() is empty', unreadDrift);
     const again = await call('GET', `/posts/${pendingPost}/vote/me`, undefined, voter(4).token);
     check(again.data?.hasVoted === false, 'the vote cast after the restore point is gone for its voter', again.data);
-    // The fifth ballot makes a batch: the restored worker opens the restored ballots with the key and tallies them.
+    // The fifth ballot makes a batch: the restored worker opens the restored ballots with the key
+    // and tallies them. Its post_voted notification reaches the author's stream, opened on the
+    // restored service, live.
+    const stream = await openStream(app.base, author.token);
     await castVote(voter(4), pendingPost, 'neutral');
+    const streamed = await stream.notification(30_000);
+    check(streamed?.type === 'post_voted' && streamed.postId === pendingPost, 'live delivery resumes: the new vote reaches the author\'s stream', streamed);
     const folded = await (async () => {
       try {
         await waitFor(async () => (await one<{ n: number }>(restored, 'select count(*)::int as n from app_private.sealed_ballots where post_id = $1 and hub_id is null', [pendingPost])).n === 0, 'the tallier', 60_000);
@@ -550,6 +590,21 @@ async function main(): Promise<void> {
     check(tally.totalVotes === 5 && tally.leftCount === 2 && tally.neutralCount === 1 && tally.rightCount === 2, 'the tally counts the restored ballots and the new one', tally);
     const driftAfter = (await restored.query('select * from app_private.counter_drift()')).rows;
     check(driftAfter.length === 0, 'counter_drift() is still empty after the tally', driftAfter);
+    // Push: every notification of the author the restored database holds (of the pushed types) is
+    // pushed, and none twice across the restore (those pushed before the restore point have their
+    // delivery rows in the restored database).
+    const held = (
+      await restored.query<{ id: string }>("select id from app.notifications where recipient_id = $1 and type::text not in ('hub_post_created', 'post_shared_to_hub')", [author.id])
+    ).rows.map((row) => row.id);
+    const pushedIds = () => fcm.accepted.map((accepted) => accepted.message.data?.notificationId as string | undefined).filter((id): id is string => id !== undefined);
+    const allPushed = await waitFor(() => held.every((id) => pushedIds().includes(id)), 'the pushes', 30_000).then(
+      () => true,
+      () => false,
+    );
+    check(allPushed, `push resumes: all ${held.length} notifications of the author in the restored database are pushed`, held.filter((id) => !pushedIds().includes(id)));
+    const twice = pushedIds().filter((id, index, all) => all.indexOf(id) !== index);
+    check(twice.length === 0, `no notification is pushed twice across the restore (${pushedIds().length} pushes)`, twice);
+    stream.close();
     await restored.end();
 
     // ---- The repository: verify, and no BALLOT_KEY in it -------------------------------------
@@ -599,6 +654,7 @@ async function main(): Promise<void> {
     await Promise.all(running.map(stopService));
     for (const dataDir of clusters) await pgCtl(dataDir, ['-m', 'immediate', 'stop']).catch(() => undefined);
     await s3.close().catch(() => undefined);
+    await fcm.close().catch(() => undefined);
     for (const pid of await pgbackrestProcesses(configFile)) process.kill(pid, 'SIGTERM');
     if (keep) print(`kept ${work}`);
     else await rm(work, { recursive: true, force: true });
