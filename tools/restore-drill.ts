@@ -22,8 +22,9 @@
 //                        API must be found there, or the search proves nothing)
 //   --pgbench-scale=N    before the backup, pgbench's tables at scale N in a database of the same
 //                        cluster (about 15 MB per unit): the restore of a larger cluster
-//   --keep               leave the temporary folder (its path is printed)
-// Environment: PG_BIN (default /usr/lib/postgresql/15/bin), PGBACKREST (default pgbackrest).
+//   --keep               leave the temporary folder (its path is printed), clusters stopped
+// Environment: PG_BIN (default /usr/lib/postgresql/15/bin), PGBACKREST (default pgbackrest),
+// DRILL_BALLOT_KEY (the key's 32 bytes in hex; default: a random key).
 // As root, PostgreSQL and pgBackRest run as the `postgres` user.
 import { execFile, spawn, type ChildProcess } from 'node:child_process';
 import { createHash, randomBytes } from 'node:crypto';
@@ -320,7 +321,9 @@ async function main(): Promise<void> {
   const backrest = (commandArgs: string[]) => runTool(pgbackrest, [`--config=${configFile}`, `--config-include-path=${folders.include}`, `--stanza=${stanza}`, ...commandArgs]);
   const archiveCommand = (dataDir: string) => `${pgbackrest} --config=${configFile} --config-include-path=${folders.include} --stanza=${stanza} --pg1-path=${dataDir} archive-push %p`;
 
-  const ballotKeyBytes = randomBytes(32);
+  // DRILL_BALLOT_KEY (64 hex digits) lets a caller search the kept repository for the key itself.
+  const ballotKeyBytes = process.env.DRILL_BALLOT_KEY ? Buffer.from(process.env.DRILL_BALLOT_KEY, 'hex') : randomBytes(32);
+  if (ballotKeyBytes.length !== 32) throw new Error('DRILL_BALLOT_KEY must be 64 hex digits');
   const ballotKey = `drill:${ballotKeyBytes.toString('hex')}`;
   const s3Dir = path.join(work, 's3');
   const s3Port = await freePort();
@@ -411,6 +414,7 @@ async function main(): Promise<void> {
     let call = app.call;
     print(`service: migrated in ${seconds(app.migrateMs)}, API and worker running`);
     const marker = `drill-marker-${randomBytes(8).toString('hex')}`;
+    print(`written through the API in a post's text: ${marker}`);
     const author = await newUser(call, 4, 'author');
     const member = await newUser(call, 4, 'member');
     const deviceToken = `drill-device-${randomBytes(16).toString('hex')}`;
@@ -656,7 +660,7 @@ async function main(): Promise<void> {
     await s3.close().catch(() => undefined);
     await fcm.close().catch(() => undefined);
     for (const pid of await pgbackrestProcesses(configFile)) process.kill(pid, 'SIGTERM');
-    if (keep) print(`kept ${work}`);
+    if (keep) print(`kept ${work} (repository: ${folders.repo})`);
     else await rm(work, { recursive: true, force: true });
   }
 }

@@ -4,10 +4,26 @@
 // the service on the restored database, and the drill's own checks (what was committed before the
 // noted time is there and nothing after it, counters agree, pending sealed ballots open and tally
 // with the same BALLOT_KEY, `pgbackrest verify` passes). Run with a plain repository (neither
-// compressed nor encrypted), so that its search of the repository's files for BALLOT_KEY reads what
-// PostgreSQL wrote: a post's text written through the API is found there, the key is not.
-import { describe, expect, it } from 'vitest';
+// compressed nor encrypted) and kept, so that this test's own search of the repository's files for
+// BALLOT_KEY reads what PostgreSQL wrote: a post's text written through the API is found there,
+// the key (raw, hex or base64) is not.
+import { randomBytes } from 'node:crypto';
+import { readdir, readFile, rm } from 'node:fs/promises';
+import path from 'node:path';
+import { describe, expect, it, onTestFinished } from 'vitest';
 import { startProcess } from '../helpers/process.ts';
+
+/** The files under a folder that hold any of the byte strings. */
+async function filesHolding(folder: string, needles: Buffer[]): Promise<string[]> {
+  const found: string[] = [];
+  for (const entry of await readdir(folder, { withFileTypes: true, recursive: true })) {
+    if (!entry.isFile()) continue;
+    const file = path.join(entry.parentPath, entry.name);
+    const bytes = await readFile(file);
+    if (needles.some((needle) => bytes.includes(needle))) found.push(path.relative(folder, file));
+  }
+  return found;
+}
 
 interface DrillResult {
   ok: boolean;
@@ -21,9 +37,12 @@ interface DrillResult {
 
 describe('npm run drill:restore', () => {
   it('restores a backup to a point in time and the service runs on it with everything before the point and nothing after', { timeout: 300_000 }, async () => {
-    const drill = startProcess(process.execPath, ['tools/restore-drill.ts', '--plain-repository'], {});
+    const key = randomBytes(32);
+    const drill = startProcess(process.execPath, ['tools/restore-drill.ts', '--plain-repository', '--keep'], { DRILL_BALLOT_KEY: key.toString('hex') });
     const code = await drill.exited;
     const output = drill.output();
+    const kept = /^kept (\S+) \(repository: (\S+)\)$/m.exec(output);
+    if (kept) onTestFinished(() => rm(kept[1] as string, { recursive: true, force: true }));
     expect(code, output).toBe(0);
     const line = output.split('\n').find((text) => text.startsWith('drill result: '));
     expect(line, output).toBeDefined();
@@ -37,5 +56,13 @@ describe('npm run drill:restore', () => {
     expect(output).toMatch(/^recovery point: last transaction replayed committed at /m);
     expect(output).toContain('ok    pgbackrest verify passes on the repository');
     expect(output).toMatch(/drill passed\n$/);
+
+    // The repository, searched here: the key in none of its files, in any form the service reads it in.
+    const repository = kept?.[2] as string;
+    const marker = /^written through the API in a post's text: (\S+)$/m.exec(output)?.[1] as string;
+    expect(marker).toMatch(/^drill-marker-/);
+    expect((await filesHolding(repository, [Buffer.from(marker)])).length).toBeGreaterThan(0);
+    const forms = [key, Buffer.from(key.toString('hex')), Buffer.from(key.toString('hex').toUpperCase()), Buffer.from(key.toString('base64')), Buffer.from(key.toString('base64url'))];
+    expect(await filesHolding(repository, forms)).toEqual([]);
   });
 });
