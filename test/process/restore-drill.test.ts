@@ -11,6 +11,7 @@ import { randomBytes } from 'node:crypto';
 import { readdir, readFile, rm } from 'node:fs/promises';
 import path from 'node:path';
 import { describe, expect, it, onTestFinished } from 'vitest';
+import { engines } from '../helpers/engines.ts';
 import { startProcess } from '../helpers/process.ts';
 
 /** The files under a folder that hold any of the byte strings. */
@@ -38,7 +39,11 @@ interface DrillResult {
 describe('npm run drill:restore', () => {
   it('restores a backup to a point in time and the service runs on it with everything before the point and nothing after', { timeout: 300_000 }, async () => {
     const key = randomBytes(32);
-    const drill = startProcess(process.execPath, ['tools/restore-drill.ts', '--plain-repository', '--keep'], { DRILL_BALLOT_KEY: key.toString('hex') });
+    const drill = startProcess(process.execPath, ['tools/restore-drill.ts', '--plain-repository', '--keep'], {
+      DRILL_BALLOT_KEY: key.toString('hex'),
+      PG_BIN: engines.postgres15,
+      PGBACKREST: engines.pgbackrest,
+    });
     const code = await drill.exited;
     const output = drill.output();
     const kept = /^kept (\S+) \(repository: (\S+)\)$/m.exec(output);
