@@ -10,9 +10,9 @@
 // noted time into a new data directory: PostgreSQL and the service start on it and the drill
 // checks that what was committed before the time is there, what came after is not, counters
 // agree with their rows (counter_drift() and unread_counter_drift() empty), pending ballots open
-// with the same BALLOT_KEY and tally, live delivery and push resume (a stand-in FCM: no
-// notification is pushed twice across the restore, and every one the restored database holds is
-// pushed). It prints the restore's duration and the recovery point,
+// with the same BALLOT_KEY and tally, live delivery and push resume (a stand-in FCM: every
+// notification the restored database holds is pushed, none that FCM accepted by the restore point
+// goes again, and the one push held in flight across the restore point does). It prints the restore's duration and the recovery point,
 // runs `pgbackrest verify`, searches the repository's files for BALLOT_KEY, and exits 1 on any
 // mismatch.
 //
@@ -48,6 +48,9 @@ const pgBin = process.env.PG_BIN ?? '/usr/lib/postgresql/15/bin';
 const pgbackrest = process.env.PGBACKREST ?? 'pgbackrest';
 const stanza = 'drill';
 const ballotBatch = 5;
+/** How long the stand-in FCM takes to answer the push in flight at the restore point (under a third of pushLeaseSeconds). */
+const pushDelayMs = 4000;
+const pushLeaseSeconds = 15;
 
 const print = (line: string) => process.stdout.write(`${line}\n`);
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
@@ -348,6 +351,7 @@ async function main(): Promise<void> {
     S3_ACCESS_KEY_ID: 'S3RVER',
     S3_SECRET_ACCESS_KEY: 'S3RVER',
     S3_FORCE_PATH_STYLE: 'true',
+    PUSH_LEASE_SECONDS: String(pushLeaseSeconds),
   });
   const running: Service[] = [];
   const clusters: string[] = [];
@@ -465,6 +469,18 @@ async function main(): Promise<void> {
     const counted = `select (select count(*) from app.users)::int as users, (select count(*) from app.posts)::int as posts,
       (select count(*) from app.vote_receipts)::int as votes, (select count(*) from app.hub_discussion_messages)::int as messages,
       (select count(*) from app.sessions)::int as sessions`;
+    // A push in flight at the restore point: sent before it, answered by FCM after it, so the
+    // outcome of its delivery is written after it (the one repeat a restore cannot avoid).
+    fcm.delayMs = pushDelayMs;
+    await castVote(voter(5), tallied, 'right');
+    const inFlight = (
+      await one<{ id: string }>(source1, "select id from app.notifications where recipient_id = $1 and type = 'post_voted' order by created_at desc, id desc limit 1", [author.id])
+    ).id;
+    await waitFor(
+      async () =>
+        (await one<{ n: number }>(source1, "select count(*)::int as n from app_private.push_deliveries where notification_id = $1 and state = 'pending' and attempts > 0", [inFlight])).n === 1,
+      'the in-flight push to be claimed',
+    );
     const expectedCounts = await one<Record<string, number>>(source1, counted);
     const summaries = async (c: Call, ids: string[]) => {
       const result: Record<string, unknown> = {};
@@ -479,6 +495,7 @@ async function main(): Promise<void> {
     await sleep(1000);
     const target = (await one<{ at: string }>(source1, "select to_char(clock_timestamp() at time zone 'UTC', 'YYYY-MM-DD HH24:MI:SS.US') || '+00' as at")).at;
     print(`restore point noted: ${target}`);
+    fcm.delayMs = 0;
     await sleep(1000);
 
     // After the noted time: a post, the vote that makes the pending post's ballots a batch (tallied
@@ -488,6 +505,10 @@ async function main(): Promise<void> {
     await say(author, discussion, 'after the restore point');
     const lateUser = await newUser(call, 2, 'late');
     await waitFor(async () => (await one<{ n: number }>(source1, 'select count(*)::int as n from app_private.sealed_ballots where post_id = $1 and hub_id is null', [pendingPost])).n === 0, 'the tallier to fold the pending post after the restore point');
+
+    const targetMs = Date.parse(target.replace(' ', 'T').replace('+00', 'Z'));
+    await waitFor(() => fcm.accepted.some((accepted) => accepted.message.data?.notificationId === inFlight), 'FCM to accept the in-flight push');
+    const inFlightAnswered = fcm.accepted.find((accepted) => accepted.message.data?.notificationId === inFlight)?.at ?? 0;
 
     // Continuous archiving: the WAL up to here reaches the repository (archive_timeout would do
     // it within a minute); what is written next is not archived when the server dies.
@@ -601,13 +622,21 @@ async function main(): Promise<void> {
       await restored.query<{ id: string }>("select id from app.notifications where recipient_id = $1 and type::text not in ('hub_post_created', 'post_shared_to_hub')", [author.id])
     ).rows.map((row) => row.id);
     const pushedIds = () => fcm.accepted.map((accepted) => accepted.message.data?.notificationId as string | undefined).filter((id): id is string => id !== undefined);
+    // The in-flight push's delivery is claimed in the restored database until its lease ends: it goes again then.
+    await waitFor(() => pushedIds().filter((id) => id === inFlight).length >= 2, 'the in-flight push to go again', (pushLeaseSeconds + 15) * 1000).catch(() => undefined);
     const allPushed = await waitFor(() => held.every((id) => pushedIds().includes(id)), 'the pushes', 30_000).then(
       () => true,
       () => false,
     );
     check(allPushed, `push resumes: all ${held.length} notifications of the author in the restored database are pushed`, held.filter((id) => !pushedIds().includes(id)));
-    const twice = pushedIds().filter((id, index, all) => all.indexOf(id) !== index);
-    check(twice.length === 0, `no notification is pushed twice across the restore (${pushedIds().length} pushes)`, twice);
+    // A push FCM accepted by the restore point has its delivery recorded in the restored database
+    // and never goes again; one accepted after it (in flight at it, or sent after it) for a
+    // notification the restored database holds goes again: its delivery record was lost.
+    const firstAccepted = (id: string) => Math.min(...fcm.accepted.filter((accepted) => accepted.message.data?.notificationId === id).map((accepted) => accepted.at));
+    const twice = [...new Set(pushedIds().filter((id, index, all) => all.indexOf(id) !== index))];
+    const repeatedEarly = twice.filter((id) => firstAccepted(id) <= targetMs);
+    check(repeatedEarly.length === 0, `no push FCM accepted by the restore point goes again (${pushedIds().length} pushes)`, repeatedEarly);
+    check(twice.includes(inFlight), `the push in flight at the restore point (answered ${((inFlightAnswered - targetMs) / 1000).toFixed(1)} s after it) goes again: ${twice.length} notification(s) pushed twice`);
     stream.close();
     await restored.end();
 
