@@ -481,6 +481,12 @@ async function main(): Promise<void> {
         (await one<{ n: number }>(source1, "select count(*)::int as n from app_private.push_deliveries where notification_id = $1 and state = 'pending' and attempts > 0", [inFlight])).n === 1,
       'the in-flight push to be claimed',
     );
+    // The restore point: noted while that push waits for FCM's answer. The drill writes nothing
+    // more until it has read what the restore must bring back (the worker's tallies and push
+    // outcomes change none of it).
+    await sleep(300);
+    const target = (await one<{ at: string }>(source1, "select to_char(clock_timestamp() at time zone 'UTC', 'YYYY-MM-DD HH24:MI:SS.US') || '+00' as at")).at;
+    print(`restore point noted: ${target}`);
     const expectedCounts = await one<Record<string, number>>(source1, counted);
     const summaries = async (c: Call, ids: string[]) => {
       const result: Record<string, unknown> = {};
@@ -492,9 +498,6 @@ async function main(): Promise<void> {
     const messagesOf = async (c: Call) =>
       ((await must(c('GET', `/hubs/${hubId}/discussions/${discussion}/messages`, undefined, member.token), 'the messages')).data.items as { text: string }[]).map((m) => m.text);
     const expectedMessages = await messagesOf(call);
-    await sleep(1000);
-    const target = (await one<{ at: string }>(source1, "select to_char(clock_timestamp() at time zone 'UTC', 'YYYY-MM-DD HH24:MI:SS.US') || '+00' as at")).at;
-    print(`restore point noted: ${target}`);
     fcm.delayMs = 0;
     await sleep(1000);
 
