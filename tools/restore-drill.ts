@@ -299,7 +299,7 @@ async function pgbackrestProcesses(configFile: string): Promise<number[]> {
 
 async function main(): Promise<void> {
   const work = await mkdtemp(path.join(os.tmpdir(), 'opinion-drill-'));
-  await chown(work, account?.uid ?? process.getuid?.() ?? 0, account?.gid ?? process.getgid?.() ?? 0).catch(() => undefined);
+  if (account) await chown(work, account.uid, account.gid); // PostgreSQL and pgBackRest work in it
   print(`restore drill in ${work} (PostgreSQL ${path.basename(path.dirname(pgBin))} from ${pgBin}, ${(await runTool(pgbackrest, ['version'])).trim()}, ${os.cpus().length} cores)`);
   const folders = {
     repo: await ownedFolder(path.join(work, 'repo')),
