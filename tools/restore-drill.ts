@@ -5,16 +5,16 @@
 // project's migration; the API and the worker as processes of their own on it (and an S3 store);
 // data written through the API: posts, votes left pending as sealed ballots (fewer than
 // BALLOT_BATCH on a post), a tallied post, hub discussion messages. Then a full backup, more
-// writes, a noted time, more writes (one of them the vote that makes a post's ballots tally), a
-// "disaster" (the server stopped with immediate shutdown), and a point-in-time restore to the
-// noted time into a new data directory: PostgreSQL and the service start on it and the drill
-// checks that what was committed before the time is there, what came after is not, counters
-// agree with their rows (counter_drift() and unread_counter_drift() empty), pending ballots open
-// with the same BALLOT_KEY and tally, live delivery and push resume (a stand-in FCM: every
-// notification the restored database holds is pushed, none that FCM accepted by the restore point
-// goes again, and the one push held in flight across the restore point does). It prints the restore's duration and the recovery point,
-// runs `pgbackrest verify`, searches the repository's files for BALLOT_KEY, and exits 1 on any
-// mismatch.
+// writes, a differential backup, more writes, a noted time, more writes (one of them the vote that
+// makes a post's ballots tally), a "disaster" (the server stopped with immediate shutdown), and a
+// point-in-time restore to the noted time into a new data directory: PostgreSQL and the service
+// start on it and the drill checks that what was committed before the time is there, what came
+// after is not, counters agree with their rows (counter_drift() and unread_counter_drift()
+// empty), pending ballots open with the same BALLOT_KEY and tally, live delivery and push resume
+// (a stand-in FCM: every notification the restored database holds is pushed, none that FCM
+// accepted by the restore point goes again, and the one push held in flight across the restore
+// point does). It prints the restore's duration and the recovery point, runs `pgbackrest verify`,
+// searches the repository's files for BALLOT_KEY, and exits 1 on any mismatch.
 //
 // Options:
 //   --plain-repository   no compression and no encryption in the repository, so that the search
@@ -462,6 +462,11 @@ async function main(): Promise<void> {
     const beforePost = await post(member, 'Written after the backup, before the restore point');
     await castVote(voter(0), beforePost, 'neutral');
     await castVote(voter(1), beforePost, 'strong_left');
+    // A differential backup, as the schedule takes on the days between fulls: the restore starts
+    // from it (the full it depends on, plus what changed since) and replays the WAL after it.
+    const diffStarted = Date.now();
+    await backrest(['--type=diff', 'backup']);
+    print(`differential backup in ${seconds(Date.now() - diffStarted)}`);
     await castVote(voter(3), pendingPost, 'strong_right'); // 4 pending: one short of a batch
     await say(member, discussion, 'after the backup, before the restore point');
 
