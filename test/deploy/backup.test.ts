@@ -18,6 +18,7 @@ const run = promisify(execFile);
 
 interface Service {
   image?: string;
+  healthcheck?: { test?: string[] };
   build?: unknown;
   user?: string;
   command?: string[];
@@ -83,6 +84,13 @@ describe('backups in docker-compose.yml', () => {
       expect(mountOf(service, 'pgbackrest-repo'), name).toBeUndefined();
       expect(service.environment?.PGBACKREST_REPO1_CIPHER_PASS, name).toBeUndefined();
     }
+  });
+
+  it('marks the backup container unhealthy through backup-check, which the image carries', () => {
+    expect(backup.healthcheck?.test).toEqual(['CMD', 'backup-check']);
+    const dockerfile = readFileSync(path.join(projectRoot, 'deploy/backup/Dockerfile'), 'utf8');
+    expect(dockerfile).toContain('COPY backup-check.sh /usr/local/bin/backup-check');
+    expect(dockerfile).toContain('COPY backup-schedule.sh /usr/local/bin/backup-schedule');
   });
 
   it('takes a full backup on the full weekday and a differential on the others', async () => {

@@ -7,12 +7,16 @@
 // compressed nor encrypted) and kept, so that this test's own search of the repository's files for
 // BALLOT_KEY reads what PostgreSQL wrote: a post's text written through the API is found there,
 // the key (raw, hex or base64) is not.
+import { execFile } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { readdir, readFile, rm } from 'node:fs/promises';
 import path from 'node:path';
+import { promisify } from 'node:util';
 import { describe, expect, it, onTestFinished } from 'vitest';
 import { engines } from '../helpers/engines.ts';
-import { startProcess } from '../helpers/process.ts';
+import { projectRoot, startProcess } from '../helpers/process.ts';
+
+const run = promisify(execFile);
 
 /** The files under a folder that hold any of the byte strings. */
 async function filesHolding(folder: string, needles: Buffer[]): Promise<string[]> {
@@ -69,5 +73,17 @@ describe('npm run drill:restore', () => {
     expect((await filesHolding(repository, [Buffer.from(marker)])).length).toBeGreaterThan(0);
     const forms = [key, Buffer.from(key.toString('hex')), Buffer.from(key.toString('hex').toUpperCase()), Buffer.from(key.toString('base64')), Buffer.from(key.toString('base64url'))];
     expect(await filesHolding(repository, forms)).toEqual([]);
+
+    // deploy/backup/backup-check.sh on the drill's repository: current, and stale past a limit.
+    const folder = kept?.[1] as string;
+    const check = (limits: Record<string, string>) =>
+      run('sh', [path.join(projectRoot, 'deploy/backup/backup-check.sh')], {
+        env: { ...process.env, PGBACKREST_CONFIG: path.join(folder, 'pgbackrest.conf'), PGBACKREST_CONFIG_INCLUDE_PATH: path.join(folder, 'conf.d'), PGBACKREST_STANZA: 'drill', ...limits },
+      }).then(
+        ({ stdout }) => ({ code: 0, stdout }),
+        (error: { code: number; stdout: string }) => ({ code: error.code, stdout: error.stdout }),
+      );
+    expect(await check({})).toEqual({ code: 0, stdout: 'backup-check: ok (stanza drill, newest backup 0 h old, newest full 0 h old)\n' });
+    expect(await check({ BACKUP_MAX_AGE_HOURS: '0' })).toEqual({ code: 1, stdout: 'backup-check: the newest backup is 0 h old (limit 0 h)\n' });
   });
 });
