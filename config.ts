@@ -18,6 +18,18 @@ export interface Config {
   migrationLocks: { lockTimeoutMs: number; maxWaitSeconds: number };
   dataDir: string;
   databaseUrl: string | undefined;
+  /**
+   * A PgBouncer in transaction mode in front of DATABASE_URL's database (DATABASE_POOLER_URL: host,
+   * port and database; the login roles and passwords are DATABASE_URL's, db/roles.ts). When set, the
+   * API and internal GraphQL pools connect through it (db/pools.ts); everything else stays direct.
+   */
+  databasePoolerUrl: string | undefined;
+  /**
+   * The bounds of every API transaction (db/request-transaction.ts): statement_timeout
+   * (API_STATEMENT_TIMEOUT_MS) and lock_timeout (API_LOCK_TIMEOUT_MS), set in the transaction so
+   * they hold behind a pooler. Hitting either answers 503 with Retry-After.
+   */
+  apiTimeouts: { statementTimeoutMs: number; lockTimeoutMs: number };
   jwtSecret: string;
   /**
    * The keys that seal and open vote ballots (BALLOT_KEY, db/ballots.ts): the first seals, all
@@ -241,14 +253,36 @@ function httpUrl(name: string, raw: string | undefined, fallback: string): strin
 function httpUrl(name: string, raw: string | undefined, fallback: undefined): string | undefined;
 function httpUrl(name: string, raw: string | undefined, fallback: string | undefined): string | undefined {
   if (raw === undefined || raw === '') return fallback;
-  if (!URL.canParse(raw) || !/^https?:$/.test(new URL(raw).protocol)) throw new StartupError(`${name} must be an http(s) URL (got "${raw}")`);
+  // At most 1024 characters: the links and signed URLs made from it stay within the API's documented URL length.
+  if (raw.length > 1024 || !URL.canParse(raw) || !/^https?:$/.test(new URL(raw).protocol)) {
+    throw new StartupError(`${name} must be an http(s) URL of at most 1024 characters (got "${raw.slice(0, 200)}")`);
+  }
   return raw.replace(/\/$/, '');
+}
+
+/** TERMS_VERSION: the version of the terms the app shows, at most 64 characters (GET /auth/login-config). */
+function termsVersion(raw: string | undefined): string {
+  if (raw === undefined || raw === '') return '2026-11-01';
+  if (raw.length > 64) throw new StartupError('TERMS_VERSION must be at most 64 characters');
+  return raw;
 }
 
 function databaseUrl(raw: string | undefined): string | undefined {
   if (!raw) return undefined;
   if (!URL.canParse(raw) || !/^postgres(ql)?:$/.test(new URL(raw).protocol)) {
     throw new StartupError('DATABASE_URL must be a postgres:// URL');
+  }
+  return raw;
+}
+
+/** DATABASE_POOLER_URL: where the pooler listens; the credentials are DATABASE_URL's (derived per role), never its own. */
+function poolerUrl(raw: string | undefined, ownerUrl: string | undefined): string | undefined {
+  if (!raw) return undefined;
+  if (!URL.canParse(raw) || !/^postgres(ql)?:$/.test(new URL(raw).protocol)) throw new StartupError('DATABASE_POOLER_URL must be a postgres:// URL');
+  if (!ownerUrl) throw new StartupError('DATABASE_POOLER_URL needs DATABASE_URL (the pooler fronts that database; its roles and passwords come from it)');
+  const url = new URL(raw);
+  if (url.username || url.password) {
+    throw new StartupError('DATABASE_POOLER_URL takes no user or password: the API logs in as authenticator with the password DATABASE_URL derives');
   }
   return raw;
 }
@@ -316,6 +350,11 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     },
     dataDir,
     databaseUrl: databaseUrl(env.DATABASE_URL),
+    databasePoolerUrl: poolerUrl(env.DATABASE_POOLER_URL, env.DATABASE_URL),
+    apiTimeouts: {
+      statementTimeoutMs: positiveInteger('API_STATEMENT_TIMEOUT_MS', env.API_STATEMENT_TIMEOUT_MS, 5000),
+      lockTimeoutMs: positiveInteger('API_LOCK_TIMEOUT_MS', env.API_LOCK_TIMEOUT_MS, 2000),
+    },
     jwtSecret: env.JWT_SECRET || localSecret(dataDir, 'jwt'),
     ballotKeys: parseBallotKeys(env.BALLOT_KEY || `local:${localSecret(dataDir, 'ballot')}`),
     ballotBatch: ballotBatch(env.BALLOT_BATCH),
@@ -350,7 +389,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     },
     workerDeadAfterSeconds: positiveSeconds('WORKER_DEAD_AFTER_SECONDS', env.WORKER_DEAD_AFTER_SECONDS, 10),
     writeLimits: parseWriteLimits(env.WRITE_LIMITS),
-    termsVersion: env.TERMS_VERSION ?? '2026-11-01',
+    termsVersion: termsVersion(env.TERMS_VERSION),
     logLevel,
     fcm: fcmConfig(env),
   };

@@ -11,6 +11,7 @@ import type { BallotBox, SealedTally } from '../../db/ballots.ts';
 import type { Viewer } from '../../db/viewer.ts';
 import type { Services } from '../http/endpoint.ts';
 import { distribute, distributionBucket, positions, summarize, tallySql, voteSummary, type Position } from './summary.ts';
+import { text, textMax } from '../http/text.ts';
 
 const tag = 'Votes';
 const ids = { postId: 'POST_NOT_FOUND' } as const;
@@ -68,12 +69,13 @@ async function castSealed(tx: RequestTransaction, services: Services, viewer: Vi
     const hex = (hubId: string | null) => ballots.seal(postId, hubId, position).toString('hex');
     const params = [postId, ballots.keyId, hex(null), `{${hubs.join(',')}}`, `{${hubs.map(hex).join(',')}}`, String(batch)];
     // A retry is a transaction of its own; app.cast_vote checks its session (queryAndCommit's level).
-    const transaction = attempt === 0 ? tx : new RequestTransaction(pools.api, viewer);
+    // With its commit held (an Idempotency-Key), the failed attempt left the transaction usable: the
+    // retry stays in it, with the key's lock and its kept answer.
+    const transaction = attempt === 0 || tx.commitHeld ? tx : new RequestTransaction(pools.api, viewer, config.apiTimeouts);
     try {
       const { rows } = await transaction.queryAndCommit<CastVote>(
         'select voted_at, hub_ids, global_tally, voter_hub_ids from app.cast_vote($1, $2, $3, $4, $5, $6)',
         params,
-        'cast_vote',
         voteLevel, // app.cast_vote checks the session itself, first (db/sql/votes.sql)
       );
       const vote = rows[0] as CastVote;
@@ -149,7 +151,7 @@ export const voteEndpoints = [
       totalVotes: z.number().int(),
       resultsVisible: z.boolean(),
       minimumVotesToShow: z.literal(minimumVotesToShow),
-      buckets: z.array(distributionBucket),
+      buckets: z.array(distributionBucket).max(positions.length),
     }),
     errors: ['POST_NOT_VOTABLE'],
     async handler({ params, tx, services: { ballots } }) {
@@ -213,7 +215,7 @@ export const voteEndpoints = [
     summary: 'Vote summaries per hub, for hubs where you are an active member and the post is placed',
     auth: 'bearer',
     ids,
-    response: z.object({ items: z.array(voteSummary.extend({ hubId: z.string(), hubName: z.string() })) }),
+    response: z.object({ items: z.array(voteSummary.extend({ hubId: z.string(), hubName: text(textMax.hubName) })) }),
     errors: ['POST_NOT_VOTABLE'],
     async handler({ params, tx, services: { ballots } }) {
       await tally(tx, ballots, params.postId as string, null);
