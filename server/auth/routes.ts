@@ -29,7 +29,12 @@ export const authEndpoints = [
     path: '/auth/login-config',
     tag,
     summary: 'Data for the phone login screen',
+    description:
+      'Always answers, whatever X-Client-Version says. minimumClientVersions gives the oldest app version served per ' +
+      'platform (null: every version): an older app gets 426 CLIENT_UPDATE_REQUIRED on every other operation, so the ' +
+      'app can compare its own version here at launch.',
     auth: 'public',
+    anyClientVersion: true,
     response: z.object({
       logoUrl: z.string(),
       loginMethods: z.array(z.enum(['phone_otp', 'idp', 'anonymous'])),
@@ -40,6 +45,10 @@ export const authEndpoints = [
         maxAttempts: z.number(),
       }),
       legal: z.object({ termsUrl: z.string(), privacyUrl: z.string(), termsVersion: z.string() }),
+      minimumClientVersions: z.object({
+        ios: z.string().nullable().describe('The oldest iOS app version served (major.minor.patch), or null.'),
+        android: z.string().nullable().describe('The oldest Android app version served (major.minor.patch), or null.'),
+      }),
     }),
     async handler({ services: { config } }) {
       return {
@@ -51,6 +60,7 @@ export const authEndpoints = [
           privacyUrl: `${config.publicWebBaseUrl}/legal/privacy`,
           termsVersion: config.termsVersion,
         },
+        minimumClientVersions: { ...config.clientVersions.minimum },
       };
     },
   }),

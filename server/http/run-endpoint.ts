@@ -1,10 +1,11 @@
-// Runs one endpoint for one request: token (401), access level (403), request shape (422), the
+// Runs one endpoint for one request: the update gate (426), token (401), access level (403), request shape (422), the
 // write limit (429, checked with the transaction's first statement), then the handler inside the
 // request's transaction, the response shaped by the endpoint's schema.
 import type { NextFunction, Request, Response } from 'express';
 import { RequestTransaction } from '../../db/request-transaction.ts';
 import { anonymousViewer } from '../../db/viewer.ts';
 import { authenticate, requireLevel } from './auth.ts';
+import { clientVersionGate } from './client-version.ts';
 import type { Endpoint, Services } from './endpoint.ts';
 import { sendSuccess } from './envelope.ts';
 import { requireIds } from './ids.ts';
@@ -12,10 +13,12 @@ import { parseOrFail, rejectNul } from './validation.ts';
 import { writeLimitStatement } from './write-limits.ts';
 
 export function runEndpoint(definition: Endpoint, services: Services) {
+  const gate = definition.anyClientVersion ? undefined : clientVersionGate(services.config.clientVersions);
   return async (req: Request, res: Response, next: NextFunction): Promise<void> => {
     const tx = new RequestTransaction(services.pools.api, anonymousViewer);
     res.locals.endpoint = definition;
     try {
+      gate?.(req);
       const deferredGateLevel = definition.sessionCheckWithFirstStatement ? (definition.level ?? 1) : undefined;
       const level = await authenticate(req, definition.auth, services.tokens, tx, deferredGateLevel);
       if (definition.level) requireLevel(level, definition.level);

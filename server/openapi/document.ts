@@ -77,6 +77,7 @@ function jsonSchema(schema: z.ZodType, io: 'input' | 'output', components: Compo
 /** Every code the operation can answer, in the contract's order of checks. */
 export function errorCodes(definition: Endpoint): ErrorCode[] {
   const codes = new Set<ErrorCode>(definition.errors ?? []);
+  if (!definition.anyClientVersion) codes.add('CLIENT_UPDATE_REQUIRED');
   if (definition.limit) codes.add('RATE_LIMITED');
   if (definition.auth !== 'public') codes.add('UNAUTHORIZED');
   for (const code of levelCodes(definition.level)) codes.add(code);
@@ -117,7 +118,9 @@ function errorResponse(status: number, codes: ErrorCode[], fields: string[], res
           details:
             status === 429
               ? { type: 'object', required: ['retryAfterSeconds'], properties: { retryAfterSeconds: { $ref: '#/components/schemas/RetryAfterSeconds' } } }
-              : { $ref: '#/components/schemas/ErrorDetails' },
+              : codes.length === 1 && codes[0] === 'CLIENT_UPDATE_REQUIRED'
+                ? { $ref: '#/components/schemas/ClientUpdateDetails' }
+                : { $ref: '#/components/schemas/ErrorDetails' },
         },
       },
     },
@@ -191,7 +194,7 @@ function operation({ definition, responses }: Operation, components: Components,
       parameters.push({ name, in: 'query', required: schema.required?.includes(name) ?? false, schema: property });
     }
   }
-  parameters.push({ $ref: '#/components/parameters/X-Request-Id' });
+  parameters.push({ $ref: '#/components/parameters/X-Request-Id' }, { $ref: '#/components/parameters/X-Client-Version' });
   const body = definition.body ? jsonSchema(definition.body, 'input', components) : undefined;
   const byStatus = new Map<number, ErrorCode[]>();
   for (const code of errorCodes(definition)) {
@@ -278,6 +281,17 @@ export function openApiDocument(endpoints: Endpoint[]): JsonSchema {
           description: 'An id of the client for this request (1-128 characters of A-Z a-z 0-9 . _ : -), echoed in the response and the log.',
           schema: { type: 'string', pattern: '^[A-Za-z0-9._:-]{1,128}$' },
         },
+        'X-Client-Version': {
+          name: 'X-Client-Version',
+          in: 'header',
+          required: false,
+          description:
+            'The app and its version, `<ios|android>/<major.minor.patch>` (`ios/2.1.0`). Below the oldest version served for ' +
+            'its platform (GET /auth/login-config lists them), every operation but login-config answers 426 ' +
+            'CLIENT_UPDATE_REQUIRED with `details.minimumVersion` and `details.updateUrl`. Without the header, or with one ' +
+            'not of this form, the request is served.',
+          schema: { type: 'string', maxLength: 64, example: 'ios/2.1.0' },
+        },
       },
       responses: Object.fromEntries(Object.entries(shared).sort(([a], [b]) => a.localeCompare(b))),
       schemas: {
@@ -292,6 +306,17 @@ export function openApiDocument(endpoints: Endpoint[]): JsonSchema {
               additionalProperties: { type: 'string' },
             },
             retryAfterSeconds: { $ref: '#/components/schemas/RetryAfterSeconds' },
+            minimumVersion: { type: 'string', description: '426 CLIENT_UPDATE_REQUIRED: the oldest app version served on this platform.' },
+            updateUrl: { type: 'string', description: '426 CLIENT_UPDATE_REQUIRED: where the app is updated (CLIENT_UPDATE_URLS).' },
+          },
+        },
+        ClientUpdateDetails: {
+          type: 'object',
+          description: '426 CLIENT_UPDATE_REQUIRED: the app is older than the oldest version served on its platform.',
+          required: ['minimumVersion', 'updateUrl'],
+          properties: {
+            minimumVersion: { type: 'string', description: 'The oldest version served (major.minor.patch).', example: '2.1.0' },
+            updateUrl: { type: 'string', description: 'Where the app is updated (CLIENT_UPDATE_URLS).', example: 'https://apps.apple.com/app/id0000000000' },
           },
         },
         RetryAfterSeconds: { type: 'integer', minimum: 1, description: '429 RATE_LIMITED: seconds until the request may succeed (the Retry-After header says the same).' },
