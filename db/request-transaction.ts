@@ -15,6 +15,7 @@
 // (last-statement.ts).
 import type pg from 'pg';
 import { DeferredSessionCheck } from './deferred-session-check.ts';
+import { limitCountsOf, type LimitCount } from './limit-counts.ts';
 import { commitInOpening, commitInSingleSync, commitPipelined, refusesSession } from './last-statement.ts';
 import { settlePrelude, StatementPrelude } from './statement-prelude.ts';
 import { openingText, rollbackAndRelease, sendOpening, type Opening } from './transaction-opening.ts';
@@ -31,7 +32,10 @@ export class RequestTransaction {
   /** The deferred session check, sent with the opening (deferSession). */
   #sessionCheck = new DeferredSessionCheck();
   /** Statements that run first in the transaction (a write limit), sent with the next message. */
-  #prelude = new StatementPrelude();
+  #prelude = new StatementPrelude((result) => this.#collect(result));
+  /** What the limit statements of this transaction answered (db/limit-counts.ts). */
+  #limitCounts: LimitCount[] = [];
+  #committed = false;
 
   constructor(pool: pg.Pool, viewer: Viewer) {
     this.#pool = pool;
@@ -40,6 +44,23 @@ export class RequestTransaction {
 
   get viewer(): Viewer {
     return this.#viewer;
+  }
+
+  /** The limits this transaction counted under (their statements' answers), and whether it committed. */
+  get limitCounts(): { counts: LimitCount[]; committed: boolean } {
+    return { counts: this.#limitCounts, committed: this.#committed };
+  }
+
+  /** Keeps the limit counts among a statement's results (seen before the statement's caller sees them). */
+  #collect(results: pg.QueryResult | pg.QueryResult[]): void {
+    const counts = limitCountsOf(results);
+    if (counts.length > 0) this.#limitCounts.push(...counts);
+  }
+
+  /** Collects from `sent` once it answers, ahead of whoever awaits it next; errors are the caller's. */
+  #watch<T extends pg.QueryResult | pg.QueryResult[]>(sent: Promise<T>): Promise<T> {
+    void sent.then((results) => this.#collect(results), () => undefined);
+    return sent;
   }
 
   /**
@@ -94,7 +115,7 @@ export class RequestTransaction {
   async query<R extends pg.QueryResultRow = pg.QueryResultRow>(text: string, params?: unknown[]): Promise<pg.QueryResult<R>> {
     const client = this.#client ?? (await this.client());
     const prelude = this.#prelude.send(client);
-    const result = client.query<R>(text, params);
+    const result = this.#watch(client.query<R>(text, params));
     if (prelude) await settlePrelude(prelude, result);
     return result;
   }
@@ -120,6 +141,13 @@ export class RequestTransaction {
     statementGateLevel?: number,
   ): Promise<pg.QueryResult<R>> {
     const gatedByStatement = this.#sessionCheck.coverWith(statementGateLevel);
+    const result = await this.#lastStatement<R>(text, params, name, gatedByStatement);
+    this.#collect(result);
+    this.#committed = true;
+    return result;
+  }
+
+  async #lastStatement<R extends pg.QueryResultRow>(text: string, params: unknown[] | undefined, name: string | undefined, gatedByStatement: boolean): Promise<pg.QueryResult<R>> {
     if (!this.#client && !this.#opening && !this.#prelude.pending && name && (params ?? []).every(isTextOrNull)) {
       return this.#singleSync<R>(name, text, (params ?? []) as (string | null)[], gatedByStatement);
     }
@@ -185,7 +213,8 @@ export class RequestTransaction {
     if (this.#done) throw new Error('request transaction already finished');
     const client = await this.#pool.connect();
     const text = openingText(this.#viewer, this.#sessionCheck.takeText(), this.#prelude.take(), extra);
-    return sendOpening(client, text, corked);
+    const opening = sendOpening(client, text, corked);
+    return { ...opening, opened: this.#watch(opening.opened) };
   }
 
   async #open(extra = ''): Promise<pg.QueryResult[]> {
@@ -217,6 +246,7 @@ export class RequestTransaction {
     this.#client = undefined;
     try {
       await client.query(ok ? 'commit' : 'rollback');
+      this.#committed = ok;
       client.release();
     } catch (error) {
       client.release(true);

@@ -7,6 +7,12 @@ import type pg from 'pg';
 
 export class StatementPrelude {
   #text = '';
+  readonly #onResult: ((result: pg.QueryResult | pg.QueryResult[]) => void) | undefined;
+
+  /** `onResult` sees the held statements' results when they were sent on their own (send). */
+  constructor(onResult?: (result: pg.QueryResult | pg.QueryResult[]) => void) {
+    this.#onResult = onResult;
+  }
 
   /** Adds a simple-query statement, without its `;` (held statements are joined with `; `). */
   add(text: string): void {
@@ -27,7 +33,10 @@ export class StatementPrelude {
   /** Sends the held statements on an open connection (pipelined: not awaited here), or undefined when none. */
   send(client: pg.PoolClient): Promise<unknown> | undefined {
     if (!this.#text) return undefined;
-    return client.query(this.take());
+    const sent = client.query(this.take());
+    const onResult = this.#onResult;
+    if (onResult) void sent.then((result) => onResult(result), () => undefined);
+    return sent;
   }
 }
 

@@ -14,11 +14,12 @@ const tag = 'Auth';
 
 /**
  * One request of the client address (req.ip: see TRUST_PROXY) to a sign-in endpoint limited per
- * address in the database (db/sql/sessions.sql): 429 once it made 30 in the last 5 minutes.
+ * address in the database (db/sql/sessions.sql): 429 once it made 30 in the last 5 minutes. Its
+ * answer gives the RateLimit headers (the transaction collects it: server/http/rate-limit-headers.ts).
  */
 async function requireAddressAllowance(tx: RequestTransaction, bucket: 'otp_request' | 'anonymous_session', req: Request): Promise<void> {
   const address = req.ip ?? req.socket.remoteAddress ?? 'unknown';
-  const { rows } = await tx.query<{ wait: number }>('select app.consume_address_limit($1, $2) as wait', [bucket, address]);
+  const { rows } = await tx.query<{ wait: number }>('select * from app.take_address_limit($1, $2)', [bucket, address]);
   const wait = rows[0]?.wait ?? 0;
   if (wait > 0) throw rateLimited(wait);
 }
@@ -80,6 +81,7 @@ export const authEndpoints = [
     body: phoneInput,
     response: z.object({ resendAfterSeconds: z.number(), expiresInSeconds: z.number() }),
     errors: ['RATE_LIMITED'],
+    rateLimits: ['otp_request'],
     async handler({ body: phone, tx, req, services: { otp } }) {
       await requireAddressAllowance(tx, 'otp_request', req);
       const code = otp.codeFor(phone);
@@ -170,6 +172,7 @@ export const authEndpoints = [
     body: z.strictObject({ deviceId: z.string().regex(/^[A-Za-z0-9._:-]{8,128}$/, '8-128 characters of A-Z a-z 0-9 . _ : -') }),
     response: sessionResponse,
     errors: ['RATE_LIMITED', 'ACCOUNT_SUSPENDED'],
+    rateLimits: ['anonymous_session'],
     async handler({ body, tx, req, services: { tokens } }) {
       await requireAddressAllowance(tx, 'anonymous_session', req);
       const refresh = tokens.newRefresh();

@@ -70,6 +70,12 @@ export interface Endpoint<
    */
   limit?: WriteLimitDeclaration;
   /**
+   * The other per-user or per-address limits that count this operation (their names): the
+   * RateLimit headers of its answers name them (server/http/rate-limit-headers.ts). For the
+   * OpenAPI document; the limits themselves live in their SQL.
+   */
+  rateLimits?: string[];
+  /**
    * Served to every app version: the update gate (server/http/client-version.ts) does not apply.
    * Only GET /auth/login-config, where the app learns the minimum versions.
    */

@@ -1,15 +1,19 @@
 // Runs one endpoint for one request: the update gate (426), token (401), access level (403), request shape (422), the
 // write limit (429, checked with the transaction's first statement), then the handler inside the
-// request's transaction, the response shaped by the endpoint's schema.
+// request's transaction, the response shaped by the endpoint's schema, with the RateLimit headers
+// of the limits it counted under (rate-limit-headers.ts).
 import type { NextFunction, Request, Response } from 'express';
 import { RequestTransaction } from '../../db/request-transaction.ts';
 import { anonymousViewer } from '../../db/viewer.ts';
 import { authenticate, requireLevel } from './auth.ts';
 import { clientVersionGate } from './client-version.ts';
 import type { Endpoint, Services } from './endpoint.ts';
+import { translateDatabaseError } from './database-errors.ts';
 import { sendSuccess } from './envelope.ts';
+import { ApiError } from './errors.ts';
 import { requireIds } from './ids.ts';
 import { parseOrFail, rejectNul } from './validation.ts';
+import { setRateLimitHeaders } from './rate-limit-headers.ts';
 import { writeLimitStatement } from './write-limits.ts';
 
 export function runEndpoint(definition: Endpoint, services: Services) {
@@ -27,13 +31,16 @@ export function runEndpoint(definition: Endpoint, services: Services) {
       res.locals.userId = tx.viewer.userId;
       const data = await definition.handler({ body, query, params, viewer: tx.viewer, level, tx, services, req, res });
       await tx.finish(true);
+      setRateLimitHeaders(res, tx.limitCounts);
       if (definition.stream) return;
       const status = definition.statusOf ? definition.statusOf.pick(data) : (definition.status ?? 200);
       sendSuccess(res, status, definition.message ?? 'OK', definition.response.parse(data));
     } catch (error) {
       res.locals.userId = tx.viewer.userId;
       await tx.finish(false).catch(() => undefined);
-      next(error);
+      const failure = translateDatabaseError(error);
+      if (!res.headersSent) setRateLimitHeaders(res, tx.limitCounts, failure instanceof ApiError ? failure : undefined);
+      next(failure);
     }
   };
 }

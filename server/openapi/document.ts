@@ -96,6 +96,9 @@ export function errorCodes(definition: Endpoint): ErrorCode[] {
 const pascal = (code: string) => code.toLowerCase().replace(/(^|_)(\w)/g, (_m, _s, c: string) => c.toUpperCase());
 const requestIdHeader = { $ref: '#/components/headers/X-Request-Id' };
 const retryAfterHeader = { $ref: '#/components/headers/Retry-After' };
+/** The RateLimit headers (server/http/rate-limit-headers.ts), on the answers of operations a limit counts. */
+const rateLimitHeaders = { 'RateLimit-Policy': { $ref: '#/components/headers/RateLimit-Policy' }, RateLimit: { $ref: '#/components/headers/RateLimit' } };
+const countedByLimits = (definition: Endpoint) => Boolean(definition.limit || definition.rateLimits?.length);
 
 /** The error response for a status and the codes an operation answers with it (shared when equal). */
 function errorResponse(status: number, codes: ErrorCode[], fields: string[], responses: Components): JsonSchema {
@@ -128,7 +131,11 @@ function errorResponse(status: number, codes: ErrorCode[], fields: string[], res
   const response: JsonSchema = {
     description: codes.map((code) => `${code}: ${errorCatalog[code][1]}`).join(' '),
     'x-error-codes': codes,
-    headers: { 'X-Request-Id': requestIdHeader, ...(status === 429 || status === 503 ? { 'Retry-After': retryAfterHeader } : {}) },
+    headers: {
+      'X-Request-Id': requestIdHeader,
+      ...(status === 429 || status === 503 ? { 'Retry-After': retryAfterHeader } : {}),
+      ...(status === 429 ? rateLimitHeaders : {}),
+    },
     content: {
       'application/json': {
         schema,
@@ -165,7 +172,7 @@ function responsesOf(definition: Endpoint, components: Components): Operation {
         }
       : {
           description,
-          headers: { 'X-Request-Id': requestIdHeader },
+          headers: { 'X-Request-Id': requestIdHeader, ...(countedByLimits(definition) ? rateLimitHeaders : {}) },
           content: {
             'application/json': {
               schema: { type: 'object', required: ['success', 'message', 'data'], properties: { success: { const: true }, message: { type: 'string' }, data } },
@@ -213,6 +220,9 @@ function operation({ definition, responses }: Operation, components: Components,
     ...(definition.description || definition.limit ? { description: describe(definition) } : {}),
     ...(definition.level ? { 'x-access-level': definition.level } : {}),
     ...(definition.limit ? { 'x-write-limits': writeLimitDocs(definition.limit) } : {}),
+    ...(countedByLimits(definition)
+      ? { 'x-rate-limits': [...(definition.limit ? writeLimitDocs(definition.limit).map((l) => l.name) : []), ...(definition.rateLimits ?? [])] }
+      : {}),
     security: definition.auth === 'bearer' ? [{ bearer: [] }] : definition.auth === 'optional' ? [{}, { bearer: [] }] : [],
     parameters,
     ...(body ? { requestBody: { required: true, content: { 'application/json': { schema: body, example: exampleOf(body, components) } } } } : {}),
@@ -246,6 +256,13 @@ const description = [
   `Access levels (\`x-access-level\`): ${ladderText}; a missing`,
   'level answers its 403 code. Checks run in this order: token (401), access level (403), request shape (422), then',
   'existence, visibility and state. Every response carries `X-Request-Id` (the client\'s own when it sent a usable one).',
+  '',
+  'Every `200` answer to a `GET` (the notification stream aside) carries a strong `ETag`, `Cache-Control: private, no-cache` and',
+  '`Vary: Authorization`; send the tag back in `If-None-Match` and an unchanged answer is `304 Not Modified` with no body.',
+  'Image URLs are signed for the start of the hour and valid two hours, so an unchanged answer keeps its tag within the hour.',
+  'Operations that a per-user or per-address limit counts (`x-rate-limits`) answer `RateLimit-Policy` and `RateLimit` headers',
+  '(draft-ietf-httpapi-ratelimit-headers). The app names itself in `X-Client-Version` (`ios/2.1.0`): below the oldest version',
+  'served (GET /auth/login-config lists them) every other operation answers 426 CLIENT_UPDATE_REQUIRED, before any other check.',
 ].join('\n');
 
 export function openApiDocument(endpoints: Endpoint[]): JsonSchema {
@@ -272,6 +289,18 @@ export function openApiDocument(endpoints: Endpoint[]): JsonSchema {
           schema: { type: 'string', pattern: '^[A-Za-z0-9._:-]{1,128}$' },
         },
         'Retry-After': { description: 'Seconds to wait before trying again.', schema: { type: 'integer', minimum: 1 } },
+        'RateLimit-Policy': {
+          description:
+            'The limits that count this operation (draft-ietf-httpapi-ratelimit-headers): `"<name>";q=<count>;w=<window seconds>`, ' +
+            'comma-separated, the names those of `x-rate-limits`. Sent on every answer in which a limit counted the request, 429 included.',
+          schema: { type: 'string', maxLength: 1024, example: '"comments";q=120;w=3600' },
+        },
+        RateLimit: {
+          description:
+            'For each limit of RateLimit-Policy: `"<name>";r=<requests left>;t=<seconds until the window frees one>`; a 429 has `r=0` ' +
+            'and `t` equal to Retry-After. A request that failed after its limit counted does not count (its answer says so).',
+          schema: { type: 'string', maxLength: 1024, example: '"comments";r=119;t=3600' },
+        },
       },
       parameters: {
         'X-Request-Id': {
