@@ -14,6 +14,8 @@ export interface Config {
   metricsHost: string;
   /** false: this process expects the schema current (a separate `npm run migrate` ran it). */
   migrateOnStart: boolean;
+  /** How a migration waits for table locks (db/lock-retry.ts): each try's lock_timeout, and how long it keeps trying. */
+  migrationLocks: { lockTimeoutMs: number; maxWaitSeconds: number };
   dataDir: string;
   databaseUrl: string | undefined;
   jwtSecret: string;
@@ -351,6 +353,10 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     metricsPort: portNumber('METRICS_PORT', env.METRICS_PORT, undefined),
     metricsHost: env.METRICS_HOST || '127.0.0.1',
     migrateOnStart: env.MIGRATE_ON_START !== 'false',
+    migrationLocks: {
+      lockTimeoutMs: positiveInteger('MIGRATION_LOCK_TIMEOUT_MS', env.MIGRATION_LOCK_TIMEOUT_MS, 200),
+      maxWaitSeconds: positiveInteger('MIGRATION_LOCK_WAIT_SECONDS', env.MIGRATION_LOCK_WAIT_SECONDS, 900),
+    },
     dataDir,
     databaseUrl: databaseUrl(env.DATABASE_URL),
     jwtSecret: env.JWT_SECRET || localSecret(dataDir, 'jwt'),

@@ -4,12 +4,15 @@
 import pg from 'pg';
 import { StartupError, type Config } from '../config.ts';
 import { startEmbeddedPostgres } from './embedded.ts';
-import { migrate } from './migrate.ts';
+import { migrate, type MigrateOptions } from './migrate.ts';
+import type { SqlApplyResult } from './sql-apply.ts';
 
 export interface Database {
   ownerUrl: string;
   /** Where the data lives, for the startup message. */
   location: string;
+  /** What the migration at startup changed in db/sql (undefined: it did not run). */
+  migrated?: SqlApplyResult;
   stop(): Promise<void>;
 }
 
@@ -35,21 +38,27 @@ export interface OpenOptions {
   notice?: (message: string) => void;
 }
 
+/** The migration's lock waits from the settings; its lines (waits, changes, orphans) go to `notice`. */
+function migrateOptions(config: Config, notice: ((message: string) => void) | undefined): MigrateOptions {
+  return { lockRetry: config.migrationLocks, ...(notice ? { log: notice } : {}) };
+}
+
 export async function openDatabase(config: Config, { signal, notice }: OpenOptions = {}): Promise<Database> {
   if (config.databaseUrl) {
     await checkReachable(config.databaseUrl, 'DATABASE_URL');
-    if (config.migrateOnStart) await migrate(config.databaseUrl);
+    const migrated = config.migrateOnStart ? await migrate(config.databaseUrl, migrateOptions(config, notice)) : undefined;
     const url = new URL(config.databaseUrl);
-    return { ownerUrl: config.databaseUrl, location: `${url.host}${url.pathname}`, stop: async () => {} };
+    return { ownerUrl: config.databaseUrl, location: `${url.host}${url.pathname}`, ...(migrated ? { migrated } : {}), stop: async () => {} };
   }
   const embedded = await startEmbeddedPostgres(config.dataDir, { signal, ...(notice ? { notice } : {}) });
+  let migrated: SqlApplyResult;
   try {
     signal?.throwIfAborted();
     await checkReachable(embedded.url, 'embedded');
-    await migrate(embedded.url);
+    migrated = await migrate(embedded.url, migrateOptions(config, notice));
   } catch (error) {
     await embedded.stop();
     throw error;
   }
-  return { ownerUrl: embedded.url, location: `embedded PostgreSQL in ${embedded.databaseDir}`, stop: embedded.stop };
+  return { ownerUrl: embedded.url, location: `embedded PostgreSQL in ${embedded.databaseDir}`, migrated, stop: embedded.stop };
 }

@@ -1,23 +1,30 @@
-// Brings a database to the current schema, in one run under one advisory lock:
+// Brings a database to the current schema, in one run under one advisory lock, without making the
+// requests of a running release wait (docs/database.md "How the runner applies them"):
 //   1. the graphile-worker schema (application SQL references it);
 //   2. the versioned migrations (migrations/*.sql: the baseline, then what came after it), through
-//      node-pg-migrate and its table public.pgmigrations. A database that ran the chain the baseline
-//      replaced (migrations/frozen/) first finishes that chain and has the baseline recorded as
-//      applied without running it: the baseline is what that chain left, so both reach one state;
-//   3. the current SQL (db/sql/*.sql, in the order of sqlFiles): when any file's SHA-256 differs
-//      from the one recorded in public.sql_files, every file is applied again, in order, in one
-//      transaction (a file may drop what a later one builds on, so all of them run, and a database
-//      ends equal to a fresh one), and the hashes are recorded;
+//      node-pg-migrate and its table public.pgmigrations, each in its own transaction under a short
+//      lock_timeout, retried until the tables are free (db/lock-retry.ts); a file marked
+//      `-- no transaction` (concurrent index builds) runs statement by statement outside one. A
+//      database that ran the chain the baseline replaced (migrations/frozen/) first finishes that
+//      chain and has the baseline recorded as applied without running it;
+//   3. the current SQL (db/sql/*.sql, in the order of sqlFiles), by comparison: only the objects whose
+//      definition in the database differs from the file's are changed (db/sql-apply.ts), and the level
+//      of the files (sqlLevel) is recorded for GET /readyz;
 //   4. the login roles' passwords.
-// docs/database.md says which object lives where and how to change each kind.
+// Migrations only expand: what the previous release uses is removed by a later release
+// (test/sql/expand-only.test.ts).
 import { createHash } from 'node:crypto';
 import { readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import pg from 'pg';
 import { Logger, runMigrations as runWorkerMigrations } from 'graphile-worker';
-import { runner } from 'node-pg-migrate';
+import { runner, type MigrationBuilder } from 'node-pg-migrate';
+import { defaultLockRetry, type LockRetryOptions, withLockRetries } from './lock-retry.ts';
+import { StartupError } from '../config.ts';
 import { rolePassword, type LoginRole } from './roles.ts';
+import { applySqlStatements, type SqlApplyResult } from './sql-apply.ts';
+import { splitStatements, statementsOf } from './sql-statements.ts';
 
 const root = path.join(path.dirname(fileURLToPath(import.meta.url)), '..');
 const migrationsDir = path.join(root, 'migrations');
@@ -28,13 +35,21 @@ export const sqlDir = path.join(root, 'db', 'sql');
 export const baselineMigration = '0000_baseline';
 
 /**
- * db/sql's files in the order they are applied. `reset` first: it drops what the files own
- * (policies, triggers, privileges), so a policy or grant taken out of a file is gone after the
- * next migrate, as on a fresh database. Then the domains, each after those whose functions its
+ * The level of db/sql: raised by one in a release whose db/sql differs from the previous release's
+ * (test/sql/expand-only.test.ts holds it). GET /readyz answers ready when the database has this level
+ * or a higher one applied (a newer release migrated it: expand-only, so it still has what this build
+ * needs), and the runner refuses to apply files of a lower level than the database has.
+ */
+export const sqlLevel = 1;
+
+/** Taken away once from a database that ran the frozen chain, before db/sql is applied to it. */
+const legacyResetFile = path.join(root, 'db', 'legacy-reset.sql');
+
+/**
+ * db/sql's files in the order they are applied: the domains, each after those whose functions its
  * policies, views and triggers name.
  */
 export const sqlFiles = [
-  'reset',
   'base',
   'sessions',
   'counters',
@@ -71,43 +86,55 @@ export function frozenMigrations(): string[] {
   return sqlNamesIn(frozenDir);
 }
 
-/** Each db/sql file with the SHA-256 of its content, in the order they are applied. */
-export function shippedSqlFiles(): { file: string; sha256: string; sql: string }[] {
+/** Each db/sql file (of `dir`, db/sql by default) with the SHA-256 of its content, in the order they are applied. */
+export function shippedSqlFiles(dir = sqlDir): { file: string; sha256: string; sql: string }[] {
   return sqlFiles.map((name) => {
     const file = `${name}.sql`;
-    const sql = readFileSync(path.join(sqlDir, file), 'utf8');
+    const sql = readFileSync(path.join(dir, file), 'utf8');
     return { file, sha256: createHash('sha256').update(sql).digest('hex'), sql };
   });
 }
 
 /**
- * The db/sql files a database has not applied as they are: a shipped file whose applied hash
- * differs or is missing, and an applied file no longer shipped. Empty: nothing to apply. Read by the
- * runner (applySqlFiles) and by GET /readyz.
+ * What a database lacks that this build needs, for GET /readyz: a migration this build ships that
+ * is not applied, and db/sql when the database's applied level is below this build's. Never what
+ * the database has beyond that (a newer release's migrations or level).
  */
-export function pendingSqlFiles(applied: ReadonlyMap<string, string>, shipped: readonly { file: string; sha256: string }[]): string[] {
-  const names = new Set(shipped.map(({ file }) => file));
+export function missingForBuild(applied: { migrations: ReadonlySet<string>; sqlLevel: number }): string[] {
   return [
-    ...shipped.filter(({ file, sha256 }) => applied.get(file) !== sha256).map(({ file }) => file),
-    ...[...applied.keys()].filter((file) => !names.has(file)),
+    ...shippedMigrations().filter((name) => !applied.migrations.has(name)),
+    ...(applied.sqlLevel < sqlLevel ? [`db/sql level ${sqlLevel} (the database has ${applied.sqlLevel})`] : []),
   ];
+}
+
+export interface MigrateOptions {
+  /** The folder of the db/sql files (a test applies an edited copy). */
+  sqlDir?: string;
+  lockRetry?: LockRetryOptions;
+  /** Lines an operator should see (waits for locks, objects changed, orphans). */
+  log?: (line: string) => void;
 }
 
 const quiet = { log: () => {}, verbose: false } as const;
 
-export async function migrate(ownerUrl: string): Promise<void> {
+/** Migrates the database of `ownerUrl` (above); returns what db/sql changed. */
+export async function migrate(ownerUrl: string, options: MigrateOptions = {}): Promise<SqlApplyResult> {
+  const lockRetry = { ...defaultLockRetry, ...options.lockRetry, ...(options.log ? { log: options.log } : {}) };
   await runWorkerMigrations({ connectionString: ownerUrl, logger: new Logger(() => () => {}) });
-  const client = new pg.Client({ connectionString: ownerUrl });
+  const client = new pg.Client({ connectionString: ownerUrl, application_name: 'migrate' });
   await client.connect();
+  let result: SqlApplyResult;
   try {
     // One migrator per database at a time (services starting together wait for the first).
     await client.query('select pg_advisory_lock(7241865325823964)');
-    await runVersioned(client);
-    await applySqlFiles(client);
+    const ranFrozenChain = await runVersioned(client, ownerUrl, lockRetry);
+    result = await applySqlFiles(client, ownerUrl, options.sqlDir ?? sqlDir, lockRetry, ranFrozenChain);
   } finally {
     await client.end();
   }
   await setLoginPasswords(ownerUrl);
+  for (const orphan of result.orphans) options.log?.(`${orphan}: no db/sql file defines it any more; it stays until a migration drops it (docs/database.md)`);
+  return result;
 }
 
 async function ranMigrations(client: pg.Client): Promise<string[]> {
@@ -117,56 +144,104 @@ async function ranMigrations(client: pg.Client): Promise<string[]> {
   return ran.rows.map((row) => row.name);
 }
 
-async function runVersioned(client: pg.Client): Promise<void> {
+/**
+ * node-pg-migrate's loader for our .sql files: the part after `-- Up Migration`, under the runner's
+ * lock_timeout; a file with the line `-- no transaction` (concurrent index builds, which cannot run
+ * in a transaction and take no lock that blocks requests) runs statement by statement outside one,
+ * without a lock_timeout (its waits hold no request).
+ */
+function sqlLoader(lockTimeoutMs: number) {
+  return async (filePaths: string[]) =>
+    filePaths.map((filePath) => {
+      const content = readFileSync(filePath, 'utf8');
+      const upStart = content.search(/^\s*--[\s-]*up\s+migration/im);
+      const up = upStart >= 0 ? content.slice(upStart) : content;
+      const noTransaction = /^--\s*no transaction\s*$/im.test(up);
+      return {
+        id: filePath,
+        filePaths: [filePath],
+        actions: {
+          up: (pgm: MigrationBuilder) => {
+            if (noTransaction) {
+              pgm.noTransaction();
+              pgm.sql('set lock_timeout = 0');
+              for (const { text } of splitStatements(up)) pgm.sql(text);
+              pgm.sql('reset lock_timeout');
+            } else {
+              pgm.sql(`set local lock_timeout = ${Number(lockTimeoutMs)}`);
+              pgm.sql(up);
+            }
+          },
+          down: false as const,
+        },
+      };
+    });
+}
+
+/** Runs the versioned migrations; true when the database came from the frozen chain in this run. */
+async function runVersioned(client: pg.Client, ownerUrl: string, lockRetry: LockRetryOptions): Promise<boolean> {
   const options = { dbClient: client, noLock: true, direction: 'up', migrationsTable: 'pgmigrations', ...quiet } as const;
   let ran = await ranMigrations(client);
   const frozen = frozenMigrations();
+  let ranFrozenChain = false;
   if (!ran.includes(baselineMigration) && ran.some((name) => frozen.includes(name))) {
     // A database of the frozen chain: its remaining migrations, then the baseline as applied.
     await runner({ ...options, dir: frozenDir, checkOrder: true });
     await client.query('insert into public.pgmigrations (name, run_on) values ($1, now())', [baselineMigration]);
     ran = await ranMigrations(client);
+    ranFrozenChain = true;
   }
   // The versioned chain in order: what ran of it must be its first files (the frozen names before
-  // it are not in this folder, so node-pg-migrate's own order check cannot be used).
+  // it are not in this folder, so node-pg-migrate's own order check cannot be used). A database that
+  // ran migrations this checkout does not ship was migrated by a newer release: refuse.
   const shipped = shippedMigrations();
   const ranHere = ran.filter((name) => !frozen.includes(name));
   ranHere.forEach((name, i) => {
-    if (shipped[i] !== name) throw new Error(`migration ${name} ran, but the migrations folder has ${shipped[i] ?? 'no file'} in its place`);
+    if (shipped[i] !== name) {
+      throw new StartupError(
+        shipped[i] === undefined
+          ? `migration ${name} ran, but this release does not ship it: a newer release migrated this database; run that release's migrate (a release never migrates a newer schema)`
+          : `migration ${name} ran, but the migrations folder has ${shipped[i]} in its place`,
+      );
+    }
   });
-  await runner({ ...options, dir: migrationsDir, checkOrder: false });
+  const pending = shipped.slice(ranHere.length);
+  for (const name of pending) {
+    await withLockRetries(client, ownerUrl, `migration ${name}`, async () => {
+      await runner({ ...options, dir: migrationsDir, checkOrder: false, count: 1, migrationLoaderStrategies: [{ extensions: ['.sql'], loader: sqlLoader(lockRetry.lockTimeoutMs) }] });
+    }, lockRetry, { transaction: false });
+  }
+  return ranFrozenChain;
 }
 
-async function applySqlFiles(client: pg.Client): Promise<void> {
-  await client.query(
-    `create table if not exists public.sql_files (file text primary key, sha256 text not null, applied_at timestamptz not null)`,
-  );
-  const files = shippedSqlFiles();
-  const { rows } = await client.query<{ file: string; sha256: string }>('select file, sha256 from public.sql_files');
-  const applied = new Map(rows.map((row) => [row.file, row.sha256]));
-  if (pendingSqlFiles(applied, files).length === 0) return;
-  await client.query('begin');
-  try {
-    // Function bodies are checked when called, not when created: a body may name a function a
-    // later file creates (as pg_dump restores them).
-    await client.query('set local check_function_bodies = off');
-    for (const { file, sql } of files) {
-      try {
-        await client.query(sql);
-      } catch (error) {
-        (error as Error).message = `db/sql/${file}: ${(error as Error).message}`;
-        throw error;
-      }
-    }
-    await client.query('delete from public.sql_files');
-    for (const { file, sha256 } of files) {
-      await client.query('insert into public.sql_files (file, sha256, applied_at) values ($1, $2, now())', [file, sha256]);
-    }
-    await client.query('commit');
-  } catch (error) {
-    await client.query('rollback');
-    throw error;
+async function applySqlFiles(client: pg.Client, ownerUrl: string, dir: string, lockRetry: LockRetryOptions, ranFrozenChain: boolean): Promise<SqlApplyResult> {
+  await client.query(`create table if not exists public.sql_files (file text primary key, sha256 text not null, applied_at timestamptz not null)`);
+  await client.query(`create table if not exists public.sql_levels (level int primary key, sha256 text not null, applied_at timestamptz not null)`);
+  const applied = (await client.query<{ level: number | null }>('select max(level) as level from public.sql_levels')).rows[0]?.level ?? 0;
+  if (applied > sqlLevel) {
+    throw new StartupError(`this release's db/sql is level ${sqlLevel}, but the database has level ${applied}: a newer release migrated it; run that release's migrate (a release never migrates a newer schema)`);
   }
+  const files = shippedSqlFiles(dir);
+  if (ranFrozenChain) {
+    // A database of the frozen chain holds policies, triggers and grants that no release has defined
+    // since: taken away once (this upgrade is from a release long gone; no process of it serves).
+    await client.query('begin');
+    await client.query(readFileSync(legacyResetFile, 'utf8'));
+    await client.query('commit');
+  }
+  const result = await applySqlStatements(client, ownerUrl, statementsOf(files), lockRetry);
+  const sha256 = createHash('sha256').update(files.map((file) => `${file.file} ${file.sha256}\n`).join('')).digest('hex');
+  await client.query('begin');
+  await client.query('delete from public.sql_files');
+  for (const { file, sha256: fileSha } of files) {
+    await client.query('insert into public.sql_files (file, sha256, applied_at) values ($1, $2, now())', [file, fileSha]);
+  }
+  await client.query(
+    'insert into public.sql_levels (level, sha256, applied_at) values ($1, $2, now()) on conflict (level) do update set sha256 = excluded.sha256, applied_at = excluded.applied_at',
+    [sqlLevel, sha256],
+  );
+  await client.query('commit');
+  return result;
 }
 
 /**

@@ -4109,7 +4109,26 @@ $$;
 -- Name: FUNCTION applied_sql_files(); Type: COMMENT; Schema: app_private; Owner: -
 --
 
-COMMENT ON FUNCTION app_private.applied_sql_files() IS 'The db/sql files and their hashes as last applied, for GET /readyz (server/health.ts): the API''s login role may call it, no request role may.';
+COMMENT ON FUNCTION app_private.applied_sql_files() IS 'The db/sql files and their hashes as last applied, read by GET /readyz of releases before app_private.applied_sql_level: the API''s login role may call it, no request role may.';
+
+
+--
+-- Name: applied_sql_level(); Type: FUNCTION; Schema: app_private; Owner: -
+--
+
+CREATE FUNCTION app_private.applied_sql_level() RETURNS integer
+    LANGUAGE sql STABLE SECURITY DEFINER
+    SET search_path TO 'pg_catalog'
+    AS $$
+  select coalesce((select max(l.level) from public.sql_levels l), 0)
+$$;
+
+
+--
+-- Name: FUNCTION applied_sql_level(); Type: COMMENT; Schema: app_private; Owner: -
+--
+
+COMMENT ON FUNCTION app_private.applied_sql_level() IS 'The highest db/sql level applied, for GET /readyz (server/health.ts): the API''s login role may call it, no request role may.';
 
 
 --
@@ -14794,6 +14813,14 @@ GRANT ALL ON FUNCTION app_private.applied_migrations() TO authenticator;
 
 REVOKE ALL ON FUNCTION app_private.applied_sql_files() FROM PUBLIC;
 GRANT ALL ON FUNCTION app_private.applied_sql_files() TO authenticator;
+
+
+--
+-- Name: FUNCTION applied_sql_level(); Type: ACL; Schema: app_private; Owner: -
+--
+
+REVOKE ALL ON FUNCTION app_private.applied_sql_level() FROM PUBLIC;
+GRANT ALL ON FUNCTION app_private.applied_sql_level() TO authenticator;
 
 
 --

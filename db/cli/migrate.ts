@@ -8,8 +8,9 @@ import { openDatabase } from '../database.ts';
 try {
   const config = loadConfig();
   const log = createLogger(config.logLevel);
-  const database = await openDatabase({ ...config, migrateOnStart: true });
-  log.info(`migrated: ${database.location}`);
+  const database = await openDatabase({ ...config, migrateOnStart: true }, { notice: (message) => log.warn(message) });
+  const changed = database.migrated?.changed ?? [];
+  log.info(`migrated: ${database.location}; db/sql: ${changed.length === 0 ? 'nothing changed' : `${changed.length} changed (${changed.join(', ')})`}`);
   await database.stop();
 } catch (error) {
   if (!(error instanceof StartupError)) throw error;

@@ -36,8 +36,8 @@ comment on function app_private.applied_migrations() is
   'The names of the applied versioned migrations, for GET /readyz (server/health.ts): the API''s login role may call it, no request role may.';
 grant execute on function app_private.applied_migrations() to authenticator;
 
--- Likewise the db/sql files as last applied (public.sql_files, the runner's table): a checkout whose
--- files differ from those applied is not ready either (its functions or policies are not in place).
+-- The db/sql files as last applied (public.sql_files, the runner's table). Releases before the db/sql
+-- level (app_private.applied_sql_level, below) read it in GET /readyz; kept while such a release may run.
 create or replace function app_private.applied_sql_files()
   returns table (file text, sha256 text)
   language sql stable security definer
@@ -46,8 +46,22 @@ create or replace function app_private.applied_sql_files()
   select f.file, f.sha256 from public.sql_files f
 $$;
 comment on function app_private.applied_sql_files() is
-  'The db/sql files and their hashes as last applied, for GET /readyz (server/health.ts): the API''s login role may call it, no request role may.';
+  'The db/sql files and their hashes as last applied, read by GET /readyz of releases before app_private.applied_sql_level: the API''s login role may call it, no request role may.';
 grant execute on function app_private.applied_sql_files() to authenticator;
+
+-- The level of db/sql applied to this database (public.sql_levels, the runner's table; 0 before the
+-- first runner that records it): GET /readyz answers ready when it is at least the build's level, so
+-- a release keeps answering ready while a newer one migrates.
+create or replace function app_private.applied_sql_level()
+  returns int
+  language sql stable security definer
+  set search_path = pg_catalog
+  as $$
+  select coalesce((select max(l.level) from public.sql_levels l), 0)
+$$;
+comment on function app_private.applied_sql_level() is
+  'The highest db/sql level applied, for GET /readyz (server/health.ts): the API''s login role may call it, no request role may.';
+grant execute on function app_private.applied_sql_level() to authenticator;
 
 -- Per-address sign-in limits could be dodged (contract section 3, amended): an IPv4 address at its
 -- limit passed again written as the IPv4-mapped IPv6 address `::ffff:203.0.113.78`, and one client

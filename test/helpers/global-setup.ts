@@ -10,6 +10,7 @@ import { startEmbeddedPostgres, type EmbeddedDatabase } from '../../db/embedded.
 import { migrate } from '../../db/migrate.ts';
 import S3rver from 's3rver';
 import { freePort } from '../../db/embedded.ts';
+import { ensureEngines } from './engines.ts';
 
 declare module 'vitest' {
   export interface ProvidedContext {
@@ -26,6 +27,7 @@ export function databaseUrl(adminUrl: string, database: string): string {
 }
 
 export default async function setup(project: TestProject) {
+  ensureEngines();
   let embedded: EmbeddedDatabase | undefined;
   let dataDir: string | undefined;
   let adminUrl = process.env.DATABASE_URL;

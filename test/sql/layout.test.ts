@@ -1,9 +1,10 @@
 // The two ways a database reaches the current schema end in the same place, db/schema.sql: a fresh
 // one (the baseline, later migrations, then db/sql; the template every test file clones, checked by
 // schema-file.test.ts) and one that ran the frozen chain (migrations/frozen/, the migrations the
-// baseline replaced), whole or in part, before this runner took over. And db/sql is the whole truth
-// about what it owns: applying it again changes nothing, and a policy, trigger or grant it does not
-// write is gone after it is applied.
+// baseline replaced), whole or in part, before this runner took over. And db/sql is applied by
+// comparison: applied again it changes nothing, it puts back what was changed by hand, and it leaves
+// (and reports) a policy or trigger that no file defines, since removing one is a later release's
+// migration.
 import { randomBytes } from 'node:crypto';
 import { readdirSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
@@ -12,7 +13,7 @@ import pg from 'pg';
 import { Logger, runMigrations as runWorkerMigrations } from 'graphile-worker';
 import { runner } from 'node-pg-migrate';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
-import { baselineMigration, frozenMigrations, migrate, shippedMigrations, shippedSqlFiles, sqlDir, sqlFiles } from '../../db/migrate.ts';
+import { baselineMigration, frozenMigrations, migrate, shippedMigrations, shippedSqlFiles, sqlDir, sqlFiles, sqlLevel } from '../../db/migrate.ts';
 import { acrossMajors, currentSchema, schemaFileMajor, schemaFilePath } from '../../db/schema/schema-file.ts';
 import { databaseUrl } from '../helpers/global-setup.ts';
 
@@ -107,25 +108,44 @@ describe('db/sql', () => {
     const url = await newDatabase(inject('templateDatabase'));
     const rows = await query<{ file: string; sha256: string }>(url, 'select file, sha256 from public.sql_files order by file');
     expect(rows).toEqual(shippedSqlFiles().map(({ file, sha256 }) => ({ file, sha256 })).sort((a, b) => (a.file < b.file ? -1 : 1)));
+    expect(await query(url, 'select level from public.sql_levels')).toEqual([{ level: sqlLevel }]);
   });
 
-  it('owns every policy, trigger and grant: applied again, it removes what it does not write and changes nothing else', async () => {
+  it('is not applied over a database that a newer release migrated', async () => {
     const url = await newDatabase(inject('templateDatabase'));
-    // What a hand-made change or an object taken out of a file leaves behind.
+    await query(url, `insert into public.sql_levels (level, sha256, applied_at) values (${sqlLevel + 1}, 'newer', now())`);
+    await expect(migrate(url)).rejects.toThrow(`this release's db/sql is level ${sqlLevel}, but the database has level ${sqlLevel + 1}`);
+    await query(url, `delete from public.sql_levels where level > ${sqlLevel}; insert into public.pgmigrations (name, run_on) values ('9999_newer', now())`);
+    await expect(migrate(url)).rejects.toThrow('migration 9999_newer ran, but this release does not ship it');
+  });
+
+  it('applied again, changes only what differs from its files, and reports what no file defines', async () => {
+    const url = await newDatabase(inject('templateDatabase'));
+    expect(await migrate(url)).toEqual({ changed: [], orphans: [] });
+    // Changes made by hand, and objects no file defines.
     await query(
       url,
-      `create policy stray on app.posts for select to app_admin using (true);
-       create trigger stray after insert on app.follows for each row execute function app_private.record_badge_changes();
-       grant select on app.follows to app_anonymous;
-       grant update (username) on app.users to app_user;
-       grant execute on function app_private.iso(timestamptz) to app_user;
-       grant usage on schema app_private to app_user;
+      `create or replace function app_private.iso(p_at timestamptz) returns text language sql immutable set search_path = pg_catalog as $$ select 'by hand' $$;
+       alter policy hubs_select_signed_in on app.hubs using (true);
        revoke select (username) on app.users from app_anonymous;
-       update public.sql_files set sha256 = 'changed' where file = 'votes.sql'`,
+       comment on trigger users_name_words_insert on app.users is 'by hand';
+       drop trigger users_name_words_update on app.users;
+       create policy stray on app.posts for select to app_admin using (true);
+       create trigger stray after insert on app.follows for each row execute function app_private.record_badge_changes();`,
     );
-    await migrate(url);
+    const result = await migrate(url);
+    expect(result.changed.sort()).toEqual(
+      [
+        'function app_private.iso',
+        'grants on app.users',
+        'policy hubs_select_signed_in on app.hubs',
+        'trigger users_name_words_insert on app.users',
+        'trigger users_name_words_update on app.users',
+      ].sort(),
+    );
+    expect(result.orphans).toEqual(['policy stray on app.posts', 'trigger stray on app.follows']);
+    await query(url, 'drop policy stray on app.posts; drop trigger stray on app.follows');
     await expectCurrentSchema(url, 'db/sql applied again must give db/schema.sql');
-    const rows = await query<{ sha256: string }>(url, `select sha256 from public.sql_files where file = 'votes.sql'`);
-    expect(rows[0]?.sha256).toBe(shippedSqlFiles().find((f) => f.file === 'votes.sql')?.sha256);
   });
+
 });

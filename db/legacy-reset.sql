@@ -1,9 +1,8 @@
--- Applied first, in the transaction that applies every file of db/sql (db/migrate.ts): it takes
--- away what the files own, so that they re-create all of it and nothing else survives. A policy,
--- trigger or grant removed from its file is then gone after the next migrate, as it would be on a
--- fresh database. Functions and views are replaced in place (`create or replace`): a function
--- dropped from a file needs a `drop function` of its own (in the file, until every database has
--- run it).
+-- Run once, by db/migrate.ts, on a database that has just finished the frozen chain
+-- (migrations/frozen/), before db/sql is applied to it: it takes away the policies, triggers and
+-- privileges of the API and worker roles that the chain created, so that db/sql, applied by
+-- comparison, re-creates exactly what it defines. Never run on a database a running release serves
+-- (it locks every table); such a database came from a release long gone.
 
 -- Row-level security policies on our tables and on graphile-worker's (worker.sql grants its role
 -- every row there).
