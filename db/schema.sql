@@ -4411,7 +4411,7 @@ $$;
 -- Name: FUNCTION client_address_key(p_address text); Type: COMMENT; Schema: app_private; Owner: -
 --
 
-COMMENT ON FUNCTION app_private.client_address_key(p_address text) IS 'The key an address-based limit counts a client address under: an IPv4-mapped address as its IPv4 address, any other IPv6 address as its /64. Used by app.consume_address_limit (POST /auth/otp/request, POST /auth/anonymous/session).';
+COMMENT ON FUNCTION app_private.client_address_key(p_address text) IS 'The key an address-based limit counts a client address under: an IPv4-mapped address as its IPv4 address, any other IPv6 address as its /64. Used by app.take_address_limit (POST /auth/otp/request, POST /auth/anonymous/session).';
 
 
 --
