@@ -24,6 +24,29 @@ beforeAll(async () => {
 });
 afterAll(() => app.close());
 
+/** Another API process on the same database and store, whose clock reads `clock()`. */
+async function instance(clock: () => number): Promise<{ client: Client; storage: Storage; close(): Promise<void> }> {
+  const s3 = s3Client(app.config.s3, app.config.s3.endpoint);
+  const signer = s3Client(app.config.s3, app.config.s3.publicUrl);
+  const storage = createStorage(s3, app.config.s3.bucket, signer, clock);
+  const pools: Pools = createPools(app.ownerUrl);
+  const services: Services = await createServices(app.config, createLogger('silent'), pools, storage);
+  const server: Server = createServer(services).listen(0, '127.0.0.1');
+  await new Promise((resolve) => server.once('listening', resolve));
+  return {
+    client: createClient(`http://127.0.0.1:${(server.address() as AddressInfo).port}`),
+    storage,
+    async close() {
+      server.closeAllConnections();
+      await new Promise((resolve) => server.close(resolve));
+      await services.graphql.release();
+      await pools.end();
+      s3.destroy();
+      signer.destroy();
+    },
+  };
+}
+
 describe('If-None-Match', () => {
   it('follows the list syntax, * and the weak comparison', () => {
     const tag = '"abc"';
@@ -91,17 +114,24 @@ describe('a 200 to a GET', () => {
     const assetId = await uploadAsset(app, user);
     expect((await app.patch('/users/me/profile', { profileAssetId: assetId }, { token: user.token })).status).toBe(200);
     const viewer = await userAtLevel(app, 2);
-    const first = await app.get(`/users/by-username/${user.username}`, { token: viewer.token });
-    expect(first.status).toBe(200);
-    const photo = first.body.data.profilePhotoUrl as string;
-    expect(photo).toMatch(/^http/);
-    expect(Buffer.from(await (await fetch(photo)).arrayBuffer())).toEqual(png);
-    const again = await app.get(`/users/by-username/${user.username}`, { token: viewer.token, headers: { 'if-none-match': first.headers.get('etag') as string } });
-    expect(again.status).toBe(304);
-    expect(again.text).toBe('');
-    const own = await app.get('/users/me/profile', { token: user.token });
-    expect(own.body.data.profilePhotoUrl).toBe(photo);
-    expect((await app.get('/users/me/profile', { token: user.token, headers: { 'if-none-match': own.headers.get('etag') as string } })).status).toBe(304);
+    // A process whose clock stays inside one window (the test app's would sign anew if an hour began between two requests).
+    const moment = photoUrlWindowStart(Date.now()) + 600_000;
+    const api = await instance(() => moment);
+    try {
+      const first = await api.client.get(`/users/by-username/${user.username}`, { token: viewer.token });
+      expect(first.status).toBe(200);
+      const photo = first.body.data.profilePhotoUrl as string;
+      expect(photo).toMatch(/^http/);
+      expect(Buffer.from(await (await fetch(photo)).arrayBuffer())).toEqual(png);
+      const again = await api.client.get(`/users/by-username/${user.username}`, { token: viewer.token, headers: { 'if-none-match': first.headers.get('etag') as string } });
+      expect(again.status).toBe(304);
+      expect(again.text).toBe('');
+      const own = await api.client.get('/users/me/profile', { token: user.token });
+      expect(own.body.data.profilePhotoUrl).toBe(photo);
+      expect((await api.client.get('/users/me/profile', { token: user.token, headers: { 'if-none-match': own.headers.get('etag') as string } })).status).toBe(304);
+    } finally {
+      await api.close();
+    }
   });
 
   it('is only for 200s to GETs: errors, writes and the notification stream carry no ETag', async () => {
@@ -129,29 +159,6 @@ describe('a 200 to a GET', () => {
 });
 
 describe('signed image URLs', () => {
-  /** Another API process on the same database and store, whose clock reads `clock()`. */
-  async function instance(clock: () => number): Promise<{ client: Client; storage: Storage; close(): Promise<void> }> {
-    const s3 = s3Client(app.config.s3, app.config.s3.endpoint);
-    const signer = s3Client(app.config.s3, app.config.s3.publicUrl);
-    const storage = createStorage(s3, app.config.s3.bucket, signer, clock);
-    const pools: Pools = createPools(app.ownerUrl);
-    const services: Services = await createServices(app.config, createLogger('silent'), pools, storage);
-    const server: Server = createServer(services).listen(0, '127.0.0.1');
-    await new Promise((resolve) => server.once('listening', resolve));
-    return {
-      client: createClient(`http://127.0.0.1:${(server.address() as AddressInfo).port}`),
-      storage,
-      async close() {
-        server.closeAllConnections();
-        await new Promise((resolve) => server.close(resolve));
-        await services.graphql.release();
-        await pools.end();
-        s3.destroy();
-        signer.destroy();
-      },
-    };
-  }
-
   it('are the same string from two processes at different moments of one window, so the answer keeps its tag', async () => {
     const user = await userAtLevel(app, 2);
     const assetId = await uploadAsset(app, user);
