@@ -101,8 +101,9 @@ export async function withLockRetries(
         if (waited) options.log?.(`${what}: applied after waiting ${((Date.now() - started) / 1000).toFixed(1)} s for locks`);
         return;
       } catch (error) {
-        if (transaction) await client.query('rollback').catch(() => undefined);
-        else await client.query('reset lock_timeout').catch(() => undefined);
+        // A step that manages its own transactions (node-pg-migrate's) may leave one aborted.
+        await client.query('rollback').catch(() => undefined);
+        if (!transaction) await client.query('reset lock_timeout').catch(() => undefined);
         if (!isLockTimeout(error)) throw error;
         const blocker = watcher.last();
         const held = blocker ? `${blocker.wanted}, held by ${blocker.holder}` : 'a lock (its holder had gone before it was seen)';
