@@ -18,6 +18,18 @@ export interface Config {
   migrationLocks: { lockTimeoutMs: number; maxWaitSeconds: number };
   dataDir: string;
   databaseUrl: string | undefined;
+  /**
+   * A PgBouncer in transaction mode in front of DATABASE_URL's database (DATABASE_POOLER_URL: host,
+   * port and database; the login roles and passwords are DATABASE_URL's, db/roles.ts). When set, the
+   * API and internal GraphQL pools connect through it (db/pools.ts); everything else stays direct.
+   */
+  databasePoolerUrl: string | undefined;
+  /**
+   * The bounds of every API transaction (db/request-transaction.ts): statement_timeout
+   * (API_STATEMENT_TIMEOUT_MS) and lock_timeout (API_LOCK_TIMEOUT_MS), set in the transaction so
+   * they hold behind a pooler. Hitting either answers 503 with Retry-After.
+   */
+  apiTimeouts: { statementTimeoutMs: number; lockTimeoutMs: number };
   jwtSecret: string;
   /**
    * The keys that seal and open vote ballots (BALLOT_KEY, db/ballots.ts): the first seals, all
@@ -296,6 +308,18 @@ function databaseUrl(raw: string | undefined): string | undefined {
   return raw;
 }
 
+/** DATABASE_POOLER_URL: where the pooler listens; the credentials are DATABASE_URL's (derived per role), never its own. */
+function poolerUrl(raw: string | undefined, ownerUrl: string | undefined): string | undefined {
+  if (!raw) return undefined;
+  if (!URL.canParse(raw) || !/^postgres(ql)?:$/.test(new URL(raw).protocol)) throw new StartupError('DATABASE_POOLER_URL must be a postgres:// URL');
+  if (!ownerUrl) throw new StartupError('DATABASE_POOLER_URL needs DATABASE_URL (the pooler fronts that database; its roles and passwords come from it)');
+  const url = new URL(raw);
+  if (url.username || url.password) {
+    throw new StartupError('DATABASE_POOLER_URL takes no user or password: the API logs in as authenticator with the password DATABASE_URL derives');
+  }
+  return raw;
+}
+
 const logLevels = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'];
 
 /** TRUST_PROXY: unset or `false` trusts no proxy; `true`, a hop count, or Express's list of addresses, subnets and names (`loopback`, `uniquelocal`...). */
@@ -359,6 +383,11 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     },
     dataDir,
     databaseUrl: databaseUrl(env.DATABASE_URL),
+    databasePoolerUrl: poolerUrl(env.DATABASE_POOLER_URL, env.DATABASE_URL),
+    apiTimeouts: {
+      statementTimeoutMs: positiveInteger('API_STATEMENT_TIMEOUT_MS', env.API_STATEMENT_TIMEOUT_MS, 5000),
+      lockTimeoutMs: positiveInteger('API_LOCK_TIMEOUT_MS', env.API_LOCK_TIMEOUT_MS, 2000),
+    },
     jwtSecret: env.JWT_SECRET || localSecret(dataDir, 'jwt'),
     ballotKeys: parseBallotKeys(env.BALLOT_KEY || `local:${localSecret(dataDir, 'ballot')}`),
     ballotBatch: ballotBatch(env.BALLOT_BATCH),

@@ -60,7 +60,7 @@ const ports = {
 } satisfies Record<string, Binding>;
 
 async function start(): Promise<void> {
-  log.info(`starting (${config.databaseUrl ? 'DATABASE_URL' : `embedded data in ${config.dataDir}`})`);
+  log.info(`starting (${config.databaseUrl ? 'DATABASE_URL' : `embedded data in ${config.dataDir}`}${config.databasePoolerUrl ? '; API and GraphQL through DATABASE_POOLER_URL' : ''})`);
   await checkPorts([
     ...(only !== 'worker' ? [ports.api] : []),
     ...(config.metricsPort !== undefined ? [ports.metrics] : []),
@@ -70,7 +70,7 @@ async function start(): Promise<void> {
   closers.push(() => database.stop());
   const objects = await openStorage(config);
   closers.push(() => objects.stop());
-  const pools = createPools(database.ownerUrl);
+  const pools = createPools(database.ownerUrl, { poolerUrl: config.databasePoolerUrl });
   closers.push(() => pools.end());
   const metrics = createMetrics(pools);
   if (config.metricsPort !== undefined && !stopping) {

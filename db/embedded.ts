@@ -174,6 +174,8 @@ export async function startEmbeddedPostgres(
     port: wantedPort = 0,
     /** Told when a cluster left running by a killed process is taken over. */
     notice = (_message: string): void => {},
+    /** Connections the server accepts (a benchmark of many direct connections raises it). */
+    maxConnections = 300,
   } = {},
 ): Promise<EmbeddedDatabase> {
   const password = localSecret(dataDir, 'postgres');
@@ -191,7 +193,7 @@ export async function startEmbeddedPostgres(
     path.join(binaries, 'bin', 'postgres'),
     [
       ...['-D', clusterDir, '-p', String(port)],
-      ...['-c', 'listen_addresses=127.0.0.1', '-c', 'max_connections=300'],
+      ...['-c', 'listen_addresses=127.0.0.1', '-c', `max_connections=${maxConnections}`],
       ...(durable ? [] : ['-c', 'fsync=off', '-c', 'synchronous_commit=off', '-c', 'full_page_writes=off']),
     ],
     // Its own process group: signals for the app's group (a terminal's Ctrl-C) do not reach it.

@@ -1,45 +1,62 @@
-// The transaction of one HTTP request, opened lazily as the request's viewer. A request with a
-// token opens it at once together with the session check, in one round trip:
-//   begin; set role + app.user_id + app.session_id; select app.session_access_level(...)
-// or, when its endpoint allows (deferSession), defers that check to its first statement: the
-// opening, the check (app.viewer_session_gate, which raises 401/403 codes) and the statement travel in
-// one pipeline. A request's last statement can travel with the commit (queryAndCommit, on the
-// pipelined API pool), or the whole transaction is one batch with a single Sync
-// (db/single-sync.ts): a vote is one round trip and one answer in all. Requests that never touch
-// the database never take a connection.
+// The transaction of one HTTP request, opened lazily as the request's viewer, and the one way its
+// statements reach the server: pipelined on the (pipelined) API pool's connection, in one write,
 //
-// This class keeps the transaction's state (its viewer, connection and what is held for the next
-// message) and decides what travels when; the parts live beside it: the opening message
-// (transaction-opening.ts), the deferred session check (deferred-session-check.ts), the statements
-// that run first (statement-prelude.ts) and the ways the last statement travels with its commit
-// (last-statement.ts).
+//   opening     begin; select set_config(role, app.user_id, app.session_id, statement_timeout,
+//               lock_timeout, all `true`: this transaction only); [session gate;] [prelude;]
+//   statements  unnamed extended-protocol statements with bind parameters
+//   [commit]
+//
+// so a request whose handler runs one statement (the vote) is one round trip, and nothing outlives
+// the transaction on the connection: no session setting, no named prepared statement. That is
+// what lets the API pool go through a transaction-mode pooler (db/pools.ts).
+//
+// What is held for the opening: the deferred session check (deferSession: app.viewer_session_gate,
+// which raises the 401/403 codes, travels with the first statement) and the prelude (prepend: a
+// write limit, checked before the request's statements). A statement that checks the session
+// itself (app.cast_vote) replaces the deferred check. Requests that never touch the database
+// never take a connection.
+//
+// The answers of limit statements (db/limit-counts.ts: a write limit in the prelude, or a handler's
+// own) are kept as they arrive, with whether the transaction committed, for the RateLimit headers.
 import type pg from 'pg';
-import { DeferredSessionCheck } from './deferred-session-check.ts';
 import { limitCountsOf, type LimitCount } from './limit-counts.ts';
-import { commitInOpening, commitInSingleSync, commitPipelined, refusesSession } from './last-statement.ts';
-import { settlePrelude, StatementPrelude } from './statement-prelude.ts';
-import { openingText, rollbackAndRelease, sendOpening, type Opening } from './transaction-opening.ts';
-import { anonymousViewer, sqlLiteral, type Viewer } from './viewer.ts';
+import { anonymousViewer, beginAs, sessionGate, sqlLiteral, type Viewer } from './viewer.ts';
 
-const isTextOrNull = (value: unknown): value is string | null => value === null || typeof value === 'string';
+/** The bounds of every statement of the transaction (API_STATEMENT_TIMEOUT_MS, API_LOCK_TIMEOUT_MS). */
+export interface TransactionBounds {
+  statementTimeoutMs: number;
+  lockTimeoutMs: number;
+}
+
+export const defaultBounds: TransactionBounds = { statementTimeoutMs: 5000, lockTimeoutMs: 2000 };
+
+/** Whether a session check refused the session (app.viewer_session_gate's 401): the request is then anonymous. */
+const refusesSession = (error: unknown): boolean => (error as { message?: string }).message === 'UNAUTHORIZED';
 
 export class RequestTransaction {
-  #pool: pg.Pool;
+  readonly #pool: pg.Pool;
+  readonly #bounds: TransactionBounds;
   #viewer: Viewer;
+  /** The connection, once taken (the opening is the first thing sent on it). */
+  #connecting: Promise<pg.PoolClient> | undefined;
   #client: pg.PoolClient | undefined;
-  #opening: Promise<pg.PoolClient> | undefined;
+  /** The opening's answers, once sent. */
+  #opened: Promise<unknown> | undefined;
   #done = false;
-  /** The deferred session check, sent with the opening (deferSession). */
-  #sessionCheck = new DeferredSessionCheck();
-  /** Statements that run first in the transaction (a write limit), sent with the next message. */
-  #prelude = new StatementPrelude((result) => this.#collect(result));
-  /** What the limit statements of this transaction answered (db/limit-counts.ts). */
+  /** The deferred session check's level (deferSession), until a message carries it. */
+  #gateLevel: number | null = null;
+  /** Statements that run before the request's own (prepend), until a message carries them. */
+  #prelude: string[] = [];
+  /** queryAndCommit leaves the transaction open (holdCommit). */
+  #commitHeld = false;
+  /** What the limit statements of this transaction answered. */
   #limitCounts: LimitCount[] = [];
   #committed = false;
 
-  constructor(pool: pg.Pool, viewer: Viewer) {
+  constructor(pool: pg.Pool, viewer: Viewer, bounds: TransactionBounds = defaultBounds) {
     this.#pool = pool;
     this.#viewer = viewer;
+    this.#bounds = bounds;
   }
 
   get viewer(): Viewer {
@@ -51,206 +68,209 @@ export class RequestTransaction {
     return { counts: this.#limitCounts, committed: this.#committed };
   }
 
-  /** Keeps the limit counts among a statement's results (seen before the statement's caller sees them). */
-  #collect(results: pg.QueryResult | pg.QueryResult[]): void {
-    const counts = limitCountsOf(results);
-    if (counts.length > 0) this.#limitCounts.push(...counts);
-  }
-
-  /** Collects from `sent` once it answers, ahead of whoever awaits it next; errors are the caller's. */
-  #watch<T extends pg.QueryResult | pg.QueryResult[]>(sent: Promise<T>): Promise<T> {
-    void sent.then((results) => this.#collect(results), () => undefined);
-    return sent;
-  }
-
   /**
    * Opens the transaction as a signed-in viewer and returns the session's access level. When the
-   * session is not live (revoked, expired, or not this user's) it returns null and the request
-   * stays anonymous.
+   * session is not live (revoked, expired, or not this user's) it returns null, the transaction is
+   * rolled back and the request stays anonymous (a later statement opens a new one).
    */
   async openWithSession(viewer: Viewer): Promise<number | null> {
     const previous = this.#viewer;
     this.#viewer = viewer;
-    const results = await this.#open(`select app.session_access_level(${sqlLiteral(viewer.sessionId)}, ${sqlLiteral(viewer.userId)}) as level`);
-    const level = (results.at(-1) as pg.QueryResult<{ level: number | null }>).rows[0]?.level ?? null;
+    const check = `select app.session_access_level(${sqlLiteral(viewer.sessionId)}, ${sqlLiteral(viewer.userId)}) as level`;
+    const [result] = await this.#send([{ text: check }], false);
+    const level = (result as pg.QueryResult<{ level: number | null }>).rows[0]?.level ?? null;
     if (level === null) {
-      const client = this.#client as pg.PoolClient;
-      this.#client = undefined;
+      await this.#end(false);
       this.#viewer = previous;
-      await rollbackAndRelease(client);
+      this.#done = false;
     }
     return level;
   }
 
   /**
    * Takes a signed-in viewer whose session is checked with the request's first statement, in the
-   * same round trip: the opening runs app.viewer_session_gate, which raises UNAUTHORIZED when the session
-   * is not live and the 403 code of the first missing level below `level`; the transaction is then
-   * aborted, so the statements behind it change nothing, and the gate's error is thrown.
+   * same round trip: the opening runs app.viewer_session_gate, which raises UNAUTHORIZED when the
+   * session is not live and the 403 code of the first missing level below `level`; the transaction
+   * is then aborted, so the statements behind it change nothing, and the gate's error is thrown.
    */
   deferSession(viewer: Viewer, level: number): void {
     this.#viewer = viewer;
-    this.#sessionCheck.defer(level);
+    this.#gateLevel = level;
   }
 
   /**
-   * A statement (simple-query text) that must run before the request's statements, in its
-   * transaction: a write limit (server/http/write-limits.ts). It costs no round trip of its own: it
-   * travels with the opening, or, when the transaction is already open, in the pipeline of the next
-   * statement. When it fails, the transaction is aborted and its error is what the request throws.
+   * A statement (simple-query text, without its `;`) that must run before the request's
+   * statements, in its transaction: a write limit (server/http/write-limits.ts). It travels with
+   * the next message (no round trip of its own); when it fails, the transaction is aborted and its
+   * error is what the request throws.
    */
   prepend(text: string): void {
-    this.#prelude.add(text);
+    this.#prelude.push(text);
   }
 
+  /**
+   * Holds the commit (a request with an Idempotency-Key, server/http/idempotency.ts): from now on
+   * queryAndCommit runs its statement in the open transaction, behind a savepoint (when it fails the
+   * transaction is as before it, and usable), and commits nothing, so that the caller can add the
+   * request's kept answer and commit both together (releaseCommit, then queryAndCommit). An early
+   * commit() still commits, and the hold is gone (commitHeld is false).
+   */
+  holdCommit(): void {
+    this.#commitHeld = true;
+  }
+
+  get commitHeld(): boolean {
+    return this.#commitHeld && !this.#done;
+  }
+
+  releaseCommit(): void {
+    this.#commitHeld = false;
+  }
+
+  /** The open transaction's connection, after what was held for it (session check, prelude) ran. */
   async client(): Promise<pg.PoolClient> {
-    if (this.#client) {
-      if (this.#prelude.pending) await this.query('select 1');
-      return this.#client;
-    }
-    this.#opening ??= this.#open().then(() => this.#client as pg.PoolClient);
-    return this.#opening;
+    await this.#send([], false);
+    return this.#client as pg.PoolClient;
   }
 
   async query<R extends pg.QueryResultRow = pg.QueryResultRow>(text: string, params?: unknown[]): Promise<pg.QueryResult<R>> {
-    const client = this.#client ?? (await this.client());
-    const prelude = this.#prelude.send(client);
-    const result = this.#watch(client.query<R>(text, params));
-    if (prelude) await settlePrelude(prelude, result);
-    return result;
+    const [result] = await this.#send([{ text, values: params }], false);
+    return result as pg.QueryResult<R>;
   }
 
   /**
-   * The request's last statement and its commit, sent together (one round trip). When the
-   * statement fails, nothing of the transaction remains and the statement's error is thrown. A
-   * `name` makes it a prepared statement of the connection: parsed and planned once, then only
-   * bound and executed (hot endpoints). A named statement with text parameters on a transaction
-   * not yet open is the whole transaction in one batch with a single Sync (db/single-sync.ts:
-   * settings, deferred session check and statement, committed by the Sync, one answer); an
-   * unnamed statement without parameters goes in the opening message itself; otherwise the
-   * opening, the statement and `commit` are pipelined (last-statement.ts).
+   * The request's last statement and its commit, sent together (with the opening when the
+   * transaction is not open yet: one round trip). When the statement fails, nothing of the
+   * transaction remains and its error is thrown.
    *
    * `statementGateLevel`: the level at which the statement checks the transaction's own session
-   * itself, first (app.viewer_session_gate, as app.cast_vote does), so a
-   * deferred session check is not sent as a statement of its own. It must cover the deferred level.
+   * itself, first (app.viewer_session_gate, as app.cast_vote does), so a deferred session check is
+   * not sent as a statement of its own. It must cover the deferred level.
    */
-  async queryAndCommit<R extends pg.QueryResultRow = pg.QueryResultRow>(
-    text: string,
-    params?: unknown[],
-    name?: string,
-    statementGateLevel?: number,
-  ): Promise<pg.QueryResult<R>> {
-    const gatedByStatement = this.#sessionCheck.coverWith(statementGateLevel);
-    const result = await this.#lastStatement<R>(text, params, name, gatedByStatement);
-    this.#collect(result);
-    this.#committed = true;
-    return result;
-  }
-
-  async #lastStatement<R extends pg.QueryResultRow>(text: string, params: unknown[] | undefined, name: string | undefined, gatedByStatement: boolean): Promise<pg.QueryResult<R>> {
-    if (!this.#client && !this.#opening && !this.#prelude.pending && name && (params ?? []).every(isTextOrNull)) {
-      return this.#singleSync<R>(name, text, (params ?? []) as (string | null)[], gatedByStatement);
+  async queryAndCommit<R extends pg.QueryResultRow = pg.QueryResultRow>(text: string, params?: unknown[], statementGateLevel?: number): Promise<pg.QueryResult<R>> {
+    if (statementGateLevel !== undefined && this.#gateLevel !== null) {
+      if (statementGateLevel < this.#gateLevel) throw new Error(`statement gates at level ${statementGateLevel}, the request needs ${this.#gateLevel}`);
+      this.#gateLevel = null;
     }
-    if (!this.#client && !this.#opening && !params?.length) {
-      const opening = await this.#connect(`${text}; commit`);
-      this.#done = true;
-      try {
-        return await commitInOpening<R>(opening);
-      } catch (error) {
-        this.#viewer = anonymousViewer;
-        throw error;
-      }
-    }
-    // Not yet open: the opening (and a deferred session check) travels in the same pipeline.
-    const opening = this.#client || this.#opening ? undefined : await this.#connect('', true);
-    const client = opening?.client ?? (await this.client());
-    this.#done = true;
-    this.#client = undefined;
-    return commitPipelined<R>(client, opening, this.#prelude, { name, text, values: params }, {
-      openingFailed: () => {
-        this.#viewer = anonymousViewer;
-      },
-      statementFailed: (error) => this.#refused(error, gatedByStatement),
-    });
+    if (this.#commitHeld) return this.#heldStatement<R>(text, params);
+    const [result] = await this.#send([{ text, values: params }], true);
+    return result as pg.QueryResult<R>;
   }
 
   /**
-   * The viewer's settings, the statement and the commit as one batch with one Sync
-   * (db/single-sync.ts): one round trip, one answer, no statement parsed.
+   * A statement of a held transaction, behind a savepoint sent in the same write (never released:
+   * the commit releases it, and a later one of the same name shadows it).
    */
-  async #singleSync<R extends pg.QueryResultRow>(name: string, text: string, params: (string | null)[], gatedByStatement: boolean): Promise<pg.QueryResult<R>> {
-    if (this.#done) throw new Error('request transaction already finished');
-    const client = await this.#pool.connect();
-    this.#done = true;
-    const gateLevel = this.#sessionCheck.takeLevel();
+  async #heldStatement<R extends pg.QueryResultRow>(text: string, params?: unknown[]): Promise<pg.QueryResult<R>> {
     try {
-      return await commitInSingleSync<R>(client, this.#viewer, gateLevel, name, text, params);
+      const [, result] = await this.#send([{ text: 'savepoint held_statement' }, { text, values: params }], false);
+      return result as pg.QueryResult<R>;
     } catch (error) {
-      this.#refused(error, gateLevel !== null || gatedByStatement);
-    }
-  }
-
-  /** Throws `error`; when a session check ran (`checked`) and refused the session, the request stays anonymous. */
-  #refused(error: unknown, checked: boolean): never {
-    if (checked && refusesSession(error)) this.#viewer = anonymousViewer;
-    throw error;
-  }
-
-  /** Commits now (a failed OTP attempt must count even though the request answers an error). */
-  async commit(): Promise<void> {
-    await this.#finish(true);
-  }
-
-  async finish(ok: boolean): Promise<void> {
-    await this.#finish(ok);
-  }
-
-  /**
-   * Takes a connection and sends the opening, with what is held for it and `extra` (not awaited:
-   * what follows joins its pipeline; `corked`: see sendOpening).
-   */
-  async #connect(extra = '', corked = false): Promise<Opening> {
-    if (this.#done) throw new Error('request transaction already finished');
-    const client = await this.#pool.connect();
-    const text = openingText(this.#viewer, this.#sessionCheck.takeText(), this.#prelude.take(), extra);
-    const opening = sendOpening(client, text, corked);
-    return { ...opening, opened: this.#watch(opening.opened) };
-  }
-
-  async #open(extra = ''): Promise<pg.QueryResult[]> {
-    const { client, opened } = await this.#connect(extra);
-    try {
-      const results = await opened;
-      this.#client = client;
-      return results;
-    } catch (error) {
-      await this.#abandon(client);
+      await this.#send([{ text: 'rollback to savepoint held_statement' }], false).catch(() => undefined);
       throw error;
     }
   }
 
-  /** After a failed opening message: the aborted transaction is ended, and the request stays anonymous. */
-  async #abandon(client: pg.PoolClient): Promise<void> {
-    this.#viewer = anonymousViewer;
-    await rollbackAndRelease(client);
+  /** Commits now (a failed OTP attempt must count even though the request answers an error). */
+  async commit(): Promise<void> {
+    this.#commitHeld = false;
+    await this.finish(true);
   }
 
-  async #finish(ok: boolean): Promise<void> {
+  /** Commits (`ok`) or rolls back; a deferred session check and a prelude always run before a commit. */
+  async finish(ok: boolean): Promise<void> {
     if (this.#done) return;
-    // A deferred session check, and a write limit, always run before a request answers success.
-    if (ok && (this.#sessionCheck.pending || this.#prelude.pending)) await this.client();
+    if (ok && (this.#gateLevel !== null || this.#prelude.length > 0)) {
+      await this.#send([], true);
+      return;
+    }
+    await this.#end(ok);
+  }
+
+  /**
+   * Sends, in one write, what the transaction holds (the opening when not open yet, else a pending
+   * prelude), `statements`, and `commit` when `commit`; then waits for every answer. Throws the first
+   * failure in the order sent: the opening's (the request is then anonymous), the prelude's, a
+   * statement's, the commit's. With `commit`, the connection is released (destroyed when even the
+   * commit got no answer); a failed statement before it makes it a rollback.
+   */
+  async #send(statements: pg.QueryConfig[], commit: boolean): Promise<pg.QueryResult[]> {
+    if (this.#done) throw new Error('request transaction already finished');
+    const client = await this.#connect();
+    if (this.#done) throw new Error('request transaction already finished');
+    const stream = client.connection.stream;
+    stream.cork();
+    let opened = this.#opened;
+    const sentOpening = !opened;
+    const leading: Promise<unknown>[] = [];
+    if (!opened) {
+      const gate = this.#gateLevel === null ? [] : [sessionGate(this.#gateLevel)];
+      opened = this.#opened = client.query([this.#opening(), ...gate, ...this.#prelude.map((text) => `${text};`)].join(' '));
+      this.#gateLevel = null;
+      this.#prelude = [];
+    } else if (this.#prelude.length > 0) {
+      leading.push(client.query(this.#prelude.join('; ')));
+      this.#prelude = [];
+    }
+    const results = statements.map((statement) => client.query(statement));
+    const committed = commit ? client.query('commit') : undefined;
+    if (commit) {
+      this.#done = true;
+      this.#client = undefined;
+    }
+    stream.uncork();
+
+    const [openingOutcome, ...outcomes] = await Promise.allSettled([opened, ...leading, ...results]);
+    const committedOutcome = committed && (await committed.then(() => undefined, (error: unknown) => ({ error })));
+    if (commit) client.release(committedOutcome !== undefined);
+    // Limit answers of what this message carried (an opening sent before is not read again).
+    for (const outcome of [...(sentOpening ? [openingOutcome] : []), ...outcomes]) {
+      if (outcome?.status === 'fulfilled') this.#limitCounts.push(...limitCountsOf(outcome.value as pg.QueryResult | pg.QueryResult[]));
+    }
+    this.#committed = commit && committedOutcome === undefined && [openingOutcome, ...outcomes].every((outcome) => outcome?.status === 'fulfilled');
+    if (openingOutcome?.status === 'rejected') {
+      this.#viewer = anonymousViewer;
+      throw openingOutcome.reason;
+    }
+    for (const outcome of outcomes) {
+      if (outcome.status === 'rejected') {
+        if (refusesSession(outcome.reason)) this.#viewer = anonymousViewer;
+        throw outcome.reason;
+      }
+    }
+    if (committedOutcome) throw committedOutcome.error;
+    return outcomes.slice(leading.length).map((outcome) => (outcome as PromiseFulfilledResult<pg.QueryResult>).value);
+  }
+
+  /** The viewer's settings and the transaction's bounds, set in the transaction only (one simple-query text). */
+  #opening(): string {
+    return beginAs(this.#viewer, [
+      ['statement_timeout', String(this.#bounds.statementTimeoutMs)],
+      ['lock_timeout', String(this.#bounds.lockTimeoutMs)],
+    ]);
+  }
+
+  /** The transaction's connection, taken once (concurrent callers share it; the opening goes first). */
+  #connect(): Promise<pg.PoolClient> {
+    this.#connecting ??= this.#pool.connect().then((client) => (this.#client = client));
+    return this.#connecting;
+  }
+
+  /** Ends the transaction: commit or rollback, and the connection back to the pool (destroyed when that fails). */
+  async #end(commit: boolean): Promise<void> {
     this.#done = true;
-    if (this.#opening) await this.#opening.catch(() => undefined);
-    const client = this.#client;
-    if (!client) return;
+    const client = this.#connecting && (await this.#connecting.catch(() => undefined));
+    this.#connecting = undefined;
+    this.#opened = undefined;
+    if (!client || this.#client !== client) return;
     this.#client = undefined;
     try {
-      await client.query(ok ? 'commit' : 'rollback');
-      this.#committed = ok;
+      await client.query(commit ? 'commit' : 'rollback');
+      this.#committed = commit;
       client.release();
     } catch (error) {
       client.release(true);
-      if (ok) throw error;
+      if (commit) throw error;
     }
   }
 }

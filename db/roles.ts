@@ -16,8 +16,9 @@ export function rolePassword(ownerUrl: string, role: LoginRole): string {
   return createHmac('sha256', ownerKey(ownerUrl)).update(`role:${role}`).digest('base64url');
 }
 
-export function roleUrl(ownerUrl: string, role: LoginRole): string {
-  const url = new URL(ownerUrl);
+/** `role`'s login to the database of `ownerUrl`, reached at `route` (a pooler's address; the owner's own by default). */
+export function roleUrl(ownerUrl: string, role: LoginRole, route: string = ownerUrl): string {
+  const url = new URL(route);
   url.username = role;
   url.password = rolePassword(ownerUrl, role);
   return url.toString();

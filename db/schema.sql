@@ -779,6 +779,46 @@ COMMENT ON FUNCTION app.check_upload(p_upload_id uuid, p_purpose app.upload_purp
 
 
 --
+-- Name: claim_idempotency_key(bytea, bytea); Type: FUNCTION; Schema: app; Owner: -
+--
+
+CREATE FUNCTION app.claim_idempotency_key(p_key_digest bytea, p_fingerprint bytea) RETURNS TABLE(outcome text, status integer, headers jsonb, body bytea)
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog'
+    AS $$
+declare
+  v_viewer uuid := app.viewer_id();
+  v_kept app_private.idempotent_answers;
+begin
+  if v_viewer is null or length(p_key_digest) <> 32 or length(p_fingerprint) <> 32 then
+    raise exception 'invalid idempotency key claim';
+  end if;
+  -- The digest is derived from the user and the key: its first 64 bits name the lock.
+  if not pg_try_advisory_xact_lock(('x' || encode(substring(p_key_digest from 1 for 8), 'hex'))::bit(64)::bigint) then
+    return query select 'in_use', null::int, null::jsonb, null::bytea;
+    return;
+  end if;
+  select * into v_kept from app_private.idempotent_answers a
+    where a.user_id = v_viewer and a.key_digest = p_key_digest and a.expires_at > now();
+  if not found then
+    return query select 'new', null::int, null::jsonb, null::bytea;
+  elsif v_kept.fingerprint <> p_fingerprint then
+    return query select 'reused', null::int, null::jsonb, null::bytea;
+  else
+    return query select 'kept', v_kept.status::int, v_kept.headers, v_kept.body;
+  end if;
+end
+$$;
+
+
+--
+-- Name: FUNCTION claim_idempotency_key(p_key_digest bytea, p_fingerprint bytea); Type: COMMENT; Schema: app; Owner: -
+--
+
+COMMENT ON FUNCTION app.claim_idempotency_key(p_key_digest bytea, p_fingerprint bytea) IS 'First statement of a request with an Idempotency-Key (server/http/idempotency.ts): takes the key''s transaction-scoped advisory lock (''in_use'' when another transaction holds it: 409 IDEMPOTENCY_KEY_IN_USE), then reads the viewer''s live kept answer: ''new'' (none: the request runs), ''reused'' (another fingerprint: 422 IDEMPOTENCY_KEY_REUSED) or ''kept'' with the answer to replay.';
+
+
+--
 -- Name: comment_reply_count(uuid); Type: FUNCTION; Schema: app; Owner: -
 --
 
@@ -1863,6 +1903,38 @@ $$;
 --
 
 COMMENT ON FUNCTION app.is_profile_photo_of(p_asset_id uuid, p_user_id uuid) IS 'The profile photo rule: an asset may be a user''s profile image when it is that user''s own profile_photo asset. Used by app.profile_asset_usable and the trigger function app_private.check_profile_asset.';
+
+
+--
+-- Name: keep_idempotent_answer(bytea, bytea, integer, jsonb, bytea); Type: FUNCTION; Schema: app; Owner: -
+--
+
+CREATE FUNCTION app.keep_idempotent_answer(p_key_digest bytea, p_fingerprint bytea, p_status integer, p_headers jsonb, p_body bytea) RETURNS void
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog'
+    AS $$
+declare
+  v_viewer uuid := app.viewer_id();
+begin
+  -- 401, 429 and 5xx answers are never kept (a retry runs again).
+  if v_viewer is null or p_status not between 200 and 499 or p_status in (401, 429) then
+    raise exception 'invalid kept answer';
+  end if;
+  -- A row here is an expired answer not yet swept (the claim, under the key's lock, found no live one).
+  insert into app_private.idempotent_answers as a (user_id, key_digest, fingerprint, status, headers, body, expires_at)
+  values (v_viewer, p_key_digest, p_fingerprint, p_status, p_headers, p_body, now() + interval '24 hours')
+  on conflict (user_id, key_digest) do update
+    set fingerprint = excluded.fingerprint, status = excluded.status, headers = excluded.headers, body = excluded.body,
+        created_at = now(), expires_at = excluded.expires_at;
+end
+$$;
+
+
+--
+-- Name: FUNCTION keep_idempotent_answer(p_key_digest bytea, p_fingerprint bytea, p_status integer, p_headers jsonb, p_body bytea); Type: COMMENT; Schema: app; Owner: -
+--
+
+COMMENT ON FUNCTION app.keep_idempotent_answer(p_key_digest bytea, p_fingerprint bytea, p_status integer, p_headers jsonb, p_body bytea) IS 'Keeps the answer of a request with an Idempotency-Key for 24 hours, in the request''s own transaction (server/http/idempotency.ts; the key''s lock is held since app.claim_idempotency_key). Never a 401, 429 or 5xx.';
 
 
 --
@@ -7208,6 +7280,7 @@ begin
   update app.sessions set revoked_at = coalesce(revoked_at, now()) where user_id = p_user_id;
   delete from app.push_devices where user_id = p_user_id;
   delete from app_private.refresh_tokens t using app.sessions s where s.id = t.session_id and s.user_id = p_user_id;
+  delete from app_private.idempotent_answers where user_id = p_user_id;
   delete from app.sessions where user_id = p_user_id;
 
   -- Posts and their frames (reposts of them, by anyone; reposts of a repost do not exist).
@@ -7285,7 +7358,7 @@ $$;
 -- Name: FUNCTION purge_account_content(p_user_id uuid); Type: COMMENT; Schema: app_private; Owner: -
 --
 
-COMMENT ON FUNCTION app_private.purge_account_content(p_user_id uuid) IS 'Step 2 of the purge (worker task purge_account): deletes what the account wrote and holds (sessions, posts with their reposts, comments with their replies, follows, blocks, saves, shares, activity, notifications, vote receipts, hub profile, invitations and join requests), keeps its discussion messages as from an anonymous former member, and leaves each hub with a super_admin (or deletes a hub left with nobody: app_private.delete_hub). Only for an account whose purge began; idempotent.';
+COMMENT ON FUNCTION app_private.purge_account_content(p_user_id uuid) IS 'Step 2 of the purge (worker task purge_account): deletes what the account wrote and holds (sessions, kept answers of idempotency keys, posts with their reposts, comments with their replies, follows, blocks, saves, shares, activity, notifications, vote receipts, hub profile, invitations and join requests), keeps its discussion messages as from an anonymous former member, and leaves each hub with a super_admin (or deletes a hub left with nobody: app_private.delete_hub). Only for an account whose purge began; idempotent.';
 
 
 --
@@ -7404,6 +7477,31 @@ $$;
 --
 
 COMMENT ON FUNCTION app_private.purge_expired_auth() IS 'Housekeeping (worker cron purge_expired_auth, hourly): expired OTP codes, refresh tokens of sessions over for a day, finished rate-limit windows and limit keys idle for a day.';
+
+
+--
+-- Name: purge_idempotent_answers(integer); Type: FUNCTION; Schema: app_private; Owner: -
+--
+
+CREATE FUNCTION app_private.purge_idempotent_answers(p_batch integer) RETURNS integer
+    LANGUAGE sql SECURITY DEFINER
+    SET search_path TO 'pg_catalog'
+    AS $$
+  with gone as (
+    delete from app_private.idempotent_answers a
+    using (select user_id, key_digest from app_private.idempotent_answers
+           where expires_at <= now() order by expires_at limit p_batch) expired
+    where a.user_id = expired.user_id and a.key_digest = expired.key_digest
+    returning 1)
+  select count(*)::int from gone
+$$;
+
+
+--
+-- Name: FUNCTION purge_idempotent_answers(p_batch integer); Type: COMMENT; Schema: app_private; Owner: -
+--
+
+COMMENT ON FUNCTION app_private.purge_idempotent_answers(p_batch integer) IS 'Housekeeping (worker cron purge_idempotent_answers, hourly): deletes up to p_batch kept answers past their 24 hours, oldest first (the expiry index); returns how many, so the task repeats while batches are full.';
 
 
 --
@@ -9768,6 +9866,31 @@ COMMENT ON TABLE app_private.hub_list_sweeps IS 'The propagation sweep''s own st
 
 
 --
+-- Name: idempotent_answers; Type: TABLE; Schema: app_private; Owner: -
+--
+
+CREATE TABLE app_private.idempotent_answers (
+    user_id uuid NOT NULL,
+    key_digest bytea NOT NULL,
+    fingerprint bytea NOT NULL,
+    status smallint NOT NULL,
+    headers jsonb NOT NULL,
+    body bytea NOT NULL,
+    created_at timestamp with time zone DEFAULT now() NOT NULL,
+    expires_at timestamp with time zone NOT NULL
+);
+
+ALTER TABLE ONLY app_private.idempotent_answers FORCE ROW LEVEL SECURITY;
+
+
+--
+-- Name: TABLE idempotent_answers; Type: COMMENT; Schema: app_private; Owner: -
+--
+
+COMMENT ON TABLE app_private.idempotent_answers IS 'Kept answers of requests with an Idempotency-Key (0360), 24 hours: key digest, fingerprint HMAC, status, kept headers and the encrypted body; swept by the worker task purge_idempotent_answers, deleted with the account''s purge.';
+
+
+--
 -- Name: idp_subjects; Type: TABLE; Schema: app_private; Owner: -
 --
 
@@ -10520,6 +10643,14 @@ ALTER TABLE ONLY app_private.hub_list_sweeps
 
 
 --
+-- Name: idempotent_answers idempotent_answers_pkey; Type: CONSTRAINT; Schema: app_private; Owner: -
+--
+
+ALTER TABLE ONLY app_private.idempotent_answers
+    ADD CONSTRAINT idempotent_answers_pkey PRIMARY KEY (user_id, key_digest);
+
+
+--
 -- Name: idp_subjects idp_subjects_pkey; Type: CONSTRAINT; Schema: app_private; Owner: -
 --
 
@@ -11156,6 +11287,13 @@ CREATE INDEX hub_list_entries_page ON app_private.hub_list_entries USING btree (
 --
 
 CREATE INDEX hub_list_sweeps_in_progress ON app_private.hub_list_sweeps USING btree (not_before) WHERE (target_at IS NOT NULL);
+
+
+--
+-- Name: idempotent_answers_expiry; Type: INDEX; Schema: app_private; Owner: -
+--
+
+CREATE INDEX idempotent_answers_expiry ON app_private.idempotent_answers USING btree (expires_at);
 
 
 --
@@ -12407,6 +12545,14 @@ ALTER TABLE ONLY app_private.hidden_rows
 
 
 --
+-- Name: idempotent_answers idempotent_answers_user_id_fkey; Type: FK CONSTRAINT; Schema: app_private; Owner: -
+--
+
+ALTER TABLE ONLY app_private.idempotent_answers
+    ADD CONSTRAINT idempotent_answers_user_id_fkey FOREIGN KEY (user_id) REFERENCES app.users(id) ON DELETE CASCADE;
+
+
+--
 -- Name: idp_subjects idp_subjects_user_id_fkey; Type: FK CONSTRAINT; Schema: app_private; Owner: -
 --
 
@@ -13353,6 +13499,12 @@ ALTER TABLE app_private.hub_list_entries ENABLE ROW LEVEL SECURITY;
 ALTER TABLE app_private.hub_list_sweeps ENABLE ROW LEVEL SECURITY;
 
 --
+-- Name: idempotent_answers; Type: ROW SECURITY; Schema: app_private; Owner: -
+--
+
+ALTER TABLE app_private.idempotent_answers ENABLE ROW LEVEL SECURITY;
+
+--
 -- Name: sealed_ballots; Type: ROW SECURITY; Schema: app_private; Owner: -
 --
 
@@ -13583,6 +13735,14 @@ GRANT ALL ON FUNCTION app.change_hub_role(p_hub_id uuid, p_user_id uuid, p_role 
 
 REVOKE ALL ON FUNCTION app.check_upload(p_upload_id uuid, p_purpose app.upload_purpose, OUT object_key text, OUT content_length bigint, OUT content_type text) FROM PUBLIC;
 GRANT ALL ON FUNCTION app.check_upload(p_upload_id uuid, p_purpose app.upload_purpose, OUT object_key text, OUT content_length bigint, OUT content_type text) TO app_user;
+
+
+--
+-- Name: FUNCTION claim_idempotency_key(p_key_digest bytea, p_fingerprint bytea); Type: ACL; Schema: app; Owner: -
+--
+
+REVOKE ALL ON FUNCTION app.claim_idempotency_key(p_key_digest bytea, p_fingerprint bytea) FROM PUBLIC;
+GRANT ALL ON FUNCTION app.claim_idempotency_key(p_key_digest bytea, p_fingerprint bytea) TO app_user;
 
 
 --
@@ -13982,6 +14142,14 @@ GRANT ALL ON FUNCTION app.is_member_of_post_target(p_post_id uuid, p_user_id uui
 --
 
 REVOKE ALL ON FUNCTION app.is_profile_photo_of(p_asset_id uuid, p_user_id uuid) FROM PUBLIC;
+
+
+--
+-- Name: FUNCTION keep_idempotent_answer(p_key_digest bytea, p_fingerprint bytea, p_status integer, p_headers jsonb, p_body bytea); Type: ACL; Schema: app; Owner: -
+--
+
+REVOKE ALL ON FUNCTION app.keep_idempotent_answer(p_key_digest bytea, p_fingerprint bytea, p_status integer, p_headers jsonb, p_body bytea) FROM PUBLIC;
+GRANT ALL ON FUNCTION app.keep_idempotent_answer(p_key_digest bytea, p_fingerprint bytea, p_status integer, p_headers jsonb, p_body bytea) TO app_user;
 
 
 --
@@ -15838,6 +16006,14 @@ GRANT ALL ON FUNCTION app_private.purge_account_uploads(p_user_id uuid) TO app_w
 
 REVOKE ALL ON FUNCTION app_private.purge_expired_auth() FROM PUBLIC;
 GRANT ALL ON FUNCTION app_private.purge_expired_auth() TO app_worker;
+
+
+--
+-- Name: FUNCTION purge_idempotent_answers(p_batch integer); Type: ACL; Schema: app_private; Owner: -
+--
+
+REVOKE ALL ON FUNCTION app_private.purge_idempotent_answers(p_batch integer) FROM PUBLIC;
+GRANT ALL ON FUNCTION app_private.purge_idempotent_answers(p_batch integer) TO app_worker;
 
 
 --

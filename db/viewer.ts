@@ -18,9 +18,8 @@ export function userViewer(userId: string, sessionId: string | null = null): Vie
 
 /**
  * The settings that carry a viewer into SQL, in the order every form applies them: the one place
- * they are written. beginAs (requests, the live reader, SQL tests), the one-Sync batch
- * (db/single-sync.ts) and internal GraphQL (server/graphql/auth.ts pgSettingsOf) all build theirs
- * from it.
+ * they are written. beginAs (requests, the live reader, SQL tests) and internal GraphQL
+ * (server/graphql/auth.ts pgSettingsOf) both build theirs from it.
  */
 export function viewerSettings(viewer: Viewer): [name: string, value: string][] {
   return [
@@ -36,11 +35,14 @@ export function sqlLiteral(value: string | null): string {
 }
 
 /**
- * `begin` plus the viewer's settings, as one simple-query text (one round trip). Values are quoted
- * literals of verified identifiers (a signed token checked against the database) and a role name.
+ * `begin` plus the viewer's settings and `extra` ones (a request's statement_timeout and
+ * lock_timeout), as one simple-query text (one round trip), every setting local to the transaction
+ * (set_config(..., true)), so nothing outlives it on the connection (safe behind a transaction-mode
+ * pooler). Values are quoted literals of verified identifiers (a signed token checked against the
+ * database), a role name and numbers.
  */
-export function beginAs(viewer: Viewer): string {
-  const settings = viewerSettings(viewer).map(([name, value]) => `set_config(${sqlLiteral(name)}, ${sqlLiteral(value)}, true)`);
+export function beginAs(viewer: Viewer, extra: [name: string, value: string][] = []): string {
+  const settings = [...viewerSettings(viewer), ...extra].map(([name, value]) => `set_config(${sqlLiteral(name)}, ${sqlLiteral(value)}, true)`);
   return `begin; select ${settings.join(', ')};`;
 }
 

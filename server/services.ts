@@ -69,7 +69,7 @@ export async function createServices(
     tokens,
     otp: createOtp(config, overrides.otpSender ?? (await loadOtpSender(config, log)), log),
     idp: createIdpVerifier(config.idp),
-    graphql: createInternalGraphql({ pool: pools.graphql, tokens, adminApiToken: config.adminApiToken, log }),
+    graphql: createInternalGraphql({ pool: pools.graphql, pooled: pools.pooled, bounds: config.apiTimeouts, tokens, adminApiToken: config.adminApiToken, log }),
     notificationHub,
     metrics,
     outage: new DatabaseOutage(log, pools.api),

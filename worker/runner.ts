@@ -15,6 +15,7 @@ import { propagateHubActivity } from './tasks/propagate-hub-activity.ts';
 import { purgeAccount } from './tasks/purge-account.ts';
 import { purgeExpiredAuth } from './tasks/purge-expired-auth.ts';
 import { purgeExpiredUploads } from './tasks/purge-expired-uploads.ts';
+import { purgeIdempotentAnswers } from './tasks/purge-idempotent-answers.ts';
 import { purgePush } from './tasks/purge-push.ts';
 import { tallyBallots, tallySweep } from './tasks/tally-ballots.ts';
 import type { BallotBox } from '../db/ballots.ts';
@@ -38,10 +39,11 @@ export function createTaskList({ storage, ballots }: WorkerDeps): TaskList {
     purge_expired_auth: purgeExpiredAuth,
     purge_expired_uploads: purgeExpiredUploads(storage),
     purge_push: purgePush,
+    purge_idempotent_answers: purgeIdempotentAnswers,
   };
 }
 
-const crontab = ['0 * * * * purge_expired_auth ?max=1', '*/15 * * * * purge_expired_uploads ?max=1', '30 * * * * purge_push ?max=1', '* * * * * tally_sweep ?max=1',
+const crontab = ['0 * * * * purge_expired_auth ?max=1', '*/15 * * * * purge_expired_uploads ?max=1', '30 * * * * purge_push ?max=1', '45 * * * * purge_idempotent_answers ?max=1', '* * * * * tally_sweep ?max=1',
   '* * * * * propagate_hub_activity ?max=1'].join('\n');
 
 /**

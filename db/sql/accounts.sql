@@ -302,6 +302,7 @@ begin
   update app.sessions set revoked_at = coalesce(revoked_at, now()) where user_id = p_user_id;
   delete from app.push_devices where user_id = p_user_id;
   delete from app_private.refresh_tokens t using app.sessions s where s.id = t.session_id and s.user_id = p_user_id;
+  delete from app_private.idempotent_answers where user_id = p_user_id;
   delete from app.sessions where user_id = p_user_id;
 
   -- Posts and their frames (reposts of them, by anyone; reposts of a repost do not exist).
@@ -373,7 +374,7 @@ begin
     and ((h.data ->> 'follower_id')::uuid = p_user_id or (h.data ->> 'followee_id')::uuid = p_user_id);
 end
 $$;
-comment on function app_private.purge_account_content(uuid) is 'Step 2 of the purge (worker task purge_account): deletes what the account wrote and holds (sessions, posts with their reposts, comments with their replies, follows, blocks, saves, shares, activity, notifications, vote receipts, hub profile, invitations and join requests), keeps its discussion messages as from an anonymous former member, and leaves each hub with a super_admin (or deletes a hub left with nobody: app_private.delete_hub). Only for an account whose purge began; idempotent.';
+comment on function app_private.purge_account_content(uuid) is 'Step 2 of the purge (worker task purge_account): deletes what the account wrote and holds (sessions, kept answers of idempotency keys, posts with their reposts, comments with their replies, follows, blocks, saves, shares, activity, notifications, vote receipts, hub profile, invitations and join requests), keeps its discussion messages as from an anonymous former member, and leaves each hub with a super_admin (or deletes a hub left with nobody: app_private.delete_hub). Only for an account whose purge began; idempotent.';
 grant execute on function app_private.purge_account_content(uuid) to app_worker;
 
 -- The stored objects of the user's uploads, to delete from the object store before their rows: every

@@ -733,3 +733,84 @@ create trigger sessions_announce_revoked
   execute function app_private.announce_session_revoked();
 comment on trigger sessions_announce_revoked on app.sessions is
   'Announces a revoked session to every process (app_private.announce_session_revoked).';
+
+-- Idempotency keys (contract part 15; server/http/idempotency.ts). A request with a key claims it
+-- first, in its own transaction: a transaction-scoped advisory lock on the key (never a session
+-- lock: the API may run behind PgBouncer in transaction mode) makes a concurrent request with the
+-- same key answer 409 at once instead of waiting; then the kept answer is read in a statement of its
+-- own, after the lock, so it sees an answer committed by the request that held the lock before. The
+-- request's answer is kept (app.keep_idempotent_answer) in the same transaction as its effect, so
+-- a crash leaves both or neither. Digest, fingerprint and body come from the API already derived
+-- from and encrypted under the client's key: the database never holds the key or an answer in the clear.
+create or replace function app.claim_idempotency_key(p_key_digest bytea, p_fingerprint bytea)
+  returns table (outcome text, status int, headers jsonb, body bytea)
+  language plpgsql volatile security definer
+  set search_path = pg_catalog
+  as $$
+declare
+  v_viewer uuid := app.viewer_id();
+  v_kept app_private.idempotent_answers;
+begin
+  if v_viewer is null or length(p_key_digest) <> 32 or length(p_fingerprint) <> 32 then
+    raise exception 'invalid idempotency key claim';
+  end if;
+  -- The digest is derived from the user and the key: its first 64 bits name the lock.
+  if not pg_try_advisory_xact_lock(('x' || encode(substring(p_key_digest from 1 for 8), 'hex'))::bit(64)::bigint) then
+    return query select 'in_use', null::int, null::jsonb, null::bytea;
+    return;
+  end if;
+  select * into v_kept from app_private.idempotent_answers a
+    where a.user_id = v_viewer and a.key_digest = p_key_digest and a.expires_at > now();
+  if not found then
+    return query select 'new', null::int, null::jsonb, null::bytea;
+  elsif v_kept.fingerprint <> p_fingerprint then
+    return query select 'reused', null::int, null::jsonb, null::bytea;
+  else
+    return query select 'kept', v_kept.status::int, v_kept.headers, v_kept.body;
+  end if;
+end
+$$;
+comment on function app.claim_idempotency_key(bytea, bytea) is
+  'First statement of a request with an Idempotency-Key (server/http/idempotency.ts): takes the key''s transaction-scoped advisory lock (''in_use'' when another transaction holds it: 409 IDEMPOTENCY_KEY_IN_USE), then reads the viewer''s live kept answer: ''new'' (none: the request runs), ''reused'' (another fingerprint: 422 IDEMPOTENCY_KEY_REUSED) or ''kept'' with the answer to replay.';
+grant execute on function app.claim_idempotency_key(bytea, bytea) to app_user;
+
+create or replace function app.keep_idempotent_answer(p_key_digest bytea, p_fingerprint bytea, p_status int, p_headers jsonb, p_body bytea)
+  returns void
+  language plpgsql volatile security definer
+  set search_path = pg_catalog
+  as $$
+declare
+  v_viewer uuid := app.viewer_id();
+begin
+  -- 401, 429 and 5xx answers are never kept (a retry runs again).
+  if v_viewer is null or p_status not between 200 and 499 or p_status in (401, 429) then
+    raise exception 'invalid kept answer';
+  end if;
+  -- A row here is an expired answer not yet swept (the claim, under the key's lock, found no live one).
+  insert into app_private.idempotent_answers as a (user_id, key_digest, fingerprint, status, headers, body, expires_at)
+  values (v_viewer, p_key_digest, p_fingerprint, p_status, p_headers, p_body, now() + interval '24 hours')
+  on conflict (user_id, key_digest) do update
+    set fingerprint = excluded.fingerprint, status = excluded.status, headers = excluded.headers, body = excluded.body,
+        created_at = now(), expires_at = excluded.expires_at;
+end
+$$;
+comment on function app.keep_idempotent_answer(bytea, bytea, integer, jsonb, bytea) is
+  'Keeps the answer of a request with an Idempotency-Key for 24 hours, in the request''s own transaction (server/http/idempotency.ts; the key''s lock is held since app.claim_idempotency_key). Never a 401, 429 or 5xx.';
+grant execute on function app.keep_idempotent_answer(bytea, bytea, integer, jsonb, bytea) to app_user;
+
+create or replace function app_private.purge_idempotent_answers(p_batch int)
+  returns int
+  language sql volatile security definer
+  set search_path = pg_catalog
+  as $$
+  with gone as (
+    delete from app_private.idempotent_answers a
+    using (select user_id, key_digest from app_private.idempotent_answers
+           where expires_at <= now() order by expires_at limit p_batch) expired
+    where a.user_id = expired.user_id and a.key_digest = expired.key_digest
+    returning 1)
+  select count(*)::int from gone
+$$;
+comment on function app_private.purge_idempotent_answers(integer) is
+  'Housekeeping (worker cron purge_idempotent_answers, hourly): deletes up to p_batch kept answers past their 24 hours, oldest first (the expiry index); returns how many, so the task repeats while batches are full.';
+grant execute on function app_private.purge_idempotent_answers(integer) to app_worker;

@@ -7,7 +7,7 @@
 import { createHash, timingSafeEqual } from 'node:crypto';
 import type { Request } from 'express';
 import type pg from 'pg';
-import { RequestTransaction } from '../../db/request-transaction.ts';
+import { RequestTransaction, type TransactionBounds } from '../../db/request-transaction.ts';
 import { anonymousViewer, viewerSettings, type Viewer } from '../../db/viewer.ts';
 import type { Tokens } from '../auth/tokens.ts';
 import { authenticate, bearerToken } from '../http/auth.ts';
@@ -40,6 +40,8 @@ export function adminTokenMatcher(adminApiToken: string | undefined): (token: st
 
 export interface GraphqlAuth {
   pool: pg.Pool;
+  /** The bounds of the token check's transaction (the API's). */
+  bounds: TransactionBounds;
   tokens: Tokens;
   isAdminToken(token: string): boolean;
 }
@@ -52,7 +54,7 @@ export interface GraphqlAuth {
 export async function graphqlViewer(req: Request, auth: GraphqlAuth): Promise<Viewer> {
   const token = bearerToken(req);
   if (token && auth.isAdminToken(token)) return adminViewer;
-  const check = new RequestTransaction(auth.pool, anonymousViewer);
+  const check = new RequestTransaction(auth.pool, anonymousViewer, auth.bounds);
   let ok = false;
   try {
     await authenticate(req, 'bearer', auth.tokens, check);
@@ -65,7 +67,9 @@ export async function graphqlViewer(req: Request, auth: GraphqlAuth): Promise<Vi
 
 /**
  * The transaction settings of a viewer, as @dataplan/pg applies them (set_config(..., true)):
- * every statement is bounded by the statement timeout (bounds.ts). A user's transaction is also
+ * every statement is bounded by the statement timeout (limits.ts), and JIT optimisation
+ * is off, here rather than as @dataplan/pg's session setting (mount.ts), so nothing outlives the
+ * transaction on a pooled connection. A user's transaction is also
  * read-only (preset.ts says why); switching to read-only is allowed at any point of a transaction,
  * and nothing in it can switch back.
  */
@@ -73,6 +77,7 @@ export function pgSettingsOf(viewer: Viewer): Record<string, string> {
   return {
     ...Object.fromEntries(viewerSettings(viewer)),
     statement_timeout: graphqlBounds.statementTimeout,
+    jit_optimize_above_cost: '-1',
     ...(viewer.role === 'app_admin' ? {} : { transaction_read_only: 'on' }),
   };
 }

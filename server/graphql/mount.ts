@@ -8,6 +8,7 @@
 // (design.md: release the pgService before pool.end()).
 import type { NextFunction, Request, RequestHandler, Response } from 'express';
 import type pg from 'pg';
+import type { TransactionBounds } from '../../db/request-transaction.ts';
 import type { Viewer } from '../../db/viewer.ts';
 import type { Log } from '../../logger.ts';
 import type { Tokens } from '../auth/tokens.ts';
@@ -28,6 +29,10 @@ export interface InternalGraphql {
 export interface InternalGraphqlOptions {
   /** The GraphQL pool (db/pools.ts), never REST's. */
   pool: pg.Pool;
+  /** Whether that pool goes through a transaction-mode pooler: PostGraphile then prepares no statement. */
+  pooled: boolean;
+  /** The bounds of the token check's transaction (the API's). */
+  bounds: TransactionBounds;
   tokens: Tokens;
   adminApiToken: string | undefined;
   log: Log;
@@ -38,8 +43,25 @@ interface Running {
   release(): Promise<void>;
 }
 
-export function createInternalGraphql({ pool, tokens, adminApiToken, log }: InternalGraphqlOptions): InternalGraphql {
-  const auth: GraphqlAuth = { pool, tokens, isAdminToken: adminTokenMatcher(adminApiToken) };
+/**
+ * @dataplan/pg reads two settings from the environment once, when loaded: its prepared-statement
+ * cache (named statements of the connection, which a transaction-mode pooler does not keep from one
+ * transaction to the next: 0 turns them off) and whether to `set jit_optimize_above_cost` on each
+ * new connection (a session setting: auth.ts sets it per transaction instead). The first load in a
+ * process decides; a pooled GraphQL after a direct one in the same process (tests) is refused.
+ */
+let preparedStatementsLoaded: boolean | undefined;
+function configureDataplan(pooled: boolean): void {
+  process.env.DATAPLAN_PG_DONT_DISABLE_JIT ??= '1';
+  if (preparedStatementsLoaded === undefined) {
+    if (pooled) process.env.DATAPLAN_PG_PREPARED_STATEMENT_CACHE_SIZE = '0';
+    preparedStatementsLoaded = process.env.DATAPLAN_PG_PREPARED_STATEMENT_CACHE_SIZE !== '0';
+  }
+  if (pooled && preparedStatementsLoaded) throw new Error('internal GraphQL behind a pooler, in a process whose @dataplan/pg prepares statements');
+}
+
+export function createInternalGraphql({ pool, pooled, bounds, tokens, adminApiToken, log }: InternalGraphqlOptions): InternalGraphql {
+  const auth: GraphqlAuth = { pool, bounds, tokens, isAdminToken: adminTokenMatcher(adminApiToken) };
   // The viewer of each authenticated request, read back by the preset's grafast.context.
   const viewers = new WeakMap<Request, Viewer>();
   const running = new Map<SchemaRole, Promise<Running>>();
@@ -56,6 +78,7 @@ export function createInternalGraphql({ pool, tokens, adminApiToken, log }: Inte
     // Grafast reads its mode once, when loaded, and warns unless GRAPHILE_ENV says it: development
     // and tests keep its development checks, anything else runs as production.
     process.env.GRAPHILE_ENV ??= process.env.NODE_ENV === 'development' || process.env.NODE_ENV === 'test' ? process.env.NODE_ENV : 'production';
+    configureDataplan(pooled);
     const [{ postgraphile }, { grafserv }, { internalGraphqlPreset, internalPgService }] = await Promise.all([
       import('postgraphile'),
       import('postgraphile/grafserv/express/v4'),

@@ -21,7 +21,7 @@ import { PostGraphileAmberPreset } from 'postgraphile/presets/amber';
 import { makePgService } from 'postgraphile/adaptors/pg';
 import { GraphQLError } from 'postgraphile/graphql';
 import type {} from 'postgraphile/grafserv/express/v4';
-import { translateDatabaseError } from '../http/database-errors.ts';
+import { timeoutOf, translateDatabaseError } from '../http/database-errors.ts';
 import type { Log } from '../../logger.ts';
 import { ApiError } from '../http/errors.ts';
 import { Xid8CodecPlugin } from './codecs.ts';
@@ -90,7 +90,8 @@ function maskErrorWith(log: Log) {
     const original = error.originalError;
     if (!original || original instanceof GraphQLError) return error;
     const options = { nodes: error.nodes, source: error.source, positions: error.positions, path: error.path, originalError: original };
-    const translated = translateDatabaseError(original);
+    // A statement stopped by GraphQL's own bound keeps its SQLSTATE (57014) for tooling.
+    const translated = timeoutOf(original) ? original : translateDatabaseError(original);
     if (translated instanceof ApiError) {
       return new GraphQLError(translated.message, { ...options, extensions: { code: translated.code } });
     }

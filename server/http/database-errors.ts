@@ -1,6 +1,8 @@
 // Maps failures from PostgreSQL to the HTTP catalog: a stored function's `raise exception using
 // errcode = 'P0001', message = '<CODE>'` becomes that code; known constraints become their codes;
-// a lost or refused connection becomes 503. Anything else is left for the 500 handler.
+// a lost or refused connection becomes 503, and so does a statement that hit the transaction's
+// statement_timeout or lock_timeout (db/request-transaction.ts). Anything else is left for the 500
+// handler.
 import { refusedLimitOf } from '../../db/limit-counts.ts';
 import { isErrorCode } from './catalog.ts';
 import { ApiError, rateLimited } from './errors.ts';
@@ -11,6 +13,21 @@ export const constraintCodes = {
 } as const;
 
 const unavailableErrnos = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EHOSTUNREACH', 'ENOTFOUND', 'EPIPE']);
+
+/**
+ * Which bound a database error says a statement hit: statement_timeout (57014 query_canceled; no
+ * API code cancels a statement otherwise) or lock_timeout (55P03 lock_not_available: no API SQL
+ * asks for NOWAIT); undefined otherwise.
+ */
+export function timeoutOf(error: unknown): 'statement_timeout' | 'lock_timeout' | undefined {
+  const code = (error as { code?: unknown } | null)?.code;
+  if (code === '57014') return 'statement_timeout';
+  if (code === '55P03') return 'lock_timeout';
+  return undefined;
+}
+
+/** After a timeout, try again in a second: the connection is back in the pool, healthy. */
+const timeoutRetrySeconds = '1';
 
 export function translateDatabaseError(error: unknown): unknown {
   if (!(error instanceof Error)) return error;
@@ -25,6 +42,7 @@ export function translateDatabaseError(error: unknown): unknown {
   if (pgError.code === '23505' && pgError.constraint && pgError.constraint in constraintCodes) {
     return new ApiError(constraintCodes[pgError.constraint as keyof typeof constraintCodes]);
   }
+  if (timeoutOf(error)) return new ApiError('SERVICE_UNAVAILABLE', {}, { 'Retry-After': timeoutRetrySeconds });
   if (
     (pgError.code && (unavailableErrnos.has(pgError.code) || /^(08|57P0[123]|53300)/.test(pgError.code))) ||
     /Connection terminated|timeout exceeded when trying to connect/i.test(pgError.message)

@@ -2,7 +2,8 @@
 // paths that are not valid percent-encoding (400),
 // catalogued ApiErrors, database errors mapped by db/errors.ts, and anything else as a bare 500.
 import type { NextFunction, Request, Response } from 'express';
-import { translateDatabaseError } from './database-errors.ts';
+import { timeoutOf, translateDatabaseError } from './database-errors.ts';
+import { routePattern } from './route-name.ts';
 import type { Log } from '../../logger.ts';
 import type { DatabaseOutage } from '../outage.ts';
 import { sendError } from './envelope.ts';
@@ -11,7 +12,11 @@ import { ApiError } from './errors.ts';
 export function errorHandler(log: Log, outage: DatabaseOutage) {
   return (error: unknown, req: Request, res: Response, _next: NextFunction): void => {
     const failure = asApiError(error);
-    if (failure.code === 'SERVICE_UNAVAILABLE' && !(error instanceof ApiError)) {
+    const timeout = timeoutOf(error);
+    if (timeout) {
+      // One line per request that hit a bound: which one, on which route (the request log has the rest).
+      log.warn({ requestId: res.locals.requestId, method: req.method, route: routePattern(req, res), bound: timeout }, `request stopped by ${timeout}: answered 503`);
+    } else if (failure.code === 'SERVICE_UNAVAILABLE' && !(error instanceof ApiError)) {
       outage.refused(error);
     } else if (failure.status >= 500) {
       const cause = error instanceof Error ? { name: error.name, message: error.message, stack: error.stack } : { error };

@@ -26,7 +26,7 @@ async function readStatus(tx: RequestTransaction): Promise<z.input<typeof onboar
     media_completed: boolean;
     phone_confirmed: boolean;
     contacts_synced_at: Date | null;
-  }>('select * from app.onboarding_status()', [], 'onboarding_status');
+  }>('select * from app.onboarding_status()');
   const row = rows[0];
   if (!row) throw new ApiError('USER_NOT_FOUND');
   const nextStep = !row.profile_basics_completed

@@ -16,6 +16,7 @@ import { z } from 'zod';
 import { errorCatalog, type ErrorCode } from '../http/catalog.ts';
 import { ladderText, levelCodes } from '../http/access-levels.ts';
 import type { Endpoint } from '../http/endpoint.ts';
+import { takesIdempotencyKey } from '../http/idempotency.ts';
 import { writeLimitDocs } from '../http/write-limits.ts';
 import { errorExample, exampleOf } from './examples.ts';
 
@@ -84,6 +85,10 @@ export function errorCodes(definition: Endpoint): ErrorCode[] {
   // Bodies, queries and path parameters are checked (a NUL character in a path parameter is 422).
   if (definition.body || definition.query || definition.path.includes('{')) codes.add('VALIDATION_FAILED');
   for (const code of Object.values(definition.ids ?? {})) codes.add(code);
+  // The Idempotency-Key header: its shape (422), a key still running (409) or used for another request (422).
+  if (takesIdempotencyKey(definition)) {
+    for (const code of ['VALIDATION_FAILED', 'IDEMPOTENCY_KEY_IN_USE', 'IDEMPOTENCY_KEY_REUSED'] as const) codes.add(code);
+  }
   // Every operation: a body sent with any request is read as JSON (400 when it is not JSON or the
   // path is not valid percent-encoding, 413 over 64 KiB), the URL and headers have a size limit
   // (431), and the database may be unreachable (503) or something unexpected fail (500).
@@ -133,7 +138,7 @@ function errorResponse(status: number, codes: ErrorCode[], fields: string[], res
     'x-error-codes': codes,
     headers: {
       'X-Request-Id': requestIdHeader,
-      ...(status === 429 || status === 503 ? { 'Retry-After': retryAfterHeader } : {}),
+      ...(status === 429 || status === 503 || codes.includes('IDEMPOTENCY_KEY_IN_USE') ? { 'Retry-After': retryAfterHeader } : {}),
       ...(status === 429 ? rateLimitHeaders : {}),
     },
     content: {
@@ -172,7 +177,11 @@ function responsesOf(definition: Endpoint, components: Components): Operation {
         }
       : {
           description,
-          headers: { 'X-Request-Id': requestIdHeader, ...(countedByLimits(definition) ? rateLimitHeaders : {}) },
+          headers: {
+            'X-Request-Id': requestIdHeader,
+            ...(takesIdempotencyKey(definition) ? { 'Idempotent-Replayed': { $ref: '#/components/headers/Idempotent-Replayed' } } : {}),
+            ...(countedByLimits(definition) ? rateLimitHeaders : {}),
+          },
           content: {
             'application/json': {
               schema: { type: 'object', required: ['success', 'message', 'data'], properties: { success: { const: true }, message: { type: 'string' }, data } },
@@ -202,6 +211,7 @@ function operation({ definition, responses }: Operation, components: Components,
     }
   }
   parameters.push({ $ref: '#/components/parameters/X-Request-Id' }, { $ref: '#/components/parameters/X-Client-Version' });
+  if (takesIdempotencyKey(definition)) parameters.push({ $ref: '#/components/parameters/Idempotency-Key' });
   const body = definition.body ? jsonSchema(definition.body, 'input', components) : undefined;
   const byStatus = new Map<number, ErrorCode[]>();
   for (const code of errorCodes(definition)) {
@@ -257,6 +267,14 @@ const description = [
   'level answers its 403 code. Checks run in this order: token (401), access level (403), request shape (422), then',
   'existence, visibility and state. Every response carries `X-Request-Id` (the client\'s own when it sent a usable one).',
   '',
+  'Retries are safe with `Idempotency-Key` (every POST, PUT, PATCH and DELETE with a bearer token): send a new random',
+  'key (a UUID) with each new request and the same key with each retry of it. A retry gets the first answer byte for',
+  'byte with `Idempotent-Replayed: true` and runs nothing again; while the first still runs it answers 409',
+  'IDEMPOTENCY_KEY_IN_USE (`Retry-After: 1`); the key with another method, path or body answers 422',
+  'IDEMPOTENCY_KEY_REUSED. Keys are the user\'s and live 24 hours. Answers given after the request ran are kept, errors',
+  'included (a 404 or 409 is replayed too); 401, 429 and 5xx answers, and refusals before it ran (401, 403 level,',
+  '422 shape), are not: a retry is checked and runs again.',
+  '',
   'Every `200` answer to a `GET` (the notification stream aside) carries a strong `ETag`, `Cache-Control: private, no-cache` and',
   '`Vary: Authorization`; send the tag back in `If-None-Match` and an unchanged answer is `304 Not Modified` with no body.',
   'Image URLs are signed for the start of the hour and valid two hours, so an unchanged answer keeps its tag within the hour.',
@@ -301,6 +319,10 @@ export function openApiDocument(endpoints: Endpoint[]): JsonSchema {
             'and `t` equal to Retry-After. A request that failed after its limit counted does not count (its answer says so).',
           schema: { type: 'string', maxLength: 1024, example: '"comments";r=119;t=3600' },
         },
+        'Idempotent-Replayed': {
+          description: '`true` on an answer replayed for a retry with the same Idempotency-Key (the request did not run again); absent otherwise.',
+          schema: { type: 'string', const: 'true' },
+        },
       },
       parameters: {
         'X-Request-Id': {
@@ -320,6 +342,19 @@ export function openApiDocument(endpoints: Endpoint[]): JsonSchema {
             'CLIENT_UPDATE_REQUIRED with `details.minimumVersion` and `details.updateUrl`. Without the header, or with one ' +
             'not of this form, the request is served.',
           schema: { type: 'string', maxLength: 64, example: 'ios/2.1.0' },
+        },
+        'Idempotency-Key': {
+          name: 'Idempotency-Key',
+          in: 'header',
+          required: false,
+          description:
+            'Makes a retry safe: a new random key (a UUID) per request, the same key for its retries (1-255 printable ASCII ' +
+            'characters; the user\'s, for 24 hours). A retry with the same method, path and body gets the first answer again, ' +
+            'byte for byte, with `Idempotent-Replayed: true`, and does not run again; 409 IDEMPOTENCY_KEY_IN_USE while the first ' +
+            'still runs (Retry-After: 1); 422 IDEMPOTENCY_KEY_REUSED for another method, path or body. 401, 429 and 5xx answers ' +
+            'are not kept.',
+          schema: { type: 'string', minLength: 1, maxLength: 255, pattern: '^[\\x20-\\x7E]{1,255}$' },
+          example: '3f1c6b1e-8d2a-4c55-9a57-2f0e6c1d9b4a',
         },
       },
       responses: Object.fromEntries(Object.entries(shared).sort(([a], [b]) => a.localeCompare(b))),

@@ -68,12 +68,13 @@ async function castSealed(tx: RequestTransaction, services: Services, viewer: Vi
     const hex = (hubId: string | null) => ballots.seal(postId, hubId, position).toString('hex');
     const params = [postId, ballots.keyId, hex(null), `{${hubs.join(',')}}`, `{${hubs.map(hex).join(',')}}`, String(batch)];
     // A retry is a transaction of its own; app.cast_vote checks its session (queryAndCommit's level).
-    const transaction = attempt === 0 ? tx : new RequestTransaction(pools.api, viewer);
+    // With its commit held (an Idempotency-Key), the failed attempt left the transaction usable: the
+    // retry stays in it, with the key's lock and its kept answer.
+    const transaction = attempt === 0 || tx.commitHeld ? tx : new RequestTransaction(pools.api, viewer, config.apiTimeouts);
     try {
       const { rows } = await transaction.queryAndCommit<CastVote>(
         'select voted_at, hub_ids, global_tally, voter_hub_ids from app.cast_vote($1, $2, $3, $4, $5, $6)',
         params,
-        'cast_vote',
         voteLevel, // app.cast_vote checks the session itself, first (db/sql/votes.sql)
       );
       const vote = rows[0] as CastVote;

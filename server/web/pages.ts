@@ -154,7 +154,7 @@ function firstImage(card: PostCard): string | undefined {
 }
 
 async function anonymousRead<T>(services: Services, read: (tx: RequestTransaction) => Promise<T>): Promise<T> {
-  const tx = new RequestTransaction(services.pools.api, anonymousViewer);
+  const tx = new RequestTransaction(services.pools.api, anonymousViewer, services.config.apiTimeouts);
   try {
     const result = await read(tx);
     await tx.finish(true);

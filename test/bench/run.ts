@@ -2,10 +2,14 @@
 const benchmarks: Record<string, string> = {
   votes: './votes.ts',
   'vote-profile': './vote-profile.ts',
+  'vote-trip': './vote-trip.ts',
   feeds: './feeds.ts',
   live: './live.ts',
   scale: './scale.ts',
+  'scale-out': './scale-out.ts',
   push: './push.ts',
+  idempotency: './idempotency.ts',
+  deploy: './deploy.ts',
 };
 const name = process.argv[2] ?? 'votes';
 const module = benchmarks[name];

@@ -36,7 +36,7 @@ export interface LoadJob {
    * floor: the minimal write a vote needs, one statement in one round trip (a receipt and one of 16
    *   counter slots, in tables of their own);
    * sql: the vote's SQL exactly as the API sends it (RequestTransaction: the viewer's settings and
-   *   app.cast_vote, which checks the session, in one batch with one Sync: one round trip);
+   *   app.cast_vote, which checks the session, and commit, pipelined in one write: one round trip);
    * contract-floor: the smallest SQL that writes exactly the rows the contract makes a vote write
    *   (receipt, scope receipt, sealed ballot, the author's post_voted notification, the activity
    *   event), in the real tables (their triggers included: the unread and vote counters), one
@@ -108,10 +108,10 @@ async function perform(item: LoadItem): Promise<void> {
     }
     case 'sql': {
       if (job.sessionCheck === 'sealed') {
-        // As POST /posts/{postId}/vote sends it: sealed in this process, one batch with one Sync.
+        // As POST /posts/{postId}/vote sends it: sealed in this process, one round trip.
         const tx = new RequestTransaction(pool as pg.Pool, anonymousViewer);
         tx.deferSession(userViewer(item.userId, item.sessionId), 2);
-        await tx.queryAndCommit(sealedVoteText, sealedVoteParams(ballots, item.postId, item.position as BallotPosition, job.batch), 'cast_vote', 2);
+        await tx.queryAndCommit(sealedVoteText, sealedVoteParams(ballots, item.postId, item.position as BallotPosition, job.batch), 2);
         return;
       }
       // As POST /posts/{postId}/vote sends it.
@@ -121,11 +121,11 @@ async function perform(item: LoadItem): Promise<void> {
         await gatePipeline(pool as pg.Pool, viewer, text, [item.postId, item.position]);
         return;
       }
-      // This tree's API (one batch, one Sync), or an older one's session round trip.
+      // This tree's API (one round trip), or an older one's session round trip.
       const tx = new RequestTransaction(pool as pg.Pool, anonymousViewer);
       if (job.sessionCheck === 'cast_vote') tx.deferSession(viewer, 2);
       else if ((await tx.openWithSession(viewer)) === null) throw new Error('session refused');
-      await tx.queryAndCommit(text, [item.postId, item.position], 'cast_vote', job.sessionCheck === 'cast_vote' ? 2 : undefined);
+      await tx.queryAndCommit(text, [item.postId, item.position], job.sessionCheck === 'cast_vote' ? 2 : undefined);
       return;
     }
     case 'session': {

@@ -83,9 +83,9 @@ try {
         if (sealed) {
           const params = sealedVoteParams(box, post, 'left', 5);
           if (i % 2 === 1) [params[3], params[4]] = [`{${data.hubId}}`, `{${box.seal(post, data.hubId, 'left').toString('hex')}}`];
-          await tx.queryAndCommit(sealedVoteText, params, 'cast_vote', 2);
+          await tx.queryAndCommit(sealedVoteText, params, 2);
         } else {
-          await tx.queryAndCommit(text, [post, 'left'], 'cast_vote', statementGateLevel);
+          await tx.queryAndCommit(text, [post, 'left'], statementGateLevel);
         }
       }
     }),

@@ -1,5 +1,5 @@
 // The vote as the API of migrations/frozen/0130 sent it (BENCH_BEFORE of that era; this tree's API sends
-// one batch with one Sync, db/single-sync.ts): the opening with app.session_gate, the prepared
+// the opening, an unnamed cast_vote and commit, db/request-transaction.ts): the opening with app.session_gate, the prepared
 // cast_vote and `commit`, pipelined in one write, three answers.
 import type pg from 'pg';
 import { beginAs, sessionGate, type Viewer } from '../../db/viewer.ts';

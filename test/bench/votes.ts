@@ -12,7 +12,7 @@
 //                (receipt, scope receipt, sealed ballot, the author's notification, the activity
 //                event) in the real tables, one statement, one round trip
 //   sql          the vote's SQL exactly as the API sends it (sealed in the client, the viewer's
-//                settings and cast_vote, which checks the session, one batch with one Sync)
+//                settings and cast_vote, which checks the session, and commit, pipelined: one round trip)
 //   http         POST /posts/{postId}/vote over 1,000 public posts
 //   hot          the same, all on one post
 //   hub          the same over 1,000 public_hub posts of one hub whose members vote

@@ -22,10 +22,12 @@ interface Service {
   command?: string[];
   volumes?: string[];
   networks?: Record<string, { ipv4_address?: string }>;
+  depends_on?: Record<string, { condition?: string }>;
+  healthcheck?: { test?: string[] };
 }
 const compose = parse(readFileSync(path.join(projectRoot, 'docker-compose.yml'), 'utf8'), { merge: true }) as { services: Record<string, Service> };
 const services = compose.services;
-const appServices = Object.entries(services).filter(([, service]) => service.build !== undefined);
+const appServices = Object.entries(services).filter(([, service]) => service.image === 'opinion-backend');
 /** A compose value as the service sees it when the operator sets what `${NAME:?...}` demands. */
 const resolved = (value: string) => value.replace(/\$\{(\w+):\?[^}]*\}/g, 'set-by-operator').replace(/\$\{\w+:-([^}]*)\}/g, '$1');
 
@@ -57,6 +59,30 @@ describe('docker-compose.yml', () => {
     expect(balancer.volumes).toContain('./deploy/Caddyfile:/etc/caddy/Caddyfile:ro');
     expect(caddyfile).toMatch(/reverse_proxy api-1:3000 api-2:3000/);
     expect(caddyfile).toMatch(/health_uri \/readyz/);
+  });
+
+  it('puts PgBouncer in transaction mode in front of PostgreSQL for the API processes; the worker and the migration stay direct', () => {
+    for (const name of ['api-1', 'api-2']) {
+      const service = services[name] as Service;
+      const pooler = new URL(service.environment?.DATABASE_POOLER_URL ?? 'postgres://none');
+      expect(`${pooler.hostname}:${pooler.port}${pooler.pathname}`, name).toBe('pgbouncer:6432/opinion');
+      expect(pooler.username, name).toBe('');
+      expect(service.depends_on?.pgbouncer?.condition, name).toBe('service_healthy');
+    }
+    for (const name of ['worker', 'migrate']) expect(services[name]?.environment?.DATABASE_POOLER_URL, name).toBeUndefined();
+    const pgbouncer = services.pgbouncer as Service;
+    expect(pgbouncer.build).toBe('deploy/pgbouncer');
+    expect(pgbouncer.healthcheck?.test).toContain('pg_isready');
+    const ini = readFileSync(path.join(projectRoot, 'deploy/pgbouncer/pgbouncer.ini'), 'utf8');
+    const setting = (name: string) => new RegExp(`^${name} = (.*)$`, 'm').exec(ini)?.[1];
+    expect(setting('pool_mode')).toBe('transaction');
+    expect(setting('listen_port')).toBe('6432');
+    expect(setting('auth_query')).toMatch(/pg_shadow/);
+    expect(setting('opinion')).toMatch(/host=postgres port=5432 dbname=opinion/);
+    // Debian's PgBouncer, the version the integration tests run against, from a pinned base image.
+    const dockerfile = readFileSync(path.join(projectRoot, 'deploy/pgbouncer/Dockerfile'), 'utf8');
+    expect(dockerfile).toMatch(/^FROM debian:bookworm[\w.-]*$/m);
+    expect(dockerfile).toMatch(/apt-get install .*pgbouncer/);
   });
 
   it('pins every image it pulls, and keeps the metrics on loopback and unpublished', () => {

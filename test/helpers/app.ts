@@ -1,5 +1,8 @@
 // One test file's world: its own database cloned from the migrated template, the real Express app
-// on a real socket, and an owner connection for SQL-level assertions.
+// on a real socket, and an owner connection for SQL-level assertions. With `pooler` (or
+// TEST_THROUGH_POOLER=1 in the environment: vitest.config.ts runs a set of files that way) the API
+// and GraphQL pools go through a real PgBouncer in transaction mode of the file's own
+// (test/helpers/pgbouncer.ts), as DATABASE_POOLER_URL makes them.
 import { randomBytes } from 'node:crypto';
 import type { AddressInfo } from 'node:net';
 import pg from 'pg';
@@ -17,6 +20,7 @@ import { s3Client, type Storage } from '../../server/uploads/storage.ts';
 import { createTaskList } from '../../worker/runner.ts';
 import { databaseUrl } from './global-setup.ts';
 import { createClient, type Client } from './client.ts';
+import { startPgBouncer, type PgBouncer } from './pgbouncer.ts';
 
 /** Test phones +1555000NNNN (N < 500) answer the code 1234 and receive nothing (testCodes: OTP_TEST_CODES for them). */
 export const testOtpCode = '1234';
@@ -36,12 +40,23 @@ export interface TestApp extends Client {
   storage: Storage;
   /** The app's services (the notification hub with its open streams, among others). */
   services: Services;
+  /** The PgBouncer the API and GraphQL pools go through, when started with `pooler`. */
+  pooler: PgBouncer | undefined;
   /** Runs every queued worker job once, as the worker role (graphile-worker runOnce). */
   runJobs(): Promise<void>;
   close(): Promise<void>;
 }
 
-export async function startTestApp(env: Record<string, string> = {}, overrides: ServiceOverrides = {}): Promise<TestApp> {
+export interface TestAppOptions {
+  /** Through a PgBouncer in transaction mode (default: TEST_THROUGH_POOLER=1). */
+  pooler?: boolean;
+}
+
+export async function startTestApp(
+  env: Record<string, string> = {},
+  overrides: ServiceOverrides = {},
+  { pooler: throughPooler = process.env.TEST_THROUGH_POOLER === '1' }: TestAppOptions = {},
+): Promise<TestApp> {
   const adminUrl = inject('adminUrl');
   const database = `opinion_test_${randomBytes(6).toString('hex')}`;
   const admin = new pg.Client({ connectionString: adminUrl });
@@ -69,7 +84,8 @@ export async function startTestApp(env: Record<string, string> = {}, overrides: 
   bucketClient.destroy();
   const objects = await openStorage(config);
   const log = createLogger(config.logLevel);
-  const pools = createPools(ownerUrl);
+  const pooler = throughPooler ? await startPgBouncer(ownerUrl) : undefined;
+  const pools = createPools(ownerUrl, { poolerUrl: pooler?.url });
   const owner = new pg.Pool({ connectionString: ownerUrl, max: 4 });
   // The database is dropped with (force) at close: a client still closing then loses its server.
   survivesServerLoss(owner);
@@ -88,6 +104,7 @@ export async function startTestApp(env: Record<string, string> = {}, overrides: 
     pools,
     storage: objects.storage,
     services,
+    pooler,
     runJobs: () => runOnce({ pgPool: pools.worker, taskList: createTaskList({ storage: objects.storage, ballots: { box: services.ballots, batch: config.ballotBatch } }), logger: workerLogger(log) }),
     async close() {
       await services.notificationHub.stop();
@@ -95,6 +112,7 @@ export async function startTestApp(env: Record<string, string> = {}, overrides: 
       await new Promise((resolve) => server.close(resolve));
       await services.graphql.release();
       await Promise.all([pools.end(), owner.end(), objects.stop()]);
+      await pooler?.close();
       const cleanup = new pg.Client({ connectionString: adminUrl });
       await cleanup.connect();
       await cleanup.query(`drop database if exists ${database} with (force)`);

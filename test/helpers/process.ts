@@ -18,9 +18,10 @@ export interface RunningProcess {
   waitForAfterExit(condition: () => boolean | Promise<boolean>, what: string, timeoutMs?: number): Promise<void>;
 }
 
-export function startProcess(command: string, args: string[], env: Record<string, string>): RunningProcess {
+/** `cwd`: the folder it runs in (this checkout unless given: another release's tree). */
+export function startProcess(command: string, args: string[], env: Record<string, string>, { cwd = projectRoot }: { cwd?: string } = {}): RunningProcess {
   const child = spawn(command, args, {
-    cwd: projectRoot,
+    cwd,
     env: { ...process.env, NODE_ENV: 'development', LOG_LEVEL: 'info', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
     detached: true,

@@ -59,14 +59,18 @@ describe('request logs', () => {
     await client.get('/search/users?q=%2B447700900777', { token: accessToken });
     const author = await userAtLevel(app, 3);
     const post = await createPost(app, author, slider);
-    await client.post(`/posts/${post.id}/vote`, { position: 'strong_right' }, { token: accessToken });
+    // With an Idempotency-Key, sent twice: the kept answer (the tally just after the vote) is replayed, never logged.
+    const key = 'log-probe-idempotency-key';
+    await client.post(`/posts/${post.id}/vote`, { position: 'strong_right' }, { token: accessToken, headers: { 'Idempotency-Key': key } });
+    const replay = await client.post(`/posts/${post.id}/vote`, { position: 'strong_right' }, { token: accessToken, headers: { 'Idempotency-Key': key } });
+    expect(replay.headers.get('idempotent-replayed')).toBe('true');
     await client.post('/auth/session/refresh', { refreshToken });
 
     const text = logged.join('');
     expect(logged.length).toBeGreaterThan(5);
     const line = logged.map((l) => JSON.parse(l)).find((l) => l.requestId === 'log-test-1');
     expect(line).toMatchObject({ method: 'POST', route: '/api/v1/auth/otp/verify', status: 200, msg: 'request' });
-    for (const secret of ['7700900777', accessToken, refreshToken, 'strong_right', 'Secret Name', 'log_probe']) {
+    for (const secret of ['7700900777', accessToken, refreshToken, 'strong_right', 'Secret Name', 'log_probe', key, 'rightCount', 'totalVotes']) {
       expect(text, secret).not.toContain(secret);
     }
     // The 4-digit code as a value of its own (digits of timestamps do not count).

@@ -1,8 +1,9 @@
 // Endpoints whose session check travels with their first statement (sessionCheckWithFirstStatement:
 // the vote and the onboarding status): the same 401/403/422 answers in the same order as every
 // other endpoint, nothing written when the session is refused, and connections left clean. The
-// vote's check is inside app.cast_vote (migrations/frozen/0170), and both requests are one batch with a
-// single Sync (db/single-sync.ts).
+// vote's check is inside app.cast_vote (db/sql/votes.sql), and both requests are one round trip: the
+// opening, the statement and `commit` pipelined in one write (db/request-transaction.ts), nothing of
+// which outlives the transaction on the connection.
 import pg from 'pg';
 import { survivesServerLoss } from '../../db/pools.ts';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -135,7 +136,7 @@ describe('app.session_gate in SQL', () => {
   });
 });
 
-describe('one batch, one Sync: the whole request transaction on one connection', () => {
+describe('one write, one round trip: the whole request transaction on one connection', () => {
   const castVote = 'select voted_at, hub_ids, global_tally from app.cast_vote($1, $2, $3, $4, $5, $6)';
   /** The sealed vote's parameters, as the API sends them for a post placed in no hub. */
   const sealed = (postId: string) => [postId, app.services.ballots.keyId, app.services.ballots.seal(postId, null, 'left').toString('hex'), '{}', '{}', '5'];
@@ -146,10 +147,10 @@ describe('one batch, one Sync: the whole request transaction on one connection',
   }
 
   /** A request's transaction on a pool of one connection (as the API pool: pipelined), and its error code. */
-  async function run(pool: pg.Pool, user: TestUser | null, level: number, text: string, params: string[], name: string, statementGateLevel?: number) {
+  async function run(pool: pg.Pool, user: TestUser | null, level: number, text: string, params: string[], statementGateLevel?: number) {
     const tx = new RequestTransaction(pool, anonymousViewer);
     if (user) tx.deferSession(userViewer(user.id, await sessionOf(user)), level);
-    return tx.queryAndCommit(text, params, name, statementGateLevel).then(
+    return tx.queryAndCommit(text, params, statementGateLevel).then(
       (result) => result.rows,
       (error: { message: string }) => error.message,
     );
@@ -163,38 +164,61 @@ describe('one batch, one Sync: the whole request transaction on one connection',
       const revoked = await loggedOut(2);
       const level1 = await anonymousUser(app);
       const missing = '00000000-0000-4000-8000-000000000000';
-      expect(await run(pool, revoked, 2, castVote, sealed(post.id), 'cast_vote', 2)).toBe('UNAUTHORIZED');
-      expect(await run(pool, revoked, 2, castVote, sealed(missing), 'cast_vote', 2)).toBe('UNAUTHORIZED');
-      expect(await run(pool, level1, 2, castVote, sealed(post.id), 'cast_vote', 2)).toBe('PROFILE_BASICS_REQUIRED');
+      expect(await run(pool, revoked, 2, castVote, sealed(post.id), 2)).toBe('UNAUTHORIZED');
+      expect(await run(pool, revoked, 2, castVote, sealed(missing), 2)).toBe('UNAUTHORIZED');
+      expect(await run(pool, level1, 2, castVote, sealed(post.id), 2)).toBe('PROFILE_BASICS_REQUIRED');
       const voter = await userAtLevel(app, 2);
-      expect(await run(pool, voter, 2, castVote, sealed(missing), 'cast_vote', 2)).toBe('POST_NOT_FOUND');
+      expect(await run(pool, voter, 2, castVote, sealed(missing), 2)).toBe('POST_NOT_FOUND');
       expect(await voteWrites(post.id)).toEqual(before);
       // The same connection, after those failures: the vote counts once.
-      expect(await run(pool, voter, 2, castVote, sealed(post.id), 'cast_vote', 2)).toMatchObject([{ hub_ids: [] }]);
+      expect(await run(pool, voter, 2, castVote, sealed(post.id), 2)).toMatchObject([{ hub_ids: [] }]);
       expect(await voteWrites(post.id)).toMatchObject({ receipts: 1, counted: 1, notifications: 1, events: 1 });
     } finally {
       await pool.end();
     }
   });
 
+  it('holds the commit when asked: the statement runs, the caller adds its own and commits or rolls back', async () => {
+    const post = await createPost(app, author, slider);
+    const before = await voteWrites(post.id);
+    const voter = await userAtLevel(app, 2);
+    for (const commit of [false, true]) {
+      const tx = new RequestTransaction(app.pools.api, anonymousViewer);
+      tx.deferSession(userViewer(voter.id, await sessionOf(voter)), 2);
+      tx.holdCommit();
+      expect((await tx.queryAndCommit(castVote, sealed(post.id), 2)).rows).toMatchObject([{ hub_ids: [] }]);
+      // Still open: the caller's statement sees the vote in the same transaction.
+      const { rows } = await tx.query<{ n: number }>('select count(*)::int as n from app.vote_receipts where post_id = $1', [post.id]);
+      expect(rows).toEqual([{ n: 1 }]);
+      await tx.finish(commit);
+      expect(await voteWrites(post.id)).toEqual(commit ? expect.objectContaining({ receipts: 1, counted: 1 }) : before);
+    }
+  });
+
   it('refuses to leave out the gate for a statement that checks a lower level than the request needs', async () => {
     const tx = new RequestTransaction(app.pools.api, anonymousViewer);
     tx.deferSession(userViewer(author.id, await sessionOf(author)), 3);
-    await expect(tx.queryAndCommit('select 1', ['x'], 'one', 2)).rejects.toThrow('statement gates at level 2, the request needs 3');
+    await expect(tx.queryAndCommit('select 1', ['x'], 2)).rejects.toThrow('statement gates at level 2, the request needs 3');
   });
 
-  it('commits or rolls back at the Sync: no setting or role outlives its request on the connection', async () => {
+  it('commits or rolls back: no setting, role, bound or prepared statement outlives its request on the connection', async () => {
     const pool = authenticatorPool();
     try {
       const probe = "select current_user::text as role, current_setting('app.user_id', true) as user_id, current_setting('app.session_id', true) as session_id";
       const revoked = await loggedOut(1);
-      // A refused gate first, on a fresh connection: the statement behind it is never parsed.
-      expect(await run(pool, revoked, 1, 'select * from app.onboarding_status()', [], 'onboarding_status')).toBe('UNAUTHORIZED');
-      expect(await run(pool, author, 1, 'select access_level from app.onboarding_status()', [], 'onboarding_level')).toEqual([{ access_level: 4 }]);
-      expect(await run(pool, author, 1, probe, [], 'probe')).toEqual([{ role: 'app_user', user_id: author.id, session_id: await sessionOf(author) }]);
-      expect(await run(pool, null, 0, probe, [], 'probe')).toEqual([{ role: 'app_anonymous', user_id: '', session_id: '' }]);
-      const { rows } = await pool.query("select current_user::text as role, current_setting('app.user_id', true) as user_id");
-      expect(rows).toEqual([{ role: 'authenticator', user_id: '' }]);
+      // A refused gate first, on a fresh connection: the statement behind it changes nothing.
+      expect(await run(pool, revoked, 1, 'select * from app.onboarding_status()', [])).toBe('UNAUTHORIZED');
+      expect(await run(pool, author, 1, 'select access_level from app.onboarding_status()', [])).toEqual([{ access_level: 4 }]);
+      const bounded = `${probe}, current_setting('statement_timeout') as statement_timeout, current_setting('lock_timeout') as lock_timeout`;
+      expect(await run(pool, author, 1, bounded, [])).toEqual([
+        { role: 'app_user', user_id: author.id, session_id: await sessionOf(author), statement_timeout: '5s', lock_timeout: '2s' },
+      ]);
+      expect(await run(pool, null, 0, probe, [])).toEqual([{ role: 'app_anonymous', user_id: '', session_id: '' }]);
+      const { rows } = await pool.query(
+        `select current_user::text as role, current_setting('app.user_id', true) as user_id, current_setting('statement_timeout') as statement_timeout,
+                (select count(*) from pg_prepared_statements)::int as prepared`,
+      );
+      expect(rows).toEqual([{ role: 'authenticator', user_id: '', statement_timeout: '0', prepared: 0 }]);
     } finally {
       await pool.end();
     }

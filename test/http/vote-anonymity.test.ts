@@ -3,7 +3,7 @@
 // at a time, each position four times, so every step of the live tally is observable; after each
 // vote the database owner copies every table with its system columns (as a backup, a replica or
 // the WAL would hold them) and the tallier runs whatever is due.
-import { randomBytes } from 'node:crypto';
+import { createHash, randomBytes, randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { BallotBox } from '../../db/ballots.ts';
 import { startTestApp, type TestApp } from '../helpers/app.ts';
@@ -105,7 +105,9 @@ beforeAll(async () => {
   copies.push(await copyEveryTable());
   for (const { user } of voters) {
     const profileBefore = await app.get(`/users/by-username/${user.username}`, { token: observer.token });
-    expect((await vote(app, user, post.id, voters.find((v) => v.user === user)?.position)).status).toBe(201);
+    // Sent as the app's retry layer sends it: with an Idempotency-Key, so the copies hold its kept answer.
+    const position = voters.find((v) => v.user === user)?.position;
+    expect((await app.post(`/posts/${post.id}/vote`, { position }, { token: user.token, headers: { 'Idempotency-Key': randomUUID() } })).status).toBe(201);
     // Whatever tally is due runs now: the copy below sees the database as soon after each vote as can be.
     await app.runJobs();
     copies.push(await copyEveryTable());
@@ -175,6 +177,28 @@ describe('vote anonymity: the attacks of issue 9, each recovering nothing', () =
       [post.id],
     );
     expect(Object.values(rows[0])).toEqual([4, 4, 4, 4, 4]);
+  });
+
+  it('the kept answers of the votes (Idempotency-Key) give the owner neither a tally after each vote nor a position', async () => {
+    const voterIds = new Set(voters.map((v) => v.user.id));
+    const candidates = positions.map((position) => createHash('sha256').update(`POST\n/api/v1/posts/${post.id}/vote\n${JSON.stringify({ position })}`).digest('hex'));
+    let seen = 0;
+    for (const copy of copies) {
+      for (const { row } of copy.get('app_private.idempotent_answers') ?? []) {
+        if (!voterIds.has(row.user_id as string)) continue;
+        seen += 1;
+        // A vote's answer shows the tally just after the vote: kept in the clear, two answers in a row give a position.
+        const body = Buffer.from(String(row.body).slice(2), 'hex');
+        expect(() => JSON.parse(body.toString('utf8'))).toThrow();
+        for (const text of ['Count', 'totalVotes', 'position', post.id, ...positions]) expect(body.includes(text)).toBe(false);
+        // The fingerprint is no plain hash of one of the five possible requests.
+        expect(candidates).not.toContain(String(row.fingerprint).slice(2));
+        expect(Object.keys(row).sort()).toEqual(['body', 'created_at', 'expires_at', 'fingerprint', 'headers', 'key_digest', 'status', 'user_id']);
+      }
+    }
+    // The attack had every vote's kept answer to work on.
+    expect(new Set((copies.at(-1)?.get('app_private.idempotent_answers') ?? []).map((r) => r.row.user_id)).size).toBe(20);
+    expect(seen).toBeGreaterThanOrEqual(20);
   });
 
   it('a sealed ballot does not open without the ballot key, nor for another post or scope', async () => {
