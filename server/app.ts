@@ -70,6 +70,8 @@ export const allEndpoints: Endpoint[] = [
 export function createApp(services: Services): express.Express {
   const app = express();
   app.disable('x-powered-by');
+  // No ETag of Express's own: the API's GET answers carry theirs (server/http/conditional.ts), the
+  // other routes none.
   app.set('etag', false);
   // The client address (req.ip) for per-address limits: the socket's, or a trusted proxy's entry.
   app.set('trust proxy', services.config.trustProxy);
