@@ -296,8 +296,18 @@ function httpUrl(name: string, raw: string | undefined, fallback: string): strin
 function httpUrl(name: string, raw: string | undefined, fallback: undefined): string | undefined;
 function httpUrl(name: string, raw: string | undefined, fallback: string | undefined): string | undefined {
   if (raw === undefined || raw === '') return fallback;
-  if (!URL.canParse(raw) || !/^https?:$/.test(new URL(raw).protocol)) throw new StartupError(`${name} must be an http(s) URL (got "${raw}")`);
+  // At most 1024 characters: the links and signed URLs made from it stay within the API's documented URL length.
+  if (raw.length > 1024 || !URL.canParse(raw) || !/^https?:$/.test(new URL(raw).protocol)) {
+    throw new StartupError(`${name} must be an http(s) URL of at most 1024 characters (got "${raw.slice(0, 200)}")`);
+  }
   return raw.replace(/\/$/, '');
+}
+
+/** TERMS_VERSION: the version of the terms the app shows, at most 64 characters (GET /auth/login-config). */
+function termsVersion(raw: string | undefined): string {
+  if (raw === undefined || raw === '') return '2026-11-01';
+  if (raw.length > 64) throw new StartupError('TERMS_VERSION must be at most 64 characters');
+  return raw;
 }
 
 function databaseUrl(raw: string | undefined): string | undefined {
@@ -423,7 +433,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     workerDeadAfterSeconds: positiveSeconds('WORKER_DEAD_AFTER_SECONDS', env.WORKER_DEAD_AFTER_SECONDS, 10),
     writeLimits: parseWriteLimits(env.WRITE_LIMITS),
     clientVersions: clientVersionSettings(env),
-    termsVersion: env.TERMS_VERSION ?? '2026-11-01',
+    termsVersion: termsVersion(env.TERMS_VERSION),
     logLevel,
     fcm: fcmConfig(env),
   };

@@ -9,6 +9,7 @@ import { otpPolicy } from './otp.ts';
 import { phoneFields, phoneInput } from './phone.ts';
 import { sessionPayload, sessionResponse } from './session.ts';
 import { hashRefreshToken } from './tokens.ts';
+import { text, textMax } from '../http/text.ts';
 
 const tag = 'Auth';
 
@@ -24,6 +25,8 @@ async function requireAddressAllowance(tx: RequestTransaction, bucket: 'otp_requ
   if (wait > 0) throw rateLimited(wait);
 }
 
+const loginMethods = ['phone_otp', 'idp', 'anonymous'] as const;
+
 export const authEndpoints = [
   endpoint({
     method: 'get',
@@ -37,18 +40,18 @@ export const authEndpoints = [
     auth: 'public',
     anyClientVersion: true,
     response: z.object({
-      logoUrl: z.string(),
-      loginMethods: z.array(z.enum(['phone_otp', 'idp', 'anonymous'])),
+      logoUrl: text(textMax.url),
+      loginMethods: z.array(z.enum(loginMethods)).max(loginMethods.length),
       otp: z.object({
         length: z.number(),
         resendAfterSeconds: z.number(),
         expiresInSeconds: z.number(),
         maxAttempts: z.number(),
       }),
-      legal: z.object({ termsUrl: z.string(), privacyUrl: z.string(), termsVersion: z.string() }),
+      legal: z.object({ termsUrl: text(textMax.url), privacyUrl: text(textMax.url), termsVersion: text(64) }),
       minimumClientVersions: z.object({
-        ios: z.string().nullable().describe('The oldest iOS app version served (major.minor.patch), or null.'),
-        android: z.string().nullable().describe('The oldest Android app version served (major.minor.patch), or null.'),
+        ios: text(16).nullable().describe('The oldest iOS app version served (major.minor.patch), or null.'),
+        android: text(16).nullable().describe('The oldest Android app version served (major.minor.patch), or null.'),
       }),
     }),
     async handler({ services: { config } }) {
@@ -108,7 +111,7 @@ export const authEndpoints = [
     body: z
       .strictObject({
         ...phoneFields,
-        code: z.string().regex(/^\d{4}$/, 'Must be 4 digits'),
+        code: z.string().max(4).regex(/^\d{4}$/, 'Must be 4 digits'),
       })
       .transform((value, ctx) => {
         const phone = phoneInput.safeParse({ phoneCountryCode: value.phoneCountryCode, phoneNumber: value.phoneNumber });
@@ -169,7 +172,7 @@ export const authEndpoints = [
       'The same deviceId restores the same user while that user is still anonymous (no phone); otherwise a new anonymous user. ' +
       'One client address makes at most 30 requests here in any 5 minutes (429 RATE_LIMITED).',
     auth: 'public',
-    body: z.strictObject({ deviceId: z.string().regex(/^[A-Za-z0-9._:-]{8,128}$/, '8-128 characters of A-Z a-z 0-9 . _ : -') }),
+    body: z.strictObject({ deviceId: z.string().max(128).regex(/^[A-Za-z0-9._:-]{8,128}$/, '8-128 characters of A-Z a-z 0-9 . _ : -') }),
     response: sessionResponse,
     errors: ['RATE_LIMITED', 'ACCOUNT_SUSPENDED'],
     rateLimits: ['anonymous_session'],

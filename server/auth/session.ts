@@ -4,10 +4,11 @@ import { z } from 'zod';
 import type { RequestTransaction } from '../../db/request-transaction.ts';
 import type { Tokens } from './tokens.ts';
 import { accessTokenSeconds, refreshTokenSeconds } from './tokens.ts';
+import { text, textMax } from '../http/text.ts';
 
 export const sessionResponse = z.object({
-  accessToken: z.string(),
-  refreshToken: z.string(),
+  accessToken: text(textMax.token),
+  refreshToken: text(textMax.token),
   tokenType: z.literal('Bearer'),
   expiresIn: z.number().int(),
   refreshExpiresIn: z.number().int(),

@@ -9,6 +9,7 @@ import type { Storage } from '../uploads/storage.ts';
 import { shapeUserLite, userLite, type UserLiteRow } from '../shapes/user-lite.ts';
 import { maintainedCount } from '../http/counts.ts';
 import { trimmedText } from '../http/validation.ts';
+import { text, textMax } from '../http/text.ts';
 
 const tag = 'Comments';
 
@@ -16,7 +17,7 @@ const comment = z.object({
   id: z.string(),
   postId: z.string(),
   author: userLite,
-  text: z.string(),
+  text: text(textMax.comment),
   parentCommentId: z.string().nullable(),
   replyCount: maintainedCount('replies of this comment that are not deleted (0 on a reply)'),
   createdAt: z.string(),
@@ -113,7 +114,7 @@ export const commentEndpoints = [
     level: 2,
     status: 201,
     ids: { postId: 'POST_NOT_FOUND' },
-    body: z.strictObject({ text: trimmedText(1, 1000), parentCommentId: z.string().max(64).optional() }),
+    body: z.strictObject({ text: trimmedText(1, textMax.comment), parentCommentId: z.string().max(64).optional() }),
     response: comment,
     errors: ['COMMENT_NOT_FOUND'],
     async handler({ body, params, tx, services: { storage } }) {

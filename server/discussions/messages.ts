@@ -6,14 +6,15 @@ import type { RequestTransaction } from '../../db/request-transaction.ts';
 import { micros } from '../http/paging.ts';
 import type { Storage } from '../uploads/storage.ts';
 import { maintainedCount } from '../http/counts.ts';
+import { nullableText, text, textMax } from '../http/text.ts';
 
 export const hubDiscussionAuthor = z
   .object({
     id: z.string().nullable(),
-    displayName: z.string(),
-    profilePhotoUrl: z.string().nullable(),
-    phoneNumber: z.string().nullable(),
-    publicUsername: z.string().nullable(),
+    displayName: text(textMax.name),
+    profilePhotoUrl: nullableText(textMax.url),
+    phoneNumber: nullableText(textMax.phone),
+    publicUsername: nullableText(textMax.handle),
     isFormerMember: z.boolean(),
   })
   .describe(
@@ -27,7 +28,7 @@ export const discussionMessage = z.object({
   discussionId: z.string(),
   parentMessageId: z.string().nullable(),
   author: hubDiscussionAuthor,
-  text: z.string(),
+  text: text(textMax.discussionMessage),
   replyCount: maintainedCount('replies in this message\'s thread (0 on a reply)'),
   createdAt: z.string(),
 });

@@ -11,6 +11,7 @@ import { postCard, readCards } from '../posts/card.ts';
 import { discussionMessage, messageAuthor, messageColumns, shapeMessage, type MessageRow } from './messages.ts';
 import { maintainedCount } from '../http/counts.ts';
 import { trimmedText } from '../http/validation.ts';
+import { textMax } from '../http/text.ts';
 
 const tag = 'Hub discussions';
 const ids = { hubId: 'HUB_NOT_FOUND' } as const;
@@ -147,7 +148,7 @@ export const discussionEndpoints = [
     level: 4,
     status: 201,
     ids,
-    body: z.strictObject({ text: trimmedText(1, 2000), parentMessageId: z.string().max(64).optional() }),
+    body: z.strictObject({ text: trimmedText(1, textMax.discussionMessage), parentMessageId: z.string().max(64).optional() }),
     response: discussionMessage,
     errors: ['HUB_MEMBERSHIP_REQUIRED', 'DISCUSSION_NOT_FOUND', 'MESSAGE_NOT_FOUND'],
     async handler({ body, params, tx, services: { storage } }) {

@@ -5,6 +5,7 @@ import { z } from 'zod';
 import { endpoint } from '../http/endpoint.ts';
 import { fromMicros, micros, pageQuery, pageSchema, toPage } from '../http/paging.ts';
 import { discussionMessage, readPreviews } from './messages.ts';
+import { text, textMax } from '../http/text.ts';
 
 /** Saved discussion preview: up to 3 earliest messages (spec part 8). */
 const previewSize = 3;
@@ -12,10 +13,10 @@ const previewSize = 3;
 const savedDiscussion = z.object({
   discussionId: z.string(),
   hubId: z.string(),
-  hubName: z.string(),
+  hubName: text(textMax.hubName),
   postId: z.string(),
   savedAt: z.string(),
-  preview: z.array(discussionMessage),
+  preview: z.array(discussionMessage).max(previewSize),
 });
 
 interface SavedRow {

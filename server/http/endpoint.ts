@@ -7,6 +7,7 @@ import type { RequestTransaction } from '../../db/request-transaction.ts';
 import type { Viewer } from '../../db/viewer.ts';
 import type { AccessLevel, AuthMode } from './auth.ts';
 import type { ErrorCode } from './catalog.ts';
+import type { PathParameter } from './ids.ts';
 import type { WriteLimitDeclaration } from './write-limits.ts';
 
 type Method = 'get' | 'post' | 'put' | 'patch' | 'delete';
@@ -55,6 +56,8 @@ export interface Endpoint<
   query?: Q;
   /** Path ids and the 404 code an unknown one answers. */
   ids?: Record<string, ErrorCode>;
+  /** Path parameters that are not ids: their form (in the OpenAPI document too) and the 404 another form answers. */
+  pathParameters?: Record<string, PathParameter>;
   status?: 200 | 201 | 202;
   /**
    * An endpoint that answers 201 or 200 by outcome (a creation that finds the record already there):

@@ -8,6 +8,9 @@ import { isUuid } from './ids.ts';
 
 export type CursorValue = (string | number)[];
 
+/** The longest cursor a request may send, so the longest this server issues (positions are a few values). */
+const cursorMaxLength = 1000;
+
 const safeInteger = z.number().int().min(Number.MIN_SAFE_INTEGER).max(Number.MAX_SAFE_INTEGER);
 
 /** The kinds of value a keyset position holds. */
@@ -48,7 +51,7 @@ export function pageQuery<const K extends readonly PositionPart[]>(max: number, 
   return z.object({
     cursor: z
       .string()
-      .max(1000)
+      .max(cursorMaxLength)
       .optional()
       .transform((cursor, ctx) => {
         if (cursor === undefined) return undefined;
@@ -78,7 +81,7 @@ export function toPage<R, T>(rows: R[], limit: number, position: (row: R) => Cur
 }
 
 export function pageSchema<T extends z.ZodType>(item: T) {
-  return z.object({ items: z.array(item), nextCursor: z.string().nullable() });
+  return z.object({ items: z.array(item), nextCursor: z.string().max(cursorMaxLength).nullable() });
 }
 
 /**

@@ -3,15 +3,17 @@
 // raw URL: paths hold ids and queries search terms), status, time, user id. Never bodies, tokens, codes or phone numbers.
 import { randomUUID } from 'node:crypto';
 import type { NextFunction, Request, Response } from 'express';
+import { z } from 'zod';
 import type { Log } from '../../logger.ts';
 import { routePattern } from './route-name.ts';
 
-const usableRequestId = /^[A-Za-z0-9._:-]{1,128}$/;
+/** A usable X-Request-Id (the OpenAPI document's header and parameter are this schema). */
+export const usableRequestId = z.string().max(128).regex(/^[A-Za-z0-9._:-]{1,128}$/);
 
 export function requestContext(log: Log) {
   return (req: Request, res: Response, next: NextFunction): void => {
-    const sent = req.headers['x-request-id'];
-    const requestId = typeof sent === 'string' && usableRequestId.test(sent) ? sent : randomUUID();
+    const sent = usableRequestId.safeParse(req.headers['x-request-id']);
+    const requestId = sent.success ? sent.data : randomUUID();
     res.locals.requestId = requestId;
     res.setHeader('X-Request-Id', requestId);
     const started = process.hrtime.bigint();

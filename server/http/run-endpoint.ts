@@ -108,7 +108,7 @@ async function parseRequest(definition: Endpoint, req: Request, tx: RequestTrans
     if (sent && 'error' in sent) throw new ApiError('VALIDATION_FAILED', { fields: { [idempotencyKeyHeader]: sent.error } });
     const query = definition.query ? parseOrFail(definition.query, req.query) : undefined;
     rejectNul(req.params);
-    const params = requireIds(req.params as Record<string, string>, definition.ids ?? {});
+    const params = requireIds(req.params as Record<string, string>, definition.ids ?? {}, definition.pathParameters);
     return { body, query, params, key: sent && 'key' in sent ? sent.key : undefined };
   } catch (error) {
     await tx.client();

@@ -29,7 +29,8 @@ export function fieldErrors(error: z.ZodError): Record<string, string> {
       continue;
     }
     const key = issue.path.length > 0 ? issue.path.join('.') : '(body)';
-    fields[key] ??= issue.code === 'invalid_type' && issue.input === undefined ? 'Required' : issue.message;
+    // At most the envelope's message length (the OpenAPI document's ErrorDetails says 200).
+    fields[key] ??= issue.code === 'invalid_type' && issue.input === undefined ? 'Required' : issue.message.slice(0, 200);
   }
   return fields;
 }

@@ -11,11 +11,13 @@ import {
   hubName,
   hubResponse,
   invitationResult,
+  inviteesMax,
   readHub,
   requireHubRole,
   shapeInvitation,
   type InvitationRow,
 } from './shape.ts';
+import { text, textMax } from '../http/text.ts';
 
 const tag = 'Hubs';
 const ids = { hubId: 'HUB_NOT_FOUND' } as const;
@@ -50,9 +52,9 @@ export const hubCoreEndpoints = [
       profileAssetId: z.string().max(64),
       description: hubDescription.optional(),
       customLink: customLink.optional(),
-      initialInvitees: z.array(phoneInput).min(1).max(50).optional(),
+      initialInvitees: z.array(phoneInput).min(1).max(inviteesMax).optional(),
     }),
-    response: z.object({ hubId: z.string(), role: z.literal('super_admin'), initialInvitations: z.array(invitationResult) }),
+    response: z.object({ hubId: z.string(), role: z.literal('super_admin'), initialInvitations: z.array(invitationResult).max(inviteesMax) }),
     errors: ['HUB_LINK_TAKEN'],
     async handler({ body, tx, services: { config } }) {
       await requireHubPhoto(tx, body.profileAssetId);
@@ -122,7 +124,7 @@ export const hubCoreEndpoints = [
     level: 4,
     ids,
     body: z.strictObject({ customLink }),
-    response: z.object({ customLink: z.string() }),
+    response: z.object({ customLink: text(textMax.customLink) }),
     errors: ['HUB_ADMIN_REQUIRED', 'HUB_LINK_TAKEN'],
     async handler({ body, params, tx }) {
       const { rows } = await tx.query<{ link: string }>('select app.set_hub_link($1, $2) as link', [params.hubId, body.customLink]);

@@ -6,7 +6,8 @@ import { endpoint } from '../http/endpoint.ts';
 import { ApiError } from '../http/errors.ts';
 import { fromMicros, micros, pageQuery, pageSchema, toPage } from '../http/paging.ts';
 import { shapeUserLite, userLite, type UserLiteRow } from '../shapes/user-lite.ts';
-import { invitationResult, requireHubRole, shapeInvitation, type InvitationRow } from './shape.ts';
+import { invitationResult, inviteesMax, requireHubRole, shapeInvitation, type InvitationRow } from './shape.ts';
+import { text, textMax } from '../http/text.ts';
 
 const tag = 'Hub invitations';
 
@@ -16,7 +17,7 @@ type ListedStatus = (typeof invitationStatuses)[number] | 'expired';
 
 const invitationListItem = z.object({
   id: z.string(),
-  maskedPhoneNumber: z.string(),
+  maskedPhoneNumber: text(textMax.phone),
   status: z.enum([...invitationStatuses, 'expired']),
   invitedBy: userLite,
   createdAt: z.string(),
@@ -40,8 +41,8 @@ export const hubInvitationEndpoints = [
     level: 4,
     status: 201,
     ids: { hubId: 'HUB_NOT_FOUND' },
-    body: z.strictObject({ invitees: z.array(phoneInput).min(1).max(50) }),
-    response: z.object({ invitations: z.array(invitationResult) }),
+    body: z.strictObject({ invitees: z.array(phoneInput).min(1).max(inviteesMax) }),
+    response: z.object({ invitations: z.array(invitationResult).max(inviteesMax) }),
     errors: ['HUB_MEMBERSHIP_REQUIRED'],
     async handler({ body, params, tx, services: { config } }) {
       const { rows } = await tx.query<InvitationRow>(

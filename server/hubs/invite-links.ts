@@ -4,8 +4,16 @@ import { randomBytes } from 'node:crypto';
 import { z } from 'zod';
 import { endpoint } from '../http/endpoint.ts';
 import { maintainedCount } from '../http/counts.ts';
+import { nullableText, text, textMax } from '../http/text.ts';
 
 const tag = 'Hub invite links';
+
+/**
+ * An invite link's token as this server makes them (18 random bytes, base64url: 24 characters),
+ * with room to grow. A path token of another form was never issued: INVITE_LINK_NOT_FOUND.
+ */
+const tokenMaxLength = 64;
+const token = { schema: z.string().max(tokenMaxLength).regex(/^[A-Za-z0-9_-]+$/), notFound: 'INVITE_LINK_NOT_FOUND' } as const;
 
 export const hubInviteLinkEndpoints = [
   endpoint({
@@ -18,7 +26,7 @@ export const hubInviteLinkEndpoints = [
     level: 4,
     status: 201,
     ids: { hubId: 'HUB_NOT_FOUND' },
-    response: z.object({ token: z.string(), url: z.string(), expiresAt: z.string() }),
+    response: z.object({ token: text(tokenMaxLength), url: text(textMax.url), expiresAt: z.string() }),
     errors: ['HUB_ADMIN_REQUIRED'],
     async handler({ params, tx, services: { config } }) {
       const value = randomBytes(18).toString('base64url');
@@ -35,13 +43,14 @@ export const hubInviteLinkEndpoints = [
     method: 'get',
     path: '/hub-invite-links/{token}',
     tag,
+    pathParameters: { token },
     summary: "An invite link's safe hub preview (any signed-in user)",
     auth: 'bearer',
     response: z.object({
       hubId: z.string(),
-      name: z.string(),
-      description: z.string(),
-      profilePhotoUrl: z.string().nullable(),
+      name: text(textMax.hubName),
+      description: text(textMax.hubDescription),
+      profilePhotoUrl: nullableText(textMax.url),
       memberCount: maintainedCount('active members of the hub'),
     }),
     errors: ['INVITE_LINK_NOT_FOUND', 'INVITE_LINK_EXPIRED'],
@@ -65,6 +74,7 @@ export const hubInviteLinkEndpoints = [
     method: 'post',
     path: '/hub-invite-links/{token}/join-requests',
     tag,
+    pathParameters: { token },
     summary: 'Ask to join through an invite link',
     description:
       'Creates a join request for admin approval (hub_join_request_created to the admins). An existing pending request is ' +

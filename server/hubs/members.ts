@@ -7,6 +7,7 @@ import { encodeCursor, fromMicros, micros, pageQuery, pageSchema, toPage } from 
 import { searchQuery } from '../shapes/user-list-item.ts';
 import type { Storage } from '../uploads/storage.ts';
 import { hubRoles, requireHubRelationship } from './shape.ts';
+import { nullableText, textMax } from '../http/text.ts';
 
 const tag = 'Hub members';
 const ids = { hubId: 'HUB_NOT_FOUND' } as const;
@@ -76,17 +77,17 @@ async function memberPage<T>(storage: Storage, rows: MemberRow[], limit: number,
 
 const memberItem = z.object({
   id: z.string(),
-  name: z.string().nullable(),
-  username: z.string().nullable(),
-  profilePhotoUrl: z.string().nullable(),
-  phoneNumber: z.string().nullable(),
+  name: nullableText(textMax.name),
+  username: nullableText(textMax.handle),
+  profilePhotoUrl: nullableText(textMax.url),
+  phoneNumber: nullableText(textMax.phone),
 }).meta({ id: 'HubMember' });
 
 const adminItem = z.object({
   id: z.string(),
-  name: z.string().nullable(),
-  username: z.string().nullable(),
-  profilePhotoUrl: z.string().nullable(),
+  name: nullableText(textMax.name),
+  username: nullableText(textMax.handle),
+  profilePhotoUrl: nullableText(textMax.url),
   role: z.enum(hubRoles),
 }).meta({ id: 'HubAdmin' });
 

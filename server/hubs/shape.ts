@@ -6,6 +6,7 @@ import { ApiError } from '../http/errors.ts';
 import type { Storage } from '../uploads/storage.ts';
 import { boundedCount, maintainedCount } from '../http/counts.ts';
 import { trimmedText } from '../http/validation.ts';
+import { nullableText, text, textMax } from '../http/text.ts';
 
 export const hubRoles = ['member', 'admin', 'super_admin'] as const;
 export const viewerStatuses = ['member', 'invited', 'pending_admin_approval'] as const;
@@ -16,10 +17,10 @@ export const activeUsers24h = () => boundedCount('members active in the hub in t
 
 export const hubResponse = z.object({
   id: z.string(),
-  name: z.string(),
-  description: z.string(),
-  profilePhotoUrl: z.string().nullable(),
-  customLink: z.string().nullable(),
+  name: text(textMax.hubName),
+  description: text(textMax.hubDescription),
+  profilePhotoUrl: nullableText(textMax.url),
+  customLink: nullableText(textMax.customLink),
   memberCount: maintainedCount('active members of the hub'),
   activeUsers24h: activeUsers24h(),
   viewerStatus: z.enum(viewerStatuses).nullable(),
@@ -82,10 +83,10 @@ export async function requireHubRole(tx: RequestTransaction, hubId: string, role
 
 export const invitationResult = z.object({
   invitationId: z.string(),
-  maskedPhoneNumber: z.string(),
+  maskedPhoneNumber: text(textMax.phone),
   requiresAdminApproval: z.boolean(),
-  inviteUrl: z.string(),
-  shareText: z.string(),
+  inviteUrl: text(textMax.url),
+  shareText: text(textMax.shareText),
   expiresAt: z.string(),
 }).meta({ id: 'HubInvitation' });
 
@@ -110,6 +111,9 @@ export function shapeInvitation(config: Config, hubName: string, row: Invitation
 }
 
 /** Hub fields in request bodies (spec part 8). */
-export const hubName = trimmedText(3, 60);
-export const hubDescription = z.string().max(1000);
-export const customLink = z.string().regex(/^[A-Za-z0-9_-]{3,40}$/, '3-40 characters of letters, digits, _ and -');
+/** The most phone numbers one request invites (a new hub's initialInvitees, an invitation request). */
+export const inviteesMax = 50;
+
+export const hubName = trimmedText(3, textMax.hubName);
+export const hubDescription = z.string().max(textMax.hubDescription);
+export const customLink = z.string().max(textMax.customLink).regex(/^[A-Za-z0-9_-]{3,40}$/, '3-40 characters of letters, digits, _ and -');

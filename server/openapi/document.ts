@@ -10,13 +10,18 @@
 //     (`x-error-codes`, and the envelope's `error.code` narrowed to them), with typed `details`
 //     (`fields` on 422, `retryAfterSeconds` on 429) and the `Retry-After` header on 429 and 503;
 //   * every response declares `X-Request-Id`, and every operation accepts one;
-//   * every body and response carries an example, valid against its schema (examples.ts).
+//   * every body and response carries an example, valid against its schema (examples.ts);
+//   * every request string, array and integer states the bound the server enforces, from the zod
+//     schema that enforces it (path ids from ids.ts, other path parameters from the endpoint's
+//     `pathParameters`), and every integer its format (int32 or int64, by its bounds).
 // Error responses that are the same for many operations are components.responses.
 import { z } from 'zod';
 import { errorCatalog, type ErrorCode } from '../http/catalog.ts';
 import { ladderText, levelCodes } from '../http/access-levels.ts';
 import type { Endpoint } from '../http/endpoint.ts';
 import { takesIdempotencyKey } from '../http/idempotency.ts';
+import { idField } from '../http/ids.ts';
+import { usableRequestId } from '../http/request-context.ts';
 import { writeLimitDocs } from '../http/write-limits.ts';
 import { errorExample, exampleOf } from './examples.ts';
 
@@ -27,6 +32,25 @@ type Components = Record<string, JsonSchema>;
 const idName = /^(id|.*Id|.*_id)$/;
 const idListName = /^.*Ids$/;
 const timeName = /^.*At$/;
+
+/** The longest id (a UUID's 36 characters) and time (RFC 3339 with nanoseconds and an offset) a response holds. */
+const idMaxLength = (z.toJSONSchema(idField) as { maxLength: number }).maxLength;
+const timeMaxLength = '2026-01-01T00:00:00.000000000+00:00'.length;
+/** The longest envelope message (a success message, or an error code's catalogued one): checked below. */
+const messageMaxLength = 200;
+const int32 = 2 ** 31 - 1;
+
+/** Every integer's format, by the bounds its schema states: int32 when they fit, else int64. */
+function integerFormats(schema: unknown): unknown {
+  if (Array.isArray(schema)) return schema.map(integerFormats);
+  if (schema === null || typeof schema !== 'object') return schema;
+  const out = Object.fromEntries(Object.entries(schema as JsonSchema).map(([key, value]) => [key, integerFormats(value)])) as JsonSchema;
+  const isInteger = out.type === 'integer' || (Array.isArray(out.type) && out.type.includes('integer'));
+  if (isInteger && out.format === undefined && typeof out.minimum === 'number' && typeof out.maximum === 'number') {
+    out.format = out.minimum >= -int32 - 1 && out.maximum <= int32 ? 'int32' : 'int64';
+  }
+  return out;
+}
 
 /** Response schemas: open to new fields, with the id and time formats their names promise. */
 function openOutput(schema: unknown, name = ''): unknown {
@@ -50,6 +74,9 @@ function openOutput(schema: unknown, name = ''): unknown {
     if (idName.test(name)) out.format = 'uuid';
     else if (timeName.test(name)) out.format = 'date-time';
   }
+  // The longest an id or a time can be, whatever the field.
+  if (isString && out.maxLength === undefined && out.format === 'uuid') out.maxLength = idMaxLength;
+  if (isString && out.maxLength === undefined && out.format === 'date-time') out.maxLength = timeMaxLength;
   return out;
 }
 
@@ -59,7 +86,7 @@ function openOutput(schema: unknown, name = ''): unknown {
  * differs from the response shape of the same name is kept as `<name>Input`.
  */
 function jsonSchema(schema: z.ZodType, io: 'input' | 'output', components: Components): JsonSchema {
-  const converted = z.toJSONSchema(schema, { io, unrepresentable: 'any', target: 'draft-2020-12' }) as JsonSchema;
+  const converted = integerFormats(z.toJSONSchema(schema, { io, unrepresentable: 'any', target: 'draft-2020-12' })) as JsonSchema;
   const { $schema: _ignored, $defs, ...rest } = (io === 'output' ? openOutput(converted) : converted) as JsonSchema;
   const renamed = new Map<string, string>();
   const definitions = Object.entries(($defs ?? {}) as Components);
@@ -89,6 +116,7 @@ export function errorCodes(definition: Endpoint): ErrorCode[] {
   if (takesIdempotencyKey(definition)) {
     for (const code of ['VALIDATION_FAILED', 'IDEMPOTENCY_KEY_IN_USE', 'IDEMPOTENCY_KEY_REUSED'] as const) codes.add(code);
   }
+  for (const { notFound } of Object.values(definition.pathParameters ?? {})) codes.add(notFound);
   // Every operation: a body sent with any request is read as JSON (400 when it is not JSON or the
   // path is not valid percent-encoding, 413 over 64 KiB), the URL and headers have a size limit
   // (431), and the database may be unreachable (503) or something unexpected fail (500).
@@ -122,7 +150,7 @@ function errorResponse(status: number, codes: ErrorCode[], fields: string[], res
         required: ['code', 'message', 'details'],
         properties: {
           code: codes.length === 1 ? { const: codes[0] } : { enum: codes },
-          message: { type: 'string' },
+          message: { type: 'string', maxLength: messageMaxLength },
           details:
             status === 429
               ? { type: 'object', required: ['retryAfterSeconds'], properties: { retryAfterSeconds: { $ref: '#/components/schemas/RetryAfterSeconds' } } }
@@ -166,8 +194,18 @@ interface Operation {
   data: JsonSchema | undefined;
 }
 
+/** A page's `items` hold at most the largest `limit` its query accepts (server/http/paging.ts). */
+function pageBound(definition: Endpoint, data: JsonSchema | undefined): JsonSchema | undefined {
+  const items = (data?.properties as Record<string, JsonSchema> | undefined)?.items;
+  if (!definition.query || items?.type !== 'array' || items.maxItems !== undefined) return data;
+  const query = z.toJSONSchema(definition.query, { io: 'input', unrepresentable: 'any' }) as { properties?: { limit?: { maximum?: number } } };
+  const maximum = query.properties?.limit?.maximum;
+  if (maximum === undefined) return data;
+  return { ...data, properties: { ...(data?.properties as JsonSchema), items: { ...items, maxItems: maximum } } };
+}
+
 function responsesOf(definition: Endpoint, components: Components): Operation {
-  const data = definition.stream ? undefined : jsonSchema(definition.response, 'output', components);
+  const data = definition.stream ? undefined : pageBound(definition, jsonSchema(definition.response, 'output', components));
   const success = (description: string): JsonSchema =>
     !data
       ? {
@@ -184,7 +222,11 @@ function responsesOf(definition: Endpoint, components: Components): Operation {
           },
           content: {
             'application/json': {
-              schema: { type: 'object', required: ['success', 'message', 'data'], properties: { success: { const: true }, message: { type: 'string' }, data } },
+              schema: {
+                type: 'object',
+                required: ['success', 'message', 'data'],
+                properties: { success: { const: true }, message: { type: 'string', maxLength: messageMaxLength }, data },
+              },
               example: { success: true, message: definition.message ?? 'OK', data: exampleOf(data, components) },
             },
           },
@@ -197,13 +239,11 @@ function responsesOf(definition: Endpoint, components: Components): Operation {
 }
 
 function operation({ definition, responses }: Operation, components: Components, shared: Components): JsonSchema {
-  const parameters: JsonSchema[] = [...definition.path.matchAll(/\{(\w+)\}/g)].map(([, name]) => ({
-    name,
-    in: 'path',
-    required: true,
-    schema: idName.test(name as string) ? { type: 'string', format: 'uuid' } : { type: 'string' },
-    example: exampleOf(idName.test(name as string) ? { type: 'string', format: 'uuid' } : { type: 'string' }, components, name),
-  }));
+  const parameters: JsonSchema[] = [...definition.path.matchAll(/\{(\w+)\}/g)].map(([, name]) => {
+    const form = definition.pathParameters?.[name as string];
+    const schema = form ? jsonSchema(form.schema, 'input', components) : { type: 'string', format: 'uuid', maxLength: idMaxLength };
+    return { name, in: 'path', required: true, schema, example: exampleOf(schema, components, name) };
+  });
   if (definition.query) {
     const schema = jsonSchema(definition.query, 'input', components) as { properties?: Record<string, JsonSchema>; required?: string[] };
     for (const [name, property] of Object.entries(schema.properties ?? {})) {
@@ -254,6 +294,11 @@ function describe(definition: Endpoint): string {
   return [definition.description, limits].filter(Boolean).join(' ');
 }
 
+/** The form of X-Request-Id, as the server reads it (header and parameter). */
+const { $schema: _dialect, ...requestIdSchema } = z.toJSONSchema(usableRequestId) as JsonSchema;
+/** Retry-After and retryAfterSeconds: whole seconds, at most a write limit's window (an int in SQL). */
+const retryAfterSchema = { type: 'integer', format: 'int32', minimum: 1, maximum: int32 };
+
 const description = [
   'The REST API of the mobile app. Every response uses the envelope of spec 2.1: `{ success: true, message, data }`, or',
   '`{ success: false, error: { code, message, details } }` with the status of `code` (one status and one message per code).',
@@ -284,6 +329,9 @@ const description = [
 ].join('\n');
 
 export function openApiDocument(endpoints: Endpoint[]): JsonSchema {
+  const messages = [...endpoints.map((definition) => definition.message ?? 'OK'), ...Object.values(errorCatalog).map(([, message]) => message)];
+  const long = messages.find((message) => message.length > messageMaxLength);
+  if (long) throw new Error(`An envelope message is longer than the document's ${messageMaxLength} characters: ${long}`);
   const components: Components = {};
   const shared: Components = {};
   // All responses first, so response shapes keep the plain component names (see jsonSchema).
@@ -297,16 +345,27 @@ export function openApiDocument(endpoints: Endpoint[]): JsonSchema {
   return {
     openapi: '3.1.0',
     info: { title: 'Opinion-Sharing Service API', version: '0.2.0', description, license: { name: 'Proprietary', identifier: 'LicenseRef-Proprietary' } },
-    servers: [{ url: '/api/v1' }],
+    // The one server is the app's public API (not an internal one).
+    servers: [{ url: '/api/v1', 'x-internal': false }],
     tags,
     components: {
-      securitySchemes: { bearer: { type: 'http', scheme: 'bearer', bearerFormat: 'JWT' } },
+      securitySchemes: {
+        bearer: {
+          type: 'http',
+          scheme: 'bearer',
+          bearerFormat: 'JWT',
+          description:
+            'The access token of a session (POST /auth/otp/verify, /auth/idp/token, /auth/anonymous/session, /auth/refresh), a JWS ' +
+            "following RFC8725's practices: one algorithm (HS256; verification accepts no other, never `none`), typed (its `typ` " +
+            'claim says access; refresh tokens are not JWTs) and short-lived (`exp` is required; the session says `expiresIn`).',
+        },
+      },
       headers: {
         'X-Request-Id': {
           description: "The request's id: the client's own X-Request-Id when it sent a usable one, else a new UUID. Logged with the request.",
-          schema: { type: 'string', pattern: '^[A-Za-z0-9._:-]{1,128}$' },
+          schema: requestIdSchema,
         },
-        'Retry-After': { description: 'Seconds to wait before trying again.', schema: { type: 'integer', minimum: 1 } },
+        'Retry-After': { description: 'Seconds to wait before trying again.', schema: retryAfterSchema },
         'RateLimit-Policy': {
           description:
             'The limits that count this operation (draft-ietf-httpapi-ratelimit-headers): `"<name>";q=<count>;w=<window seconds>`, ' +
@@ -330,7 +389,7 @@ export function openApiDocument(endpoints: Endpoint[]): JsonSchema {
           in: 'header',
           required: false,
           description: 'An id of the client for this request (1-128 characters of A-Z a-z 0-9 . _ : -), echoed in the response and the log.',
-          schema: { type: 'string', pattern: '^[A-Za-z0-9._:-]{1,128}$' },
+          schema: requestIdSchema,
         },
         'X-Client-Version': {
           name: 'X-Client-Version',
@@ -367,11 +426,11 @@ export function openApiDocument(endpoints: Endpoint[]): JsonSchema {
             fields: {
               type: 'object',
               description: '422 VALIDATION_FAILED: for each refused request field, by its JSON path (`slider.leftLabel`), a message.',
-              additionalProperties: { type: 'string' },
+              additionalProperties: { type: 'string', maxLength: messageMaxLength },
             },
             retryAfterSeconds: { $ref: '#/components/schemas/RetryAfterSeconds' },
-            minimumVersion: { type: 'string', description: '426 CLIENT_UPDATE_REQUIRED: the oldest app version served on this platform.' },
-            updateUrl: { type: 'string', description: '426 CLIENT_UPDATE_REQUIRED: where the app is updated (CLIENT_UPDATE_URLS).' },
+            minimumVersion: { type: 'string', maxLength: 32, description: '426 CLIENT_UPDATE_REQUIRED: the oldest app version served on this platform.' },
+            updateUrl: { type: 'string', maxLength: 2048, description: '426 CLIENT_UPDATE_REQUIRED: where the app is updated (CLIENT_UPDATE_URLS).' },
           },
         },
         ClientUpdateDetails: {
@@ -379,11 +438,11 @@ export function openApiDocument(endpoints: Endpoint[]): JsonSchema {
           description: '426 CLIENT_UPDATE_REQUIRED: the app is older than the oldest version served on its platform.',
           required: ['minimumVersion', 'updateUrl'],
           properties: {
-            minimumVersion: { type: 'string', description: 'The oldest version served (major.minor.patch).', example: '2.1.0' },
-            updateUrl: { type: 'string', description: 'Where the app is updated (CLIENT_UPDATE_URLS).', example: 'https://apps.apple.com/app/id0000000000' },
+            minimumVersion: { type: 'string', maxLength: 32, description: 'The oldest version served (major.minor.patch).', example: '2.1.0' },
+            updateUrl: { type: 'string', maxLength: 2048, description: 'Where the app is updated (CLIENT_UPDATE_URLS).', example: 'https://apps.apple.com/app/id0000000000' },
           },
         },
-        RetryAfterSeconds: { type: 'integer', minimum: 1, description: '429 RATE_LIMITED: seconds until the request may succeed (the Retry-After header says the same).' },
+        RetryAfterSeconds: { ...retryAfterSchema, description: '429 RATE_LIMITED: seconds until the request may succeed (the Retry-After header says the same).' },
       },
     },
     paths,

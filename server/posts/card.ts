@@ -6,19 +6,20 @@ import type { RequestTransaction } from '../../db/request-transaction.ts';
 import type { BallotBox, SealedTally } from '../../db/ballots.ts';
 import type { Storage } from '../uploads/storage.ts';
 import { shapeUserLite, userLite } from '../shapes/user-lite.ts';
-import { distribute, distributionBucket, summarize, tallySql, voteSummary } from '../votes/summary.ts';
+import { distribute, distributionBucket, positions, summarize, tallySql, voteSummary } from '../votes/summary.ts';
 import { maintainedCount } from '../http/counts.ts';
-import { articleKinds, visibilities, type ArticleKind, type Visibility } from './fields.ts';
+import { articleKinds, articleMediaMax, visibilities, type ArticleKind, type Visibility } from './fields.ts';
+import { nullableText, text, textMax } from '../http/text.ts';
 
 const article = z.object({
   kind: z.enum(articleKinds),
-  url: z.string().nullable(),
-  title: z.string().nullable(),
-  text: z.string().nullable(),
-  media: z.array(z.object({ assetId: z.string(), url: z.string().nullable() })),
+  url: nullableText(textMax.articleUrl),
+  title: nullableText(textMax.articleTitle),
+  text: nullableText(textMax.articleText),
+  media: z.array(z.object({ assetId: z.string(), url: nullableText(textMax.url) })).max(articleMediaMax),
 }).meta({ id: 'Article' });
 
-const slider = z.object({ leftLabel: z.string(), rightLabel: z.string() }).meta({ id: 'Slider' });
+const slider = z.object({ leftLabel: text(textMax.sliderLabel), rightLabel: text(textMax.sliderLabel) }).meta({ id: 'Slider' });
 
 /** The enum app.feed_context, in the order a card's context is chosen. */
 export const feedContexts = [
@@ -36,19 +37,19 @@ export const postCard = z.object({
   author: userLite,
   createdAt: z.string(),
   article: article.nullable(),
-  thoughtText: z.string().nullable(),
-  sliderText: z.string().nullable(),
+  thoughtText: nullableText(textMax.thought),
+  sliderText: nullableText(textMax.sliderText),
   slider: slider.nullable(),
   visibility: z.enum(visibilities),
   sourcePostId: z.string().nullable(),
   sourcePost: z
-    .object({ id: z.string(), article: article.nullable(), thoughtText: z.string().nullable(), sliderText: z.string().nullable(), slider: slider.nullable() })
+    .object({ id: z.string(), article: article.nullable(), thoughtText: nullableText(textMax.thought), sliderText: nullableText(textMax.sliderText), slider: slider.nullable() })
     .nullable(),
   repostCount: maintainedCount('reposts of this post that are not deleted'),
   commentCount: maintainedCount('comments on this post, replies included, that are not deleted'),
   viewerVote: z.object({ hasVoted: z.boolean(), votedAt: z.string().nullable() }),
   voteSummary: voteSummary.nullable(),
-  voteDistribution: z.array(distributionBucket).nullable(),
+  voteDistribution: z.array(distributionBucket).max(positions.length).nullable(),
   viewerSaved: z.boolean(),
   feedContext: z.enum(feedContexts).nullable(),
 }).meta({ id: 'PostCard' });

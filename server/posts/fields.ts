@@ -1,8 +1,13 @@
 // Post request fields (spec 2.3; contract section 7).
 import { z } from 'zod';
-import { uuidPattern } from '../http/ids.ts';
+import { idField } from '../http/ids.ts';
+import { textMax } from '../http/text.ts';
 
-export const idList = (max: number) => z.array(z.string().regex(uuidPattern, 'Not an id')).max(max);
+export const idList = (max: number) => z.array(idField).max(max);
+
+/** The most hubs a post goes to at once, and the most media of an article. */
+export const postHubsMax = 10;
+export const articleMediaMax = 10;
 
 /** The enum app.post_visibility (test/sql/enums.test.ts holds them equal). */
 export const visibilities = ['public', 'public_hub', 'private_locked_hub'] as const;
@@ -14,10 +19,10 @@ export const articleKinds = ['link', 'media', 'text'] as const;
 export type ArticleKind = (typeof articleKinds)[number];
 
 export const frameFields = {
-  thoughtText: z.string().min(1).max(2000).optional(),
-  sliderText: z.string().min(1).max(260).optional(),
-  slider: z.strictObject({ leftLabel: z.string().min(1).max(40), rightLabel: z.string().min(1).max(40) }).optional(),
-  hubIds: idList(10).optional(),
+  thoughtText: z.string().min(1).max(textMax.thought).optional(),
+  sliderText: z.string().min(1).max(textMax.sliderText).optional(),
+  slider: z.strictObject({ leftLabel: z.string().min(1).max(textMax.sliderLabel), rightLabel: z.string().min(1).max(textMax.sliderLabel) }).optional(),
+  hubIds: idList(postHubsMax).optional(),
 };
 
 interface FrameInput {
@@ -60,10 +65,10 @@ export function checkFrame(value: FrameInput, ctx: z.RefinementCtx): void {
 export const article = z
   .strictObject({
     kind: z.enum(articleKinds),
-    url: z.url({ protocol: /^https?$/ }).max(2048).optional(),
-    title: z.string().min(1).max(300).optional(),
-    text: z.string().min(1).max(10000).optional(),
-    assetIds: idList(10).optional(),
+    url: z.url({ protocol: /^https?$/ }).max(textMax.articleUrl).optional(),
+    title: z.string().min(1).max(textMax.articleTitle).optional(),
+    text: z.string().min(1).max(textMax.articleText).optional(),
+    assetIds: idList(articleMediaMax).optional(),
   })
   .superRefine((value, ctx) => {
     if (value.kind === 'link' && !value.url) ctx.addIssue({ code: 'custom', path: ['url'], message: 'A link article needs a url' });

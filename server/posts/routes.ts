@@ -5,7 +5,8 @@ import { ApiError } from '../http/errors.ts';
 import { fromMicros, micros, pageQuery, pageSchema, toPage } from '../http/paging.ts';
 import type { RequestTransaction } from '../../db/request-transaction.ts';
 import { postCard, readCard, readCards } from './card.ts';
-import { article, checkFrame, frameFields, frameRules, idList, requires, visibility } from './fields.ts';
+import { article, checkFrame, frameFields, frameRules, idList, postHubsMax, requires, visibility } from './fields.ts';
+import { text, textMax } from '../http/text.ts';
 
 const tag = 'Posts';
 const ids = { postId: 'POST_NOT_FOUND' } as const;
@@ -228,8 +229,8 @@ export const postEndpoints = [
     level: 4,
     status: 201,
     ids,
-    body: z.strictObject({ hubIds: idList(10).min(1) }),
-    response: z.object({ postId: z.string(), hubIds: z.array(z.string()) }),
+    body: z.strictObject({ hubIds: idList(postHubsMax).min(1) }),
+    response: z.object({ postId: z.string(), hubIds: z.array(z.string()).max(postHubsMax) }),
     errors: ['SHARE_NOT_ALLOWED', 'HUB_MEMBERSHIP_REQUIRED', 'HUB_NOT_FOUND'],
     async handler({ body, params, tx }) {
       const hubIds = [...new Set(body.hubIds.map((id) => id.toLowerCase()))];
@@ -247,7 +248,7 @@ export const postEndpoints = [
     auth: 'bearer',
     level: 2,
     ids,
-    response: z.object({ url: z.string(), shareText: z.string() }),
+    response: z.object({ url: text(textMax.url), shareText: text(textMax.shareText) }),
     errors: ['SHARE_NOT_ALLOWED'],
     async handler({ params, tx, services: { config } }) {
       const { rows } = await tx.query<{ visibility: string; title: string | null }>(

@@ -4,6 +4,7 @@ import { endpoint } from '../http/endpoint.ts';
 import { pageQuery, pageSchema, toPage } from '../http/paging.ts';
 import { activeUsers24h } from '../hubs/shape.ts';
 import { searchQuery, type UserListRow } from '../shapes/user-list-item.ts';
+import { nullableText, text, textMax } from '../http/text.ts';
 
 const tag = 'Search';
 
@@ -98,10 +99,10 @@ export const hubSearchSql = `
 
 const personResult = z.object({
   id: z.string(),
-  name: z.string().nullable(),
-  username: z.string().nullable(),
-  profilePhotoUrl: z.string().nullable(),
-  bio: z.string().nullable(),
+  name: nullableText(textMax.name),
+  username: nullableText(textMax.handle),
+  profilePhotoUrl: nullableText(textMax.url),
+  bio: nullableText(textMax.bio),
   viewerFollows: z.boolean().optional(),
 }).meta({ id: 'PersonSearchResult' });
 
@@ -148,7 +149,7 @@ export const searchEndpoints = [
     auth: 'bearer',
     level: 4,
     query: pageQuery(50, ['text', 'id']).extend({ q: searchQuery.default('') }),
-    response: pageSchema(z.object({ id: z.string(), name: z.string(), activeUsers24h: activeUsers24h(), isRecommended: z.boolean() })),
+    response: pageSchema(z.object({ id: z.string(), name: text(textMax.hubName), activeUsers24h: activeUsers24h(), isRecommended: z.boolean() })),
     async handler({ query, tx }) {
       const [afterName, afterId] = (query.cursor ?? [null, null]) as [string | null, string | null];
       const { rows } = await tx.query<{ id: string; name: string; key: string; active_users: number; is_recommended: boolean }>(

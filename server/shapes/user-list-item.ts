@@ -4,6 +4,7 @@
 import { z } from 'zod';
 import type { Storage } from '../uploads/storage.ts';
 import { shapeUserLite, type UserLiteRow } from './user-lite.ts';
+import { nullableText, textMax } from '../http/text.ts';
 
 export interface UserListRow extends UserLiteRow {
   bio: string | null;
@@ -13,9 +14,9 @@ export interface UserListRow extends UserLiteRow {
 /** Followers / following (spec 4.4): { id, username, fullName, profilePhotoUrl, viewerFollows }. */
 export const followListItem = z.object({
   id: z.string(),
-  username: z.string().nullable(),
-  fullName: z.string().nullable(),
-  profilePhotoUrl: z.string().nullable(),
+  username: nullableText(textMax.handle),
+  fullName: nullableText(textMax.name),
+  profilePhotoUrl: nullableText(textMax.url),
   viewerFollows: z.boolean(),
 }).meta({ id: 'FollowListItem' });
 

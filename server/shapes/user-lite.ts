@@ -4,12 +4,13 @@
 //   ... left join app.assets a on a.id = u.profile_asset_id
 import { z } from 'zod';
 import type { Storage } from '../uploads/storage.ts';
+import { nullableText, textMax } from '../http/text.ts';
 
 export const userLite = z.object({
   id: z.string(),
-  username: z.string().nullable(),
-  fullName: z.string().nullable(),
-  profilePhotoUrl: z.string().nullable(),
+  username: nullableText(textMax.handle),
+  fullName: nullableText(textMax.name),
+  profilePhotoUrl: nullableText(textMax.url),
 }).meta({ id: 'UserLite' });
 
 export type UserLite = z.input<typeof userLite>;

@@ -4,6 +4,7 @@ import { z } from 'zod';
 import { endpoint } from '../http/endpoint.ts';
 import { ApiError } from '../http/errors.ts';
 import { hasDeclaredType } from './content.ts';
+import { text, textMax } from '../http/text.ts';
 
 const tag = 'Uploads';
 const mib = 1024 * 1024;
@@ -22,13 +23,15 @@ export const uploadRules: Record<(typeof purposes)[number], { contentTypes: read
 };
 
 const purpose = z.enum(purposes);
+/** The largest size of any purpose: the bound of contentLength before the purpose's own. */
+const largestUpload = Math.max(...Object.values(uploadRules).map((rule) => rule.maxBytes));
 
 const asset = z.object({
   assetId: z.string(),
   purpose,
-  contentType: z.string(),
+  contentType: text(textMax.contentType),
   size: z.number().int(),
-  checksum: z.string(),
+  checksum: text(64),
 }).meta({ id: 'Asset' });
 
 export const uploadEndpoints = [
@@ -45,7 +48,7 @@ export const uploadEndpoints = [
     limit: 'uploads',
     level: 2,
     body: z
-      .strictObject({ purpose, contentType: z.string().max(100), contentLength: z.number().int().min(1) })
+      .strictObject({ purpose, contentType: z.string().max(textMax.contentType), contentLength: z.number().int().min(1).max(largestUpload) })
       .superRefine((value, ctx) => {
         const rule = uploadRules[value.purpose];
         if (!rule.contentTypes.includes(value.contentType)) {
@@ -64,9 +67,9 @@ export const uploadEndpoints = [
       }),
     response: z.object({
       uploadId: z.string(),
-      uploadUrl: z.string(),
+      uploadUrl: text(textMax.url),
       method: z.literal('PUT'),
-      headers: z.object({ 'content-type': z.string() }),
+      headers: z.object({ 'content-type': text(textMax.contentType) }),
       expiresAt: z.string(),
     }),
     async handler({ body, tx, services: { storage } }) {
@@ -102,7 +105,7 @@ export const uploadEndpoints = [
     body: z.strictObject({
       uploadId: z.string().max(64),
       purpose,
-      checksum: z.string().regex(/^[0-9a-fA-F]{64}$/, '64 hexadecimal characters'),
+      checksum: z.string().max(64).regex(/^[0-9a-fA-F]{64}$/, '64 hexadecimal characters'),
     }),
     response: asset,
     errors: ['UPLOAD_NOT_FOUND', 'UPLOAD_EXPIRED', 'UPLOAD_OBJECT_MISSING', 'UPLOAD_CHECKSUM_MISMATCH', 'UPLOAD_ALREADY_COMPLETED', 'UPLOAD_PURPOSE_MISMATCH', 'UPLOAD_CONTENT_MISMATCH'],
@@ -140,7 +143,7 @@ export const uploadEndpoints = [
     description: 'For the owner, or for a viewer of a profile, hub or post that uses the asset. The URL lasts 5 minutes.',
     auth: 'bearer',
     ids: { assetId: 'ASSET_NOT_FOUND' },
-    response: z.object({ url: z.string(), expiresAt: z.string() }),
+    response: z.object({ url: text(textMax.url), expiresAt: z.string() }),
     async handler({ params, tx, services: { storage } }) {
       const { rows } = await tx.query<{ object_key: string }>('select object_key from app.assets where id = $1', [params.assetId]);
       const found = rows[0];

@@ -25,7 +25,7 @@ export const deletionEndpoints = [
     status: 202,
     message: 'Accepted',
     response: z.object({
-      scheduledFor: z.string().describe('When the account is purged (ISO-8601 UTC), 30 days after the request.'),
+      scheduledFor: z.iso.datetime().describe('When the account is purged (ISO-8601 UTC), 30 days after the request.'),
     }),
     async handler({ tx }) {
       const { rows } = await tx.query<{ scheduled_for: Date }>('select scheduled_for from app.request_account_deletion()');

@@ -5,6 +5,7 @@
 import { z } from 'zod';
 import { endpoint } from '../http/endpoint.ts';
 import { ApiError } from '../http/errors.ts';
+import { text, textMax } from '../http/text.ts';
 
 const tag = 'Users';
 /** How long the archive's signed URL works. */
@@ -53,7 +54,7 @@ export const exportEndpoints = [
     response: z.object({
       exportId: z.string(),
       status: exportStatus,
-      url: z.string().optional().describe('Present when status is ready.'),
+      url: text(textMax.url).optional().describe('Present when status is ready.'),
       expiresAt: z.string().optional().describe('When url stops working (ISO-8601 UTC); present with url.'),
     }),
     async handler({ params, tx, services: { storage } }) {

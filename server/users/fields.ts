@@ -1,6 +1,7 @@
 // Profile fields shared by onboarding and profile edits (spec 2.2, part 8).
 import { z } from 'zod';
 import { trimmedText } from '../http/validation.ts';
+import { textMax } from '../http/text.ts';
 
 /** A handle as typed: trimmed, lowercased and stripped of a leading @ before the pattern check. */
 export const handle = z
@@ -19,5 +20,5 @@ export function canonicalHandle(value: string): string {
   return value.trim().toLowerCase().replace(/^@/, '');
 }
 
-export const fullName = trimmedText(2, 80);
-export const bio = z.string().max(160).nullable();
+export const fullName = trimmedText(2, textMax.name);
+export const bio = z.string().max(textMax.bio).nullable();

@@ -5,11 +5,12 @@ import { endpoint } from '../http/endpoint.ts';
 import { fromMicros, micros, pageQuery, pageSchema, toPage } from '../http/paging.ts';
 import { hubRoles, viewerStatuses } from '../hubs/shape.ts';
 import { maintainedCount } from '../http/counts.ts';
+import { nullableText, text, textMax } from '../http/text.ts';
 
 const myHub = z.object({
   id: z.string(),
-  name: z.string(),
-  profilePhotoUrl: z.string().nullable(),
+  name: text(textMax.hubName),
+  profilePhotoUrl: nullableText(textMax.url),
   memberCount: maintainedCount('active members of the hub'),
   viewerStatus: z.enum(viewerStatuses),
   viewerRole: z.enum(hubRoles).nullable(),

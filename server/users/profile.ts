@@ -4,13 +4,14 @@ import { z } from 'zod';
 import type { RequestTransaction } from '../../db/request-transaction.ts';
 import type { Storage } from '../uploads/storage.ts';
 import { maintainedCount } from '../http/counts.ts';
+import { nullableText, text, textMax } from '../http/text.ts';
 
 export const publicProfile = z.object({
   id: z.string(),
-  username: z.string().nullable(),
-  fullName: z.string().nullable(),
-  bio: z.string().nullable(),
-  profilePhotoUrl: z.string().nullable(),
+  username: nullableText(textMax.handle),
+  fullName: nullableText(textMax.name),
+  bio: nullableText(textMax.bio),
+  profilePhotoUrl: nullableText(textMax.url),
   counts: z.object({
     followers: maintainedCount('users who follow this user'),
     following: maintainedCount('users this user follows'),
@@ -20,15 +21,15 @@ export const publicProfile = z.object({
     votesCast: maintainedCount("the profile owner's own votes; null for everyone else (next to a live tally it would tell how someone voted)").nullable(),
     votesReceived: maintainedCount("votes on this user's posts that are not deleted (a post's votes leave the count when it is deleted and come back if it is restored)"),
   }),
-  adminHubs: z.array(z.object({ id: z.string(), name: z.string(), profilePhotoUrl: z.string().nullable() })),
+  adminHubs: z.array(z.object({ id: z.string(), name: text(textMax.hubName), profilePhotoUrl: nullableText(textMax.url) })),
   viewer: z.object({ follows: z.boolean(), followedBy: z.boolean(), blocked: z.boolean() }).nullable(),
 }).meta({ id: 'PublicProfile' });
 
 export const ownProfile = publicProfile.extend({
   editable: z.object({
-    fullName: z.string().nullable(),
-    username: z.string().nullable(),
-    bio: z.string().nullable(),
+    fullName: nullableText(textMax.name),
+    username: nullableText(textMax.handle),
+    bio: nullableText(textMax.bio),
     profileAssetId: z.string().nullable(),
   }),
 });

@@ -4,6 +4,7 @@
 import { z } from 'zod';
 import { endpoint } from '../http/endpoint.ts';
 import { ApiError } from '../http/errors.ts';
+import { text } from '../http/text.ts';
 
 const tag = 'Push';
 
@@ -12,7 +13,7 @@ export const pushDevice = z
     id: z.string(),
     provider: z.literal('fcm'),
     platform: z.enum(['ios', 'android']),
-    tokenSuffix: z.string().describe('The last 8 characters of the token (the token itself is never shown).'),
+    tokenSuffix: text(8).describe('The last 8 characters of the token (the token itself is never shown).'),
     createdAt: z.string(),
     lastSeenAt: z.string(),
   })

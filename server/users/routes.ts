@@ -9,6 +9,7 @@ import { trimmedText } from '../http/validation.ts';
 import { ownProfile, publicProfile, readProfile, shapeOwnProfile, shapePublicProfile } from './profile.ts';
 import type { RequestTransaction } from '../../db/request-transaction.ts';
 import type { Storage } from '../uploads/storage.ts';
+import { nullableText, text, textMax } from '../http/text.ts';
 
 const tag = 'Users';
 
@@ -24,11 +25,14 @@ async function requireUsablePhoto(tx: RequestTransaction, assetId: string | null
   if (!rows[0]?.ok) throw unusablePhoto(field);
 }
 
+/** The longest handle a client may type to check (spaces and a leading @ included). */
+const typedHandleMax = 100;
+
 const hubProfile = z.object({
-  displayName: z.string().nullable(),
-  profilePhotoUrl: z.string().nullable(),
+  displayName: nullableText(textMax.name),
+  profilePhotoUrl: nullableText(textMax.url),
   profileAssetId: z.string().nullable(),
-  phoneNumber: z.string().nullable(),
+  phoneNumber: nullableText(textMax.phone),
 });
 
 async function readHubProfile(tx: RequestTransaction, storage: Storage): Promise<z.input<typeof hubProfile>> {
@@ -61,12 +65,13 @@ export const userEndpoints = [
       `alternatives that are free at answer time are returned. At most ${availabilityLimit.hits} checks per ` +
       `${availabilityLimit.windowSeconds} s per user.`,
     auth: 'bearer',
-    body: z.strictObject({ handle: z.string().max(100) }),
+    body: z.strictObject({ handle: z.string().max(typedHandleMax) }),
     response: z.object({
-      handle: z.string(),
+      // The typed handle, canonicalised.
+      handle: text(typedHandleMax),
       available: z.boolean(),
       reason: z.enum(['taken', 'invalid', 'reserved']).nullable(),
-      alternatives: z.array(z.string()).max(3),
+      alternatives: z.array(text(textMax.handle)).max(3),
     }),
     rateLimits: ['handle_availability'],
     errors: ['RATE_LIMITED'],
@@ -142,6 +147,8 @@ export const userEndpoints = [
     summary: 'Public profile by handle',
     description: 'A token is optional and adds the viewer relationship; an invalid token is 401. Never includes phone numbers.',
     auth: 'optional',
+    // A handle's form, as typed (a leading @, any case); another form names nobody.
+    pathParameters: { username: { schema: handle, notFound: 'USER_NOT_FOUND' } },
     response: publicProfile,
     errors: ['USER_NOT_FOUND'],
     async handler({ params, tx, viewer, services: { storage } }) {
@@ -172,7 +179,7 @@ export const userEndpoints = [
     limit: 'other_writes',
     level: 4,
     body: z
-      .strictObject({ displayName: trimmedText(2, 80).optional(), profileAssetId: z.string().max(64).optional() })
+      .strictObject({ displayName: trimmedText(2, textMax.name).optional(), profileAssetId: z.string().max(64).optional() })
       .refine((value) => Object.keys(value).length > 0, { message: 'At least one field is required' })
       .meta({ minProperties: 1 }),
     response: hubProfile,

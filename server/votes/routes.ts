@@ -11,6 +11,7 @@ import type { BallotBox, SealedTally } from '../../db/ballots.ts';
 import type { Viewer } from '../../db/viewer.ts';
 import type { Services } from '../http/endpoint.ts';
 import { distribute, distributionBucket, positions, summarize, tallySql, voteSummary, type Position } from './summary.ts';
+import { text, textMax } from '../http/text.ts';
 
 const tag = 'Votes';
 const ids = { postId: 'POST_NOT_FOUND' } as const;
@@ -150,7 +151,7 @@ export const voteEndpoints = [
       totalVotes: z.number().int(),
       resultsVisible: z.boolean(),
       minimumVotesToShow: z.literal(minimumVotesToShow),
-      buckets: z.array(distributionBucket),
+      buckets: z.array(distributionBucket).max(positions.length),
     }),
     errors: ['POST_NOT_VOTABLE'],
     async handler({ params, tx, services: { ballots } }) {
@@ -214,7 +215,7 @@ export const voteEndpoints = [
     summary: 'Vote summaries per hub, for hubs where you are an active member and the post is placed',
     auth: 'bearer',
     ids,
-    response: z.object({ items: z.array(voteSummary.extend({ hubId: z.string(), hubName: z.string() })) }),
+    response: z.object({ items: z.array(voteSummary.extend({ hubId: z.string(), hubName: text(textMax.hubName) })) }),
     errors: ['POST_NOT_VOTABLE'],
     async handler({ params, tx, services: { ballots } }) {
       await tally(tx, ballots, params.postId as string, null);

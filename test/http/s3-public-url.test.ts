@@ -27,4 +27,14 @@ describe('S3_PUBLIC_URL', () => {
     expect(loadConfig({ PORT: '3410', JWT_SECRET: 'x' }).publicWebBaseUrl).toBe('http://localhost:3410');
     expect(loadConfig({ PORT: '3410', JWT_SECRET: 'x', S3_PORT: '9100' }).s3.publicUrl).toBe('http://127.0.0.1:9100');
   });
+
+  it('refuses a URL setting over 1024 characters and a TERMS_VERSION over 64 (the document bounds the URLs and the version)', async () => {
+    const { loadConfig } = await import('../../config.ts');
+    const long = `https://opinion.example/${'a'.repeat(1001)}`;
+    expect(() => loadConfig({ JWT_SECRET: 'x', PUBLIC_WEB_BASE_URL: long })).toThrow(/PUBLIC_WEB_BASE_URL must be an http\(s\) URL of at most 1024 characters/);
+    expect(() => loadConfig({ JWT_SECRET: 'x', S3_PUBLIC_URL: long })).toThrow(/S3_PUBLIC_URL must be/);
+    expect(loadConfig({ JWT_SECRET: 'x', PUBLIC_WEB_BASE_URL: long.slice(0, 1024) }).publicWebBaseUrl).toHaveLength(1024);
+    expect(() => loadConfig({ JWT_SECRET: 'x', TERMS_VERSION: 'v'.repeat(65) })).toThrow(/TERMS_VERSION must be at most 64 characters/);
+    expect(loadConfig({ JWT_SECRET: 'x', TERMS_VERSION: 'v'.repeat(64) }).termsVersion).toHaveLength(64);
+  });
 });
