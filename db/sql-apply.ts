@@ -348,12 +348,23 @@ function memoKeys(units: readonly Unit[]): { unit: Unit; key: string; statements
   });
 }
 
-async function rawCatalog(client: pg.Client, target: Target): Promise<string> {
-  const { text, values } = rawCatalogQuery(target);
-  // The first column, whatever its name (the ACL targets reuse their fingerprint query).
-  const { rows } = await client.query<Record<string, string | null>>(text, values);
-  return Object.values(rows[0] ?? {})[0] ?? '';
+/** The rows of many targets in one statement (one round trip however many objects db/sql has). */
+async function rawCatalogs(client: pg.Client, targets: readonly Target[]): Promise<string[]> {
+  if (targets.length === 0) return [];
+  const values: unknown[] = [];
+  const parts = targets.map((target, i) => {
+    const query = rawCatalogQuery(target);
+    const base = values.length;
+    values.push(...query.values);
+    const text = query.text.replace(/\$(\d+)/g, (_, n: string) => `$${base + Number(n)}`);
+    return `select ${i} as i, (${text}) as raw`;
+  });
+  const { rows } = await client.query<{ i: number; raw: string | null }>(parts.join('\nunion all\n'), values);
+  const raws: string[] = new Array<string>(targets.length).fill('');
+  for (const row of rows) raws[row.i] = row.raw ?? '';
+  return raws;
 }
+
 
 /**
  * Brings the database's db/sql objects to the statements' definitions, changing only what differs
@@ -367,10 +378,11 @@ export async function applySqlStatements(client: pg.Client, url: string, stateme
   const keyed = memoKeys(all);
   // Only what changed in its file or in the database since the runner last applied it is compared.
   const pending = new Set<Unit>();
-  for (const { unit, key, statements } of keyed) {
+  const before = await rawCatalogs(client, keyed.map(({ unit }) => unit.target));
+  keyed.forEach(({ unit, key, statements }, i) => {
     const recorded = memo.get(key);
-    if (!recorded || recorded.statements !== statements || recorded.catalog !== (await rawCatalog(client, unit.target))) pending.add(unit);
-  }
+    if (!recorded || recorded.statements !== statements || recorded.catalog !== before[i]) pending.add(unit);
+  });
   const units = all.filter((unit) => pending.has(unit));
   const changed: string[] = [];
   const firstPhase = units.filter((unit) => lockFreeKinds.has(unit.target.kind) && unit.target.kind !== 'relation-acl');
@@ -417,15 +429,14 @@ export async function applySqlStatements(client: pg.Client, url: string, stateme
 
   // What each compared object is now, for the next run.
   if (units.length > 0) {
-    await client.query('begin');
-    for (const { unit, key, statements } of keyed) {
-      if (!pending.has(unit)) continue;
-      await client.query(
-        'insert into public.sql_objects (key, statements, catalog) values ($1, $2, $3) on conflict (key) do update set statements = excluded.statements, catalog = excluded.catalog',
-        [key, statements, await rawCatalog(client, unit.target)],
-      );
-    }
-    await client.query('commit');
+    const recorded = keyed.filter(({ unit }) => pending.has(unit));
+    const after = await rawCatalogs(client, recorded.map(({ unit }) => unit.target));
+    await client.query(
+      `insert into public.sql_objects (key, statements, catalog)
+       select * from unnest($1::text[], $2::text[], $3::text[])
+       on conflict (key) do update set statements = excluded.statements, catalog = excluded.catalog`,
+      [recorded.map(({ key }) => key), recorded.map(({ statements }) => statements), after],
+    );
   }
   return { changed, orphans: await orphansOf(client, all) };
 }

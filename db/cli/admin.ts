@@ -227,7 +227,9 @@ const notFound = new Set(['USER_NOT_FOUND', 'POST_NOT_FOUND', 'HUB_NOT_FOUND', '
 const config = loadConfig();
 let database: Database | undefined;
 const running = config.databaseUrl ? undefined : runningEmbeddedUrl(config.dataDir);
-const url = running ?? (database = await openDatabase(config)).ownerUrl;
+// Tooling does not migrate a database it is pointed at (`npm run migrate` does); the embedded one is
+// brought up to date when it is started for the command.
+const url = running ?? (database = await openDatabase({ ...config, migrateOnStart: false })).ownerUrl;
 const client = new pg.Client({ connectionString: url });
 let exitCode = 0;
 try {
