@@ -82,6 +82,12 @@ export interface Config {
   workerDeadAfterSeconds: number;
   /** Overrides of the per-user write limits (server/http/write-limits.ts), by name. */
   writeLimits: Record<string, { max: number; windowSeconds: number }>;
+  /**
+   * The update gate (server/http/client-version.ts): the oldest app version served per platform
+   * (MIN_CLIENT_VERSIONS; null: every version) and where an older app is sent to update
+   * (CLIENT_UPDATE_URLS).
+   */
+  clientVersions: { minimum: ClientPlatforms<string | null>; updateUrls: ClientPlatforms<string | null> };
   termsVersion: string;
   logLevel: string;
   /** Push through FCM HTTP v1 (contract 12); undefined: no service account, push is off. */
@@ -140,6 +146,49 @@ export type OtpSenderSetting =
   | { kind: 'twilio'; accountSid: string; authToken: string; from: string; apiUrl: string };
 
 type Env = Record<string, string | undefined>;
+
+/** The app platforms of X-Client-Version (`<ios|android>/<major.minor.patch>`). */
+export const clientPlatforms = ['ios', 'android'] as const;
+export type ClientPlatform = (typeof clientPlatforms)[number];
+export type ClientPlatforms<T> = Record<ClientPlatform, T>;
+/** A version as the app sends it: major.minor.patch, each a whole number without leading zeros. */
+export const clientVersionPattern = /^(0|[1-9]\d{0,8})\.(0|[1-9]\d{0,8})\.(0|[1-9]\d{0,8})$/;
+
+/**
+ * `platform:value` pairs, comma-separated, each platform at most once (MIN_CLIENT_VERSIONS,
+ * CLIENT_UPDATE_URLS); a value may itself hold colons (a URL).
+ */
+function platformPairs(name: string, raw: string | undefined, valid: (value: string) => boolean, what: string): ClientPlatforms<string | null> {
+  const values: ClientPlatforms<string | null> = { ios: null, android: null };
+  for (const entry of (raw ?? '').split(',').map((e) => e.trim()).filter(Boolean)) {
+    const colon = entry.indexOf(':');
+    const platform = entry.slice(0, colon);
+    const value = entry.slice(colon + 1).trim();
+    if (colon < 0 || !(clientPlatforms as readonly string[]).includes(platform) || !valid(value)) {
+      throw new StartupError(`${name} entries are <ios|android>:<${what}>, comma-separated (got "${entry}")`);
+    }
+    if (values[platform as ClientPlatform] !== null) throw new StartupError(`${name} names ${platform} twice`);
+    values[platform as ClientPlatform] = value;
+  }
+  return values;
+}
+
+function clientVersionSettings(env: Env): Config['clientVersions'] {
+  // Bounded as the OpenAPI document states them (32 and 1024 characters).
+  const minimum = platformPairs('MIN_CLIENT_VERSIONS', env.MIN_CLIENT_VERSIONS, (v) => v.length <= 32 && clientVersionPattern.test(v), 'major.minor.patch');
+  const updateUrls = platformPairs(
+    'CLIENT_UPDATE_URLS',
+    env.CLIENT_UPDATE_URLS,
+    (v) => v.length <= 1024 && URL.canParse(v) && /^[a-z][a-z0-9+.-]*:$/.test(new URL(v).protocol),
+    'absolute URL of at most 1024 characters',
+  );
+  for (const platform of clientPlatforms) {
+    if (minimum[platform] !== null && updateUrls[platform] === null) {
+      throw new StartupError(`MIN_CLIENT_VERSIONS sets ${platform} but CLIENT_UPDATE_URLS gives no ${platform} URL to send older apps to`);
+    }
+  }
+  return { minimum, updateUrls };
+}
 
 /**
  * What the service cannot run without when NODE_ENV=production, where nothing is embedded and no
@@ -410,6 +459,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     },
     workerDeadAfterSeconds: positiveSeconds('WORKER_DEAD_AFTER_SECONDS', env.WORKER_DEAD_AFTER_SECONDS, 10),
     writeLimits: parseWriteLimits(env.WRITE_LIMITS),
+    clientVersions: clientVersionSettings(env),
     termsVersion: termsVersion(env.TERMS_VERSION),
     logLevel,
     fcm: fcmConfig(env),

@@ -68,14 +68,34 @@ export function createLogger(level: string, output: LogOutput | pino.Destination
 const workerRetryLines =
   /^(Error with notify listener|Error occurred attempting to UNLISTEN|Error occurred releasing client|Failed to reset locked; we'll try again|Cron hit an error; restarting)/;
 
-/** graphile-worker's logger interface, writing to the process logger. */
+/** graphile-worker's line for every job that succeeded: routine, so a debug line. */
+const workerRoutineLines = /^Completed task /;
+
+/**
+ * A job as a log line shows it: its id, task, attempts and queue, never its payload (hundreds of
+ * characters of ids on every line; the row in graphile_worker.jobs holds it while the job is
+ * pending or failing).
+ */
+function jobSummary(job: unknown): unknown {
+  if (typeof job !== 'object' || job === null) return job;
+  const { id, task_identifier: task, attempts, max_attempts: maxAttempts, queue_name: queue } = job as Record<string, unknown>;
+  return { id, task, attempts, maxAttempts, ...(queue ? { queue } : {}) };
+}
+
+/**
+ * graphile-worker's logger interface, writing to the process logger. Info keeps what an operator
+ * acts on (the worker starting, shutdowns, warnings); a finished job is a debug line; a failed job
+ * is an error line. A job shows as its id, task and attempts, not its payload.
+ */
 export function workerLogger(log: Log, onRetry?: (error: unknown) => void): WorkerLogger {
   return new WorkerLogger((scope) => (level, message, meta) => {
     const child = log.child({ worker: { ...scope } });
     const retry = workerRetryLines.test(message);
     if (retry) onRetry?.((meta as { error?: unknown } | undefined)?.error ?? message);
-    const method = retry ? 'debug' : level === 'error' ? 'error' : level === 'warning' ? 'warn' : level === 'debug' ? 'debug' : 'info';
-    child[method](meta ?? {}, message);
+    const routine = workerRoutineLines.test(message);
+    const method = retry || routine ? 'debug' : level === 'error' ? 'error' : level === 'warning' ? 'warn' : level === 'debug' ? 'debug' : 'info';
+    const fields = meta && 'job' in meta ? { ...meta, job: jobSummary(meta.job) } : (meta ?? {});
+    child[method](fields, message);
   });
 }
 

@@ -15,7 +15,11 @@
 // write limit, checked before the request's statements). A statement that checks the session
 // itself (app.cast_vote) replaces the deferred check. Requests that never touch the database
 // never take a connection.
+//
+// The answers of limit statements (db/limit-counts.ts: a write limit in the prelude, or a handler's
+// own) are kept as they arrive, with whether the transaction committed, for the RateLimit headers.
 import type pg from 'pg';
+import { limitCountsOf, type LimitCount } from './limit-counts.ts';
 import { anonymousViewer, beginAs, sessionGate, sqlLiteral, type Viewer } from './viewer.ts';
 
 /** The bounds of every statement of the transaction (API_STATEMENT_TIMEOUT_MS, API_LOCK_TIMEOUT_MS). */
@@ -45,6 +49,9 @@ export class RequestTransaction {
   #prelude: string[] = [];
   /** queryAndCommit leaves the transaction open (holdCommit). */
   #commitHeld = false;
+  /** What the limit statements of this transaction answered. */
+  #limitCounts: LimitCount[] = [];
+  #committed = false;
 
   constructor(pool: pg.Pool, viewer: Viewer, bounds: TransactionBounds = defaultBounds) {
     this.#pool = pool;
@@ -54,6 +61,11 @@ export class RequestTransaction {
 
   get viewer(): Viewer {
     return this.#viewer;
+  }
+
+  /** The limits this transaction counted under (their statements' answers), and whether it committed. */
+  get limitCounts(): { counts: LimitCount[]; committed: boolean } {
+    return { counts: this.#limitCounts, committed: this.#committed };
   }
 
   /**
@@ -189,6 +201,7 @@ export class RequestTransaction {
     const stream = client.connection.stream;
     stream.cork();
     let opened = this.#opened;
+    const sentOpening = !opened;
     const leading: Promise<unknown>[] = [];
     if (!opened) {
       const gate = this.#gateLevel === null ? [] : [sessionGate(this.#gateLevel)];
@@ -210,6 +223,11 @@ export class RequestTransaction {
     const [openingOutcome, ...outcomes] = await Promise.allSettled([opened, ...leading, ...results]);
     const committedOutcome = committed && (await committed.then(() => undefined, (error: unknown) => ({ error })));
     if (commit) client.release(committedOutcome !== undefined);
+    // Limit answers of what this message carried (an opening sent before is not read again).
+    for (const outcome of [...(sentOpening ? [openingOutcome] : []), ...outcomes]) {
+      if (outcome?.status === 'fulfilled') this.#limitCounts.push(...limitCountsOf(outcome.value as pg.QueryResult | pg.QueryResult[]));
+    }
+    this.#committed = commit && committedOutcome === undefined && [openingOutcome, ...outcomes].every((outcome) => outcome?.status === 'fulfilled');
     if (openingOutcome?.status === 'rejected') {
       this.#viewer = anonymousViewer;
       throw openingOutcome.reason;
@@ -248,6 +266,7 @@ export class RequestTransaction {
     this.#client = undefined;
     try {
       await client.query(commit ? 'commit' : 'rollback');
+      this.#committed = commit;
       client.release();
     } catch (error) {
       client.release(true);

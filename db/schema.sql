@@ -942,24 +942,16 @@ COMMENT ON FUNCTION app.complete_upload(p_upload_id uuid, p_purpose app.upload_p
 --
 
 CREATE FUNCTION app.consume_address_limit(p_bucket text, p_address text) RETURNS integer
-    LANGUAGE plpgsql SECURITY DEFINER
+    LANGUAGE sql SECURITY DEFINER
     SET search_path TO 'pg_catalog'
-    AS $$
-begin
-  if p_bucket not in ('otp_request', 'anonymous_session') then
-    raise exception 'unknown address limit %', p_bucket;
-  end if;
-  return app_private.consume_sliding_limit(
-    'address:' || p_bucket || ':' || app_private.client_address_key(p_address), 30, interval '5 minutes');
-end
-$$;
+    AS $$ select wait from app.take_address_limit(p_bucket, p_address) $$;
 
 
 --
 -- Name: FUNCTION consume_address_limit(p_bucket text, p_address text); Type: COMMENT; Schema: app; Owner: -
 --
 
-COMMENT ON FUNCTION app.consume_address_limit(p_bucket text, p_address text) IS 'Counts one request of a client address to a limited sign-in endpoint (POST /auth/otp/request, POST /auth/anonymous/session); 0 when allowed, else the seconds to wait (429).';
+COMMENT ON FUNCTION app.consume_address_limit(p_bucket text, p_address text) IS 'Counts one request of a client address to a limited sign-in endpoint; 0 when allowed, else the seconds to wait: app.take_address_limit''s wait (kept for the previous release).';
 
 
 --
@@ -967,32 +959,16 @@ COMMENT ON FUNCTION app.consume_address_limit(p_bucket text, p_address text) IS 
 --
 
 CREATE FUNCTION app.consume_rate_limit(p_bucket text, p_limit integer, p_window_seconds integer) RETURNS integer
-    LANGUAGE plpgsql SECURITY DEFINER
+    LANGUAGE sql SECURITY DEFINER
     SET search_path TO 'pg_catalog'
-    AS $$
-declare
-  v_row app_private.rate_limits;
-  v_window interval := make_interval(secs => p_window_seconds);
-begin
-  insert into app_private.rate_limits as r (key, window_started_at, hits)
-    values (p_bucket || ':' || app.viewer_id(), now(), 1)
-    on conflict (key) do update
-      set hits = case when r.window_started_at <= now() - v_window then 1 else r.hits + 1 end,
-          window_started_at = case when r.window_started_at <= now() - v_window then now() else r.window_started_at end
-    returning r.* into v_row;
-  if v_row.hits <= p_limit then
-    return 0;
-  end if;
-  return greatest(1, ceil(extract(epoch from v_row.window_started_at + v_window - now())))::int;
-end
-$$;
+    AS $$ select wait from app.take_rate_limit(p_bucket, p_limit, p_window_seconds) $$;
 
 
 --
 -- Name: FUNCTION consume_rate_limit(p_bucket text, p_limit integer, p_window_seconds integer); Type: COMMENT; Schema: app; Owner: -
 --
 
-COMMENT ON FUNCTION app.consume_rate_limit(p_bucket text, p_limit integer, p_window_seconds integer) IS 'Counts one hit of the viewer in a fixed-window bucket; 0 when allowed, else the seconds to wait (429 RATE_LIMITED with Retry-After). Used by POST /users/handles/availability (server/users/routes.ts).';
+COMMENT ON FUNCTION app.consume_rate_limit(p_bucket text, p_limit integer, p_window_seconds integer) IS 'Counts one hit of the viewer in a fixed-window bucket; 0 when allowed, else the seconds to wait: app.take_rate_limit''s wait (kept for the previous release).';
 
 
 --
@@ -1002,36 +978,18 @@ COMMENT ON FUNCTION app.consume_rate_limit(p_bucket text, p_limit integer, p_win
 CREATE FUNCTION app.consume_write_limit(p_name text, p_max integer, p_window_seconds integer, p_hub_ids uuid[] DEFAULT NULL::uuid[]) RETURNS void
     LANGUAGE plpgsql SECURITY DEFINER
     SET search_path TO 'pg_catalog'
-    AS $_$
-declare
-  v_viewer uuid := app.viewer_id();
-  v_window interval := make_interval(secs => p_window_seconds);
-  v_wait int := 0;
-  v_hub uuid;
+    AS $$
 begin
-  if v_viewer is null or p_name !~ '^[a-z_]+$' or p_max < 1 or p_window_seconds < 1 then
-    raise exception 'invalid write limit %', p_name;
-  end if;
-  if p_hub_ids is null then
-    v_wait := app_private.consume_sliding_limit('write:' || p_name || ':' || v_viewer, p_max, v_window);
-  else
-    -- In hub order, so that two writes naming the same hubs lock their rows in the same order.
-    for v_hub in select distinct h from unnest(p_hub_ids) h order by h loop
-      v_wait := greatest(v_wait, app_private.consume_sliding_limit('write:' || p_name || ':' || v_viewer || ':' || v_hub, p_max, v_window));
-    end loop;
-  end if;
-  if v_wait > 0 then
-    raise exception using errcode = 'P0001', message = 'RATE_LIMITED', detail = v_wait::text;
-  end if;
+  perform app.take_write_limit(p_name, p_max, p_window_seconds, p_hub_ids);
 end
-$_$;
+$$;
 
 
 --
 -- Name: FUNCTION consume_write_limit(p_name text, p_max integer, p_window_seconds integer, p_hub_ids uuid[]); Type: COMMENT; Schema: app; Owner: -
 --
 
-COMMENT ON FUNCTION app.consume_write_limit(p_name text, p_max integer, p_window_seconds integer, p_hub_ids uuid[]) IS 'Counts one write of the viewer under a named limit, alone or in each hub given; raises RATE_LIMITED with the seconds in DETAIL when full (429). Sent before the writes of limited endpoints (server/http/write-limits.ts: posts, comments, discussion messages, follows, blocks, shares, reports, invitations, join requests, uploads, hubs).';
+COMMENT ON FUNCTION app.consume_write_limit(p_name text, p_max integer, p_window_seconds integer, p_hub_ids uuid[]) IS 'Counts one write of the viewer under a named limit (app.take_write_limit, answering nothing); raises RATE_LIMITED when full. Kept for the previous release.';
 
 
 --
@@ -1773,7 +1731,7 @@ CREATE FUNCTION app.hub_message_visible(p_message app.hub_discussion_messages, p
     LANGUAGE sql STABLE
     AS $$
   select p_message.hub_id = any (p_active_hub_ids)
-     and (p_message.author_id is null or not p_message.author_id = any (p_block_list))
+     and (p_message.author_id is null or not p_message.author_id = any (select unnest(p_block_list)))
 $$;
 
 
@@ -1914,8 +1872,8 @@ CREATE FUNCTION app.is_member_of_post_target(p_post_id uuid, p_user_id uuid) RET
 begin
   return exists (
     select from app.post_hubs ph
-    join app.hub_memberships m on m.hub_id = ph.hub_id and m.user_id = p_user_id
-    where ph.post_id = p_post_id and ph.kind = 'target');
+    cross join lateral app_private.active_member(ph.hub_id, p_user_id) m
+    where ph.post_id = p_post_id and ph.kind = 'target' and m.active);
 end
 $$;
 
@@ -1924,7 +1882,7 @@ $$;
 -- Name: FUNCTION is_member_of_post_target(p_post_id uuid, p_user_id uuid); Type: COMMENT; Schema: app; Owner: -
 --
 
-COMMENT ON FUNCTION app.is_member_of_post_target(p_post_id uuid, p_user_id uuid) IS 'Whether a user has a membership of a hub the post was targeted to (a security-definer probe, so the posts policy reads memberships the viewer may not). Used by app.post_visible_to.';
+COMMENT ON FUNCTION app.is_member_of_post_target(p_post_id uuid, p_user_id uuid) IS 'Whether a user is an active member (a membership, at access level 4) of a hub the post was targeted to (spec 2.3 rule 14, part 5; a security-definer probe, so the posts policy reads memberships the viewer may not). Used by app.post_visible_to.';
 
 
 --
@@ -2926,30 +2884,16 @@ COMMENT ON FUNCTION app.request_account_deletion(OUT scheduled_for timestamp wit
 --
 
 CREATE FUNCTION app.request_data_export(OUT export_id uuid, OUT status text) RETURNS record
-    LANGUAGE plpgsql SECURITY DEFINER
+    LANGUAGE sql SECURITY DEFINER
     SET search_path TO 'pg_catalog'
-    AS $$
-declare
-  v_user uuid := app.viewer_id();
-  v_last timestamptz;
-begin
-  perform pg_advisory_xact_lock(hashtextextended('data_export:' || v_user, 0));
-  select max(e.requested_at) into v_last from app_private.data_exports e where e.user_id = v_user and e.status <> 'failed';
-  if v_last > now() - interval '24 hours' then
-    raise exception using errcode = 'P0001', message = 'RATE_LIMITED',
-      detail = greatest(1, ceil(extract(epoch from v_last + interval '24 hours' - now())))::int::text;
-  end if;
-  insert into app_private.data_exports (user_id) values (v_user) returning id, data_exports.status into export_id, status;
-  perform graphile_worker.add_job('export_account', json_build_object('exportId', export_id), job_key => 'export_account:' || export_id);
-end
-$$;
+    AS $$ select e.export_id, e.status from app.start_data_export() e $$;
 
 
 --
 -- Name: FUNCTION request_data_export(OUT export_id uuid, OUT status text); Type: COMMENT; Schema: app; Owner: -
 --
 
-COMMENT ON FUNCTION app.request_data_export(OUT export_id uuid, OUT status text) IS 'POST /users/me/exports (server/users/exports.ts): queues an export of the viewer''s data (worker task export_account), at most one per 24 hours (RATE_LIMITED with the seconds to wait; concurrent requests of one user serialised on an advisory lock).';
+COMMENT ON FUNCTION app.request_data_export(OUT export_id uuid, OUT status text) IS 'Queues an export of the viewer''s data: app.start_data_export without its limit columns. Kept for the previous release.';
 
 
 --
@@ -3349,6 +3293,43 @@ COMMENT ON FUNCTION app.share_post_to_hubs(p_post_id uuid, p_hub_ids uuid[]) IS 
 
 
 --
+-- Name: start_data_export(); Type: FUNCTION; Schema: app; Owner: -
+--
+
+CREATE FUNCTION app.start_data_export(OUT export_id uuid, OUT status text, OUT rate_limit text, OUT quota integer, OUT window_seconds integer, OUT remaining integer, OUT reset_seconds integer) RETURNS record
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog'
+    AS $$
+declare
+  v_user uuid := app.viewer_id();
+  v_last timestamptz;
+begin
+  rate_limit := 'data_exports';
+  quota := 1;
+  window_seconds := 86400;
+  perform pg_advisory_xact_lock(hashtextextended('data_export:' || v_user, 0));
+  select max(e.requested_at) into v_last from app_private.data_exports e where e.user_id = v_user and e.status <> 'failed';
+  if v_last > now() - make_interval(secs => window_seconds) then
+    raise exception using errcode = 'P0001', message = 'RATE_LIMITED',
+      detail = greatest(1, ceil(extract(epoch from v_last + make_interval(secs => window_seconds) - now())))::int::text,
+      hint = json_build_object('rateLimit', rate_limit, 'quota', quota, 'windowSeconds', window_seconds)::text;
+  end if;
+  insert into app_private.data_exports (user_id) values (v_user) returning id, data_exports.status into export_id, status;
+  perform graphile_worker.add_job('export_account', json_build_object('exportId', export_id), job_key => 'export_account:' || export_id);
+  remaining := 0;
+  reset_seconds := window_seconds;
+end
+$$;
+
+
+--
+-- Name: FUNCTION start_data_export(OUT export_id uuid, OUT status text, OUT rate_limit text, OUT quota integer, OUT window_seconds integer, OUT remaining integer, OUT reset_seconds integer); Type: COMMENT; Schema: app; Owner: -
+--
+
+COMMENT ON FUNCTION app.start_data_export(OUT export_id uuid, OUT status text, OUT rate_limit text, OUT quota integer, OUT window_seconds integer, OUT remaining integer, OUT reset_seconds integer) IS 'POST /users/me/exports (server/users/exports.ts): queues an export of the viewer''s data (worker task export_account), at most one per 24 hours (RATE_LIMITED with the seconds to wait and the limit; concurrent requests of one user serialised on an advisory lock), answering the limit for the RateLimit headers.';
+
+
+--
 -- Name: suspend_user(uuid, integer, text); Type: FUNCTION; Schema: app; Owner: -
 --
 
@@ -3387,6 +3368,122 @@ $$;
 --
 
 COMMENT ON FUNCTION app.suspend_user(p_user_id uuid, p_days integer, p_reason text) IS 'Suspends a user for p_days days (null: for good): signed out everywhere, push devices removed, hidden as a deleted account is, sign-in and refresh refused with ACCOUNT_SUSPENDED; a term ends by itself (worker task lift_suspension). Suspending again sets the new term. Admin token only: the GraphQL mutation suspendUser and npm run admin -- users suspend.';
+
+
+--
+-- Name: take_address_limit(text, text); Type: FUNCTION; Schema: app; Owner: -
+--
+
+CREATE FUNCTION app.take_address_limit(p_bucket text, p_address text, OUT wait integer, OUT rate_limit text, OUT quota integer, OUT window_seconds integer, OUT remaining integer, OUT reset_seconds integer) RETURNS record
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog'
+    AS $$
+begin
+  if p_bucket not in ('otp_request', 'anonymous_session') then
+    raise exception 'unknown address limit %', p_bucket;
+  end if;
+  rate_limit := p_bucket;
+  quota := 30;
+  window_seconds := 300;
+  select l.wait, l.remaining, l.reset_seconds into wait, remaining, reset_seconds
+  from app_private.take_sliding_limit(
+    'address:' || p_bucket || ':' || app_private.client_address_key(p_address), quota, make_interval(secs => window_seconds)) l;
+end
+$$;
+
+
+--
+-- Name: FUNCTION take_address_limit(p_bucket text, p_address text, OUT wait integer, OUT rate_limit text, OUT quota integer, OUT window_seconds integer, OUT remaining integer, OUT reset_seconds integer); Type: COMMENT; Schema: app; Owner: -
+--
+
+COMMENT ON FUNCTION app.take_address_limit(p_bucket text, p_address text, OUT wait integer, OUT rate_limit text, OUT quota integer, OUT window_seconds integer, OUT remaining integer, OUT reset_seconds integer) IS 'Counts one request of a client address to a limited sign-in endpoint (POST /auth/otp/request, POST /auth/anonymous/session: 30 in any 5 minutes); wait 0 when allowed, else the seconds to wait (429), with the limit, the requests left and the seconds until one frees (the RateLimit headers).';
+
+
+--
+-- Name: take_rate_limit(text, integer, integer); Type: FUNCTION; Schema: app; Owner: -
+--
+
+CREATE FUNCTION app.take_rate_limit(p_bucket text, p_limit integer, p_window_seconds integer, OUT wait integer, OUT rate_limit text, OUT quota integer, OUT window_seconds integer, OUT remaining integer, OUT reset_seconds integer) RETURNS record
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog'
+    AS $$
+declare
+  v_row app_private.rate_limits;
+  v_window interval := make_interval(secs => p_window_seconds);
+begin
+  insert into app_private.rate_limits as r (key, window_started_at, hits)
+    values (p_bucket || ':' || app.viewer_id(), now(), 1)
+    on conflict (key) do update
+      set hits = case when r.window_started_at <= now() - v_window then 1 else r.hits + 1 end,
+          window_started_at = case when r.window_started_at <= now() - v_window then now() else r.window_started_at end
+    returning r.* into v_row;
+  rate_limit := p_bucket;
+  quota := p_limit;
+  window_seconds := p_window_seconds;
+  remaining := greatest(0, p_limit - v_row.hits);
+  reset_seconds := greatest(1, ceil(extract(epoch from v_row.window_started_at + v_window - now())))::int;
+  wait := case when v_row.hits <= p_limit then 0 else reset_seconds end;
+end
+$$;
+
+
+--
+-- Name: FUNCTION take_rate_limit(p_bucket text, p_limit integer, p_window_seconds integer, OUT wait integer, OUT rate_limit text, OUT quota integer, OUT window_seconds integer, OUT remaining integer, OUT reset_seconds integer); Type: COMMENT; Schema: app; Owner: -
+--
+
+COMMENT ON FUNCTION app.take_rate_limit(p_bucket text, p_limit integer, p_window_seconds integer, OUT wait integer, OUT rate_limit text, OUT quota integer, OUT window_seconds integer, OUT remaining integer, OUT reset_seconds integer) IS 'Counts one hit of the viewer in a fixed-window bucket: wait 0 when allowed, else the seconds to wait (429 RATE_LIMITED with Retry-After), and the hits left and seconds until the window ends (the RateLimit headers). Used by POST /users/handles/availability (server/users/routes.ts).';
+
+
+--
+-- Name: take_write_limit(text, integer, integer, uuid[]); Type: FUNCTION; Schema: app; Owner: -
+--
+
+CREATE FUNCTION app.take_write_limit(p_name text, p_max integer, p_window_seconds integer, p_hub_ids uuid[] DEFAULT NULL::uuid[], OUT rate_limit text, OUT quota integer, OUT window_seconds integer, OUT remaining integer, OUT reset_seconds integer) RETURNS record
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog'
+    AS $_$
+declare
+  v_viewer uuid := app.viewer_id();
+  v_window interval := make_interval(secs => p_window_seconds);
+  v_wait int := 0;
+  v_hub uuid;
+  v_count record;
+begin
+  if v_viewer is null or p_name !~ '^[a-z_]+$' or p_max < 1 or p_window_seconds < 1 then
+    raise exception 'invalid write limit %', p_name;
+  end if;
+  rate_limit := p_name;
+  quota := p_max;
+  window_seconds := p_window_seconds;
+  remaining := p_max;
+  reset_seconds := 0;
+  if p_hub_ids is null then
+    select l.wait, l.remaining, l.reset_seconds into v_wait, remaining, reset_seconds
+    from app_private.take_sliding_limit('write:' || p_name || ':' || v_viewer, p_max, v_window) l;
+  else
+    -- In hub order, so that two writes naming the same hubs lock their rows in the same order.
+    for v_hub in select distinct h from unnest(p_hub_ids) h order by h loop
+      select * into v_count from app_private.take_sliding_limit('write:' || p_name || ':' || v_viewer || ':' || v_hub, p_max, v_window);
+      v_wait := greatest(v_wait, v_count.wait);
+      if v_count.remaining < remaining or (v_count.remaining = remaining and v_count.reset_seconds > reset_seconds) then
+        remaining := v_count.remaining;
+        reset_seconds := v_count.reset_seconds;
+      end if;
+    end loop;
+  end if;
+  if v_wait > 0 then
+    raise exception using errcode = 'P0001', message = 'RATE_LIMITED', detail = v_wait::text,
+      hint = json_build_object('rateLimit', p_name, 'quota', p_max, 'windowSeconds', p_window_seconds)::text;
+  end if;
+end
+$_$;
+
+
+--
+-- Name: FUNCTION take_write_limit(p_name text, p_max integer, p_window_seconds integer, p_hub_ids uuid[], OUT rate_limit text, OUT quota integer, OUT window_seconds integer, OUT remaining integer, OUT reset_seconds integer); Type: COMMENT; Schema: app; Owner: -
+--
+
+COMMENT ON FUNCTION app.take_write_limit(p_name text, p_max integer, p_window_seconds integer, p_hub_ids uuid[], OUT rate_limit text, OUT quota integer, OUT window_seconds integer, OUT remaining integer, OUT reset_seconds integer) IS 'Counts one write of the viewer under a named limit, alone or in each hub given; raises RATE_LIMITED with the seconds in DETAIL and the limit in HINT when full (429), else answers the writes left and the seconds until one frees (the RateLimit headers). Sent before the writes of limited endpoints (server/http/write-limits.ts).';
 
 
 --
@@ -3981,7 +4078,7 @@ $$;
 -- Name: FUNCTION active_member(p_hub_id uuid, p_user_id uuid); Type: COMMENT; Schema: app_private; Owner: -
 --
 
-COMMENT ON FUNCTION app_private.active_member(p_hub_id uuid, p_user_id uuid) IS 'The active membership rule, written once: a membership row, and the member at access level 4. Read by app.is_active_member.';
+COMMENT ON FUNCTION app_private.active_member(p_hub_id uuid, p_user_id uuid) IS 'The active membership rule, written once: a membership row, and the member at access level 4. Read by app.is_active_member and app.is_member_of_post_target.';
 
 
 --
@@ -4408,7 +4505,7 @@ $$;
 -- Name: FUNCTION client_address_key(p_address text); Type: COMMENT; Schema: app_private; Owner: -
 --
 
-COMMENT ON FUNCTION app_private.client_address_key(p_address text) IS 'The key an address-based limit counts a client address under: an IPv4-mapped address as its IPv4 address, any other IPv6 address as its /64. Used by app.consume_address_limit (POST /auth/otp/request, POST /auth/anonymous/session).';
+COMMENT ON FUNCTION app_private.client_address_key(p_address text) IS 'The key an address-based limit counts a client address under: an IPv4-mapped address as its IPv4 address, any other IPv6 address as its /64. Used by app.take_address_limit (POST /auth/otp/request, POST /auth/anonymous/session).';
 
 
 --
@@ -4489,31 +4586,16 @@ COMMENT ON FUNCTION app_private.completable_upload(p_upload_id uuid, p_purpose a
 --
 
 CREATE FUNCTION app_private.consume_sliding_limit(p_key text, p_limit integer, p_window interval) RETURNS integer
-    LANGUAGE plpgsql
+    LANGUAGE sql
     SET search_path TO 'pg_catalog'
-    AS $$
-declare
-  v_hits timestamptz[];
-begin
-  insert into app_private.sliding_limits as l (key, hits) values (p_key, '{}')
-    on conflict (key) do update set key = excluded.key
-    returning l.hits into v_hits;
-  v_hits := array(select h from unnest(v_hits) h where h > now() - p_window order by h);
-  if cardinality(v_hits) >= p_limit then
-    update app_private.sliding_limits l set hits = v_hits where l.key = p_key;
-    return greatest(1, ceil(extract(epoch from v_hits[cardinality(v_hits) - p_limit + 1] + p_window - now())))::int;
-  end if;
-  update app_private.sliding_limits l set hits = v_hits || now() where l.key = p_key;
-  return 0;
-end
-$$;
+    AS $$ select wait from app_private.take_sliding_limit(p_key, p_limit, p_window) $$;
 
 
 --
 -- Name: FUNCTION consume_sliding_limit(p_key text, p_limit integer, p_window interval); Type: COMMENT; Schema: app_private; Owner: -
 --
 
-COMMENT ON FUNCTION app_private.consume_sliding_limit(p_key text, p_limit integer, p_window interval) IS 'The sliding-window limit itself: counts a hit for a key when fewer than p_limit fall in the window, else answers the seconds to wait. Used by app.consume_address_limit, app.request_otp and app.consume_write_limit.';
+COMMENT ON FUNCTION app_private.consume_sliding_limit(p_key text, p_limit integer, p_window interval) IS 'app_private.take_sliding_limit''s wait alone: 0 when the hit is counted, else the seconds to wait. Used by app.request_otp.';
 
 
 --
@@ -8465,6 +8547,44 @@ CREATE FUNCTION app_private.take_notification_dispatch() RETURNS boolean
 --
 
 COMMENT ON FUNCTION app_private.take_notification_dispatch() IS 'Leadership of the notification dispatcher: a session advisory lock one connection of one API process holds (server/sse/dispatcher.ts, every second).';
+
+
+--
+-- Name: take_sliding_limit(text, integer, interval); Type: FUNCTION; Schema: app_private; Owner: -
+--
+
+CREATE FUNCTION app_private.take_sliding_limit(p_key text, p_limit integer, p_window interval, OUT wait integer, OUT remaining integer, OUT reset_seconds integer) RETURNS record
+    LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog'
+    AS $$
+declare
+  v_hits timestamptz[];
+begin
+  insert into app_private.sliding_limits as l (key, hits) values (p_key, '{}')
+    on conflict (key) do update set key = excluded.key
+    returning l.hits into v_hits;
+  v_hits := array(select h from unnest(v_hits) h where h > now() - p_window order by h);
+  if cardinality(v_hits) >= p_limit then
+    update app_private.sliding_limits l set hits = v_hits where l.key = p_key;
+    wait := greatest(1, ceil(extract(epoch from v_hits[cardinality(v_hits) - p_limit + 1] + p_window - now())))::int;
+    remaining := 0;
+    reset_seconds := wait;
+    return;
+  end if;
+  v_hits := v_hits || now();
+  update app_private.sliding_limits l set hits = v_hits where l.key = p_key;
+  wait := 0;
+  remaining := p_limit - cardinality(v_hits);
+  reset_seconds := greatest(1, ceil(extract(epoch from v_hits[1] + p_window - now())))::int;
+end
+$$;
+
+
+--
+-- Name: FUNCTION take_sliding_limit(p_key text, p_limit integer, p_window interval, OUT wait integer, OUT remaining integer, OUT reset_seconds integer); Type: COMMENT; Schema: app_private; Owner: -
+--
+
+COMMENT ON FUNCTION app_private.take_sliding_limit(p_key text, p_limit integer, p_window interval, OUT wait integer, OUT remaining integer, OUT reset_seconds integer) IS 'The sliding-window limit itself: counts a hit for a key when fewer than p_limit fall in the window, else answers the seconds to wait; and the hits left and the seconds until the window frees one (the RateLimit headers). Used by app.take_address_limit, app.request_otp and app.take_write_limit.';
 
 
 --
@@ -12693,7 +12813,7 @@ ALTER TABLE app.comments ENABLE ROW LEVEL SECURITY;
 -- Name: comments comments_select_visible; Type: POLICY; Schema: app; Owner: -
 --
 
-CREATE POLICY comments_select_visible ON app.comments FOR SELECT TO app_anonymous USING (((deleted_at IS NULL) AND (NOT (author_id = ANY (( SELECT app.viewer_block_list() AS viewer_block_list)::uuid[]))) AND app.can_see_post(post_id)));
+CREATE POLICY comments_select_visible ON app.comments FOR SELECT TO app_anonymous USING (((deleted_at IS NULL) AND (NOT ((author_id = ANY (( SELECT app.viewer_block_list() AS viewer_block_list)::uuid[])) AND (cardinality(( SELECT app.viewer_block_list() AS viewer_block_list)) > 0))) AND app.can_see_post(post_id)));
 
 
 --
@@ -12747,7 +12867,7 @@ COMMENT ON POLICY follows_select_admin ON app.follows IS 'Admin tooling (app_adm
 -- Name: follows follows_select_visible; Type: POLICY; Schema: app; Owner: -
 --
 
-CREATE POLICY follows_select_visible ON app.follows FOR SELECT TO app_anonymous USING (((NOT (follower_id = ANY (( SELECT app.viewer_block_list() AS viewer_block_list)::uuid[]))) AND (NOT (followee_id = ANY (( SELECT app.viewer_block_list() AS viewer_block_list)::uuid[])))));
+CREATE POLICY follows_select_visible ON app.follows FOR SELECT TO app_anonymous USING (((NOT ((follower_id = ANY (( SELECT app.viewer_block_list() AS viewer_block_list)::uuid[])) AND (cardinality(( SELECT app.viewer_block_list() AS viewer_block_list)) > 0))) AND (NOT ((followee_id = ANY (( SELECT app.viewer_block_list() AS viewer_block_list)::uuid[])) AND (cardinality(( SELECT app.viewer_block_list() AS viewer_block_list)) > 0)))));
 
 
 --
@@ -14688,11 +14808,43 @@ GRANT ALL ON FUNCTION app.share_post_to_hubs(p_post_id uuid, p_hub_ids uuid[]) T
 
 
 --
+-- Name: FUNCTION start_data_export(OUT export_id uuid, OUT status text, OUT rate_limit text, OUT quota integer, OUT window_seconds integer, OUT remaining integer, OUT reset_seconds integer); Type: ACL; Schema: app; Owner: -
+--
+
+REVOKE ALL ON FUNCTION app.start_data_export(OUT export_id uuid, OUT status text, OUT rate_limit text, OUT quota integer, OUT window_seconds integer, OUT remaining integer, OUT reset_seconds integer) FROM PUBLIC;
+GRANT ALL ON FUNCTION app.start_data_export(OUT export_id uuid, OUT status text, OUT rate_limit text, OUT quota integer, OUT window_seconds integer, OUT remaining integer, OUT reset_seconds integer) TO app_user;
+
+
+--
 -- Name: FUNCTION suspend_user(p_user_id uuid, p_days integer, p_reason text); Type: ACL; Schema: app; Owner: -
 --
 
 REVOKE ALL ON FUNCTION app.suspend_user(p_user_id uuid, p_days integer, p_reason text) FROM PUBLIC;
 GRANT ALL ON FUNCTION app.suspend_user(p_user_id uuid, p_days integer, p_reason text) TO app_admin;
+
+
+--
+-- Name: FUNCTION take_address_limit(p_bucket text, p_address text, OUT wait integer, OUT rate_limit text, OUT quota integer, OUT window_seconds integer, OUT remaining integer, OUT reset_seconds integer); Type: ACL; Schema: app; Owner: -
+--
+
+REVOKE ALL ON FUNCTION app.take_address_limit(p_bucket text, p_address text, OUT wait integer, OUT rate_limit text, OUT quota integer, OUT window_seconds integer, OUT remaining integer, OUT reset_seconds integer) FROM PUBLIC;
+GRANT ALL ON FUNCTION app.take_address_limit(p_bucket text, p_address text, OUT wait integer, OUT rate_limit text, OUT quota integer, OUT window_seconds integer, OUT remaining integer, OUT reset_seconds integer) TO app_anonymous;
+
+
+--
+-- Name: FUNCTION take_rate_limit(p_bucket text, p_limit integer, p_window_seconds integer, OUT wait integer, OUT rate_limit text, OUT quota integer, OUT window_seconds integer, OUT remaining integer, OUT reset_seconds integer); Type: ACL; Schema: app; Owner: -
+--
+
+REVOKE ALL ON FUNCTION app.take_rate_limit(p_bucket text, p_limit integer, p_window_seconds integer, OUT wait integer, OUT rate_limit text, OUT quota integer, OUT window_seconds integer, OUT remaining integer, OUT reset_seconds integer) FROM PUBLIC;
+GRANT ALL ON FUNCTION app.take_rate_limit(p_bucket text, p_limit integer, p_window_seconds integer, OUT wait integer, OUT rate_limit text, OUT quota integer, OUT window_seconds integer, OUT remaining integer, OUT reset_seconds integer) TO app_user;
+
+
+--
+-- Name: FUNCTION take_write_limit(p_name text, p_max integer, p_window_seconds integer, p_hub_ids uuid[], OUT rate_limit text, OUT quota integer, OUT window_seconds integer, OUT remaining integer, OUT reset_seconds integer); Type: ACL; Schema: app; Owner: -
+--
+
+REVOKE ALL ON FUNCTION app.take_write_limit(p_name text, p_max integer, p_window_seconds integer, p_hub_ids uuid[], OUT rate_limit text, OUT quota integer, OUT window_seconds integer, OUT remaining integer, OUT reset_seconds integer) FROM PUBLIC;
+GRANT ALL ON FUNCTION app.take_write_limit(p_name text, p_max integer, p_window_seconds integer, p_hub_ids uuid[], OUT rate_limit text, OUT quota integer, OUT window_seconds integer, OUT remaining integer, OUT reset_seconds integer) TO app_user;
 
 
 --
@@ -16242,6 +16394,13 @@ REVOKE ALL ON FUNCTION app_private.suspended_now(p_state app_private.account_sta
 
 REVOKE ALL ON FUNCTION app_private.take_notification_dispatch() FROM PUBLIC;
 GRANT ALL ON FUNCTION app_private.take_notification_dispatch() TO authenticator;
+
+
+--
+-- Name: FUNCTION take_sliding_limit(p_key text, p_limit integer, p_window interval, OUT wait integer, OUT remaining integer, OUT reset_seconds integer); Type: ACL; Schema: app_private; Owner: -
+--
+
+REVOKE ALL ON FUNCTION app_private.take_sliding_limit(p_key text, p_limit integer, p_window interval, OUT wait integer, OUT remaining integer, OUT reset_seconds integer) FROM PUBLIC;
 
 
 --

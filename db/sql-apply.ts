@@ -20,6 +20,7 @@
 // (`drop function if exists`, `revoke`, or a migration's `drop policy`), written a release after the
 // release that stopped using the object (the expand/contract rule). Policies and triggers on our
 // tables that no file defines are reported.
+import { createHash } from 'node:crypto';
 import type pg from 'pg';
 import { type LockRetryOptions, withLockRetries } from './lock-retry.ts';
 import { commentLiteral, lockedRelation, lockFreeKinds, policyParts, type Statement, type Target, targetKey } from './sql-statements.ts';
@@ -275,12 +276,102 @@ async function orphansOf(client: pg.Client, units: readonly Unit[]): Promise<str
 }
 
 /**
+ * What each object was when the runner last applied it (public.sql_objects): the hash of the
+ * statements that define it and its catalog rows as stored (pg_proc, pg_policy, pg_trigger,
+ * pg_rewrite, pg_description, ACLs: read without locking any table, unlike the deparse functions).
+ * An object whose statements and rows are both as recorded is not compared again, so a run that
+ * changes one function's body reads no table at all; one changed by hand since (its rows differ) is
+ * compared and put back.
+ */
+function rawCatalogQuery(target: Target): { text: string; values: unknown[] } {
+  switch (target.kind) {
+    case 'function':
+      return {
+        text: `select coalesce(string_agg(md5(p::text) || coalesce(d.description, ''), ',' order by p.oid), '') as raw
+                 from pg_proc p left join pg_description d on d.objoid = p.oid and d.classoid = 'pg_proc'::regclass and d.objsubid = 0
+                where p.pronamespace = to_regnamespace($1) and p.proname = $2`,
+        values: [target.schema, target.name],
+      };
+    case 'schema-acl':
+    case 'relation-acl': {
+      const { text, values } = fingerprintQuery(target);
+      return { text: text.replaceAll('$1[1]', '$1'), values };
+    }
+    case 'rows':
+      return { text: `select '' as raw`, values: [] };
+    case 'policy':
+    case 'policy-comment':
+      return {
+        text: `select coalesce((select md5(p::text) || coalesce(d.description, '') from pg_policy p
+                 left join pg_description d on d.objoid = p.oid and d.classoid = 'pg_policy'::regclass
+                where p.polname = $1 and p.polrelid = to_regclass($2)), '') as raw`,
+        values: [target.name, target.table],
+      };
+    case 'trigger':
+    case 'trigger-comment':
+      return {
+        text: `select coalesce((select md5(t::text) || coalesce(d.description, '') from pg_trigger t
+                 left join pg_description d on d.objoid = t.oid and d.classoid = 'pg_trigger'::regclass
+                where t.tgname = $1 and t.tgrelid = to_regclass($2)), '') as raw`,
+        values: [target.name, target.table],
+      };
+    case 'view':
+    case 'view-comment':
+      return {
+        text: `select coalesce((select md5(r.ev_action::text) || coalesce(c.reloptions::text, '') || coalesce(d.description, '')
+                 from pg_class c join pg_rewrite r on r.ev_class = c.oid
+                 left join pg_description d on d.objoid = c.oid and d.classoid = 'pg_class'::regclass and d.objsubid = 0
+                where c.oid = to_regclass($1)), '') as raw`,
+        values: [target.view],
+      };
+    case 'row-security':
+      return {
+        text: `select coalesce((select c.relrowsecurity::text || c.relforcerowsecurity::text from pg_class c where c.oid = to_regclass($1)), '') as raw`,
+        values: [target.table],
+      };
+  }
+}
+
+interface Memo {
+  statements: string;
+  catalog: string;
+}
+
+/** Each unit's memo key (its key, numbered when one object has several units) and the hash of its statements. */
+function memoKeys(units: readonly Unit[]): { unit: Unit; key: string; statements: string }[] {
+  const seen = new Map<string, number>();
+  return units.map((unit) => {
+    const n = (seen.get(unit.key) ?? 0) + 1;
+    seen.set(unit.key, n);
+    const statements = createHash('sha256').update(unit.statements.map((statement) => statement.text).join('\n;\n')).digest('hex');
+    return { unit, key: n === 1 ? unit.key : `${unit.key} #${n}`, statements };
+  });
+}
+
+async function rawCatalog(client: pg.Client, target: Target): Promise<string> {
+  const { text, values } = rawCatalogQuery(target);
+  // The first column, whatever its name (the ACL targets reuse their fingerprint query).
+  const { rows } = await client.query<Record<string, string | null>>(text, values);
+  return Object.values(rows[0] ?? {})[0] ?? '';
+}
+
+/**
  * Brings the database's db/sql objects to the statements' definitions, changing only what differs
  * (above). `client` is the owner's connection, outside a transaction; `url` its connection string (the
  * lock watcher's connection).
  */
 export async function applySqlStatements(client: pg.Client, url: string, statements: readonly Statement[], options: LockRetryOptions): Promise<SqlApplyResult> {
-  const units = unitsOf(statements);
+  const all = unitsOf(statements);
+  await client.query('create table if not exists public.sql_objects (key text primary key, statements text not null, catalog text not null)');
+  const memo = new Map((await client.query<Memo & { key: string }>('select key, statements, catalog from public.sql_objects')).rows.map((row) => [row.key, row]));
+  const keyed = memoKeys(all);
+  // Only what changed in its file or in the database since the runner last applied it is compared.
+  const pending = new Set<Unit>();
+  for (const { unit, key, statements } of keyed) {
+    const recorded = memo.get(key);
+    if (!recorded || recorded.statements !== statements || recorded.catalog !== (await rawCatalog(client, unit.target))) pending.add(unit);
+  }
+  const units = all.filter((unit) => pending.has(unit));
   const changed: string[] = [];
   const firstPhase = units.filter((unit) => lockFreeKinds.has(unit.target.kind) && unit.target.kind !== 'relation-acl');
   const relationGrants = units.filter((unit) => unit.target.kind === 'relation-acl');
@@ -324,5 +415,17 @@ export async function applySqlStatements(client: pg.Client, url: string, stateme
   }, options);
   changed.push(...grantsChanged);
 
-  return { changed, orphans: await orphansOf(client, units) };
+  // What each compared object is now, for the next run.
+  if (units.length > 0) {
+    await client.query('begin');
+    for (const { unit, key, statements } of keyed) {
+      if (!pending.has(unit)) continue;
+      await client.query(
+        'insert into public.sql_objects (key, statements, catalog) values ($1, $2, $3) on conflict (key) do update set statements = excluded.statements, catalog = excluded.catalog',
+        [key, statements, await rawCatalog(client, unit.target)],
+      );
+    }
+    await client.query('commit');
+  }
+  return { changed, orphans: await orphansOf(client, all) };
 }

@@ -2,6 +2,7 @@
 // /api/v1, the OpenAPI document and docs page, /healthz and /readyz, the web pages of links, the internal GraphQL API at
 // /internal/graphql, unknown routes, and the error envelope; and the HTTP server around it.
 import { createServer as createHttpServer, type Server } from 'node:http';
+import type { Socket } from 'node:net';
 import express from 'express';
 import type { Endpoint } from './http/endpoint.ts';
 import { expressPath } from './http/endpoint.ts';
@@ -69,6 +70,8 @@ export const allEndpoints: Endpoint[] = [
 export function createApp(services: Services): express.Express {
   const app = express();
   app.disable('x-powered-by');
+  // No ETag of Express's own: the API's GET answers carry theirs (server/http/conditional.ts), the
+  // other routes none.
   app.set('etag', false);
   // The client address (req.ip) for per-address limits: the socket's, or a trusted proxy's entry.
   app.set('trust proxy', services.config.trustProxy);
@@ -96,6 +99,37 @@ export function createApp(services: Services): express.Express {
 }
 
 /** The HTTP server around the app (Node's default header limit, 16 KiB, with enveloped refusals). */
-export function createServer(services: Services): Server {
-  return answerClientErrors(createHttpServer(createApp(services)), services.log);
+/**
+ * How long a client may take to send a request (docs/security.md). Node's own defaults (60 s for
+ * the headers, 5 minutes for the whole request, checked every 30 s) let a client that sends a
+ * byte a second hold a socket for minutes; these close it within about 11 s (headers) or 31 s
+ * (body), answering 408 REQUEST_TIMEOUT where the socket still takes it. Neither applies once a
+ * request has been received: a response may take as long as it takes, and an event stream (GET
+ * /notifications/stream) stays open.
+ */
+export interface RequestTimeouts {
+  /** The request line and headers, from the first byte. */
+  headersMs: number;
+  /** The whole request, body included (bodies are at most 64 KiB). */
+  requestMs: number;
+  /** How often the server looks for requests past their time. */
+  checkEveryMs: number;
+}
+
+export const requestTimeouts: RequestTimeouts = { headersMs: 10_000, requestMs: 30_000, checkEveryMs: 1_000 };
+
+export function createServer(services: Services, timeouts: RequestTimeouts = requestTimeouts): Server {
+  const server = createHttpServer(
+    { headersTimeout: timeouts.headersMs, requestTimeout: timeouts.requestMs, connectionsCheckingInterval: timeouts.checkEveryMs },
+    createApp(services),
+  );
+  // Node's request timers start at a request's first byte: a socket that never sends one is closed here.
+  server.on('connection', (socket: Socket) => {
+    const timer = setTimeout(() => {
+      if (socket.bytesRead === 0) socket.destroy();
+    }, timeouts.headersMs);
+    timer.unref();
+    socket.once('close', () => clearTimeout(timer));
+  });
+  return answerClientErrors(server, services.log);
 }

@@ -6,6 +6,7 @@ import { BallotBox } from '../db/ballots.ts';
 import { createIdpVerifier, type IdpVerifier } from './auth/idp.ts';
 import { createOtp, loadOtpSender, type Otp, type OtpSender } from './auth/otp.ts';
 import { createTokens, type Tokens } from './auth/tokens.ts';
+import type { Admission } from './graphql/admission.ts';
 import { createInternalGraphql, type InternalGraphql } from './graphql/mount.ts';
 import { createMetrics, type Metrics } from './metrics.ts';
 import { DatabaseOutage } from './outage.ts';
@@ -46,6 +47,8 @@ export interface ServiceOverrides {
   otpSender?: OtpSender;
   /** The process's metrics, shared with its worker (main.ts); a fresh set otherwise. */
   metrics?: Metrics;
+  /** How many internal GraphQL operations run at once (server/graphql/admission.ts). */
+  graphqlAdmission?: Admission;
 }
 
 export async function createServices(
@@ -69,7 +72,15 @@ export async function createServices(
     tokens,
     otp: createOtp(config, overrides.otpSender ?? (await loadOtpSender(config, log)), log),
     idp: createIdpVerifier(config.idp),
-    graphql: createInternalGraphql({ pool: pools.graphql, pooled: pools.pooled, bounds: config.apiTimeouts, tokens, adminApiToken: config.adminApiToken, log }),
+    graphql: createInternalGraphql({
+      pool: pools.graphql,
+      pooled: pools.pooled,
+      bounds: config.apiTimeouts,
+      tokens,
+      adminApiToken: config.adminApiToken,
+      log,
+      ...(overrides.graphqlAdmission ? { admission: overrides.graphqlAdmission } : {}),
+    }),
     notificationHub,
     metrics,
     outage: new DatabaseOutage(log, pools.api),

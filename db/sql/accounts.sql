@@ -135,9 +135,12 @@ $$;
 comment on function app.request_account_deletion() is 'POST /users/me/deletion (server/users/deletion.ts): hides the caller''s account now and queues its purge 30 days later (worker task purge_account, one job per account); asking again changes nothing. Signing in before the purge restores the account (app_private.start_session).';
 grant execute on function app.request_account_deletion() to app_user;
 
--- Queues an export of the viewer's data: at most one per 24 hours (RATE_LIMITED with the seconds
--- to wait; concurrent requests of one user are serialised on a lock per user).
-create or replace function app.request_data_export(out export_id uuid, out status text)
+-- Queues an export of the viewer's data: at most one per 24 hours, the limit `data_exports`
+-- (RATE_LIMITED with the seconds to wait in DETAIL and the limit in HINT, as app.take_write_limit
+-- raises it; concurrent requests of one user are serialised on a lock per user). Answers the limit
+-- too, for the RateLimit headers: none left, and the seconds until the window frees one.
+create or replace function app.start_data_export(out export_id uuid, out status text,
+  out rate_limit text, out quota int, out window_seconds int, out remaining int, out reset_seconds int)
   returns record
   language plpgsql volatile security definer
   set search_path = pg_catalog
@@ -146,17 +149,32 @@ declare
   v_user uuid := app.viewer_id();
   v_last timestamptz;
 begin
+  rate_limit := 'data_exports';
+  quota := 1;
+  window_seconds := 86400;
   perform pg_advisory_xact_lock(hashtextextended('data_export:' || v_user, 0));
   select max(e.requested_at) into v_last from app_private.data_exports e where e.user_id = v_user and e.status <> 'failed';
-  if v_last > now() - interval '24 hours' then
+  if v_last > now() - make_interval(secs => window_seconds) then
     raise exception using errcode = 'P0001', message = 'RATE_LIMITED',
-      detail = greatest(1, ceil(extract(epoch from v_last + interval '24 hours' - now())))::int::text;
+      detail = greatest(1, ceil(extract(epoch from v_last + make_interval(secs => window_seconds) - now())))::int::text,
+      hint = json_build_object('rateLimit', rate_limit, 'quota', quota, 'windowSeconds', window_seconds)::text;
   end if;
   insert into app_private.data_exports (user_id) values (v_user) returning id, data_exports.status into export_id, status;
   perform graphile_worker.add_job('export_account', json_build_object('exportId', export_id), job_key => 'export_account:' || export_id);
+  remaining := 0;
+  reset_seconds := window_seconds;
 end
 $$;
-comment on function app.request_data_export() is 'POST /users/me/exports (server/users/exports.ts): queues an export of the viewer''s data (worker task export_account), at most one per 24 hours (RATE_LIMITED with the seconds to wait; concurrent requests of one user serialised on an advisory lock).';
+comment on function app.start_data_export() is 'POST /users/me/exports (server/users/exports.ts): queues an export of the viewer''s data (worker task export_account), at most one per 24 hours (RATE_LIMITED with the seconds to wait and the limit; concurrent requests of one user serialised on an advisory lock), answering the limit for the RateLimit headers.';
+grant execute on function app.start_data_export() to app_user;
+
+-- The export alone (the release before the RateLimit headers calls this).
+create or replace function app.request_data_export(out export_id uuid, out status text)
+  returns record
+  language sql volatile security definer
+  set search_path = pg_catalog
+  as $$ select e.export_id, e.status from app.start_data_export() e $$;
+comment on function app.request_data_export() is 'Queues an export of the viewer''s data: app.start_data_export without its limit columns. Kept for the previous release.';
 grant execute on function app.request_data_export() to app_user;
 
 -- One of the viewer's exports (no row: unknown, or another user's).

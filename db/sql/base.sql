@@ -91,7 +91,7 @@ begin
 end
 $$;
 comment on function app_private.client_address_key(text) is
-  'The key an address-based limit counts a client address under: an IPv4-mapped address as its IPv4 address, any other IPv6 address as its /64. Used by app.consume_address_limit (POST /auth/otp/request, POST /auth/anonymous/session).';
+  'The key an address-based limit counts a client address under: an IPv4-mapped address as its IPv4 address, any other IPv6 address as its /64. Used by app.take_address_limit (POST /auth/otp/request, POST /auth/anonymous/session).';
 
 -- Timestamps in the archive as the API writes them (ISO-8601 UTC with milliseconds).
 create or replace function app_private.iso(p_at timestamptz)

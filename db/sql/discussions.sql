@@ -3,12 +3,15 @@
 -- The one rule of message visibility: the viewer is an active member of the message's hub, and its
 -- author is not blocked with the viewer either way (as for comments). A plain SQL function, so the
 -- planner inlines it into the policy; app.hub_discussion_thread applies it to one message.
+-- The block test reads the list as a subquery (a hashed subplan), which the planner does not price
+-- from the author column's statistics: where one author wrote every message it would expect no row
+-- to pass and read and sort a whole discussion (docs/performance.md, "Hot values").
 create or replace function app.hub_message_visible(p_message app.hub_discussion_messages, p_active_hub_ids uuid[], p_block_list uuid[])
   returns boolean
   language sql stable
   as $$
   select p_message.hub_id = any (p_active_hub_ids)
-     and (p_message.author_id is null or not p_message.author_id = any (p_block_list))
+     and (p_message.author_id is null or not p_message.author_id = any (select unnest(p_block_list)))
 $$;
 comment on function app.hub_message_visible(app.hub_discussion_messages, uuid[], uuid[]) is
   'The one rule of discussion message visibility: the viewer is an active member of the message''s hub and its author is not blocked with the viewer either way. Inlined into the policy hub_discussion_messages_select_members; app.hub_discussion_thread applies it to one message.';

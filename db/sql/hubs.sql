@@ -675,7 +675,7 @@ create or replace function app_private.active_member(p_hub_id uuid, p_user_id uu
      and coalesce((select l.level from app_private.user_level(p_user_id) l) >= 4, false)
 $$;
 comment on function app_private.active_member(uuid, uuid) is
-  'The active membership rule, written once: a membership row, and the member at access level 4. Read by app.is_active_member.';
+  'The active membership rule, written once: a membership row, and the member at access level 4. Read by app.is_active_member and app.is_member_of_post_target.';
 
 -- One page of a hub's members as hub_memberships_select_related shows them (the viewer's own row,
 -- or every row of a hub the viewer is related to), in join order after (p_after_at, p_after_id)

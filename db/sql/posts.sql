@@ -2,6 +2,10 @@
 -- (app.post_visible_to, app.can_see_post), saved posts. What app_user may do with posts and hub posts
 -- is in the grants and policies at the end.
 
+-- An active member (app_private.active_member, the one rule: a membership and access level 4,
+-- Hub-ready; spec 2.3 rule 14, part 5) of a hub the post was targeted to. Asked only for
+-- private_locked_hub posts of other authors (app.post_visible_to asks for nothing else), never per
+-- row of a public list; the level is read only for a user with a membership of a target hub.
 create or replace function app.is_member_of_post_target(p_post_id uuid, p_user_id uuid)
   returns boolean
   language plpgsql stable security definer
@@ -10,21 +14,22 @@ create or replace function app.is_member_of_post_target(p_post_id uuid, p_user_i
 begin
   return exists (
     select from app.post_hubs ph
-    join app.hub_memberships m on m.hub_id = ph.hub_id and m.user_id = p_user_id
-    where ph.post_id = p_post_id and ph.kind = 'target');
+    cross join lateral app_private.active_member(ph.hub_id, p_user_id) m
+    where ph.post_id = p_post_id and ph.kind = 'target' and m.active);
 end
 $$;
 comment on function app.is_member_of_post_target(uuid, uuid) is
-  'Whether a user has a membership of a hub the post was targeted to (a security-definer probe, so the posts policy reads memberships the viewer may not). Used by app.post_visible_to.';
+  'Whether a user is an active member (a membership, at access level 4) of a hub the post was targeted to (spec 2.3 rule 14, part 5; a security-definer probe, so the posts policy reads memberships the viewer may not). Used by app.post_visible_to.';
 grant execute on function app.is_member_of_post_target(uuid, uuid) to app_anonymous;
 
 -- The one rule of post visibility (spec 2.3 rule 14, 2.8; contract section 5 blocks): not deleted,
 -- the author not blocked with the viewer either way, and public or public_hub, or the viewer is the
--- author or a member of a hub the post was targeted to (app.is_member_of_post_target: a
--- membership, which only an account at level 4 holds; only the purge takes an account below it, and
--- it removes the memberships too). A plain SQL function, so the
--- planner inlines it into the policy below (no per-row call); app.can_see_post applies it to one
--- post inside stored functions.
+-- author or an active member of a hub the post was targeted to (app.is_member_of_post_target: a
+-- membership and access level 4; an account that falls below level 4, say by losing its phone
+-- identity, keeps its membership rows but reads no locked post). A plain SQL function; the
+-- planner does not inline it into the policy below, whose viewer argument is a subquery the body
+-- uses twice, so the policy calls it per row (PostgreSQL 18, seen in its plans); app.can_see_post
+-- applies it to one post inside stored functions.
 create or replace function app.post_visible_to(p_post app.posts, p_viewer uuid, p_block_list uuid[])
   returns boolean
   language sql stable

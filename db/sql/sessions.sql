@@ -360,10 +360,13 @@ comment on function app.session_user() is
   'The user block of the session payload (id, anonymous, phone verified, access level) for the viewer just signed in: the answers of the sign-in endpoints (server/auth/session.ts).';
 grant execute on function app.session_user() to app_anonymous;
 
--- Counts one hit for the viewer in a bucket. Returns 0 when allowed, otherwise the seconds until
--- the window ends (the Retry-After of a 429 RATE_LIMITED).
-create or replace function app.consume_rate_limit(p_bucket text, p_limit int, p_window_seconds int)
-  returns int
+-- Counts one hit for the viewer in a fixed-window bucket, and answers what the RateLimit headers
+-- say (server/http/rate-limit-headers.ts): wait 0 when allowed, else the seconds until the window
+-- ends (the Retry-After of a 429 RATE_LIMITED); the hits left in the window after this one, and
+-- the seconds until it ends.
+create or replace function app.take_rate_limit(p_bucket text, p_limit int, p_window_seconds int,
+  out wait int, out rate_limit text, out quota int, out window_seconds int, out remaining int, out reset_seconds int)
+  returns record
   language plpgsql volatile security definer
   set search_path = pg_catalog
   as $$
@@ -377,14 +380,26 @@ begin
       set hits = case when r.window_started_at <= now() - v_window then 1 else r.hits + 1 end,
           window_started_at = case when r.window_started_at <= now() - v_window then now() else r.window_started_at end
     returning r.* into v_row;
-  if v_row.hits <= p_limit then
-    return 0;
-  end if;
-  return greatest(1, ceil(extract(epoch from v_row.window_started_at + v_window - now())))::int;
+  rate_limit := p_bucket;
+  quota := p_limit;
+  window_seconds := p_window_seconds;
+  remaining := greatest(0, p_limit - v_row.hits);
+  reset_seconds := greatest(1, ceil(extract(epoch from v_row.window_started_at + v_window - now())))::int;
+  wait := case when v_row.hits <= p_limit then 0 else reset_seconds end;
 end
 $$;
+comment on function app.take_rate_limit(text, integer, integer) is
+  'Counts one hit of the viewer in a fixed-window bucket: wait 0 when allowed, else the seconds to wait (429 RATE_LIMITED with Retry-After), and the hits left and seconds until the window ends (the RateLimit headers). Used by POST /users/handles/availability (server/users/routes.ts).';
+grant execute on function app.take_rate_limit(text, integer, integer) to app_user;
+
+-- The wait alone (the release before the RateLimit headers calls this).
+create or replace function app.consume_rate_limit(p_bucket text, p_limit int, p_window_seconds int)
+  returns int
+  language sql volatile security definer
+  set search_path = pg_catalog
+  as $$ select wait from app.take_rate_limit(p_bucket, p_limit, p_window_seconds) $$;
 comment on function app.consume_rate_limit(text, integer, integer) is
-  'Counts one hit of the viewer in a fixed-window bucket; 0 when allowed, else the seconds to wait (429 RATE_LIMITED with Retry-After). Used by POST /users/handles/availability (server/users/routes.ts).';
+  'Counts one hit of the viewer in a fixed-window bucket; 0 when allowed, else the seconds to wait: app.take_rate_limit''s wait (kept for the previous release).';
 grant execute on function app.consume_rate_limit(text, integer, integer) to app_user;
 
 -- Raises the 403 code of the first missing access level (contract section 2).
@@ -452,10 +467,13 @@ comment on function app_private.announce_session_revoked() is
   'Trigger function: notifies ''session_revoked'' with the session id when a session becomes revoked, after commit, so every process closes that session''s streams (GET /notifications/stream). Trigger sessions_announce_revoked.';
 
 -- Counts one hit for a key when fewer than p_limit of its hits fall in the window ending now.
--- Returns 0 when allowed, otherwise the seconds until the oldest hit leaves the window (the
--- Retry-After of a 429 RATE_LIMITED). The row lock serialises the hits of one key across processes.
-create or replace function app_private.consume_sliding_limit(p_key text, p_limit int, p_window interval)
-  returns int
+-- wait: 0 when allowed, otherwise the seconds until the oldest hit that keeps it full leaves the
+-- window (the Retry-After of a 429 RATE_LIMITED). remaining: the hits left in the window after this
+-- one; reset_seconds: the seconds until the window frees one (its oldest hit leaves it). The row
+-- lock serialises the hits of one key across processes.
+create or replace function app_private.take_sliding_limit(p_key text, p_limit int, p_window interval,
+  out wait int, out remaining int, out reset_seconds int)
+  returns record
   language plpgsql volatile
   set search_path = pg_catalog
   as $$
@@ -468,19 +486,36 @@ begin
   v_hits := array(select h from unnest(v_hits) h where h > now() - p_window order by h);
   if cardinality(v_hits) >= p_limit then
     update app_private.sliding_limits l set hits = v_hits where l.key = p_key;
-    return greatest(1, ceil(extract(epoch from v_hits[cardinality(v_hits) - p_limit + 1] + p_window - now())))::int;
+    wait := greatest(1, ceil(extract(epoch from v_hits[cardinality(v_hits) - p_limit + 1] + p_window - now())))::int;
+    remaining := 0;
+    reset_seconds := wait;
+    return;
   end if;
-  update app_private.sliding_limits l set hits = v_hits || now() where l.key = p_key;
-  return 0;
+  v_hits := v_hits || now();
+  update app_private.sliding_limits l set hits = v_hits where l.key = p_key;
+  wait := 0;
+  remaining := p_limit - cardinality(v_hits);
+  reset_seconds := greatest(1, ceil(extract(epoch from v_hits[1] + p_window - now())))::int;
 end
 $$;
-comment on function app_private.consume_sliding_limit(text, integer, interval) is
-  'The sliding-window limit itself: counts a hit for a key when fewer than p_limit fall in the window, else answers the seconds to wait. Used by app.consume_address_limit, app.request_otp and app.consume_write_limit.';
+comment on function app_private.take_sliding_limit(text, integer, interval) is
+  'The sliding-window limit itself: counts a hit for a key when fewer than p_limit fall in the window, else answers the seconds to wait; and the hits left and the seconds until the window frees one (the RateLimit headers). Used by app.take_address_limit, app.request_otp and app.take_write_limit.';
 
--- One request of a client address to a limited sign-in endpoint (replaces 0095's version): the
--- address is keyed by app_private.client_address_key.
-create or replace function app.consume_address_limit(p_bucket text, p_address text)
+-- The wait alone (what the functions of the release before the RateLimit headers call).
+create or replace function app_private.consume_sliding_limit(p_key text, p_limit int, p_window interval)
   returns int
+  language sql volatile
+  set search_path = pg_catalog
+  as $$ select wait from app_private.take_sliding_limit(p_key, p_limit, p_window) $$;
+comment on function app_private.consume_sliding_limit(text, integer, interval) is
+  'app_private.take_sliding_limit''s wait alone: 0 when the hit is counted, else the seconds to wait. Used by app.request_otp.';
+
+-- One request of a client address to a limited sign-in endpoint: at most 30 in any 5 minutes per
+-- address (keyed by app_private.client_address_key), the bucket's name being the limit's. wait: 0
+-- when allowed, else the seconds to wait (429); and what the RateLimit headers say.
+create or replace function app.take_address_limit(p_bucket text, p_address text,
+  out wait int, out rate_limit text, out quota int, out window_seconds int, out remaining int, out reset_seconds int)
+  returns record
   language plpgsql volatile security definer
   set search_path = pg_catalog
   as $$
@@ -488,12 +523,26 @@ begin
   if p_bucket not in ('otp_request', 'anonymous_session') then
     raise exception 'unknown address limit %', p_bucket;
   end if;
-  return app_private.consume_sliding_limit(
-    'address:' || p_bucket || ':' || app_private.client_address_key(p_address), 30, interval '5 minutes');
+  rate_limit := p_bucket;
+  quota := 30;
+  window_seconds := 300;
+  select l.wait, l.remaining, l.reset_seconds into wait, remaining, reset_seconds
+  from app_private.take_sliding_limit(
+    'address:' || p_bucket || ':' || app_private.client_address_key(p_address), quota, make_interval(secs => window_seconds)) l;
 end
 $$;
+comment on function app.take_address_limit(text, text) is
+  'Counts one request of a client address to a limited sign-in endpoint (POST /auth/otp/request, POST /auth/anonymous/session: 30 in any 5 minutes); wait 0 when allowed, else the seconds to wait (429), with the limit, the requests left and the seconds until one frees (the RateLimit headers).';
+grant execute on function app.take_address_limit(text, text) to app_anonymous;
+
+-- The wait alone (the release before the RateLimit headers calls this).
+create or replace function app.consume_address_limit(p_bucket text, p_address text)
+  returns int
+  language sql volatile security definer
+  set search_path = pg_catalog
+  as $$ select wait from app.take_address_limit(p_bucket, p_address) $$;
 comment on function app.consume_address_limit(text, text) is
-  'Counts one request of a client address to a limited sign-in endpoint (POST /auth/otp/request, POST /auth/anonymous/session); 0 when allowed, else the seconds to wait (429).';
+  'Counts one request of a client address to a limited sign-in endpoint; 0 when allowed, else the seconds to wait: app.take_address_limit''s wait (kept for the previous release).';
 grant execute on function app.consume_address_limit(text, text) to app_anonymous;
 
 -- The level rule itself, over the columns it reads: plain SQL, inlined wherever it is used, so
@@ -606,9 +655,13 @@ grant execute on function app_private.live_sessions_sync(uuid[], uuid[]) to auth
 
 -- Counts one write of the viewer under limit p_name: at most p_max in any p_window_seconds, for
 -- the viewer alone, or for the viewer in each hub of p_hub_ids when given. Raises RATE_LIMITED
--- with the seconds to wait in DETAIL (the API answers 429 with Retry-After) when any is full.
-create or replace function app.consume_write_limit(p_name text, p_max int, p_window_seconds int, p_hub_ids uuid[] default null)
-  returns void
+-- when any is full, with the seconds to wait in DETAIL (the API answers 429 with Retry-After) and
+-- the limit in HINT (`{"rateLimit", "quota", "windowSeconds"}`, for the RateLimit headers).
+-- Otherwise answers the limit, the writes left and the seconds until the window frees one; with
+-- hubs, those of the hub with the fewest left.
+create or replace function app.take_write_limit(p_name text, p_max int, p_window_seconds int, p_hub_ids uuid[] default null,
+  out rate_limit text, out quota int, out window_seconds int, out remaining int, out reset_seconds int)
+  returns record
   language plpgsql volatile security definer
   set search_path = pg_catalog
   as $$
@@ -617,25 +670,52 @@ declare
   v_window interval := make_interval(secs => p_window_seconds);
   v_wait int := 0;
   v_hub uuid;
+  v_count record;
 begin
   if v_viewer is null or p_name !~ '^[a-z_]+$' or p_max < 1 or p_window_seconds < 1 then
     raise exception 'invalid write limit %', p_name;
   end if;
+  rate_limit := p_name;
+  quota := p_max;
+  window_seconds := p_window_seconds;
+  remaining := p_max;
+  reset_seconds := 0;
   if p_hub_ids is null then
-    v_wait := app_private.consume_sliding_limit('write:' || p_name || ':' || v_viewer, p_max, v_window);
+    select l.wait, l.remaining, l.reset_seconds into v_wait, remaining, reset_seconds
+    from app_private.take_sliding_limit('write:' || p_name || ':' || v_viewer, p_max, v_window) l;
   else
     -- In hub order, so that two writes naming the same hubs lock their rows in the same order.
     for v_hub in select distinct h from unnest(p_hub_ids) h order by h loop
-      v_wait := greatest(v_wait, app_private.consume_sliding_limit('write:' || p_name || ':' || v_viewer || ':' || v_hub, p_max, v_window));
+      select * into v_count from app_private.take_sliding_limit('write:' || p_name || ':' || v_viewer || ':' || v_hub, p_max, v_window);
+      v_wait := greatest(v_wait, v_count.wait);
+      if v_count.remaining < remaining or (v_count.remaining = remaining and v_count.reset_seconds > reset_seconds) then
+        remaining := v_count.remaining;
+        reset_seconds := v_count.reset_seconds;
+      end if;
     end loop;
   end if;
   if v_wait > 0 then
-    raise exception using errcode = 'P0001', message = 'RATE_LIMITED', detail = v_wait::text;
+    raise exception using errcode = 'P0001', message = 'RATE_LIMITED', detail = v_wait::text,
+      hint = json_build_object('rateLimit', p_name, 'quota', p_max, 'windowSeconds', p_window_seconds)::text;
   end if;
 end
 $$;
+comment on function app.take_write_limit(text, integer, integer, uuid[]) is
+  'Counts one write of the viewer under a named limit, alone or in each hub given; raises RATE_LIMITED with the seconds in DETAIL and the limit in HINT when full (429), else answers the writes left and the seconds until one frees (the RateLimit headers). Sent before the writes of limited endpoints (server/http/write-limits.ts).';
+grant execute on function app.take_write_limit(text, integer, integer, uuid[]) to app_user;
+
+-- The same count, answering nothing (the release before the RateLimit headers sends this).
+create or replace function app.consume_write_limit(p_name text, p_max int, p_window_seconds int, p_hub_ids uuid[] default null)
+  returns void
+  language plpgsql volatile security definer
+  set search_path = pg_catalog
+  as $$
+begin
+  perform app.take_write_limit(p_name, p_max, p_window_seconds, p_hub_ids);
+end
+$$;
 comment on function app.consume_write_limit(text, integer, integer, uuid[]) is
-  'Counts one write of the viewer under a named limit, alone or in each hub given; raises RATE_LIMITED with the seconds in DETAIL when full (429). Sent before the writes of limited endpoints (server/http/write-limits.ts: posts, comments, discussion messages, follows, blocks, shares, reports, invitations, join requests, uploads, hubs).';
+  'Counts one write of the viewer under a named limit (app.take_write_limit, answering nothing); raises RATE_LIMITED when full. Kept for the previous release.';
 grant execute on function app.consume_write_limit(text, integer, integer, uuid[]) to app_user;
 
 -- A user sees their own sessions (device list), never anyone else's.

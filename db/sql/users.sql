@@ -514,10 +514,13 @@ comment on policy follows_select_admin on app.follows is
 
 -- A follow is visible unless one of its two users is blocked with the viewer (either way).
 -- The users policy additionally hides users without a public profile wherever lists join them.
+-- Each block test also asks whether the list has an entry, so that where one user has every follow
+-- of the table the planner does not expect that no row passes and read and sort the whole list (as
+-- comments_select_visible; docs/performance.md, "Hot values").
 create policy follows_select_visible on app.follows
   for select to app_anonymous
-  using (not (follower_id = any ((select app.viewer_block_list())::uuid[]))
-         and not (followee_id = any ((select app.viewer_block_list())::uuid[])));
+  using (not (follower_id = any ((select app.viewer_block_list())::uuid[]) and cardinality((select app.viewer_block_list())::uuid[]) > 0)
+         and not (followee_id = any ((select app.viewer_block_list())::uuid[]) and cardinality((select app.viewer_block_list())::uuid[]) > 0));
 comment on policy follows_select_visible on app.follows is
   'A follow is visible unless one of its users is blocked with the viewer, either way. Serves GET /users/{userId}/followers and GET /users/{userId}/following.';
 

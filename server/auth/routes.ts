@@ -9,17 +9,18 @@ import { otpPolicy } from './otp.ts';
 import { phoneFields, phoneInput } from './phone.ts';
 import { sessionPayload, sessionResponse } from './session.ts';
 import { hashRefreshToken } from './tokens.ts';
-import { text, textMax } from '../http/text.ts';
+import { nullableText, text, textMax } from '../http/text.ts';
 
 const tag = 'Auth';
 
 /**
  * One request of the client address (req.ip: see TRUST_PROXY) to a sign-in endpoint limited per
- * address in the database (db/sql/sessions.sql): 429 once it made 30 in the last 5 minutes.
+ * address in the database (db/sql/sessions.sql): 429 once it made 30 in the last 5 minutes. Its
+ * answer gives the RateLimit headers (the transaction collects it: server/http/rate-limit-headers.ts).
  */
 async function requireAddressAllowance(tx: RequestTransaction, bucket: 'otp_request' | 'anonymous_session', req: Request): Promise<void> {
   const address = req.ip ?? req.socket.remoteAddress ?? 'unknown';
-  const { rows } = await tx.query<{ wait: number }>('select app.consume_address_limit($1, $2) as wait', [bucket, address]);
+  const { rows } = await tx.query<{ wait: number }>('select * from app.take_address_limit($1, $2)', [bucket, address]);
   const wait = rows[0]?.wait ?? 0;
   if (wait > 0) throw rateLimited(wait);
 }
@@ -32,7 +33,12 @@ export const authEndpoints = [
     path: '/auth/login-config',
     tag,
     summary: 'Data for the phone login screen',
+    description:
+      'Always answers, whatever X-Client-Version says. minimumClientVersions gives the oldest app version served per ' +
+      'platform (null: every version): an older app gets 426 CLIENT_UPDATE_REQUIRED on every other operation, so the ' +
+      'app can compare its own version here at launch.',
     auth: 'public',
+    anyClientVersion: true,
     response: z.object({
       logoUrl: text(textMax.url),
       loginMethods: z.array(z.enum(loginMethods)).max(loginMethods.length),
@@ -43,6 +49,10 @@ export const authEndpoints = [
         maxAttempts: z.number(),
       }),
       legal: z.object({ termsUrl: text(textMax.url), privacyUrl: text(textMax.url), termsVersion: text(64) }),
+      minimumClientVersions: z.object({
+        ios: nullableText(32).describe('The oldest iOS app version served (major.minor.patch), or null.'),
+        android: nullableText(32).describe('The oldest Android app version served (major.minor.patch), or null.'),
+      }),
     }),
     async handler({ services: { config } }) {
       return {
@@ -54,6 +64,7 @@ export const authEndpoints = [
           privacyUrl: `${config.publicWebBaseUrl}/legal/privacy`,
           termsVersion: config.termsVersion,
         },
+        minimumClientVersions: { ...config.clientVersions.minimum },
       };
     },
   }),
@@ -73,6 +84,7 @@ export const authEndpoints = [
     body: phoneInput,
     response: z.object({ resendAfterSeconds: z.number(), expiresInSeconds: z.number() }),
     errors: ['RATE_LIMITED'],
+    rateLimits: ['otp_request'],
     async handler({ body: phone, tx, req, services: { otp } }) {
       await requireAddressAllowance(tx, 'otp_request', req);
       const code = otp.codeFor(phone);
@@ -163,6 +175,7 @@ export const authEndpoints = [
     body: z.strictObject({ deviceId: z.string().max(128).regex(/^[A-Za-z0-9._:-]{8,128}$/, '8-128 characters of A-Z a-z 0-9 . _ : -') }),
     response: sessionResponse,
     errors: ['RATE_LIMITED', 'ACCOUNT_SUSPENDED'],
+    rateLimits: ['anonymous_session'],
     async handler({ body, tx, req, services: { tokens } }) {
       await requireAddressAllowance(tx, 'anonymous_session', req);
       const refresh = tokens.newRefresh();

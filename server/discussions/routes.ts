@@ -54,6 +54,19 @@ async function readMessage(tx: RequestTransaction, id: string) {
   return rows[0] as MessageRow;
 }
 
+
+/**
+ * One page of a discussion's top-level messages ($1 the discussion), or of a thread's replies ($1
+ * the root message), oldest first, from the cursor ($2 µs, $3 id), $4 rows.
+ */
+export function messagePageSql(replies: boolean): string {
+  return `select ${messageColumns} from app.hub_discussion_messages m ${messageAuthor}
+         where ${replies ? 'm.parent_id = $1' : 'm.discussion_id = $1 and m.parent_id is null'}
+           and ($2::bigint is null or (m.created_at, m.id) > (${fromMicros('$2')}, $3::uuid))
+         order by m.created_at, m.id
+         limit $4`;
+}
+
 export const discussionEndpoints = [
   endpoint({
     method: 'get',
@@ -121,14 +134,7 @@ export const discussionEndpoints = [
       const discussionId = params.discussionId as string;
       const root = await discussionThread(tx, params.hubId as string, discussionId, query.parentMessageId ?? null);
       const [afterUs, afterId] = query.cursor ?? [null, null];
-      const { rows } = await tx.query<MessageRow>(
-        `select ${messageColumns} from app.hub_discussion_messages m ${messageAuthor}
-         where ${root === null ? 'm.discussion_id = $1 and m.parent_id is null' : 'm.parent_id = $1'}
-           and ($2::bigint is null or (m.created_at, m.id) > (${fromMicros('$2')}, $3::uuid))
-         order by m.created_at, m.id
-         limit $4`,
-        [root ?? discussionId, afterUs, afterId, query.limit + 1],
-      );
+      const { rows } = await tx.query<MessageRow>(messagePageSql(root !== null), [root ?? discussionId, afterUs, afterId, query.limit + 1]);
       const page = toPage(rows, query.limit, (row) => [row.created_us, row.id], (row) => row);
       return { items: await Promise.all(page.items.map((row) => shapeMessage(storage, row))), nextCursor: page.nextCursor };
     },

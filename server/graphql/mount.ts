@@ -13,6 +13,7 @@ import type { Viewer } from '../../db/viewer.ts';
 import type { Log } from '../../logger.ts';
 import type { Tokens } from '../auth/tokens.ts';
 import { ApiError } from '../http/errors.ts';
+import { Admission } from './admission.ts';
 import { adminTokenMatcher, graphqlViewer, pgSettingsOf, schemaRoleOf, schemaRoles, type GraphqlAuth, type SchemaRole } from './auth.ts';
 
 export const internalGraphqlPath = '/internal/graphql';
@@ -36,6 +37,8 @@ export interface InternalGraphqlOptions {
   tokens: Tokens;
   adminApiToken: string | undefined;
   log: Log;
+  /** How many operations run at once (admission.ts); one per user and address, two in all, by default. */
+  admission?: Admission;
 }
 
 interface Running {
@@ -60,7 +63,7 @@ function configureDataplan(pooled: boolean): void {
   if (pooled && preparedStatementsLoaded) throw new Error('internal GraphQL behind a pooler, in a process whose @dataplan/pg prepares statements');
 }
 
-export function createInternalGraphql({ pool, pooled, bounds, tokens, adminApiToken, log }: InternalGraphqlOptions): InternalGraphql {
+export function createInternalGraphql({ pool, pooled, bounds, tokens, adminApiToken, log, admission = new Admission() }: InternalGraphqlOptions): InternalGraphql {
   const auth: GraphqlAuth = { pool, bounds, tokens, isAdminToken: adminTokenMatcher(adminApiToken) };
   // The viewer of each authenticated request, read back by the preset's grafast.context.
   const viewers = new WeakMap<Request, Viewer>();
@@ -124,7 +127,16 @@ export function createInternalGraphql({ pool, pooled, bounds, tokens, adminApiTo
       .then(async (viewer) => {
         viewers.set(req, viewer);
         res.locals.userId = viewer.userId ?? undefined;
-        (await instance(schemaRoleOf(viewer))).serve(req, res, next);
+        // Room for the operation, for this user and this address (429 after a short wait), held
+        // until the response is done or the client goes away.
+        const leave = await admission.enter([`user:${viewer.userId ?? 'admin'}`, `address:${req.ip ?? req.socket.remoteAddress ?? ''}`]);
+        res.once('close', leave);
+        try {
+          (await instance(schemaRoleOf(viewer))).serve(req, res, next);
+        } catch (error) {
+          leave();
+          throw error;
+        }
       })
       .catch(next);
   };

@@ -1,4 +1,4 @@
-// The error catalog: spec part 7 plus contract section 2. One status and one fixed message per code.
+// The error catalog: spec part 7 plus contract sections 2 and 15. One status and one fixed message per code.
 export const errorCatalog = {
   MALFORMED_REQUEST: [400, 'Request is malformed.'],
   OTP_INVALID: [400, 'The code is invalid or has expired.'],
@@ -54,8 +54,10 @@ export const errorCatalog = {
   CANNOT_BLOCK_SELF: [422, 'You cannot block yourself.'],
   IDEMPOTENCY_KEY_REUSED: [422, 'This idempotency key was used for another request.'],
   SSE_NOT_SUPPORTED: [426, 'Server-sent events are not supported by this client.'],
+  CLIENT_UPDATE_REQUIRED: [426, 'Please update the app to continue.'],
   RATE_LIMITED: [429, 'Too many requests. Try again later.'],
   HEADERS_TOO_LARGE: [431, 'Request URL or headers are too large.'],
+  REQUEST_TIMEOUT: [408, 'The request was not received in time.'],
   INTERNAL_ERROR: [500, 'Something went wrong.'],
   SERVICE_UNAVAILABLE: [503, 'Service is temporarily unavailable.'],
 } as const satisfies Record<string, readonly [number, string]>;

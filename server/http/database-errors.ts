@@ -3,6 +3,7 @@
 // a lost or refused connection becomes 503, and so does a statement that hit the transaction's
 // statement_timeout or lock_timeout (db/request-transaction.ts). Anything else is left for the 500
 // handler.
+import { refusedLimitOf } from '../../db/limit-counts.ts';
 import { isErrorCode } from './catalog.ts';
 import { ApiError, rateLimited } from './errors.ts';
 
@@ -30,9 +31,13 @@ const timeoutRetrySeconds = '1';
 
 export function translateDatabaseError(error: unknown): unknown {
   if (!(error instanceof Error)) return error;
-  const pgError = error as Error & { code?: string; constraint?: string; detail?: string };
-  // A full write limit (app.consume_write_limit) names the seconds to wait in DETAIL.
-  if (pgError.code === 'P0001' && pgError.message === 'RATE_LIMITED') return rateLimited(Math.max(1, Number(pgError.detail) || 1));
+  const pgError = error as Error & { code?: string; constraint?: string; detail?: string; hint?: string };
+  // A full limit (app.take_write_limit, app.start_data_export) names the seconds to wait in DETAIL
+  // and itself in HINT.
+  if (pgError.code === 'P0001' && pgError.message === 'RATE_LIMITED') {
+    const wait = Math.max(1, Number(pgError.detail) || 1);
+    return rateLimited(wait, refusedLimitOf(pgError.hint, wait));
+  }
   if (pgError.code === 'P0001' && isErrorCode(pgError.message)) return new ApiError(pgError.message);
   if (pgError.code === '23505' && pgError.constraint && pgError.constraint in constraintCodes) {
     return new ApiError(constraintCodes[pgError.constraint as keyof typeof constraintCodes]);

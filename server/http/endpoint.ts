@@ -72,6 +72,17 @@ export interface Endpoint<
    * request's transaction before its statements; 429 RATE_LIMITED when full.
    */
   limit?: WriteLimitDeclaration;
+  /**
+   * The other per-user or per-address limits that count this operation (their names): the
+   * RateLimit headers of its answers name them (server/http/rate-limit-headers.ts). For the
+   * OpenAPI document; the limits themselves live in their SQL.
+   */
+  rateLimits?: string[];
+  /**
+   * Served to every app version: the update gate (server/http/client-version.ts) does not apply.
+   * Only GET /auth/login-config, where the app learns the minimum versions.
+   */
+  anyClientVersion?: true;
   /** Error codes beyond those every endpoint of its kind can answer (401/403 gate/422). */
   errors?: ErrorCode[];
   /** A streaming endpoint answers with its own content type and writes the response itself. */

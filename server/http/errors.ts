@@ -1,4 +1,5 @@
 // ApiError: a catalogued failure on its way to the error envelope.
+import type { LimitCount } from '../../db/limit-counts.ts';
 import { errorCatalog, type ErrorCode } from './catalog.ts';
 
 export class ApiError extends Error {
@@ -6,6 +7,8 @@ export class ApiError extends Error {
   readonly status: number;
   readonly details: Record<string, unknown>;
   readonly headers: Record<string, string>;
+  /** RATE_LIMITED: the limit that refused, when its statement named it (the RateLimit headers). */
+  rateLimit: LimitCount | undefined;
 
   constructor(code: ErrorCode, details: Record<string, unknown> = {}, headers: Record<string, string> = {}) {
     const [status, message] = errorCatalog[code];
@@ -17,10 +20,8 @@ export class ApiError extends Error {
   }
 }
 
-export function rateLimited(retryAfterSeconds: number): ApiError {
-  return new ApiError(
-    'RATE_LIMITED',
-    { retryAfterSeconds },
-    { 'Retry-After': String(retryAfterSeconds) },
-  );
+export function rateLimited(retryAfterSeconds: number, limit?: LimitCount): ApiError {
+  const error = new ApiError('RATE_LIMITED', { retryAfterSeconds }, { 'Retry-After': String(retryAfterSeconds) });
+  error.rateLimit = limit;
+  return error;
 }

@@ -1,13 +1,16 @@
-// Runs one endpoint for one request: token (401), access level (403), request shape (422, the
-// Idempotency-Key header's too), the key's claim (409/422 or a replay: server/http/idempotency.ts),
-// the write limit (429, checked with the transaction's first statement), then the handler inside
-// the request's transaction, the response shaped by the endpoint's schema. With replicas configured,
-// a read-only GET may run on a replica first (server/http/replica-reads.ts), and whatever the
-// primary served for a session raises that session's read floor before the answer leaves.
+// Runs one endpoint for one request: the update gate (426), token (401), access level (403),
+// request shape (422, the Idempotency-Key header's too), the key's claim (409/422 or a replay:
+// server/http/idempotency.ts), the write limit (429, checked with the transaction's first
+// statement), then the handler inside the request's transaction, the response shaped by the
+// endpoint's schema, with the RateLimit headers of the limits it counted under (rate-limit-headers.ts).
+// With replicas configured, a read-only GET may run on a replica first (server/http/replica-reads.ts),
+// and whatever the primary served for a session raises that session's read floor before the answer
+// leaves.
 import type { NextFunction, Request, Response } from 'express';
 import { RequestTransaction } from '../../db/request-transaction.ts';
 import { anonymousViewer } from '../../db/viewer.ts';
 import { authenticate, requireLevel, type AccessLevel } from './auth.ts';
+import { clientVersionGate } from './client-version.ts';
 import { translateDatabaseError } from './database-errors.ts';
 import type { Endpoint, Services } from './endpoint.ts';
 import { sendSuccess } from './envelope.ts';
@@ -16,12 +19,20 @@ import { errorAnswer, idempotencyKeyHeader, idempotencyKeyOf, IdempotentRequest,
 import { requireIds } from './ids.ts';
 import { replicasFor, retryOnPrimary, startReplicaRead, type ReplicaRead } from './replica-reads.ts';
 import { parseOrFail, rejectNul } from './validation.ts';
+import { setRateLimitHeaders } from './rate-limit-headers.ts';
 import { writeLimitStatement } from './write-limits.ts';
 
 export function runEndpoint(definition: Endpoint, services: Services) {
   const readReplicas = replicasFor(definition, services.pools.replicas);
+  const gate = definition.anyClientVersion ? undefined : clientVersionGate(services.config.clientVersions);
   return async (req: Request, res: Response, next: NextFunction): Promise<void> => {
     res.locals.endpoint = definition;
+    try {
+      gate?.(req);
+    } catch (error) {
+      next(error);
+      return;
+    }
     if (readReplicas) {
       const read = await startReplicaRead(definition, req, services, readReplicas).catch(() => undefined);
       if (read && (await answerFromReplica(definition, services, read, req, res, next))) return;
@@ -55,18 +66,22 @@ export function runEndpoint(definition: Endpoint, services: Services) {
         const answer = successAnswer(status, definition.message ?? 'OK', definition.response.parse(data));
         await idempotent.keep(tx, answer);
         await noteServed(services, tx);
+        setRateLimitHeaders(res, tx.limitCounts);
         sendAnswer(res, answer);
         return;
       }
       await tx.finish(true);
       await noteServed(services, tx);
+      setRateLimitHeaders(res, tx.limitCounts);
       sendSuccess(res, status, definition.message ?? 'OK', definition.response.parse(data));
     } catch (error) {
       res.locals.userId = tx.viewer.userId;
       if (idempotent && tx.commitHeld && (await keptError(idempotent, tx, res, error))) return;
       await tx.finish(false).catch(() => undefined);
       await noteServed(services, tx).catch(() => undefined);
-      next(error);
+      const failure = translateDatabaseError(error);
+      setRateLimitHeaders(res, tx.limitCounts, failure instanceof ApiError ? failure : undefined);
+      next(failure);
     }
   };
 }
@@ -124,6 +139,7 @@ async function keptError(idempotent: IdempotentRequest, tx: RequestTransaction, 
   } catch {
     return false;
   }
+  setRateLimitHeaders(res, tx.limitCounts, failure);
   sendAnswer(res, answer);
   return true;
 }

@@ -1,10 +1,11 @@
 // Per-user write limits (contract section 3): every write endpoint declares its limit in its
 // definition, in one line (`limit: 'comments'`, or `limit: { name: 'posts', hubsIn: 'hubIds' }` for
 // writes that fan out to the hubs named in that body field, which also count per user and hub in
-// `hub_fanout`). The count lives in the database (app.consume_write_limit, db/sql/sessions.sql), shared
+// `hub_fanout`). The count lives in the database (app.take_write_limit, db/sql/sessions.sql), shared
 // by every API process, checked by one statement that travels with the write's own transaction
 // (RequestTransaction.prepend): 429 RATE_LIMITED with retryAfterSeconds and Retry-After, and
-// nothing written. Sizes are defaults that no ordinary person reaches and a bot does;
+// nothing written; its answer (writes left, seconds until one frees) gives the RateLimit headers
+// (server/http/rate-limit-headers.ts). Sizes are defaults that no ordinary person reaches and a bot does;
 // WRITE_LIMITS changes them (`posts=30/3600,comments=120/3600`). The OpenAPI document names the
 // limit of each operation (x-write-limits). Not limited here: votes (the contract keeps the vote
 // path as it is), the sign-in endpoints (limited per phone and per client address) and the handle
@@ -63,12 +64,13 @@ export function declaredLimit(declaration: WriteLimitDeclaration): { name: Write
 }
 
 const call = (name: WriteLimitName, { max, windowSeconds }: WriteLimit, hubs?: string) =>
-  `app.consume_write_limit('${name}', ${Math.trunc(max)}, ${Math.trunc(windowSeconds)}${hubs ? `, ${hubs}` : ''})`;
+  `select * from app.take_write_limit('${name}', ${Math.trunc(max)}, ${Math.trunc(windowSeconds)}${hubs ? `, ${hubs}` : ''})`;
 
 /**
- * The statement that counts one write (app.consume_write_limit raises RATE_LIMITED when full): the
- * endpoint's limit, and `hub_fanout` for each hub the body names. Hub ids are the validated body's
- * (quoted literals, as db/viewer.ts quotes the viewer's settings).
+ * The statement that counts one write (app.take_write_limit raises RATE_LIMITED when full, else
+ * answers a row per limit for the RateLimit headers): the endpoint's limit, and `hub_fanout` for
+ * each hub the body names. Hub ids are the validated body's (quoted literals, as db/viewer.ts
+ * quotes the viewer's settings).
  */
 export function writeLimitStatement(declaration: WriteLimitDeclaration, body: unknown, limits: WriteLimits): string {
   const { name, hubsIn } = declaredLimit(declaration);
@@ -78,7 +80,7 @@ export function writeLimitStatement(declaration: WriteLimitDeclaration, body: un
     const list = hubs.map((id) => sqlLiteral(String(id).toLowerCase())).join(', ');
     calls.push(call('hub_fanout', limits.hub_fanout, `array[${list}]::uuid[]`));
   }
-  return `select ${calls.join(', ')}`;
+  return calls.join(' union all ');
 }
 
 /** The OpenAPI description of an operation's limits (x-write-limits), with the defaults. */

@@ -105,6 +105,7 @@ function jsonSchema(schema: z.ZodType, io: 'input' | 'output', components: Compo
 /** Every code the operation can answer, in the contract's order of checks. */
 export function errorCodes(definition: Endpoint): ErrorCode[] {
   const codes = new Set<ErrorCode>(definition.errors ?? []);
+  if (!definition.anyClientVersion) codes.add('CLIENT_UPDATE_REQUIRED');
   if (definition.limit) codes.add('RATE_LIMITED');
   if (definition.auth !== 'public') codes.add('UNAUTHORIZED');
   for (const code of levelCodes(definition.level)) codes.add(code);
@@ -128,6 +129,9 @@ export function errorCodes(definition: Endpoint): ErrorCode[] {
 const pascal = (code: string) => code.toLowerCase().replace(/(^|_)(\w)/g, (_m, _s, c: string) => c.toUpperCase());
 const requestIdHeader = { $ref: '#/components/headers/X-Request-Id' };
 const retryAfterHeader = { $ref: '#/components/headers/Retry-After' };
+/** The RateLimit headers (server/http/rate-limit-headers.ts), on the answers of operations a limit counts. */
+const rateLimitHeaders = { 'RateLimit-Policy': { $ref: '#/components/headers/RateLimit-Policy' }, RateLimit: { $ref: '#/components/headers/RateLimit' } };
+const countedByLimits = (definition: Endpoint) => Boolean(definition.limit || definition.rateLimits?.length);
 
 /** The error response for a status and the codes an operation answers with it (shared when equal). */
 function errorResponse(status: number, codes: ErrorCode[], fields: string[], responses: Components): JsonSchema {
@@ -150,7 +154,9 @@ function errorResponse(status: number, codes: ErrorCode[], fields: string[], res
           details:
             status === 429
               ? { type: 'object', required: ['retryAfterSeconds'], properties: { retryAfterSeconds: { $ref: '#/components/schemas/RetryAfterSeconds' } } }
-              : { $ref: '#/components/schemas/ErrorDetails' },
+              : codes.length === 1 && codes[0] === 'CLIENT_UPDATE_REQUIRED'
+                ? { $ref: '#/components/schemas/ClientUpdateDetails' }
+                : { $ref: '#/components/schemas/ErrorDetails' },
         },
       },
     },
@@ -161,6 +167,7 @@ function errorResponse(status: number, codes: ErrorCode[], fields: string[], res
     headers: {
       'X-Request-Id': requestIdHeader,
       ...(status === 429 || status === 503 || codes.includes('IDEMPOTENCY_KEY_IN_USE') ? { 'Retry-After': retryAfterHeader } : {}),
+      ...(status === 429 ? rateLimitHeaders : {}),
     },
     content: {
       'application/json': {
@@ -208,7 +215,11 @@ function responsesOf(definition: Endpoint, components: Components): Operation {
         }
       : {
           description,
-          headers: { 'X-Request-Id': requestIdHeader, ...(takesIdempotencyKey(definition) ? { 'Idempotent-Replayed': { $ref: '#/components/headers/Idempotent-Replayed' } } : {}) },
+          headers: {
+            'X-Request-Id': requestIdHeader,
+            ...(takesIdempotencyKey(definition) ? { 'Idempotent-Replayed': { $ref: '#/components/headers/Idempotent-Replayed' } } : {}),
+            ...(countedByLimits(definition) ? rateLimitHeaders : {}),
+          },
           content: {
             'application/json': {
               schema: {
@@ -239,7 +250,7 @@ function operation({ definition, responses }: Operation, components: Components,
       parameters.push({ name, in: 'query', required: schema.required?.includes(name) ?? false, schema: property });
     }
   }
-  parameters.push({ $ref: '#/components/parameters/X-Request-Id' });
+  parameters.push({ $ref: '#/components/parameters/X-Request-Id' }, { $ref: '#/components/parameters/X-Client-Version' });
   if (takesIdempotencyKey(definition)) parameters.push({ $ref: '#/components/parameters/Idempotency-Key' });
   const body = definition.body ? jsonSchema(definition.body, 'input', components) : undefined;
   const byStatus = new Map<number, ErrorCode[]>();
@@ -259,6 +270,9 @@ function operation({ definition, responses }: Operation, components: Components,
     ...(definition.description || definition.limit ? { description: describe(definition) } : {}),
     ...(definition.level ? { 'x-access-level': definition.level } : {}),
     ...(definition.limit ? { 'x-write-limits': writeLimitDocs(definition.limit) } : {}),
+    ...(countedByLimits(definition)
+      ? { 'x-rate-limits': [...(definition.limit ? writeLimitDocs(definition.limit).map((l) => l.name) : []), ...(definition.rateLimits ?? [])] }
+      : {}),
     security: definition.auth === 'bearer' ? [{ bearer: [] }] : definition.auth === 'optional' ? [{}, { bearer: [] }] : [],
     parameters,
     ...(body ? { requestBody: { required: true, content: { 'application/json': { schema: body, example: exampleOf(body, components) } } } } : {}),
@@ -305,6 +319,13 @@ const description = [
   'IDEMPOTENCY_KEY_REUSED. Keys are the user\'s and live 24 hours. Answers given after the request ran are kept, errors',
   'included (a 404 or 409 is replayed too); 401, 429 and 5xx answers, and refusals before it ran (401, 403 level,',
   '422 shape), are not: a retry is checked and runs again.',
+  '',
+  'Every `200` answer to a `GET` (the notification stream aside) carries a strong `ETag`, `Cache-Control: private, no-cache` and',
+  '`Vary: Authorization`; send the tag back in `If-None-Match` and an unchanged answer is `304 Not Modified` with no body.',
+  'Image URLs are signed for the start of the hour and valid two hours, so an unchanged answer keeps its tag within the hour.',
+  'Operations that a per-user or per-address limit counts (`x-rate-limits`) answer `RateLimit-Policy` and `RateLimit` headers',
+  '(draft-ietf-httpapi-ratelimit-headers). The app names itself in `X-Client-Version` (`ios/2.1.0`): below the oldest version',
+  'served (GET /auth/login-config lists them) every other operation answers 426 CLIENT_UPDATE_REQUIRED, before any other check.',
 ].join('\n');
 
 export function openApiDocument(endpoints: Endpoint[]): JsonSchema {
@@ -345,6 +366,18 @@ export function openApiDocument(endpoints: Endpoint[]): JsonSchema {
           schema: requestIdSchema,
         },
         'Retry-After': { description: 'Seconds to wait before trying again.', schema: retryAfterSchema },
+        'RateLimit-Policy': {
+          description:
+            'The limits that count this operation (draft-ietf-httpapi-ratelimit-headers): `"<name>";q=<count>;w=<window seconds>`, ' +
+            'comma-separated, the names those of `x-rate-limits`. Sent on every answer in which a limit counted the request, 429 included.',
+          schema: { type: 'string', maxLength: 1024, example: '"comments";q=120;w=3600' },
+        },
+        RateLimit: {
+          description:
+            'For each limit of RateLimit-Policy: `"<name>";r=<requests left>;t=<seconds until the window frees one>`; a 429 has `r=0` ' +
+            'and `t` equal to Retry-After. A request that failed after its limit counted does not count (its answer says so).',
+          schema: { type: 'string', maxLength: 1024, example: '"comments";r=119;t=3600' },
+        },
         'Idempotent-Replayed': {
           description: '`true` on an answer replayed for a retry with the same Idempotency-Key (the request did not run again); absent otherwise.',
           schema: { type: 'string', const: 'true' },
@@ -357,6 +390,17 @@ export function openApiDocument(endpoints: Endpoint[]): JsonSchema {
           required: false,
           description: 'An id of the client for this request (1-128 characters of A-Z a-z 0-9 . _ : -), echoed in the response and the log.',
           schema: requestIdSchema,
+        },
+        'X-Client-Version': {
+          name: 'X-Client-Version',
+          in: 'header',
+          required: false,
+          description:
+            'The app and its version, `<ios|android>/<major.minor.patch>` (`ios/2.1.0`). Below the oldest version served for ' +
+            'its platform (GET /auth/login-config lists them), every operation but login-config answers 426 ' +
+            'CLIENT_UPDATE_REQUIRED with `details.minimumVersion` and `details.updateUrl`. Without the header, or with one ' +
+            'not of this form, the request is served.',
+          schema: { type: 'string', maxLength: 64, example: 'ios/2.1.0' },
         },
         'Idempotency-Key': {
           name: 'Idempotency-Key',
@@ -385,6 +429,17 @@ export function openApiDocument(endpoints: Endpoint[]): JsonSchema {
               additionalProperties: { type: 'string', maxLength: messageMaxLength },
             },
             retryAfterSeconds: { $ref: '#/components/schemas/RetryAfterSeconds' },
+            minimumVersion: { type: 'string', maxLength: 32, description: '426 CLIENT_UPDATE_REQUIRED: the oldest app version served on this platform.' },
+            updateUrl: { type: 'string', maxLength: 1024, description: '426 CLIENT_UPDATE_REQUIRED: where the app is updated (CLIENT_UPDATE_URLS).' },
+          },
+        },
+        ClientUpdateDetails: {
+          type: 'object',
+          description: '426 CLIENT_UPDATE_REQUIRED: the app is older than the oldest version served on its platform.',
+          required: ['minimumVersion', 'updateUrl'],
+          properties: {
+            minimumVersion: { type: 'string', maxLength: 32, description: 'The oldest version served (major.minor.patch).', example: '2.1.0' },
+            updateUrl: { type: 'string', maxLength: 1024, description: 'Where the app is updated (CLIENT_UPDATE_URLS).', example: 'https://apps.apple.com/app/id0000000000' },
           },
         },
         RetryAfterSeconds: { ...retryAfterSchema, description: '429 RATE_LIMITED: seconds until the request may succeed (the Retry-After header says the same).' },

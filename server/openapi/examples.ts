@@ -208,6 +208,12 @@ export function exampleOf(schema: JsonSchema, all: Record<string, JsonSchema>, n
 /** An error response's example: its first code, with the details that code carries. */
 export function errorExample(code: ErrorCode, fields: string[]): unknown {
   const details =
-    code === 'RATE_LIMITED' ? { retryAfterSeconds: 30 } : code === 'VALIDATION_FAILED' ? { fields: Object.fromEntries(fields.map((field) => [field, 'Required'])) } : {};
+    code === 'RATE_LIMITED'
+      ? { retryAfterSeconds: 30 }
+      : code === 'VALIDATION_FAILED'
+        ? { fields: Object.fromEntries(fields.map((field) => [field, 'Required'])) }
+        : code === 'CLIENT_UPDATE_REQUIRED'
+          ? { minimumVersion: '2.1.0', updateUrl: 'https://apps.apple.com/app/id0000000000' }
+          : {};
   return { success: false, error: { code, message: errorCatalog[code][1], details } };
 }

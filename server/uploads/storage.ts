@@ -29,12 +29,25 @@ export interface Storage {
   delete(key: string): Promise<void>;
   /** Stores an object written by the service itself (a data export archive). */
   put(key: string, body: string, contentType: string): Promise<void>;
-  /** A signed GET URL for an image shown in responses, reused while it has 10+ minutes left. */
+  /**
+   * A signed GET URL for an image shown in responses: the same string in every process for the
+   * whole of a window (photoUrlWindow), so an unchanged answer keeps its body and its ETag.
+   */
   photoUrl(key: string | null): Promise<string | null>;
 }
 
-const photoUrlSeconds = 3600;
-const photoUrlReuseMs = (photoUrlSeconds - 600) * 1000;
+/**
+ * Image URLs are signed as of the start of the current hour and valid two hours: any process,
+ * at any moment of that hour, signs the same string (SigV4 is a function of the key, the
+ * credentials, the signing time and the validity only), which works for at least another hour.
+ */
+export const photoUrlWindow = { windowSeconds: 3600, validSeconds: 7200 };
+
+/** The start of the window `now` falls in. */
+export function photoUrlWindowStart(now: number): number {
+  const windowMs = photoUrlWindow.windowSeconds * 1000;
+  return Math.floor(now / windowMs) * windowMs;
+}
 
 export function s3Client(s3: Config['s3'], endpoint: string | undefined): S3Client {
   return new S3Client({
@@ -52,10 +65,11 @@ export function s3Client(s3: Config['s3'], endpoint: string | undefined): S3Clie
  * `signer` signs the URLs handed to clients: its endpoint is the store's public address (S3_PUBLIC_URL),
  * which may differ from the one this process reaches it at (`client`).
  */
-export function createStorage(client: S3Client, bucket: string, signer: S3Client = client): Storage {
-  const photoUrls = new Map<string, { url: string; reuseUntil: number }>();
-  const presignGet = (key: string, expiresIn: number) =>
-    getSignedUrl(signer, new GetObjectCommand({ Bucket: bucket, Key: key }), { expiresIn });
+export function createStorage(client: S3Client, bucket: string, signer: S3Client = client, clock: () => number = Date.now): Storage {
+  // The signed image URLs of the current window (a cache: signing is pure, so this only saves the work).
+  let photoUrls = { windowStart: 0, urls: new Map<string, string>() };
+  const presignGet = (key: string, expiresIn: number, signingDate?: Date) =>
+    getSignedUrl(signer, new GetObjectCommand({ Bucket: bucket, Key: key }), { expiresIn, ...(signingDate ? { signingDate } : {}) });
 
   return {
     presignPut: (key, contentType, contentLength, expiresIn) =>
@@ -93,11 +107,15 @@ export function createStorage(client: S3Client, bucket: string, signer: S3Client
     },
     async photoUrl(key) {
       if (key === null) return null;
-      const cached = photoUrls.get(key);
-      if (cached && cached.reuseUntil > Date.now()) return cached.url;
-      const url = await presignGet(key, photoUrlSeconds);
-      if (photoUrls.size > 50_000) photoUrls.clear();
-      photoUrls.set(key, { url, reuseUntil: Date.now() + photoUrlReuseMs });
+      const windowStart = photoUrlWindowStart(clock());
+      if (photoUrls.windowStart !== windowStart) photoUrls = { windowStart, urls: new Map() };
+      const cached = photoUrls.urls.get(key);
+      if (cached) return cached;
+      const url = await presignGet(key, photoUrlWindow.validSeconds, new Date(windowStart));
+      if (photoUrls.windowStart === windowStart) {
+        if (photoUrls.urls.size >= 50_000) photoUrls.urls.clear();
+        photoUrls.urls.set(key, url);
+      }
       return url;
     },
   };

@@ -1,6 +1,6 @@
 // Data export (contract 13): POST /users/me/exports and GET /users/me/exports/{exportId}. The
 // archive (what it holds, never a vote position) and the 24-hour rule live in db/sql/accounts.sql
-// (app.request_data_export, app.data_export); the worker task export_account writes it; this module
+// (app.start_data_export, app.data_export); the worker task export_account writes it; this module
 // shapes and signs the 15-minute URL.
 import { z } from 'zod';
 import { endpoint } from '../http/endpoint.ts';
@@ -30,10 +30,12 @@ export const exportEndpoints = [
     limit: 'other_writes',
     status: 202,
     message: 'Accepted',
+    rateLimits: ['data_exports'],
     errors: ['RATE_LIMITED'],
     response: z.object({ exportId: z.string(), status: z.literal('pending') }),
     async handler({ tx }) {
-      const { rows } = await tx.query<{ export_id: string; status: 'pending' }>('select export_id, status from app.request_data_export()');
+      // The limit's columns give the RateLimit headers (server/http/rate-limit-headers.ts).
+      const { rows } = await tx.query<{ export_id: string; status: 'pending' }>('select * from app.start_data_export()');
       const row = rows[0] as { export_id: string; status: 'pending' };
       return { exportId: row.export_id, status: row.status };
     },

@@ -23,6 +23,10 @@ export const followScanCap = 1000;
 /**
  * The statement of a follow list page: $1 the user, $2 the seq after which the page starts (null for
  * the first), then without q $3 the rows to return; with q, $3 the query and $4 the rows to return.
+ * The user is spelled as a range (`>= $1 and <= $1`) ordered by (user, seq): only the (user, seq)
+ * index serves that order, so the page is one range of it whatever the statistics say. With `= $1`
+ * the user drops out of the order and the planner may walk the whole table's seq index instead,
+ * filtering by user, which it does where one user has most follows (docs/performance.md).
  */
 export function followPageSql(side: 'follower_id' | 'followee_id', withQuery: boolean): string {
   const anchor = side === 'follower_id' ? 'followee_id' : 'follower_id';
@@ -32,15 +36,15 @@ export function followPageSql(side: 'follower_id' | 'followee_id', withQuery: bo
        from app.follows f
        join app.users u on u.id = f.${side}
        left join app.assets a on a.id = u.profile_asset_id
-       where f.${anchor} = $1 and ($2::bigint is null or f.seq < $2)
-       order by f.seq desc
+       where f.${anchor} >= $1 and f.${anchor} <= $1 and ($2::bigint is null or f.seq < $2)
+       order by f.${anchor}, f.seq desc
        limit $3`;
   }
   return `with scanned as materialized (
        select f.seq, f.${side} as user_id
        from app.follows f
-       where f.${anchor} = $1 and ($2::bigint is null or f.seq < $2)
-       order by f.seq desc
+       where f.${anchor} >= $1 and f.${anchor} <= $1 and ($2::bigint is null or f.seq < $2)
+       order by f.${anchor}, f.seq desc
        limit ${followScanCap}
      ),
      matched as (

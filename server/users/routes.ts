@@ -73,9 +73,11 @@ export const userEndpoints = [
       reason: z.enum(['taken', 'invalid', 'reserved']).nullable(),
       alternatives: z.array(text(textMax.handle)).max(3),
     }),
+    rateLimits: ['handle_availability'],
     errors: ['RATE_LIMITED'],
     async handler({ body, tx }) {
-      const limit = await tx.query<{ wait: number }>('select app.consume_rate_limit($1, $2, $3) as wait', [
+      // Its answer gives the RateLimit headers too (server/http/rate-limit-headers.ts).
+      const limit = await tx.query<{ wait: number }>('select * from app.take_rate_limit($1, $2, $3)', [
         'handle_availability',
         availabilityLimit.hits,
         availabilityLimit.windowSeconds,

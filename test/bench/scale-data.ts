@@ -20,6 +20,14 @@ import type pg from 'pg';
 
 export interface ScaleSize {
   name: string;
+  /**
+   * spread (default): each subject holds its dimension's rows beside the rest of the population
+   * (1,000,000 users in the large world). hot: the young deployment's skew, where one key holds
+   * every row of its column: one author wrote every comment and every discussion message, the
+   * star's followers are every follow but a page of the fan's, and every user's name has the word
+   * "Follower"; users are only those the dimensions need.
+   */
+  shape?: 'spread' | 'hot';
   /** Rows behind every hot dimension. */
   n: number;
   /** People in all (at least 2n + 20). */
@@ -28,14 +36,25 @@ export interface ScaleSize {
   votes: number;
 }
 
-export function sizes(scale: number): [ScaleSize, ScaleSize] {
+export function sizes(scale: number, shape: 'spread' | 'hot' = 'spread'): [ScaleSize, ScaleSize] {
   const small = Math.round(1_000 * scale);
   const large = Math.round(100_000 * scale);
+  if (shape === 'hot') {
+    return [
+      { name: 'small-hot', shape, n: small, users: 2 * small + 100, votes: small },
+      { name: 'large-hot', shape, n: large, users: 2 * large + 100, votes: large },
+    ];
+  }
   return [
     { name: 'small', n: small, users: 2 * small + 100, votes: small },
     { name: 'large', n: large, users: Math.max(2 * large + 100, Math.round(1_000_000 * scale)), votes: Math.round(1_000_000 * scale) },
   ];
 }
+
+/** The follows of the fan in a world: n, or one page in the hot shape (the star has every other follow). */
+export const fanFollows = (size: ScaleSize) => (size.shape === 'hot' ? 20 : size.n);
+/** A word of every user's name in the hot shape (none in the spread one). */
+export const hotNameWord = 'follower';
 
 /** Row number → uuid, one namespace per table. */
 export const space = { user: 1, post: 2, hub: 3, comment: 4, discussion: 5, message: 6, invitation: 7, request: 8, session: 9 } as const;
@@ -96,6 +115,7 @@ export const hubWords = words;
 export async function generate(client: pg.ClientBase, size: ScaleSize, log: (line: string) => void): Promise<void> {
   const { n, users: U, votes: V } = size;
   const s = subject;
+  const hot = size.shape === 'hot';
   const person = (expr: string) => sqlId(space.user, expr);
   const step = async (name: string, sql: string) => {
     const started = performance.now();
@@ -108,7 +128,7 @@ export async function generate(client: pg.ClientBase, size: ScaleSize, log: (lin
   await step(
     `${U} users with phones`,
     `insert into app.users (id, username, full_name, terms_accepted_at, terms_version, media_completed_at, contacts_synced_at, created_at)
-     select ${person('i')}, 'user' || i, ${fullNameSql('i')}, now(), 'bench', now(), now(), now() - interval '400 days'
+     select ${person('i')}, 'user' || i, ${hot ? `'Follower ' || ` : ''}${fullNameSql('i')}, now(), 'bench', now(), now(), now() - interval '400 days'
      from generate_series(1, ${U}) i;
      insert into app.phone_identities (user_id, phone_e164) select ${person('i')}, '+1555' || lpad(i::text, 7, '0') from generate_series(1, ${U}) i;
      insert into app.upload_intents (id, owner_id, purpose, content_type, content_length, object_key, expires_at, completed_at)
@@ -236,17 +256,18 @@ export async function generate(client: pg.ClientBase, size: ScaleSize, log: (lin
      where c.post_id between ${sqlId(space.post, `${s.votesPosts} + 1`)} and ${sqlId(space.post, `${s.votesPosts} + 10`)} and c.hub_id is null and c.slot = 0`,
   );
   // Comments: n on post 1; a root comment on post 2 with n replies; each with the post author's
-  // post_commented row and the commenter's activity event.
+  // post_commented row and the commenter's activity event. Hot: one author wrote them all.
+  const commenter = hot ? person(String(s.rootCommenter)) : person(`${s.firstPerson} + (i * 7919) % ${U - s.firstPerson}`);
   await step(
     `${2 * n + 1} comments`,
     `insert into app.comments (id, post_id, author_id, parent_id, text, created_at)
-     select ${sqlId(space.comment, `${s.comments} + i`)}, ${sqlId(space.post, String(s.commentedPost))}, ${person(`${s.firstPerson} + (i * 7919) % ${U - s.firstPerson}`)},
+     select ${sqlId(space.comment, `${s.comments} + i`)}, ${sqlId(space.post, String(s.commentedPost))}, ${commenter},
             null, 'Comment ' || i, now() - interval '59 days' + i * (interval '58 days' / ${n})
      from generate_series(1, ${n}) i;
      insert into app.comments (id, post_id, author_id, parent_id, text, created_at)
      values (${sqlId(space.comment, String(s.rootComment))}, ${sqlId(space.post, String(s.repliedPost))}, ${person(String(s.rootCommenter))}, null, 'The root', now() - interval '59 days');
      insert into app.comments (id, post_id, author_id, parent_id, text, created_at)
-     select ${sqlId(space.comment, `${s.replies} + i`)}, ${sqlId(space.post, String(s.repliedPost))}, ${person(`${s.firstPerson} + (i * 7919) % ${U - s.firstPerson}`)},
+     select ${sqlId(space.comment, `${s.replies} + i`)}, ${sqlId(space.post, String(s.repliedPost))}, ${commenter},
             ${sqlId(space.comment, String(s.rootComment))}, 'Reply ' || i, now() - interval '58 days' + i * (interval '57 days' / ${n})
      from generate_series(1, ${n}) i;
      insert into app.notifications (recipient_id, type, actor_id, post_id, comment_id, created_at)
@@ -258,26 +279,27 @@ export async function generate(client: pg.ClientBase, size: ScaleSize, log: (lin
   );
   // Follows: n followers of the star, n users followed by the fan; user_followed rows.
   await step(
-    `${2 * n} follows`,
+    `${n + fanFollows(size)} follows`,
     `insert into app.follows (follower_id, followee_id, created_at)
      select ${person(`${s.firstPerson - 1} + i`)}, ${person(String(s.star))}, now() - interval '100 days' + i * (interval '99 days' / ${n})
      from generate_series(1, ${n}) i order by i;
      insert into app.follows (follower_id, followee_id, created_at)
      select ${person(String(s.fan))}, ${person(`${s.firstPerson - 1} + i`)}, now() - interval '100 days' + i * (interval '99 days' / ${n})
-     from generate_series(1, ${n}) i order by i;
+     from generate_series(1, ${fanFollows(size)}) i order by i;
      insert into app.notifications (recipient_id, type, actor_id, created_at)
      select f.followee_id, 'user_followed', f.follower_id, f.created_at from app.follows f where f.followee_id = ${person(String(s.star))}`,
   );
   // Hub 1's discussions: the newest hub post's discussion has n messages; its first has n replies.
   const discussion = sqlId(space.discussion, `${s.hubPosts} + ${n}`);
+  const messageAuthor = hot ? person(String(s.firstPerson)) : person(`${s.firstPerson - 1} + 1 + (i * 7919) % ${n}`);
   await step(
     `${2 * n} discussion messages`,
     `insert into app.hub_discussion_messages (id, discussion_id, hub_id, author_id, parent_id, text, created_at)
-     select ${sqlId(space.message, 'i')}, ${discussion}, ${hub}, ${person(`${s.firstPerson - 1} + 1 + (i * 7919) % ${n}`)}, null, 'Message ' || i,
+     select ${sqlId(space.message, 'i')}, ${discussion}, ${hub}, ${messageAuthor}, null, 'Message ' || i,
             now() - interval '20 days' + i * (interval '19 days' / ${n})
      from generate_series(1, ${n}) i;
      insert into app.hub_discussion_messages (id, discussion_id, hub_id, author_id, parent_id, text, created_at)
-     select ${sqlId(space.message, `${s.replyMessages} + i`)}, ${discussion}, ${hub}, ${person(`${s.firstPerson - 1} + 1 + (i * 7919) % ${n}`)},
+     select ${sqlId(space.message, `${s.replyMessages} + i`)}, ${discussion}, ${hub}, ${messageAuthor},
             ${sqlId(space.message, '1')}, 'Reply ' || i, now() - interval '19 days' + i * (interval '18 days' / ${n})
      from generate_series(1, ${n}) i;
      update app.hub_discussions d set last_activity_at = m.at

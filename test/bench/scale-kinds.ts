@@ -1,6 +1,6 @@
 // The requests of the scale benchmark (test/bench/scale.ts), one per hot dimension and request:
 // its goal name and how to make it in a world (the subjects of test/bench/scale-data.ts).
-import { benchId, inviteToken, type ScaleSize, space, subject as s } from './scale-data.ts';
+import { benchId, hotNameWord, inviteToken, type ScaleSize, space, subject as s } from './scale-data.ts';
 
 export interface Request {
   label: string;
@@ -74,4 +74,14 @@ export const allKinds: Kind[] = [
   { goal: 'hubs_search_word', request: (w) => get('hub search q=garden', '/search/hubs?q=garden', viewer(w)) },
   { goal: 'hubs_search_none', request: (w) => get('hub search q=zzzz', '/search/hubs?q=zzzz', viewer(w)) },
   { goal: 'hubs_search_recommended', request: (w) => get('hub search (recommended)', '/search/hubs', viewer(w)) },
+];
+
+/**
+ * The requests of the hot shape (scale-data.ts): every kind but the following list's (in the hot
+ * shape the star has every follow, the fan one page), plus the people search for the word every
+ * name has.
+ */
+export const hotKinds: Kind[] = [
+  ...allKinds.filter((kind) => !kind.goal.startsWith('following_')),
+  { goal: 'users_search_common_word', request: () => get(`people search q=${hotNameWord} (every name)`, `/search/users?q=${hotNameWord}`) },
 ];

@@ -27,9 +27,11 @@ import { promisify } from 'node:util';
 import pg from 'pg';
 import { freePort, startEmbeddedPostgres } from '../../db/embedded.ts';
 import { migrate } from '../../db/migrate.ts';
+import { survivesServerLoss } from '../../db/pools.ts';
 import { roleUrl } from '../../db/roles.ts';
 import { createTokens } from '../../server/auth/tokens.ts';
 import { startPgBouncer } from '../helpers/pgbouncer.ts';
+import { cleanUp, stopOnExit } from './cleanup.ts';
 import { startPhase } from './phase-start.ts';
 import { makePosts, seed } from './vote-data.ts';
 import { replicaScaleOut } from './scale-out-replicas.ts';
@@ -52,7 +54,9 @@ function goal(name: string, values: number[], op: '>=' | '<=' | '=', target: num
 
 // The database: its own embedded PostgreSQL, durable (fsync and synchronous commit on).
 const dataDir = await mkdtemp(path.join(os.tmpdir(), 'opinion-scale-out-'));
+stopOnExit(() => rm(dataDir, { recursive: true, force: true }));
 const embedded = await startEmbeddedPostgres(dataDir, { persistent: false, durable: true, maxConnections: clients + 100 });
+stopOnExit(() => embedded.stop());
 const database = `opinion_scale_out_${randomBytes(4).toString('hex')}`;
 const admin = new pg.Client({ connectionString: embedded.url });
 await admin.connect();
@@ -63,14 +67,17 @@ const ownerUrlObject = new URL(embedded.url);
 ownerUrlObject.pathname = `/${database}`;
 const ownerUrl = ownerUrlObject.toString();
 await migrate(ownerUrl);
-const owner = new pg.Pool({ connectionString: ownerUrl, max: 4 });
+const owner = survivesServerLoss(new pg.Pool({ connectionString: ownerUrl, max: 4 }));
+stopOnExit(() => owner.end());
 const data = await seed(owner, clients);
 const posts = await makePosts(owner, data, 1000, 'public');
 const pooler = await startPgBouncer(ownerUrl, { poolSize, maxClients: clients + 200 });
+stopOnExit(() => pooler.close());
 const { stdout: pgbouncerVersion } = await run('/usr/sbin/pgbouncer', ['--version']).catch(() => ({ stdout: 'pgbouncer ?' }));
 log(`scale-out: ${clients} clients, ${seconds} s per phase, ${repeats} repeats; PostgreSQL ${version} (embedded, max_connections ${clients + 100}), ${pgbouncerVersion.split('\n')[0]} (transaction mode, default_pool_size ${poolSize}); ${os.cpus().length} cores, ${os.cpus()[0]?.model}`);
 
 const load: ChildProcess = fork(path.join(import.meta.dirname, 'scale-out-load.ts'), [], { stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
+stopOnExit(async () => load.kill());
 const replies: ((message: any) => void)[] = [];
 load.on('message', (message) => replies.shift()?.(message));
 await new Promise((resolve) => replies.push(resolve));
@@ -204,14 +211,9 @@ goal('clients_per_server_connection', clientsPerServer, '>=', 50, 1);
 goal('pooler_added_p50_ms', addedP50, '<=', 0.5);
 goal('direct_connections_1000_vs_10_streams', [(with1000 as number) / Math.max(1, with10 as number)], '=', 1);
 
-load.kill();
-await owner.end();
-await pooler.close();
-await embedded.stop();
-await rm(dataDir, { recursive: true, force: true });
+await cleanUp();
 
 // The replicas part (test/bench/scale-out-replicas.ts) runs last, on a PostgreSQL 15 primary and
 // streaming replica of its own (the embedded server has none), printing its goal lines
 // (replica_read_share_lag_*, read_your_writes_violations_lag_*).
 await replicaScaleOut();
-

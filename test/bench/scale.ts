@@ -18,6 +18,10 @@
 //     on the next run (pending migrations are applied); with DATABASE_URL on that server, else in a
 //     persistent embedded PostgreSQL under .data/bench-scale
 //   BENCH_SCALE_ONLY=<regex>: measure only the requests whose goal name matches
+//   BENCH_SCALE_SHAPES (spread,hot): the data shapes measured, each with its own two worlds, one
+//     after the other (scale-data.ts): spread, each subject beside a population of 1,000,000 users;
+//     hot, one key holding every row of its column (one author of every comment, the star with
+//     every follow, one word in every name). Hot goal lines are `goal scale_hot_<dimension>_...`.
 // Uses DATABASE_URL's server when set, else an embedded PostgreSQL.
 import { execFileSync, fork, spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
@@ -29,7 +33,7 @@ import pg from 'pg';
 import { freePort, startEmbeddedPostgres } from '../../db/embedded.ts';
 import jwt from 'jsonwebtoken';
 import { benchId, generate, type ScaleSize, sizes, space } from './scale-data.ts';
-import { allKinds, type Request } from './scale-kinds.ts';
+import { allKinds, hotKinds, type Kind, type Request } from './scale-kinds.ts';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
 const scale = Number(process.env.BENCH_SCALE ?? 1);
@@ -38,6 +42,7 @@ const perKind = Number(process.env.BENCH_SCALE_REQUESTS ?? 20);
 const keep = process.env.BENCH_SCALE_KEEP === '1';
 const before = process.env.BENCH_BEFORE;
 const only = process.env.BENCH_SCALE_ONLY ? new RegExp(process.env.BENCH_SCALE_ONLY) : undefined;
+const shapes = (process.env.BENCH_SCALE_SHAPES ?? 'spread,hot').split(',').map((shape) => shape.trim()) as ('spread' | 'hot')[];
 const jwtSecret = randomBytes(24).toString('hex');
 const log = (line: string) => process.stdout.write(`${line}\n`);
 
@@ -90,7 +95,7 @@ async function waitReady(base: string, child: ChildProcess, output: () => string
 /** One size: its database (generated, or kept from an earlier run) and an API process on it. */
 async function buildWorld(size: ScaleSize): Promise<World> {
   const database = keep
-    ? `opinion_bench_scale_${treeName}_${String(scale).replace('.', '_')}_${size.name}`
+    ? `opinion_bench_scale_${treeName}_${String(scale).replace('.', '_')}_${size.name.replace('-', '_')}`
     : `opinion_bench_scale_${randomBytes(4).toString('hex')}`;
   const kept = keep && (await admin.query(`select from pg_database where datname = $1 and shobj_description(oid, 'pg_database') = 'generated'`, [database])).rowCount === 1;
   if (!kept) {
@@ -154,7 +159,6 @@ async function buildWorld(size: ScaleSize): Promise<World> {
   };
 }
 
-const kinds = allKinds.filter((kind) => !only || only.test(kind.goal));
 
 const percentile = (values: number[], p: number) => {
   const sorted = [...values].sort((a, b) => a - b);
@@ -164,10 +168,9 @@ const median = (values: number[]) => percentile(values, 50);
 const spread = (values: number[], digits = 1) =>
   `${median(values).toFixed(digits)} (min ${Math.min(...values).toFixed(digits)}, max ${Math.max(...values).toFixed(digits)})`;
 
-const worlds: World[] = [];
 let client: ChildProcess | undefined;
+const open: World[] = [];
 try {
-  for (const size of sizes(scale)) worlds.push(await buildWorld(size));
   const load = fork(new URL('./feeds-load.ts', import.meta.url), { stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
   client = load;
   const run = (base: string, requests: Request[]) =>
@@ -177,6 +180,31 @@ try {
       );
       load.send({ base, requests });
     });
+  for (const shape of shapes) {
+    const kinds = (shape === 'hot' ? hotKinds : allKinds).filter((kind) => !only || only.test(kind.goal));
+    if (kinds.length === 0) continue;
+    const worlds: World[] = [];
+    for (const size of sizes(scale, shape)) {
+      const world = await buildWorld(size);
+      worlds.push(world);
+      open.push(world);
+    }
+    await measure(shape, worlds, kinds, run);
+    for (const world of worlds) {
+      await world.close();
+      open.splice(open.indexOf(world), 1);
+    }
+  }
+} finally {
+  client?.disconnect();
+  for (const world of open) await world.close();
+  await admin.end();
+  await embedded?.stop();
+  await rm(scratch, { recursive: true, force: true });
+}
+
+/** One shape's two worlds: rounds of every kind, then the lines. */
+async function measure(shape: string, worlds: World[], kinds: Kind[], run: (base: string, requests: Request[]) => Promise<{ label: string; ms: number }[]>) {
   /** One round's requests in a world, the kinds interleaved. */
   const batch = (world: World): Request[] => Array.from({ length: perKind }, () => kinds.map((kind) => kind.request(world))).flat();
 
@@ -197,29 +225,24 @@ try {
   }
 
   const [small, large] = worlds as [World, World];
+  const prefix = shape === 'hot' ? 'hot_' : '';
   log('');
-  log(`machine: ${os.cpus().length} cores (${os.cpus()[0]?.model ?? 'unknown'}), PostgreSQL ${version}; tree ${treeName}; ${rounds} rounds of ${perKind} requests per kind and world`);
-  log(`worlds: small ${small.size.n} rows per dimension, ${small.size.users} users, ${small.size.votes} votes; large ${large.size.n}, ${large.size.users}, ${large.size.votes}`);
+  log(`shape ${shape}; machine: ${os.cpus().length} cores (${os.cpus()[0]?.model ?? 'unknown'}), PostgreSQL ${version}; tree ${treeName}; ${rounds} rounds of ${perKind} requests per kind and world`);
+  log(`worlds: ${small.size.name} ${small.size.n} rows per dimension, ${small.size.users} users, ${small.size.votes} votes; ${large.size.name} ${large.size.n}, ${large.size.users}, ${large.size.votes}`);
   log('latency in ms, median over rounds (min, max):');
   for (const kind of kinds) {
     const label = kind.request(small).label;
     for (const world of worlds) {
       const entry = results.get(`${world.size.name} ${label}`) as { p50: number[]; p95: number[] };
-      log(`  ${`${world.size.name} ${label}`.padEnd(58)} p50 ${spread(entry.p50)}   p95 ${spread(entry.p95)}`);
+      log(`  ${`${world.size.name} ${label}`.padEnd(62)} p50 ${spread(entry.p50)}   p95 ${spread(entry.p95)}`);
     }
   }
   log('');
   for (const kind of kinds) {
     const label = kind.request(small).label;
-    const [a, b] = [results.get(`large ${label}`)?.p95 ?? [], results.get(`small ${label}`)?.p95 ?? []];
+    const [a, b] = [results.get(`${large.size.name} ${label}`)?.p95 ?? [], results.get(`${small.size.name} ${label}`)?.p95 ?? []];
     const ratios = a.map((value, i) => value / (b[i] as number));
     const ratio = median(ratios);
-    log(`goal scale_${kind.goal}: ${ratio.toFixed(2)} (min ${Math.min(...ratios).toFixed(2)}, max ${Math.max(...ratios).toFixed(2)}; target <= 1.5) ${ratio <= 1.5 ? 'ok' : 'short'}`);
+    log(`goal scale_${prefix}${kind.goal}: ${ratio.toFixed(2)} (min ${Math.min(...ratios).toFixed(2)}, max ${Math.max(...ratios).toFixed(2)}; target <= 1.5) ${ratio <= 1.5 ? 'ok' : 'short'}`);
   }
-} finally {
-  client?.disconnect();
-  for (const world of worlds) await world.close();
-  await admin.end();
-  await embedded?.stop();
-  await rm(scratch, { recursive: true, force: true });
 }

@@ -21,6 +21,7 @@ import { roleUrl } from '../../db/roles.ts';
 import { RequestTransaction } from '../../db/request-transaction.ts';
 import { anonymousViewer, userViewer } from '../../db/viewer.ts';
 import { startPgBouncer } from '../helpers/pgbouncer.ts';
+import { cleanUp, stopOnExit } from './cleanup.ts';
 import { makePosts, seed } from './vote-data.ts';
 import { benchBallotKey, sealedVoteParams, sealedVoteText } from './vote-wire.ts';
 
@@ -31,21 +32,26 @@ const log = (line: string) => process.stdout.write(`${line}\n`);
 const median = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)] as number;
 
 const dataDir = await mkdtemp(path.join(os.tmpdir(), 'opinion-vote-trip-'));
+stopOnExit(() => rm(dataDir, { recursive: true, force: true }));
 // BENCH_DURABLE=1: fsync and synchronous commit on (each vote then waits for its WAL flush, which
 // hides the round trip on a slow disk); by default off, so the figure is the round trip and the work.
 const durable = process.env.BENCH_DURABLE === '1';
 const embedded = process.env.DATABASE_URL ? undefined : await startEmbeddedPostgres(dataDir, { persistent: false, durable });
+if (embedded) stopOnExit(() => embedded.stop());
 const adminUrl = process.env.DATABASE_URL ?? (embedded?.url as string);
 const database = `opinion_vote_trip_${randomBytes(4).toString('hex')}`;
 const admin = new pg.Client({ connectionString: adminUrl });
 await admin.connect();
+stopOnExit(() => admin.end());
 await admin.query(`create database ${database}`);
+stopOnExit(() => admin.query(`drop database ${database} with (force)`));
 const version = (await admin.query<{ server_version: string }>('show server_version')).rows[0]?.server_version;
 const ownerUrlObject = new URL(adminUrl);
 ownerUrlObject.pathname = `/${database}`;
 const ownerUrl = ownerUrlObject.toString();
 await migrate(ownerUrl);
 const owner = survivesServerLoss(new pg.Pool({ connectionString: ownerUrl, max: 2 }));
+stopOnExit(() => owner.end());
 
 type Variant = 'direct' | 'pooled' | 'before';
 const variants: Variant[] = beforeDir ? ['direct', 'pooled', 'before'] : ['direct', 'pooled'];
@@ -61,12 +67,16 @@ const nextPair = () => {
 await owner.query('vacuum analyze');
 
 const pooler = await startPgBouncer(ownerUrl, { poolSize: 1 });
+stopOnExit(() => pooler.close());
 const pools: Record<Variant, pg.Pool> = {
   direct: new pg.Pool({ connectionString: roleUrl(ownerUrl, 'authenticator'), max: 1, pipeline: true }),
   pooled: new pg.Pool({ connectionString: roleUrl(ownerUrl, 'authenticator', pooler.url), max: 1, pipeline: true }),
   before: new pg.Pool({ connectionString: roleUrl(ownerUrl, 'authenticator'), max: 1, pipeline: true }),
 };
-for (const pool of Object.values(pools)) survivesServerLoss(pool);
+for (const pool of Object.values(pools)) {
+  survivesServerLoss(pool);
+  stopOnExit(() => pool.end());
+}
 type Sender = (pool: pg.Pool, voter: { userId: string; sessionId: string }, params: string[]) => Promise<unknown>;
 const send: Record<Variant, Sender> = {
   direct: (pool, voter, params) => {
@@ -107,10 +117,4 @@ for (const [variant, values] of blocks) {
   log(`${variant}: median ${median(values).toFixed(3)} ms per vote (min ${Math.min(...values).toFixed(3)}, max ${Math.max(...values).toFixed(3)}; block medians)`);
 }
 
-await Promise.all(Object.values(pools).map((pool) => pool.end()));
-await owner.end();
-await admin.query(`drop database ${database} with (force)`);
-await admin.end();
-await pooler.close();
-await embedded?.stop();
-await rm(dataDir, { recursive: true, force: true });
+await cleanUp();

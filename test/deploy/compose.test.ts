@@ -120,7 +120,7 @@ describe('docker-compose.yml', () => {
   });
 
   it('is a valid compose file for docker compose, where one is installed', async () => {
-    const env = { ...process.env, JWT_SECRET: 'x', BALLOT_KEY: 'k1:x', TWILIO_ACCOUNT_SID: 'AC1', TWILIO_AUTH_TOKEN: 'x', TWILIO_FROM: '+15005550006' };
+    const env = { ...process.env, JWT_SECRET: 'x', BALLOT_KEY: 'k1:x', PGBACKREST_REPO1_CIPHER_PASS: 'x', TWILIO_ACCOUNT_SID: 'AC1', TWILIO_AUTH_TOKEN: 'x', TWILIO_FROM: '+15005550006' };
     // The compose plugin (`docker compose`) or the standalone `docker-compose`, whichever runs here.
     const tools: [string, string[]][] = [
       ['docker', ['compose']],

@@ -118,7 +118,15 @@ export async function startPgBouncer(ownerUrl: string, { poolSize = 20, maxClien
     started.stdout?.on('data', (chunk) => (output += chunk));
     started.stderr?.on('data', (chunk) => (output += chunk));
     child = started;
-    exited = new Promise((resolve) => started.once('exit', () => resolve()));
+    // A test process that ends without close() (a crash, a killed worker) takes its pooler with it.
+    const endWithProcess = () => started.kill('SIGKILL');
+    process.once('exit', endWithProcess);
+    exited = new Promise((resolve) =>
+      started.once('exit', () => {
+        process.off('exit', endWithProcess);
+        resolve();
+      }),
+    );
     const deadline = Date.now() + 10_000;
     while (!(await listening(port))) {
       if (started.exitCode !== null || started.signalCode !== null) throw new Error(`pgbouncer ended at start: ${output}${await readFile(path.join(dir, 'pgbouncer.log'), 'utf8').catch(() => '')}`);

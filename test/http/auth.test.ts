@@ -53,6 +53,7 @@ describe('GET /auth/login-config', () => {
       loginMethods: ['phone_otp', 'idp', 'anonymous'],
       otp: { length: 4, resendAfterSeconds: 60, expiresInSeconds: 300, maxAttempts: 5 },
       legal: { termsUrl: 'https://opinion.example/legal/terms', privacyUrl: 'https://opinion.example/legal/privacy', termsVersion: expect.any(String) },
+      minimumClientVersions: { ios: null, android: null },
     });
   });
 });

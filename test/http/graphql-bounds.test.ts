@@ -5,6 +5,7 @@
 // statement timeout on GraphQL's own pool, whose exhaustion leaves REST untouched.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import pg from 'pg';
+import { Admission } from '../../server/graphql/admission.ts';
 import { graphqlBounds } from '../../server/graphql/bounds.ts';
 import { startTestApp, type TestApp } from '../helpers/app.ts';
 import { anonymousUser, userAtLevel, type TestUser } from '../helpers/users.ts';
@@ -14,7 +15,9 @@ let anon: TestUser;
 let alice: TestUser;
 const publicUsers = 150;
 beforeAll(async () => {
-  app = await startTestApp();
+  // Room for every operation at once: these tests hold several of one user in flight (every GraphQL
+  // connection busy); how many run at once is graphql-admission.test.ts's.
+  app = await startTestApp({}, { graphqlAdmission: new Admission({ perKey: 100, total: 100, waitMs: 1_000 }) });
   [anon, alice] = await Promise.all([anonymousUser(app), userAtLevel(app, 3)]);
   await app.owner.query(
     "insert into app.users (username, full_name) select 'bounds_' || g, 'Bounds ' || g from generate_series(1, $1) g",

@@ -2,6 +2,7 @@
 // ids, and never a body, token, OTP code, phone number or vote position.
 import type { AddressInfo } from 'node:net';
 import { Writable } from 'node:stream';
+import { runOnce } from 'graphile-worker';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { createLogger, workerLogger } from '../../logger.ts';
 import { createApp } from '../../server/app.ts';
@@ -133,5 +134,49 @@ describe("graphile-worker's retry lines", () => {
       [20, 'Error with notify li'],
       [50, 'Error occurred fetch'],
     ]);
+  });
+});
+
+describe("graphile-worker's job lines", () => {
+  // A real run of two jobs: one that succeeds and one that fails, through the worker's logger.
+  async function runTwoJobs(level: string): Promise<{ level: number; msg: string; line: string }[]> {
+    const lines: { level: number; msg: string; line: string }[] = [];
+    const sink = new Writable({
+      write(chunk, _encoding, done) {
+        for (const line of String(chunk).split('\n').filter(Boolean)) lines.push({ ...(JSON.parse(line) as { level: number; msg: string }), line });
+        done();
+      },
+    });
+    const payload = { marker: 'payload-marker', ids: Array.from({ length: 20 }, (_, i) => `00000000-0000-4000-8000-${String(i).padStart(12, '0')}`) };
+    await app.owner.query(`select graphile_worker.add_job('log_test_ok', $1::json), graphile_worker.add_job('log_test_fails', $1::json, max_attempts => 1)`, [JSON.stringify(payload)]);
+    await runOnce({
+      pgPool: app.pools.worker,
+      taskList: {
+        log_test_ok: async () => {},
+        log_test_fails: async () => {
+          throw new Error('the test task fails');
+        },
+      },
+      logger: workerLogger(createLogger(level, sink)),
+    });
+    await app.owner.query(`select graphile_worker.permanently_fail_jobs(array_agg(id), 'test') from graphile_worker.jobs where task_identifier like 'log\\_test\\_%'`);
+    return lines;
+  }
+
+  it('log a finished job at debug and a failed one at error, never with its payload', async () => {
+    const info = await runTwoJobs('info');
+    expect(info.filter((line) => line.msg.startsWith('Completed task'))).toEqual([]);
+    const failed = info.filter((line) => line.msg.startsWith('Failed task'));
+    expect(failed).toHaveLength(1);
+    expect(failed[0]?.level).toBe(50);
+    expect(failed[0]?.line).toContain('log_test_fails');
+    for (const line of info) expect(line.line).not.toContain('payload-marker');
+
+    const debug = await runTwoJobs('debug');
+    const completed = debug.filter((line) => line.msg.startsWith('Completed task'));
+    expect(completed.map((line) => line.level)).toEqual([20]);
+    for (const line of debug) expect(line.line).not.toContain('payload-marker');
+    // Each line short enough to read: the job is its id, task and attempts.
+    for (const line of [...completed, ...debug.filter((l) => l.msg.startsWith('Failed task'))]) expect(JSON.parse(line.line).job).toMatchObject({ task: expect.any(String), attempts: 1 });
   });
 });

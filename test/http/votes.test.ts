@@ -97,10 +97,12 @@ describe('POST /posts/{postId}/vote', () => {
     const post = await createPost(app, author, { ...slider, visibility: 'private_locked_hub', hubIds: [hub.id] });
     const outsider = await userAtLevel(app, 4);
     expect((await vote(app, outsider, post.id)).body.error.code).toBe('POST_NOT_FOUND');
+    // A member below level 4 is no active member (spec 2.3 rule 14, part 5): the post is hidden
+    // from them, so the vote answers like a missing post.
     await app.owner.query('update app.users set contacts_synced_at = null where id = $1', [member.id]);
     const notReady = await vote(app, member, post.id);
-    expect(notReady.status).toBe(403);
-    expect(notReady.body.error).toEqual({ code: 'VOTE_NOT_ALLOWED', message: 'You cannot vote on this post.', details: {} });
+    expect(notReady.status).toBe(404);
+    expect(notReady.body.error.code).toBe('POST_NOT_FOUND');
     await app.owner.query('update app.users set contacts_synced_at = now() where id = $1', [member.id]);
     expect((await vote(app, member, post.id)).status).toBe(201);
     expect((await vote(app, author, post.id)).status).toBe(201);

@@ -1,6 +1,6 @@
 // The declaration of per-user write limits (server/http/write-limits.ts): every write endpoint has
 // one (votes and sign-in excepted), the OpenAPI document names it, WRITE_LIMITS sizes it, and the
-// count is the database's, for the viewer only (app.consume_write_limit, tested in SQL too).
+// count is the database's, for the viewer only (app.take_write_limit, tested in SQL too).
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadConfig, StartupError } from '../../config.ts';
 import { allEndpoints } from '../../server/app.ts';
@@ -96,5 +96,16 @@ describe('app.consume_write_limit in SQL', () => {
     expect(error?.message).toBe('RATE_LIMITED');
     expect(Number(error?.detail)).toBeGreaterThan(50);
     expect(await asViewer(app, 'app_anonymous', null, (c) => rowsOrError(c, call))).toBe('42501');
+  });
+
+  it('app.take_write_limit answers what is left for the RateLimit headers, and names itself in HINT when full', async () => {
+    const user = await userAtLevel(app, 2);
+    const call = `select * from app.take_write_limit('blocks', 2, 60)`;
+    const counted = await asViewer(app, 'app_user', user.id, (c) => rowsOrError(c, call));
+    expect(counted).toEqual([{ rate_limit: 'blocks', quota: 2, window_seconds: 60, remaining: 1, reset_seconds: 60 }]);
+    await app.owner.query(`insert into app_private.sliding_limits (key, hits) values ('write:blocks:' || $1, array[now(), now()])`, [user.id]);
+    const error = await asViewer(app, 'app_user', user.id, (c) => c.query(call).then(() => null, (e: { message: string; detail: string; hint: string }) => e));
+    expect(error?.message).toBe('RATE_LIMITED');
+    expect(JSON.parse(error?.hint ?? '{}')).toEqual({ rateLimit: 'blocks', quota: 2, windowSeconds: 60 });
   });
 });

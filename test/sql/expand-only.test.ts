@@ -193,7 +193,7 @@ describe('this release against the previous one', () => {
       const m = /^(function|view|table) ([a-z0-9_]+)\.([a-z0-9_]+)/.exec(identity);
       if (!m) continue; // columns, indexes, policies, triggers and grants: named too generally to search for.
       const name = m[3] as string;
-      const own = new RegExp(`^(create or replace (function|view)|comment on (function|view)|grant .* on (function )?|revoke .* on (function )?|alter (function|view)) ${m[2]}\\.${name}\\b`);
+      const own = new RegExp(`^(create or replace (function|view)|comment on (function|view)|grant .* on( function)?|revoke .* on( function)?|alter (function|view)) ${m[2]}\\.${name}\\b`);
       const users = sql.filter((statement) => statement.includes(name) && !own.test(statement));
       expect(users, `${identity} is listed as retired but db/sql still uses it`).toEqual([]);
       expect(new RegExp(`\\b${name}\\b`).test(code), `${identity} is listed as retired but TypeScript still names it`).toBe(false);

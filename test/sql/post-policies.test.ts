@@ -39,6 +39,31 @@ describe('posts', () => {
     expect(await read(null, 'select id from app.posts where id = $1', [publicId])).toEqual([{ id: publicId }]);
   });
 
+  it('hide private_locked_hub posts from a member below access level 4 (no longer Hub-ready), who keeps the membership', async () => {
+    // A path that leaves a membership behind an account below level 4: the account is hidden
+    // (deletion requested, or suspended: its memberships are taken aside and its handle held),
+    // someone takes its handle meanwhile, and it is shown again (restored): the memberships come
+    // back, the handle does not (it must choose another), so the account is at level 1.
+    // Spec 2.3 rule 14 and part 5 ask for an active, Hub-ready member.
+    const { rows: [held] } = await app.owner.query<{ username: string }>('select username from app.users where id = $1', [member.id]);
+    await app.owner.query('select app_private.hide_account($1)', [member.id]);
+    await app.owner.query('update app.users set username = $1 where id = $2', [held?.username, outsider.id]);
+    expect((await app.owner.query('select app_private.show_account($1) as shown', [member.id])).rows[0].shown).toBe(true);
+    try {
+      expect((await app.owner.query('select app.user_access_level($1) as level', [member.id])).rows[0].level).toBeLessThan(4);
+      expect((await app.owner.query('select count(*)::int as n from app.hub_memberships where user_id = $1', [member.id])).rows[0].n).toBe(1);
+      expect(await read(member, 'select id from app.posts where id = $1', [lockedId])).toEqual([]);
+      expect(await read(member, 'select text from app.comments where post_id = $1', [lockedId])).toEqual([]);
+      expect(await read(member, 'select app.can_see_post($1) as visible', [lockedId])).toEqual([{ visible: false }]);
+      expect(await read(outsider, 'select id from app.posts where id = $1', [publicId])).toEqual([{ id: publicId }]);
+    } finally {
+      await app.owner.query(`update app.users set username = 'x' || substr(md5(random()::text), 1, 12) where id = $1`, [outsider.id]);
+      await app.owner.query('update app.users set username = $1 where id = $2', [held?.username, member.id]);
+    }
+    // Back at level 4, the member reads the post again.
+    expect(await read(member, 'select id from app.posts where id = $1', [lockedId])).toEqual([{ id: lockedId }]);
+  });
+
   it('hide comments of posts the viewer cannot see', async () => {
     expect(await read(outsider, 'select text from app.comments where post_id = $1', [lockedId])).toEqual([]);
     expect(await read(member, 'select text from app.comments where post_id = $1', [lockedId])).toEqual([{ text: 'members only' }]);

@@ -1,5 +1,5 @@
 // Writes the JSON archive of a data export to the object store (contract 13; queued by
-// app.request_data_export, job_key export_account:<exportId>, db/sql/accounts.sql). Idempotent: the
+// app.start_data_export, job_key export_account:<exportId>, db/sql/accounts.sql). Idempotent: the
 // archive is read only while the export is pending, written under a key of its own (a retry
 // overwrites the same object), and the export marked ready once. On its last attempt a failure
 // marks the export failed, so the user may ask again.
