@@ -23,6 +23,7 @@ import { Agent, request } from 'undici';
 import { freePort } from '../../db/embedded.ts';
 import { migrate } from '../../db/migrate.ts';
 import { startStreamingPair, type StreamingPair } from '../helpers/replica.ts';
+import { stopOnExit } from './cleanup.ts';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
 const log = (line: string) => process.stdout.write(`${line}\n`);
@@ -60,6 +61,12 @@ export async function replicaScaleOut({
   let api: ChildProcess | undefined;
   const agent = new Agent({ connections: clients * 2, pipelining: 1 });
   let allOk = true;
+  // A run that fails or is interrupted stops what it started too (test/bench/cleanup.ts).
+  stopOnExit(async () => {
+    if (api && api.exitCode === null) api.kill('SIGKILL');
+    await pair?.stop();
+    await rm(scratch, { recursive: true, force: true });
+  });
   try {
     pair = await startStreamingPair();
     await migrate(pair.primaryUrl);

@@ -15,8 +15,8 @@
 //   direct_connections_1000_vs_10_streams  the direct connections the API process keeps with 1,000
 //                                      notification streams open / with 10 (= 1)
 //
-// The replicas part (another module, test/bench/scale-out-replicas.ts) adds its goal lines where
-// marked below, with the same database, owner pool and pooler.
+// The replicas part (another module, test/bench/scale-out-replicas.ts) adds its goal lines at the
+// end, on a primary and streaming replica of its own.
 import { fork, spawn, type ChildProcess } from 'node:child_process';
 import { execFile } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
@@ -34,6 +34,7 @@ import { startPgBouncer } from '../helpers/pgbouncer.ts';
 import { cleanUp, stopOnExit } from './cleanup.ts';
 import { startPhase } from './phase-start.ts';
 import { makePosts, seed } from './vote-data.ts';
+import { replicaScaleOut } from './scale-out-replicas.ts';
 
 const run = promisify(execFile);
 const clients = Number(process.env.BENCH_CLIENTS ?? 1000);
@@ -210,7 +211,9 @@ goal('clients_per_server_connection', clientsPerServer, '>=', 50, 1);
 goal('pooler_added_p50_ms', addedP50, '<=', 0.5);
 goal('direct_connections_1000_vs_10_streams', [(with1000 as number) / Math.max(1, with10 as number)], '=', 1);
 
-// The replicas part: test/bench/scale-out-replicas.ts (its own module) runs here, on this database
-// (ownerUrl, owner), printing its goal lines (replica_read_share, read_your_writes_violations).
-
 await cleanUp();
+
+// The replicas part (test/bench/scale-out-replicas.ts) runs last, on a PostgreSQL 15 primary and
+// streaming replica of its own (the embedded server has none), printing its goal lines
+// (replica_read_share_lag_*, read_your_writes_violations_lag_*).
+await replicaScaleOut();

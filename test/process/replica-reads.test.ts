@@ -5,6 +5,7 @@
 // stops at once, a lagging replica is skipped, and a replica that stops (mid-request too) costs no
 // request anything but a read from the primary.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { loadConfig } from '../../config.ts';
 import { migrate } from '../../db/migrate.ts';
 import type { Replica, ReplicaSet } from '../../db/replicas.ts';
 import { startTestApp, type TestApp } from '../helpers/app.ts';
@@ -211,3 +212,21 @@ describe('replicas that cannot serve', () => {
     await until('the user reads from the replica', async () => (await read(user, '/users/me/profile')).host === 'replica');
   });
 });
+
+describe('DATABASE_REPLICA_URLS and REPLICA_MAX_LAG_MS', () => {
+  const base = { NODE_ENV: 'test', JWT_SECRET: 'x', BALLOT_KEY: `k:${'ab'.repeat(32)}`, DATABASE_URL: 'postgres://owner:secret@db:5432/opinion' };
+  it('take comma-separated owner-form URLs and a lag in milliseconds (default 2000)', () => {
+    const config = loadConfig({ ...base, DATABASE_REPLICA_URLS: 'postgres://owner:secret@r1:5432/opinion, postgres://owner:secret@r2:5433/opinion' });
+    expect(config.databaseReplicaUrls).toEqual(['postgres://owner:secret@r1:5432/opinion', 'postgres://owner:secret@r2:5433/opinion']);
+    expect(config.replicaMaxLagMillis).toBe(2000);
+    expect(loadConfig({ ...base, REPLICA_MAX_LAG_MS: '500' }).replicaMaxLagMillis).toBe(500);
+    expect(loadConfig(base).databaseReplicaUrls).toEqual([]);
+  });
+
+  it('refuse what is not a postgres URL (without echoing its password), a replica without DATABASE_URL, and a lag that is not a positive whole number', () => {
+    expect(() => loadConfig({ ...base, DATABASE_REPLICA_URLS: 'http://owner:secret@r1/opinion' })).toThrow(/DATABASE_REPLICA_URLS must list postgres:\/\/ URLs \(got "http:\/\/…@r1\/opinion"/);
+    expect(() => loadConfig({ ...base, DATABASE_URL: '', DATABASE_REPLICA_URLS: 'postgres://owner:secret@r1/opinion' })).toThrow(/DATABASE_REPLICA_URLS needs DATABASE_URL/);
+    expect(() => loadConfig({ ...base, REPLICA_MAX_LAG_MS: '2s' })).toThrow(/REPLICA_MAX_LAG_MS must be a positive whole number/);
+  });
+});
+
