@@ -79,9 +79,12 @@ export function runEndpoint(definition: Endpoint, services: Services) {
       if (idempotent && tx.commitHeld && (await keptError(idempotent, tx, res, error))) return;
       await tx.finish(false).catch(() => undefined);
       await noteServed(services, tx).catch(() => undefined);
+      // The error goes on as thrown (the error handler translates it, and tells an outage or a
+      // request bound from a failure by the database's own error); the limit's numbers are read
+      // from its translation.
       const failure = translateDatabaseError(error);
       setRateLimitHeaders(res, tx.limitCounts, failure instanceof ApiError ? failure : undefined);
-      next(failure);
+      next(error);
     }
   };
 }

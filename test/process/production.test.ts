@@ -124,7 +124,7 @@ describe('NODE_ENV=production without its settings', () => {
 
 describe('a production install with real settings', () => {
   it('migrates an empty database, then runs the API and the worker with nothing embedded, writing JSON lines without warnings', async () => {
-    expect(migrate.output()).toContain(`"migrated: ${new URL(adminUrl).host}/${database}"`);
+    expect(migrate.output()).toContain(`"migrated: ${new URL(adminUrl).host}/${database}; db/sql: `);
     for (const running of [migrate, service, worker]) {
       expect(running.output()).not.toContain('embedded');
       expect(running.output()).not.toContain('GRAPHILE_ENV');
