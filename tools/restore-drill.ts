@@ -356,6 +356,25 @@ async function main(): Promise<void> {
   const running: Service[] = [];
   const clusters: string[] = [];
   const pgCtl = (dataDir: string, commandArgs: string[]) => runTool(path.join(pgBin, 'pg_ctl'), ['-D', dataDir, ...commandArgs]);
+  // Everything the drill started stops, also when the drill is interrupted (Ctrl-C, a test's
+  // timeout): PostgreSQL runs detached from it and would otherwise outlive it.
+  let cleaning: Promise<void> | undefined;
+  const cleanUp = () =>
+    (cleaning ??= (async () => {
+      await Promise.all(running.map(stopService));
+      for (const dataDir of clusters) await pgCtl(dataDir, ['-m', 'immediate', 'stop']).catch(() => undefined);
+      await s3.close().catch(() => undefined);
+      await fcm.close().catch(() => undefined);
+      for (const pid of await pgbackrestProcesses(configFile)) process.kill(pid, 'SIGTERM');
+      if (keep) print(`kept ${work} (repository: ${folders.repo})`);
+      else await rm(work, { recursive: true, force: true });
+    })());
+  for (const signal of ['SIGINT', 'SIGTERM', 'SIGHUP'] as const) {
+    process.once(signal, () => {
+      print(`${signal}: stopping what the drill started`);
+      void cleanUp().finally(() => process.exit(1));
+    });
+  }
 
   async function startApp(databasePort: number, logName: string): Promise<{ call: Call; base: string; api: Service; worker: Service; migrateMs: number }> {
     const port = await freePort();
@@ -374,7 +393,11 @@ async function main(): Promise<void> {
     return { call: api(base), base, api: apiProcess, worker, migrateMs };
   }
 
-  const owner = (port: number, database = 'opinion') => new pg.Client({ connectionString: `postgres://postgres@127.0.0.1:${port}/${database}` });
+  const owner = (port: number, database = 'opinion') => {
+    const client = new pg.Client({ connectionString: `postgres://postgres@127.0.0.1:${port}/${database}` });
+    client.on('error', () => undefined); // the server going away (the disaster, an interruption) is no crash of the drill
+    return client;
+  };
   const one = async <T>(client: pg.Client, sql: string, params: unknown[] = []): Promise<T> => (await client.query(sql, params)).rows[0] as T;
 
   try {
@@ -692,13 +715,7 @@ async function main(): Promise<void> {
     };
     print(`drill result: ${JSON.stringify(result)}`);
   } finally {
-    await Promise.all(running.map(stopService));
-    for (const dataDir of clusters) await pgCtl(dataDir, ['-m', 'immediate', 'stop']).catch(() => undefined);
-    await s3.close().catch(() => undefined);
-    await fcm.close().catch(() => undefined);
-    for (const pid of await pgbackrestProcesses(configFile)) process.kill(pid, 'SIGTERM');
-    if (keep) print(`kept ${work} (repository: ${folders.repo})`);
-    else await rm(work, { recursive: true, force: true });
+    await cleanUp();
   }
 }
 

@@ -48,6 +48,10 @@ describe('npm run drill:restore', () => {
       PG_BIN: engines.postgres15,
       PGBACKREST: engines.pgbackrest,
     });
+    // A timeout stops the drill, which stops what it started.
+    onTestFinished(() => {
+      if (drill.child.exitCode === null) drill.child.kill('SIGTERM');
+    });
     const code = await drill.exited;
     const output = drill.output();
     const kept = /^kept (\S+) \(repository: (\S+)\)$/m.exec(output);
