@@ -5,6 +5,7 @@
 // collection. A plan that starts scanning the collection again reads thousands.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { commentPageSql } from '../../server/comments/routes.ts';
+import { messagePageSql } from '../../server/discussions/routes.ts';
 import { savedDiscussionPageSql } from '../../server/discussions/saved.ts';
 import { memberPageSql, memberScanCap } from '../../server/hubs/members.ts';
 import { hubSearchSql, peopleSearchSql } from '../../server/search/routes.ts';
@@ -243,6 +244,18 @@ describe('GET /search/hubs', () => {
     const none = await planAs(viewer, hubSearchSql, ['zzzz', null, null, page + 1]);
     expect(none['Actual Rows']).toBe(0);
     expect(rowsRead(none, 'hub_name_words') + rowsRead(none, 'hubs'), describePlan(none)).toBe(0);
+  });
+});
+
+describe('GET /hubs/{hubId}/discussions/{discussionId}/messages', () => {
+  it('reads one page of a discussion\'s messages and of a thread\'s replies', async () => {
+    // The newest hub post's discussion has 2,000 messages; its first message has 2,000 replies.
+    const discussion = benchId(space.discussion, s.hubPosts + n);
+    for (const [sql, key] of [[messagePageSql(false), discussion], [messagePageSql(true), benchId(space.message, 1)]] as const) {
+      const plan = await planAs(viewer, sql, [key, null, null, page + 1]);
+      expect(plan['Actual Rows']).toBe(page + 1);
+      expectReads(plan, 'hub_discussion_messages', page + 1);
+    }
   });
 });
 
