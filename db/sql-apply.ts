@@ -16,6 +16,9 @@
 //      its own under a short lock_timeout, retried until the table is free (db/lock-retry.ts).
 //   3. Grants on tables, views and columns (no lock), once the views exist.
 //
+// The runner works on the owner's direct connection (DATABASE_URL), never through a pooler: its
+// temporary function, views and table copies live in savepoints of its own session and go with them.
+//
 // Nothing is dropped because a file stopped defining it: a removal is a statement of its own
 // (`drop function if exists`, `revoke`, or a migration's `drop policy`), written a release after the
 // release that stopped using the object (the expand/contract rule). Policies and triggers on our
@@ -301,20 +304,10 @@ function rawCatalogQuery(target: Target): { text: string; values: unknown[] } {
       return { text: `select '' as raw`, values: [] };
     case 'policy':
     case 'policy-comment':
-      return {
-        text: `select coalesce((select md5(p::text) || coalesce(d.description, '') from pg_policy p
-                 left join pg_description d on d.objoid = p.oid and d.classoid = 'pg_policy'::regclass
-                where p.polname = $1 and p.polrelid = to_regclass($2)), '') as raw`,
-        values: [target.name, target.table],
-      };
+      return tableObjectRow('pg_policy', 'polname', 'polrelid', target.name, target.table);
     case 'trigger':
     case 'trigger-comment':
-      return {
-        text: `select coalesce((select md5(t::text) || coalesce(d.description, '') from pg_trigger t
-                 left join pg_description d on d.objoid = t.oid and d.classoid = 'pg_trigger'::regclass
-                where t.tgname = $1 and t.tgrelid = to_regclass($2)), '') as raw`,
-        values: [target.name, target.table],
-      };
+      return tableObjectRow('pg_trigger', 'tgname', 'tgrelid', target.name, target.table);
     case 'view':
     case 'view-comment':
       return {
@@ -330,6 +323,16 @@ function rawCatalogQuery(target: Target): { text: string; values: unknown[] } {
         values: [target.table],
       };
   }
+}
+
+/** The stored row and comment of an object that belongs to a table (a policy, a trigger), by name. */
+function tableObjectRow(catalog: 'pg_policy' | 'pg_trigger', nameColumn: string, tableColumn: string, name: string, table: string) {
+  return {
+    text: `select coalesce((select md5(o::text) || coalesce(d.description, '') from ${catalog} o
+             left join pg_description d on d.objoid = o.oid and d.classoid = '${catalog}'::regclass
+            where o.${nameColumn} = $1 and o.${tableColumn} = to_regclass($2)), '') as raw`,
+    values: [name, table],
+  };
 }
 
 interface Memo {
@@ -384,35 +387,43 @@ export async function applySqlStatements(client: pg.Client, url: string, stateme
     if (!recorded || recorded.statements !== statements || recorded.catalog !== before[i]) pending.add(unit);
   });
   const units = all.filter((unit) => pending.has(unit));
-  const changed: string[] = [];
   const firstPhase = units.filter((unit) => lockFreeKinds.has(unit.target.kind) && unit.target.kind !== 'relation-acl');
   const relationGrants = units.filter((unit) => unit.target.kind === 'relation-acl');
   const tableUnits = units.filter((unit) => !lockFreeKinds.has(unit.target.kind));
 
-  // 1. Functions, schema grants and lists: one transaction, no table lock.
-  await withLockRetries(client, url, 'functions and grants of db/sql', async () => {
-    changed.length = 0;
-    // Function bodies are checked when called, not when created: a body may name a function a later
-    // file creates (as pg_dump restores them).
+  /** A phase in a transaction of its own, retried whole on a lock timeout: what it changed. A phase with nothing to do opens none. */
+  const phase = async (what: string, pendingUnits: readonly Unit[], body: (changed: string[]) => Promise<void>): Promise<string[]> => {
+    if (pendingUnits.length === 0) return [];
+    let changed: string[] = [];
+    await withLockRetries(client, url, what, async () => {
+      changed = [];
+      await body(changed);
+    }, options);
+    return changed;
+  };
+
+  // 1. Functions, schema grants and lists: one transaction, no table lock. Function bodies are
+  // checked when called, not when created: a body may name a function a later file creates (as
+  // pg_dump restores them).
+  const changed = await phase('functions and grants of db/sql', firstPhase, async (found) => {
     await client.query('set local check_function_bodies = off');
-    await applyLockFree(client, firstPhase, changed);
-  }, options);
+    await applyLockFree(client, firstPhase, found);
+  });
 
   // 2. What locks a table: compared first (AccessShare at most), then changed table by table.
   const byRelation = new Map<string, string[]>();
-  const tablesChanged: string[] = [];
-  await withLockRetries(client, url, 'comparing policies, triggers and views of db/sql', async () => {
-    byRelation.clear();
-    tablesChanged.length = 0;
-    for (const unit of tableUnits) {
-      const statements = await tableUnitChanges(client, unit);
-      if (statements.length === 0) continue;
-      const relation = lockedRelation(unit.target) as string;
-      byRelation.set(relation, [...(byRelation.get(relation) ?? []), ...statements]);
-      tablesChanged.push(unit.key);
-    }
-  }, options);
-  changed.push(...tablesChanged);
+  changed.push(
+    ...(await phase('comparing policies, triggers and views of db/sql', tableUnits, async (found) => {
+      byRelation.clear();
+      for (const unit of tableUnits) {
+        const statements = await tableUnitChanges(client, unit);
+        if (statements.length === 0) continue;
+        const relation = lockedRelation(unit.target) as string;
+        byRelation.set(relation, [...(byRelation.get(relation) ?? []), ...statements]);
+        found.push(unit.key);
+      }
+    })),
+  );
   for (const [relation, statements] of byRelation) {
     await withLockRetries(client, url, `policies, triggers and views of ${relation}`, async () => {
       for (const text of statements) await client.query(text);
@@ -420,12 +431,7 @@ export async function applySqlStatements(client: pg.Client, url: string, stateme
   }
 
   // 3. Grants on tables, views and columns (no lock; after the views exist).
-  const grantsChanged: string[] = [];
-  await withLockRetries(client, url, 'table and column grants of db/sql', async () => {
-    grantsChanged.length = 0;
-    await applyLockFree(client, relationGrants, grantsChanged);
-  }, options);
-  changed.push(...grantsChanged);
+  changed.push(...(await phase('table and column grants of db/sql', relationGrants, (found) => applyLockFree(client, relationGrants, found))));
 
   // What each compared object is now, for the next run.
   if (units.length > 0) {
