@@ -1554,6 +1554,44 @@ COMMENT ON FUNCTION app.hub_discussion_author(p_hub_id uuid, p_author_id uuid) I
 
 
 --
+-- Name: hub_discussion_page(uuid, timestamp with time zone, uuid, integer); Type: FUNCTION; Schema: app; Owner: -
+--
+
+CREATE FUNCTION app.hub_discussion_page(p_hub_id uuid, p_after_at timestamp with time zone, p_after_id uuid, p_limit integer) RETURNS TABLE(id uuid, post_id uuid, message_count integer, last_activity_at timestamp with time zone, saved boolean)
+    LANGUAGE plpgsql STABLE ROWS 20
+    SET search_path TO 'pg_catalog'
+    AS $$
+declare
+  v_rows refcursor;
+  v_at timestamptz := coalesce(p_after_at, 'infinity');
+  v_id uuid := coalesce(p_after_id, 'ffffffff-ffff-ffff-ffff-ffffffffffff');
+begin
+  open v_rows no scroll for
+    select d.id, d.post_id, coalesce(st.message_count, 0)::integer, d.last_activity_at, s.discussion_id is not null
+    from app.hub_discussions d
+    join app.posts p on p.id = d.post_id
+    left join app.hub_discussion_stats st on st.discussion_id = d.id
+    left join app.saved_discussions s on s.user_id = app.viewer_id() and s.discussion_id = d.id
+    where d.hub_id = p_hub_id and (d.last_activity_at, d.id) < (v_at, v_id)
+    order by d.last_activity_at desc, d.id desc;
+  for i in 1 .. p_limit loop
+    fetch v_rows into id, post_id, message_count, last_activity_at, saved;
+    exit when not found;
+    return next;
+  end loop;
+  close v_rows;
+end
+$$;
+
+
+--
+-- Name: FUNCTION hub_discussion_page(p_hub_id uuid, p_after_at timestamp with time zone, p_after_id uuid, p_limit integer); Type: COMMENT; Schema: app; Owner: -
+--
+
+COMMENT ON FUNCTION app.hub_discussion_page(p_hub_id uuid, p_after_at timestamp with time zone, p_after_id uuid, p_limit integer) IS 'One page of a hub''s discussions, most recent activity first after a cursor, of posts the viewer may see, with message counts and the viewer''s saved flag, through the policies; read from a cursor in index order, so a page reads about a page whatever the statistics say. Called by GET /hubs/{hubId}/discussions.';
+
+
+--
 -- Name: hub_discussion_thread(uuid, uuid, uuid); Type: FUNCTION; Schema: app; Owner: -
 --
 
@@ -3097,6 +3135,48 @@ $$;
 --
 
 COMMENT ON FUNCTION app.save_hub_discussion(p_hub_id uuid, p_discussion_id uuid, p_saved boolean) IS 'Saves or unsaves a discussion for the viewer after the discussion check, idempotently, with the caller''s rights (the saved-discussion policies). Called by POST and DELETE /hubs/{hubId}/discussions/{discussionId}/save.';
+
+
+--
+-- Name: saved_discussion_page(timestamp with time zone, uuid, integer); Type: FUNCTION; Schema: app; Owner: -
+--
+
+CREATE FUNCTION app.saved_discussion_page(p_after_at timestamp with time zone, p_after_id uuid, p_limit integer) RETURNS TABLE(discussion_id uuid, hub_id uuid, hub_name text, post_id uuid, saved_at timestamp with time zone)
+    LANGUAGE plpgsql STABLE ROWS 20
+    SET search_path TO 'pg_catalog'
+    AS $$
+declare
+  v_rows refcursor;
+  v_at timestamptz := coalesce(p_after_at, 'infinity');
+  v_id uuid := coalesce(p_after_id, 'ffffffff-ffff-ffff-ffff-ffffffffffff');
+begin
+  open v_rows no scroll for
+    select s.discussion_id, s.hub_id, d.hub_name, d.post_id, s.saved_at
+    from app.saved_discussions s
+    cross join lateral (
+      select d.post_id, h.name as hub_name
+      from app.hub_discussions d
+      join app.posts p on p.id = d.post_id
+      join app.hubs h on h.id = s.hub_id
+      where d.id = s.discussion_id
+      limit 1) d
+    where s.user_id = app.viewer_id() and (s.saved_at, s.discussion_id) < (v_at, v_id)
+    order by s.saved_at desc, s.discussion_id desc;
+  for i in 1 .. p_limit loop
+    fetch v_rows into discussion_id, hub_id, hub_name, post_id, saved_at;
+    exit when not found;
+    return next;
+  end loop;
+  close v_rows;
+end
+$$;
+
+
+--
+-- Name: FUNCTION saved_discussion_page(p_after_at timestamp with time zone, p_after_id uuid, p_limit integer); Type: COMMENT; Schema: app; Owner: -
+--
+
+COMMENT ON FUNCTION app.saved_discussion_page(p_after_at timestamp with time zone, p_after_id uuid, p_limit integer) IS 'One page of the viewer''s saved discussions, newest save first after a cursor, of hubs they are an active member of and posts they may see, with the hub''s name, through the policies; read from a cursor in index order, so a page reads about a page whatever the statistics say. Called by GET /users/me/saved-discussions.';
 
 
 --
@@ -14089,6 +14169,14 @@ GRANT ALL ON FUNCTION app.hub_discussion_author(p_hub_id uuid, p_author_id uuid)
 
 
 --
+-- Name: FUNCTION hub_discussion_page(p_hub_id uuid, p_after_at timestamp with time zone, p_after_id uuid, p_limit integer); Type: ACL; Schema: app; Owner: -
+--
+
+REVOKE ALL ON FUNCTION app.hub_discussion_page(p_hub_id uuid, p_after_at timestamp with time zone, p_after_id uuid, p_limit integer) FROM PUBLIC;
+GRANT ALL ON FUNCTION app.hub_discussion_page(p_hub_id uuid, p_after_at timestamp with time zone, p_after_id uuid, p_limit integer) TO app_user;
+
+
+--
 -- Name: FUNCTION hub_discussion_thread(p_hub_id uuid, p_discussion_id uuid, p_message_id uuid); Type: ACL; Schema: app; Owner: -
 --
 
@@ -14740,6 +14828,14 @@ GRANT ALL ON FUNCTION app.restore_post(p_post_id uuid) TO app_admin;
 
 REVOKE ALL ON FUNCTION app.save_hub_discussion(p_hub_id uuid, p_discussion_id uuid, p_saved boolean) FROM PUBLIC;
 GRANT ALL ON FUNCTION app.save_hub_discussion(p_hub_id uuid, p_discussion_id uuid, p_saved boolean) TO app_user;
+
+
+--
+-- Name: FUNCTION saved_discussion_page(p_after_at timestamp with time zone, p_after_id uuid, p_limit integer); Type: ACL; Schema: app; Owner: -
+--
+
+REVOKE ALL ON FUNCTION app.saved_discussion_page(p_after_at timestamp with time zone, p_after_id uuid, p_limit integer) FROM PUBLIC;
+GRANT ALL ON FUNCTION app.saved_discussion_page(p_after_at timestamp with time zone, p_after_id uuid, p_limit integer) TO app_user;
 
 
 --
