@@ -1657,6 +1657,80 @@ COMMENT ON FUNCTION app.hub_feed(p_hub_id uuid, p_snapshot timestamp with time z
 
 
 --
+-- Name: hub_invitation_page(uuid, timestamp with time zone, uuid, integer); Type: FUNCTION; Schema: app; Owner: -
+--
+
+CREATE FUNCTION app.hub_invitation_page(p_hub_id uuid, p_after_at timestamp with time zone, p_after_id uuid, p_limit integer) RETURNS TABLE(invitation_id uuid, masked_phone text, status app.invitation_status, expires_at timestamp with time zone, created_at timestamp with time zone, inviter_id uuid, username text, full_name text, photo_key text)
+    LANGUAGE plpgsql STABLE ROWS 20
+    SET search_path TO 'pg_catalog'
+    AS $$
+declare
+  v_rows refcursor;
+  v_at timestamptz := coalesce(p_after_at, 'infinity');
+  v_id uuid := coalesce(p_after_id, 'ffffffff-ffff-ffff-ffff-ffffffffffff');
+begin
+  open v_rows no scroll for
+    select i.id, i.masked_phone, i.status, i.expires_at, i.created_at, u.id, u.username, u.full_name, a.object_key
+    from app.hub_invitations i
+    join app.users u on u.id = i.invited_by
+    left join app.assets a on a.id = u.profile_asset_id
+    where i.hub_id = p_hub_id and (i.created_at, i.id) < (v_at, v_id)
+    order by i.created_at desc, i.id desc;
+  for i in 1 .. p_limit loop
+    fetch v_rows into invitation_id, masked_phone, status, expires_at, created_at, inviter_id, username, full_name, photo_key;
+    exit when not found;
+    return next;
+  end loop;
+  close v_rows;
+end
+$$;
+
+
+--
+-- Name: FUNCTION hub_invitation_page(p_hub_id uuid, p_after_at timestamp with time zone, p_after_id uuid, p_limit integer); Type: COMMENT; Schema: app; Owner: -
+--
+
+COMMENT ON FUNCTION app.hub_invitation_page(p_hub_id uuid, p_after_at timestamp with time zone, p_after_id uuid, p_limit integer) IS 'One page of a hub''s invitations, newest first after a cursor, with the inviter, through the policies; read from a cursor in index order, so a page reads about a page whatever the statistics say. Called by GET /hubs/{hubId}/invitations.';
+
+
+--
+-- Name: hub_join_request_page(uuid, timestamp with time zone, uuid, integer); Type: FUNCTION; Schema: app; Owner: -
+--
+
+CREATE FUNCTION app.hub_join_request_page(p_hub_id uuid, p_after_at timestamp with time zone, p_after_id uuid, p_limit integer) RETURNS TABLE(request_id uuid, source app.join_request_source, created_at timestamp with time zone, user_id uuid, username text, full_name text, photo_key text)
+    LANGUAGE plpgsql STABLE ROWS 20
+    SET search_path TO 'pg_catalog'
+    AS $$
+declare
+  v_rows refcursor;
+  v_at timestamptz := coalesce(p_after_at, '-infinity');
+  v_id uuid := coalesce(p_after_id, '00000000-0000-0000-0000-000000000000');
+begin
+  open v_rows no scroll for
+    select r.id, r.source, r.created_at, u.id, u.username, u.full_name, a.object_key
+    from app.hub_join_requests r
+    join app.users u on u.id = r.user_id
+    left join app.assets a on a.id = u.profile_asset_id
+    where r.hub_id = p_hub_id and r.status = 'pending' and (r.created_at, r.id) > (v_at, v_id)
+    order by r.created_at, r.id;
+  for i in 1 .. p_limit loop
+    fetch v_rows into request_id, source, created_at, user_id, username, full_name, photo_key;
+    exit when not found;
+    return next;
+  end loop;
+  close v_rows;
+end
+$$;
+
+
+--
+-- Name: FUNCTION hub_join_request_page(p_hub_id uuid, p_after_at timestamp with time zone, p_after_id uuid, p_limit integer); Type: COMMENT; Schema: app; Owner: -
+--
+
+COMMENT ON FUNCTION app.hub_join_request_page(p_hub_id uuid, p_after_at timestamp with time zone, p_after_id uuid, p_limit integer) IS 'One page of a hub''s pending join requests, oldest first after a cursor, with the requester, through the policies; read from a cursor in index order, so a page reads about a page whatever the statistics say. Called by GET /hubs/{hubId}/join-requests.';
+
+
+--
 -- Name: hub_last_activity_at(uuid); Type: FUNCTION; Schema: app; Owner: -
 --
 
@@ -11133,6 +11207,13 @@ CREATE INDEX hub_invitations_hub ON app.hub_invitations USING btree (hub_id, cre
 
 
 --
+-- Name: hub_invitations_hub_page; Type: INDEX; Schema: app; Owner: -
+--
+
+CREATE INDEX hub_invitations_hub_page ON app.hub_invitations USING btree (hub_id, created_at DESC, id DESC);
+
+
+--
 -- Name: hub_invitations_invitee; Type: INDEX; Schema: app; Owner: -
 --
 
@@ -11161,10 +11242,24 @@ CREATE INDEX hub_join_requests_hub ON app.hub_join_requests USING btree (hub_id,
 
 
 --
+-- Name: hub_join_requests_hub_page; Type: INDEX; Schema: app; Owner: -
+--
+
+CREATE INDEX hub_join_requests_hub_page ON app.hub_join_requests USING btree (hub_id, created_at, id) WHERE (status = 'pending'::app.join_request_status);
+
+
+--
 -- Name: hub_join_requests_one_pending; Type: INDEX; Schema: app; Owner: -
 --
 
 CREATE UNIQUE INDEX hub_join_requests_one_pending ON app.hub_join_requests USING btree (hub_id, user_id) WHERE (status = 'pending'::app.join_request_status);
+
+
+--
+-- Name: hub_join_requests_user_pending; Type: INDEX; Schema: app; Owner: -
+--
+
+CREATE INDEX hub_join_requests_user_pending ON app.hub_join_requests USING btree (user_id) WHERE (status = 'pending'::app.join_request_status);
 
 
 --
@@ -14190,6 +14285,22 @@ GRANT ALL ON FUNCTION app.hub_discussion_thread(p_hub_id uuid, p_discussion_id u
 
 REVOKE ALL ON FUNCTION app.hub_feed(p_hub_id uuid, p_snapshot timestamp with time zone, p_after_at timestamp with time zone, p_after_id uuid, p_limit integer) FROM PUBLIC;
 GRANT ALL ON FUNCTION app.hub_feed(p_hub_id uuid, p_snapshot timestamp with time zone, p_after_at timestamp with time zone, p_after_id uuid, p_limit integer) TO app_user;
+
+
+--
+-- Name: FUNCTION hub_invitation_page(p_hub_id uuid, p_after_at timestamp with time zone, p_after_id uuid, p_limit integer); Type: ACL; Schema: app; Owner: -
+--
+
+REVOKE ALL ON FUNCTION app.hub_invitation_page(p_hub_id uuid, p_after_at timestamp with time zone, p_after_id uuid, p_limit integer) FROM PUBLIC;
+GRANT ALL ON FUNCTION app.hub_invitation_page(p_hub_id uuid, p_after_at timestamp with time zone, p_after_id uuid, p_limit integer) TO app_user;
+
+
+--
+-- Name: FUNCTION hub_join_request_page(p_hub_id uuid, p_after_at timestamp with time zone, p_after_id uuid, p_limit integer); Type: ACL; Schema: app; Owner: -
+--
+
+REVOKE ALL ON FUNCTION app.hub_join_request_page(p_hub_id uuid, p_after_at timestamp with time zone, p_after_id uuid, p_limit integer) FROM PUBLIC;
+GRANT ALL ON FUNCTION app.hub_join_request_page(p_hub_id uuid, p_after_at timestamp with time zone, p_after_id uuid, p_limit integer) TO app_user;
 
 
 --
