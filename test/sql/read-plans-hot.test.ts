@@ -67,6 +67,9 @@ const reads: Read[] = [
   { name: 'hub search q=garden', viewer, sql: hubSearchSql, params: ['garden', null, null, page + 1], table: 'hub_name_words', bound: 2 * (page + 1), rows: page + 1 },
 ];
 
+/** Rows of a table the planner may read for an estimate (get_actual_variable_range: a probe of each end of an index). */
+const planningReads = 10;
+
 /**
  * Every read of the list, checked on its plan: about a page of its table, and no sort of what it
  * read whole. The rows of the table a read read are counted twice: from the plan's nodes, and from
@@ -85,7 +88,9 @@ async function checkReads() {
     // About a page of the table, and no node of the plan handled the collection (a scan, a join
     // or a sort of thousands of rows).
     const widest = Math.max(...nodes(plan).map((node) => node['Actual Rows'] * node['Actual Loops']));
-    const tableRows = Math.max(rowsRead(plan, read.table), counted);
+    // The transaction's count also holds what planning read: where a value lies past the column's
+    // histogram (stale statistics), the planner reads the index's end for the actual bound, a few rows.
+    const tableRows = Math.max(rowsRead(plan, read.table), counted - planningReads);
     if (tableRows > read.bound || widest > (read.widest ?? Math.max(read.bound, 200))) {
       failures.push(`${read.name}: ${tableRows} rows of ${read.table}; ${describePlan(plan)}`);
     }
