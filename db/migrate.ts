@@ -40,7 +40,7 @@ export const baselineMigration = '0000_baseline';
  * or a higher one applied (a newer release migrated it: expand-only, so it still has what this build
  * needs), and the runner refuses to apply files of a lower level than the database has.
  */
-export const sqlLevel = 1;
+export const sqlLevel = 2;
 
 /** Taken away once from a database that ran the frozen chain, before db/sql is applied to it. */
 const legacyResetFile = path.join(root, 'db', 'legacy-reset.sql');

@@ -138,12 +138,6 @@ describe('list reads on hot values, the planner free', () => {
     if (!cleared) context.skip();
     const { rows } = await app.owner.query(`select from pg_stats where schemaname = 'app' and tablename = any ($1)`, [hotTables.map((t) => t.slice(4))]);
     expect(rows).toHaveLength(0);
-    if (process.env.DEBUG_PLANS) {
-      for (const read of reads.filter((r) => r.name.startsWith(process.env.DEBUG_PLANS as string))) {
-        const text = await asViewer(app, read.viewer ? 'app_user' : 'app_anonymous', read.viewer, async (client) => (await client.query(process.env.DEBUG_OFF ? 'set local enable_bitmapscan = off; set local enable_sort = off' : 'select'), await client.query(`explain ${read.sql}`, read.params)).rows.map((r) => r['QUERY PLAN']).join('\n'));
-        console.log(read.name, '\n', text);
-      }
-    }
     await checkReads();
     await checkMembers();
   });
