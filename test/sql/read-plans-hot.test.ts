@@ -2,11 +2,13 @@
 // scale benchmark's hot shape, test/bench/scale-data.ts, at 2,000 rows): one author wrote every
 // comment and every discussion message, the star has every follow but a page, every user's name has
 // the word "follower". Each read runs as a request runs it, with the planner free (no `enable_*`
-// setting), after `analyze`, and must read about a page, never the collection. The planner's
+// setting), and must read about a page, never the collection, in three states of the statistics:
+// fresh (after `analyze`), gathered while each hot key held a page, and none. The planner's
 // estimate is what these catch: a block test priced from a column with one value expected no row to
-// pass, and the planner read and sorted every comment of the post (docs/performance.md, "Hot
-// values"). The lists with q (a scan of up to 1,000 rows by design) and the saved discussions (one
-// saver's rows, which a sequential scan reads as cheaply at this size) are in read-plans.test.ts.
+// pass, and the planner read and sorted every comment of the post; statistics that expect a page
+// made a plan that reads the key whole and sorts it the cheapest (docs/performance.md, "Hot values"
+// and "Stale statistics"). The saved discussions (one saver's rows, which a sequential scan reads as
+// cheaply at this size) are in read-plans.test.ts.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { commentPageSql } from '../../server/comments/routes.ts';
 import { messagePageSql } from '../../server/discussions/routes.ts';
@@ -135,7 +137,7 @@ describe('list reads on hot values, the planner free', () => {
   it('read about a page with no column statistics', async (context) => {
     await app.owner.query(`analyze ${hotTables.join(', ')}`);
     const cleared = await clearColumnStatistics();
-    if (!cleared) context.skip();
+    if (!cleared) context.skip('before PostgreSQL 18 only a superuser clears column statistics (pg_statistic), and this connection is not one');
     const { rows } = await app.owner.query(`select from pg_stats where schemaname = 'app' and tablename = any ($1)`, [hotTables.map((t) => t.slice(4))]);
     expect(rows).toHaveLength(0);
     await checkReads();
