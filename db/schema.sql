@@ -1855,13 +1855,17 @@ declare
   v_several boolean := app.search_text(p_query) ~ '[[:alnum:]][^[:alnum:]]+[[:alnum:]]';
   v_last text collate "C";
   v_pattern text collate "C";
-  v_word text collate "C" := coalesce(p_after_word, '');
+  v_word text collate "C" := p_after_word;
   v_id uuid := coalesce(p_after_id, '00000000-0000-0000-0000-000000000000');
 begin
   -- The last word a match can be: the first word itself when the query has several, else the
   -- first word followed by the highest character (the range the index reads).
   v_last := v_first || case when v_several then '' else chr(1114111) end;
   v_pattern := v_first || case when v_several then '' else '%' end;
+  -- Without a cursor the walk starts at (first word, nil id), so that the position is also where
+  -- the index is entered (the range of >= and the row comparison are not merged, and a position
+  -- before the range entered the index at its first word).
+  v_word := coalesce(v_word, v_first);
   open v_rows no scroll for
     select w.word, h.id, h.name, h.is_recommended
     from app.hub_name_words w
@@ -3921,7 +3925,7 @@ declare
   v_several boolean := app.search_text(p_query) ~ '[[:alnum:]][^[:alnum:]]+[[:alnum:]]';
   v_last text collate "C";
   v_pattern text collate "C";
-  v_word text collate "C" := coalesce(p_after_word, '');
+  v_word text collate "C" := p_after_word;
   v_id uuid := coalesce(p_after_id, '00000000-0000-0000-0000-000000000000');
   v_handle text := replace(replace(replace(app.search_text(p_query), '\', '\\'), '%', '\%'), '_', '\_') || '%';
 begin
@@ -3929,6 +3933,10 @@ begin
   -- first word followed by the highest character (the range the index reads).
   v_last := v_first || case when v_several then '' else chr(1114111) end;
   v_pattern := v_first || case when v_several then '' else '%' end;
+  -- Without a cursor the walk starts at (first word, nil id), so that the position is also where
+  -- the index is entered (the range of >= and the row comparison are not merged, and a position
+  -- before the range entered the index at its first word).
+  v_word := coalesce(v_word, v_first);
   open v_rows no scroll for
     select w.word, u.id, u.username, u.full_name, u.bio, u.profile_asset_id
     from app.user_name_words w
