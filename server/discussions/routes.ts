@@ -60,14 +60,23 @@ async function readMessage(tx: RequestTransaction, id: string) {
  * the root message), oldest first, from the cursor ($2 µs, $3 id), $4 rows. The messages come from
  * app.message_page (db/sql/discussions.sql), which reads them through the messages policy from a
  * cursor that walks the discussion's or thread's index range in order, so a page reads about a page
- * whatever the statistics say it holds (docs/performance.md, "Hot values").
+ * whatever the statistics say it holds (docs/performance.md, "Hot values"). Each author of the page
+ * is shown once (app.hub_discussion_author), however many of its messages the page holds.
  */
 export function messagePageSql(replies: boolean): string {
   const [discussion, parent] = replies ? ['null', '$1::uuid'] : ['$1::uuid', 'null'];
-  return `select m.message_id as id, m.discussion_id, m.parent_id, m.body as text, m.reply_count, m.created_at,
-           ${micros('m.created_at')} as created_us, a.author
-         from app.message_page(${discussion}, ${parent}, ${fromMicros('$2')}, $3::uuid, $4::int) m
-         cross join lateral app.hub_discussion_author(m.hub_id, m.author_id) a
+  return `with page as materialized (
+           select * from app.message_page(${discussion}, ${parent}, ${fromMicros('$2')}, $3::uuid, $4::int)
+         ),
+         authors as materialized (
+           select p.hub_id, p.author_id, a.author
+           from (select distinct hub_id, author_id from page) p
+           cross join lateral app.hub_discussion_author(p.hub_id, p.author_id) a
+         )
+         select m.message_id as id, m.discussion_id, m.parent_id, m.body as text, m.reply_count, m.created_at,
+                ${micros('m.created_at')} as created_us, a.author
+         from page m
+         join authors a on a.hub_id = m.hub_id and a.author_id is not distinct from m.author_id
          order by m.created_at, m.message_id`;
 }
 
