@@ -823,7 +823,7 @@ COMMENT ON FUNCTION app.claim_idempotency_key(p_key_digest bytea, p_fingerprint 
 --
 
 CREATE FUNCTION app.comment_page(p_post_id uuid, p_parent_id uuid, p_after_at timestamp with time zone, p_after_id uuid, p_limit integer) RETURNS TABLE(comment_id uuid, post_id uuid, body text, parent_id uuid, created_at timestamp with time zone, author_id uuid, username text, full_name text, profile_asset_id uuid)
-    LANGUAGE plpgsql STABLE ROWS 20
+    LANGUAGE plpgsql ROWS 20
     SET search_path TO 'pg_catalog'
     AS $$
 declare
@@ -846,11 +846,8 @@ begin
       where c.parent_id = p_parent_id and c.post_id = p_post_id and (c.created_at, c.id) > (v_at, v_id)
       order by c.created_at, c.id;
   end if;
-  for i in 1 .. p_limit loop
-    fetch v_rows into comment_id, post_id, body, parent_id, created_at, author_id, username, full_name, profile_asset_id;
-    exit when not found;
-    return next;
-  end loop;
+  -- The page in one fetch (not row by row here).
+  return query execute format('fetch forward %s from %I', p_limit, v_rows);
   close v_rows;
 end
 $$;
@@ -1424,37 +1421,30 @@ COMMENT ON FUNCTION app.fail(code text) IS 'Raises an API error by its catalog c
 --
 
 CREATE FUNCTION app.follow_page(p_user_id uuid, p_followers boolean, p_before_seq bigint, p_limit integer, p_every_follow boolean) RETURNS TABLE(seq bigint, user_id uuid, visible boolean, username text, full_name text, bio text, profile_asset_id uuid)
-    LANGUAGE plpgsql STABLE ROWS 20
+    LANGUAGE plpgsql ROWS 20
     SET search_path TO 'pg_catalog'
     AS $$
 declare
   v_rows refcursor;
   v_before bigint := coalesce(p_before_seq, 9223372036854775807);
-  v_count integer := 0;
 begin
   if p_followers then
     open v_rows no scroll for
       select f.seq, f.follower_id, u.id is not null, u.username, u.full_name, u.bio, u.profile_asset_id
       from app.follows f
       left join app.users u on u.id = f.follower_id
-      where f.followee_id >= p_user_id and f.followee_id <= p_user_id and f.seq < v_before
+      where f.followee_id >= p_user_id and f.followee_id <= p_user_id and f.seq < v_before and (p_every_follow or u.id is not null)
       order by f.followee_id, f.seq desc;
   else
     open v_rows no scroll for
       select f.seq, f.followee_id, u.id is not null, u.username, u.full_name, u.bio, u.profile_asset_id
       from app.follows f
       left join app.users u on u.id = f.followee_id
-      where f.follower_id >= p_user_id and f.follower_id <= p_user_id and f.seq < v_before
+      where f.follower_id >= p_user_id and f.follower_id <= p_user_id and f.seq < v_before and (p_every_follow or u.id is not null)
       order by f.follower_id, f.seq desc;
   end if;
-  while v_count < p_limit loop
-    fetch v_rows into seq, user_id, visible, username, full_name, bio, profile_asset_id;
-    exit when not found;
-    if visible or p_every_follow then
-      v_count := v_count + 1;
-      return next;
-    end if;
-  end loop;
+  -- The page in one fetch (not row by row here).
+  return query execute format('fetch forward %s from %I', p_limit, v_rows);
   close v_rows;
 end
 $$;
@@ -1756,7 +1746,7 @@ COMMENT ON FUNCTION app.hub_member_count(p_hub_id uuid) IS 'A hub''s member coun
 --
 
 CREATE FUNCTION app.hub_member_page(p_hub_id uuid, p_after_at timestamp with time zone, p_after_id uuid, p_roles app.hub_role[], p_limit integer) RETURNS TABLE(user_id uuid, role app.hub_role, joined_at timestamp with time zone)
-    LANGUAGE plpgsql STABLE SECURITY DEFINER ROWS 20
+    LANGUAGE plpgsql SECURITY DEFINER ROWS 20
     SET search_path TO 'pg_catalog'
     SET plan_cache_mode TO 'force_custom_plan'
     AS $$
@@ -1784,11 +1774,8 @@ begin
         and (v_all or m.user_id = v_viewer)
       order by m.joined_at, m.user_id;
   end if;
-  for i in 1 .. p_limit loop
-    fetch v_rows into user_id, role, joined_at;
-    exit when not found;
-    return next;
-  end loop;
+  -- The page in one fetch (not row by row here).
+  return query execute format('fetch forward %s from %I', p_limit, v_rows);
   close v_rows;
 end
 $$;
@@ -1845,7 +1832,7 @@ COMMENT ON FUNCTION app.hub_message_visible(p_message app.hub_discussion_message
 --
 
 CREATE FUNCTION app.hub_name_matches(p_query text, p_after_word text, p_after_id uuid, p_limit integer) RETURNS TABLE(word text, hub_id uuid, name text, is_recommended boolean)
-    LANGUAGE plpgsql STABLE ROWS 20
+    LANGUAGE plpgsql ROWS 20
     SET search_path TO 'pg_catalog'
     AS $$
 declare
@@ -1877,11 +1864,8 @@ begin
       limit 1) h
     where w.word >= v_first and w.word <= v_last and w.word like v_pattern and (w.word, w.hub_id) > (v_word, v_id)
     order by w.word, w.hub_id;
-  for i in 1 .. p_limit loop
-    fetch v_rows into word, hub_id, name, is_recommended;
-    exit when not found;
-    return next;
-  end loop;
+  -- The page in one fetch (not row by row here).
+  return query execute format('fetch forward %s from %I', p_limit, v_rows);
   close v_rows;
 end
 $$;
@@ -2182,7 +2166,7 @@ COMMENT ON FUNCTION app.mark_notifications_read(p_ids uuid[], p_all boolean) IS 
 --
 
 CREATE FUNCTION app.message_page(p_discussion_id uuid, p_parent_id uuid, p_after_at timestamp with time zone, p_after_id uuid, p_limit integer) RETURNS TABLE(message_id uuid, discussion_id uuid, hub_id uuid, author_id uuid, parent_id uuid, body text, reply_count integer, created_at timestamp with time zone)
-    LANGUAGE plpgsql STABLE ROWS 20
+    LANGUAGE plpgsql ROWS 20
     SET search_path TO 'pg_catalog'
     AS $$
 declare
@@ -2203,11 +2187,8 @@ begin
       where m.parent_id = p_parent_id and (m.created_at, m.id) > (v_at, v_id)
       order by m.created_at, m.id;
   end if;
-  for i in 1 .. p_limit loop
-    fetch v_rows into message_id, discussion_id, hub_id, author_id, parent_id, body, reply_count, created_at;
-    exit when not found;
-    return next;
-  end loop;
+  -- The page in one fetch (not row by row here).
+  return query execute format('fetch forward %s from %I', p_limit, v_rows);
   close v_rows;
 end
 $$;
@@ -3915,7 +3896,7 @@ COMMENT ON FUNCTION app.user_matches(p_username text, p_full_name text, p_query 
 --
 
 CREATE FUNCTION app.user_name_matches(p_query text, p_after_word text, p_after_id uuid, p_limit integer) RETURNS TABLE(word text, user_id uuid, username text, full_name text, bio text, profile_asset_id uuid)
-    LANGUAGE plpgsql STABLE ROWS 20
+    LANGUAGE plpgsql ROWS 20
     SET search_path TO 'pg_catalog'
     AS $$
 declare
@@ -3950,11 +3931,8 @@ begin
       limit 1) u
     where w.word >= v_first and w.word <= v_last and w.word like v_pattern and (w.word, w.user_id) > (v_word, v_id)
     order by w.word, w.user_id;
-  for i in 1 .. p_limit loop
-    fetch v_rows into word, user_id, username, full_name, bio, profile_asset_id;
-    exit when not found;
-    return next;
-  end loop;
+  -- The page in one fetch (not row by row here).
+  return query execute format('fetch forward %s from %I', p_limit, v_rows);
   close v_rows;
 end
 $$;

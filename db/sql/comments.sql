@@ -88,13 +88,15 @@ grant select (comment_id, reply_count) on app.comment_stats to app_admin;
 -- from a cursor: PL/pgSQL plans a cursor for its first rows (cursor_tuple_fraction, 10 %), and a
 -- plan that reads the post's whole range and sorts it costs all of it before its first row, so the
 -- cursor walks the range's index (comments_post_top, comments_parent) in order and the function
--- stops after p_limit rows, whatever the statistics say the post holds. A statement with `limit`
--- is planned for limit / expected rows, which is everything where the statistics expect a page:
--- the post then had its comments read and sorted (docs/performance.md, "Hot values").
+-- fetches p_limit rows, whatever the statistics say the post holds. A statement with `limit` is
+-- planned for limit / expected rows, which is everything where the statistics expect a page: the
+-- post then had its comments read and sorted (docs/performance.md, "Hot values"). The page is
+-- fetched in one FETCH, not row by row here, which PostgreSQL runs only in a volatile function:
+-- hence volatile, though it writes nothing (as the other page functions).
 create or replace function app.comment_page(p_post_id uuid, p_parent_id uuid, p_after_at timestamptz, p_after_id uuid, p_limit integer)
   returns table (comment_id uuid, post_id uuid, body text, parent_id uuid, created_at timestamptz, author_id uuid, username text, full_name text,
                  profile_asset_id uuid)
-  language plpgsql stable
+  language plpgsql volatile
   set search_path = pg_catalog
   rows 20
   as $$
@@ -118,11 +120,8 @@ begin
       where c.parent_id = p_parent_id and c.post_id = p_post_id and (c.created_at, c.id) > (v_at, v_id)
       order by c.created_at, c.id;
   end if;
-  for i in 1 .. p_limit loop
-    fetch v_rows into comment_id, post_id, body, parent_id, created_at, author_id, username, full_name, profile_asset_id;
-    exit when not found;
-    return next;
-  end loop;
+  -- The page in one fetch (not row by row here).
+  return query execute format('fetch forward %s from %I', p_limit, v_rows);
   close v_rows;
 end
 $$;

@@ -25,7 +25,7 @@ grant execute on function app.hub_message_visible(app.hub_discussion_messages, u
 -- holds (as app.comment_page; docs/performance.md, "Hot values").
 create or replace function app.message_page(p_discussion_id uuid, p_parent_id uuid, p_after_at timestamptz, p_after_id uuid, p_limit integer)
   returns table (message_id uuid, discussion_id uuid, hub_id uuid, author_id uuid, parent_id uuid, body text, reply_count integer, created_at timestamptz)
-  language plpgsql stable
+  language plpgsql volatile
   set search_path = pg_catalog
   rows 20
   as $$
@@ -47,11 +47,8 @@ begin
       where m.parent_id = p_parent_id and (m.created_at, m.id) > (v_at, v_id)
       order by m.created_at, m.id;
   end if;
-  for i in 1 .. p_limit loop
-    fetch v_rows into message_id, discussion_id, hub_id, author_id, parent_id, body, reply_count, created_at;
-    exit when not found;
-    return next;
-  end loop;
+  -- The page in one fetch (not row by row here).
+  return query execute format('fetch forward %s from %I', p_limit, v_rows);
   close v_rows;
 end
 $$;

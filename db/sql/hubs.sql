@@ -686,7 +686,7 @@ comment on function app_private.active_member(uuid, uuid) is
 -- every membership of the hub (as app.comment_page; docs/performance.md, "Hot values").
 create or replace function app.hub_member_page(p_hub_id uuid, p_after_at timestamptz, p_after_id uuid, p_roles app.hub_role[], p_limit integer)
   returns table (user_id uuid, role app.hub_role, joined_at timestamptz)
-  language plpgsql stable security definer
+  language plpgsql volatile security definer
   set search_path = pg_catalog
   -- Planned for each call's hub: a plan for any hub (PL/pgSQL's generic plan, after five calls)
   -- expects the few members of an average hub, reads them all by the primary key and sorts them,
@@ -720,11 +720,8 @@ begin
         and (v_all or m.user_id = v_viewer)
       order by m.joined_at, m.user_id;
   end if;
-  for i in 1 .. p_limit loop
-    fetch v_rows into user_id, role, joined_at;
-    exit when not found;
-    return next;
-  end loop;
+  -- The page in one fetch (not row by row here).
+  return query execute format('fetch forward %s from %I', p_limit, v_rows);
   close v_rows;
 end
 $$;
@@ -775,7 +772,7 @@ comment on function app_private.rebuild_hub_name_words() is
 -- each word's hub by a probe, whatever the statistics say the word holds (as app.user_name_matches).
 create or replace function app.hub_name_matches(p_query text, p_after_word text, p_after_id uuid, p_limit integer)
   returns table (word text, hub_id uuid, name text, is_recommended boolean)
-  language plpgsql stable
+  language plpgsql volatile
   set search_path = pg_catalog
   rows 20
   as $$
@@ -808,11 +805,8 @@ begin
       limit 1) h
     where w.word >= v_first and w.word <= v_last and w.word like v_pattern and (w.word, w.hub_id) > (v_word, v_id)
     order by w.word, w.hub_id;
-  for i in 1 .. p_limit loop
-    fetch v_rows into word, hub_id, name, is_recommended;
-    exit when not found;
-    return next;
-  end loop;
+  -- The page in one fetch (not row by row here).
+  return query execute format('fetch forward %s from %I', p_limit, v_rows);
   close v_rows;
 end
 $$;

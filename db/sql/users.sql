@@ -307,7 +307,7 @@ grant execute on function app.name_words_match(text, text) to app_anonymous;
 -- every name is read a page at a time (docs/performance.md, "Hot values").
 create or replace function app.user_name_matches(p_query text, p_after_word text, p_after_id uuid, p_limit integer)
   returns table (word text, user_id uuid, username text, full_name text, bio text, profile_asset_id uuid)
-  language plpgsql stable
+  language plpgsql volatile
   set search_path = pg_catalog
   rows 20
   as $$
@@ -343,11 +343,8 @@ begin
       limit 1) u
     where w.word >= v_first and w.word <= v_last and w.word like v_pattern and (w.word, w.user_id) > (v_word, v_id)
     order by w.word, w.user_id;
-  for i in 1 .. p_limit loop
-    fetch v_rows into word, user_id, username, full_name, bio, profile_asset_id;
-    exit when not found;
-    return next;
-  end loop;
+  -- The page in one fetch (not row by row here).
+  return query execute format('fetch forward %s from %I', p_limit, v_rows);
   close v_rows;
 end
 $$;
@@ -583,38 +580,31 @@ comment on policy follows_select_admin on app.follows is
 -- seq index instead, filtering by user.
 create or replace function app.follow_page(p_user_id uuid, p_followers boolean, p_before_seq bigint, p_limit integer, p_every_follow boolean)
   returns table (seq bigint, user_id uuid, visible boolean, username text, full_name text, bio text, profile_asset_id uuid)
-  language plpgsql stable
+  language plpgsql volatile
   set search_path = pg_catalog
   rows 20
   as $$
 declare
   v_rows refcursor;
   v_before bigint := coalesce(p_before_seq, 9223372036854775807);
-  v_count integer := 0;
 begin
   if p_followers then
     open v_rows no scroll for
       select f.seq, f.follower_id, u.id is not null, u.username, u.full_name, u.bio, u.profile_asset_id
       from app.follows f
       left join app.users u on u.id = f.follower_id
-      where f.followee_id >= p_user_id and f.followee_id <= p_user_id and f.seq < v_before
+      where f.followee_id >= p_user_id and f.followee_id <= p_user_id and f.seq < v_before and (p_every_follow or u.id is not null)
       order by f.followee_id, f.seq desc;
   else
     open v_rows no scroll for
       select f.seq, f.followee_id, u.id is not null, u.username, u.full_name, u.bio, u.profile_asset_id
       from app.follows f
       left join app.users u on u.id = f.followee_id
-      where f.follower_id >= p_user_id and f.follower_id <= p_user_id and f.seq < v_before
+      where f.follower_id >= p_user_id and f.follower_id <= p_user_id and f.seq < v_before and (p_every_follow or u.id is not null)
       order by f.follower_id, f.seq desc;
   end if;
-  while v_count < p_limit loop
-    fetch v_rows into seq, user_id, visible, username, full_name, bio, profile_asset_id;
-    exit when not found;
-    if visible or p_every_follow then
-      v_count := v_count + 1;
-      return next;
-    end if;
-  end loop;
+  -- The page in one fetch (not row by row here).
+  return query execute format('fetch forward %s from %I', p_limit, v_rows);
   close v_rows;
 end
 $$;
