@@ -1,7 +1,8 @@
 // Connection pools. The API pool and the internal GraphQL pool log in as `authenticator` and never
-// as the owner; the worker pool logs in as `app_worker`. GraphQL has a small pool of its own, so
-// however heavy its operations are, they never wait for or take a connection REST needs; when every
-// GraphQL connection is busy for `graphqlWaitMillis`, a GraphQL request answers 503.
+// as the owner; the worker pool logs in as `app_worker`. GraphQL has small pools of its own (one for
+// its session checks, one of the same size in its thread for its operations), so however heavy its
+// operations are, they never wait for or take a connection REST needs; when every GraphQL
+// connection is busy for `graphqlWaitMillis`, a GraphQL request answers 503.
 //
 // With a pooler (`poolerUrl`, DATABASE_POOLER_URL: PgBouncer in transaction mode) the API and
 // GraphQL pools connect through it, with the same roles and passwords. Everything they send is
@@ -20,8 +21,13 @@ pg.types.setTypeParser(pg.types.builtins.INT8, (value) => Number(value));
 
 export interface Pools {
   api: pg.Pool;
-  /** Internal GraphQL only (server/graphql). */
+  /** Internal GraphQL's session checks (server/graphql/auth.ts), on the API's thread. */
   graphql: pg.Pool;
+  /**
+   * The settings of the pool internal GraphQL's operations run on: the GraphQL thread
+   * (server/graphql/thread.ts) opens it, since a pool cannot cross threads. The same as `graphql`'s.
+   */
+  graphqlConfig: pg.PoolConfig;
   worker: pg.Pool;
   /** Whether the API and GraphQL pools go through a transaction-mode pooler (nothing session-bound may use them). */
   pooled: boolean;
@@ -47,7 +53,8 @@ export function createPools(ownerUrl: string, { apiMax = 20, graphqlMax = 3, wor
   // Pipelined: queries issued without waiting for the previous answer share one round trip (the
   // opening, statements and commit of a request's transaction, db/request-transaction.ts).
   const api = new pg.Pool({ connectionString: authenticatorUrl, max: apiMax, pipeline: true });
-  const graphql = new pg.Pool({ connectionString: authenticatorUrl, max: graphqlMax, connectionTimeoutMillis: graphqlWaitMillis });
+  const graphqlConfig: pg.PoolConfig = { connectionString: authenticatorUrl, max: graphqlMax, connectionTimeoutMillis: graphqlWaitMillis };
+  const graphql = new pg.Pool(graphqlConfig);
   // A worker killed mid-statement: its server process notices within a second and stops the
   // statement, instead of finishing work nobody waits for (PostgreSQL 14+).
   const worker = new pg.Pool({ connectionString: roleUrl(ownerUrl, 'app_worker'), max: workerMax, options: '-c client_connection_check_interval=1000' });
@@ -57,6 +64,7 @@ export function createPools(ownerUrl: string, { apiMax = 20, graphqlMax = 3, wor
   return {
     api,
     graphql,
+    graphqlConfig,
     worker,
     pooled: poolerUrl !== undefined,
     replicas,

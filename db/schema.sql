@@ -1637,6 +1637,44 @@ COMMENT ON FUNCTION app.hub_discussion_author(p_hub_id uuid, p_author_id uuid) I
 
 
 --
+-- Name: hub_discussion_page(uuid, timestamp with time zone, uuid, integer); Type: FUNCTION; Schema: app; Owner: -
+--
+
+CREATE FUNCTION app.hub_discussion_page(p_hub_id uuid, p_after_at timestamp with time zone, p_after_id uuid, p_limit integer) RETURNS TABLE(id uuid, post_id uuid, message_count integer, last_activity_at timestamp with time zone, saved boolean)
+    LANGUAGE plpgsql STABLE ROWS 20
+    SET search_path TO 'pg_catalog'
+    AS $$
+declare
+  v_rows refcursor;
+  v_at timestamptz := coalesce(p_after_at, 'infinity');
+  v_id uuid := coalesce(p_after_id, 'ffffffff-ffff-ffff-ffff-ffffffffffff');
+begin
+  open v_rows no scroll for
+    select d.id, d.post_id, coalesce(st.message_count, 0)::integer, d.last_activity_at, s.discussion_id is not null
+    from app.hub_discussions d
+    join app.posts p on p.id = d.post_id
+    left join app.hub_discussion_stats st on st.discussion_id = d.id
+    left join app.saved_discussions s on s.user_id = app.viewer_id() and s.discussion_id = d.id
+    where d.hub_id = p_hub_id and (d.last_activity_at, d.id) < (v_at, v_id)
+    order by d.last_activity_at desc, d.id desc;
+  for i in 1 .. p_limit loop
+    fetch v_rows into id, post_id, message_count, last_activity_at, saved;
+    exit when not found;
+    return next;
+  end loop;
+  close v_rows;
+end
+$$;
+
+
+--
+-- Name: FUNCTION hub_discussion_page(p_hub_id uuid, p_after_at timestamp with time zone, p_after_id uuid, p_limit integer); Type: COMMENT; Schema: app; Owner: -
+--
+
+COMMENT ON FUNCTION app.hub_discussion_page(p_hub_id uuid, p_after_at timestamp with time zone, p_after_id uuid, p_limit integer) IS 'One page of a hub''s discussions, most recent activity first after a cursor, of posts the viewer may see, with message counts and the viewer''s saved flag, through the policies; read from a cursor in index order, so a page reads about a page whatever the statistics say. Called by GET /hubs/{hubId}/discussions.';
+
+
+--
 -- Name: hub_discussion_thread(uuid, uuid, uuid); Type: FUNCTION; Schema: app; Owner: -
 --
 
@@ -1699,6 +1737,80 @@ $$;
 --
 
 COMMENT ON FUNCTION app.hub_feed(p_hub_id uuid, p_snapshot timestamp with time zone, p_after_at timestamp with time zone, p_after_id uuid, p_limit integer) IS 'GET /hubs/{hubId}/feed: a hub''s feed, for its active members only (HUB_NOT_FOUND, HUB_MEMBERSHIP_REQUIRED).';
+
+
+--
+-- Name: hub_invitation_page(uuid, timestamp with time zone, uuid, integer); Type: FUNCTION; Schema: app; Owner: -
+--
+
+CREATE FUNCTION app.hub_invitation_page(p_hub_id uuid, p_after_at timestamp with time zone, p_after_id uuid, p_limit integer) RETURNS TABLE(invitation_id uuid, masked_phone text, status app.invitation_status, expires_at timestamp with time zone, created_at timestamp with time zone, inviter_id uuid, username text, full_name text, photo_key text)
+    LANGUAGE plpgsql STABLE ROWS 20
+    SET search_path TO 'pg_catalog'
+    AS $$
+declare
+  v_rows refcursor;
+  v_at timestamptz := coalesce(p_after_at, 'infinity');
+  v_id uuid := coalesce(p_after_id, 'ffffffff-ffff-ffff-ffff-ffffffffffff');
+begin
+  open v_rows no scroll for
+    select i.id, i.masked_phone, i.status, i.expires_at, i.created_at, u.id, u.username, u.full_name, a.object_key
+    from app.hub_invitations i
+    join app.users u on u.id = i.invited_by
+    left join app.assets a on a.id = u.profile_asset_id
+    where i.hub_id = p_hub_id and (i.created_at, i.id) < (v_at, v_id)
+    order by i.created_at desc, i.id desc;
+  for i in 1 .. p_limit loop
+    fetch v_rows into invitation_id, masked_phone, status, expires_at, created_at, inviter_id, username, full_name, photo_key;
+    exit when not found;
+    return next;
+  end loop;
+  close v_rows;
+end
+$$;
+
+
+--
+-- Name: FUNCTION hub_invitation_page(p_hub_id uuid, p_after_at timestamp with time zone, p_after_id uuid, p_limit integer); Type: COMMENT; Schema: app; Owner: -
+--
+
+COMMENT ON FUNCTION app.hub_invitation_page(p_hub_id uuid, p_after_at timestamp with time zone, p_after_id uuid, p_limit integer) IS 'One page of a hub''s invitations, newest first after a cursor, with the inviter, through the policies; read from a cursor in index order, so a page reads about a page whatever the statistics say. Called by GET /hubs/{hubId}/invitations.';
+
+
+--
+-- Name: hub_join_request_page(uuid, timestamp with time zone, uuid, integer); Type: FUNCTION; Schema: app; Owner: -
+--
+
+CREATE FUNCTION app.hub_join_request_page(p_hub_id uuid, p_after_at timestamp with time zone, p_after_id uuid, p_limit integer) RETURNS TABLE(request_id uuid, source app.join_request_source, created_at timestamp with time zone, user_id uuid, username text, full_name text, photo_key text)
+    LANGUAGE plpgsql STABLE ROWS 20
+    SET search_path TO 'pg_catalog'
+    AS $$
+declare
+  v_rows refcursor;
+  v_at timestamptz := coalesce(p_after_at, '-infinity');
+  v_id uuid := coalesce(p_after_id, '00000000-0000-0000-0000-000000000000');
+begin
+  open v_rows no scroll for
+    select r.id, r.source, r.created_at, u.id, u.username, u.full_name, a.object_key
+    from app.hub_join_requests r
+    join app.users u on u.id = r.user_id
+    left join app.assets a on a.id = u.profile_asset_id
+    where r.hub_id = p_hub_id and r.status = 'pending' and (r.created_at, r.id) > (v_at, v_id)
+    order by r.created_at, r.id;
+  for i in 1 .. p_limit loop
+    fetch v_rows into request_id, source, created_at, user_id, username, full_name, photo_key;
+    exit when not found;
+    return next;
+  end loop;
+  close v_rows;
+end
+$$;
+
+
+--
+-- Name: FUNCTION hub_join_request_page(p_hub_id uuid, p_after_at timestamp with time zone, p_after_id uuid, p_limit integer); Type: COMMENT; Schema: app; Owner: -
+--
+
+COMMENT ON FUNCTION app.hub_join_request_page(p_hub_id uuid, p_after_at timestamp with time zone, p_after_id uuid, p_limit integer) IS 'One page of a hub''s pending join requests, oldest first after a cursor, with the requester, through the policies; read from a cursor in index order, so a page reads about a page whatever the statistics say. Called by GET /hubs/{hubId}/join-requests.';
 
 
 --
@@ -3273,6 +3385,48 @@ $$;
 --
 
 COMMENT ON FUNCTION app.save_hub_discussion(p_hub_id uuid, p_discussion_id uuid, p_saved boolean) IS 'Saves or unsaves a discussion for the viewer after the discussion check, idempotently, with the caller''s rights (the saved-discussion policies). Called by POST and DELETE /hubs/{hubId}/discussions/{discussionId}/save.';
+
+
+--
+-- Name: saved_discussion_page(timestamp with time zone, uuid, integer); Type: FUNCTION; Schema: app; Owner: -
+--
+
+CREATE FUNCTION app.saved_discussion_page(p_after_at timestamp with time zone, p_after_id uuid, p_limit integer) RETURNS TABLE(discussion_id uuid, hub_id uuid, hub_name text, post_id uuid, saved_at timestamp with time zone)
+    LANGUAGE plpgsql STABLE ROWS 20
+    SET search_path TO 'pg_catalog'
+    AS $$
+declare
+  v_rows refcursor;
+  v_at timestamptz := coalesce(p_after_at, 'infinity');
+  v_id uuid := coalesce(p_after_id, 'ffffffff-ffff-ffff-ffff-ffffffffffff');
+begin
+  open v_rows no scroll for
+    select s.discussion_id, s.hub_id, d.hub_name, d.post_id, s.saved_at
+    from app.saved_discussions s
+    cross join lateral (
+      select d.post_id, h.name as hub_name
+      from app.hub_discussions d
+      join app.posts p on p.id = d.post_id
+      join app.hubs h on h.id = s.hub_id
+      where d.id = s.discussion_id
+      limit 1) d
+    where s.user_id = app.viewer_id() and (s.saved_at, s.discussion_id) < (v_at, v_id)
+    order by s.saved_at desc, s.discussion_id desc;
+  for i in 1 .. p_limit loop
+    fetch v_rows into discussion_id, hub_id, hub_name, post_id, saved_at;
+    exit when not found;
+    return next;
+  end loop;
+  close v_rows;
+end
+$$;
+
+
+--
+-- Name: FUNCTION saved_discussion_page(p_after_at timestamp with time zone, p_after_id uuid, p_limit integer); Type: COMMENT; Schema: app; Owner: -
+--
+
+COMMENT ON FUNCTION app.saved_discussion_page(p_after_at timestamp with time zone, p_after_id uuid, p_limit integer) IS 'One page of the viewer''s saved discussions, newest save first after a cursor, of hubs they are an active member of and posts they may see, with the hub''s name, through the policies; read from a cursor in index order, so a page reads about a page whatever the statistics say. Called by GET /users/me/saved-discussions.';
 
 
 --
@@ -11283,6 +11437,13 @@ CREATE INDEX hub_invitations_hub ON app.hub_invitations USING btree (hub_id, cre
 
 
 --
+-- Name: hub_invitations_hub_page; Type: INDEX; Schema: app; Owner: -
+--
+
+CREATE INDEX hub_invitations_hub_page ON app.hub_invitations USING btree (hub_id, created_at DESC, id DESC);
+
+
+--
 -- Name: hub_invitations_invitee; Type: INDEX; Schema: app; Owner: -
 --
 
@@ -11311,10 +11472,24 @@ CREATE INDEX hub_join_requests_hub ON app.hub_join_requests USING btree (hub_id,
 
 
 --
+-- Name: hub_join_requests_hub_page; Type: INDEX; Schema: app; Owner: -
+--
+
+CREATE INDEX hub_join_requests_hub_page ON app.hub_join_requests USING btree (hub_id, created_at, id) WHERE (status = 'pending'::app.join_request_status);
+
+
+--
 -- Name: hub_join_requests_one_pending; Type: INDEX; Schema: app; Owner: -
 --
 
 CREATE UNIQUE INDEX hub_join_requests_one_pending ON app.hub_join_requests USING btree (hub_id, user_id) WHERE (status = 'pending'::app.join_request_status);
+
+
+--
+-- Name: hub_join_requests_user_pending; Type: INDEX; Schema: app; Owner: -
+--
+
+CREATE INDEX hub_join_requests_user_pending ON app.hub_join_requests USING btree (user_id) WHERE (status = 'pending'::app.join_request_status);
 
 
 --
@@ -14335,6 +14510,14 @@ GRANT ALL ON FUNCTION app.hub_discussion_author(p_hub_id uuid, p_author_id uuid)
 
 
 --
+-- Name: FUNCTION hub_discussion_page(p_hub_id uuid, p_after_at timestamp with time zone, p_after_id uuid, p_limit integer); Type: ACL; Schema: app; Owner: -
+--
+
+REVOKE ALL ON FUNCTION app.hub_discussion_page(p_hub_id uuid, p_after_at timestamp with time zone, p_after_id uuid, p_limit integer) FROM PUBLIC;
+GRANT ALL ON FUNCTION app.hub_discussion_page(p_hub_id uuid, p_after_at timestamp with time zone, p_after_id uuid, p_limit integer) TO app_user;
+
+
+--
 -- Name: FUNCTION hub_discussion_thread(p_hub_id uuid, p_discussion_id uuid, p_message_id uuid); Type: ACL; Schema: app; Owner: -
 --
 
@@ -14348,6 +14531,22 @@ GRANT ALL ON FUNCTION app.hub_discussion_thread(p_hub_id uuid, p_discussion_id u
 
 REVOKE ALL ON FUNCTION app.hub_feed(p_hub_id uuid, p_snapshot timestamp with time zone, p_after_at timestamp with time zone, p_after_id uuid, p_limit integer) FROM PUBLIC;
 GRANT ALL ON FUNCTION app.hub_feed(p_hub_id uuid, p_snapshot timestamp with time zone, p_after_at timestamp with time zone, p_after_id uuid, p_limit integer) TO app_user;
+
+
+--
+-- Name: FUNCTION hub_invitation_page(p_hub_id uuid, p_after_at timestamp with time zone, p_after_id uuid, p_limit integer); Type: ACL; Schema: app; Owner: -
+--
+
+REVOKE ALL ON FUNCTION app.hub_invitation_page(p_hub_id uuid, p_after_at timestamp with time zone, p_after_id uuid, p_limit integer) FROM PUBLIC;
+GRANT ALL ON FUNCTION app.hub_invitation_page(p_hub_id uuid, p_after_at timestamp with time zone, p_after_id uuid, p_limit integer) TO app_user;
+
+
+--
+-- Name: FUNCTION hub_join_request_page(p_hub_id uuid, p_after_at timestamp with time zone, p_after_id uuid, p_limit integer); Type: ACL; Schema: app; Owner: -
+--
+
+REVOKE ALL ON FUNCTION app.hub_join_request_page(p_hub_id uuid, p_after_at timestamp with time zone, p_after_id uuid, p_limit integer) FROM PUBLIC;
+GRANT ALL ON FUNCTION app.hub_join_request_page(p_hub_id uuid, p_after_at timestamp with time zone, p_after_id uuid, p_limit integer) TO app_user;
 
 
 --
@@ -15002,6 +15201,14 @@ GRANT ALL ON FUNCTION app.restore_post(p_post_id uuid) TO app_admin;
 
 REVOKE ALL ON FUNCTION app.save_hub_discussion(p_hub_id uuid, p_discussion_id uuid, p_saved boolean) FROM PUBLIC;
 GRANT ALL ON FUNCTION app.save_hub_discussion(p_hub_id uuid, p_discussion_id uuid, p_saved boolean) TO app_user;
+
+
+--
+-- Name: FUNCTION saved_discussion_page(p_after_at timestamp with time zone, p_after_id uuid, p_limit integer); Type: ACL; Schema: app; Owner: -
+--
+
+REVOKE ALL ON FUNCTION app.saved_discussion_page(p_after_at timestamp with time zone, p_after_id uuid, p_limit integer) FROM PUBLIC;
+GRANT ALL ON FUNCTION app.saved_discussion_page(p_after_at timestamp with time zone, p_after_id uuid, p_limit integer) TO app_user;
 
 
 --

@@ -74,6 +74,7 @@ export async function createServices(
     idp: createIdpVerifier(config.idp),
     graphql: createInternalGraphql({
       pool: pools.graphql,
+      poolConfig: pools.graphqlConfig,
       pooled: pools.pooled,
       bounds: config.apiTimeouts,
       tokens,

@@ -189,6 +189,83 @@ comment on function app.save_hub_discussion(uuid, uuid, boolean) is
   'Saves or unsaves a discussion for the viewer after the discussion check, idempotently, with the caller''s rights (the saved-discussion policies). Called by POST and DELETE /hubs/{hubId}/discussions/{discussionId}/save.';
 grant execute on function app.save_hub_discussion(uuid, uuid, boolean) to app_user;
 
+-- GET /hubs/{hubId}/discussions: one page of a hub's discussions, most recent activity first after
+-- (p_after_at, p_after_id) (null: from the first), at most p_limit rows, whose posts the viewer may
+-- see, with their message counts and whether the viewer saved them, through the policies (the
+-- caller's rights). The rows come from a cursor, which PL/pgSQL plans for its first rows, so it
+-- walks hub_discussions_activity in order and stops after a page whatever the statistics say the
+-- hub holds (docs/performance.md, "Hot values").
+create or replace function app.hub_discussion_page(p_hub_id uuid, p_after_at timestamptz, p_after_id uuid, p_limit integer)
+  returns table (id uuid, post_id uuid, message_count integer, last_activity_at timestamptz, saved boolean)
+  language plpgsql stable
+  set search_path = pg_catalog
+  rows 20
+  as $$
+declare
+  v_rows refcursor;
+  v_at timestamptz := coalesce(p_after_at, 'infinity');
+  v_id uuid := coalesce(p_after_id, 'ffffffff-ffff-ffff-ffff-ffffffffffff');
+begin
+  open v_rows no scroll for
+    select d.id, d.post_id, coalesce(st.message_count, 0)::integer, d.last_activity_at, s.discussion_id is not null
+    from app.hub_discussions d
+    join app.posts p on p.id = d.post_id
+    left join app.hub_discussion_stats st on st.discussion_id = d.id
+    left join app.saved_discussions s on s.user_id = app.viewer_id() and s.discussion_id = d.id
+    where d.hub_id = p_hub_id and (d.last_activity_at, d.id) < (v_at, v_id)
+    order by d.last_activity_at desc, d.id desc;
+  for i in 1 .. p_limit loop
+    fetch v_rows into id, post_id, message_count, last_activity_at, saved;
+    exit when not found;
+    return next;
+  end loop;
+  close v_rows;
+end
+$$;
+comment on function app.hub_discussion_page(uuid, timestamp with time zone, uuid, integer) is
+  'One page of a hub''s discussions, most recent activity first after a cursor, of posts the viewer may see, with message counts and the viewer''s saved flag, through the policies; read from a cursor in index order, so a page reads about a page whatever the statistics say. Called by GET /hubs/{hubId}/discussions.';
+grant execute on function app.hub_discussion_page(uuid, timestamp with time zone, uuid, integer) to app_user;
+
+-- GET /users/me/saved-discussions: one page of the viewer's saved discussions, newest save first
+-- after (p_after_at, p_after_id) (null: from the first), at most p_limit rows, of hubs the viewer is
+-- an active member of and posts the viewer may see, with the hub's name, through the policies. A
+-- cursor planned for its first rows walks saved_discussions_recent in order whatever the statistics
+-- say the viewer saved (docs/performance.md, "Hot values").
+create or replace function app.saved_discussion_page(p_after_at timestamptz, p_after_id uuid, p_limit integer)
+  returns table (discussion_id uuid, hub_id uuid, hub_name text, post_id uuid, saved_at timestamptz)
+  language plpgsql stable
+  set search_path = pg_catalog
+  rows 20
+  as $$
+declare
+  v_rows refcursor;
+  v_at timestamptz := coalesce(p_after_at, 'infinity');
+  v_id uuid := coalesce(p_after_id, 'ffffffff-ffff-ffff-ffff-ffffffffffff');
+begin
+  open v_rows no scroll for
+    select s.discussion_id, s.hub_id, d.hub_name, d.post_id, s.saved_at
+    from app.saved_discussions s
+    cross join lateral (
+      select d.post_id, h.name as hub_name
+      from app.hub_discussions d
+      join app.posts p on p.id = d.post_id
+      join app.hubs h on h.id = s.hub_id
+      where d.id = s.discussion_id
+      limit 1) d
+    where s.user_id = app.viewer_id() and (s.saved_at, s.discussion_id) < (v_at, v_id)
+    order by s.saved_at desc, s.discussion_id desc;
+  for i in 1 .. p_limit loop
+    fetch v_rows into discussion_id, hub_id, hub_name, post_id, saved_at;
+    exit when not found;
+    return next;
+  end loop;
+  close v_rows;
+end
+$$;
+comment on function app.saved_discussion_page(timestamp with time zone, uuid, integer) is
+  'One page of the viewer''s saved discussions, newest save first after a cursor, of hubs they are an active member of and posts they may see, with the hub''s name, through the policies; read from a cursor in index order, so a page reads about a page whatever the statistics say. Called by GET /users/me/saved-discussions.';
+grant execute on function app.saved_discussion_page(timestamp with time zone, uuid, integer) to app_user;
+
 -- Messages are read by the active members of their hub (REST, GraphQL and SQL alike).
 create policy hub_discussion_messages_select_members on app.hub_discussion_messages
   for select to app_user

@@ -489,6 +489,76 @@ comment on function app.reject_join_request(uuid, uuid) is
   'Rejects a join request (admins) and notifies the requester (hub_join_request_rejected). Called by POST /hubs/{hubId}/join-requests/{requestId}/reject.';
 grant execute on function app.reject_join_request(uuid, uuid) to app_user;
 
+-- GET /hubs/{hubId}/invitations: one page of a hub's invitations, newest first after (p_after_at,
+-- p_after_id) (null: from the first), at most p_limit rows, with who invited and their photo's key,
+-- through the policies (the caller's rights). A cursor planned for its first rows walks
+-- hub_invitations_hub in order whatever the statistics say the hub holds (docs/performance.md,
+-- "Hot values").
+create or replace function app.hub_invitation_page(p_hub_id uuid, p_after_at timestamptz, p_after_id uuid, p_limit integer)
+  returns table (invitation_id uuid, masked_phone text, status app.invitation_status, expires_at timestamptz, created_at timestamptz,
+                 inviter_id uuid, username text, full_name text, photo_key text)
+  language plpgsql stable
+  set search_path = pg_catalog
+  rows 20
+  as $$
+declare
+  v_rows refcursor;
+  v_at timestamptz := coalesce(p_after_at, 'infinity');
+  v_id uuid := coalesce(p_after_id, 'ffffffff-ffff-ffff-ffff-ffffffffffff');
+begin
+  open v_rows no scroll for
+    select i.id, i.masked_phone, i.status, i.expires_at, i.created_at, u.id, u.username, u.full_name, a.object_key
+    from app.hub_invitations i
+    join app.users u on u.id = i.invited_by
+    left join app.assets a on a.id = u.profile_asset_id
+    where i.hub_id = p_hub_id and (i.created_at, i.id) < (v_at, v_id)
+    order by i.created_at desc, i.id desc;
+  for i in 1 .. p_limit loop
+    fetch v_rows into invitation_id, masked_phone, status, expires_at, created_at, inviter_id, username, full_name, photo_key;
+    exit when not found;
+    return next;
+  end loop;
+  close v_rows;
+end
+$$;
+comment on function app.hub_invitation_page(uuid, timestamp with time zone, uuid, integer) is
+  'One page of a hub''s invitations, newest first after a cursor, with the inviter, through the policies; read from a cursor in index order, so a page reads about a page whatever the statistics say. Called by GET /hubs/{hubId}/invitations.';
+grant execute on function app.hub_invitation_page(uuid, timestamp with time zone, uuid, integer) to app_user;
+
+-- GET /hubs/{hubId}/join-requests: one page of a hub's pending join requests, oldest first after
+-- (p_after_at, p_after_id) (null: from the first), at most p_limit rows, with the requester and
+-- their photo's key, through the policies. A cursor planned for its first rows walks
+-- hub_join_requests_hub in order whatever the statistics say the hub holds.
+create or replace function app.hub_join_request_page(p_hub_id uuid, p_after_at timestamptz, p_after_id uuid, p_limit integer)
+  returns table (request_id uuid, source app.join_request_source, created_at timestamptz, user_id uuid, username text, full_name text, photo_key text)
+  language plpgsql stable
+  set search_path = pg_catalog
+  rows 20
+  as $$
+declare
+  v_rows refcursor;
+  v_at timestamptz := coalesce(p_after_at, '-infinity');
+  v_id uuid := coalesce(p_after_id, '00000000-0000-0000-0000-000000000000');
+begin
+  open v_rows no scroll for
+    select r.id, r.source, r.created_at, u.id, u.username, u.full_name, a.object_key
+    from app.hub_join_requests r
+    join app.users u on u.id = r.user_id
+    left join app.assets a on a.id = u.profile_asset_id
+    where r.hub_id = p_hub_id and r.status = 'pending' and (r.created_at, r.id) > (v_at, v_id)
+    order by r.created_at, r.id;
+  for i in 1 .. p_limit loop
+    fetch v_rows into request_id, source, created_at, user_id, username, full_name, photo_key;
+    exit when not found;
+    return next;
+  end loop;
+  close v_rows;
+end
+$$;
+comment on function app.hub_join_request_page(uuid, timestamp with time zone, uuid, integer) is
+  'One page of a hub''s pending join requests, oldest first after a cursor, with the requester, through the policies; read from a cursor in index order, so a page reads about a page whatever the statistics say. Called by GET /hubs/{hubId}/join-requests.';
+grant execute on function app.hub_join_request_page(uuid, timestamp with time zone, uuid, integer) to app_user;
+
 -- The target's role in the hub, locked; USER_NOT_FOUND when the target is not an active member.
 create or replace function app_private.member_role(p_hub_id uuid, p_user_id uuid)
   returns app.hub_role

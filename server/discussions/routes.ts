@@ -102,16 +102,8 @@ export const discussionEndpoints = [
       await requireHubRole(tx, hubId, hubRoles);
       const [afterUs, afterId] = query.cursor ?? [null, null];
       const { rows } = await tx.query<DiscussionRow>(
-        `select d.id, d.post_id, coalesce(st.message_count, 0) as message_count, d.last_activity_at,
-                ${micros('d.last_activity_at')} as activity_us, s.discussion_id is not null as saved
-         from app.hub_discussions d
-         join app.posts p on p.id = d.post_id
-         left join app.hub_discussion_stats st on st.discussion_id = d.id
-         left join app.saved_discussions s on s.user_id = app.viewer_id() and s.discussion_id = d.id
-         where d.hub_id = $1
-           and ($2::bigint is null or (d.last_activity_at, d.id) < (${fromMicros('$2')}, $3::uuid))
-         order by d.last_activity_at desc, d.id desc
-         limit $4`,
+        `select d.id, d.post_id, d.message_count, d.last_activity_at, ${micros('d.last_activity_at')} as activity_us, d.saved
+         from app.hub_discussion_page($1, ${fromMicros('$2')}, $3::uuid, $4) d`,
         [hubId, afterUs, afterId, query.limit + 1],
       );
       const page = toPage(rows, query.limit, (row) => [row.activity_us, row.id], (row) => row);

@@ -36,22 +36,8 @@ interface SavedRow {
  * about a page of saved rows. Joined freely, the planner started from the discussions of the
  * viewer's hubs (all 100,000 of a big hub) and probed the saved rows for each.
  */
-export const savedDiscussionPageSql = `select s.discussion_id, s.hub_id, d.hub_name, d.post_id, s.saved_at, ${micros('s.saved_at')} as saved_us
-  from (select s.discussion_id, s.hub_id, s.saved_at
-        from app.saved_discussions s
-        where s.user_id = app.viewer_id()
-          and ($1::bigint is null or (s.saved_at, s.discussion_id) < (${fromMicros('$1')}, $2::uuid))
-        order by s.saved_at desc, s.discussion_id desc
-        offset 0) s
-  cross join lateral (
-    select d.post_id, h.name as hub_name
-    from app.hub_discussions d
-    join app.posts p on p.id = d.post_id
-    join app.hubs h on h.id = s.hub_id
-    where d.id = s.discussion_id
-    limit 1) d
-  order by s.saved_at desc, s.discussion_id desc
-  limit $3`;
+export const savedDiscussionPageSql = `select s.discussion_id, s.hub_id, s.hub_name, s.post_id, s.saved_at, ${micros('s.saved_at')} as saved_us
+  from app.saved_discussion_page(${fromMicros('$1')}, $2::uuid, $3) s`;
 
 export const savedDiscussionEndpoints = [
   endpoint({

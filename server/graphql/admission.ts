@@ -1,10 +1,11 @@
 // How many internal GraphQL operations run at once: at most `perKey` for one user and for one client
-// address (a request counts against both), and at most `total` in the process. PostGraphile's work
-// runs on the same event loop as REST and its statements on the same two cores as REST's, so eight
-// heavy operations of one token at once slowed REST's p95 3.6 x; held here, they run one after
-// the other beside REST instead (docs/performance.md, "Internal GraphQL beside REST"). A request
-// that finds no room waits up to `waitMs`, first come first served, then gets 429 RATE_LIMITED
-// with Retry-After (server/http/errors.ts rateLimited).
+// address (a request counts against both), and at most `total` in the process. Operations run in
+// the GraphQL thread (thread.ts), off REST's event loop and below its priority, but their
+// statements use the database's cores as REST's do, and eight heavy operations of one token at
+// once made REST's p95 3.6 x its quiet value; held here, they run one after the other
+// (docs/benchmarks.md, "GraphQL abuse"). A request that finds no room waits up to
+// `waitMs`, first come first served, then gets 429 RATE_LIMITED with Retry-After
+// (server/http/errors.ts rateLimited).
 import { rateLimited } from '../http/errors.ts';
 
 export interface AdmissionLimits {

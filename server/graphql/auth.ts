@@ -68,7 +68,7 @@ export async function graphqlViewer(req: Request, auth: GraphqlAuth): Promise<Vi
 /**
  * The transaction settings of a viewer, as @dataplan/pg applies them (set_config(..., true)):
  * every statement is bounded by the statement timeout (limits.ts), and JIT optimisation
- * is off, here rather than as @dataplan/pg's session setting (mount.ts), so nothing outlives the
+ * is off, here rather than as @dataplan/pg's session setting (thread.ts), so nothing outlives the
  * transaction on a pooled connection. A user's transaction is also
  * read-only (preset.ts says why); switching to read-only is allowed at any point of a transaction,
  * and nothing in it can switch back.
@@ -78,6 +78,8 @@ export function pgSettingsOf(viewer: Viewer): Record<string, string> {
     ...Object.fromEntries(viewerSettings(viewer)),
     statement_timeout: graphqlBounds.statementTimeout,
     jit_optimize_above_cost: '-1',
+    // One core of the database per operation: no parallel workers, which would take the cores REST's statements run on.
+    max_parallel_workers_per_gather: '0',
     ...(viewer.role === 'app_admin' ? {} : { transaction_read_only: 'on' }),
   };
 }

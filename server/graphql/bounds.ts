@@ -41,7 +41,7 @@ import {
   type ValueNode,
 } from 'postgraphile/graphql';
 import type {} from 'postgraphile';
-import type {} from 'postgraphile/grafserv/express/v4';
+import type {} from 'postgraphile/grafserv';
 
 import { graphqlBounds } from './limits.ts';
 

@@ -1,36 +1,49 @@
 // The internal GraphQL endpoint, POST /internal/graphql (outside /api/v1 and its OpenAPI document).
-// Every request is authenticated first (auth.ts); PostGraphile then answers as that viewer, from
-// the schema of the viewer's role: user tokens get the schema built from app_user's grants (what
-// REST may show a user), the admin token the one built from app_admin's (preset.ts).
-// PostGraphile is loaded and a schema built on the first authenticated request of its role, not at
-// startup: processes and tests that never use GraphQL neither load it nor introspect. A failed
-// build is retried on the next request. release() must run before the GraphQL pool ends
-// (design.md: release the pgService before pool.end()).
-import type { NextFunction, Request, RequestHandler, Response } from 'express';
+// Every request is authenticated first, on this thread (auth.ts), and admitted (admission.ts: how
+// many operations one user, one address and the process run at once); PostGraphile then answers as
+// that viewer, from the schema of the viewer's role (user tokens get the schema built from
+// app_user's grants, what REST may show a user; the admin token the one built from app_admin's:
+// preset.ts), in a worker thread of its own (thread.ts), so its work never holds REST's event loop.
+// The thread is started, and PostGraphile loaded and a schema built, on the first authenticated
+// request of its role, not at startup: processes and tests that never use GraphQL neither load it
+// nor introspect. A failed build is retried on the next request; a thread that ends is started
+// again by the next request. release() must run before the pools end.
+import { Worker } from 'node:worker_threads';
+import type { RequestHandler, Response } from 'express';
 import type pg from 'pg';
 import type { TransactionBounds } from '../../db/request-transaction.ts';
-import type { Viewer } from '../../db/viewer.ts';
 import type { Log } from '../../logger.ts';
 import type { Tokens } from '../auth/tokens.ts';
 import { ApiError } from '../http/errors.ts';
 import { Admission } from './admission.ts';
-import { adminTokenMatcher, graphqlViewer, pgSettingsOf, schemaRoleOf, schemaRoles, type GraphqlAuth, type SchemaRole } from './auth.ts';
+import { adminTokenMatcher, graphqlViewer, schemaRoleOf, schemaRoles, type GraphqlAuth } from './auth.ts';
+import type { ThreadAnswer, ThreadOptions, ThreadQuestion, ThreadReply } from './thread-messages.ts';
 
 export const internalGraphqlPath = '/internal/graphql';
+
+/** The GraphQL thread's nice value: below the API's other threads, so REST keeps the CPU it needs. */
+export const graphqlThreadNiceness = 10;
 
 export interface InternalGraphql {
   /** Express middleware: serves internalGraphqlPath and passes every other request on. */
   handler: RequestHandler;
-  /** Builds both schemas now instead of on the first request. */
+  /** Starts the thread and builds both schemas now instead of on the first request. */
   ready(): Promise<void>;
-  /** Stops serving and releases PostGraphile and its pgServices. Idempotent. */
+  /**
+   * Connections the thread's pool handed out so far, its size, and the thread's id in the operating
+   * system (Linux; null elsewhere, and before the thread starts).
+   */
+  poolStats(): Promise<{ checkouts: number; max: number; threadId: number | null }>;
+  /** Stops serving and releases PostGraphile, its pgServices, the thread's pool and the thread. Idempotent. */
   release(): Promise<void>;
 }
 
 export interface InternalGraphqlOptions {
-  /** The GraphQL pool (db/pools.ts), never REST's. */
+  /** The pool of the session checks (db/pools.ts `graphql`), never REST's. */
   pool: pg.Pool;
-  /** Whether that pool goes through a transaction-mode pooler: PostGraphile then prepares no statement. */
+  /** The settings of the thread's pool (db/pools.ts `graphqlConfig`). */
+  poolConfig: pg.PoolConfig;
+  /** Whether those pools go through a transaction-mode pooler: PostGraphile then prepares no statement. */
   pooled: boolean;
   /** The bounds of the token check's transaction (the API's). */
   bounds: TransactionBounds;
@@ -41,79 +54,76 @@ export interface InternalGraphqlOptions {
   admission?: Admission;
 }
 
-interface Running {
-  serve: (req: Request, res: Response, next: NextFunction) => void;
-  release(): Promise<void>;
-}
+type Answered = (answer: ThreadAnswer) => void;
 
-/**
- * @dataplan/pg reads two settings from the environment once, when loaded: its prepared-statement
- * cache (named statements of the connection, which a transaction-mode pooler does not keep from one
- * transaction to the next: 0 turns them off) and whether to `set jit_optimize_above_cost` on each
- * new connection (a session setting: auth.ts sets it per transaction instead). The first load in a
- * process decides; a pooled GraphQL after a direct one in the same process (tests) is refused.
- */
-let preparedStatementsLoaded: boolean | undefined;
-function configureDataplan(pooled: boolean): void {
-  process.env.DATAPLAN_PG_DONT_DISABLE_JIT ??= '1';
-  if (preparedStatementsLoaded === undefined) {
-    if (pooled) process.env.DATAPLAN_PG_PREPARED_STATEMENT_CACHE_SIZE = '0';
-    preparedStatementsLoaded = process.env.DATAPLAN_PG_PREPARED_STATEMENT_CACHE_SIZE !== '0';
+/** The GraphQL thread: one request, one reply, by id; every waiting request fails if the thread ends. */
+class GraphqlThread {
+  readonly #worker: Worker;
+  readonly #waiting = new Map<number, { answered: Answered; failed: (error: unknown) => void }>();
+  #next = 1;
+  #ended: Error | undefined;
+
+  constructor(options: ThreadOptions, log: Log, onEnd: () => void) {
+    this.#worker = new Worker(new URL('./thread.ts', import.meta.url), { workerData: options });
+    this.#worker.on('message', ({ id, reply }: ThreadReply) => {
+      const waiting = this.#waiting.get(id);
+      this.#waiting.delete(id);
+      waiting?.answered(reply);
+    });
+    const end = (error: Error) => {
+      if (this.#ended) return;
+      this.#ended = error;
+      onEnd();
+      for (const { failed } of this.#waiting.values()) failed(error);
+      this.#waiting.clear();
+    };
+    this.#worker.on('error', (error) => {
+      log.error({ err: { message: error.message, stack: error.stack } }, 'the internal GraphQL thread failed');
+      end(error);
+    });
+    this.#worker.on('exit', (code) => end(new Error(`the internal GraphQL thread ended (exit code ${code})`)));
   }
-  if (pooled && preparedStatementsLoaded) throw new Error('internal GraphQL behind a pooler, in a process whose @dataplan/pg prepares statements');
+
+  ask(request: ThreadQuestion): Promise<ThreadAnswer> {
+    if (this.#ended) return Promise.reject(this.#ended);
+    const id = this.#next++;
+    return new Promise((answered, failed) => {
+      this.#waiting.set(id, { answered, failed });
+      this.#worker.postMessage({ ...request, id });
+    });
+  }
+
+  async stop(): Promise<void> {
+    if (!this.#ended) await this.ask({ type: 'release' }).catch(() => undefined);
+    await this.#worker.terminate();
+  }
 }
 
-export function createInternalGraphql({ pool, pooled, bounds, tokens, adminApiToken, log, admission = new Admission() }: InternalGraphqlOptions): InternalGraphql {
+/** Headers as the thread takes them: lower-case names, one string each. */
+function headersOf(headers: Record<string, string | string[] | undefined>): Record<string, string> {
+  const flat: Record<string, string> = {};
+  for (const [name, value] of Object.entries(headers)) if (value !== undefined) flat[name.toLowerCase()] = Array.isArray(value) ? value.join(', ') : value;
+  return flat;
+}
+
+function send(res: Response, answer: Extract<ThreadAnswer, { kind: 'bytes' }>): void {
+  const body = Buffer.from(answer.body.buffer, answer.body.byteOffset, answer.body.byteLength);
+  res.writeHead(answer.status, { ...answer.headers, 'Content-Length': String(body.length) });
+  res.end(body);
+}
+
+export function createInternalGraphql({ pool, poolConfig, pooled, bounds, tokens, adminApiToken, log, admission = new Admission() }: InternalGraphqlOptions): InternalGraphql {
   const auth: GraphqlAuth = { pool, bounds, tokens, isAdminToken: adminTokenMatcher(adminApiToken) };
-  // The viewer of each authenticated request, read back by the preset's grafast.context.
-  const viewers = new WeakMap<Request, Viewer>();
-  const running = new Map<SchemaRole, Promise<Running>>();
+  const threadOptions: ThreadOptions = { pool: poolConfig, pooled, graphqlPath: internalGraphqlPath, logLevel: log.level, niceness: graphqlThreadNiceness };
+  let thread: GraphqlThread | undefined;
   let released = false;
 
-  function pgSettingsFor(req: Request): Record<string, string> {
-    const viewer = viewers.get(req);
-    // Unreachable through the handler below; refuse rather than run as the bare authenticator.
-    if (!viewer) throw new Error('internal GraphQL request without an authenticated viewer');
-    return pgSettingsOf(viewer);
-  }
-
-  async function start(role: SchemaRole): Promise<Running> {
-    // Grafast reads its mode once, when loaded, and warns unless GRAPHILE_ENV says it: development
-    // and tests keep its development checks, anything else runs as production.
-    process.env.GRAPHILE_ENV ??= process.env.NODE_ENV === 'development' || process.env.NODE_ENV === 'test' ? process.env.NODE_ENV : 'production';
-    configureDataplan(pooled);
-    const [{ postgraphile }, { grafserv }, { internalGraphqlPreset, internalPgService }] = await Promise.all([
-      import('postgraphile'),
-      import('postgraphile/grafserv/express/v4'),
-      import('./preset.ts'),
-    ]);
-    const pgService = internalPgService(pool, role);
-    const pgl = postgraphile(internalGraphqlPreset({ graphqlPath: internalGraphqlPath, role, pgService, pgSettingsFor, log }));
-    const releaseAll = async () => {
-      await pgl.release();
-      await pgService.release?.();
-    };
-    try {
-      await pgl.getSchema();
-      const serv = pgl.createServ(grafserv);
-      return { serve: serv.createHandler(), release: releaseAll };
-    } catch (error) {
-      await releaseAll().catch(() => undefined);
-      throw error;
-    }
-  }
-
-  function instance(role: SchemaRole): Promise<Running> {
-    if (released) return Promise.reject(new ApiError('SERVICE_UNAVAILABLE'));
-    let current = running.get(role);
-    if (!current) {
-      current = start(role).catch((error: unknown) => {
-        running.delete(role);
-        throw error;
-      });
-      running.set(role, current);
-    }
-    return current;
+  function current(): GraphqlThread {
+    if (released) throw new ApiError('SERVICE_UNAVAILABLE');
+    const started = (thread ??= new GraphqlThread(threadOptions, log, () => {
+      if (thread === started) thread = undefined;
+    }));
+    return started;
   }
 
   const handler: RequestHandler = (req, res, next) => {
@@ -125,17 +135,40 @@ export function createInternalGraphql({ pool, pooled, bounds, tokens, adminApiTo
     res.locals.route = internalGraphqlPath;
     graphqlViewer(req, auth)
       .then(async (viewer) => {
-        viewers.set(req, viewer);
         res.locals.userId = viewer.userId ?? undefined;
         // Room for the operation, for this user and this address (429 after a short wait), held
         // until the response is done or the client goes away.
         const leave = await admission.enter([`user:${viewer.userId ?? 'admin'}`, `address:${req.ip ?? req.socket.remoteAddress ?? ''}`]);
         res.once('close', leave);
+        let answer: ThreadAnswer;
         try {
-          (await instance(schemaRoleOf(viewer))).serve(req, res, next);
+          answer = await current().ask({
+            type: 'request',
+            viewer,
+            role: schemaRoleOf(viewer),
+            method: req.method,
+            path: req.path,
+            httpVersion: [req.httpVersionMajor, req.httpVersionMinor],
+            secure: req.secure,
+            headers: headersOf(req.headers),
+            body: req.body as unknown,
+          });
         } catch (error) {
           leave();
-          throw error;
+          throw error instanceof ApiError ? error : new ApiError('SERVICE_UNAVAILABLE');
+        }
+        switch (answer.kind) {
+          case 'bytes':
+            send(res, answer);
+            return;
+          case 'failure': {
+            // What grafserv would hand Express's error handler: logged with an id, answered 500.
+            const error = new Error(answer.message);
+            if (answer.stack) error.stack = answer.stack;
+            throw error;
+          }
+          default:
+            next();
         }
       })
       .catch(next);
@@ -144,17 +177,21 @@ export function createInternalGraphql({ pool, pooled, bounds, tokens, adminApiTo
   return {
     handler,
     async ready() {
-      await Promise.all(schemaRoles.map(instance));
+      const answer = await current().ask({ type: 'ready', roles: [...schemaRoles] });
+      if (answer.kind === 'failure') throw new Error(answer.message);
+    },
+    async poolStats() {
+      if (!thread) return { checkouts: 0, max: poolConfig.max ?? 10, threadId: null };
+      const answer = await thread.ask({ type: 'stats' });
+      if (answer.kind !== 'stats') throw new Error(`the GraphQL thread answered ${answer.kind} to stats`);
+      return { checkouts: answer.checkouts, max: answer.max, threadId: answer.threadId };
     },
     async release() {
       if (released) return;
       released = true;
-      const current = [...running.values()];
-      running.clear();
-      for (const instance of current) {
-        const built = await instance.catch(() => undefined);
-        await built?.release();
-      }
+      const stopping = thread;
+      thread = undefined;
+      await stopping?.stop();
     },
   };
 }

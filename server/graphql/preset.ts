@@ -1,8 +1,9 @@
 // The PostGraphile V5 preset of the internal GraphQL API (contract section 10): schema `app` only,
 // introspected and queried through the GraphQL pool as `authenticator` (never the owner), with
 // pg-aggregates, the function allow-list of exposure.ts, the bounds of bounds.ts, and per-request
-// settings (role, app.user_id, app.session_id, statement_timeout) supplied by the caller through
-// `pgSettingsFor`. Loaded only when the first GraphQL request arrives (mount.ts).
+// settings (role, app.user_id, app.session_id, statement_timeout) of the viewer the main thread
+// authenticated (auth.ts pgSettingsOf). Loaded only in the GraphQL thread (thread.ts), which starts
+// when the first GraphQL request arrives (mount.ts).
 //
 // One schema per role: introspection runs as that role, so PostGraphile's RBAC plugin sees only
 // its grants (app_user's include app_anonymous's, which it inherits). A user token's schema
@@ -14,18 +15,17 @@
 // (auth.ts): several app_user grants exist for REST handlers that check more than a policy can (a
 // profile photo must be the user's own completed upload, a report goes through app.report_*), and
 // the mobile app's writes belong to REST, which holds the Node half of each.
-import type { Request } from 'express';
 import { PgAggregatesPreset } from '@graphile/pg-aggregates';
 import type pg from 'pg';
 import { PostGraphileAmberPreset } from 'postgraphile/presets/amber';
 import { makePgService } from 'postgraphile/adaptors/pg';
 import { GraphQLError } from 'postgraphile/graphql';
-import type {} from 'postgraphile/grafserv/express/v4';
+import type {} from 'postgraphile/grafserv';
 import { timeoutOf, translateDatabaseError } from '../http/database-errors.ts';
 import type { Log } from '../../logger.ts';
 import { ApiError } from '../http/errors.ts';
-import { Xid8CodecPlugin } from './codecs.ts';
-import type { SchemaRole } from './auth.ts';
+import { TextCodecsPlugin } from './codecs.ts';
+import { pgSettingsOf, type SchemaRole } from './auth.ts';
 import { OperationBoundsPlugin } from './bounds.ts';
 import { ExposurePlugin } from './exposure.ts';
 
@@ -42,15 +42,13 @@ export interface PresetOptions {
   /** The role whose grants shape this schema (its pgService introspects as that role). */
   role: SchemaRole;
   pgService: PgService;
-  /** The transaction settings of an authenticated request (the mount authenticates first). */
-  pgSettingsFor(req: Request): Record<string, string>;
   log: Log;
 }
 
-export function internalGraphqlPreset({ graphqlPath, role, pgService, pgSettingsFor, log }: PresetOptions): GraphileConfig.Preset {
+export function internalGraphqlPreset({ graphqlPath, role, pgService, log }: PresetOptions): GraphileConfig.Preset {
   return {
     extends: [PostGraphileAmberPreset, PgAggregatesPreset],
-    plugins: [ExposurePlugin, OperationBoundsPlugin, Xid8CodecPlugin],
+    plugins: [ExposurePlugin, OperationBoundsPlugin, TextCodecsPlugin],
     pgServices: [pgService],
     schema: {
       // A naming conflict (design.md: V5 inflection collisions) fails the build instead of
@@ -63,9 +61,10 @@ export function internalGraphqlPreset({ graphqlPath, role, pgService, pgSettings
       // Overrides the service's pgSettings: @dataplan/pg runs each request's SQL in a transaction
       // that first applies these with set_config(..., true), so row-level security sees the viewer.
       context(requestContext) {
-        const req = requestContext.expressv4?.req;
-        if (!req) throw new Error('internal GraphQL served outside Express');
-        return { pgSettings: pgSettingsFor(req) };
+        const viewer = requestContext.viewer;
+        // Unreachable through thread.ts, which passes every request's viewer; refuse rather than run as the bare authenticator.
+        if (!viewer) throw new Error('internal GraphQL request without an authenticated viewer');
+        return { pgSettings: pgSettingsOf(viewer) };
       },
     },
     grafserv: {

@@ -72,14 +72,9 @@ export const hubInvitationEndpoints = [
       const { rows } = await tx.query<
         { invitation_id: string; masked_phone: string; status: string; expired: boolean; created_at: Date; expires_at: Date; created_us: number } & UserLiteRow
       >(
-        `select i.id as invitation_id, i.masked_phone, i.status, i.expires_at <= now() as expired, i.created_at, i.expires_at,
-                ${micros('i.created_at')} as created_us, u.id, u.username, u.full_name, a.object_key as photo_key
-         from app.hub_invitations i
-         join app.users u on u.id = i.invited_by
-         left join app.assets a on a.id = u.profile_asset_id
-         where i.hub_id = $1 and ($2::bigint is null or (i.created_at, i.id) < (${fromMicros('$2')}, $3::uuid))
-         order by i.created_at desc, i.id desc
-         limit $4`,
+        `select i.invitation_id, i.masked_phone, i.status, i.expires_at <= now() as expired, i.created_at, i.expires_at,
+                ${micros('i.created_at')} as created_us, i.inviter_id as id, i.username, i.full_name, i.photo_key
+         from app.hub_invitation_page($1, ${fromMicros('$2')}, $3::uuid, $4) i`,
         [params.hubId, afterUs, afterId, query.limit + 1],
       );
       const page = toPage(rows, query.limit, (row) => [row.created_us, row.invitation_id], (row) => row);

@@ -29,15 +29,8 @@ export const hubJoinRequestEndpoints = [
       await requireHubRole(tx, params.hubId as string, ['admin', 'super_admin']);
       const [afterUs, afterId] = (query.cursor ?? [null, null]) as [number | null, string | null];
       const { rows } = await tx.query<{ request_id: string; source: (typeof joinRequestSources)[number]; created_at: Date; created_us: number } & UserLiteRow>(
-        `select r.id as request_id, r.source, r.created_at, ${micros('r.created_at')} as created_us,
-                u.id, u.username, u.full_name, a.object_key as photo_key
-         from app.hub_join_requests r
-         join app.users u on u.id = r.user_id
-         left join app.assets a on a.id = u.profile_asset_id
-         where r.hub_id = $1 and r.status = 'pending'
-           and ($2::bigint is null or (r.created_at, r.id) > (${fromMicros('$2')}, $3::uuid))
-         order by r.created_at, r.id
-         limit $4`,
+        `select r.request_id, r.source, r.created_at, ${micros('r.created_at')} as created_us, r.user_id as id, r.username, r.full_name, r.photo_key
+         from app.hub_join_request_page($1, ${fromMicros('$2')}, $3::uuid, $4) r`,
         [params.hubId, afterUs, afterId, query.limit + 1],
       );
       const page = toPage(rows, query.limit, (row) => [row.created_us, row.request_id], (row) => row);

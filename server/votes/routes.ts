@@ -220,10 +220,16 @@ export const voteEndpoints = [
     async handler({ params, tx, services: { ballots } }) {
       await tally(tx, ballots, params.postId as string, null);
       const { rows } = await tx.query<{ hub_id: string; name: string; tally: SealedTally }>(
-        `select ph.hub_id, h.name, ${tallySql('ph.post_id', 'ph.hub_id')} as tally
-         from app.post_hubs ph join app.hubs h on h.id = ph.hub_id
-         where ph.post_id = $1
-         order by h.name, h.id`,
+        // The placements the viewer may see (the policy keeps the hubs they are an active member of,
+        // which the (post, hub) key probes one by one), each hub's name read by its key: a scalar
+        // subquery, which the planner cannot turn into a scan of every hub.
+        `select hub_id, name, tally
+         from (select ph.hub_id, (select h.name from app.hubs h where h.id = ph.hub_id) as name, ${tallySql('ph.post_id', 'ph.hub_id')} as tally
+               from app.post_hubs ph
+               where ph.post_id = $1
+               offset 0) placed
+         where name is not null
+         order by name, hub_id`,
         [params.postId],
       );
       const postId = params.postId as string;

@@ -27,14 +27,15 @@ beforeAll(async () => {
 afterAll(() => app.close());
 
 /**
- * Connections the GraphQL pool handed out: one per request for its session check, one more for an
- * operation that runs (none for a document refused in validation).
+ * Connections the GraphQL pools handed out: one per request for its session check (the API
+ * thread's pool), one more for an operation that runs (the GraphQL thread's pool; none for a
+ * document refused in validation).
  */
-let graphqlCheckouts = 0;
+let sessionChecks = 0;
 beforeAll(() => {
-  app.pools.graphql.on('acquire', () => (graphqlCheckouts += 1));
+  app.pools.graphql.on('acquire', () => (sessionChecks += 1));
 });
-const statementsRun = async () => graphqlCheckouts;
+const statementsRun = async () => sessionChecks + (await app.services.graphql.poolStats()).checkouts;
 
 async function graphql(token: string, query: string, variables?: Record<string, unknown>): Promise<{ status: number; body: any }> {
   const response = await fetch(`${app.url}/internal/graphql`, {
@@ -160,7 +161,7 @@ describe('the statement timeout and the pool of its own', () => {
     await locker.connect();
     try {
       await locker.query('begin; lock table app.reports in access exclusive mode');
-      const graphqlConnections = app.pools.graphql.options.max;
+      const graphqlConnections = (await app.services.graphql.poolStats()).max;
       const stuck = Array.from({ length: graphqlConnections }, () => graphql(alice.token, '{ allReports(first: 1) { totalCount } }'));
       await expect
         .poll(
