@@ -819,6 +819,48 @@ COMMENT ON FUNCTION app.claim_idempotency_key(p_key_digest bytea, p_fingerprint 
 
 
 --
+-- Name: comment_page(uuid, uuid, timestamp with time zone, uuid, integer); Type: FUNCTION; Schema: app; Owner: -
+--
+
+CREATE FUNCTION app.comment_page(p_post_id uuid, p_parent_id uuid, p_after_at timestamp with time zone, p_after_id uuid, p_limit integer) RETURNS TABLE(comment_id uuid, post_id uuid, body text, parent_id uuid, created_at timestamp with time zone, author_id uuid, username text, full_name text, profile_asset_id uuid)
+    LANGUAGE plpgsql ROWS 20
+    SET search_path TO 'pg_catalog'
+    AS $$
+declare
+  v_rows refcursor;
+  v_at timestamptz := coalesce(p_after_at, '-infinity');
+  v_id uuid := coalesce(p_after_id, '00000000-0000-0000-0000-000000000000');
+begin
+  if p_parent_id is null then
+    open v_rows no scroll for
+      select c.id, c.post_id, c.text, c.parent_id, c.created_at, u.id, u.username, u.full_name, u.profile_asset_id
+      from app.comments c
+      join app.users u on u.id = c.author_id
+      where c.post_id = p_post_id and c.parent_id is null and (c.created_at, c.id) > (v_at, v_id)
+      order by c.created_at, c.id;
+  else
+    open v_rows no scroll for
+      select c.id, c.post_id, c.text, c.parent_id, c.created_at, u.id, u.username, u.full_name, u.profile_asset_id
+      from app.comments c
+      join app.users u on u.id = c.author_id
+      where c.parent_id = p_parent_id and c.post_id = p_post_id and (c.created_at, c.id) > (v_at, v_id)
+      order by c.created_at, c.id;
+  end if;
+  -- The page in one fetch (not row by row here).
+  return query execute format('fetch forward %s from %I', p_limit, v_rows);
+  close v_rows;
+end
+$$;
+
+
+--
+-- Name: FUNCTION comment_page(p_post_id uuid, p_parent_id uuid, p_after_at timestamp with time zone, p_after_id uuid, p_limit integer); Type: COMMENT; Schema: app; Owner: -
+--
+
+COMMENT ON FUNCTION app.comment_page(p_post_id uuid, p_parent_id uuid, p_after_at timestamp with time zone, p_after_id uuid, p_limit integer) IS 'One page of a post''s top-level comments or of one comment''s replies, oldest first after a cursor, with their authors, through the comments and users policies; read from a cursor in index order, so a page reads about a page whatever the statistics say. Called by GET /posts/{postId}/comments.';
+
+
+--
 -- Name: comment_reply_count(uuid); Type: FUNCTION; Schema: app; Owner: -
 --
 
@@ -1375,6 +1417,47 @@ COMMENT ON FUNCTION app.fail(code text) IS 'Raises an API error by its catalog c
 
 
 --
+-- Name: follow_page(uuid, boolean, bigint, integer, boolean); Type: FUNCTION; Schema: app; Owner: -
+--
+
+CREATE FUNCTION app.follow_page(p_user_id uuid, p_followers boolean, p_before_seq bigint, p_limit integer, p_every_follow boolean) RETURNS TABLE(seq bigint, user_id uuid, visible boolean, username text, full_name text, bio text, profile_asset_id uuid)
+    LANGUAGE plpgsql ROWS 20
+    SET search_path TO 'pg_catalog'
+    AS $$
+declare
+  v_rows refcursor;
+  v_before bigint := coalesce(p_before_seq, 9223372036854775807);
+begin
+  if p_followers then
+    open v_rows no scroll for
+      select f.seq, f.follower_id, u.id is not null, u.username, u.full_name, u.bio, u.profile_asset_id
+      from app.follows f
+      left join app.users u on u.id = f.follower_id
+      where f.followee_id >= p_user_id and f.followee_id <= p_user_id and f.seq < v_before and (p_every_follow or u.id is not null)
+      order by f.followee_id, f.seq desc;
+  else
+    open v_rows no scroll for
+      select f.seq, f.followee_id, u.id is not null, u.username, u.full_name, u.bio, u.profile_asset_id
+      from app.follows f
+      left join app.users u on u.id = f.followee_id
+      where f.follower_id >= p_user_id and f.follower_id <= p_user_id and f.seq < v_before and (p_every_follow or u.id is not null)
+      order by f.follower_id, f.seq desc;
+  end if;
+  -- The page in one fetch (not row by row here).
+  return query execute format('fetch forward %s from %I', p_limit, v_rows);
+  close v_rows;
+end
+$$;
+
+
+--
+-- Name: FUNCTION follow_page(p_user_id uuid, p_followers boolean, p_before_seq bigint, p_limit integer, p_every_follow boolean); Type: COMMENT; Schema: app; Owner: -
+--
+
+COMMENT ON FUNCTION app.follow_page(p_user_id uuid, p_followers boolean, p_before_seq bigint, p_limit integer, p_every_follow boolean) IS 'One page of a user''s followers or following, newest first before a cursor, with each user as the users policy shows it, through the follows and users policies; read from a cursor in index order, so a page reads about a page whatever the statistics say. Called by GET /users/{userId}/followers and GET /users/{userId}/following (with q: the follows a page scans).';
+
+
+--
 -- Name: follow_user(uuid); Type: FUNCTION; Schema: app; Owner: -
 --
 
@@ -1775,7 +1858,7 @@ COMMENT ON FUNCTION app.hub_member_count(p_hub_id uuid) IS 'A hub''s member coun
 --
 
 CREATE FUNCTION app.hub_member_page(p_hub_id uuid, p_after_at timestamp with time zone, p_after_id uuid, p_roles app.hub_role[], p_limit integer) RETURNS TABLE(user_id uuid, role app.hub_role, joined_at timestamp with time zone)
-    LANGUAGE plpgsql STABLE SECURITY DEFINER ROWS 20
+    LANGUAGE plpgsql SECURITY DEFINER ROWS 20
     SET search_path TO 'pg_catalog'
     SET plan_cache_mode TO 'force_custom_plan'
     AS $$
@@ -1784,26 +1867,28 @@ declare
   v_all boolean := p_hub_id = any (app.viewer_related_hub_ids());
   v_at timestamptz := coalesce(p_after_at, '-infinity');
   v_id uuid := coalesce(p_after_id, '00000000-0000-0000-0000-000000000000');
+  v_rows refcursor;
 begin
   if p_roles is not null and p_roles <@ array['admin', 'super_admin']::app.hub_role[] then
-    return query
+    open v_rows no scroll for
       select m.user_id, m.role, m.joined_at
       from app.hub_memberships m
       where m.hub_id = p_hub_id and m.role in ('admin', 'super_admin') and m.role = any (p_roles)
         and (m.joined_at, m.user_id) > (v_at, v_id)
         and (v_all or m.user_id = v_viewer)
-      order by m.joined_at, m.user_id
-      limit p_limit;
+      order by m.joined_at, m.user_id;
   else
-    return query
+    open v_rows no scroll for
       select m.user_id, m.role, m.joined_at
       from app.hub_memberships m
       where m.hub_id = p_hub_id and (p_roles is null or m.role = any (p_roles))
         and (m.joined_at, m.user_id) > (v_at, v_id)
         and (v_all or m.user_id = v_viewer)
-      order by m.joined_at, m.user_id
-      limit p_limit;
+      order by m.joined_at, m.user_id;
   end if;
+  -- The page in one fetch (not row by row here).
+  return query execute format('fetch forward %s from %I', p_limit, v_rows);
+  close v_rows;
 end
 $$;
 
@@ -1852,6 +1937,57 @@ $$;
 --
 
 COMMENT ON FUNCTION app.hub_message_visible(p_message app.hub_discussion_messages, p_active_hub_ids uuid[], p_block_list uuid[]) IS 'The one rule of discussion message visibility: the viewer is an active member of the message''s hub and its author is not blocked with the viewer either way. Inlined into the policy hub_discussion_messages_select_members; app.hub_discussion_thread applies it to one message.';
+
+
+--
+-- Name: hub_name_matches(text, text, uuid, integer); Type: FUNCTION; Schema: app; Owner: -
+--
+
+CREATE FUNCTION app.hub_name_matches(p_query text, p_after_word text, p_after_id uuid, p_limit integer) RETURNS TABLE(word text, hub_id uuid, name text, is_recommended boolean)
+    LANGUAGE plpgsql ROWS 20
+    SET search_path TO 'pg_catalog'
+    AS $$
+declare
+  v_rows refcursor;
+  v_q text := app.search_text(p_query);
+  v_first text collate "C" := (regexp_match(app.search_text(p_query), '[[:alnum:]]+'))[1];
+  v_several boolean := app.search_text(p_query) ~ '[[:alnum:]][^[:alnum:]]+[[:alnum:]]';
+  v_last text collate "C";
+  v_pattern text collate "C";
+  v_word text collate "C" := p_after_word;
+  v_id uuid := coalesce(p_after_id, '00000000-0000-0000-0000-000000000000');
+begin
+  -- The last word a match can be: the first word itself when the query has several, else the
+  -- first word followed by the highest character (the range the index reads).
+  v_last := v_first || case when v_several then '' else chr(1114111) end;
+  v_pattern := v_first || case when v_several then '' else '%' end;
+  -- Without a cursor the walk starts at (first word, nil id), so that the position is also where
+  -- the index is entered (the range of >= and the row comparison are not merged, and a position
+  -- before the range entered the index at its first word).
+  v_word := coalesce(v_word, v_first);
+  open v_rows no scroll for
+    select w.word, h.id, h.name, h.is_recommended
+    from app.hub_name_words w
+    cross join lateral (
+      select h.id, h.name, h.is_recommended from app.hubs h
+      where h.id = w.hub_id
+        and not exists (select from app.hub_name_words x where x.hub_id = h.id and x.word like v_pattern and x.word < w.word)
+        and app.name_words_match(h.name, v_q)
+      limit 1) h
+    where w.word >= v_first and w.word <= v_last and w.word like v_pattern and (w.word, w.hub_id) > (v_word, v_id)
+    order by w.word, w.hub_id;
+  -- The page in one fetch (not row by row here).
+  return query execute format('fetch forward %s from %I', p_limit, v_rows);
+  close v_rows;
+end
+$$;
+
+
+--
+-- Name: FUNCTION hub_name_matches(p_query text, p_after_word text, p_after_id uuid, p_limit integer); Type: COMMENT; Schema: app; Owner: -
+--
+
+COMMENT ON FUNCTION app.hub_name_matches(p_query text, p_after_word text, p_after_id uuid, p_limit integer) IS 'Hubs with a name word starting with the query''s first word, by word and id after a cursor, each once, through the hub name words'' and hubs'' policies; read from a cursor in index order, so a page reads about a page whatever the statistics say. Called by GET /search/hubs.';
 
 
 --
@@ -2135,6 +2271,46 @@ $$;
 --
 
 COMMENT ON FUNCTION app.mark_notifications_read(p_ids uuid[], p_all boolean) IS 'PATCH /notifications/read: marks the listed rows (or every unread visible row) read; an unknown or foreign id fails the whole call (NOTIFICATION_NOT_FOUND); answers how many went from unread to read. The only writer of read_at.';
+
+
+--
+-- Name: message_page(uuid, uuid, timestamp with time zone, uuid, integer); Type: FUNCTION; Schema: app; Owner: -
+--
+
+CREATE FUNCTION app.message_page(p_discussion_id uuid, p_parent_id uuid, p_after_at timestamp with time zone, p_after_id uuid, p_limit integer) RETURNS TABLE(message_id uuid, discussion_id uuid, hub_id uuid, author_id uuid, parent_id uuid, body text, reply_count integer, created_at timestamp with time zone)
+    LANGUAGE plpgsql ROWS 20
+    SET search_path TO 'pg_catalog'
+    AS $$
+declare
+  v_rows refcursor;
+  v_at timestamptz := coalesce(p_after_at, '-infinity');
+  v_id uuid := coalesce(p_after_id, '00000000-0000-0000-0000-000000000000');
+begin
+  if p_parent_id is null then
+    open v_rows no scroll for
+      select m.id, m.discussion_id, m.hub_id, m.author_id, m.parent_id, m.text, m.reply_count, m.created_at
+      from app.hub_discussion_messages m
+      where m.discussion_id = p_discussion_id and m.parent_id is null and (m.created_at, m.id) > (v_at, v_id)
+      order by m.created_at, m.id;
+  else
+    open v_rows no scroll for
+      select m.id, m.discussion_id, m.hub_id, m.author_id, m.parent_id, m.text, m.reply_count, m.created_at
+      from app.hub_discussion_messages m
+      where m.parent_id = p_parent_id and (m.created_at, m.id) > (v_at, v_id)
+      order by m.created_at, m.id;
+  end if;
+  -- The page in one fetch (not row by row here).
+  return query execute format('fetch forward %s from %I', p_limit, v_rows);
+  close v_rows;
+end
+$$;
+
+
+--
+-- Name: FUNCTION message_page(p_discussion_id uuid, p_parent_id uuid, p_after_at timestamp with time zone, p_after_id uuid, p_limit integer); Type: COMMENT; Schema: app; Owner: -
+--
+
+COMMENT ON FUNCTION app.message_page(p_discussion_id uuid, p_parent_id uuid, p_after_at timestamp with time zone, p_after_id uuid, p_limit integer) IS 'One page of a discussion''s top-level messages or of one thread''s replies, oldest first after a cursor, through the messages policy; read from a cursor in index order, so a page reads about a page whatever the statistics say. Called by GET /hubs/{hubId}/discussions/{discussionId}/messages.';
 
 
 --
@@ -3867,6 +4043,60 @@ $$;
 --
 
 COMMENT ON FUNCTION app.user_matches(p_username text, p_full_name text, p_query text) IS 'Whether a user matches a normalised query: the handle starts with it, or a word of the name does. Used by the q filter of GET /users/{userId}/followers, GET /users/{userId}/following and GET /hubs/{hubId}/members.';
+
+
+--
+-- Name: user_name_matches(text, text, uuid, integer); Type: FUNCTION; Schema: app; Owner: -
+--
+
+CREATE FUNCTION app.user_name_matches(p_query text, p_after_word text, p_after_id uuid, p_limit integer) RETURNS TABLE(word text, user_id uuid, username text, full_name text, bio text, profile_asset_id uuid)
+    LANGUAGE plpgsql ROWS 20
+    SET search_path TO 'pg_catalog'
+    AS $$
+declare
+  v_rows refcursor;
+  v_q text := app.search_text(p_query);
+  v_first text collate "C" := (regexp_match(app.search_text(p_query), '[[:alnum:]]+'))[1];
+  v_several boolean := app.search_text(p_query) ~ '[[:alnum:]][^[:alnum:]]+[[:alnum:]]';
+  v_last text collate "C";
+  v_pattern text collate "C";
+  v_word text collate "C" := p_after_word;
+  v_id uuid := coalesce(p_after_id, '00000000-0000-0000-0000-000000000000');
+  v_handle text := replace(replace(replace(app.search_text(p_query), '\', '\\'), '%', '\%'), '_', '\_') || '%';
+begin
+  -- The last word a match can be: the first word itself when the query has several, else the
+  -- first word followed by the highest character (the range the index reads).
+  v_last := v_first || case when v_several then '' else chr(1114111) end;
+  v_pattern := v_first || case when v_several then '' else '%' end;
+  -- Without a cursor the walk starts at (first word, nil id), so that the position is also where
+  -- the index is entered (the range of >= and the row comparison are not merged, and a position
+  -- before the range entered the index at its first word).
+  v_word := coalesce(v_word, v_first);
+  open v_rows no scroll for
+    select w.word, u.id, u.username, u.full_name, u.bio, u.profile_asset_id
+    from app.user_name_words w
+    cross join lateral (
+      select u.id, u.username, u.full_name, u.bio, u.profile_asset_id from app.users u
+      where u.id = w.user_id
+        and u.username is not null
+        and not (u.username like v_handle)
+        and not exists (select from app.user_name_words x where x.user_id = u.id and x.word like v_pattern and x.word < w.word)
+        and app.name_words_match(u.full_name, v_q)
+      limit 1) u
+    where w.word >= v_first and w.word <= v_last and w.word like v_pattern and (w.word, w.user_id) > (v_word, v_id)
+    order by w.word, w.user_id;
+  -- The page in one fetch (not row by row here).
+  return query execute format('fetch forward %s from %I', p_limit, v_rows);
+  close v_rows;
+end
+$$;
+
+
+--
+-- Name: FUNCTION user_name_matches(p_query text, p_after_word text, p_after_id uuid, p_limit integer); Type: COMMENT; Schema: app; Owner: -
+--
+
+COMMENT ON FUNCTION app.user_name_matches(p_query text, p_after_word text, p_after_id uuid, p_limit integer) IS 'Users with a name word starting with the query''s first word, by word and id after a cursor, each once, without handle matches, through the name words'' and users'' policies; read from a cursor in index order, so a page reads about a page whatever the statistics say. Rank 2 of GET /search/users.';
 
 
 --
@@ -14026,6 +14256,14 @@ GRANT ALL ON FUNCTION app.claim_idempotency_key(p_key_digest bytea, p_fingerprin
 
 
 --
+-- Name: FUNCTION comment_page(p_post_id uuid, p_parent_id uuid, p_after_at timestamp with time zone, p_after_id uuid, p_limit integer); Type: ACL; Schema: app; Owner: -
+--
+
+REVOKE ALL ON FUNCTION app.comment_page(p_post_id uuid, p_parent_id uuid, p_after_at timestamp with time zone, p_after_id uuid, p_limit integer) FROM PUBLIC;
+GRANT ALL ON FUNCTION app.comment_page(p_post_id uuid, p_parent_id uuid, p_after_at timestamp with time zone, p_after_id uuid, p_limit integer) TO app_anonymous;
+
+
+--
 -- Name: FUNCTION comment_reply_count(p_comment_id uuid); Type: ACL; Schema: app; Owner: -
 --
 
@@ -14216,6 +14454,14 @@ GRANT ALL ON FUNCTION app.fail(code text) TO app_admin;
 
 
 --
+-- Name: FUNCTION follow_page(p_user_id uuid, p_followers boolean, p_before_seq bigint, p_limit integer, p_every_follow boolean); Type: ACL; Schema: app; Owner: -
+--
+
+REVOKE ALL ON FUNCTION app.follow_page(p_user_id uuid, p_followers boolean, p_before_seq bigint, p_limit integer, p_every_follow boolean) FROM PUBLIC;
+GRANT ALL ON FUNCTION app.follow_page(p_user_id uuid, p_followers boolean, p_before_seq bigint, p_limit integer, p_every_follow boolean) TO app_anonymous;
+
+
+--
 -- Name: FUNCTION follow_user(p_target uuid); Type: ACL; Schema: app; Owner: -
 --
 
@@ -14393,6 +14639,14 @@ GRANT ALL ON FUNCTION app.hub_message_visible(p_message app.hub_discussion_messa
 
 
 --
+-- Name: FUNCTION hub_name_matches(p_query text, p_after_word text, p_after_id uuid, p_limit integer); Type: ACL; Schema: app; Owner: -
+--
+
+REVOKE ALL ON FUNCTION app.hub_name_matches(p_query text, p_after_word text, p_after_id uuid, p_limit integer) FROM PUBLIC;
+GRANT ALL ON FUNCTION app.hub_name_matches(p_query text, p_after_word text, p_after_id uuid, p_limit integer) TO app_user;
+
+
+--
 -- Name: FUNCTION idp_session(p_subject text, p_phone text, p_refresh_hash bytea, OUT user_id uuid, OUT session_id uuid); Type: ACL; Schema: app; Owner: -
 --
 
@@ -14478,6 +14732,14 @@ GRANT ALL ON FUNCTION app.logout(p_refresh_hash bytea, p_all_devices boolean) TO
 
 REVOKE ALL ON FUNCTION app.mark_notifications_read(p_ids uuid[], p_all boolean) FROM PUBLIC;
 GRANT ALL ON FUNCTION app.mark_notifications_read(p_ids uuid[], p_all boolean) TO app_user;
+
+
+--
+-- Name: FUNCTION message_page(p_discussion_id uuid, p_parent_id uuid, p_after_at timestamp with time zone, p_after_id uuid, p_limit integer); Type: ACL; Schema: app; Owner: -
+--
+
+REVOKE ALL ON FUNCTION app.message_page(p_discussion_id uuid, p_parent_id uuid, p_after_at timestamp with time zone, p_after_id uuid, p_limit integer) FROM PUBLIC;
+GRANT ALL ON FUNCTION app.message_page(p_discussion_id uuid, p_parent_id uuid, p_after_at timestamp with time zone, p_after_id uuid, p_limit integer) TO app_user;
 
 
 --
@@ -15130,6 +15392,14 @@ GRANT ALL ON FUNCTION app.user_id_by_handle(p_handle text) TO app_admin;
 
 REVOKE ALL ON FUNCTION app.user_matches(p_username text, p_full_name text, p_query text) FROM PUBLIC;
 GRANT ALL ON FUNCTION app.user_matches(p_username text, p_full_name text, p_query text) TO app_anonymous;
+
+
+--
+-- Name: FUNCTION user_name_matches(p_query text, p_after_word text, p_after_id uuid, p_limit integer); Type: ACL; Schema: app; Owner: -
+--
+
+REVOKE ALL ON FUNCTION app.user_name_matches(p_query text, p_after_word text, p_after_id uuid, p_limit integer) FROM PUBLIC;
+GRANT ALL ON FUNCTION app.user_name_matches(p_query text, p_after_word text, p_after_id uuid, p_limit integer) TO app_anonymous;
 
 
 --

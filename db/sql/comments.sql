@@ -82,6 +82,53 @@ COMMENT ON VIEW app.comment_stats IS '@primaryKey comment_id
 grant select (comment_id, reply_count) on app.comment_stats to app_anonymous;
 grant select (comment_id, reply_count) on app.comment_stats to app_admin;
 
+-- One page of a post's top-level comments (p_parent_id null) or of the replies of p_parent_id,
+-- oldest first after (p_after_at, p_after_id) (null: from the first), each with its author, at most
+-- p_limit rows, read through the comments and users policies (the caller's rights). The rows come
+-- from a cursor: PL/pgSQL plans a cursor for its first rows (cursor_tuple_fraction, 10 %), and a
+-- plan that reads the post's whole range and sorts it costs all of it before its first row, so the
+-- cursor walks the range's index (comments_post_top, comments_parent) in order and the function
+-- fetches p_limit rows, whatever the statistics say the post holds. A statement with `limit` is
+-- planned for limit / expected rows, which is everything where the statistics expect a page: the
+-- post then had its comments read and sorted (docs/performance.md, "Hot values"). The page is
+-- fetched in one FETCH, not row by row here, which PostgreSQL runs only in a volatile function:
+-- hence volatile, though it writes nothing (as the other page functions).
+create or replace function app.comment_page(p_post_id uuid, p_parent_id uuid, p_after_at timestamptz, p_after_id uuid, p_limit integer)
+  returns table (comment_id uuid, post_id uuid, body text, parent_id uuid, created_at timestamptz, author_id uuid, username text, full_name text,
+                 profile_asset_id uuid)
+  language plpgsql volatile
+  set search_path = pg_catalog
+  rows 20
+  as $$
+declare
+  v_rows refcursor;
+  v_at timestamptz := coalesce(p_after_at, '-infinity');
+  v_id uuid := coalesce(p_after_id, '00000000-0000-0000-0000-000000000000');
+begin
+  if p_parent_id is null then
+    open v_rows no scroll for
+      select c.id, c.post_id, c.text, c.parent_id, c.created_at, u.id, u.username, u.full_name, u.profile_asset_id
+      from app.comments c
+      join app.users u on u.id = c.author_id
+      where c.post_id = p_post_id and c.parent_id is null and (c.created_at, c.id) > (v_at, v_id)
+      order by c.created_at, c.id;
+  else
+    open v_rows no scroll for
+      select c.id, c.post_id, c.text, c.parent_id, c.created_at, u.id, u.username, u.full_name, u.profile_asset_id
+      from app.comments c
+      join app.users u on u.id = c.author_id
+      where c.parent_id = p_parent_id and c.post_id = p_post_id and (c.created_at, c.id) > (v_at, v_id)
+      order by c.created_at, c.id;
+  end if;
+  -- The page in one fetch (not row by row here).
+  return query execute format('fetch forward %s from %I', p_limit, v_rows);
+  close v_rows;
+end
+$$;
+comment on function app.comment_page(uuid, uuid, timestamp with time zone, uuid, integer) is
+  'One page of a post''s top-level comments or of one comment''s replies, oldest first after a cursor, with their authors, through the comments and users policies; read from a cursor in index order, so a page reads about a page whatever the statistics say. Called by GET /posts/{postId}/comments.';
+grant execute on function app.comment_page(uuid, uuid, timestamp with time zone, uuid, integer) to app_anonymous;
+
 -- A comment is visible when it is not deleted, its post is visible, and its author is not blocked
 -- with the viewer either way. The block test also asks whether the list has an entry: alone,
 -- `not (author_id = any (list))` is priced from the column's statistics, and where one author wrote

@@ -17,6 +17,45 @@ comment on function app.hub_message_visible(app.hub_discussion_messages, uuid[],
   'The one rule of discussion message visibility: the viewer is an active member of the message''s hub and its author is not blocked with the viewer either way. Inlined into the policy hub_discussion_messages_select_members; app.hub_discussion_thread applies it to one message.';
 grant execute on function app.hub_message_visible(app.hub_discussion_messages, uuid[], uuid[]) to app_user;
 
+-- One page of a discussion's top-level messages (p_parent_id null) or of the replies of p_parent_id
+-- (p_discussion_id is then not read), oldest first after (p_after_at, p_after_id) (null: from the
+-- first), at most p_limit rows, through the messages policy (the caller's rights). The rows come
+-- from a cursor, which PL/pgSQL plans for its first rows, so it walks hub_discussion_messages_top
+-- or hub_discussion_messages_replies in order whatever the statistics say the discussion or thread
+-- holds (as app.comment_page; docs/performance.md, "Hot values").
+create or replace function app.message_page(p_discussion_id uuid, p_parent_id uuid, p_after_at timestamptz, p_after_id uuid, p_limit integer)
+  returns table (message_id uuid, discussion_id uuid, hub_id uuid, author_id uuid, parent_id uuid, body text, reply_count integer, created_at timestamptz)
+  language plpgsql volatile
+  set search_path = pg_catalog
+  rows 20
+  as $$
+declare
+  v_rows refcursor;
+  v_at timestamptz := coalesce(p_after_at, '-infinity');
+  v_id uuid := coalesce(p_after_id, '00000000-0000-0000-0000-000000000000');
+begin
+  if p_parent_id is null then
+    open v_rows no scroll for
+      select m.id, m.discussion_id, m.hub_id, m.author_id, m.parent_id, m.text, m.reply_count, m.created_at
+      from app.hub_discussion_messages m
+      where m.discussion_id = p_discussion_id and m.parent_id is null and (m.created_at, m.id) > (v_at, v_id)
+      order by m.created_at, m.id;
+  else
+    open v_rows no scroll for
+      select m.id, m.discussion_id, m.hub_id, m.author_id, m.parent_id, m.text, m.reply_count, m.created_at
+      from app.hub_discussion_messages m
+      where m.parent_id = p_parent_id and (m.created_at, m.id) > (v_at, v_id)
+      order by m.created_at, m.id;
+  end if;
+  -- The page in one fetch (not row by row here).
+  return query execute format('fetch forward %s from %I', p_limit, v_rows);
+  close v_rows;
+end
+$$;
+comment on function app.message_page(uuid, uuid, timestamp with time zone, uuid, integer) is
+  'One page of a discussion''s top-level messages or of one thread''s replies, oldest first after a cursor, through the messages policy; read from a cursor in index order, so a page reads about a page whatever the statistics say. Called by GET /hubs/{hubId}/discussions/{discussionId}/messages.';
+grant execute on function app.message_page(uuid, uuid, timestamp with time zone, uuid, integer) to app_user;
+
 -- The check of every discussion endpoint, in contract order: HUB_NOT_FOUND, HUB_MEMBERSHIP_REQUIRED
 -- (outsiders, invited and pending users; below level 4), then DISCUSSION_NOT_FOUND for an unknown
 -- discussion, one of another hub, or one whose post the viewer may not see (deleted, blocked

@@ -749,10 +749,14 @@ comment on function app_private.active_member(uuid, uuid) is
 
 -- One page of a hub's members as hub_memberships_select_related shows them (the viewer's own row,
 -- or every row of a hub the viewer is related to), in join order after (p_after_at, p_after_id)
--- (null: from the first), with a role in p_roles (null: any), at most p_limit rows.
+-- (null: from the first), with a role in p_roles (null: any), at most p_limit rows. The rows come
+-- from a cursor, which PL/pgSQL plans for its first rows, so it walks the hub's range of the
+-- membership index in join order whatever the statistics say the hub holds: a statement with
+-- `limit` is planned for limit / expected rows, and without column statistics it read and sorted
+-- every membership of the hub (as app.comment_page; docs/performance.md, "Hot values").
 create or replace function app.hub_member_page(p_hub_id uuid, p_after_at timestamptz, p_after_id uuid, p_roles app.hub_role[], p_limit integer)
   returns table (user_id uuid, role app.hub_role, joined_at timestamptz)
-  language plpgsql stable security definer
+  language plpgsql volatile security definer
   set search_path = pg_catalog
   -- Planned for each call's hub: a plan for any hub (PL/pgSQL's generic plan, after five calls)
   -- expects the few members of an average hub, reads them all by the primary key and sorts them,
@@ -767,26 +771,28 @@ declare
   v_all boolean := p_hub_id = any (app.viewer_related_hub_ids());
   v_at timestamptz := coalesce(p_after_at, '-infinity');
   v_id uuid := coalesce(p_after_id, '00000000-0000-0000-0000-000000000000');
+  v_rows refcursor;
 begin
   if p_roles is not null and p_roles <@ array['admin', 'super_admin']::app.hub_role[] then
-    return query
+    open v_rows no scroll for
       select m.user_id, m.role, m.joined_at
       from app.hub_memberships m
       where m.hub_id = p_hub_id and m.role in ('admin', 'super_admin') and m.role = any (p_roles)
         and (m.joined_at, m.user_id) > (v_at, v_id)
         and (v_all or m.user_id = v_viewer)
-      order by m.joined_at, m.user_id
-      limit p_limit;
+      order by m.joined_at, m.user_id;
   else
-    return query
+    open v_rows no scroll for
       select m.user_id, m.role, m.joined_at
       from app.hub_memberships m
       where m.hub_id = p_hub_id and (p_roles is null or m.role = any (p_roles))
         and (m.joined_at, m.user_id) > (v_at, v_id)
         and (v_all or m.user_id = v_viewer)
-      order by m.joined_at, m.user_id
-      limit p_limit;
+      order by m.joined_at, m.user_id;
   end if;
+  -- The page in one fetch (not row by row here).
+  return query execute format('fetch forward %s from %I', p_limit, v_rows);
+  close v_rows;
 end
 $$;
 comment on function app.hub_member_page(uuid, timestamp with time zone, uuid, app.hub_role[], integer) is
@@ -828,6 +834,55 @@ end
 $$;
 comment on function app_private.rebuild_hub_name_words() is
   'Sets every hub''s name words from the names: the repair after a bulk load made with triggers off. Called by the scale benchmark (every app_private.rebuild_*) and test/http/search-words.test.ts.';
+
+-- The hubs with a name word starting with the first word of p_query (as typed), by that word and hub
+-- id after (p_after_word, p_after_id) (null: from the first), each hub once, rechecked with
+-- app.name_words_match, at most p_limit rows, through the hub name words' and hubs' policies (the
+-- caller's rights): GET /search/hubs with q. Read from a cursor in the order of hub_name_words_word,
+-- each word's hub by a probe, whatever the statistics say the word holds (as app.user_name_matches).
+create or replace function app.hub_name_matches(p_query text, p_after_word text, p_after_id uuid, p_limit integer)
+  returns table (word text, hub_id uuid, name text, is_recommended boolean)
+  language plpgsql volatile
+  set search_path = pg_catalog
+  rows 20
+  as $$
+declare
+  v_rows refcursor;
+  v_q text := app.search_text(p_query);
+  v_first text collate "C" := (regexp_match(app.search_text(p_query), '[[:alnum:]]+'))[1];
+  v_several boolean := app.search_text(p_query) ~ '[[:alnum:]][^[:alnum:]]+[[:alnum:]]';
+  v_last text collate "C";
+  v_pattern text collate "C";
+  v_word text collate "C" := p_after_word;
+  v_id uuid := coalesce(p_after_id, '00000000-0000-0000-0000-000000000000');
+begin
+  -- The last word a match can be: the first word itself when the query has several, else the
+  -- first word followed by the highest character (the range the index reads).
+  v_last := v_first || case when v_several then '' else chr(1114111) end;
+  v_pattern := v_first || case when v_several then '' else '%' end;
+  -- Without a cursor the walk starts at (first word, nil id), so that the position is also where
+  -- the index is entered (the range of >= and the row comparison are not merged, and a position
+  -- before the range entered the index at its first word).
+  v_word := coalesce(v_word, v_first);
+  open v_rows no scroll for
+    select w.word, h.id, h.name, h.is_recommended
+    from app.hub_name_words w
+    cross join lateral (
+      select h.id, h.name, h.is_recommended from app.hubs h
+      where h.id = w.hub_id
+        and not exists (select from app.hub_name_words x where x.hub_id = h.id and x.word like v_pattern and x.word < w.word)
+        and app.name_words_match(h.name, v_q)
+      limit 1) h
+    where w.word >= v_first and w.word <= v_last and w.word like v_pattern and (w.word, w.hub_id) > (v_word, v_id)
+    order by w.word, w.hub_id;
+  -- The page in one fetch (not row by row here).
+  return query execute format('fetch forward %s from %I', p_limit, v_rows);
+  close v_rows;
+end
+$$;
+comment on function app.hub_name_matches(text, text, uuid, integer) is
+  'Hubs with a name word starting with the query''s first word, by word and id after a cursor, each once, through the hub name words'' and hubs'' policies; read from a cursor in index order, so a page reads about a page whatever the statistics say. Called by GET /search/hubs.';
+grant execute on function app.hub_name_matches(text, text, uuid, integer) to app_user;
 
 create or replace function app.invitation_preview(p_invitation_id uuid)
   returns table (hub_id uuid, name text, description text, photo_key text, member_count integer)

@@ -296,6 +296,62 @@ comment on function app.name_words_match(text, text) is
   'Whether a word of a name starts with a normalised query; inlined, so the trigram index on app.search_text(name) serves it. Used by GET /search/users, GET /search/hubs and app.user_matches.';
 grant execute on function app.name_words_match(text, text) to app_anonymous;
 
+-- The users with a name word starting with the first word of p_query (as typed), by that word and
+-- user id after (p_after_word, p_after_id) (null: from the first), each user once (at the first of
+-- their words that matches), with a handle that does not start with the query (those are found by
+-- handle), rechecked with app.name_words_match, at most p_limit rows, through the name words' and
+-- users' policies (the caller's rights): rank 2 of GET /search/users. The words come from a cursor,
+-- which PL/pgSQL plans for its first rows, so it walks user_name_words_word in order and checks
+-- each word's user by a probe (a lateral subquery with its own limit, which the planner cannot turn
+-- into a join that starts from the users), whatever the statistics say the word holds: one word in
+-- every name is read a page at a time (docs/performance.md, "Hot values").
+create or replace function app.user_name_matches(p_query text, p_after_word text, p_after_id uuid, p_limit integer)
+  returns table (word text, user_id uuid, username text, full_name text, bio text, profile_asset_id uuid)
+  language plpgsql volatile
+  set search_path = pg_catalog
+  rows 20
+  as $$
+declare
+  v_rows refcursor;
+  v_q text := app.search_text(p_query);
+  v_first text collate "C" := (regexp_match(app.search_text(p_query), '[[:alnum:]]+'))[1];
+  v_several boolean := app.search_text(p_query) ~ '[[:alnum:]][^[:alnum:]]+[[:alnum:]]';
+  v_last text collate "C";
+  v_pattern text collate "C";
+  v_word text collate "C" := p_after_word;
+  v_id uuid := coalesce(p_after_id, '00000000-0000-0000-0000-000000000000');
+  v_handle text := replace(replace(replace(app.search_text(p_query), '\', '\\'), '%', '\%'), '_', '\_') || '%';
+begin
+  -- The last word a match can be: the first word itself when the query has several, else the
+  -- first word followed by the highest character (the range the index reads).
+  v_last := v_first || case when v_several then '' else chr(1114111) end;
+  v_pattern := v_first || case when v_several then '' else '%' end;
+  -- Without a cursor the walk starts at (first word, nil id), so that the position is also where
+  -- the index is entered (the range of >= and the row comparison are not merged, and a position
+  -- before the range entered the index at its first word).
+  v_word := coalesce(v_word, v_first);
+  open v_rows no scroll for
+    select w.word, u.id, u.username, u.full_name, u.bio, u.profile_asset_id
+    from app.user_name_words w
+    cross join lateral (
+      select u.id, u.username, u.full_name, u.bio, u.profile_asset_id from app.users u
+      where u.id = w.user_id
+        and u.username is not null
+        and not (u.username like v_handle)
+        and not exists (select from app.user_name_words x where x.user_id = u.id and x.word like v_pattern and x.word < w.word)
+        and app.name_words_match(u.full_name, v_q)
+      limit 1) u
+    where w.word >= v_first and w.word <= v_last and w.word like v_pattern and (w.word, w.user_id) > (v_word, v_id)
+    order by w.word, w.user_id;
+  -- The page in one fetch (not row by row here).
+  return query execute format('fetch forward %s from %I', p_limit, v_rows);
+  close v_rows;
+end
+$$;
+comment on function app.user_name_matches(text, text, uuid, integer) is
+  'Users with a name word starting with the query''s first word, by word and id after a cursor, each once, without handle matches, through the name words'' and users'' policies; read from a cursor in index order, so a page reads about a page whatever the statistics say. Rank 2 of GET /search/users.';
+grant execute on function app.user_name_matches(text, text, uuid, integer) to app_anonymous;
+
 -- Whether a user matches a normalised query (no leading @): the handle starts with it, or a word
 -- of the name does.
 create or replace function app.user_matches(p_username text, p_full_name text, p_query text)
@@ -511,6 +567,50 @@ grant select (blocker_id, blocked_id) on app.blocks to app_user;
 create policy follows_select_admin on app.follows for select to app_admin using (true);
 comment on policy follows_select_admin on app.follows is
   'Admin tooling (app_admin: admin GraphQL, npm run admin) reads every follow.';
+
+-- One page of a follow list: the followers of p_user_id (p_followers) or the users they follow,
+-- newest first before p_before_seq (null: from the newest), through the follows and users policies
+-- (the caller's rights), at most p_limit rows. Each row has its user's columns, or nulls and
+-- visible false where the users policy hides the user: such rows are skipped, or, with
+-- p_every_follow, returned and counted (a list read with q counts the follows it read). The rows
+-- come from a cursor, which PL/pgSQL plans for its first rows, so it walks the user's range of
+-- follows_followee_seq or follows_follower_seq in order whatever the statistics say the user has
+-- (as app.comment_page; docs/performance.md, "Hot values"). The user is spelled as a range ordered
+-- by (user, seq), which only that index serves: with `= p_user_id` the planner may walk the table's
+-- seq index instead, filtering by user.
+create or replace function app.follow_page(p_user_id uuid, p_followers boolean, p_before_seq bigint, p_limit integer, p_every_follow boolean)
+  returns table (seq bigint, user_id uuid, visible boolean, username text, full_name text, bio text, profile_asset_id uuid)
+  language plpgsql volatile
+  set search_path = pg_catalog
+  rows 20
+  as $$
+declare
+  v_rows refcursor;
+  v_before bigint := coalesce(p_before_seq, 9223372036854775807);
+begin
+  if p_followers then
+    open v_rows no scroll for
+      select f.seq, f.follower_id, u.id is not null, u.username, u.full_name, u.bio, u.profile_asset_id
+      from app.follows f
+      left join app.users u on u.id = f.follower_id
+      where f.followee_id >= p_user_id and f.followee_id <= p_user_id and f.seq < v_before and (p_every_follow or u.id is not null)
+      order by f.followee_id, f.seq desc;
+  else
+    open v_rows no scroll for
+      select f.seq, f.followee_id, u.id is not null, u.username, u.full_name, u.bio, u.profile_asset_id
+      from app.follows f
+      left join app.users u on u.id = f.followee_id
+      where f.follower_id >= p_user_id and f.follower_id <= p_user_id and f.seq < v_before and (p_every_follow or u.id is not null)
+      order by f.follower_id, f.seq desc;
+  end if;
+  -- The page in one fetch (not row by row here).
+  return query execute format('fetch forward %s from %I', p_limit, v_rows);
+  close v_rows;
+end
+$$;
+comment on function app.follow_page(uuid, boolean, bigint, integer, boolean) is
+  'One page of a user''s followers or following, newest first before a cursor, with each user as the users policy shows it, through the follows and users policies; read from a cursor in index order, so a page reads about a page whatever the statistics say. Called by GET /users/{userId}/followers and GET /users/{userId}/following (with q: the follows a page scans).';
+grant execute on function app.follow_page(uuid, boolean, bigint, integer, boolean) to app_anonymous;
 
 -- A follow is visible unless one of its two users is blocked with the viewer (either way).
 -- The users policy additionally hides users without a public profile wherever lists join them.

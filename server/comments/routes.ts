@@ -60,19 +60,20 @@ async function readComment(tx: RequestTransaction, storage: Storage, id: string)
 
 /**
  * One page of a post's top-level comments, or of the replies of one comment, oldest first: $1 the
- * post, $2 the parent comment (replies only), then the cursor (µs, id) and the row limit. Each is a
- * range of its own index (comments_post_top, comments_parent), read in order and stopped at the
- * limit: a condition that matched both (`parent_id is not distinct from`) could use neither and
- * sorted every comment of the post.
+ * post, $2 the parent comment (replies only), then the cursor (µs, id) and the row limit. The rows
+ * come from app.comment_page (db/sql/comments.sql), which reads them through the comments and users
+ * policies from a cursor that walks a range of the range's own index (comments_post_top,
+ * comments_parent), so a page reads about a page of comments whatever the statistics say the post
+ * holds (docs/performance.md, "Hot values").
  */
 export function commentPageSql(replies: boolean): string {
-  const [after, limit] = replies ? ['$3', '$5'] : ['$2', '$4'];
-  const afterId = replies ? '$4' : '$3';
-  return `${commentRows}
-    where c.post_id = $1 and ${replies ? 'c.parent_id = $2::uuid' : 'c.parent_id is null'}
-      and (${after}::bigint is null or (c.created_at, c.id) > (${fromMicros(after)}, ${afterId}::uuid))
-    order by c.created_at, c.id
-    limit ${limit}`;
+  const [parent, after, afterId, limit] = replies ? ['$2::uuid', '$3', '$4', '$5'] : ['null', '$2', '$3', '$4'];
+  return `
+    select c.comment_id, c.post_id, c.body as text, c.parent_id, app.comment_reply_count(c.comment_id) as reply_count, c.created_at,
+           ${micros('c.created_at')} as created_us, c.author_id as id, c.username, c.full_name, a.object_key as photo_key
+    from app.comment_page($1, ${parent}, ${fromMicros(after)}, ${afterId}::uuid, ${limit}::int) c
+    left join app.assets a on a.id = c.profile_asset_id
+    order by c.created_at, c.comment_id`;
 }
 
 export const commentEndpoints = [

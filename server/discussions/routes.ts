@@ -57,14 +57,27 @@ async function readMessage(tx: RequestTransaction, id: string) {
 
 /**
  * One page of a discussion's top-level messages ($1 the discussion), or of a thread's replies ($1
- * the root message), oldest first, from the cursor ($2 µs, $3 id), $4 rows.
+ * the root message), oldest first, from the cursor ($2 µs, $3 id), $4 rows. The messages come from
+ * app.message_page (db/sql/discussions.sql), which reads them through the messages policy from a
+ * cursor that walks the discussion's or thread's index range in order, so a page reads about a page
+ * whatever the statistics say it holds (docs/performance.md, "Hot values"). Each author of the page
+ * is shown once (app.hub_discussion_author), however many of its messages the page holds.
  */
 export function messagePageSql(replies: boolean): string {
-  return `select ${messageColumns} from app.hub_discussion_messages m ${messageAuthor}
-         where ${replies ? 'm.parent_id = $1' : 'm.discussion_id = $1 and m.parent_id is null'}
-           and ($2::bigint is null or (m.created_at, m.id) > (${fromMicros('$2')}, $3::uuid))
-         order by m.created_at, m.id
-         limit $4`;
+  const [discussion, parent] = replies ? ['null', '$1::uuid'] : ['$1::uuid', 'null'];
+  return `with page as materialized (
+           select * from app.message_page(${discussion}, ${parent}, ${fromMicros('$2')}, $3::uuid, $4::int)
+         ),
+         authors as materialized (
+           select p.hub_id, p.author_id, a.author
+           from (select distinct hub_id, author_id from page) p
+           cross join lateral app.hub_discussion_author(p.hub_id, p.author_id) a
+         )
+         select m.message_id as id, m.discussion_id, m.parent_id, m.body as text, m.reply_count, m.created_at,
+                ${micros('m.created_at')} as created_us, a.author
+         from page m
+         join authors a on a.hub_id = m.hub_id and a.author_id is not distinct from m.author_id
+         order by m.created_at, m.message_id`;
 }
 
 export const discussionEndpoints = [

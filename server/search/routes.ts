@@ -13,23 +13,16 @@ const tag = 'Search';
 // the order of an index and cut at $5 rows, so a page reads about a page of rows whatever the number
 // of users (docs/performance.md): 0 the exact handle (users_username_key), 1 other handles with the
 // query as prefix, by handle (users_username_prefix: text_pattern_ops, hence ~<~ and ~>~, bytewise
-// as collation "C"; the range is spelled out, see lastWord below), 2 users with a name word starting with the query's first word, by that word and
-// user id (app.user_name_words, db/sql/users.sql), each user once (at the first of their words that
-// matches), without those of rank 0 and 1, rechecked with app.name_words_match (which a query of
-// several words needs: its first word must then be a whole word of the name, and the rest follow).
-// The words are read in a subquery of their own, in index order (offset 0 keeps the planner from
-// merging it and starting from the users instead), and each is then checked against its user.
-// The expressions of $1 are immutable, so the planner folds them into constants (a request's
-// statement is planned with its parameters), which the index ranges need.
+// as collation "C"; the range is spelled out: the table's policy runs before any condition that is
+// not leakproof, like is not, so like alone would read the whole index), 2 users with a name word
+// starting with the query's first word, by that word and user id, each user once (at the first of
+// their words that matches), without those of rank 0 and 1, rechecked with app.name_words_match
+// (which a query of several words needs: its first word must then be a whole word of the name, and
+// the rest follow): app.user_name_matches (db/sql/users.sql), which walks the words' index from a
+// cursor whatever the statistics say a word holds. The expressions of $1 are immutable, so the
+// planner folds them into constants (a request's statement is planned with its parameters), which
+// the index ranges need.
 const handlePrefix = `replace(replace(replace(app.search_text($1), '\\', '\\\\'), '%', '\\%'), '_', '\\_') || '%'`;
-const firstWord = `(regexp_match(app.search_text($1), '[[:alnum:]]+'))[1]`;
-const severalWords = `app.search_text($1) ~ '[[:alnum:]][^[:alnum:]]+[[:alnum:]]'`;
-// The last word a match can be: the first word itself when the query has several, else the first
-// word followed by the highest character. The range of >= and <= is what the index reads: the
-// table's policy runs before any condition that is not leakproof (like is not), so like alone
-// would read the whole index and check every word's user first.
-const lastWord = `${firstWord} || case when ${severalWords} then '' else chr(1114111) end`;
-const wordPattern = `${firstWord} || case when ${severalWords} then '' else '%' end`;
 const personColumns = 'u.id, u.username, u.full_name, u.bio, a.object_key as photo_key, app.viewer_follows(u.id) as viewer_follows';
 export const peopleSearchSql = `
   select * from (
@@ -47,32 +40,22 @@ export const peopleSearchSql = `
      order by u.username using ~<~
      limit $5)
     union all
-    (select ${personColumns}, 2, w.word
-     from (select w.word, w.user_id
-           from app.user_name_words w
-           where w.word >= ${firstWord} and w.word <= (${lastWord})
-             and w.word like ${wordPattern}
-             and ($2::int < 2 or ($2::int = 2 and (w.word, w.user_id) > ($3::text collate "C", $4::uuid)))
-           order by w.word, w.user_id
-           offset 0) w
-     cross join lateral (
-       select u.id, u.username, u.full_name, u.bio, u.profile_asset_id from app.users u
-       where u.id = w.user_id
-         and u.username is not null
-         and not (u.username like ${handlePrefix})
-         and not exists (select from app.user_name_words x where x.user_id = u.id and x.word like ${wordPattern} and x.word < w.word)
-         and app.name_words_match(u.full_name, app.search_text($1))) u
-     left join app.assets a on a.id = u.profile_asset_id
-     order by w.word, w.user_id
+    (select w.user_id as id, w.username, w.full_name, w.bio, a.object_key as photo_key, app.viewer_follows(w.user_id) as viewer_follows, 2,
+            w.word collate "C"
+     from app.user_name_matches($1, case when $2::int = 2 then $3::text end, case when $2::int = 2 then $4::uuid end, $5::int) w
+     left join app.assets a on a.id = w.profile_asset_id
+     where $2::int <= 2
+     order by w.word collate "C", w.user_id
      limit $5)
   ) found
   order by found.rank, found.key, found.id
   limit $5`;
 
 // Hubs: the recommended ones by name (hubs_recommended), or those with a name word starting with the
-// query's first word, by that word and hub id (app.hub_name_words, db/sql/hubs.sql), each hub once,
-// rechecked with app.name_words_match, as people search's rank 2 does. $1 the query, $2 and $3
-// the position after which the page starts (word or name, hub id; null for the first), $4 the rows.
+// query's first word, by that word and hub id, each hub once, rechecked with app.name_words_match, as
+// people search's rank 2 does (app.hub_name_matches, db/sql/hubs.sql, from a cursor in the order of
+// the words' index). $1 the query, $2 and $3 the position after which the page starts (word or
+// name, hub id; null for the first), $4 the rows.
 const recommendedHubsSql = `
   select h.id, h.name, h.name as key, app.hub_active_users(h.id) as active_users, h.is_recommended
   from app.hubs h
@@ -80,22 +63,9 @@ const recommendedHubsSql = `
   order by h.name, h.id
   limit $4`;
 export const hubSearchSql = `
-  select h.id, h.name, w.word as key, app.hub_active_users(h.id) as active_users, h.is_recommended
-  from (select w.word, w.hub_id
-        from app.hub_name_words w
-        where w.word >= ${firstWord} and w.word <= (${lastWord})
-          and w.word like ${wordPattern}
-          and ($2::text is null or (w.word, w.hub_id) > ($2::text collate "C", $3::uuid))
-        order by w.word, w.hub_id
-        offset 0) w
-  cross join lateral (
-    select h.id, h.name, h.is_recommended from app.hubs h
-    where h.id = w.hub_id
-      and not exists (select from app.hub_name_words x where x.hub_id = h.id and x.word like ${wordPattern} and x.word < w.word)
-      and app.name_words_match(h.name, app.search_text($1))
-    limit 1) h
-  order by w.word, w.hub_id
-  limit $4`;
+  select h.hub_id as id, h.name, h.word collate "C" as key, app.hub_active_users(h.hub_id) as active_users, h.is_recommended
+  from app.hub_name_matches($1, $2::text, $3::uuid, $4::int) h
+  order by h.word collate "C", h.hub_id`;
 
 const personResult = z.object({
   id: z.string(),

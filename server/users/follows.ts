@@ -23,36 +23,29 @@ export const followScanCap = 1000;
 /**
  * The statement of a follow list page: $1 the user, $2 the seq after which the page starts (null for
  * the first), then without q $3 the rows to return; with q, $3 the query and $4 the rows to return.
- * The user is spelled as a range (`>= $1 and <= $1`) ordered by (user, seq): only the (user, seq)
- * index serves that order, so the page is one range of it whatever the statistics say. With `= $1`
- * the user drops out of the order and the planner may walk the whole table's seq index instead,
- * filtering by user, which it does where one user has most follows (docs/performance.md).
+ * The follows come from app.follow_page (db/sql/users.sql), which reads them with their users
+ * through the follows and users policies from a cursor that walks the user's range of the (user,
+ * seq) index in order, so a page reads about a page whatever the statistics say the user has
+ * (docs/performance.md, "Hot values"). With q it reads at most followScanCap follows, those of hidden
+ * users included (they are read, and count), and keeps the matches.
  */
 export function followPageSql(side: 'follower_id' | 'followee_id', withQuery: boolean): string {
-  const anchor = side === 'follower_id' ? 'followee_id' : 'follower_id';
-  const columns = 'u.id, u.username, u.full_name, u.bio, a.object_key as photo_key, f.seq, app.viewer_follows(u.id) as viewer_follows';
+  const followers = side === 'follower_id';
+  const columns = 'f.user_id as id, f.username, f.full_name, f.bio, a.object_key as photo_key, f.seq, app.viewer_follows(f.user_id) as viewer_follows';
   if (!withQuery) {
     return `select ${columns}
-       from app.follows f
-       join app.users u on u.id = f.${side}
-       left join app.assets a on a.id = u.profile_asset_id
-       where f.${anchor} >= $1 and f.${anchor} <= $1 and ($2::bigint is null or f.seq < $2)
-       order by f.${anchor}, f.seq desc
-       limit $3`;
+       from app.follow_page($1, ${followers}, $2::bigint, $3::int, false) f
+       left join app.assets a on a.id = f.profile_asset_id
+       order by f.seq desc`;
   }
   return `with scanned as materialized (
-       select f.seq, f.${side} as user_id
-       from app.follows f
-       where f.${anchor} >= $1 and f.${anchor} <= $1 and ($2::bigint is null or f.seq < $2)
-       order by f.${anchor}, f.seq desc
-       limit ${followScanCap}
+       select * from app.follow_page($1, ${followers}, $2::bigint, ${followScanCap}, true)
      ),
      matched as (
        select ${columns}
        from scanned f
-       join app.users u on u.id = f.user_id
-       left join app.assets a on a.id = u.profile_asset_id
-       where app.user_matches(u.username, u.full_name, app.search_text($3))
+       left join app.assets a on a.id = f.profile_asset_id
+       where f.visible and app.user_matches(f.username, f.full_name, app.search_text($3))
        order by f.seq desc
        limit $4
      )
