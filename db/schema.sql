@@ -1641,7 +1641,7 @@ COMMENT ON FUNCTION app.hub_discussion_author(p_hub_id uuid, p_author_id uuid) I
 --
 
 CREATE FUNCTION app.hub_discussion_page(p_hub_id uuid, p_after_at timestamp with time zone, p_after_id uuid, p_limit integer) RETURNS TABLE(id uuid, post_id uuid, message_count integer, last_activity_at timestamp with time zone, saved boolean)
-    LANGUAGE plpgsql STABLE ROWS 20
+    LANGUAGE plpgsql ROWS 20
     SET search_path TO 'pg_catalog'
     AS $$
 declare
@@ -1657,11 +1657,8 @@ begin
     left join app.saved_discussions s on s.user_id = app.viewer_id() and s.discussion_id = d.id
     where d.hub_id = p_hub_id and (d.last_activity_at, d.id) < (v_at, v_id)
     order by d.last_activity_at desc, d.id desc;
-  for i in 1 .. p_limit loop
-    fetch v_rows into id, post_id, message_count, last_activity_at, saved;
-    exit when not found;
-    return next;
-  end loop;
+  -- The page in one fetch (not row by row here).
+  return query execute format('fetch forward %s from %I', p_limit, v_rows);
   close v_rows;
 end
 $$;
@@ -1744,7 +1741,7 @@ COMMENT ON FUNCTION app.hub_feed(p_hub_id uuid, p_snapshot timestamp with time z
 --
 
 CREATE FUNCTION app.hub_invitation_page(p_hub_id uuid, p_after_at timestamp with time zone, p_after_id uuid, p_limit integer) RETURNS TABLE(invitation_id uuid, masked_phone text, status app.invitation_status, expires_at timestamp with time zone, created_at timestamp with time zone, inviter_id uuid, username text, full_name text, photo_key text)
-    LANGUAGE plpgsql STABLE ROWS 20
+    LANGUAGE plpgsql ROWS 20
     SET search_path TO 'pg_catalog'
     AS $$
 declare
@@ -1759,11 +1756,8 @@ begin
     left join app.assets a on a.id = u.profile_asset_id
     where i.hub_id = p_hub_id and (i.created_at, i.id) < (v_at, v_id)
     order by i.created_at desc, i.id desc;
-  for i in 1 .. p_limit loop
-    fetch v_rows into invitation_id, masked_phone, status, expires_at, created_at, inviter_id, username, full_name, photo_key;
-    exit when not found;
-    return next;
-  end loop;
+  -- The page in one fetch (not row by row here).
+  return query execute format('fetch forward %s from %I', p_limit, v_rows);
   close v_rows;
 end
 $$;
@@ -1781,7 +1775,7 @@ COMMENT ON FUNCTION app.hub_invitation_page(p_hub_id uuid, p_after_at timestamp 
 --
 
 CREATE FUNCTION app.hub_join_request_page(p_hub_id uuid, p_after_at timestamp with time zone, p_after_id uuid, p_limit integer) RETURNS TABLE(request_id uuid, source app.join_request_source, created_at timestamp with time zone, user_id uuid, username text, full_name text, photo_key text)
-    LANGUAGE plpgsql STABLE ROWS 20
+    LANGUAGE plpgsql ROWS 20
     SET search_path TO 'pg_catalog'
     AS $$
 declare
@@ -1796,11 +1790,8 @@ begin
     left join app.assets a on a.id = u.profile_asset_id
     where r.hub_id = p_hub_id and r.status = 'pending' and (r.created_at, r.id) > (v_at, v_id)
     order by r.created_at, r.id;
-  for i in 1 .. p_limit loop
-    fetch v_rows into request_id, source, created_at, user_id, username, full_name, photo_key;
-    exit when not found;
-    return next;
-  end loop;
+  -- The page in one fetch (not row by row here).
+  return query execute format('fetch forward %s from %I', p_limit, v_rows);
   close v_rows;
 end
 $$;
@@ -3392,7 +3383,7 @@ COMMENT ON FUNCTION app.save_hub_discussion(p_hub_id uuid, p_discussion_id uuid,
 --
 
 CREATE FUNCTION app.saved_discussion_page(p_after_at timestamp with time zone, p_after_id uuid, p_limit integer) RETURNS TABLE(discussion_id uuid, hub_id uuid, hub_name text, post_id uuid, saved_at timestamp with time zone)
-    LANGUAGE plpgsql STABLE ROWS 20
+    LANGUAGE plpgsql ROWS 20
     SET search_path TO 'pg_catalog'
     AS $$
 declare
@@ -3412,11 +3403,8 @@ begin
       limit 1) d
     where s.user_id = app.viewer_id() and (s.saved_at, s.discussion_id) < (v_at, v_id)
     order by s.saved_at desc, s.discussion_id desc;
-  for i in 1 .. p_limit loop
-    fetch v_rows into discussion_id, hub_id, hub_name, post_id, saved_at;
-    exit when not found;
-    return next;
-  end loop;
+  -- The page in one fetch (not row by row here).
+  return query execute format('fetch forward %s from %I', p_limit, v_rows);
   close v_rows;
 end
 $$;

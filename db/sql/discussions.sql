@@ -194,10 +194,11 @@ grant execute on function app.save_hub_discussion(uuid, uuid, boolean) to app_us
 -- see, with their message counts and whether the viewer saved them, through the policies (the
 -- caller's rights). The rows come from a cursor, which PL/pgSQL plans for its first rows, so it
 -- walks hub_discussions_activity in order and stops after a page whatever the statistics say the
--- hub holds (docs/performance.md, "Hot values").
+-- hub holds (docs/performance.md, "Hot values"); fetched in one FETCH, hence volatile, as the other
+-- page functions.
 create or replace function app.hub_discussion_page(p_hub_id uuid, p_after_at timestamptz, p_after_id uuid, p_limit integer)
   returns table (id uuid, post_id uuid, message_count integer, last_activity_at timestamptz, saved boolean)
-  language plpgsql stable
+  language plpgsql volatile
   set search_path = pg_catalog
   rows 20
   as $$
@@ -214,11 +215,8 @@ begin
     left join app.saved_discussions s on s.user_id = app.viewer_id() and s.discussion_id = d.id
     where d.hub_id = p_hub_id and (d.last_activity_at, d.id) < (v_at, v_id)
     order by d.last_activity_at desc, d.id desc;
-  for i in 1 .. p_limit loop
-    fetch v_rows into id, post_id, message_count, last_activity_at, saved;
-    exit when not found;
-    return next;
-  end loop;
+  -- The page in one fetch (not row by row here).
+  return query execute format('fetch forward %s from %I', p_limit, v_rows);
   close v_rows;
 end
 $$;
@@ -230,10 +228,10 @@ grant execute on function app.hub_discussion_page(uuid, timestamp with time zone
 -- after (p_after_at, p_after_id) (null: from the first), at most p_limit rows, of hubs the viewer is
 -- an active member of and posts the viewer may see, with the hub's name, through the policies. A
 -- cursor planned for its first rows walks saved_discussions_recent in order whatever the statistics
--- say the viewer saved (docs/performance.md, "Hot values").
+-- say the viewer saved (docs/performance.md, "Hot values"); one FETCH, hence volatile.
 create or replace function app.saved_discussion_page(p_after_at timestamptz, p_after_id uuid, p_limit integer)
   returns table (discussion_id uuid, hub_id uuid, hub_name text, post_id uuid, saved_at timestamptz)
-  language plpgsql stable
+  language plpgsql volatile
   set search_path = pg_catalog
   rows 20
   as $$
@@ -254,11 +252,8 @@ begin
       limit 1) d
     where s.user_id = app.viewer_id() and (s.saved_at, s.discussion_id) < (v_at, v_id)
     order by s.saved_at desc, s.discussion_id desc;
-  for i in 1 .. p_limit loop
-    fetch v_rows into discussion_id, hub_id, hub_name, post_id, saved_at;
-    exit when not found;
-    return next;
-  end loop;
+  -- The page in one fetch (not row by row here).
+  return query execute format('fetch forward %s from %I', p_limit, v_rows);
   close v_rows;
 end
 $$;

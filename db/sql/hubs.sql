@@ -492,12 +492,12 @@ grant execute on function app.reject_join_request(uuid, uuid) to app_user;
 -- GET /hubs/{hubId}/invitations: one page of a hub's invitations, newest first after (p_after_at,
 -- p_after_id) (null: from the first), at most p_limit rows, with who invited and their photo's key,
 -- through the policies (the caller's rights). A cursor planned for its first rows walks
--- hub_invitations_hub in order whatever the statistics say the hub holds (docs/performance.md,
--- "Hot values").
+-- hub_invitations_hub_page in order whatever the statistics say the hub holds (docs/performance.md,
+-- "Hot values"); one FETCH, hence volatile, as the other page functions.
 create or replace function app.hub_invitation_page(p_hub_id uuid, p_after_at timestamptz, p_after_id uuid, p_limit integer)
   returns table (invitation_id uuid, masked_phone text, status app.invitation_status, expires_at timestamptz, created_at timestamptz,
                  inviter_id uuid, username text, full_name text, photo_key text)
-  language plpgsql stable
+  language plpgsql volatile
   set search_path = pg_catalog
   rows 20
   as $$
@@ -513,11 +513,8 @@ begin
     left join app.assets a on a.id = u.profile_asset_id
     where i.hub_id = p_hub_id and (i.created_at, i.id) < (v_at, v_id)
     order by i.created_at desc, i.id desc;
-  for i in 1 .. p_limit loop
-    fetch v_rows into invitation_id, masked_phone, status, expires_at, created_at, inviter_id, username, full_name, photo_key;
-    exit when not found;
-    return next;
-  end loop;
+  -- The page in one fetch (not row by row here).
+  return query execute format('fetch forward %s from %I', p_limit, v_rows);
   close v_rows;
 end
 $$;
@@ -528,10 +525,11 @@ grant execute on function app.hub_invitation_page(uuid, timestamp with time zone
 -- GET /hubs/{hubId}/join-requests: one page of a hub's pending join requests, oldest first after
 -- (p_after_at, p_after_id) (null: from the first), at most p_limit rows, with the requester and
 -- their photo's key, through the policies. A cursor planned for its first rows walks
--- hub_join_requests_hub in order whatever the statistics say the hub holds.
+-- hub_join_requests_hub_page in order whatever the statistics say the hub holds; one FETCH, hence
+-- volatile.
 create or replace function app.hub_join_request_page(p_hub_id uuid, p_after_at timestamptz, p_after_id uuid, p_limit integer)
   returns table (request_id uuid, source app.join_request_source, created_at timestamptz, user_id uuid, username text, full_name text, photo_key text)
-  language plpgsql stable
+  language plpgsql volatile
   set search_path = pg_catalog
   rows 20
   as $$
@@ -547,11 +545,8 @@ begin
     left join app.assets a on a.id = u.profile_asset_id
     where r.hub_id = p_hub_id and r.status = 'pending' and (r.created_at, r.id) > (v_at, v_id)
     order by r.created_at, r.id;
-  for i in 1 .. p_limit loop
-    fetch v_rows into request_id, source, created_at, user_id, username, full_name, photo_key;
-    exit when not found;
-    return next;
-  end loop;
+  -- The page in one fetch (not row by row here).
+  return query execute format('fetch forward %s from %I', p_limit, v_rows);
   close v_rows;
 end
 $$;
