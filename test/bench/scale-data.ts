@@ -112,6 +112,15 @@ export const fullNameSql = (i: string) =>
   `(${sqlArray(firstNames)})[1 + (${i} * 7) % ${firstNames.length}] || ' ' || (${sqlArray(lastNames)})[1 + (${i} * 11) % ${lastNames.length}]`;
 export const hubWords = words;
 
+/** A live session for every subject user (1-20): the session id of each user id. */
+export async function subjectSessions(client: pg.ClientBase): Promise<Map<string, string>> {
+  const { rows } = await client.query<{ user_id: string; id: string }>(
+    `insert into app.sessions (user_id, expires_at) select ${sqlId(space.user, 'i')}, now() + interval '1 day'
+     from generate_series(1, 20) i returning user_id, id`,
+  );
+  return new Map(rows.map((row) => [row.user_id, row.id]));
+}
+
 export async function generate(client: pg.ClientBase, size: ScaleSize, log: (line: string) => void): Promise<void> {
   const { n, users: U, votes: V } = size;
   const s = subject;

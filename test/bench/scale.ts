@@ -32,7 +32,7 @@ import { fileURLToPath } from 'node:url';
 import pg from 'pg';
 import { freePort, startEmbeddedPostgres } from '../../db/embedded.ts';
 import jwt from 'jsonwebtoken';
-import { benchId, generate, type ScaleSize, sizes, space } from './scale-data.ts';
+import { benchId, generate, type ScaleSize, sizes, space, subjectSessions } from './scale-data.ts';
 import { allKinds, hotKinds, type Kind, type Request } from './scale-kinds.ts';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
@@ -113,14 +113,9 @@ async function buildWorld(size: ScaleSize): Promise<World> {
     await generate(owner, size, log);
     if (keep) await admin.query(`comment on database ${database} is 'generated'`);
   }
-  // A live session for every subject user (1-20).
-  const sessions = await owner.query<{ user_id: string; id: string }>(
-    `insert into app.sessions (user_id, expires_at) select ('00000000-0000-4000-8001-' || lpad(to_hex(i), 12, '0'))::uuid, now() + interval '1 day'
-     from generate_series(1, 20) i returning user_id, id`,
-  );
+  const sessionOf = await subjectSessions(owner);
   await owner.query('vacuum analyze app.sessions');
   await owner.end();
-  const sessionOf = new Map(sessions.rows.map((row) => [row.user_id, row.id]));
 
   const [port, s3Port] = [await freePort(), await freePort()];
   const dataDir = path.join(scratch, `api-${size.name}`);

@@ -16,7 +16,7 @@ import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { followScanCap } from '../../server/users/follows.ts';
 import { memberScanCap } from '../../server/hubs/members.ts';
-import { benchId, generate, space } from '../bench/scale-data.ts';
+import { benchId, generate, space, subjectSessions } from '../bench/scale-data.ts';
 import { hotKinds, type WorldRef } from '../bench/scale-kinds.ts';
 import { startTestApp, type TestApp } from '../helpers/app.ts';
 
@@ -36,12 +36,8 @@ beforeAll(async () => {
   const client = await app.owner.connect();
   try {
     await generate(client, size, () => {});
-    const { rows } = await client.query<{ user_id: string; id: string }>(
-      `insert into app.sessions (user_id, expires_at) select ('00000000-0000-4000-8001-' || lpad(to_hex(i), 12, '0'))::uuid, now() + interval '1 day'
-       from generate_series(1, 20) i returning user_id, id`,
-    );
+    const sessionOf = await subjectSessions(client);
     await client.query('analyze');
-    const sessionOf = new Map(rows.map((row) => [row.user_id, row.id]));
     world = {
       size,
       token: (userNumber) => {
