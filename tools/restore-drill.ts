@@ -35,7 +35,7 @@ import path from 'node:path';
 import { promisify } from 'node:util';
 import pg from 'pg';
 import S3rver from 's3rver';
-import { freePort } from '../db/embedded.ts';
+import { freePort } from '../db/free-port.ts';
 import { startFcmStandIn } from '../test/helpers/fcm.ts';
 
 const execFileAsync = promisify(execFile);

@@ -17,7 +17,8 @@ import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import pg from 'pg';
-import { freePort, startEmbeddedPostgres } from '../../db/embedded.ts';
+import { startEmbeddedPostgres } from '../../db/embedded.ts';
+import { freePort } from '../../db/free-port.ts';
 import { startPhase } from './phase-start.ts';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');

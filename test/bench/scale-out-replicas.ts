@@ -20,7 +20,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Agent, request } from 'undici';
-import { freePort } from '../../db/embedded.ts';
+import { freePort } from '../../db/free-port.ts';
 import { migrate } from '../../db/migrate.ts';
 import { startStreamingPair, type StreamingPair } from '../helpers/replica.ts';
 import { stopOnExit } from './cleanup.ts';

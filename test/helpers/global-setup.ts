@@ -9,7 +9,7 @@ import type { TestProject } from 'vitest/node';
 import { startEmbeddedPostgres, type EmbeddedDatabase } from '../../db/embedded.ts';
 import { migrate } from '../../db/migrate.ts';
 import S3rver from 's3rver';
-import { freePort } from '../../db/embedded.ts';
+import { freePort } from '../../db/free-port.ts';
 import { ensureEngines } from './engines.ts';
 
 declare module 'vitest' {

@@ -7,7 +7,7 @@ import path from 'node:path';
 import { EventSource } from 'eventsource';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { freePort } from '../../db/embedded.ts';
+import { freePort } from '../../db/free-port.ts';
 import { roleUrl } from '../../db/roles.ts';
 import { startTestApp, type TestApp } from '../helpers/app.ts';
 import { createClient } from '../helpers/client.ts';

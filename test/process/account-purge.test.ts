@@ -6,7 +6,7 @@
 // former member, reports about it and vote tallies stay, the counters agree with the rows, and the
 // phone signs up as a new user.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { freePort } from '../../db/embedded.ts';
+import { freePort } from '../../db/free-port.ts';
 import { startTestApp, type TestApp } from '../helpers/app.ts';
 import { addMember, createHub } from '../helpers/hubs.ts';
 import { createPost, slider, vote } from '../helpers/posts.ts';

@@ -7,7 +7,7 @@ import { randomBytes } from 'node:crypto';
 import { CreateBucketCommand, S3Client } from '@aws-sdk/client-s3';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
-import { freePort } from '../../db/embedded.ts';
+import { freePort } from '../../db/free-port.ts';
 import { testCodes, type TestApp } from '../helpers/app.ts';
 import { createClient } from '../helpers/client.ts';
 import { databaseUrl } from '../helpers/global-setup.ts';

@@ -9,7 +9,7 @@ import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { freePort } from '../../db/embedded.ts';
+import { freePort } from '../../db/free-port.ts';
 import { answers, clusterRunning, startProcess } from '../helpers/process.ts';
 
 let dataDir: string;

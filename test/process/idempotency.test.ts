@@ -7,7 +7,7 @@ import { randomUUID } from 'node:crypto';
 import net from 'node:net';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { freePort } from '../../db/embedded.ts';
+import { freePort } from '../../db/free-port.ts';
 import { startTestApp, type TestApp } from '../helpers/app.ts';
 import { createClient, type Client } from '../helpers/client.ts';
 import { createPost } from '../helpers/posts.ts';

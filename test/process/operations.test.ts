@@ -6,7 +6,7 @@ import net from 'node:net';
 import os from 'node:os';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
-import { freePort } from '../../db/embedded.ts';
+import { freePort } from '../../db/free-port.ts';
 import { rolePassword, roleUrl } from '../../db/roles.ts';
 import { databaseUrl } from '../helpers/global-setup.ts';
 import { answers, startProcess, type RunningProcess } from '../helpers/process.ts';

@@ -12,7 +12,7 @@ import path from 'node:path';
 import { CreateBucketCommand, S3Client } from '@aws-sdk/client-s3';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, inject, it, onTestFinished } from 'vitest';
-import { freePort } from '../../db/embedded.ts';
+import { freePort } from '../../db/free-port.ts';
 import { createClient, type Client } from '../helpers/client.ts';
 import { databaseUrl } from '../helpers/global-setup.ts';
 import { answers, startProcess, type RunningProcess } from '../helpers/process.ts';

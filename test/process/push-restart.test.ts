@@ -5,7 +5,7 @@
 // Nothing is lost; a message recorded as sent is never sent again; one is sent twice only if FCM
 // accepted it and the process died before its outcome was recorded.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { freePort } from '../../db/embedded.ts';
+import { freePort } from '../../db/free-port.ts';
 import { startTestApp, type TestApp } from '../helpers/app.ts';
 import { startFcmStandIn, type FcmStandIn } from '../helpers/fcm.ts';
 import { startProcess, type RunningProcess } from '../helpers/process.ts';

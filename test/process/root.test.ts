@@ -9,7 +9,8 @@ import path from 'node:path';
 import { promisify } from 'node:util';
 import pg from 'pg';
 import { describe, expect, it } from 'vitest';
-import { freePort, startEmbeddedPostgres } from '../../db/embedded.ts';
+import { startEmbeddedPostgres } from '../../db/embedded.ts';
+import { freePort } from '../../db/free-port.ts';
 import { answers, projectRoot, startProcess } from '../helpers/process.ts';
 
 const run = promisify(execFile);

@@ -8,7 +8,7 @@ import { chmod, mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { freePort } from '../../db/embedded.ts';
+import { freePort } from '../../db/free-port.ts';
 import { createClient, type Client } from '../helpers/client.ts';
 import { answers, clusterRunning, startProcess, type RunningProcess } from '../helpers/process.ts';
 

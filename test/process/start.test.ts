@@ -8,7 +8,7 @@ import path from 'node:path';
 import pg from 'pg';
 import { randomBytes } from 'node:crypto';
 import { describe, expect, inject, it } from 'vitest';
-import { freePort } from '../../db/embedded.ts';
+import { freePort } from '../../db/free-port.ts';
 import { databaseUrl } from '../helpers/global-setup.ts';
 import { answers, projectRoot } from '../helpers/process.ts';
 

@@ -4,7 +4,7 @@
 // counted once (contract 7 "Vote anonymity", migrations/frozen/0290, worker/tasks/tally-ballots.ts).
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { freePort } from '../../db/embedded.ts';
+import { freePort } from '../../db/free-port.ts';
 import { createTokens } from '../../server/auth/tokens.ts';
 import { startTestApp, type TestApp } from '../helpers/app.ts';
 import { createPost, slider } from '../helpers/posts.ts';

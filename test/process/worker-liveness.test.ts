@@ -4,7 +4,7 @@
 // back, worker/liveness.ts; the fan-out's key per job and recipient, migrations/frozen/0247).
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { freePort } from '../../db/embedded.ts';
+import { freePort } from '../../db/free-port.ts';
 import { startTestApp, type TestApp } from '../helpers/app.ts';
 import { createHub, type TestHub } from '../helpers/hubs.ts';
 import { createPost } from '../helpers/posts.ts';

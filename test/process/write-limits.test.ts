@@ -4,7 +4,7 @@
 // nothing. The processes run with small limits (WRITE_LIMITS); arranging happens through the test
 // app, by other users or under other limits than the one each case measures.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { freePort } from '../../db/embedded.ts';
+import { freePort } from '../../db/free-port.ts';
 import { writeLimitDefaults } from '../../server/http/write-limits.ts';
 import { startTestApp, testCodes, type TestApp } from '../helpers/app.ts';
 import { createClient, type ApiResponse, type Client } from '../helpers/client.ts';
