@@ -12,6 +12,8 @@
 // (graphile-worker's LISTEN and its client_connection_check_interval), the live delivery's LISTEN
 // connection, its reader (a temporary table) and the dispatcher's leader lock (server/sse), and
 // migrations.
+// Each pool names itself in pg_stat_activity.application_name: api, graphql (the GraphQL thread's
+// operations), graphql session checks, worker; on a replica, api (reads) and replica poll.
 // Timestamps and bigint counts are parsed to Date and number.
 import pg from 'pg';
 import { ReplicaSet, type ReplicaOptions } from './replicas.ts';
@@ -52,12 +54,17 @@ export function createPools(ownerUrl: string, { apiMax = 20, graphqlMax = 3, wor
   const authenticatorUrl = roleUrl(ownerUrl, 'authenticator', poolerUrl);
   // Pipelined: queries issued without waiting for the previous answer share one round trip (the
   // opening, statements and commit of a request's transaction, db/request-transaction.ts).
-  const api = new pg.Pool({ connectionString: authenticatorUrl, max: apiMax, pipeline: true });
-  const graphqlConfig: pg.PoolConfig = { connectionString: authenticatorUrl, max: graphqlMax, connectionTimeoutMillis: graphqlWaitMillis };
-  const graphql = new pg.Pool(graphqlConfig);
+  const api = new pg.Pool({ connectionString: authenticatorUrl, max: apiMax, pipeline: true, application_name: 'api' });
+  const graphqlConfig: pg.PoolConfig = { connectionString: authenticatorUrl, max: graphqlMax, connectionTimeoutMillis: graphqlWaitMillis, application_name: 'graphql' };
+  const graphql = new pg.Pool({ ...graphqlConfig, application_name: 'graphql session checks' });
   // A worker killed mid-statement: its server process notices within a second and stops the
   // statement, instead of finishing work nobody waits for (PostgreSQL 14+).
-  const worker = new pg.Pool({ connectionString: roleUrl(ownerUrl, 'app_worker'), max: workerMax, options: '-c client_connection_check_interval=1000' });
+  const worker = new pg.Pool({
+    connectionString: roleUrl(ownerUrl, 'app_worker'),
+    max: workerMax,
+    options: '-c client_connection_check_interval=1000',
+    application_name: 'worker',
+  });
   for (const pool of [api, graphql, worker]) survivesServerLoss(pool);
   const replicas = replicaOptions?.urls.length ? new ReplicaSet(api, { ...replicaOptions, max: apiMax }) : undefined;
   replicas?.start();

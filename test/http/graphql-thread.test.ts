@@ -87,4 +87,19 @@ describe.runIf(linux)('the internal GraphQL thread', () => {
       app.pools.graphql.off('acquire', counted);
     }
   });
+
+  it('names the connections of each pool in pg_stat_activity', async () => {
+    expect((await graphql('{ allUsers(first: 1) { nodes { rowId } } }')).status).toBe(200);
+    await app.runJobs();
+    const rest = await fetch(`${app.url}/api/v1/users/me/onboarding/status`, { headers: { authorization: `Bearer ${alice.token}` } });
+    expect(rest.status).toBe(200);
+    const { rows } = await app.owner.query<{ name: string; role: string }>(
+      `select distinct application_name as name, usename as role from pg_stat_activity
+        where datname = current_database() and backend_type = 'client backend' and pid <> pg_backend_pid()`,
+    );
+    const names = rows.map((row) => `${row.name} as ${row.role}`);
+    for (const expected of ['api as authenticator', 'graphql as authenticator', 'graphql session checks as authenticator', 'worker as app_worker']) {
+      expect(names).toContain(expected);
+    }
+  });
 });
