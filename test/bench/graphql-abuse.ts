@@ -18,7 +18,9 @@
 //    Every user follows BENCH_FOLLOWS others, so that sorting by a follow count and nested
 //    follow pages do real work. BENCH_HEAVIEST=rows or counts chooses only among the operations
 //    that read rows (most of their work is PostGraphile's) or that count whole collections (the
-//    database's).
+//    database's). BENCH_GRAPHQL_BACKEND_NICE=<n> (root, database on this host) sets the nice value
+//    of the PostgreSQL backends of GraphQL's operations (application_name graphql) before each
+//    run: what the database's CPU, not the API's, costs REST.
 // Uses DATABASE_URL's server when set, else a throwaway embedded PostgreSQL; always a fresh database.
 import { fork } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
@@ -44,6 +46,7 @@ const heavyMillis = Number(process.env.BENCH_HEAVY_MS ?? 3000);
 const attackers = 8;
 /** Which operations "the heaviest" is chosen from: all (default), only row reads (`rows`: PostGraphile's work) or only whole-collection counts (`counts`: the database's). */
 const heaviestFrom = process.env.BENCH_HEAVIEST ?? 'all';
+const graphqlBackendNice = process.env.BENCH_GRAPHQL_BACKEND_NICE;
 const log = (line: string) => process.stdout.write(`${line}\n`);
 
 if (process.argv[2] === 'attacker') {
@@ -144,11 +147,19 @@ async function timed(request: () => Promise<Response>): Promise<number> {
 }
 const rest = () => timed(() => fetch(`${base}/api/v1/users/me/onboarding/status`, { headers: { authorization: `Bearer ${token}` } }));
 
+/** With BENCH_GRAPHQL_BACKEND_NICE: that nice value for the backends of GraphQL's operations. */
+async function reniceGraphqlBackends(): Promise<void> {
+  if (graphqlBackendNice === undefined) return;
+  const { rows } = await owner.query<{ pid: number }>("select pid from pg_stat_activity where datname = current_database() and application_name = 'graphql'");
+  for (const { pid } of rows) os.setPriority(pid, Number(graphqlBackendNice));
+}
+
 let lastSendingSeconds = 0;
 /** Runs `attackers` requests of `query` at once from a separate process, timing REST meanwhile. */
 async function fromAnotherProcess(query: string, durationMs = 0): Promise<{ answers: { ms: number; status: number; bytes: number }[]; rest: number[] }> {
   // The attacker's errors reach this process's stderr; an attacker that ends without its answers
   // fails the bench (before, the loop below timed REST for ever, holding the machine).
+  await reniceGraphqlBackends();
   const child = fork(new URL(import.meta.url).pathname, ['attacker', base, token, query, String(durationMs)], { stdio: ['ignore', 'ignore', 'inherit', 'ipc'] });
   // REST is timed from the moment the attacking process starts sending (not while it starts up).
   let sending = false;
@@ -286,7 +297,10 @@ for (let round = 1; round <= rounds; round++) {
   laneRatios.push(p95(during) / p95(floor.rest));
 }
 clearInterval(sampler);
-log(`machine: ${os.cpus().length} cores, load average ${os.loadavg()[0]?.toFixed(1)}; PostgreSQL ${version[0]?.v}; ${publicUsers} public users, ${followsPerUser} follows each; server peak RSS ${(peakRss / 2 ** 20).toFixed(0)} MiB`);
+log(
+  `machine: ${os.cpus().length} cores, load average ${os.loadavg()[0]?.toFixed(1)}; PostgreSQL ${version[0]?.v}; ${publicUsers} public users, ${followsPerUser} follows each; server peak RSS ${(peakRss / 2 ** 20).toFixed(0)} MiB` +
+    (graphqlBackendNice === undefined ? '' : `; GraphQL's PostgreSQL backends at nice ${graphqlBackendNice}`),
+);
 goal('rest-during-graphql-attack', restRatios, 2);
 goal('abusive-query-refused', refusalRatios, 3);
 goal('rest-p50-during-heaviest-graphql', p50Ratios, 2);
