@@ -1,5 +1,6 @@
-// Internal GraphQL under attack (not part of `npm test`), from a separate process while this
-// process times REST requests; phases alternate (quiet, attack) and repeat.
+// Internal GraphQL under attack (not part of `npm test`), from a separate process started once and
+// warmed up before anything is timed (test/bench/graphql-load.ts), while this process times REST
+// requests; phases alternate (quiet, attack) and repeat.
 //
 // 1. A level-1 anonymous user token sends 200 aliased allUsers connections, eight at once. It
 //    prints REST latency in each phase, the attack's answers and the server's peak RSS, and:
@@ -18,9 +19,7 @@
 //    Every user follows BENCH_FOLLOWS others, so that sorting by a follow count and nested
 //    follow pages do real work. BENCH_HEAVIEST=rows or counts chooses only among the operations
 //    that read rows (most of their work is PostGraphile's) or that count whole collections (the
-//    database's). BENCH_GRAPHQL_BACKEND_NICE=<n> (root, database on this host) sets the nice value
-//    of the PostgreSQL backends of GraphQL's operations (application_name graphql) before each
-//    run: what the database's CPU, not the API's, costs REST.
+//    database's).
 // Uses DATABASE_URL's server when set, else a throwaway embedded PostgreSQL; always a fresh database.
 import { fork } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
@@ -38,6 +37,7 @@ import { createPools } from '../../db/pools.ts';
 import { createApp } from '../../server/app.ts';
 import { createServices } from '../../server/services.ts';
 import { openStorage } from '../../server/uploads/open-storage.ts';
+import type { Answer } from './graphql-load.ts';
 
 const rounds = Number(process.env.BENCH_ROUNDS ?? 3);
 const publicUsers = Number(process.env.BENCH_USERS ?? 2000);
@@ -46,40 +46,7 @@ const heavyMillis = Number(process.env.BENCH_HEAVY_MS ?? 3000);
 const attackers = 8;
 /** Which operations "the heaviest" is chosen from: all (default), only row reads (`rows`: PostGraphile's work) or only whole-collection counts (`counts`: the database's). */
 const heaviestFrom = process.env.BENCH_HEAVIEST ?? 'all';
-const graphqlBackendNice = process.env.BENCH_GRAPHQL_BACKEND_NICE;
 const log = (line: string) => process.stdout.write(`${line}\n`);
-
-if (process.argv[2] === 'attacker') {
-  // The attacking process: `attackers` requests of one query at once (each lane sends its next
-  // one as soon as the last answered, until `duration` ms passed; 0: one each), then report times.
-  const [base, token, query, duration = '0'] = process.argv.slice(3) as [string, string, string, string?];
-  const until = performance.now() + Number(duration);
-  process.send?.('start');
-  const lanes = await Promise.all(
-    Array.from({ length: attackers }, async () => {
-      const times: { ms: number; status: number; bytes: number }[] = [];
-      do {
-        const started = performance.now();
-        const send = () =>
-          fetch(`${base}/internal/graphql`, {
-            method: 'POST',
-            headers: { 'content-type': 'application/json', authorization: `Bearer ${token}` },
-            body: JSON.stringify({ query }),
-          });
-        // A kept-alive socket the server closed just as it was reused resets: the client's race (as `timed` below).
-        const response = await send().catch((error: { cause?: { code?: string } }) => {
-          if (error.cause?.code !== 'ECONNRESET') throw error;
-          return send();
-        });
-        const text = await response.text();
-        times.push({ ms: performance.now() - started, status: response.status, bytes: text.length });
-      } while (performance.now() < until);
-      return times;
-    }),
-  );
-  // Exit only once the answers are handed to the IPC channel (an exit right after send can drop them).
-  process.send?.(lanes.flat(), () => process.exit(0));
-}
 
 let embedded: Awaited<ReturnType<typeof startEmbeddedPostgres>> | undefined;
 let dataDir: string | undefined;
@@ -147,45 +114,30 @@ async function timed(request: () => Promise<Response>): Promise<number> {
 }
 const rest = () => timed(() => fetch(`${base}/api/v1/users/me/onboarding/status`, { headers: { authorization: `Bearer ${token}` } }));
 
-/** With BENCH_GRAPHQL_BACKEND_NICE: that nice value for the backends of GraphQL's operations. */
-async function reniceGraphqlBackends(): Promise<void> {
-  if (graphqlBackendNice === undefined) return;
-  const { rows } = await owner.query<{ pid: number }>("select pid from pg_stat_activity where datname = current_database() and application_name = 'graphql'");
-  for (const { pid } of rows) os.setPriority(pid, Number(graphqlBackendNice));
-}
+// The attacking process, started once and warmed up (test/bench/graphql-load.ts).
+const attacker = fork(new URL('./graphql-load.ts', import.meta.url).pathname, [base, token, String(attackers)], { stdio: ['ignore', 'ignore', 'inherit', 'ipc'] });
+let onAttackerMessage: (message: unknown) => void = () => {};
+attacker.on('message', (message) => onAttackerMessage(message));
+const attackerEnded = new Promise<never>((_, reject) => attacker.once('exit', (code, signal) => reject(new Error(`the attacking process ended (${signal ?? code})`))));
+attackerEnded.catch(() => {}); // seen by the races below
+await Promise.race([new Promise<void>((resolve) => (onAttackerMessage = (message) => message === 'ready' && resolve())), attackerEnded]);
 
 let lastSendingSeconds = 0;
-/** Runs `attackers` requests of `query` at once from a separate process, timing REST meanwhile. */
-async function fromAnotherProcess(query: string, durationMs = 0): Promise<{ answers: { ms: number; status: number; bytes: number }[]; rest: number[] }> {
-  // The attacker's errors reach this process's stderr; an attacker that ends without its answers
-  // fails the bench (before, the loop below timed REST for ever, holding the machine).
-  await reniceGraphqlBackends();
-  const child = fork(new URL(import.meta.url).pathname, ['attacker', base, token, query, String(durationMs)], { stdio: ['ignore', 'ignore', 'inherit', 'ipc'] });
-  // REST is timed from the moment the attacking process starts sending (not while it starts up).
-  let sending = false;
-  const answered = new Promise<{ ms: number; status: number; bytes: number }[]>((resolve, reject) => {
-    child.on('message', (m) => {
-      if (m === 'start') sending = true;
-      else resolve(m as never);
-    });
-    // Its last message may be read after its exit is seen: give it a second.
-    child.on('exit', (code, signal) => setTimeout(() => reject(new Error(`the attacking process ended (${signal ?? code}) without its answers`)), 1000));
-  });
+/** Runs `attackers` requests of `query` at once from the attacking process, timing REST meanwhile. */
+async function fromAnotherProcess(query: string, durationMs = 0): Promise<{ answers: Answer[]; rest: number[] }> {
+  // REST is timed from the moment the job is sent (the warm attacking process starts at once),
+  // at least once, until the answers are back.
+  const answered = Promise.race([new Promise<Answer[]>((resolve) => (onAttackerMessage = (message) => resolve(message as Answer[]))), attackerEnded]);
   let done = false;
-  let sendingSince = 0;
   answered.then(
     () => (done = true),
     () => (done = true),
   );
+  const sendingSince = performance.now();
+  attacker.send({ query, durationMs });
   const during: number[] = [];
-  while (!done) {
-    if (!sending) {
-      await new Promise((resolve) => setTimeout(resolve, 5));
-      continue;
-    }
-    sendingSince ||= performance.now();
-    during.push(await rest());
-  }
+  do during.push(await rest());
+  while (!done);
   lastSendingSeconds = (performance.now() - sendingSince) / 1000;
   return { answers: await answered, rest: during };
 }
@@ -297,16 +249,15 @@ for (let round = 1; round <= rounds; round++) {
   laneRatios.push(p95(during) / p95(floor.rest));
 }
 clearInterval(sampler);
-log(
-  `machine: ${os.cpus().length} cores, load average ${os.loadavg()[0]?.toFixed(1)}; PostgreSQL ${version[0]?.v}; ${publicUsers} public users, ${followsPerUser} follows each; server peak RSS ${(peakRss / 2 ** 20).toFixed(0)} MiB` +
-    (graphqlBackendNice === undefined ? '' : `; GraphQL's PostgreSQL backends at nice ${graphqlBackendNice}`),
-);
+log(`machine: ${os.cpus().length} cores, load average ${os.loadavg()[0]?.toFixed(1)}; PostgreSQL ${version[0]?.v}; ${publicUsers} public users, ${followsPerUser} follows each; server peak RSS ${(peakRss / 2 ** 20).toFixed(0)} MiB`);
 goal('rest-during-graphql-attack', restRatios, 2);
 goal('abusive-query-refused', refusalRatios, 3);
 goal('rest-p50-during-heaviest-graphql', p50Ratios, 2);
 goal('rest-p95-during-heaviest-graphql', p95Ratios, 2);
 goal('rest-p95-under-heaviest-graphql-lanes', laneRatios, 1.5);
 
+attacker.removeAllListeners('exit');
+attacker.disconnect();
 server.closeAllConnections();
 server.close();
 await services.graphql.release();
