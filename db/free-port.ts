@@ -37,7 +37,11 @@ function claim(port: number): boolean {
   } catch (error) {
     if ((error as NodeJS.ErrnoException).code !== 'ENOENT') return false; // claimed a moment ago
     mkdirSync(claims, { recursive: true });
-    chmodSync(claims, 0o1777); // every user's processes claim here, each removing only its own
+    try {
+      chmodSync(claims, 0o1777); // every user's processes claim here, each removing only its own
+    } catch {
+      // made a moment ago by another user's process, which set it
+    }
     return claim(port);
   }
 }
