@@ -1562,13 +1562,23 @@ COMMENT ON FUNCTION app.home_feed(p_snapshot timestamp with time zone, p_after_a
 --
 
 CREATE FUNCTION app.hub_active_users(p_hub_id uuid) RETURNS integer
-    LANGUAGE sql STABLE SECURITY DEFINER
+    LANGUAGE plpgsql STABLE SECURITY DEFINER
     SET search_path TO 'pg_catalog'
+    SET plan_cache_mode TO 'force_custom_plan'
     AS $$
-  select count(*)::int
-  from (select from app.hub_activity a
-        where a.hub_id = p_hub_id and a.last_active_at > now() - interval '24 hours'
-        limit 1000) recent
+declare
+  v_recent refcursor;
+  v_count integer;
+begin
+  open v_recent no scroll for
+    select from app.hub_activity a
+    where a.hub_id = p_hub_id and a.last_active_at > now() - interval '24 hours'
+    order by a.last_active_at desc;
+  move forward 1000 in v_recent;
+  get diagnostics v_count = row_count;
+  close v_recent;
+  return v_count;
+end
 $$;
 
 

@@ -46,16 +46,29 @@ grant execute on function app.is_active_member(uuid, uuid) to app_user;
 -- It is a window that moves with the clock, so no write can keep it (a member drops out of it by
 -- doing nothing); it becomes a bounded count instead: exact up to 1,000, and 1,000 means at least
 -- 1,000 (the OpenAPI document says so). The count reads at most 1,000 entries of the
--- (hub_id, last_active_at) index, whatever the hub's size.
+-- (hub_id, last_active_at) index, whatever the hub's size: a cursor newest first, moved over at
+-- most 1,000 rows, planned for its hub (as the page functions are). A plan for any hub expects
+-- every hub to hold what the one hot hub does, and a plain count then read the whole table for
+-- each hub card (PostgreSQL 15-17, whose SQL functions are planned without the hub's value).
 create or replace function app.hub_active_users(p_hub_id uuid)
   returns integer
-  language sql stable security definer
+  language plpgsql stable security definer
   set search_path = pg_catalog
+  set plan_cache_mode = force_custom_plan
   as $$
-  select count(*)::int
-  from (select from app.hub_activity a
-        where a.hub_id = p_hub_id and a.last_active_at > now() - interval '24 hours'
-        limit 1000) recent
+declare
+  v_recent refcursor;
+  v_count integer;
+begin
+  open v_recent no scroll for
+    select from app.hub_activity a
+    where a.hub_id = p_hub_id and a.last_active_at > now() - interval '24 hours'
+    order by a.last_active_at desc;
+  move forward 1000 in v_recent;
+  get diagnostics v_count = row_count;
+  close v_recent;
+  return v_count;
+end
 $$;
 comment on function app.hub_active_users(uuid) is
   'The activeUsers24h of a hub: members active in its last 24 hours, counted up to 1,000 (1,000 means at least 1,000), at a bounded cost. Read by GET /hubs/{hubId}, PATCH /hubs/{hubId} and GET /search/hubs.';
