@@ -2,9 +2,9 @@
 // the first authenticated GraphQL request). PostGraphile's work for one operation (planning,
 // running the plan, serialising the answer) is tens of milliseconds of JavaScript for the heaviest
 // operations the bounds allow; on REST's event loop every REST request waited behind it. Here it
-// runs on an event loop of its own, at a lower CPU priority than the process's other threads
-// (Linux nice 10 on this thread alone), with a pool of its own: REST's latency no longer follows
-// GraphQL's (docs/performance.md, "Internal GraphQL beside REST").
+// runs on an event loop of its own, with a pool of its own, and from its first schema built on at
+// a lower CPU priority than the process's other threads (Linux nice 10 on this thread alone):
+// REST's latency no longer follows GraphQL's (docs/performance.md, "Internal GraphQL beside REST").
 //
 // The main thread authenticates a request, takes its admission (admission.ts), and posts the
 // request here with its viewer; this thread answers with the status, headers and bytes to send, or
@@ -45,11 +45,22 @@ function osThreadId(): number | null {
   }
 }
 const threadId = osThreadId();
-// This thread, and only this thread, at nice `niceness` (Linux: setpriority takes a thread's id).
-try {
-  if (threadId !== null) os.setPriority(threadId, options.niceness);
-} catch {
-  // Not allowed: the thread runs at the process's priority.
+let niced = false;
+/**
+ * This thread, and only this thread, at nice `niceness` (Linux: setpriority takes a thread's id),
+ * once its first schema is built: the build (seconds of CPU, once per process) runs at the
+ * process's priority, so a loaded host does not starve the first GraphQL request after a start;
+ * every operation after it runs below REST. (An unprivileged thread cannot raise its priority back,
+ * so this happens once.)
+ */
+function lowerPriority(): void {
+  if (niced) return;
+  niced = true;
+  try {
+    if (threadId !== null) os.setPriority(threadId, options.niceness);
+  } catch {
+    // Not allowed: the thread runs at the process's priority.
+  }
 }
 
 // Read by grafast and @dataplan/pg once, when loaded (this thread's own copy of the environment):
@@ -107,10 +118,17 @@ async function start(role: SchemaRole): Promise<Running> {
 function instance(role: SchemaRole): Promise<Running> {
   let current = running.get(role);
   if (!current) {
-    current = start(role).catch((error: unknown) => {
-      running.delete(role);
-      throw error;
-    });
+    current = start(role).then(
+      (started) => {
+        lowerPriority();
+        return started;
+      },
+      (error: unknown) => {
+        lowerPriority();
+        running.delete(role);
+        throw error;
+      },
+    );
     running.set(role, current);
   }
   return current;

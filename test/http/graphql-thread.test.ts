@@ -55,6 +55,21 @@ describe.runIf(linux)('the internal GraphQL thread', () => {
     expect(threadStat(own).nice).toBe(0);
   });
 
+  it('builds its first schema at the priority of the process, and lowers its own once it is built', async () => {
+    const fresh = await startTestApp();
+    try {
+      // The stats message is answered while the build waits for the database's introspection.
+      const building = fresh.services.graphql.ready();
+      const { threadId } = await fresh.services.graphql.poolStats();
+      expect(threadId).toEqual(expect.any(Number));
+      expect(threadStat(threadId as number).nice).toBe(0);
+      await building;
+      expect(threadStat(threadId as number).nice).toBe(graphqlThreadNiceness);
+    } finally {
+      await fresh.close();
+    }
+  });
+
   it('spends the CPU time of operations, not the thread that serves REST', async () => {
     const { threadId } = await app.services.graphql.poolStats();
     const own = Number(readlinkSync('/proc/thread-self').split('/').pop());
