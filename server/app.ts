@@ -123,11 +123,19 @@ export function createServer(services: Services, timeouts: RequestTimeouts = req
     { headersTimeout: timeouts.headersMs, requestTimeout: timeouts.requestMs, connectionsCheckingInterval: timeouts.checkEveryMs },
     createApp(services),
   );
-  // Node's request timers start at a request's first byte: a socket that never sends one is closed here.
+  // Node's check counts a connection's headers time from the connection itself, so a socket that
+  // never sends a byte is answered 408 like a slow one (answerClientErrors) at its first check
+  // after headersMs. In case a runtime counts from the first byte instead, a socket that has sent
+  // nothing by the check after that is closed here: later than Node's own check, so that one
+  // answer is what a client gets (when both ran at headersMs, either could come first, and a
+  // client saw a 408 or a bare close by chance).
   server.on('connection', (socket: Socket) => {
-    const timer = setTimeout(() => {
-      if (socket.bytesRead === 0) socket.destroy();
-    }, timeouts.headersMs);
+    const timer = setTimeout(
+      () => {
+        if (socket.bytesRead === 0) socket.destroy();
+      },
+      timeouts.headersMs + 2 * timeouts.checkEveryMs,
+    );
     timer.unref();
     socket.once('close', () => clearTimeout(timer));
   });

@@ -98,12 +98,17 @@ describe('slow clients', () => {
     expect(received).toMatch(/^HTTP\/1\.1 408 /);
   });
 
-  it('that send nothing at all are closed too', async () => {
+  it('that send nothing at all are answered 408 and closed too', async () => {
     const socket = net.connect(port, '127.0.0.1');
     const started = Date.now();
+    let received = '';
+    // Read what the server sends: a socket whose answer is never read never ends.
+    socket.setEncoding('utf8');
+    socket.on('data', (chunk: string) => (received += chunk));
     socket.on('error', () => undefined);
     await new Promise((resolve) => socket.once('close', resolve));
     expect(Date.now() - started).toBeLessThan(timeouts.headersMs + timeouts.checkEveryMs + 3_000);
+    expect(received).toMatch(/^HTTP\/1\.1 408 Request Timeout\r\n/);
   });
 });
 
