@@ -30,12 +30,13 @@ function ephemeralStart(): number {
 function claim(port: number): boolean {
   const window = Math.floor(Date.now() / (claimMinutes * 60_000));
   const file = (w: number) => path.join(claims, `${port}.${w}`);
-  if (existsSync(file(window)) || existsSync(file(window - 1))) return false;
+  if (existsSync(file(window - 1))) return false;
   try {
+    // Created only if absent: of two processes claiming this window at once, one gets it.
     writeFileSync(file(window), String(process.pid), { flag: 'wx', mode: 0o666 });
     return true;
   } catch (error) {
-    if ((error as NodeJS.ErrnoException).code !== 'ENOENT') return false; // claimed a moment ago
+    if ((error as NodeJS.ErrnoException).code !== 'ENOENT') return false; // claimed in this window
     mkdirSync(claims, { recursive: true });
     try {
       chmodSync(claims, 0o1777); // every user's processes claim here, each removing only its own

@@ -70,3 +70,18 @@ export async function rowsReadInTransaction(client: pg.ClientBase, relation: str
   );
   return Number(rows[0]?.n ?? 0);
 }
+
+/**
+ * Rows each table of app and app_private returned so far in the current transaction: its
+ * sequential scans' rows and its indexes' entries (index-only scans included, and what security
+ * definer functions read). The difference of two reads is what the statements between them read.
+ */
+export async function readsInTransaction(client: pg.ClientBase): Promise<Map<string, number>> {
+  const { rows } = await client.query<{ relation: string; rows: string }>(`
+    select c.relname as relation,
+           coalesce(pg_stat_get_xact_tuples_returned(c.oid), 0)
+         + coalesce((select sum(pg_stat_get_xact_tuples_returned(i.indexrelid)) from pg_index i where i.indrelid = c.oid), 0) as rows
+      from pg_class c
+     where c.relnamespace in ('app'::regnamespace, 'app_private'::regnamespace) and c.relkind in ('r', 'm')`);
+  return new Map(rows.map((row) => [row.relation, Number(row.rows)]));
+}

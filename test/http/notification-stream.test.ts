@@ -506,7 +506,6 @@ describe('coalesced announcements', () => {
       // Coalesced: one range covers all 50, split only where another database's transaction (the
       // cluster shares transaction ids with other test files) was still running between them.
       const others = Number(lastTx - firstTx + 1n) - txs.length;
-      expect(covering.length).toBeGreaterThanOrEqual(1);
       expect(covering.length).toBeLessThanOrEqual(1 + others);
     } finally {
       await older.query('rollback').catch(() => undefined);

@@ -19,6 +19,7 @@ import { memberScanCap } from '../../server/hubs/members.ts';
 import { benchId, generate, space, subjectSessions } from '../bench/scale-data.ts';
 import { hotKinds, type WorldRef } from '../bench/scale-kinds.ts';
 import { startTestApp, type TestApp } from '../helpers/app.ts';
+import { readsInTransaction } from '../helpers/plans.ts';
 
 const n = 2_000;
 const size = { name: 'reads-hot', shape: 'hot' as const, n, users: 2 * n + 100, votes: n };
@@ -67,14 +68,6 @@ afterAll(() => app.close());
 /** A statement without the transaction control around it (the opening is `begin; select set_config(...)`). */
 const withoutControl = (text: string) => text.replace(/^\s*begin\s*;/i, '').replace(/^\s*(commit|rollback)\s*;?\s*$/i, '').trim();
 
-/** Rows each table returned to the statements of one transaction: its sequential scans' rows and its indexes' entries. */
-const readsSql = `
-  select c.relname as relation,
-         coalesce(pg_stat_get_xact_tuples_returned(c.oid), 0)
-       + coalesce((select sum(pg_stat_get_xact_tuples_returned(i.indexrelid)) from pg_index i where i.indrelid = c.oid), 0) as rows
-    from pg_class c
-   where c.relnamespace in ('app'::regnamespace, 'app_private'::regnamespace) and c.relkind in ('r', 'm')`;
-
 /** The statements of `sent`, again, `times` transactions on one connection; the rows read per table in the last. */
 async function readsOf(sent: Sent[], times = 6): Promise<Map<string, number>> {
   const statements = sent.map((statement) => ({ ...statement, text: withoutControl(statement.text) })).filter((statement) => statement.text !== '');
@@ -86,16 +79,15 @@ async function readsOf(sent: Sent[], times = 6): Promise<Map<string, number>> {
       await client.query('begin');
       try {
         // The counts since this connection last reported its statistics: the difference is this transaction's.
-        const { rows: before } = await client.query<{ relation: string; rows: string }>(readsSql);
-        const start = new Map(before.map((row) => [row.relation, Number(row.rows)]));
+        const start = await readsInTransaction(client);
         // A statement the handler expected to fail (a catalogued refusal it turns into another
         // answer) fails again: its reads count, and the next statement runs as it did.
         for (const statement of statements) {
           await client.query('savepoint replayed');
           await client.query(statement.text, statement.values as unknown[] | undefined).catch(() => client.query('rollback to savepoint replayed'));
         }
-        const { rows } = await client.query<{ relation: string; rows: string }>(readsSql);
-        reads = new Map(rows.map((row) => [row.relation, Number(row.rows) - (start.get(row.relation) ?? 0)] as const).filter(([, read]) => read > 0));
+        const end = await readsInTransaction(client);
+        reads = new Map([...end].map(([relation, rows]) => [relation, rows - (start.get(relation) ?? 0)] as const).filter(([, read]) => read > 0));
       } finally {
         await client.query('rollback');
       }
