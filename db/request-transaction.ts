@@ -145,12 +145,13 @@ export class RequestTransaction {
    *
    * `statementGateLevel`: the level at which the statement checks the transaction's own session
    * itself, first (app.viewer_session_gate, as app.cast_vote does), so a deferred session check is
-   * not sent as a statement of its own. It must cover the deferred level.
+   * not sent as a statement of its own. It must cover the deferred level. A held prelude (a key's
+   * claim, a write limit) still runs behind the deferred check: it acts for the session.
    */
   async queryAndCommit<R extends pg.QueryResultRow = pg.QueryResultRow>(text: string, params?: unknown[], statementGateLevel?: number): Promise<pg.QueryResult<R>> {
     if (statementGateLevel !== undefined && this.#gateLevel !== null) {
       if (statementGateLevel < this.#gateLevel) throw new Error(`statement gates at level ${statementGateLevel}, the request needs ${this.#gateLevel}`);
-      this.#gateLevel = null;
+      if (this.#prelude.length === 0) this.#gateLevel = null;
     }
     if (this.#commitHeld) return this.#heldStatement<R>(text, params);
     const [result] = await this.#send([{ text, values: params }], true);

@@ -819,6 +819,36 @@ COMMENT ON FUNCTION app.claim_idempotency_key(p_key_digest bytea, p_fingerprint 
 
 
 --
+-- Name: claim_idempotency_key_first(bytea, bytea); Type: FUNCTION; Schema: app; Owner: -
+--
+
+CREATE FUNCTION app.claim_idempotency_key_first(p_key_digest bytea, p_fingerprint bytea) RETURNS void
+    LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog'
+    AS $$
+declare
+  v_outcome text;
+begin
+  select c.outcome into v_outcome from app.claim_idempotency_key(p_key_digest, p_fingerprint) c;
+  if v_outcome = 'in_use' then
+    raise exception using errcode = 'P0001', message = 'IDEMPOTENCY_KEY_IN_USE';
+  elsif v_outcome = 'reused' then
+    raise exception using errcode = 'P0001', message = 'IDEMPOTENCY_KEY_REUSED';
+  elsif v_outcome = 'kept' then
+    raise exception using errcode = 'IK001', message = 'idempotent answer kept';
+  end if;
+end
+$$;
+
+
+--
+-- Name: FUNCTION claim_idempotency_key_first(p_key_digest bytea, p_fingerprint bytea); Type: COMMENT; Schema: app; Owner: -
+--
+
+COMMENT ON FUNCTION app.claim_idempotency_key_first(p_key_digest bytea, p_fingerprint bytea) IS 'The claim of an Idempotency-Key sent ahead of the request''s first statement, in its round trip (server/http/idempotency.ts): returns when the request runs (the key''s lock held), else raises IDEMPOTENCY_KEY_IN_USE, IDEMPOTENCY_KEY_REUSED, or IK001 when an answer is kept (replayed from app.claim_idempotency_key).';
+
+
+--
 -- Name: comment_page(uuid, uuid, timestamp with time zone, uuid, integer); Type: FUNCTION; Schema: app; Owner: -
 --
 
@@ -14251,6 +14281,14 @@ GRANT ALL ON FUNCTION app.check_upload(p_upload_id uuid, p_purpose app.upload_pu
 
 REVOKE ALL ON FUNCTION app.claim_idempotency_key(p_key_digest bytea, p_fingerprint bytea) FROM PUBLIC;
 GRANT ALL ON FUNCTION app.claim_idempotency_key(p_key_digest bytea, p_fingerprint bytea) TO app_user;
+
+
+--
+-- Name: FUNCTION claim_idempotency_key_first(p_key_digest bytea, p_fingerprint bytea); Type: ACL; Schema: app; Owner: -
+--
+
+REVOKE ALL ON FUNCTION app.claim_idempotency_key_first(p_key_digest bytea, p_fingerprint bytea) FROM PUBLIC;
+GRANT ALL ON FUNCTION app.claim_idempotency_key_first(p_key_digest bytea, p_fingerprint bytea) TO app_user;
 
 
 --

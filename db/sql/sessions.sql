@@ -836,6 +836,33 @@ comment on function app.claim_idempotency_key(bytea, bytea) is
   'First statement of a request with an Idempotency-Key (server/http/idempotency.ts): takes the key''s transaction-scoped advisory lock (''in_use'' when another transaction holds it: 409 IDEMPOTENCY_KEY_IN_USE), then reads the viewer''s live kept answer: ''new'' (none: the request runs), ''reused'' (another fingerprint: 422 IDEMPOTENCY_KEY_REUSED) or ''kept'' with the answer to replay.';
 grant execute on function app.claim_idempotency_key(bytea, bytea) to app_user;
 
+-- The claim as a statement that travels ahead of the request's first statement, in the same round
+-- trip (server/http/idempotency.ts claimWithFirstStatement): it answers nothing when the request is
+-- to run, and otherwise raises, so the transaction is aborted and nothing behind it runs:
+-- IDEMPOTENCY_KEY_IN_USE, IDEMPOTENCY_KEY_REUSED, or SQLSTATE IK001 when an answer is kept (the API
+-- then reads it with app.claim_idempotency_key in a transaction of its own and replays it).
+create or replace function app.claim_idempotency_key_first(p_key_digest bytea, p_fingerprint bytea)
+  returns void
+  language plpgsql volatile
+  set search_path = pg_catalog
+  as $$
+declare
+  v_outcome text;
+begin
+  select c.outcome into v_outcome from app.claim_idempotency_key(p_key_digest, p_fingerprint) c;
+  if v_outcome = 'in_use' then
+    raise exception using errcode = 'P0001', message = 'IDEMPOTENCY_KEY_IN_USE';
+  elsif v_outcome = 'reused' then
+    raise exception using errcode = 'P0001', message = 'IDEMPOTENCY_KEY_REUSED';
+  elsif v_outcome = 'kept' then
+    raise exception using errcode = 'IK001', message = 'idempotent answer kept';
+  end if;
+end
+$$;
+comment on function app.claim_idempotency_key_first(bytea, bytea) is
+  'The claim of an Idempotency-Key sent ahead of the request''s first statement, in its round trip (server/http/idempotency.ts): returns when the request runs (the key''s lock held), else raises IDEMPOTENCY_KEY_IN_USE, IDEMPOTENCY_KEY_REUSED, or IK001 when an answer is kept (replayed from app.claim_idempotency_key).';
+grant execute on function app.claim_idempotency_key_first(bytea, bytea) to app_user;
+
 create or replace function app.keep_idempotent_answer(p_key_digest bytea, p_fingerprint bytea, p_status int, p_headers jsonb, p_body bytea)
   returns void
   language plpgsql volatile security definer

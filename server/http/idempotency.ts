@@ -1,10 +1,13 @@
 // Idempotency keys (contract part 15). A POST, PUT, PATCH or DELETE of a bearer endpoint may carry
 // `Idempotency-Key` (1-255 printable ASCII characters). The request then:
-//   1. claims the key as the first statement of its own transaction (app.claim_idempotency_key:
-//      the key's transaction-scoped advisory lock, then the kept answer): another request with
-//      the key still running answers 409 IDEMPOTENCY_KEY_IN_USE (Retry-After: 1); a kept answer
-//      with another fingerprint 422 IDEMPOTENCY_KEY_REUSED; a kept answer with this fingerprint is
-//      replayed byte for byte with `Idempotent-Replayed: true` and nothing runs;
+//   1. claims the key ahead of the request's first statement, in its round trip (a prelude of the
+//      transaction: app.claim_idempotency_key_first, the key's transaction-scoped advisory lock,
+//      then the kept answer): another request with the key still running answers 409
+//      IDEMPOTENCY_KEY_IN_USE (Retry-After: 1); a kept answer with another fingerprint 422
+//      IDEMPOTENCY_KEY_REUSED; either aborts the transaction, so nothing behind the claim runs. A
+//      kept answer with this fingerprint aborts it too (IK001), and is then read in a transaction of
+//      its own (app.claim_idempotency_key) and replayed byte for byte with `Idempotent-Replayed:
+//      true`: a replay costs two round trips, a first request none of its own;
 //   2. else runs with its commit held (RequestTransaction.holdCommit) behind a savepoint;
 //   3. keeps its answer (app.keep_idempotent_answer) in the statement that travels with the
 //      commit: the effect and the kept answer commit together, or neither does. An error answer
@@ -68,6 +71,19 @@ export function sendAnswer(res: Response, answer: Answer, replayed = false): voi
   res.end(answer.body);
 }
 
+/**
+ * What a claim sent with the first statement (claimWithFirstStatement) refused with: 'kept' (an
+ * answer to replay), the 409 or 422 to answer, or undefined when `error` is the request's own.
+ */
+export function claimRefusal(error: unknown): 'kept' | ApiError | undefined {
+  const { code, message } = error as { code?: string; message?: string };
+  if (code === 'IK001') return 'kept';
+  if (code !== 'P0001') return undefined;
+  if (message === 'IDEMPOTENCY_KEY_IN_USE') return new ApiError('IDEMPOTENCY_KEY_IN_USE', {}, { 'Retry-After': '1' });
+  if (message === 'IDEMPOTENCY_KEY_REUSED') return new ApiError('IDEMPOTENCY_KEY_REUSED');
+  return undefined;
+}
+
 /** JSON with object keys sorted: one fingerprint for one body, however the client's library orders or spaces it. */
 function canonicalJson(value: unknown): string {
   if (Array.isArray(value)) return `[${value.map(canonicalJson).join(',')}]`;
@@ -96,6 +112,27 @@ export class IdempotentRequest {
     this.#fingerprint = createHmac('sha256', derived.subarray(32, 64))
       .update(`${req.method}\n${req.originalUrl}\n${canonicalJson(req.body ?? {})}`)
       .digest();
+  }
+
+  /**
+   * Claims the key with the transaction's first message, after the session check (a prelude: no
+   * round trip of its own), and holds the commit. The claim's refusals reach whatever statement
+   * carried it: claimRefusal tells them from the request's own errors.
+   */
+  claimWithFirstStatement(tx: RequestTransaction): void {
+    tx.prepend(`select app.claim_idempotency_key_first('\\x${this.#digest.toString('hex')}', '\\x${this.#fingerprint.toString('hex')}')`);
+    tx.prepend(`savepoint ${savepoint}`);
+    tx.holdCommit();
+  }
+
+  /**
+   * The kept answer of a claim that found one (claimRefusal 'kept'), read in `tx`, a transaction of
+   * its own (rolled back by the caller). 409 and 422 are thrown (the answer is gone: a retry runs).
+   */
+  async kept(tx: RequestTransaction): Promise<Answer> {
+    const answer = await this.claim(tx);
+    if (!answer) throw new ApiError('IDEMPOTENCY_KEY_IN_USE', {}, { 'Retry-After': '1' });
+    return answer;
   }
 
   /**

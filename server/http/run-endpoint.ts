@@ -8,14 +8,14 @@
 // leaves.
 import type { NextFunction, Request, Response } from 'express';
 import { RequestTransaction } from '../../db/request-transaction.ts';
-import { anonymousViewer } from '../../db/viewer.ts';
+import { anonymousViewer, type Viewer } from '../../db/viewer.ts';
 import { authenticate, requireLevel, type AccessLevel } from './auth.ts';
 import { clientVersionGate } from './client-version.ts';
 import { translateDatabaseError } from './database-errors.ts';
 import type { Endpoint, Services } from './endpoint.ts';
 import { sendSuccess } from './envelope.ts';
 import { ApiError } from './errors.ts';
-import { errorAnswer, idempotencyKeyHeader, idempotencyKeyOf, IdempotentRequest, isKept, sendAnswer, successAnswer } from './idempotency.ts';
+import { claimRefusal, errorAnswer, idempotencyKeyHeader, idempotencyKeyOf, IdempotentRequest, isKept, sendAnswer, successAnswer } from './idempotency.ts';
 import { requireIds } from './ids.ts';
 import { replicasFor, retryOnPrimary, startReplicaRead, type ReplicaRead } from './replica-reads.ts';
 import { parseOrFail, rejectNul } from './validation.ts';
@@ -39,21 +39,18 @@ export function runEndpoint(definition: Endpoint, services: Services) {
     }
     const tx = new RequestTransaction(services.pools.api, anonymousViewer, services.config.apiTimeouts);
     let idempotent: IdempotentRequest | undefined;
+    /** The request's viewer once authenticated (a claim's refusal leaves the transaction anonymous). */
+    let viewer = anonymousViewer;
     try {
       const deferredGateLevel = definition.sessionCheckWithFirstStatement ? (definition.level ?? 1) : undefined;
       const level = await authenticate(req, definition.auth, services.tokens, tx, deferredGateLevel);
       if (definition.level) requireLevel(level, definition.level);
       const { body, query, params, key } = await parseRequest(definition, req, tx);
       res.locals.userId = tx.viewer.userId;
+      viewer = tx.viewer;
       if (key !== undefined) {
         idempotent = new IdempotentRequest(tx.viewer.userId as string, key, req);
-        const kept = await idempotent.claim(tx);
-        if (kept) {
-          await tx.finish(false);
-          await noteServed(services, tx);
-          sendAnswer(res, kept, true);
-          return;
-        }
+        idempotent.claimWithFirstStatement(tx);
       }
       if (definition.limit) tx.prepend(writeLimitStatement(definition.limit, body, services.writeLimits));
       const data = await definition.handler({ body, query, params, viewer: tx.viewer, level, tx, services, req, res });
@@ -74,9 +71,23 @@ export function runEndpoint(definition: Endpoint, services: Services) {
       await noteServed(services, tx);
       setRateLimitHeaders(res, tx.limitCounts);
       sendSuccess(res, status, definition.message ?? 'OK', definition.response.parse(data));
-    } catch (error) {
+    } catch (thrown) {
+      let error = thrown;
       res.locals.userId = tx.viewer.userId;
-      if (idempotent && tx.commitHeld && (await keptError(idempotent, tx, res, error))) return;
+      if (idempotent && tx.commitHeld && !claimRefusal(error)) {
+        // The handler's error answer is kept; keeping it may meet the claim's refusal (a handler that
+        // failed before its first statement sent the claim).
+        const kept = await keptError(idempotent, tx, res, error);
+        if (kept === true) return;
+        if (kept !== false) error = kept;
+      }
+      const refusal = idempotent && claimRefusal(error);
+      if (idempotent && refusal) {
+        res.locals.userId = viewer.userId;
+        await tx.finish(false).catch(() => undefined);
+        error = refusal === 'kept' ? await replay(idempotent, services, viewer, res) : refusal;
+        if (error === undefined) return;
+      }
       await tx.finish(false).catch(() => undefined);
       await noteServed(services, tx).catch(() => undefined);
       // The error goes on as thrown (the error handler translates it, and tells an outage or a
@@ -129,18 +140,37 @@ async function noteServed(services: Services, tx: RequestTransaction): Promise<v
 }
 
 /**
+ * Replays the answer kept with the request's key (its claim found one), read in a transaction of
+ * its own. Undefined when sent; else the error to answer.
+ */
+async function replay(idempotent: IdempotentRequest, services: Services, viewer: Viewer, res: Response): Promise<unknown> {
+  const tx = new RequestTransaction(services.pools.api, viewer, services.config.apiTimeouts);
+  try {
+    const kept = await idempotent.kept(tx);
+    await tx.finish(false);
+    await noteServed(services, tx);
+    sendAnswer(res, kept, true);
+    return undefined;
+  } catch (error) {
+    await tx.finish(false).catch(() => undefined);
+    return error;
+  }
+}
+
+/**
  * An error answer the handler gave, kept with the key (a 404 or a 409 is the request's final answer:
  * a retry gets it again, even once the state changed). False when it is not to be kept (401, 429,
- * 5xx, anything uncatalogued) or could not be: the error handler answers it as without a key.
+ * 5xx, anything uncatalogued) or could not be: the error handler answers it as without a key. The
+ * claim's refusal, when keeping met it, is returned.
  */
-async function keptError(idempotent: IdempotentRequest, tx: RequestTransaction, res: Response, error: unknown): Promise<boolean> {
+async function keptError(idempotent: IdempotentRequest, tx: RequestTransaction, res: Response, error: unknown): Promise<boolean | unknown> {
   const failure = translateDatabaseError(error);
   if (!(failure instanceof ApiError) || !isKept(failure.status)) return false;
   const answer = errorAnswer(failure);
   try {
     await idempotent.keepError(tx, answer);
-  } catch {
-    return false;
+  } catch (keeping) {
+    return claimRefusal(keeping) ? keeping : false;
   }
   setRateLimitHeaders(res, tx.limitCounts, failure);
   sendAnswer(res, answer);
