@@ -12,17 +12,27 @@
 // unlogged table): the WAL position a replica must have replayed before it serves that session.
 // noteServed() raises it to the primary's insert position after each request of the session the
 // primary served (its writes, and its reads: a read there may have seen what a replica has not yet
-// replayed), so the session's reads never go back in time. sessionFloor() reads it together with the
-// session check, on the primary (a revoked session stops at once, contract part 3). A read goes to
-// the session's replica when that replica has replayed past the floor: known from the last poll, or
-// checked on the replica in the read's own first round trip (app.replica_reached), the read falling
-// back to the primary when it is behind.
+// replayed), so the session's reads never go back in time, and answers that position: the API hands
+// it to the client, signed (server/http/read-floor.ts), and a client that sends it back with its
+// next reads spares the primary: its session is then checked on the replica itself, which must
+// have replayed past that floor and past every revocation older than `maxLagMillis`
+// (revocationFloor), so a revoked session stops within REPLICA_MAX_LAG_MS (contract part 3). A read
+// without it is checked on the primary, where sessionFloor() reads the session's level and floor
+// in one statement (a revoked session stops at once). A read goes to the session's replica when
+// that replica has replayed past the floor: known from the last poll, or checked on the replica in
+// the read's own first round trip (app.replica_reached), the read falling back to the primary when
+// it is behind. Floors untouched for an hour are swept (worker task sweep_session_read_floors): a
+// session without one gets the primary's position at its next read.
 //
 // A session reads from one replica (chosen by its id among the configured ones) or the primary:
 // one replica's replay position only moves forward, so reads that alternate between it and the
 // primary never go back in time, where two replicas at different positions could.
 import pg from 'pg';
+import { setBounded } from './bounded-map.ts';
 import { roleUrl } from './roles.ts';
+
+/** Sessions whose floors a process remembers. */
+const notedMax = 100_000;
 
 export interface ReplicaOptions {
   /** Owner-form URLs of the replicas (DATABASE_REPLICA_URLS). */
@@ -125,9 +135,13 @@ export class ReplicaSet {
   readonly maxLagMillis: number;
   /** Reads the primary served in place of a replica (behind, unusable, or failed mid-read). */
   primaryReads = 0;
+  /** Sessions checked on a replica (the request carried its floor: server/http/read-floor.ts). */
+  sessionChecks = 0;
   #primary: pg.Pool;
   #pollMillis: number;
   #samples: Sample[] = [];
+  /** The floors this process noted (a bounded memory): a read it serves never goes below them. */
+  #noted = new Map<string, bigint>();
   #timer: NodeJS.Timeout | undefined;
   #polled: Promise<void> | undefined;
 
@@ -166,8 +180,10 @@ export class ReplicaSet {
   async #poll(): Promise<void> {
     // The primary and the replicas answer in parallel: a busy API pool delays the sample, never a
     // replica's poll (the lag then counts from the samples taken so far).
+    // A sample is dated when asked for: its position is past every commit made before that moment.
+    const asked = Date.now();
     const primary = this.#primary.query<{ position: string }>('select pg_current_wal_insert_lsn()::text as position').then(
-      ({ rows }) => this.#sample(lsnBytes(rows[0]!.position)),
+      ({ rows }) => this.#sample(asked, lsnBytes(rows[0]!.position)),
       () => undefined, // the primary unreachable: requests meet the outage themselves
     );
     await Promise.all([
@@ -179,9 +195,9 @@ export class ReplicaSet {
     ]);
   }
 
-  #sample(position: bigint): void {
+  #sample(at: number, position: bigint): void {
     const now = Date.now();
-    this.#samples.push({ at: now, position });
+    this.#samples.push({ at, position });
     // Samples older than the lag that matters (and a margin) say nothing more.
     const keepAfter = now - this.maxLagMillis - 5 * this.#pollMillis - 1000;
     while (this.#samples.length > 2 && this.#samples[0]!.at < keepAfter) this.#samples.shift();
@@ -192,6 +208,22 @@ export class ReplicaSet {
     const unreplayed = this.#samples.find((sample) => sample.position > replayed);
     if (!unreplayed) return 0;
     return Date.now() - unreplayed.at;
+  }
+
+  /**
+   * The primary's position that a replica must have replayed before it checks a session: the first
+   * sample asked for at most `maxLagMillis` ago, which is past every revocation committed before
+   * then. Undefined when there is none (the primary has not answered a poll for that long): the
+   * session is then checked on the primary.
+   */
+  revocationFloor(): bigint | undefined {
+    const since = Date.now() - this.maxLagMillis;
+    return this.#samples.find((sample) => sample.at >= since)?.position;
+  }
+
+  /** The floor this process last noted for a session (0 when none). */
+  notedFloor(sessionId: string): bigint {
+    return this.#noted.get(sessionId) ?? 0n;
   }
 
   usable(replica: Replica): boolean {
@@ -237,9 +269,17 @@ export class ReplicaSet {
     return { level: row?.level ?? null, floor: row?.floor ? lsnBytes(row.floor) : 0n };
   }
 
-  /** After the primary served a request of the session: its floor becomes the primary's position now. */
-  async noteServed(sessionId: string): Promise<void> {
-    await this.#primary.query('select app_private.note_session_read_floor($1)', [sessionId]);
+  /**
+   * After the primary served a request of the session: its floor becomes the primary's position
+   * now, which is answered (a position read after the floor was raised, so at least the floor).
+   */
+  async noteServed(sessionId: string): Promise<bigint> {
+    const { rows } = await this.#primary.query<{ floor: string }>('select app_private.note_session_read_floor($1), pg_current_wal_insert_lsn()::text as floor', [
+      sessionId,
+    ]);
+    const floor = lsnBytes(rows[0]!.floor);
+    if (floor > this.notedFloor(sessionId)) setBounded(this.#noted, sessionId, floor, notedMax);
+    return floor;
   }
 
   status(): ReplicaStatus[] {

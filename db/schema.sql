@@ -8945,6 +8945,30 @@ COMMENT ON FUNCTION app_private.suspended_now(p_state app_private.account_states
 
 
 --
+-- Name: sweep_session_read_floors(integer); Type: FUNCTION; Schema: app_private; Owner: -
+--
+
+CREATE FUNCTION app_private.sweep_session_read_floors(p_batch integer) RETURNS integer
+    LANGUAGE sql SECURITY DEFINER
+    SET search_path TO 'pg_catalog'
+    AS $$
+  with gone as (
+    delete from app_private.session_read_floors f
+    where f.session_id in (select o.session_id from app_private.session_read_floors o
+                           where o.noted_at < now() - interval '1 hour' limit p_batch)
+    returning 1)
+  select count(*)::int from gone
+$$;
+
+
+--
+-- Name: FUNCTION sweep_session_read_floors(p_batch integer); Type: COMMENT; Schema: app_private; Owner: -
+--
+
+COMMENT ON FUNCTION app_private.sweep_session_read_floors(p_batch integer) IS 'Housekeeping (worker cron sweep_session_read_floors, every 15 minutes): deletes up to p_batch read floors untouched for an hour; returns how many, so the task repeats while batches are full.';
+
+
+--
 -- Name: take_notification_dispatch(); Type: FUNCTION; Schema: app_private; Owner: -
 --
 
@@ -16899,6 +16923,14 @@ REVOKE ALL ON FUNCTION app_private.start_session(p_user_id uuid, p_refresh_hash 
 --
 
 REVOKE ALL ON FUNCTION app_private.suspended_now(p_state app_private.account_states) FROM PUBLIC;
+
+
+--
+-- Name: FUNCTION sweep_session_read_floors(p_batch integer); Type: ACL; Schema: app_private; Owner: -
+--
+
+REVOKE ALL ON FUNCTION app_private.sweep_session_read_floors(p_batch integer) FROM PUBLIC;
+GRANT ALL ON FUNCTION app_private.sweep_session_read_floors(p_batch integer) TO app_worker;
 
 
 --

@@ -179,4 +179,12 @@ function watchReplicas(registry: Registry, pools: Pools): void {
       if (pools.replicas) this.set(pools.replicas.primaryReads);
     },
   });
+  new Gauge({
+    name: 'db_replica_session_checks_total',
+    help: 'Sessions checked on a replica (the request carried its Read-Floor), not on the primary',
+    registers: [registry],
+    collect() {
+      if (pools.replicas) this.set(pools.replicas.sessionChecks);
+    },
+  });
 }

@@ -16,6 +16,7 @@ import { purgeAccount } from './tasks/purge-account.ts';
 import { purgeExpiredAuth } from './tasks/purge-expired-auth.ts';
 import { purgeExpiredUploads } from './tasks/purge-expired-uploads.ts';
 import { purgeIdempotentAnswers } from './tasks/purge-idempotent-answers.ts';
+import { sweepSessionReadFloors } from './tasks/sweep-session-read-floors.ts';
 import { purgePush } from './tasks/purge-push.ts';
 import { tallyBallots, tallySweep } from './tasks/tally-ballots.ts';
 import type { BallotBox } from '../db/ballots.ts';
@@ -40,10 +41,11 @@ export function createTaskList({ storage, ballots }: WorkerDeps): TaskList {
     purge_expired_uploads: purgeExpiredUploads(storage),
     purge_push: purgePush,
     purge_idempotent_answers: purgeIdempotentAnswers,
+    sweep_session_read_floors: sweepSessionReadFloors,
   };
 }
 
-const crontab = ['0 * * * * purge_expired_auth ?max=1', '*/15 * * * * purge_expired_uploads ?max=1', '30 * * * * purge_push ?max=1', '45 * * * * purge_idempotent_answers ?max=1', '* * * * * tally_sweep ?max=1',
+const crontab = ['0 * * * * purge_expired_auth ?max=1', '*/15 * * * * purge_expired_uploads ?max=1', '30 * * * * purge_push ?max=1', '45 * * * * purge_idempotent_answers ?max=1', '*/15 * * * * sweep_session_read_floors ?max=1', '* * * * * tally_sweep ?max=1',
   '* * * * * propagate_hub_activity ?max=1'].join('\n');
 
 /**

@@ -779,6 +779,27 @@ comment on function app_private.session_read_floor(uuid, uuid) is
   'The session check of a read that may be served by a replica (db/replicas.ts sessionFloor), on the primary: the session''s access level (null: not live) and its read floor.';
 grant execute on function app_private.session_read_floor(uuid, uuid) to authenticator;
 
+-- Floors untouched for an hour go (worker cron sweep_session_read_floors): a session without one gets
+-- the primary's position at its next read (app_private.session_read_floor), which is past its old
+-- floor, so sweeping one never shows a session its past. Batches of at most p_batch rows; a
+-- sequential scan of this small unlogged table, which has no index on noted_at so that raising a
+-- floor stays a HOT update.
+create or replace function app_private.sweep_session_read_floors(p_batch int)
+  returns int
+  language sql volatile security definer
+  set search_path = pg_catalog
+  as $$
+  with gone as (
+    delete from app_private.session_read_floors f
+    where f.session_id in (select o.session_id from app_private.session_read_floors o
+                           where o.noted_at < now() - interval '1 hour' limit p_batch)
+    returning 1)
+  select count(*)::int from gone
+$$;
+comment on function app_private.sweep_session_read_floors(integer) is
+  'Housekeeping (worker cron sweep_session_read_floors, every 15 minutes): deletes up to p_batch read floors untouched for an hour; returns how many, so the task repeats while batches are full.';
+grant execute on function app_private.sweep_session_read_floors(integer) to app_worker;
+
 -- On a replica, in the first round trip of a read: refuses (SQLSTATE RB001, which the API answers by
 -- reading from the primary) unless this standby has replayed the WAL up to p_floor. On a server that
 -- is not a standby pg_last_wal_replay_lsn() is null: refused too.

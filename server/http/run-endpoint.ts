@@ -19,6 +19,7 @@ import { claimRefusal, errorAnswer, idempotencyKeyHeader, idempotencyKeyOf, Idem
 import { requireIds } from './ids.ts';
 import { replicasFor, retryOnPrimary, startReplicaRead, type ReplicaRead } from './replica-reads.ts';
 import { parseOrFail, rejectNul } from './validation.ts';
+import { setReadFloor } from './read-floor.ts';
 import { setRateLimitHeaders } from './rate-limit-headers.ts';
 import { writeLimitStatement } from './write-limits.ts';
 
@@ -62,13 +63,13 @@ export function runEndpoint(definition: Endpoint, services: Services) {
       if (idempotent && tx.commitHeld) {
         const answer = successAnswer(status, definition.message ?? 'OK', definition.response.parse(data));
         await idempotent.keep(tx, answer);
-        await noteServed(services, tx);
+        await noteServed(services, tx, res);
         setRateLimitHeaders(res, tx.limitCounts);
         sendAnswer(res, answer);
         return;
       }
       await tx.finish(true);
-      await noteServed(services, tx);
+      await noteServed(services, tx, res);
       setRateLimitHeaders(res, tx.limitCounts);
       sendSuccess(res, status, definition.message ?? 'OK', definition.response.parse(data));
     } catch (thrown) {
@@ -89,7 +90,7 @@ export function runEndpoint(definition: Endpoint, services: Services) {
         if (error === undefined) return;
       }
       await tx.finish(false).catch(() => undefined);
-      await noteServed(services, tx).catch(() => undefined);
+      await noteServed(services, tx, res).catch(() => undefined);
       // The error goes on as thrown (the error handler translates it, and tells an outage or a
       // request bound from a failure by the database's own error); the limit's numbers are read
       // from its translation.
@@ -119,6 +120,7 @@ async function answerFromReplica(definition: Endpoint, services: Services, read:
     const status = definition.statusOf ? definition.statusOf.pick(data) : (definition.status ?? 200);
     replica.served += 1;
     res.locals.readFrom = replica.name;
+    if (tx.viewer.sessionId) setReadFloor(res, services.config.jwtSecret, tx.viewer.sessionId, read.floor);
     sendSuccess(res, status, definition.message ?? 'OK', definition.response.parse(data));
     return true;
   } catch (error) {
@@ -133,10 +135,15 @@ async function answerFromReplica(definition: Endpoint, services: Services, read:
   }
 }
 
-/** With replicas: the primary served this session, so its reads must not go back before now (db/replicas.ts). */
-async function noteServed(services: Services, tx: RequestTransaction): Promise<void> {
+/**
+ * With replicas: the primary served this session, so its reads must not go back before now
+ * (db/replicas.ts); the answer carries the new floor, signed, for the client to send back.
+ */
+async function noteServed(services: Services, tx: RequestTransaction, res: Response): Promise<void> {
   const sessionId = tx.viewer.sessionId;
-  if (services.pools.replicas && sessionId) await services.pools.replicas.noteServed(sessionId);
+  if (!services.pools.replicas || !sessionId) return;
+  const floor = await services.pools.replicas.noteServed(sessionId);
+  setReadFloor(res, services.config.jwtSecret, sessionId, floor);
 }
 
 /**
@@ -148,7 +155,7 @@ async function replay(idempotent: IdempotentRequest, services: Services, viewer:
   try {
     const kept = await idempotent.kept(tx);
     await tx.finish(false);
-    await noteServed(services, tx);
+    await noteServed(services, tx, res);
     sendAnswer(res, kept, true);
     return undefined;
   } catch (error) {
