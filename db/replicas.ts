@@ -20,7 +20,7 @@
 // without it is checked on the primary, where sessionFloor() reads the session's level and floor
 // in one statement (a revoked session stops at once). A read goes to the session's replica when
 // that replica has replayed past the floor: known from the last poll, or checked on the replica in
-// the read's own first round trip (app.replica_reached), the read falling back to the primary when
+// the read's own first round trip (app.replica_reached_within), the read falling back to the primary when
 // it is behind. Floors untouched for an hour are swept (worker task sweep_session_read_floors): a
 // session without one gets the primary's position at its next read.
 //
@@ -137,6 +137,8 @@ export class ReplicaSet {
   primaryReads = 0;
   /** Sessions checked on a replica (the request carried its floor: server/http/read-floor.ts). */
   sessionChecks = 0;
+  /** Poll rounds run (each a statement on the primary and one on each replica). */
+  polls = 0;
   #primary: pg.Pool;
   #pollMillis: number;
   #samples: Sample[] = [];
@@ -178,6 +180,7 @@ export class ReplicaSet {
   }
 
   async #poll(): Promise<void> {
+    this.polls += 1;
     // The primary and the replicas answer in parallel: a busy API pool delays the sample, never a
     // replica's poll (the lag then counts from the samples taken so far).
     // A sample is dated when asked for: its position is past every commit made before that moment.

@@ -187,4 +187,12 @@ function watchReplicas(registry: Registry, pools: Pools): void {
       if (pools.replicas) this.set(pools.replicas.sessionChecks);
     },
   });
+  new Gauge({
+    name: 'db_replica_polls_total',
+    help: 'Rounds of the replicas poll (each one statement on the primary and one on each replica)',
+    registers: [registry],
+    collect() {
+      if (pools.replicas) this.set(pools.replicas.polls);
+    },
+  });
 }

@@ -20,6 +20,16 @@ import { translateDatabaseError } from './database-errors.ts';
 import type { Endpoint, Services } from './endpoint.ts';
 import { ApiError } from './errors.ts';
 
+/**
+ * How long a read waits on its replica for the session's floor, when the last poll saw the replica
+ * lag at most a poll interval: a replica with no lag replays a write within milliseconds, and a read
+ * that went to the primary instead would cost it two transactions (the read and its floor).
+ */
+const replayWaitMillis = 50;
+
+/** The replay check sent first on the replica (RB001 when it did not get to `floor` in time). */
+const replayCheck = (floor: bigint) => `select app.replica_reached_within('${lsnText(floor)}', ${replayWaitMillis})`;
+
 export interface ReplicaRead {
   tx: RequestTransaction;
   replica: Replica;
@@ -39,7 +49,7 @@ export function replicasFor(definition: Endpoint, replicas: ReplicaSet | undefin
 /**
  * Starts a read on the replica of the request's session: the session check on the replica when the
  * request carries its floor, else the check and the floor on the primary (one statement); the
- * transaction on the replica, carrying the replay check (app.replica_reached) in its first round
+ * transaction on the replica, carrying the replay check (app.replica_reached_within) in its first round
  * trip when the last poll did not already show the replica past the floor (a replica that lagged
  * more than a poll interval then goes straight to the primary). Undefined: the request runs on the
  * primary as any other (no usable replica, or a token the primary path must refuse).
@@ -81,7 +91,7 @@ export async function startReplicaRead(definition: Endpoint, req: Request, servi
     return undefined;
   }
   const tx = new RequestTransaction(replica.pool, viewer, services.config.apiTimeouts);
-  if (reached === 'check') tx.prepend(`select app.replica_reached('${lsnText(floor)}')`);
+  if (reached === 'check') tx.prepend(replayCheck(floor));
   return { tx, replica, replicas, level, floor };
 }
 
@@ -97,7 +107,7 @@ async function checkedOnReplica(definition: Endpoint, services: Services, replic
     return undefined;
   }
   const tx = new RequestTransaction(replica.pool, anonymousViewer, services.config.apiTimeouts);
-  if (reached === 'check') tx.prepend(`select app.replica_reached('${lsnText(floor)}')`);
+  if (reached === 'check') tx.prepend(replayCheck(floor));
   let level: number | null;
   try {
     level = await tx.openWithSession(viewer);

@@ -128,6 +128,8 @@ export function errorCodes(definition: Endpoint): ErrorCode[] {
 
 const pascal = (code: string) => code.toLowerCase().replace(/(^|_)(\w)/g, (_m, _s, c: string) => c.toUpperCase());
 const requestIdHeader = { $ref: '#/components/headers/X-Request-Id' };
+/** Read-Floor (server/http/read-floor.ts): a WAL position and its MAC. */
+const readFloorSchema = { type: 'string', maxLength: 64, pattern: '^[0-9A-F]{1,8}/[0-9A-F]{1,8}\\.[A-Za-z0-9_-]{22}$', example: '0/1A2B3C4D.q83vEjRZ2NwS5eAXH2Yb0g' };
 const retryAfterHeader = { $ref: '#/components/headers/Retry-After' };
 /** The RateLimit headers (server/http/rate-limit-headers.ts), on the answers of operations a limit counts. */
 const rateLimitHeaders = { 'RateLimit-Policy': { $ref: '#/components/headers/RateLimit-Policy' }, RateLimit: { $ref: '#/components/headers/RateLimit' } };
@@ -219,6 +221,7 @@ function responsesOf(definition: Endpoint, components: Components): Operation {
             'X-Request-Id': requestIdHeader,
             ...(takesIdempotencyKey(definition) ? { 'Idempotent-Replayed': { $ref: '#/components/headers/Idempotent-Replayed' } } : {}),
             ...(countedByLimits(definition) ? rateLimitHeaders : {}),
+            ...(definition.auth !== 'public' ? { 'Read-Floor': { $ref: '#/components/headers/Read-Floor' } } : {}),
           },
           content: {
             'application/json': {
@@ -252,6 +255,7 @@ function operation({ definition, responses }: Operation, components: Components,
   }
   parameters.push({ $ref: '#/components/parameters/X-Request-Id' }, { $ref: '#/components/parameters/X-Client-Version' });
   if (takesIdempotencyKey(definition)) parameters.push({ $ref: '#/components/parameters/Idempotency-Key' });
+  if (definition.auth !== 'public') parameters.push({ $ref: '#/components/parameters/Read-Floor' });
   const body = definition.body ? jsonSchema(definition.body, 'input', components) : undefined;
   const byStatus = new Map<number, ErrorCode[]>();
   for (const code of errorCodes(definition)) {
@@ -382,6 +386,12 @@ export function openApiDocument(endpoints: Endpoint[]): JsonSchema {
           description: '`true` on an answer replayed for a retry with the same Idempotency-Key (the request did not run again); absent otherwise.',
           schema: { type: 'string', const: 'true' },
         },
+        'Read-Floor': {
+          description:
+            'With read replicas: where the session\'s reads may be served from (a WAL position, signed for the session). Keep the last ' +
+            'one received and send it back with every request of the session: reads then spare the primary. Opaque; absent without replicas.',
+          schema: readFloorSchema,
+        },
       },
       parameters: {
         'X-Request-Id': {
@@ -401,6 +411,16 @@ export function openApiDocument(endpoints: Endpoint[]): JsonSchema {
             'CLIENT_UPDATE_REQUIRED with `details.minimumVersion` and `details.updateUrl`. Without the header, or with one ' +
             'not of this form, the request is served.',
           schema: { type: 'string', maxLength: 64, example: 'ios/2.1.0' },
+        },
+        'Read-Floor': {
+          name: 'Read-Floor',
+          in: 'header',
+          required: false,
+          description:
+            'The last Read-Floor answered for this session, sent back as received: a read may then be checked and served by a read ' +
+            'replica without the primary, and still shows everything the session wrote. Without it (or with one of another session) ' +
+            'the request is served as usual.',
+          schema: readFloorSchema,
         },
         'Idempotency-Key': {
           name: 'Idempotency-Key',

@@ -10,6 +10,8 @@ const benchmarks: Record<string, string> = {
   push: './push.ts',
   // The replica half of scale-out (test/bench/scale-out.ts calls it too).
   'scale-out-replicas': './scale-out-replicas.ts',
+  // Which server runs the transactions of a read-mostly load with one replica.
+  'replica-share': './replica-share.ts',
   idempotency: './idempotency.ts',
   deploy: './deploy.ts',
 };
