@@ -20,7 +20,7 @@
 // without it is checked on the primary, where sessionFloor() reads the session's level and floor
 // in one statement (a revoked session stops at once). A read goes to the session's replica when
 // that replica has replayed past the floor: known from the last poll, or checked on the replica in
-// the read's own first round trip (app.replica_reached_within), the read falling back to the primary when
+// the read's own first round trip (app.replica_caught_up), the read falling back to the primary when
 // it is behind. Floors untouched for an hour are swept (worker task sweep_session_read_floors): a
 // session without one gets the primary's position at its next read.
 //

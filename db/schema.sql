@@ -3070,6 +3070,33 @@ COMMENT ON FUNCTION app.reopen_report(p_report_id uuid) IS 'Opens a decided repo
 
 
 --
+-- Name: replica_caught_up(pg_lsn, integer); Type: FUNCTION; Schema: app; Owner: -
+--
+
+CREATE FUNCTION app.replica_caught_up(p_floor pg_lsn, p_wait_ms integer) RETURNS void
+    LANGUAGE plpgsql
+    AS $$
+declare
+  v_until timestamptz := clock_timestamp() + make_interval(secs => least(greatest(p_wait_ms, 0), 1000) / 1000.0);
+begin
+  while coalesce(pg_last_wal_replay_lsn() < p_floor, true) loop
+    if pg_last_wal_replay_lsn() is null or clock_timestamp() >= v_until then
+      raise exception using errcode = 'RB001', message = 'replica behind the session';
+    end if;
+    perform pg_sleep(0.002);
+  end loop;
+end
+$$;
+
+
+--
+-- Name: FUNCTION replica_caught_up(p_floor pg_lsn, p_wait_ms integer); Type: COMMENT; Schema: app; Owner: -
+--
+
+COMMENT ON FUNCTION app.replica_caught_up(p_floor pg_lsn, p_wait_ms integer) IS 'Sent first in a read served by a replica (server/http/replica-reads.ts): waits up to p_wait_ms (at most a second) for the standby to replay up to the session''s read floor, else raises RB001; the API then reads from the primary.';
+
+
+--
 -- Name: replica_reached(pg_lsn); Type: FUNCTION; Schema: app; Owner: -
 --
 
@@ -3089,33 +3116,6 @@ $$;
 --
 
 COMMENT ON FUNCTION app.replica_reached(p_floor pg_lsn) IS 'Sent first in a read served by a replica (server/http/replica-reads.ts): raises RB001 unless the standby has replayed up to the session''s read floor; the API then reads from the primary.';
-
-
---
--- Name: replica_reached_within(pg_lsn, integer); Type: FUNCTION; Schema: app; Owner: -
---
-
-CREATE FUNCTION app.replica_reached_within(p_floor pg_lsn, p_wait_ms integer) RETURNS void
-    LANGUAGE plpgsql
-    AS $$
-declare
-  v_until timestamptz := clock_timestamp() + make_interval(secs => least(greatest(p_wait_ms, 0), 1000) / 1000.0);
-begin
-  while coalesce(pg_last_wal_replay_lsn() < p_floor, true) loop
-    if pg_last_wal_replay_lsn() is null or clock_timestamp() >= v_until then
-      raise exception using errcode = 'RB001', message = 'replica behind the session';
-    end if;
-    perform pg_sleep(0.002);
-  end loop;
-end
-$$;
-
-
---
--- Name: FUNCTION replica_reached_within(p_floor pg_lsn, p_wait_ms integer); Type: COMMENT; Schema: app; Owner: -
---
-
-COMMENT ON FUNCTION app.replica_reached_within(p_floor pg_lsn, p_wait_ms integer) IS 'Sent first in a read served by a replica (server/http/replica-reads.ts): waits up to p_wait_ms (at most a second) for the standby to replay up to the session''s read floor, else raises RB001; the API then reads from the primary.';
 
 
 --
@@ -15186,21 +15186,21 @@ GRANT ALL ON FUNCTION app.reopen_report(p_report_id uuid) TO app_admin;
 
 
 --
+-- Name: FUNCTION replica_caught_up(p_floor pg_lsn, p_wait_ms integer); Type: ACL; Schema: app; Owner: -
+--
+
+REVOKE ALL ON FUNCTION app.replica_caught_up(p_floor pg_lsn, p_wait_ms integer) FROM PUBLIC;
+GRANT ALL ON FUNCTION app.replica_caught_up(p_floor pg_lsn, p_wait_ms integer) TO app_anonymous;
+GRANT ALL ON FUNCTION app.replica_caught_up(p_floor pg_lsn, p_wait_ms integer) TO app_admin;
+
+
+--
 -- Name: FUNCTION replica_reached(p_floor pg_lsn); Type: ACL; Schema: app; Owner: -
 --
 
 REVOKE ALL ON FUNCTION app.replica_reached(p_floor pg_lsn) FROM PUBLIC;
 GRANT ALL ON FUNCTION app.replica_reached(p_floor pg_lsn) TO app_anonymous;
 GRANT ALL ON FUNCTION app.replica_reached(p_floor pg_lsn) TO app_admin;
-
-
---
--- Name: FUNCTION replica_reached_within(p_floor pg_lsn, p_wait_ms integer); Type: ACL; Schema: app; Owner: -
---
-
-REVOKE ALL ON FUNCTION app.replica_reached_within(p_floor pg_lsn, p_wait_ms integer) FROM PUBLIC;
-GRANT ALL ON FUNCTION app.replica_reached_within(p_floor pg_lsn, p_wait_ms integer) TO app_anonymous;
-GRANT ALL ON FUNCTION app.replica_reached_within(p_floor pg_lsn, p_wait_ms integer) TO app_admin;
 
 
 --

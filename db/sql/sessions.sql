@@ -821,7 +821,7 @@ grant execute on function app.replica_reached(pg_lsn) to app_admin;
 -- The same check, waiting up to p_wait_ms for the standby to get there: a read that follows its
 -- session's write by a few milliseconds would find a replica with no lag a few milliseconds short,
 -- and cost the primary two transactions (the read and its floor) instead of waiting that long.
-create or replace function app.replica_reached_within(p_floor pg_lsn, p_wait_ms int)
+create or replace function app.replica_caught_up(p_floor pg_lsn, p_wait_ms int)
   returns void
   language plpgsql volatile
   as $$
@@ -836,10 +836,10 @@ begin
   end loop;
 end
 $$;
-comment on function app.replica_reached_within(pg_lsn, integer) is
+comment on function app.replica_caught_up(pg_lsn, integer) is
   'Sent first in a read served by a replica (server/http/replica-reads.ts): waits up to p_wait_ms (at most a second) for the standby to replay up to the session''s read floor, else raises RB001; the API then reads from the primary.';
-grant execute on function app.replica_reached_within(pg_lsn, integer) to app_anonymous;
-grant execute on function app.replica_reached_within(pg_lsn, integer) to app_admin;
+grant execute on function app.replica_caught_up(pg_lsn, integer) to app_anonymous;
+grant execute on function app.replica_caught_up(pg_lsn, integer) to app_admin;
 -- Idempotency keys (contract part 15; server/http/idempotency.ts). A request with a key claims it
 -- first, in its own transaction: a transaction-scoped advisory lock on the key (never a session
 -- lock: the API may run behind PgBouncer in transaction mode) makes a concurrent request with the

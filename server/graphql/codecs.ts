@@ -4,7 +4,7 @@
 //
 // - xid8: app.notifications.tx_id, the commit order the notification stream reads. No API role may
 //   select it, so it never reaches the GraphQL schema.
-// - pg_lsn: the argument of app.replica_reached_within, the replica read check (server/http/replica-reads.ts),
+// - pg_lsn: the argument of app.replica_caught_up, the replica read check (server/http/replica-reads.ts),
 //   which the allow-list does not expose.
 import type {} from 'postgraphile';
 

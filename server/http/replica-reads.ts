@@ -28,7 +28,7 @@ import { ApiError } from './errors.ts';
 const replayWaitMillis = 50;
 
 /** The replay check sent first on the replica (RB001 when it did not get to `floor` in time). */
-const replayCheck = (floor: bigint) => `select app.replica_reached_within('${lsnText(floor)}', ${replayWaitMillis})`;
+const replayCheck = (floor: bigint) => `select app.replica_caught_up('${lsnText(floor)}', ${replayWaitMillis})`;
 
 export interface ReplicaRead {
   tx: RequestTransaction;
@@ -49,7 +49,7 @@ export function replicasFor(definition: Endpoint, replicas: ReplicaSet | undefin
 /**
  * Starts a read on the replica of the request's session: the session check on the replica when the
  * request carries its floor, else the check and the floor on the primary (one statement); the
- * transaction on the replica, carrying the replay check (app.replica_reached_within) in its first round
+ * transaction on the replica, carrying the replay check (app.replica_caught_up) in its first round
  * trip when the last poll did not already show the replica past the floor (a replica that lagged
  * more than a poll interval then goes straight to the primary). Undefined: the request runs on the
  * primary as any other (no usable replica, or a token the primary path must refuse).

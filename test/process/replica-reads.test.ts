@@ -268,16 +268,16 @@ describe('replicas that cannot serve', () => {
 
   it('refuses, on the replica, a read whose floor the replica has not replayed in time (RB001), and anywhere but on a standby; waits for a replay under way', async () => {
     const { rows } = await pair.query<{ lsn: string }>('replica', 'select pg_last_wal_replay_lsn()::text as lsn');
-    await expect(pair.query('replica', 'select app.replica_reached_within($1, 0)', [rows[0]!.lsn])).resolves.toBeDefined();
-    await expect(pair.query('replica', "select app.replica_reached_within('FFFFFFFF/0', 0)")).rejects.toMatchObject({ code: 'RB001' });
-    await expect(pair.query('primary', "select app.replica_reached_within('0/0', 0)")).rejects.toMatchObject({ code: 'RB001' });
+    await expect(pair.query('replica', 'select app.replica_caught_up($1, 0)', [rows[0]!.lsn])).resolves.toBeDefined();
+    await expect(pair.query('replica', "select app.replica_caught_up('FFFFFFFF/0', 0)")).rejects.toMatchObject({ code: 'RB001' });
+    await expect(pair.query('primary', "select app.replica_caught_up('0/0', 0)")).rejects.toMatchObject({ code: 'RB001' });
     // It waits for the replay: a floor the replica gets to while the check waits is reached.
     const { rows: ahead } = await pair.query<{ lsn: string }>('primary', 'select pg_current_wal_insert_lsn()::text as lsn');
     await pair.query('replica', 'select pg_wal_replay_pause()');
     await pair.query('primary', "update app.users set bio = 'replayed while waiting' where id = $1", [user.id]);
     const { rows: after } = await pair.query<{ lsn: string }>('primary', 'select pg_current_wal_insert_lsn()::text as lsn');
     expect(after[0]!.lsn).not.toBe(ahead[0]!.lsn);
-    const waiting = pair.query('replica', 'select app.replica_reached_within($1, 1000)', [after[0]!.lsn]);
+    const waiting = pair.query('replica', 'select app.replica_caught_up($1, 1000)', [after[0]!.lsn]);
     await pair.query('replica', 'select pg_wal_replay_resume()');
     await expect(waiting).resolves.toBeDefined();
   });
