@@ -228,6 +228,35 @@ describe('a client that sends back its Read-Floor (replica 1 s behind)', () => {
     expect(statuses.filter((status) => status !== 200 && status !== 401)).toEqual([]);
     for (let i = 0; i < 5; i += 1) expect((await readWith(revoked as TestUser, seen.floor)).status).toBe(401);
   });
+
+  it('stops a revoked session within REPLICA_MAX_LAG_MS on another API process, which never saw the logout', async () => {
+    const second = await startTestApp({}, {}, { database: { ownerUrl: pair.primaryUrl, replicaUrls: [pair.replicaUrl], replicaMaxLagMillis: maxLagMillis } });
+    try {
+      const theirs = second.pools.replicas!;
+      await until('the second process sees the replica usable', () => theirs.usable(theirs.replicas[0]!));
+      const session = await app.post('/auth/anonymous/session', { deviceId: `replica-revoke-other-${Date.now()}` });
+      const token = session.body.data.accessToken as string;
+      const first = await app.get('/users/me/profile', { token });
+      expect(first.status).toBe(200);
+      const floor = first.headers.get('read-floor') as string;
+      const checks = theirs.sessionChecks;
+      // Once the replica replayed the session, the second process checks it there (a read it served
+      // on the primary would raise its own floor past the replica again).
+      await pair.caughtUp();
+      await theirs.poll();
+      expect((await second.get('/users/me/profile', { token, headers: { 'Read-Floor': floor } })).status).toBe(200);
+      expect(theirs.sessionChecks).toBeGreaterThan(checks);
+      const logout = await app.post('/auth/logout', { refreshToken: session.body.data.refreshToken, logoutFromAllDevices: false }, { token });
+      expect(logout.status).toBe(200);
+      const revokedAt = Date.now();
+      const statuses: number[] = [];
+      while (Date.now() < revokedAt + maxLagMillis) statuses.push((await second.get('/users/me/profile', { token, headers: { 'Read-Floor': floor } })).status);
+      expect(statuses.filter((status) => status !== 200 && status !== 401)).toEqual([]);
+      for (let i = 0; i < 5; i += 1) expect((await second.get('/users/me/profile', { token, headers: { 'Read-Floor': floor } })).status).toBe(401);
+    } finally {
+      await second.close();
+    }
+  });
 });
 
 describe('read floors', () => {
