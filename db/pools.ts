@@ -14,9 +14,17 @@
 // migrations.
 // Each pool names itself in pg_stat_activity.application_name: api, graphql (the GraphQL thread's
 // operations), graphql session checks, worker; on a replica, api (reads) and replica poll.
+// Every connection to PostgreSQL (these pools, the replicas', the live delivery's) carries
+// `connectionBounds`: TCP keepalive, so a server that vanishes without a reset (a hung machine, a
+// cut link) is noticed in seconds rather than at the kernel's two hours, and a bound on opening a
+// connection; a pool's bound on the wait for a free connection is the same number. The API pool
+// also gives up on an answer that does not come (`query_timeout`: the statement bound plus a
+// margin; the connection is destroyed, so nothing late reaches a later request).
 // Timestamps and bigint counts are parsed to Date and number.
 import pg from 'pg';
+import { connectionBounds } from './connection-bounds.ts';
 import { ReplicaSet, type ReplicaOptions } from './replicas.ts';
+import { defaultBounds } from './request-transaction.ts';
 import { roleUrl } from './roles.ts';
 
 pg.types.setTypeParser(pg.types.builtins.INT8, (value) => Number(value));
@@ -46,20 +54,36 @@ export interface PoolOptions {
   poolerUrl?: string | undefined;
   /** Replicas to poll and read from (an API process; the worker reads the primary). */
   replicas?: Omit<ReplicaOptions, 'max'> | undefined;
+  /** The API's statement_timeout (API_STATEMENT_TIMEOUT_MS): an API connection whose answer takes longer than this plus a margin is given up. */
+  statementTimeoutMs?: number;
 }
+
+/** What an API statement's answer may take past statement_timeout (a commit waiting for the synchronous standby, the network) before the connection is given up. */
+const answerMarginMillis = 3000;
 
 const graphqlWaitMillis = 10_000;
 
-export function createPools(ownerUrl: string, { apiMax = 20, graphqlMax = 3, workerMax = 5, poolerUrl, replicas: replicaOptions }: PoolOptions = {}): Pools {
+export function createPools(
+  ownerUrl: string,
+  { apiMax = 20, graphqlMax = 3, workerMax = 5, poolerUrl, replicas: replicaOptions, statementTimeoutMs = defaultBounds.statementTimeoutMs }: PoolOptions = {},
+): Pools {
   const authenticatorUrl = roleUrl(ownerUrl, 'authenticator', poolerUrl);
   // Pipelined: queries issued without waiting for the previous answer share one round trip (the
   // opening, statements and commit of a request's transaction, db/request-transaction.ts).
-  const api = new pg.Pool({ connectionString: authenticatorUrl, max: apiMax, pipeline: true, application_name: 'api' });
-  const graphqlConfig: pg.PoolConfig = { connectionString: authenticatorUrl, max: graphqlMax, connectionTimeoutMillis: graphqlWaitMillis, application_name: 'graphql' };
+  const api = new pg.Pool({
+    ...connectionBounds,
+    connectionString: authenticatorUrl,
+    max: apiMax,
+    pipeline: true,
+    query_timeout: statementTimeoutMs + answerMarginMillis,
+    application_name: 'api',
+  });
+  const graphqlConfig: pg.PoolConfig = { ...connectionBounds, connectionString: authenticatorUrl, max: graphqlMax, connectionTimeoutMillis: graphqlWaitMillis, application_name: 'graphql' };
   const graphql = new pg.Pool({ ...graphqlConfig, application_name: 'graphql session checks' });
   // A worker killed mid-statement: its server process notices within a second and stops the
   // statement, instead of finishing work nobody waits for (PostgreSQL 14+).
   const worker = new pg.Pool({
+    ...connectionBounds,
     connectionString: roleUrl(ownerUrl, 'app_worker'),
     max: workerMax,
     options: '-c client_connection_check_interval=1000',
