@@ -23,6 +23,7 @@
 // Timestamps and bigint counts are parsed to Date and number.
 import pg from 'pg';
 import { connectionBounds } from './connection-bounds.ts';
+import { isFailoverError } from './failover-errors.ts';
 import { ReplicaSet, type ReplicaOptions } from './replicas.ts';
 import { defaultBounds } from './request-transaction.ts';
 import { roleUrl } from './roles.ts';
@@ -84,6 +85,7 @@ export function createPools(
   // statement, instead of finishing work nobody waits for (PostgreSQL 14+).
   const worker = new pg.Pool({
     ...connectionBounds,
+    Client: WorkerClient,
     connectionString: roleUrl(ownerUrl, 'app_worker'),
     max: workerMax,
     options: '-c client_connection_check_interval=1000',
@@ -115,4 +117,32 @@ export function survivesServerLoss(pool: pg.Pool): pg.Pool {
   pool.on('error', () => {});
   pool.on('connect', (client) => client.on('error', () => {}));
   return pool;
+}
+
+/** The codes graphile-worker retries its own statements on (with backoff from 3 s up to 2 minutes). */
+const workerRetriedCodes = new Set(['57P03', 'ETIMEDOUT', 'EHOSTUNREACH', '40001', '40P01']);
+
+/**
+ * A failover's error (db/failover-errors.ts) as graphile-worker retries it: 57P03 ("cannot connect
+ * now"), the original as its cause. graphile-worker retries the statements that complete or fail a
+ * job only for a few codes, and any other error there rejects a promise nobody awaits, which ends
+ * the process: a job that ended while the primary changed would stop the worker.
+ */
+function retriedByWorker(error: unknown): unknown {
+  if (!isFailoverError(error) || workerRetriedCodes.has((error as { code?: string }).code ?? '')) return error;
+  return Object.assign(new Error((error as Error).message, { cause: error }), { code: '57P03' });
+}
+
+/** The worker pool's connections: their promised answers and connection failures go through retriedByWorker. */
+class WorkerClient extends pg.Client {
+  override query(...args: unknown[]): never {
+    const result: unknown = (super.query as (...sent: unknown[]) => unknown)(...args);
+    return (result instanceof Promise ? result.catch((error: unknown) => Promise.reject(retriedByWorker(error))) : result) as never;
+  }
+
+  override connect(...args: unknown[]): never {
+    const [callback] = args as [((error: unknown, client?: pg.Client) => void) | undefined];
+    if (!callback) return super.connect().catch((error: unknown) => Promise.reject(retriedByWorker(error))) as never;
+    return super.connect((error: Error) => callback(error ? retriedByWorker(error) : error, this)) as never;
+  }
 }

@@ -3,6 +3,7 @@
 // a lost or refused connection, or a node not (yet) the writable primary, becomes 503, and so does
 // a statement that hit the transaction's statement_timeout or lock_timeout
 // (db/request-transaction.ts). Anything else is left for the 500 handler.
+import { isFailoverError } from '../../db/failover-errors.ts';
 import { refusedLimitOf } from '../../db/limit-counts.ts';
 import { isErrorCode } from './catalog.ts';
 import { ApiError, rateLimited } from './errors.ts';
@@ -11,21 +12,6 @@ export const constraintCodes = {
   users_username_key: 'USERNAME_TAKEN',
   hubs_custom_link_key: 'HUB_LINK_TAKEN',
 } as const;
-
-const lostErrnos = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EHOSTUNREACH', 'ENOTFOUND', 'EPIPE']);
-
-/**
- * Whether the error says the primary is gone, changing or not yet writable: a lost or refused
- * connection (class 08, errnos, node-postgres's own messages), an answer not given in time
- * (connection or query time-out), a node shutting down or starting (57P01-57P03), or a node
- * still in recovery (25006 read-only, "during recovery"). A catalogued refusal is never one.
- */
-export function isFailoverError(error: unknown): boolean {
-  if (error instanceof ApiError || !(error instanceof Error)) return false;
-  const code = (error as { code?: unknown }).code;
-  if (typeof code === 'string' && (lostErrnos.has(code) || code === '25006' || /^(08|57P0[123])/.test(code))) return true;
-  return /Connection terminated|timeout exceeded when trying to connect|Query read timeout|not queryable|during recovery|recovery is in progress/i.test(error.message);
-}
 
 /**
  * Which bound a database error says a statement hit: statement_timeout (57014 query_canceled; no

@@ -15,9 +15,10 @@
 //     happened is never run again.
 // Nothing is retried once a byte of the answer left.
 import type { Request, Response } from 'express';
+import { isFailoverError } from '../../db/failover-errors.ts';
 import type { RequestTransaction } from '../../db/request-transaction.ts';
 import type { Endpoint } from './endpoint.ts';
-import { isFailoverError } from './database-errors.ts';
+import { ApiError } from './errors.ts';
 import { idempotencyKeyOf } from './idempotency.ts';
 
 /** How long a request may spend on retries in all, from its first attempt. */
@@ -58,7 +59,7 @@ export class FailoverRetry {
    * commit may have happened, an answer already started, or no time left).
    */
   async again(error: unknown, tx: RequestTransaction, res: Response): Promise<boolean> {
-    if (this.#kind === undefined || res.headersSent || !isFailoverError(error)) return false;
+    if (this.#kind === undefined || res.headersSent || error instanceof ApiError || !isFailoverError(error)) return false;
     if (this.#kind === 'unkeyed' && (tx.limitCounts.committed || !beforeAnyStatement(error))) return false;
     const pause = Math.round(this.#pauseMs * (0.5 + Math.random() / 2));
     if (performance.now() + pause >= this.#deadline) return false;
