@@ -28,7 +28,8 @@ export interface Services {
   stop(): Promise<void>;
 }
 
-export async function startServices({ primaryUrl, replicaUrl, s3Endpoint }: { primaryUrl: string; replicaUrl: string; s3Endpoint: string }): Promise<Services> {
+/** `cwd`: the checkout whose code runs (this one unless given: another release's tree, for a comparison). */
+export async function startServices({ primaryUrl, replicaUrl, s3Endpoint, cwd }: { primaryUrl: string; replicaUrl: string; s3Endpoint: string; cwd?: string }): Promise<Services> {
   const bucket = `failover-${randomBytes(4).toString('hex')}`;
   const s3 = new S3Client({ endpoint: s3Endpoint, region: 'us-east-1', forcePathStyle: true, credentials: { accessKeyId: 'S3RVER', secretAccessKey: 'S3RVER' } });
   await s3.send(new CreateBucketCommand({ Bucket: bucket }));
@@ -45,11 +46,11 @@ export async function startServices({ primaryUrl, replicaUrl, s3Endpoint }: { pr
     WRITE_LIMITS: 'comments=1000000/3600',
     MIGRATE_ON_START: 'false',
   };
-  const migrate = startProcess('npm', ['run', 'migrate'], env);
+  const migrate = startProcess('npm', ['run', 'migrate'], env, { cwd });
   if ((await migrate.exited) !== 0) throw new Error(`npm run migrate failed:\n${migrate.output()}`);
   const apiPort = await freePort();
-  const api = startProcess(process.execPath, ['main.ts', '--only=api'], { ...env, PORT: String(apiPort) });
-  const worker = startProcess(process.execPath, ['main.ts', '--only=worker'], { ...env, PORT: String(await freePort()) });
+  const api = startProcess(process.execPath, ['main.ts', '--only=api'], { ...env, PORT: String(apiPort) }, { cwd });
+  const worker = startProcess(process.execPath, ['main.ts', '--only=worker'], { ...env, PORT: String(await freePort()) }, { cwd });
   const apiUrl = `http://127.0.0.1:${apiPort}`;
   const stop = async () => {
     for (const child of [api, worker]) if (child.child.exitCode === null && child.child.signalCode === null) child.child.kill('SIGTERM');

@@ -135,6 +135,7 @@ export async function startPatroniCluster({ timing = 'test' as keyof typeof timi
   const etcdPeerPort = await freePort();
   const haproxyPrimaryPort = await freePort();
   const haproxyReplicaPort = await freePort();
+  const haproxyHealthPort = await freePort();
   const names = ['pg-1', 'pg-2', 'pg-3'];
   const nodes = new Map<string, Node>();
   for (const name of names) {
@@ -321,6 +322,7 @@ export async function startPatroniCluster({ timing = 'test' as keyof typeof timi
     haproxyConfig = haproxyConfig
       .replace('bind *:5000', `bind 127.0.0.1:${haproxyPrimaryPort}`)
       .replace('bind *:5001', `bind 127.0.0.1:${haproxyReplicaPort}`)
+      .replace('bind *:8404', `bind 127.0.0.1:${haproxyHealthPort}`)
       .replace(/server (pg-\d) \S+ (.*) check port 8008/g, (_line, name: string, rest: string) => {
         const node = nodes.get(name)!;
         return `server ${name} 127.0.0.1:${node.pgPort} ${rest} check port ${node.restPort}`;
