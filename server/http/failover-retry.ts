@@ -2,7 +2,8 @@
 // Patroni promotes a standby and HAProxy moves to it, a request's connection dies, or it reaches a
 // node that is still read-only (25006, "during recovery"), shutting down (57P01-57P03) or not
 // answering (a connection time-out). Such a request is run again from the start on a fresh
-// connection, after a short pause, for up to `retryBudgetMs` in all; past that it answers 503 with
+// connection, after a short pause, for up to `retryBudgetMs` from its first such failure (a request
+// is bounded anyway: statement_timeout, and the pool's connection wait); past that it answers 503 with
 // Retry-After as before (server/http/database-errors.ts). So a planned switchover shows a client a
 // slower answer, not an error.
 //
@@ -21,7 +22,7 @@ import type { Endpoint } from './endpoint.ts';
 import { ApiError } from './errors.ts';
 import { idempotencyKeyOf } from './idempotency.ts';
 
-/** How long a request may spend on retries in all, from its first attempt. */
+/** How long a request may go on retrying, from its first failover error. */
 export const retryBudgetMs = 5000;
 /** The pause before each retry doubles from the first, up to the last (with jitter). */
 const pauseMs = { first: 50, max: 1000 };
@@ -40,13 +41,15 @@ type Kind = 'read' | 'keyed' | 'unkeyed';
 /** One request's retries: which kind it is, and the time left. */
 export class FailoverRetry {
   readonly #kind: Kind | undefined;
-  readonly #deadline: number;
+  readonly #budgetMs: number;
+  /** Set at the first failover error. */
+  #deadline: number | undefined;
   #pauseMs = pauseMs.first;
   /** Retries run so far. */
   attempts = 0;
 
   constructor(definition: Endpoint, req: Request, budgetMs = retryBudgetMs) {
-    this.#deadline = performance.now() + budgetMs;
+    this.#budgetMs = budgetMs;
     const key = idempotencyKeyOf(definition, req);
     if (definition.stream) this.#kind = undefined;
     else if (definition.method === 'get') this.#kind = 'read';
@@ -61,6 +64,7 @@ export class FailoverRetry {
   async again(error: unknown, tx: RequestTransaction, res: Response): Promise<boolean> {
     if (this.#kind === undefined || res.headersSent || error instanceof ApiError || !isFailoverError(error)) return false;
     if (this.#kind === 'unkeyed' && (tx.limitCounts.committed || !beforeAnyStatement(error))) return false;
+    this.#deadline ??= performance.now() + this.#budgetMs;
     const pause = Math.round(this.#pauseMs * (0.5 + Math.random() / 2));
     if (performance.now() + pause >= this.#deadline) return false;
     this.#pauseMs = Math.min(this.#pauseMs * 2, pauseMs.max);
