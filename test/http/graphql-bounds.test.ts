@@ -23,6 +23,8 @@ beforeAll(async () => {
     "insert into app.users (username, full_name) select 'bounds_' || g, 'Bounds ' || g from generate_series(1, $1) g",
     [publicUsers],
   );
+  // Both schemas built before anything counts the statements operations run.
+  await app.services.graphql.ready();
 });
 afterAll(() => app.close());
 
