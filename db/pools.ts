@@ -13,7 +13,8 @@
 // connection, its reader (a temporary table) and the dispatcher's leader lock (server/sse), and
 // migrations.
 // Each pool names itself in pg_stat_activity.application_name: api, graphql (the GraphQL thread's
-// operations), graphql session checks, worker; on a replica, api (reads) and replica poll.
+// operations), graphql session checks, worker (and worker presence: worker/liveness.ts); on a
+// replica, api (reads) and replica poll.
 // Every connection to PostgreSQL (these pools, the replicas', the live delivery's) carries
 // `connectionBounds`: TCP keepalive, so a server that vanishes without a reset (a hung machine, a
 // cut link) is noticed in seconds rather than at the kernel's two hours, and a bound on opening a
