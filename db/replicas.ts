@@ -29,6 +29,7 @@
 // primary never go back in time, where two replicas at different positions could.
 import pg from 'pg';
 import { setBounded } from './bounded-map.ts';
+import { connectionBounds } from './connection-bounds.ts';
 import { roleUrl } from './roles.ts';
 
 /** Sessions whose floors a process remembers. */
@@ -80,7 +81,7 @@ export class Replica {
     this.name = url.host;
     this.#url = roleUrl(ownerUrl, 'authenticator');
     // A replica that does not answer a connection in a second is skipped; the read goes to the primary.
-    this.pool = new pg.Pool({ connectionString: this.#url, max, pipeline: true, connectionTimeoutMillis: 1000, application_name: 'api' } as pg.PoolConfig);
+    this.pool = new pg.Pool({ ...connectionBounds, connectionString: this.#url, max, pipeline: true, connectionTimeoutMillis: 1000, application_name: 'api' } as pg.PoolConfig);
     this.pool.on('error', () => {});
     this.pool.on('connect', (client) => client.on('error', () => {}));
   }
@@ -89,7 +90,7 @@ export class Replica {
   async poll(): Promise<boolean> {
     try {
       if (!this.#poller) {
-        const client = new pg.Client({ connectionString: this.#url, connectionTimeoutMillis: this.#answerMillis, query_timeout: this.#answerMillis, application_name: 'replica poll' });
+        const client = new pg.Client({ ...connectionBounds, connectionString: this.#url, connectionTimeoutMillis: this.#answerMillis, query_timeout: this.#answerMillis, application_name: 'replica poll' });
         client.on('error', () => {});
         this.#poller = client;
         await client.connect();

@@ -1,28 +1,29 @@
 // The engines an operator runs beside the service, which the integration tests start on free ports:
-// PgBouncer, pgBackRest and PostgreSQL 15's server binaries (streaming replicas, pg_basebackup), from
-// Debian's packages. The test run installs what is missing (as root, with apt-get), so `npm test` on
-// a fresh machine sets everything up; elsewhere it stops with one line naming the packages.
-import { execFileSync } from 'node:child_process';
-import { existsSync } from 'node:fs';
+// PgBouncer, pgBackRest, PostgreSQL 15's server binaries (streaming replicas, pg_basebackup), and the
+// failover cluster's Patroni, etcd and HAProxy (test/helpers/patroni.ts), from Debian's packages.
+// The test run installs what is missing (as root, with apt-get: tools/debian-packages.ts, which the
+// restore drill uses too), so `npm test` on a fresh machine sets everything up; elsewhere it stops
+// with one line naming the packages.
+import { ensureDebianPackages } from '../../tools/debian-packages.ts';
 
 export const engines = {
   pgbouncer: '/usr/sbin/pgbouncer',
   pgbackrest: '/usr/bin/pgbackrest',
   postgres15: '/usr/lib/postgresql/15/bin',
+  patroni: '/usr/bin/patroni',
+  etcd: '/usr/bin/etcd',
+  haproxy: '/usr/sbin/haproxy',
 } as const;
 
 const packages: [path: string, pkg: string][] = [
   [engines.pgbouncer, 'pgbouncer'],
   [engines.pgbackrest, 'pgbackrest'],
   [`${engines.postgres15}/pg_basebackup`, 'postgresql-15'],
+  [engines.patroni, 'patroni'],
+  [engines.etcd, 'etcd-server'],
+  [engines.haproxy, 'haproxy'],
 ];
 
 export function ensureEngines(): void {
-  const missing = packages.filter(([path]) => !existsSync(path)).map(([, pkg]) => pkg);
-  if (missing.length === 0) return;
-  const apt = existsSync('/usr/bin/apt-get') && process.getuid?.() === 0;
-  if (!apt) throw new Error(`the tests need Debian's ${missing.join(', ')} (install them, e.g. apt-get install ${missing.join(' ')})`);
-  const env = { ...process.env, DEBIAN_FRONTEND: 'noninteractive' };
-  execFileSync('apt-get', ['update', '-qq'], { stdio: 'ignore', env });
-  execFileSync('apt-get', ['install', '-y', '-qq', ...missing], { stdio: 'ignore', env });
+  ensureDebianPackages(packages, 'the tests');
 }
