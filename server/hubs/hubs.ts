@@ -18,6 +18,7 @@ import {
   type InvitationRow,
 } from './shape.ts';
 import { text, textMax } from '../http/text.ts';
+import { requireUsableAssets } from '../uploads/images.ts';
 
 const tag = 'Hubs';
 const ids = { hubId: 'HUB_NOT_FOUND' } as const;
@@ -26,8 +27,7 @@ async function requireHubPhoto(tx: RequestTransaction, assetId: string | undefin
   if (assetId === undefined) return;
   const unusable = new ApiError('VALIDATION_FAILED', { fields: { profileAssetId: 'Must be a completed hub_photo asset of yours' } });
   if (!isUuid(assetId)) throw unusable;
-  const { rows } = await tx.query<{ ok: boolean }>('select app.hub_asset_usable($1) as ok', [assetId]);
-  if (!rows[0]?.ok) throw unusable;
+  await requireUsableAssets(tx, 'app.hub_asset_usable($1)', assetId, [assetId], () => unusable);
 }
 
 const notificationSettings = z.object({ contentMuted: z.boolean() });
