@@ -1,6 +1,8 @@
 // The engines an operator runs beside the service, which the integration tests start on free ports:
 // PgBouncer, pgBackRest and PostgreSQL 15's server binaries (streaming replicas, pg_basebackup), from
-// Debian's packages. The test run installs what is missing (as root, with apt-get), so `npm test` on
+// Debian's packages; and the tools the image tests use: libheif's (the service decodes HEIC with
+// heif-info and heif-convert, the tests make HEIC files with heif-enc) and exiftool (writes the
+// metadata a phone photo carries, and reads what a variant carries). The test run installs what is missing (as root, with apt-get), so `npm test` on
 // a fresh machine sets everything up; elsewhere it stops with one line naming the packages.
 import { execFileSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
@@ -9,16 +11,22 @@ export const engines = {
   pgbouncer: '/usr/sbin/pgbouncer',
   pgbackrest: '/usr/bin/pgbackrest',
   postgres15: '/usr/lib/postgresql/15/bin',
+  heifEnc: '/usr/bin/heif-enc',
+  exiftool: '/usr/bin/exiftool',
 } as const;
 
 const packages: [path: string, pkg: string][] = [
   [engines.pgbouncer, 'pgbouncer'],
   [engines.pgbackrest, 'pgbackrest'],
   [`${engines.postgres15}/pg_basebackup`, 'postgresql-15'],
+  ['/usr/bin/heif-convert', 'libheif-examples'],
+  ['/usr/bin/heif-info', 'libheif-examples'],
+  [engines.heifEnc, 'libheif-examples'],
+  [engines.exiftool, 'libimage-exiftool-perl'],
 ];
 
 export function ensureEngines(): void {
-  const missing = packages.filter(([path]) => !existsSync(path)).map(([, pkg]) => pkg);
+  const missing = [...new Set(packages.filter(([path]) => !existsSync(path)).map(([, pkg]) => pkg))];
   if (missing.length === 0) return;
   const apt = existsSync('/usr/bin/apt-get') && process.getuid?.() === 0;
   if (!apt) throw new Error(`the tests need Debian's ${missing.join(', ')} (install them, e.g. apt-get install ${missing.join(' ')})`);

@@ -1,0 +1,237 @@
+// The image processor: a pool of decoder processes (child.ts) the worker owns, so no pixel of an
+// upload is ever decoded in a process that serves HTTP (the one-process `npm start` included).
+// Each process decodes one image at a time; there are `concurrency` of them (IMAGE_CONCURRENCY, one
+// per core by default), at nice 10 so requests keep the CPU first. Each image is bounded in time
+// (IMAGE_TIMEOUT_MS) and memory (IMAGE_MEMORY_MB: the resident size of the process and the libheif
+// tool it runs, polled; Node's own address-space reservation, over 1 GB at rest, rules out an
+// rlimit for the Node process, while the libheif tools get one, see heic.ts): a process past a
+// bound, or one that crashes, is killed with its process group, fails that one image with
+// IMAGE_UNREADABLE and is replaced; the next image goes on.
+import { fork, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import type { Log } from '../../logger.ts';
+import type { ChildAnswer, ChildJob } from './child.ts';
+import { heicSupport } from './heic.ts';
+import { ImageRefusal, type ImageShape, type ProcessedImage } from './image.ts';
+
+export { heicSupport } from './heic.ts';
+export { ImageRefusal, type ImageShape, type ImageVariant, type ProcessedImage } from './image.ts';
+
+export interface ImageProcessor {
+  /** HEIC decodable here: the setting is on and libheif's tools are installed. */
+  readonly heic: boolean;
+  /**
+   * The processed image (upright size, placeholder, variants). Rejects with ImageRefusal for the
+   * image's own faults (unreadable, too large, or its decoder crashed, hung or broke the memory
+   * bound); with another Error when the processor cannot work (closed, decoder processes fail to start).
+   */
+  process(bytes: Buffer, contentType: string, shape: ImageShape): Promise<ProcessedImage>;
+  /** Stops every decoder process; pending images reject. */
+  close(): Promise<void>;
+}
+
+export interface ImageProcessorOptions {
+  /** Decoder processes, each one image at a time (IMAGE_CONCURRENCY). */
+  concurrency: number;
+  /** Resident memory of one decoder process (and the libheif tool it runs) past which it is killed (IMAGE_MEMORY_MB). */
+  memoryMb: number;
+  /** How long one image may take in its decoder process (IMAGE_TIMEOUT_MS). */
+  timeoutMs: number;
+  /** IMAGE_HEIC: decode HEIC when libheif's tools are installed. */
+  heic: boolean;
+  log: Log;
+}
+
+/** Decoder processes run below the API's priority (Linux nice value). */
+export const decoderNiceness = 10;
+const memoryPollMs = 25;
+const childEntry = new URL('./child.ts', import.meta.url);
+
+interface Job {
+  id: number;
+  bytes: Buffer;
+  contentType: string;
+  shape: ImageShape;
+  resolve(image: ProcessedImage): void;
+  reject(error: Error): void;
+}
+
+interface Slot {
+  child: ChildProcess;
+  dir: string;
+  ready: boolean;
+  job: Job | undefined;
+  bounds: NodeJS.Timeout[];
+  stderr: string;
+}
+
+/** Resident kB of a process and its descendants (Linux /proc; 0 where unreadable). */
+function residentKb(pid: number): number {
+  let total = 0;
+  try {
+    const status = readFileSync(`/proc/${pid}/status`, 'utf8');
+    total += Number(/^VmRSS:\s+(\d+)/m.exec(status)?.[1] ?? 0);
+    for (const task of readdirSync(`/proc/${pid}/task`)) {
+      for (const child of readFileSync(`/proc/${pid}/task/${task}/children`, 'utf8').split(' ').filter(Boolean)) total += residentKb(Number(child));
+    }
+  } catch {
+    // the process ended meanwhile
+  }
+  return total;
+}
+
+export function startImageProcessor(options: ImageProcessorOptions): ImageProcessor {
+  const { concurrency, memoryMb, timeoutMs, log } = options;
+  const heic = heicSupport(options.heic);
+  if (!heic.available) log.warn({ reason: heic.reason }, `HEIC uploads are refused: ${heic.reason}`);
+  const slots: Slot[] = [];
+  const queue: Job[] = [];
+  const exited = new Set<Promise<void>>();
+  let nextId = 1;
+  let closed = false;
+
+  function kill(slot: Slot): void {
+    const pid = slot.child.pid;
+    try {
+      if (pid !== undefined) process.kill(-pid, 'SIGKILL'); // its process group: a libheif tool it runs goes too
+    } catch {
+      slot.child.kill('SIGKILL');
+    }
+  }
+
+  /** Takes a slot out of the pool (killed or ended) and fails its image, if any. */
+  function retire(slot: Slot, failure: Error | undefined): void {
+    const index = slots.indexOf(slot);
+    if (index >= 0) slots.splice(index, 1);
+    for (const bound of slot.bounds) clearTimeout(bound);
+    slot.bounds = [];
+    const job = slot.job;
+    slot.job = undefined;
+    if (job && failure) job.reject(failure);
+  }
+
+  function breakBound(slot: Slot, what: string): void {
+    log.warn({ pid: slot.child.pid, contentType: slot.job?.contentType }, `image decoder process killed: ${what}`);
+    retire(slot, new ImageRefusal('IMAGE_UNREADABLE', `the decoder ${what}`));
+    kill(slot);
+    dispatch();
+  }
+
+  function spawn(): Slot {
+    const dir = mkdtempSync(path.join(os.tmpdir(), 'opinion-image-'));
+    const child = fork(childEntry, [dir, String(memoryMb)], {
+      serialization: 'advanced', // Buffers cross as bytes, not JSON
+      detached: true, // its own process group, killed whole
+      execArgv: [],
+      stdio: ['ignore', 'ignore', 'pipe', 'ipc'],
+      // glibc's per-thread arenas make libvips' freed memory linger as resident; two keep it near use.
+      env: { ...process.env, MALLOC_ARENA_MAX: '2' },
+    });
+    const slot: Slot = { child, dir, ready: false, job: undefined, bounds: [], stderr: '' };
+    slots.push(slot);
+    try {
+      if (child.pid !== undefined) os.setPriority(child.pid, Math.max(decoderNiceness, os.getPriority()));
+    } catch (error) {
+      log.warn({ err: error }, 'image decoder process: cannot lower its priority');
+    }
+    child.stderr?.on('data', (chunk: Buffer) => {
+      slot.stderr = (slot.stderr + chunk.toString()).slice(-2000);
+    });
+    child.on('message', (answer: ChildAnswer) => {
+      if ('ready' in answer) {
+        slot.ready = true;
+        child.channel?.unref();
+        dispatch();
+        return;
+      }
+      const job = slot.job;
+      if (!job || job.id !== answer.id) return;
+      for (const bound of slot.bounds) clearTimeout(bound);
+      slot.bounds = [];
+      slot.job = undefined;
+      child.channel?.unref();
+      if ('image' in answer) {
+        const { image } = answer;
+        job.resolve({ ...image, variants: image.variants.map((variant) => ({ ...variant, bytes: Buffer.from(variant.bytes.buffer, variant.bytes.byteOffset, variant.bytes.byteLength) })) });
+      } else if ('refusal' in answer) {
+        job.reject(new ImageRefusal(answer.refusal.code, answer.refusal.message));
+      } else {
+        job.reject(new Error(`image processing failed: ${answer.error}`));
+      }
+      dispatch();
+    });
+    const exit = new Promise<void>((resolve) => {
+      child.once('exit', (code, signal) => {
+        rmSync(dir, { recursive: true, force: true });
+        resolve();
+        if (!slots.includes(slot)) return; // already retired (a bound, close)
+        if (!slot.ready) {
+          // It never started: the environment is at fault, not an image. Every waiting image fails with a plain Error (retried later).
+          log.error({ code, signal, stderr: slot.stderr }, 'image decoder process failed to start');
+          retire(slot, undefined);
+          for (const job of queue.splice(0)) job.reject(new Error(`image decoder process failed to start (${signal ?? code}): ${slot.stderr.trim().split('\n').pop() ?? ''}`));
+          return;
+        }
+        if (slot.job) log.warn({ pid: child.pid, code, signal, stderr: slot.stderr, contentType: slot.job.contentType }, 'image decoder process ended mid-image');
+        retire(slot, new ImageRefusal('IMAGE_UNREADABLE', `the decoder ended (${signal ?? code})`));
+        dispatch();
+      });
+    });
+    exited.add(exit);
+    void exit.then(() => exited.delete(exit));
+    return slot;
+  }
+
+  function start(slot: Slot, job: Job): void {
+    slot.job = job;
+    slot.child.channel?.ref();
+    slot.bounds.push(setTimeout(() => breakBound(slot, `took over ${timeoutMs} ms`), timeoutMs));
+    const pid = slot.child.pid;
+    if (pid !== undefined) {
+      slot.bounds.push(
+        setInterval(() => {
+          const kb = residentKb(pid);
+          if (kb > memoryMb * 1024) breakBound(slot, `used ${Math.round(kb / 1024)} MB (over ${memoryMb} MB)`);
+        }, memoryPollMs),
+      );
+    }
+    const message: ChildJob = { id: job.id, bytes: job.bytes, contentType: job.contentType, shape: job.shape };
+    slot.child.send(message);
+  }
+
+  function dispatch(): void {
+    if (closed) return;
+    while (queue.length > 0) {
+      const idle = slots.find((slot) => slot.ready && slot.job === undefined);
+      if (idle) {
+        start(idle, queue.shift() as Job);
+        continue;
+      }
+      break;
+    }
+    // Every slot busy or starting: start more while under the bound; each image waits for the first free one.
+    while (slots.length < concurrency && slots.filter((slot) => !slot.ready).length < queue.length) spawn();
+  }
+
+  return {
+    heic: heic.available,
+    process(bytes, contentType, shape) {
+      if (closed) return Promise.reject(new Error('image processor closed'));
+      return new Promise<ProcessedImage>((resolve, reject) => {
+        queue.push({ id: nextId++, bytes, contentType, shape, resolve, reject });
+        dispatch();
+      });
+    },
+    async close() {
+      closed = true;
+      for (const job of queue.splice(0)) job.reject(new Error('image processor closed'));
+      for (const slot of [...slots]) {
+        retire(slot, new Error('image processor closed'));
+        kill(slot);
+      }
+      await Promise.all([...exited]);
+    },
+  };
+}
