@@ -219,6 +219,8 @@ export function startImageProcessor(options: ImageProcessorOptions): ImageProces
     heic: heic.available,
     process(bytes, contentType, shape) {
       if (closed) return Promise.reject(new Error('image processor closed'));
+      // An upload presigned before HEIC was turned off (or before its tools went missing) cannot be decoded here.
+      if (contentType === 'image/heic' && !heic.available) return Promise.reject(new ImageRefusal('IMAGE_UNREADABLE', `HEIC is not decoded here: ${heic.reason}`));
       return new Promise<ProcessedImage>((resolve, reject) => {
         queue.push({ id: nextId++, bytes, contentType, shape, resolve, reject });
         dispatch();
