@@ -107,6 +107,8 @@ export interface ImageConfig {
   memoryMb: number;
   /** IMAGE_TIMEOUT_MS: how long one image may take before its decoder process is killed and the image refused. */
   timeoutMs: number;
+  /** IMAGE_BACKFILL_PER_MINUTE: images uploaded before processing existed that the worker queues each minute. */
+  backfillPerMinute: number;
 }
 
 /** The service account of FCM_SERVICE_ACCOUNT_FILE, where to send, and the push worker's tuning. */
@@ -146,6 +148,7 @@ function imageSettings(env: Env): ImageConfig {
     concurrency: positiveInteger('IMAGE_CONCURRENCY', env.IMAGE_CONCURRENCY, Math.max(1, os.availableParallelism())),
     memoryMb,
     timeoutMs: positiveInteger('IMAGE_TIMEOUT_MS', env.IMAGE_TIMEOUT_MS, 30_000),
+    backfillPerMinute: positiveInteger('IMAGE_BACKFILL_PER_MINUTE', env.IMAGE_BACKFILL_PER_MINUTE, 60),
   };
 }
 
