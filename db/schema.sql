@@ -1062,12 +1062,17 @@ CREATE FUNCTION app.complete_upload(p_upload_id uuid, p_purpose app.upload_purpo
 declare
   v_intent app.upload_intents;
   v_asset app.assets;
+  v_id uuid;
 begin
   v_intent := app_private.completable_upload(p_upload_id, p_purpose, true);
   update app.upload_intents set completed_at = now() where id = p_upload_id;
-  insert into app.assets (upload_id, owner_id, purpose, content_type, size, checksum, object_key, status)
-    values (v_intent.id, v_intent.owner_id, v_intent.purpose, v_intent.content_type, v_intent.content_length,
-            lower(p_checksum), v_intent.object_key,
+  v_id := gen_random_uuid();
+  -- A document is served as uploaded; an image's object_key names its JPEG variant from the start,
+  -- so no reader of object_key (download URLs, the previous release) ever gets the upload.
+  insert into app.assets (id, upload_id, owner_id, purpose, content_type, size, checksum, object_key, status)
+    values (v_id, v_intent.id, v_intent.owner_id, v_intent.purpose, v_intent.content_type, v_intent.content_length,
+            lower(p_checksum),
+            case when v_intent.purpose = 'document' then v_intent.object_key else app_private.image_jpeg_key(v_id) end,
             case when v_intent.purpose = 'document' then 'ready' else 'processing' end::app.asset_status)
     returning * into v_asset;
   if v_asset.status = 'processing' then
@@ -1711,7 +1716,7 @@ $$;
 -- Name: FUNCTION hub_asset_usable(p_asset_id uuid); Type: COMMENT; Schema: app; Owner: -
 --
 
-COMMENT ON FUNCTION app.hub_asset_usable(p_asset_id uuid) IS 'Whether an asset may become a hub''s image: a ready hub_photo asset of the viewer (app_private.asset_usable_as). Called by POST /hubs and PATCH /hubs/{hubId} before they write, and by app.create_hub and app.update_hub.';
+COMMENT ON FUNCTION app.hub_asset_usable(p_asset_id uuid) IS 'Whether an asset may become a hub''s image: a hub_photo asset of the viewer, not failed (app_private.asset_usable_as). Called by POST /hubs and PATCH /hubs/{hubId} before they write, and by app.create_hub and app.update_hub.';
 
 
 --
@@ -2273,7 +2278,7 @@ $$;
 -- Name: FUNCTION is_profile_photo_of(p_asset_id uuid, p_user_id uuid); Type: COMMENT; Schema: app; Owner: -
 --
 
-COMMENT ON FUNCTION app.is_profile_photo_of(p_asset_id uuid, p_user_id uuid) IS 'The profile photo rule: an asset may be a user''s profile image when it is that user''s own ready profile_photo asset (app_private.asset_usable_as). Used by app.profile_asset_usable and the trigger function app_private.check_profile_asset.';
+COMMENT ON FUNCTION app.is_profile_photo_of(p_asset_id uuid, p_user_id uuid) IS 'The profile photo rule: an asset may be a user''s profile image when it is that user''s own profile_photo asset, not failed (app_private.asset_usable_as). Used by app.profile_asset_usable and the trigger function app_private.check_profile_asset.';
 
 
 --
@@ -2703,7 +2708,7 @@ $$;
 -- Name: FUNCTION post_assets_usable(p_asset_ids uuid[]); Type: COMMENT; Schema: app; Owner: -
 --
 
-COMMENT ON FUNCTION app.post_assets_usable(p_asset_ids uuid[]) IS 'Whether assets may illustrate a media article: all are ready post_image assets of the viewer (app_private.asset_usable_as). Called by POST /posts and by app.create_post.';
+COMMENT ON FUNCTION app.post_assets_usable(p_asset_ids uuid[]) IS 'Whether assets may illustrate a media article: all are post_image assets of the viewer, none failed (app_private.asset_usable_as). Called by POST /posts and by app.create_post.';
 
 
 --
@@ -4737,7 +4742,7 @@ CREATE FUNCTION app_private.asset_usable_as(p_asset_id uuid, p_owner_id uuid, p_
     SET search_path TO 'pg_catalog'
     AS $$
   select exists (select from app.assets a
-                 where a.id = p_asset_id and a.owner_id = p_owner_id and a.purpose = p_purpose and a.status = 'ready')
+                 where a.id = p_asset_id and a.owner_id = p_owner_id and a.purpose = p_purpose and a.status <> 'failed')
 $$;
 
 
@@ -4745,7 +4750,7 @@ $$;
 -- Name: FUNCTION asset_usable_as(p_asset_id uuid, p_owner_id uuid, p_purpose app.upload_purpose); Type: COMMENT; Schema: app_private; Owner: -
 --
 
-COMMENT ON FUNCTION app_private.asset_usable_as(p_asset_id uuid, p_owner_id uuid, p_purpose app.upload_purpose) IS 'The rule of attaching an asset: the owner''s own asset of the purpose, ready. Used by app.is_profile_photo_of, app.hub_asset_usable and app.post_assets_usable.';
+COMMENT ON FUNCTION app_private.asset_usable_as(p_asset_id uuid, p_owner_id uuid, p_purpose app.upload_purpose) IS 'The rule of attaching an asset: the owner''s own asset of the purpose, not failed (the API refuses one still processing first). Used by app.is_profile_photo_of, app.hub_asset_usable and app.post_assets_usable.';
 
 
 --
@@ -5893,9 +5898,9 @@ begin
   if p_code not in ('IMAGE_UNREADABLE', 'IMAGE_TOO_LARGE') then
     raise exception 'unknown image error %', p_code;
   end if;
-  select a.object_key into v_upload_key from app.assets a
+  select i.object_key into v_upload_key from app.assets a join app.upload_intents i on i.id = a.upload_id
   where a.id = p_asset_id and a.purpose <> 'document' and a.processed_at is null and a.status in ('processing', 'ready')
-  for update;
+  for update of a;
   if not found then
     return;
   end if;
@@ -6078,9 +6083,9 @@ CREATE FUNCTION app_private.finish_image(p_asset_id uuid, p_width integer, p_hei
 declare
   v_upload_key text;
 begin
-  select a.object_key into v_upload_key from app.assets a
+  select i.object_key into v_upload_key from app.assets a join app.upload_intents i on i.id = a.upload_id
   where a.id = p_asset_id and a.purpose <> 'document' and a.processed_at is null and a.status in ('processing', 'ready')
-  for update;
+  for update of a;
   if not found then
     return;
   end if;
@@ -6686,23 +6691,41 @@ COMMENT ON FUNCTION app_private.hub_name_words_sync() IS 'Keeps app.hub_name_wor
 
 
 --
+-- Name: image_jpeg_key(uuid); Type: FUNCTION; Schema: app_private; Owner: -
+--
+
+CREATE FUNCTION app_private.image_jpeg_key(p_asset_id uuid) RETURNS text
+    LANGUAGE sql IMMUTABLE
+    SET search_path TO 'pg_catalog'
+    AS $$ select 'images/' || p_asset_id || '.jpg' $$;
+
+
+--
+-- Name: FUNCTION image_jpeg_key(p_asset_id uuid); Type: COMMENT; Schema: app_private; Owner: -
+--
+
+COMMENT ON FUNCTION app_private.image_jpeg_key(p_asset_id uuid) IS 'The object key of an image''s JPEG variant (images/<assetId>.jpg): set as object_key by app.complete_upload, written by the worker task process_image (app_private.image_to_process answers it).';
+
+
+--
 -- Name: image_to_process(uuid); Type: FUNCTION; Schema: app_private; Owner: -
 --
 
-CREATE FUNCTION app_private.image_to_process(p_asset_id uuid, OUT object_key text, OUT content_type text, OUT purpose app.upload_purpose) RETURNS SETOF record
+CREATE FUNCTION app_private.image_to_process(p_asset_id uuid, OUT upload_key text, OUT jpeg_key text, OUT content_type text, OUT purpose app.upload_purpose) RETURNS SETOF record
     LANGUAGE sql STABLE SECURITY DEFINER
     SET search_path TO 'pg_catalog'
     AS $$
-  select a.object_key, a.content_type, a.purpose from app.assets a
+  select i.object_key, app_private.image_jpeg_key(a.id), a.content_type, a.purpose
+  from app.assets a join app.upload_intents i on i.id = a.upload_id
   where a.id = p_asset_id and a.purpose <> 'document' and a.processed_at is null and a.status in ('processing', 'ready')
 $$;
 
 
 --
--- Name: FUNCTION image_to_process(p_asset_id uuid, OUT object_key text, OUT content_type text, OUT purpose app.upload_purpose); Type: COMMENT; Schema: app_private; Owner: -
+-- Name: FUNCTION image_to_process(p_asset_id uuid, OUT upload_key text, OUT jpeg_key text, OUT content_type text, OUT purpose app.upload_purpose); Type: COMMENT; Schema: app_private; Owner: -
 --
 
-COMMENT ON FUNCTION app_private.image_to_process(p_asset_id uuid, OUT object_key text, OUT content_type text, OUT purpose app.upload_purpose) IS 'The upload of an image still to be processed (its key, declared type and purpose); no row when it was processed, failed, or is a document. Read by the worker task process_image.';
+COMMENT ON FUNCTION app_private.image_to_process(p_asset_id uuid, OUT upload_key text, OUT jpeg_key text, OUT content_type text, OUT purpose app.upload_purpose) IS 'An image still to be processed: its upload''s key, the key its JPEG variant goes to, its declared type and purpose; no row when it was processed, failed, or is a document. Read by the worker task process_image.';
 
 
 --
@@ -9440,7 +9463,10 @@ CREATE FUNCTION app_private.unused_asset_keys(p_asset_id uuid) RETURNS SETOF tex
     AS $$
   select k.key
   from app.assets a
+  join app.upload_intents i on i.id = a.upload_id
   cross join lateral (select a.object_key as key
+                      union
+                      select i.object_key
                       union
                       select v ->> 'key' from jsonb_array_elements(coalesce(a.variants, '[]')) v) k
   where a.id = p_asset_id and not app.asset_in_visible_use(a.id)
@@ -9451,7 +9477,7 @@ $$;
 -- Name: FUNCTION unused_asset_keys(p_asset_id uuid); Type: COMMENT; Schema: app_private; Owner: -
 --
 
-COMMENT ON FUNCTION app_private.unused_asset_keys(p_asset_id uuid) IS 'Every stored object of an asset nothing uses (none otherwise): its object_key and its variants, for the worker task delete_asset.';
+COMMENT ON FUNCTION app_private.unused_asset_keys(p_asset_id uuid) IS 'Every stored object of an asset nothing uses (none otherwise): its object_key, its upload and its variants, for the worker task delete_asset.';
 
 
 --
@@ -16623,11 +16649,18 @@ REVOKE ALL ON FUNCTION app_private.hub_name_words_sync() FROM PUBLIC;
 
 
 --
--- Name: FUNCTION image_to_process(p_asset_id uuid, OUT object_key text, OUT content_type text, OUT purpose app.upload_purpose); Type: ACL; Schema: app_private; Owner: -
+-- Name: FUNCTION image_jpeg_key(p_asset_id uuid); Type: ACL; Schema: app_private; Owner: -
 --
 
-REVOKE ALL ON FUNCTION app_private.image_to_process(p_asset_id uuid, OUT object_key text, OUT content_type text, OUT purpose app.upload_purpose) FROM PUBLIC;
-GRANT ALL ON FUNCTION app_private.image_to_process(p_asset_id uuid, OUT object_key text, OUT content_type text, OUT purpose app.upload_purpose) TO app_worker;
+REVOKE ALL ON FUNCTION app_private.image_jpeg_key(p_asset_id uuid) FROM PUBLIC;
+
+
+--
+-- Name: FUNCTION image_to_process(p_asset_id uuid, OUT upload_key text, OUT jpeg_key text, OUT content_type text, OUT purpose app.upload_purpose); Type: ACL; Schema: app_private; Owner: -
+--
+
+REVOKE ALL ON FUNCTION app_private.image_to_process(p_asset_id uuid, OUT upload_key text, OUT jpeg_key text, OUT content_type text, OUT purpose app.upload_purpose) FROM PUBLIC;
+GRANT ALL ON FUNCTION app_private.image_to_process(p_asset_id uuid, OUT upload_key text, OUT jpeg_key text, OUT content_type text, OUT purpose app.upload_purpose) TO app_worker;
 
 
 --

@@ -107,6 +107,15 @@ comment on function app.check_upload(uuid, app.upload_purpose) is
   'Step 1 of completing an upload: the intent''s object key, length and type, for Node to verify the stored object against, when the intent is completable. Called by POST /uploads/complete.';
 grant execute on function app.check_upload(uuid, app.upload_purpose) to app_user;
 
+-- Where an image's JPEG variant is stored: what object_key names once the asset is an image.
+create or replace function app_private.image_jpeg_key(p_asset_id uuid)
+  returns text
+  language sql immutable
+  set search_path = pg_catalog
+  as $$ select 'images/' || p_asset_id || '.jpg' $$;
+comment on function app_private.image_jpeg_key(uuid) is
+  'The object key of an image''s JPEG variant (images/<assetId>.jpg): set as object_key by app.complete_upload, written by the worker task process_image (app_private.image_to_process answers it).';
+
 -- An image's processing job (worker task process_image), one per asset: new uploads at priority 0,
 -- the backfill of older images behind them (graphile-worker runs lower numbers first).
 create or replace function app_private.queue_image_processing(p_asset_id uuid, p_priority int)
@@ -130,12 +139,17 @@ create or replace function app.complete_upload(p_upload_id uuid, p_purpose app.u
 declare
   v_intent app.upload_intents;
   v_asset app.assets;
+  v_id uuid;
 begin
   v_intent := app_private.completable_upload(p_upload_id, p_purpose, true);
   update app.upload_intents set completed_at = now() where id = p_upload_id;
-  insert into app.assets (upload_id, owner_id, purpose, content_type, size, checksum, object_key, status)
-    values (v_intent.id, v_intent.owner_id, v_intent.purpose, v_intent.content_type, v_intent.content_length,
-            lower(p_checksum), v_intent.object_key,
+  v_id := gen_random_uuid();
+  -- A document is served as uploaded; an image's object_key names its JPEG variant from the start,
+  -- so no reader of object_key (download URLs, the previous release) ever gets the upload.
+  insert into app.assets (id, upload_id, owner_id, purpose, content_type, size, checksum, object_key, status)
+    values (v_id, v_intent.id, v_intent.owner_id, v_intent.purpose, v_intent.content_type, v_intent.content_length,
+            lower(p_checksum),
+            case when v_intent.purpose = 'document' then v_intent.object_key else app_private.image_jpeg_key(v_id) end,
             case when v_intent.purpose = 'document' then 'ready' else 'processing' end::app.asset_status)
     returning * into v_asset;
   if v_asset.status = 'processing' then
@@ -189,8 +203,8 @@ comment on function app_private.forget_asset(uuid) is
   'Removes an asset row if it is still unused, after the worker task delete_asset deleted its object.';
 grant execute on function app_private.forget_asset(uuid) to app_worker;
 
--- Every object of an asset nothing uses any more: the one object_key names (the upload, or once
--- processed its JPEG variant) and every variant (none when the asset is in use). The task
+-- Every object of an asset nothing uses any more: the one object_key names, its upload (deleted
+-- already once processed) and every variant (none when the asset is in use). The task
 -- delete_asset deletes them, then calls forget_asset.
 create or replace function app_private.unused_asset_keys(p_asset_id uuid)
   returns setof text
@@ -199,13 +213,16 @@ create or replace function app_private.unused_asset_keys(p_asset_id uuid)
   as $$
   select k.key
   from app.assets a
+  join app.upload_intents i on i.id = a.upload_id
   cross join lateral (select a.object_key as key
+                      union
+                      select i.object_key
                       union
                       select v ->> 'key' from jsonb_array_elements(coalesce(a.variants, '[]')) v) k
   where a.id = p_asset_id and not app.asset_in_visible_use(a.id)
 $$;
 comment on function app_private.unused_asset_keys(uuid) is
-  'Every stored object of an asset nothing uses (none otherwise): its object_key and its variants, for the worker task delete_asset.';
+  'Every stored object of an asset nothing uses (none otherwise): its object_key, its upload and its variants, for the worker task delete_asset.';
 grant execute on function app_private.unused_asset_keys(uuid) to app_worker;
 
 -- Intents that expired without completion, oldest first; forget_upload_intents removes them after
@@ -232,19 +249,20 @@ comment on function app_private.forget_upload_intents(uuid[]) is
   'Removes expired, uncompleted upload intents once the worker task purge_expired_uploads deleted their objects.';
 grant execute on function app_private.forget_upload_intents(uuid[]) to app_worker;
 
--- The one rule of attaching an asset: the owner's own asset of the purpose, ready (processed, or
--- from before processing existed). One still processing is not usable yet (app.assets_processing
--- tells the API to answer ASSET_NOT_READY), a failed one never.
+-- The one rule of attaching an asset: the owner's own asset of the purpose, never a failed one.
+-- The API answers 409 ASSET_NOT_READY for one still processing before it writes
+-- (app.assets_processing); a writer that does not ask (the previous release during a deploy) may
+-- attach it, and it shows once processed (app.image_key shows nothing before).
 create or replace function app_private.asset_usable_as(p_asset_id uuid, p_owner_id uuid, p_purpose app.upload_purpose)
   returns boolean
   language sql stable
   set search_path = pg_catalog
   as $$
   select exists (select from app.assets a
-                 where a.id = p_asset_id and a.owner_id = p_owner_id and a.purpose = p_purpose and a.status = 'ready')
+                 where a.id = p_asset_id and a.owner_id = p_owner_id and a.purpose = p_purpose and a.status <> 'failed')
 $$;
 comment on function app_private.asset_usable_as(uuid, uuid, app.upload_purpose) is
-  'The rule of attaching an asset: the owner''s own asset of the purpose, ready. Used by app.is_profile_photo_of, app.hub_asset_usable and app.post_assets_usable.';
+  'The rule of attaching an asset: the owner''s own asset of the purpose, not failed (the API refuses one still processing first). Used by app.is_profile_photo_of, app.hub_asset_usable and app.post_assets_usable.';
 
 -- Whether any of the viewer's assets among these is still processing: the API answers 409
 -- ASSET_NOT_READY (Retry-After: 1) for it, before the usable check that refuses it.
@@ -277,20 +295,22 @@ grant execute on function app.image_key(app.asset_status, text, text) to app_ano
 -- before processing existed (ready, never processed). Every step is keyed by the asset: a job that
 -- runs again after its worker died finds the asset done and does nothing.
 create or replace function app_private.image_to_process(p_asset_id uuid,
-  out object_key text, out content_type text, out purpose app.upload_purpose)
+  out upload_key text, out jpeg_key text, out content_type text, out purpose app.upload_purpose)
   returns setof record
   language sql stable security definer
   set search_path = pg_catalog
   as $$
-  select a.object_key, a.content_type, a.purpose from app.assets a
+  select i.object_key, app_private.image_jpeg_key(a.id), a.content_type, a.purpose
+  from app.assets a join app.upload_intents i on i.id = a.upload_id
   where a.id = p_asset_id and a.purpose <> 'document' and a.processed_at is null and a.status in ('processing', 'ready')
 $$;
 comment on function app_private.image_to_process(uuid) is
-  'The upload of an image still to be processed (its key, declared type and purpose); no row when it was processed, failed, or is a document. Read by the worker task process_image.';
+  'An image still to be processed: its upload''s key, the key its JPEG variant goes to, its declared type and purpose; no row when it was processed, failed, or is a document. Read by the worker task process_image.';
 grant execute on function app_private.image_to_process(uuid) to app_worker;
 
 -- The variants are written: the asset shows them from now on, its object_key names its JPEG variant
--- (what the previous release serves, and download URLs), the upload is deleted by its own job, and
+-- (download URLs, the previous release's readers; an image from before processing existed gets it
+-- only now), the upload is deleted by its own job, and
 -- the waiting POST /uploads/complete is told on channel asset_processed (the asset id only).
 create or replace function app_private.finish_image(p_asset_id uuid, p_width int, p_height int, p_placeholder text,
   p_variants jsonb, p_display_key text, p_jpeg_key text)
@@ -301,9 +321,9 @@ create or replace function app_private.finish_image(p_asset_id uuid, p_width int
 declare
   v_upload_key text;
 begin
-  select a.object_key into v_upload_key from app.assets a
+  select i.object_key into v_upload_key from app.assets a join app.upload_intents i on i.id = a.upload_id
   where a.id = p_asset_id and a.purpose <> 'document' and a.processed_at is null and a.status in ('processing', 'ready')
-  for update;
+  for update of a;
   if not found then
     return;
   end if;
@@ -332,9 +352,9 @@ begin
   if p_code not in ('IMAGE_UNREADABLE', 'IMAGE_TOO_LARGE') then
     raise exception 'unknown image error %', p_code;
   end if;
-  select a.object_key into v_upload_key from app.assets a
+  select i.object_key into v_upload_key from app.assets a join app.upload_intents i on i.id = a.upload_id
   where a.id = p_asset_id and a.purpose <> 'document' and a.processed_at is null and a.status in ('processing', 'ready')
-  for update;
+  for update of a;
   if not found then
     return;
   end if;
@@ -375,7 +395,7 @@ comment on function app_private.queue_image_backfill(integer) is
   'Queues process_image for up to p_limit images uploaded before processing existed, oldest first, at a lower priority than new uploads; returns how many. Run by the worker cron process_image_backfill.';
 grant execute on function app_private.queue_image_backfill(integer) to app_worker;
 
--- Whether an asset may become a hub's image: a ready hub_photo asset of the viewer.
+-- Whether an asset may become a hub's image: a hub_photo asset of the viewer, not failed.
 create or replace function app.hub_asset_usable(p_asset_id uuid)
   returns boolean
   language sql stable security definer
@@ -384,10 +404,10 @@ create or replace function app.hub_asset_usable(p_asset_id uuid)
   select app_private.asset_usable_as(p_asset_id, app.viewer_id(), 'hub_photo')
 $$;
 comment on function app.hub_asset_usable(uuid) is
-  'Whether an asset may become a hub''s image: a ready hub_photo asset of the viewer (app_private.asset_usable_as). Called by POST /hubs and PATCH /hubs/{hubId} before they write, and by app.create_hub and app.update_hub.';
+  'Whether an asset may become a hub''s image: a hub_photo asset of the viewer, not failed (app_private.asset_usable_as). Called by POST /hubs and PATCH /hubs/{hubId} before they write, and by app.create_hub and app.update_hub.';
 grant execute on function app.hub_asset_usable(uuid) to app_user;
 
--- Whether assets may illustrate a media article: ready post_image assets of the viewer.
+-- Whether assets may illustrate a media article: post_image assets of the viewer, none failed.
 create or replace function app.post_assets_usable(p_asset_ids uuid[])
   returns boolean
   language sql stable security definer
@@ -397,7 +417,7 @@ create or replace function app.post_assets_usable(p_asset_ids uuid[])
     select count(*) from unnest(p_asset_ids) ids (id) where app_private.asset_usable_as(ids.id, app.viewer_id(), 'post_image'))
 $$;
 comment on function app.post_assets_usable(uuid[]) is
-  'Whether assets may illustrate a media article: all are ready post_image assets of the viewer (app_private.asset_usable_as). Called by POST /posts and by app.create_post.';
+  'Whether assets may illustrate a media article: all are post_image assets of the viewer, none failed (app_private.asset_usable_as). Called by POST /posts and by app.create_post.';
 grant execute on function app.post_assets_usable(uuid[]) to app_user;
 
 -- TG_ARGV[0] names the column holding the row's user (id on users, user_id on hub_profiles).

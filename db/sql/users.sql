@@ -419,7 +419,7 @@ create or replace function app.is_profile_photo_of(p_asset_id uuid, p_user_id uu
   select app_private.asset_usable_as(p_asset_id, p_user_id, 'profile_photo')
 $$;
 comment on function app.is_profile_photo_of(uuid, uuid) is
-  'The profile photo rule: an asset may be a user''s profile image when it is that user''s own ready profile_photo asset (app_private.asset_usable_as). Used by app.profile_asset_usable and the trigger function app_private.check_profile_asset.';
+  'The profile photo rule: an asset may be a user''s profile image when it is that user''s own profile_photo asset, not failed (app_private.asset_usable_as). Used by app.profile_asset_usable and the trigger function app_private.check_profile_asset.';
 
 -- The user with this handle (canonicalised like profile basics: trimmed, lowercased, a leading @
 -- removed), or USER_NOT_FOUND.

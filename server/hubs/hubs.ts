@@ -55,7 +55,7 @@ export const hubCoreEndpoints = [
       initialInvitees: z.array(phoneInput).min(1).max(inviteesMax).optional(),
     }),
     response: z.object({ hubId: z.string(), role: z.literal('super_admin'), initialInvitations: z.array(invitationResult).max(inviteesMax) }),
-    errors: ['HUB_LINK_TAKEN'],
+    errors: ['ASSET_NOT_READY', 'HUB_LINK_TAKEN'],
     async handler({ body, tx, services: { config } }) {
       await requireHubPhoto(tx, body.profileAssetId);
       const created = await tx.query<{ hub_id: string }>('select app.create_hub($1, $2, $3, $4, $5) as hub_id', [
@@ -105,7 +105,7 @@ export const hubCoreEndpoints = [
       .refine((value) => Object.keys(value).length > 0, { message: 'At least one field is required' })
       .meta({ minProperties: 1 }),
     response: hubResponse,
-    errors: ['HUB_ADMIN_REQUIRED'],
+    errors: ['ASSET_NOT_READY', 'HUB_ADMIN_REQUIRED'],
     async handler({ body, params, tx, services: { storage } }) {
       await requireHubPhoto(tx, body.profileAssetId);
       await tx.query('select app.update_hub($1, $2, $3, $4)', [params.hubId, body.name ?? null, body.description ?? null, body.profileAssetId ?? null]);

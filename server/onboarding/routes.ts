@@ -91,6 +91,7 @@ export const onboardingEndpoints = [
     limit: 'other_writes',
     body: z.strictObject({ profileAssetId: z.string().max(64).nullable().optional() }),
     response: onboardingStatus,
+    errors: ['ASSET_NOT_READY'],
     async handler({ body, tx }) {
       const assetId = body.profileAssetId ?? null;
       const unusable = new ApiError('VALIDATION_FAILED', { fields: { profileAssetId: 'Not a usable profile photo' } });

@@ -74,7 +74,7 @@ export const postEndpoints = [
         ],
       }),
     response: postCard,
-    errors: ['HUB_READINESS_REQUIRED', 'HUB_MEMBERSHIP_REQUIRED', 'HUB_NOT_FOUND'],
+    errors: ['ASSET_NOT_READY', 'HUB_READINESS_REQUIRED', 'HUB_MEMBERSHIP_REQUIRED', 'HUB_NOT_FOUND'],
     async handler({ body, tx, services: { storage, ballots } }) {
       if (body.article?.assetIds?.length) {
         await requireUsableAssets(tx, 'app.post_assets_usable($1::uuid[])', body.article.assetIds, body.article.assetIds, () =>

@@ -239,6 +239,7 @@ export const uploadEndpoints = [
     auth: 'bearer',
     ids: { assetId: 'ASSET_NOT_FOUND' },
     response: z.object({ url: text(textMax.url), expiresAt: z.string() }),
+    errors: ['ASSET_NOT_READY'],
     async handler({ params, tx, services: { storage } }) {
       const { rows } = await tx.query<{ object_key: string; status: AssetRow['status'] }>('select object_key, status from app.assets where id = $1', [params.assetId]);
       const found = rows[0];

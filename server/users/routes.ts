@@ -125,7 +125,7 @@ export const userEndpoints = [
       .refine((value) => Object.keys(value).length > 0, { message: 'At least one field is required' })
       .meta({ minProperties: 1 }),
     response: ownProfile,
-    errors: ['USERNAME_TAKEN'],
+    errors: ['ASSET_NOT_READY', 'USERNAME_TAKEN'],
     async handler({ body, tx, viewer, services: { storage } }) {
       await requireUsablePhoto(tx, body.profileAssetId, 'profileAssetId');
       const columns = { fullName: 'full_name', username: 'username', bio: 'bio', profileAssetId: 'profile_asset_id' } as const;
@@ -183,6 +183,7 @@ export const userEndpoints = [
       .refine((value) => Object.keys(value).length > 0, { message: 'At least one field is required' })
       .meta({ minProperties: 1 }),
     response: hubProfile,
+    errors: ['ASSET_NOT_READY'],
     async handler({ body, tx, services: { storage } }) {
       await requireUsablePhoto(tx, body.profileAssetId, 'profileAssetId');
       await tx.query(

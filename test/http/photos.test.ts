@@ -231,6 +231,7 @@ describe('images uploaded before processing existed', () => {
       `update app.assets set object_key = $2, content_type = 'image/jpeg', processed_at = null, width = null, height = null, placeholder = null, variants = null, display_key = null where id = $1`,
       [assetId, legacyKey],
     );
+    await app.owner.query('update app.upload_intents set object_key = $2 where id = (select upload_id from app.assets where id = $1)', [assetId, legacyKey]);
     await app.patch('/users/me/profile', { profileAssetId: assetId }, { token: user.token });
     const before = (await app.get(`/users/by-username/${user.username}`)).body.data;
     expect(before.profilePhoto).toEqual({ width: null, height: null, placeholder: null, variants: [] });

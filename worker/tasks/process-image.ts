@@ -1,7 +1,7 @@
 // Processes one uploaded image (queued by app.complete_upload, or by the backfill for images from
 // before processing existed; db/sql/uploads.sql): its decoder process (worker/images) turns the
 // upload into upright, metadata-free variants, which are written under keys of the asset's own
-// that never change, then recorded; the upload is deleted by the job the record queues. An image
+// that never change (images/<assetId>.jpg, images/<assetId>/<w>x<h>.webp), then recorded; the upload is deleted by the job the record queues. An image
 // the decoder refuses fails with its code. Idempotent: a job that runs again finds the asset done
 // (app_private.image_to_process answers nothing) or rewrites the same variant keys before recording.
 import type { Task } from 'graphile-worker';
@@ -10,8 +10,6 @@ import type { ObjectStore } from '../object-store.ts';
 
 /** The variant lists and cards show: the largest WebP within this many pixels on its longest side. */
 const displaySide = { post_image: 1280, profile_photo: 256, hub_photo: 256 } as const;
-
-const extension = { 'image/webp': 'webp', 'image/jpeg': 'jpg' } as const;
 
 interface StoredVariant {
   width: number;
@@ -31,15 +29,15 @@ export function processImage(storage: ObjectStore, images: ImageProcessor): Task
   return async (payload, { withPgClient }) => {
     const { assetId } = payload as { assetId: string };
     const { rows } = await withPgClient((client) =>
-      client.query<{ object_key: string; content_type: string; purpose: keyof typeof displaySide }>(
-        'select object_key, content_type, purpose from app_private.image_to_process($1)',
+      client.query<{ upload_key: string; jpeg_key: string; content_type: string; purpose: keyof typeof displaySide }>(
+        'select upload_key, jpeg_key, content_type, purpose from app_private.image_to_process($1)',
         [assetId],
       ),
     );
     const upload = rows[0];
     if (!upload) return;
     const fail = (code: ImageRefusal['code']) => withPgClient((client) => client.query('select app_private.fail_image($1, $2)', [assetId, code]));
-    const bytes = await storage.get(upload.object_key);
+    const bytes = await storage.get(upload.upload_key);
     if (bytes === null) {
       await fail('IMAGE_UNREADABLE');
       return;
@@ -54,7 +52,8 @@ export function processImage(storage: ObjectStore, images: ImageProcessor): Task
     }
     const variants: StoredVariant[] = [];
     for (const variant of image.variants) {
-      const key = `images/${assetId}/${variant.width}x${variant.height}.${extension[variant.contentType]}`;
+      // The JPEG (one per image) where object_key already names it; each WebP under its size.
+      const key = variant.contentType === 'image/jpeg' ? upload.jpeg_key : `images/${assetId}/${variant.width}x${variant.height}.webp`;
       await storage.putImmutable(key, variant.bytes, variant.contentType);
       variants.push({ width: variant.width, height: variant.height, contentType: variant.contentType, key });
     }
