@@ -32,6 +32,8 @@ const purpose = z.enum(purposes);
 const largestUpload = Math.max(...Object.values(uploadRules).map((rule) => rule.maxBytes));
 
 const imageErrors = ['IMAGE_UNREADABLE', 'IMAGE_TOO_LARGE'] as const;
+/** The processing states of an asset (app.asset_status). */
+export const assetStatuses = ['processing', 'ready', 'failed'] as const;
 
 const asset = z.object({
   assetId: z.string(),
@@ -39,7 +41,7 @@ const asset = z.object({
   contentType: text(textMax.contentType).describe('The type uploaded (served images are the variants, WebP and JPEG)'),
   size: z.number().int(),
   checksum: text(64),
-  status: z.enum(['processing', 'ready', 'failed']).describe(
+  status: z.enum(assetStatuses).describe(
     'Images are processed once after upload: processing until their variants exist (poll GET /uploads/{assetId}), then ready; ' +
       'failed when the image was refused (error). Documents are ready at once.',
   ),
@@ -57,7 +59,7 @@ interface AssetRow {
   content_type: string;
   size: number;
   checksum: string;
-  status: 'processing' | 'ready' | 'failed';
+  status: (typeof assetStatuses)[number];
   error_code: (typeof imageErrors)[number] | null;
   image: ImageColumns | null;
 }
