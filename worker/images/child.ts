@@ -5,7 +5,7 @@
 // argv: the process's temporary folder (HEIC conversions) and its memory bound in MB.
 import { heicToJpeg } from './heic.ts';
 import { ImageRefusal, type ImageShape, type ProcessedImage } from './image.ts';
-import { configureSharp, render, type SharpInput } from './render.ts';
+import { configureSharp, heicHeader, render, type SharpInput } from './render.ts';
 
 export interface ChildJob {
   id: number;
@@ -27,6 +27,7 @@ async function processJob(job: ChildJob): Promise<ChildAnswer> {
   const bytes = Buffer.from(job.bytes.buffer, job.bytes.byteOffset, job.bytes.byteLength);
   try {
     if (job.contentType === 'image/heic') {
+      await heicHeader(bytes);
       // heif-convert applied the HEIF transforms: its EXIF orientation must not turn the pixels again.
       return { id: job.id, image: await render(await heicToJpeg(bytes, dir, memoryMb), 'image/jpeg', job.shape, false) };
     }
