@@ -19,7 +19,7 @@
 //      worker_rss_peak_mb                the worker process and its decoder processes, during a burst
 //    A service whose `complete` answers no `status` does not process images: part 2 says so and stops.
 // Settings: BENCH_REPEATS (3), BENCH_MEDIA_SINGLES (10), BENCH_MEDIA_BURST (20), BENCH_MEDIA_LOAD
-// (REST requests in flight, 8).
+// (REST requests in flight, 8), BENCH_MEDIA_PARTS (`engine,service`: either alone runs one part).
 import { fork, spawn, type ChildProcess } from 'node:child_process';
 import { createHash, randomBytes } from 'node:crypto';
 import { chmod, mkdtemp, rm } from 'node:fs/promises';
@@ -43,6 +43,7 @@ const repeats = Number(process.env.BENCH_REPEATS ?? 3);
 const singles = Number(process.env.BENCH_MEDIA_SINGLES ?? 10);
 const burst = Number(process.env.BENCH_MEDIA_BURST ?? 20);
 const loadConcurrency = Number(process.env.BENCH_MEDIA_LOAD ?? 8);
+const parts = (process.env.BENCH_MEDIA_PARTS ?? 'engine,service').split(',');
 const log = (line: string) => process.stdout.write(`${line}\n`);
 
 const percentile = (values: number[], p: number) => {
@@ -96,7 +97,7 @@ const bomb = pngBomb(20_000);
 log(`images: a 4000 x 3000 JPEG of ${fmt(photo.length / 2 ** 20)} MiB; the bomb: a 20000 x 20000 PNG of ${fmt(bomb.length / 1024, 0)} KiB`);
 
 // ---------------------------------------------------------------- 1. The engine alone
-{
+if (parts.includes('engine')) {
   const { images } = loadConfig({ ...process.env, DATA_DIR: scratch, LOG_LEVEL: 'silent' });
   log(`\n1. engine alone: ${images.concurrency} decoder processes, ${images.memoryMb} MB and ${images.timeoutMs} ms each`);
   const processor = startImageProcessor({ ...images, log: createLogger('silent') });
@@ -162,175 +163,179 @@ function ownResident(): number {
 }
 
 // ---------------------------------------------------------------- 2. The service
-log('\n2. the service: API and worker processes, uploads through the REST contract');
-let embedded: Awaited<ReturnType<typeof startEmbeddedPostgres>> | undefined;
-let adminUrl = process.env.DATABASE_URL;
-if (!adminUrl) {
-  embedded = await startEmbeddedPostgres(scratch, { persistent: false, durable: false });
-  stopOnExit(() => (embedded as NonNullable<typeof embedded>).stop());
-  adminUrl = embedded.url;
-}
-const admin = new pg.Client({ connectionString: adminUrl });
-await admin.connect();
-stopOnExit(() => admin.end());
-log(`PostgreSQL: ${(await admin.query<{ version: string }>('select version()')).rows[0]?.version}`);
-const database = `opinion_bench_media_${randomBytes(3).toString('hex')}`;
-await admin.query(`create database ${database}`);
-stopOnExit(() => admin.query(`drop database if exists ${database} with (force)`));
-const ownerUrl = new URL(adminUrl);
-ownerUrl.pathname = `/${database}`;
-
-const bucket = 'opinion-media-bench';
-const s3Port = await freePort();
-const s3 = new S3rver({ address: '127.0.0.1', port: s3Port, directory: path.join(scratch, 's3'), silent: true, configureBuckets: [{ name: bucket }] });
-await s3.run();
-stopOnExit(() => s3.close());
-
-const apiPort = await freePort();
-const env = {
-  ...process.env,
-  DATABASE_URL: ownerUrl.toString(),
-  JWT_SECRET: randomBytes(24).toString('hex'),
-  LOG_LEVEL: 'warn',
-  DATA_DIR: path.join(scratch, 'data'),
-  PORT: String(apiPort),
-  S3_ENDPOINT: `http://127.0.0.1:${s3Port}`,
-  S3_BUCKET: bucket,
-  S3_ACCESS_KEY_ID: 'S3RVER',
-  S3_SECRET_ACCESS_KEY: 'S3RVER',
-  WRITE_LIMITS: 'uploads=100000/3600',
-};
-function service(only: 'api' | 'worker'): ChildProcess {
-  const child = spawn(process.execPath, [path.join(root, 'main.ts'), `--only=${only}`], { cwd: root, env, stdio: ['ignore', 'ignore', 'inherit'] });
-  stopOnExit(async () => {
-    if (child.exitCode !== null || child.signalCode !== null) return;
-    const exited = new Promise((resolve) => child.once('exit', resolve));
-    child.kill('SIGTERM');
-    await exited;
-  });
-  return child;
-}
-const base = `http://127.0.0.1:${apiPort}/api/v1`;
-async function waitFor(condition: () => Promise<boolean>, what: string, timeoutMs = 120_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!(await condition())) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 50));
-  }
-}
-service('api');
-await waitFor(async () => (await fetch(`${base}/auth/login-config`).catch(() => undefined))?.ok === true, 'the API');
-const worker = service('worker');
-
-async function call(method: string, pathname: string, token: string | undefined, body?: unknown) {
-  const response = await fetch(`${base}${pathname}`, {
-    method,
-    headers: { ...(token ? { authorization: `Bearer ${token}` } : {}), ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
-    ...(body === undefined ? {} : { body: JSON.stringify(body) }),
-  });
-  const text = await response.text();
-  return { status: response.status, body: (text ? JSON.parse(text) : {}) as { data?: Record<string, unknown>; error?: { code: string } } };
-}
-async function user(n: number): Promise<string> {
-  const session = await call('POST', '/auth/anonymous/session', undefined, { deviceId: `media-bench-${process.pid}-${n}` });
-  const token = (session.body.data as { accessToken: string }).accessToken;
-  const basics = await call('PUT', '/users/me/onboarding/profile-basics', token, { fullName: 'Bench Person', username: `media_${process.pid % 10_000}_${n}`, acceptTerms: true });
-  if (basics.status !== 200) throw new Error(`profile basics answered ${basics.status}: ${JSON.stringify(basics.body)}`);
-  return token;
-}
-const tokens = await Promise.all([1, 2, 3, 4].map(user));
-const uploader = tokens[0] as string;
-
-interface Uploaded {
-  uploadId: string;
-  checksum: string;
-}
-async function put(bytes: Buffer, contentType: string): Promise<Uploaded> {
-  const intent = await call('POST', '/uploads/presign', uploader, { purpose: 'post_image', contentType, contentLength: bytes.length });
-  if (intent.status !== 200) throw new Error(`presign answered ${intent.status}: ${JSON.stringify(intent.body)}`);
-  const { uploadId, uploadUrl, headers } = intent.body.data as { uploadId: string; uploadUrl: string; headers: Record<string, string> };
-  const stored = await fetch(uploadUrl, { method: 'PUT', body: new Uint8Array(bytes), headers });
-  if (stored.status !== 200) throw new Error(`PUT to the store answered ${stored.status}`);
-  return { uploadId, checksum: createHash('sha256').update(bytes).digest('hex') };
-}
-/** complete, then GET /uploads/{assetId} until the asset is ready: the seconds from complete to ready, and the final answer. */
-async function completeUntilReady(uploaded: Uploaded): Promise<{ seconds: number; status: number; data: Record<string, unknown> | undefined; code?: string }> {
-  const started = performance.now();
-  const complete = await call('POST', '/uploads/complete', uploader, { uploadId: uploaded.uploadId, purpose: 'post_image', checksum: uploaded.checksum });
-  let data = complete.body.data;
-  if (complete.status !== 201) return { seconds: (performance.now() - started) / 1000, status: complete.status, data, code: complete.body.error?.code };
-  while (data?.status === 'processing') {
-    await new Promise((resolve) => setTimeout(resolve, 100));
-    data = (await call('GET', `/uploads/${data.assetId as string}`, uploader)).body.data;
-  }
-  return { seconds: (performance.now() - started) / 1000, status: complete.status, data };
-}
-
-const probe = await completeUntilReady(await put(photo, 'image/jpeg'));
-if (probe.status !== 201 || probe.data?.status === undefined) {
-  log(`  this service does not process images yet: complete answered ${probe.status} without a status (the REST goals need the processing side of the contract)`);
-} else {
-  const readySeconds: number[] = [];
-  let ratio = NaN;
-  for (let i = 0; i < singles; i++) {
-    const result = await completeUntilReady(await put(photo, 'image/jpeg'));
-    if (result.data?.status !== 'ready') throw new Error(`the photo ended ${JSON.stringify(result.data?.status ?? result.code)}`);
-    readySeconds.push(result.seconds);
-    const variants = result.data.variants as { width: number; height: number; contentType: string; url: string }[];
-    const webp1280 = variants.find((variant) => variant.contentType === 'image/webp' && Math.max(variant.width, variant.height) === 1280);
-    if (webp1280) ratio = (await (await fetch(webp1280.url)).arrayBuffer()).byteLength / photo.length;
-  }
-  goal('photo_12mp_ready_p50_s', readySeconds, '<= 2', (value) => value <= 2);
-
-  const bombMs: number[] = [];
-  for (let i = 0; i < Math.min(5, singles); i++) {
-    const uploaded = await put(bomb, 'image/png');
-    const result = await completeUntilReady(uploaded);
-    if (result.code !== 'IMAGE_TOO_LARGE') throw new Error(`the bomb's complete answered ${result.status} ${result.code ?? JSON.stringify(result.data)}`);
-    bombMs.push(result.seconds * 1000);
-  }
-  goal('bomb_refused_ms', bombMs, '<= 100', (value) => value <= 100);
-  goal('variant_bytes_vs_original', [ratio], 'report: 1280 px WebP over the upload', undefined);
-
-  const load = fork(path.join(root, 'test', 'bench', 'media-load.ts'), [], { execArgv: [] });
-  stopOnExit(async () => load.connected && load.disconnect());
-  const runLoad = async (during: () => Promise<void>): Promise<number[]> => {
-    const start: MediaLoadStart = { type: 'start', base, tokens, concurrency: loadConcurrency };
-    await new Promise<void>((resolve) => {
-      load.once('message', () => resolve());
-      load.send(start);
-    });
-    await during();
-    const result = await new Promise<MediaLoadResult>((resolve) => {
-      load.once('message', (message: MediaLoadResult) => resolve(message));
-      load.send({ type: 'stop' });
-    });
-    if (result.failures.length > 0) throw new Error(`the REST load failed: ${result.failures.slice(0, 3).join('; ')}`);
-    return result.latencies;
-  };
-
-  const ratios: number[] = [];
-  const rssPeaks: number[] = [];
-  for (let r = 0; r < repeats; r++) {
-    const uploads = await Promise.all(Array.from({ length: burst }, () => put(photo, 'image/jpeg')));
-    let busySeconds = 0;
-    let peak = 0;
-    const busy = await runLoad(async () => {
-      const stop = peakOf(() => treeResidentMb(worker.pid as number));
-      const started = performance.now();
-      const results = await Promise.all(uploads.map(completeUntilReady));
-      busySeconds = (performance.now() - started) / 1000;
-      peak = stop();
-      const notReady = results.filter((result) => result.data?.status !== 'ready');
-      if (notReady.length > 0) throw new Error(`${notReady.length} photos of the burst did not end ready`);
-    });
-    const quiet = await runLoad(() => new Promise((resolve) => setTimeout(resolve, busySeconds * 1000)));
-    const ratio = percentile(busy, 0.95) / percentile(quiet, 0.95);
-    log(`  repeat ${r + 1}: ${burst} photos ready in ${fmt(busySeconds, 1)} s; REST p95 ${fmt(percentile(busy, 0.95), 1)} ms (${busy.length} requests) against ${fmt(percentile(quiet, 0.95), 1)} ms quiet (${quiet.length}); worker peak ${fmt(peak, 0)} MB`);
-    ratios.push(ratio);
-    rssPeaks.push(peak);
-  }
-  goal('rest_p95_during_upload_burst_vs_quiet', ratios, '<= 2', (value) => value <= 2);
-  goal('worker_rss_peak_mb', rssPeaks, '<= 600', (value) => value <= 600);
-}
+if (parts.includes('service')) await service();
 await cleanUp();
+
+async function service(): Promise<void> {
+  log('\n2. the service: API and worker processes, uploads through the REST contract');
+  let embedded: Awaited<ReturnType<typeof startEmbeddedPostgres>> | undefined;
+  let adminUrl = process.env.DATABASE_URL;
+  if (!adminUrl) {
+    embedded = await startEmbeddedPostgres(scratch, { persistent: false, durable: false });
+    stopOnExit(() => (embedded as NonNullable<typeof embedded>).stop());
+    adminUrl = embedded.url;
+  }
+  const admin = new pg.Client({ connectionString: adminUrl });
+  await admin.connect();
+  stopOnExit(() => admin.end());
+  log(`PostgreSQL: ${(await admin.query<{ version: string }>('select version()')).rows[0]?.version}`);
+  const database = `opinion_bench_media_${randomBytes(3).toString('hex')}`;
+  await admin.query(`create database ${database}`);
+  stopOnExit(() => admin.query(`drop database if exists ${database} with (force)`));
+  const ownerUrl = new URL(adminUrl);
+  ownerUrl.pathname = `/${database}`;
+
+  const bucket = 'opinion-media-bench';
+  const s3Port = await freePort();
+  const s3 = new S3rver({ address: '127.0.0.1', port: s3Port, directory: path.join(scratch, 's3'), silent: true, configureBuckets: [{ name: bucket }] });
+  await s3.run();
+  stopOnExit(() => s3.close());
+
+  const apiPort = await freePort();
+  const env = {
+    ...process.env,
+    DATABASE_URL: ownerUrl.toString(),
+    JWT_SECRET: randomBytes(24).toString('hex'),
+    LOG_LEVEL: 'warn',
+    DATA_DIR: path.join(scratch, 'data'),
+    PORT: String(apiPort),
+    S3_ENDPOINT: `http://127.0.0.1:${s3Port}`,
+    S3_BUCKET: bucket,
+    S3_ACCESS_KEY_ID: 'S3RVER',
+    S3_SECRET_ACCESS_KEY: 'S3RVER',
+    WRITE_LIMITS: 'uploads=100000/3600',
+  };
+  function serviceProcess(only: 'api' | 'worker'): ChildProcess {
+    const child = spawn(process.execPath, [path.join(root, 'main.ts'), `--only=${only}`], { cwd: root, env, stdio: ['ignore', 'ignore', 'inherit'] });
+    stopOnExit(async () => {
+      if (child.exitCode !== null || child.signalCode !== null) return;
+      const exited = new Promise((resolve) => child.once('exit', resolve));
+      child.kill('SIGTERM');
+      await exited;
+    });
+    return child;
+  }
+  const base = `http://127.0.0.1:${apiPort}/api/v1`;
+  async function waitFor(condition: () => Promise<boolean>, what: string, timeoutMs = 120_000): Promise<void> {
+    const deadline = Date.now() + timeoutMs;
+    while (!(await condition())) {
+      if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+      await new Promise((resolve) => setTimeout(resolve, 50));
+    }
+  }
+  serviceProcess('api');
+  await waitFor(async () => (await fetch(`${base}/auth/login-config`).catch(() => undefined))?.ok === true, 'the API');
+  const worker = serviceProcess('worker');
+
+  async function call(method: string, pathname: string, token: string | undefined, body?: unknown) {
+    const response = await fetch(`${base}${pathname}`, {
+      method,
+      headers: { ...(token ? { authorization: `Bearer ${token}` } : {}), ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
+      ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+    });
+    const text = await response.text();
+    return { status: response.status, body: (text ? JSON.parse(text) : {}) as { data?: Record<string, unknown>; error?: { code: string } } };
+  }
+  async function user(n: number): Promise<string> {
+    const session = await call('POST', '/auth/anonymous/session', undefined, { deviceId: `media-bench-${process.pid}-${n}` });
+    const token = (session.body.data as { accessToken: string }).accessToken;
+    const basics = await call('PUT', '/users/me/onboarding/profile-basics', token, { fullName: 'Bench Person', username: `media_${process.pid % 10_000}_${n}`, acceptTerms: true });
+    if (basics.status !== 200) throw new Error(`profile basics answered ${basics.status}: ${JSON.stringify(basics.body)}`);
+    return token;
+  }
+  const tokens = await Promise.all([1, 2, 3, 4].map(user));
+  const uploader = tokens[0] as string;
+
+  interface Uploaded {
+    uploadId: string;
+    checksum: string;
+  }
+  async function put(bytes: Buffer, contentType: string): Promise<Uploaded> {
+    const intent = await call('POST', '/uploads/presign', uploader, { purpose: 'post_image', contentType, contentLength: bytes.length });
+    if (intent.status !== 200) throw new Error(`presign answered ${intent.status}: ${JSON.stringify(intent.body)}`);
+    const { uploadId, uploadUrl, headers } = intent.body.data as { uploadId: string; uploadUrl: string; headers: Record<string, string> };
+    const stored = await fetch(uploadUrl, { method: 'PUT', body: new Uint8Array(bytes), headers });
+    if (stored.status !== 200) throw new Error(`PUT to the store answered ${stored.status}`);
+    return { uploadId, checksum: createHash('sha256').update(bytes).digest('hex') };
+  }
+  /** complete, then GET /uploads/{assetId} until the asset is ready: the seconds from complete to ready, and the final answer. */
+  async function completeUntilReady(uploaded: Uploaded): Promise<{ seconds: number; status: number; data: Record<string, unknown> | undefined; code?: string }> {
+    const started = performance.now();
+    const complete = await call('POST', '/uploads/complete', uploader, { uploadId: uploaded.uploadId, purpose: 'post_image', checksum: uploaded.checksum });
+    let data = complete.body.data;
+    if (complete.status !== 201) return { seconds: (performance.now() - started) / 1000, status: complete.status, data, code: complete.body.error?.code };
+    while (data?.status === 'processing') {
+      await new Promise((resolve) => setTimeout(resolve, 100));
+      data = (await call('GET', `/uploads/${data.assetId as string}`, uploader)).body.data;
+    }
+    return { seconds: (performance.now() - started) / 1000, status: complete.status, data };
+  }
+
+  const probe = await completeUntilReady(await put(photo, 'image/jpeg'));
+  if (probe.status !== 201 || probe.data?.status === undefined) {
+    log(`  this service does not process images yet: complete answered ${probe.status} without a status (the REST goals need the processing side of the contract)`);
+  } else {
+    const readySeconds: number[] = [];
+    let ratio = NaN;
+    for (let i = 0; i < singles; i++) {
+      const result = await completeUntilReady(await put(photo, 'image/jpeg'));
+      if (result.data?.status !== 'ready') throw new Error(`the photo ended ${JSON.stringify(result.data?.status ?? result.code)}`);
+      readySeconds.push(result.seconds);
+      const variants = result.data.variants as { width: number; height: number; contentType: string; url: string }[];
+      const webp1280 = variants.find((variant) => variant.contentType === 'image/webp' && Math.max(variant.width, variant.height) === 1280);
+      if (webp1280) ratio = (await (await fetch(webp1280.url)).arrayBuffer()).byteLength / photo.length;
+    }
+    goal('photo_12mp_ready_p50_s', readySeconds, '<= 2', (value) => value <= 2);
+
+    const bombMs: number[] = [];
+    for (let i = 0; i < Math.min(5, singles); i++) {
+      const uploaded = await put(bomb, 'image/png');
+      const result = await completeUntilReady(uploaded);
+      if (result.code !== 'IMAGE_TOO_LARGE') throw new Error(`the bomb's complete answered ${result.status} ${result.code ?? JSON.stringify(result.data)}`);
+      bombMs.push(result.seconds * 1000);
+    }
+    goal('bomb_refused_ms', bombMs, '<= 100', (value) => value <= 100);
+    goal('variant_bytes_vs_original', [ratio], 'report: 1280 px WebP over the upload', undefined);
+
+    const load = fork(path.join(root, 'test', 'bench', 'media-load.ts'), [], { execArgv: [] });
+    stopOnExit(async () => load.connected && load.disconnect());
+    const runLoad = async (during: () => Promise<void>): Promise<number[]> => {
+      const start: MediaLoadStart = { type: 'start', base, tokens, concurrency: loadConcurrency };
+      await new Promise<void>((resolve) => {
+        load.once('message', () => resolve());
+        load.send(start);
+      });
+      await during();
+      const result = await new Promise<MediaLoadResult>((resolve) => {
+        load.once('message', (message: MediaLoadResult) => resolve(message));
+        load.send({ type: 'stop' });
+      });
+      if (result.failures.length > 0) throw new Error(`the REST load failed: ${result.failures.slice(0, 3).join('; ')}`);
+      return result.latencies;
+    };
+
+    const ratios: number[] = [];
+    const rssPeaks: number[] = [];
+    for (let r = 0; r < repeats; r++) {
+      const uploads = await Promise.all(Array.from({ length: burst }, () => put(photo, 'image/jpeg')));
+      let busySeconds = 0;
+      let peak = 0;
+      const busy = await runLoad(async () => {
+        const stop = peakOf(() => treeResidentMb(worker.pid as number));
+        const started = performance.now();
+        const results = await Promise.all(uploads.map(completeUntilReady));
+        busySeconds = (performance.now() - started) / 1000;
+        peak = stop();
+        const notReady = results.filter((result) => result.data?.status !== 'ready');
+        if (notReady.length > 0) throw new Error(`${notReady.length} photos of the burst did not end ready`);
+      });
+      const quiet = await runLoad(() => new Promise((resolve) => setTimeout(resolve, busySeconds * 1000)));
+      const ratio = percentile(busy, 0.95) / percentile(quiet, 0.95);
+      log(`  repeat ${r + 1}: ${burst} photos ready in ${fmt(busySeconds, 1)} s; REST p95 ${fmt(percentile(busy, 0.95), 1)} ms (${busy.length} requests) against ${fmt(percentile(quiet, 0.95), 1)} ms quiet (${quiet.length}); worker peak ${fmt(peak, 0)} MB`);
+      ratios.push(ratio);
+      rssPeaks.push(peak);
+    }
+    goal('rest_p95_during_upload_burst_vs_quiet', ratios, '<= 2', (value) => value <= 2);
+    goal('worker_rss_peak_mb', rssPeaks, '<= 600', (value) => value <= 600);
+  }
+}
