@@ -234,7 +234,11 @@ async function service(): Promise<void> {
       ...(body === undefined ? {} : { body: JSON.stringify(body) }),
     });
     const text = await response.text();
-    return { status: response.status, body: (text ? JSON.parse(text) : {}) as { data?: Record<string, unknown>; error?: { code: string } } };
+    return {
+      status: response.status,
+      retryAfter: response.headers.get('retry-after'),
+      body: (text ? JSON.parse(text) : {}) as { data?: Record<string, unknown>; error?: { code: string } },
+    };
   }
   async function user(n: number): Promise<string> {
     const session = await call('POST', '/auth/anonymous/session', undefined, { deviceId: `media-bench-${process.pid}-${n}` });
@@ -255,20 +259,29 @@ async function service(): Promise<void> {
     if (intent.status !== 200) throw new Error(`presign answered ${intent.status}: ${JSON.stringify(intent.body)}`);
     const { uploadId, uploadUrl, headers } = intent.body.data as { uploadId: string; uploadUrl: string; headers: Record<string, string> };
     const stored = await fetch(uploadUrl, { method: 'PUT', body: new Uint8Array(bytes), headers });
-    if (stored.status !== 200) throw new Error(`PUT to the store answered ${stored.status}`);
+    if (stored.status !== 200) throw new Error(`PUT to the store answered ${stored.status}: ${(await stored.text()).slice(0, 300)}`);
     return { uploadId, checksum: createHash('sha256').update(bytes).digest('hex') };
   }
-  /** complete, then GET /uploads/{assetId} until the asset is ready: the seconds from complete to ready, and the final answer. */
-  async function completeUntilReady(uploaded: Uploaded): Promise<{ seconds: number; status: number; data: Record<string, unknown> | undefined; code?: string }> {
+  /**
+   * complete (again after a 503's Retry-After, as an app does), then GET /uploads/{assetId} until
+   * the asset is ready: the seconds from the first complete to ready, the final answer, the 503s.
+   */
+  async function completeUntilReady(uploaded: Uploaded): Promise<{ seconds: number; status: number; data: Record<string, unknown> | undefined; code?: string; unavailable: number }> {
     const started = performance.now();
-    const complete = await call('POST', '/uploads/complete', uploader, { uploadId: uploaded.uploadId, purpose: 'post_image', checksum: uploaded.checksum });
+    let unavailable = 0;
+    let complete = await call('POST', '/uploads/complete', uploader, { uploadId: uploaded.uploadId, purpose: 'post_image', checksum: uploaded.checksum });
+    while (complete.status === 503 && unavailable < 30) {
+      unavailable += 1;
+      await new Promise((resolve) => setTimeout(resolve, 1000 * Number(complete.retryAfter ?? 1)));
+      complete = await call('POST', '/uploads/complete', uploader, { uploadId: uploaded.uploadId, purpose: 'post_image', checksum: uploaded.checksum });
+    }
     let data = complete.body.data;
-    if (complete.status !== 201) return { seconds: (performance.now() - started) / 1000, status: complete.status, data, code: complete.body.error?.code };
+    if (complete.status !== 201) return { seconds: (performance.now() - started) / 1000, status: complete.status, data, code: complete.body.error?.code, unavailable };
     while (data?.status === 'processing') {
       await new Promise((resolve) => setTimeout(resolve, 100));
       data = (await call('GET', `/uploads/${data.assetId as string}`, uploader)).body.data;
     }
-    return { seconds: (performance.now() - started) / 1000, status: complete.status, data };
+    return { seconds: (performance.now() - started) / 1000, status: complete.status, data, unavailable };
   }
 
   const probe = await completeUntilReady(await put(photo, 'image/jpeg'));
@@ -320,18 +333,21 @@ async function service(): Promise<void> {
       const uploads = await Promise.all(Array.from({ length: burst }, () => put(photo, 'image/jpeg')));
       let busySeconds = 0;
       let peak = 0;
+      let unavailable = 0;
       const busy = await runLoad(async () => {
         const stop = peakOf(() => treeResidentMb(worker.pid as number));
         const started = performance.now();
         const results = await Promise.all(uploads.map(completeUntilReady));
         busySeconds = (performance.now() - started) / 1000;
         peak = stop();
+        unavailable = results.reduce((sum, result) => sum + result.unavailable, 0);
         const notReady = results.filter((result) => result.data?.status !== 'ready');
-        if (notReady.length > 0) throw new Error(`${notReady.length} photos of the burst did not end ready`);
+        const what = (result: (typeof results)[number]) => `${result.status} ${result.code ?? ''} ${JSON.stringify(result.data)}`;
+        if (notReady.length > 0) throw new Error(`${notReady.length} photos of the burst did not end ready: ${notReady.slice(0, 3).map(what).join('; ')}`);
       });
       const quiet = await runLoad(() => new Promise((resolve) => setTimeout(resolve, busySeconds * 1000)));
       const ratio = percentile(busy, 0.95) / percentile(quiet, 0.95);
-      log(`  repeat ${r + 1}: ${burst} photos ready in ${fmt(busySeconds, 1)} s; REST p95 ${fmt(percentile(busy, 0.95), 1)} ms (${busy.length} requests) against ${fmt(percentile(quiet, 0.95), 1)} ms quiet (${quiet.length}); worker peak ${fmt(peak, 0)} MB`);
+      log(`  repeat ${r + 1}: ${burst} photos ready in ${fmt(busySeconds, 1)} s; REST p95 ${fmt(percentile(busy, 0.95), 1)} ms (${busy.length} requests) against ${fmt(percentile(quiet, 0.95), 1)} ms quiet (${quiet.length}); worker peak ${fmt(peak, 0)} MB; complete answered 503 ${unavailable} times`);
       ratios.push(ratio);
       rssPeaks.push(peak);
     }
