@@ -76,6 +76,31 @@ function treeResidentMb(pid: number): number {
   return kb / 1024;
 }
 
+/** CPU seconds (user + system) a process has used, with its descendants that have ended and been waited for (Linux /proc). */
+function cpuSeconds(pid: number): number {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ').map(Number);
+    // utime, stime, cutime, cstime: fields 14-17 of stat, 11-14 after the command.
+    return ((fields[11] as number) + (fields[12] as number) + (fields[13] as number) + (fields[14] as number)) / 100;
+  } catch {
+    return 0;
+  }
+}
+
+/** CPU seconds of a process and its live descendants. */
+function treeCpuSeconds(pid: number): number {
+  let total = cpuSeconds(pid);
+  try {
+    for (const task of readdirSync(`/proc/${pid}/task`)) {
+      for (const child of readFileSync(`/proc/${pid}/task/${task}/children`, 'utf8').split(' ').filter(Boolean)) total += treeCpuSeconds(Number(child));
+    }
+  } catch {
+    // ended meanwhile
+  }
+  return total;
+}
+
 /** Samples `measure` every 20 ms until the returned stop is called; resolves the peak. */
 function peakOf(measure: () => number): () => number {
   let peak = measure();
@@ -223,7 +248,7 @@ async function service(): Promise<void> {
       await new Promise((resolve) => setTimeout(resolve, 50));
     }
   }
-  serviceProcess('api');
+  const api = serviceProcess('api');
   await waitFor(async () => (await fetch(`${base}/auth/login-config`).catch(() => undefined))?.ok === true, 'the API');
   const worker = serviceProcess('worker');
 
@@ -334,12 +359,19 @@ async function service(): Promise<void> {
       let busySeconds = 0;
       let peak = 0;
       let unavailable = 0;
+      let cpu = '';
       const busy = await runLoad(async () => {
         const stop = peakOf(() => treeResidentMb(worker.pid as number));
+        // Where the CPU goes during the burst: the API, the worker process, its decoder processes
+        // (at nice 10), this process (the S3 store and the uploads' polling), the REST load.
+        const pids = { api: api.pid as number, worker: worker.pid as number, load: load.pid as number };
+        const before = { api: cpuSeconds(pids.api), worker: cpuSeconds(pids.worker), decoders: treeCpuSeconds(pids.worker) - cpuSeconds(pids.worker), bench: cpuSeconds(process.pid), load: cpuSeconds(pids.load) };
         const started = performance.now();
         const results = await Promise.all(uploads.map(completeUntilReady));
         busySeconds = (performance.now() - started) / 1000;
         peak = stop();
+        const after = { api: cpuSeconds(pids.api), worker: cpuSeconds(pids.worker), decoders: treeCpuSeconds(pids.worker) - cpuSeconds(pids.worker), bench: cpuSeconds(process.pid), load: cpuSeconds(pids.load) };
+        cpu = (Object.keys(before) as (keyof typeof before)[]).map((key) => `${key} ${fmt(after[key] - before[key], 1)}`).join(', ');
         unavailable = results.reduce((sum, result) => sum + result.unavailable, 0);
         const notReady = results.filter((result) => result.data?.status !== 'ready');
         const what = (result: (typeof results)[number]) => `${result.status} ${result.code ?? ''} ${JSON.stringify(result.data)}`;
@@ -347,7 +379,7 @@ async function service(): Promise<void> {
       });
       const quiet = await runLoad(() => new Promise((resolve) => setTimeout(resolve, busySeconds * 1000)));
       const ratio = percentile(busy, 0.95) / percentile(quiet, 0.95);
-      log(`  repeat ${r + 1}: ${burst} photos ready in ${fmt(busySeconds, 1)} s; REST p95 ${fmt(percentile(busy, 0.95), 1)} ms (${busy.length} requests) against ${fmt(percentile(quiet, 0.95), 1)} ms quiet (${quiet.length}); worker peak ${fmt(peak, 0)} MB; complete answered 503 ${unavailable} times`);
+      log(`  repeat ${r + 1}: ${burst} photos ready in ${fmt(busySeconds, 1)} s; REST p95 ${fmt(percentile(busy, 0.95), 1)} ms (${busy.length} requests) against ${fmt(percentile(quiet, 0.95), 1)} ms quiet (${quiet.length}); worker peak ${fmt(peak, 0)} MB; complete answered 503 ${unavailable} times; CPU s during the burst: ${cpu}`);
       ratios.push(ratio);
       rssPeaks.push(peak);
     }
