@@ -12,6 +12,7 @@ const benchmarks: Record<string, string> = {
   'scale-out-replicas': './scale-out-replicas.ts',
   idempotency: './idempotency.ts',
   deploy: './deploy.ts',
+  media: './media.ts',
 };
 const name = process.argv[2] ?? 'votes';
 const module = benchmarks[name];

@@ -1,7 +1,7 @@
 // The engines an operator runs beside the service, which the integration tests start on free ports:
 // PgBouncer, pgBackRest and PostgreSQL 15's server binaries (streaming replicas, pg_basebackup), from
 // Debian's packages; and the tools the image tests use: libheif's (the service decodes HEIC with
-// heif-info and heif-convert, the tests make HEIC files with heif-enc) and exiftool (writes the
+// heif-convert, the tests make HEIC files with heif-enc) and exiftool (writes the
 // metadata a phone photo carries, and reads what a variant carries). The test run installs what is missing (as root, with apt-get), so `npm test` on
 // a fresh machine sets everything up; elsewhere it stops with one line naming the packages.
 import { execFileSync } from 'node:child_process';
@@ -20,7 +20,6 @@ const packages: [path: string, pkg: string][] = [
   [engines.pgbackrest, 'pgbackrest'],
   [`${engines.postgres15}/pg_basebackup`, 'postgresql-15'],
   ['/usr/bin/heif-convert', 'libheif-examples'],
-  ['/usr/bin/heif-info', 'libheif-examples'],
   [engines.heifEnc, 'libheif-examples'],
   [engines.exiftool, 'libimage-exiftool-perl'],
 ];

@@ -128,11 +128,11 @@ export async function corners(bytes: Buffer): Promise<{ width: number; height: n
   return { width: info.width, height: info.height, topLeft: at(0.03, 0.03), topRight: at(0.97, 0.03), bottomLeft: at(0.03, 0.97), bottomRight: at(0.97, 0.97) };
 }
 
-/** A HEIC made by Debian's heif-enc from a JPEG (which copies the JPEG's EXIF, orientation included, and writes no irot). */
-export async function heicFrom(jpeg: Buffer): Promise<Buffer> {
+/** A HEIC made by Debian's heif-enc from a JPEG (which copies the JPEG's EXIF, orientation included, and writes no irot); `options`: heif-enc's; `images`: top-level images (copies). */
+export async function heicFrom(jpeg: Buffer, options: string[] = [], images = 1): Promise<Buffer> {
   return withTemp(async (dir) => {
     await writeFile(path.join(dir, 'in.jpg'), jpeg);
-    await run(engines.heifEnc, ['-q', '60', path.join(dir, 'in.jpg'), '-o', path.join(dir, 'out.heic')]);
+    await run(engines.heifEnc, ['-q', '60', ...options, ...Array.from({ length: images }, () => path.join(dir, 'in.jpg')), '-o', path.join(dir, 'out.heic')]);
     return readFile(path.join(dir, 'out.heic'));
   });
 }

@@ -5,7 +5,7 @@
 // argv: the process's temporary folder (HEIC conversions) and its memory bound in MB.
 import { heicToJpeg } from './heic.ts';
 import { ImageRefusal, type ImageShape, type ProcessedImage } from './image.ts';
-import { configureSharp, render, type SharpInput } from './render.ts';
+import { configureSharp, heicHeader, render, type SharpInput } from './render.ts';
 
 export interface ChildJob {
   id: number;
@@ -27,6 +27,7 @@ async function processJob(job: ChildJob): Promise<ChildAnswer> {
   const bytes = Buffer.from(job.bytes.buffer, job.bytes.byteOffset, job.bytes.byteLength);
   try {
     if (job.contentType === 'image/heic') {
+      await heicHeader(bytes);
       // heif-convert applied the HEIF transforms: its EXIF orientation must not turn the pixels again.
       return { id: job.id, image: await render(await heicToJpeg(bytes, dir, memoryMb), 'image/jpeg', job.shape, false) };
     }
@@ -43,7 +44,12 @@ async function processJob(job: ChildJob): Promise<ChildAnswer> {
 
 configureSharp();
 process.on('message', (job: ChildJob) => {
-  void processJob(job).then((answer) => process.send?.(answer));
+  void processJob(job).then((answer) => {
+    process.send?.(answer);
+    // The image's buffers (upload, decoded pixels, variants) are garbage now: freed at once, a
+    // process stays near its size at rest between images (about 150 MB at its peak, not 200 and growing).
+    (globalThis as { gc?: () => void }).gc?.();
+  });
 });
 // The pool went away (the worker stopped or died): nothing is left to answer to.
 process.on('disconnect', () => process.exit(0));

@@ -124,7 +124,7 @@ export function startImageProcessor(options: ImageProcessorOptions): ImageProces
     const child = fork(childEntry, [dir, String(memoryMb)], {
       serialization: 'advanced', // Buffers cross as bytes, not JSON
       detached: true, // its own process group, killed whole
-      execArgv: [],
+      execArgv: ['--expose-gc'], // child.ts collects after each image
       stdio: ['ignore', 'ignore', 'pipe', 'ipc'],
       // glibc's per-thread arenas make libvips' freed memory linger as resident; two keep it near use.
       env: { ...process.env, MALLOC_ARENA_MAX: '2' },

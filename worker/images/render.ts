@@ -22,7 +22,9 @@ export function configureSharp(): void {
   sharp.cache(false);
   sharp.concurrency(1);
   sharp.block({ operation: ['VipsForeignLoad'] });
-  sharp.unblock({ operation: ['VipsForeignLoadJpegBuffer', 'VipsForeignLoadPngBuffer', 'VipsForeignLoadWebpBuffer'] });
+  // The HEIF loader only ever reads headers (heicHeader): render() decodes nothing but the three
+  // formats above, and this libvips has no HEVC decoder in any case.
+  sharp.unblock({ operation: ['VipsForeignLoadJpegBuffer', 'VipsForeignLoadPngBuffer', 'VipsForeignLoadWebpBuffer', 'VipsForeignLoadHeifBuffer'] });
 }
 
 const webp = { quality: 80, effort: 2 } as const;
@@ -35,6 +37,26 @@ function unreadable(error: unknown): ImageRefusal {
   const message = (error as Error).message ?? String(error);
   if (/pixel limit/i.test(message)) return new ImageRefusal('IMAGE_TOO_LARGE', message);
   return new ImageRefusal('IMAGE_UNREADABLE', message.split('\n')[0] ?? 'undecodable');
+}
+
+/**
+ * Checks a HEIC's header (libheif's parse of its boxes, through sharp: no pixel decoded) before
+ * heif-convert decodes it: HEVC-coded, one top-level image (heif-convert would decode every one),
+ * within the caps (the size after its HEIF transforms).
+ */
+export async function heicHeader(bytes: Buffer): Promise<void> {
+  let header: Metadata;
+  try {
+    header = await sharp(bytes, { failOn: 'warning', limitInputPixels: maxPixels }).metadata();
+  } catch (error) {
+    throw unreadable(error);
+  }
+  if (header.format !== 'heif' || header.compression !== 'hevc') throw new ImageRefusal('IMAGE_UNREADABLE', `not a HEIC image (${header.format ?? 'unknown'} ${header.compression ?? ''})`);
+  if ((header.pages ?? 1) !== 1) throw new ImageRefusal('IMAGE_UNREADABLE', `not a HEIC photo (${header.pages} top-level images)`);
+  if (!header.width || !header.height) throw new ImageRefusal('IMAGE_UNREADABLE', 'no size in the header');
+  if (tooLarge(header.width, header.height)) {
+    throw new ImageRefusal('IMAGE_TOO_LARGE', `${header.width}x${header.height} is over 50 megapixels or 12000 px on a side`);
+  }
 }
 
 /**

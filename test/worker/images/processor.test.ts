@@ -217,13 +217,18 @@ describe('image processor', () => {
       await checkVariants(plain, { topRight: 'background', bottomRight: 'background' });
     });
 
-    it('refuses a HEIC over the caps from its header, and bytes that are not HEIC', async () => {
+    it('refuses a HEIC over the caps from its header, one of several images, and bytes that are not HEIC', async () => {
       // A header claiming 20000 x 20000 (1.2 GB decoded) and one claiming a 13000 x 10 strip.
       const heic = await heicFrom(await markedImage(64, 64).jpeg().toBuffer());
       for (const [width, height] of [[20_000, 20_000], [13_000, 10]] as const) {
         expect((await refusal(processor.process(withClaimedSize(heic, width, height), 'image/heic', 'fit'))).code).toBe('IMAGE_TOO_LARGE');
       }
       expect((await refusal(processor.process(await markedImage(64, 64).jpeg().toBuffer(), 'image/heic', 'fit'))).code).toBe('IMAGE_UNREADABLE');
+      // heif-convert would decode every top-level image: a HEIC photo has one.
+      const two = await heicFrom(await markedImage(64, 64).jpeg().toBuffer(), [], 2);
+      expect((await refusal(processor.process(two, 'image/heic', 'fit'))).code).toBe('IMAGE_UNREADABLE');
+      // AVIF is HEIF too, but not HEIC.
+      expect((await refusal(processor.process(await markedImage(64, 64).avif().toBuffer(), 'image/heic', 'fit'))).code).toBe('IMAGE_UNREADABLE');
     });
 
     it('is refused where it is turned off, and the start log says why once', async () => {
@@ -240,7 +245,7 @@ describe('image processor', () => {
       const path = process.env.PATH;
       process.env.PATH = '/nonexistent';
       try {
-        expect(heicSupport(true)).toEqual({ available: false, reason: 'heif-info and heif-convert not found (Debian package libheif-examples)' });
+        expect(heicSupport(true)).toEqual({ available: false, reason: 'heif-convert not found (Debian package libheif-examples)' });
       } finally {
         process.env.PATH = path;
       }
