@@ -173,6 +173,10 @@ export const uploadEndpoints = [
     auth: 'bearer',
     limit: 'uploads',
     level: 2,
+    // The session check travels with the intent's read, and again with the completion: the store is
+    // read between the two with no connection or lock held (a burst of one user's uploads would
+    // otherwise queue on the user's write-limit row for as long as each object is hashed).
+    sessionCheckWithFirstStatement: true,
     status: 201,
     body: z.strictObject({
       uploadId: z.string().max(64),
@@ -181,9 +185,13 @@ export const uploadEndpoints = [
     }),
     response: asset,
     errors: ['UPLOAD_NOT_FOUND', 'UPLOAD_EXPIRED', 'UPLOAD_OBJECT_MISSING', 'UPLOAD_CHECKSUM_MISMATCH', 'UPLOAD_ALREADY_COMPLETED', 'UPLOAD_PURPOSE_MISMATCH', 'UPLOAD_CONTENT_MISMATCH', ...imageErrors],
-    async handler({ body, tx, services: { storage } }) {
+    async handler({ body, tx, services }) {
+      const { storage } = services;
       if (!/^[0-9a-f-]{36}$/i.test(body.uploadId)) throw new ApiError('UPLOAD_NOT_FOUND');
-      const checked = await tx.query<{ object_key: string; content_length: number; content_type: string }>(
+      // Step 1, in a transaction of its own (one round trip with the session check).
+      const read = new RequestTransaction(services.pools.api, tx.viewer, services.config.apiTimeouts);
+      read.deferSession(tx.viewer, 2);
+      const checked = await read.queryAndCommit<{ object_key: string; content_length: number; content_type: string }>(
         'select object_key, content_length, content_type from app.check_upload($1, $2)',
         [body.uploadId, body.purpose],
       );
