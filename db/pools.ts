@@ -13,7 +13,8 @@
 // connection, its reader (a temporary table) and the dispatcher's leader lock (server/sse), and
 // migrations.
 // Each pool names itself in pg_stat_activity.application_name: api, graphql (the GraphQL thread's
-// operations), graphql session checks, worker; on a replica, api (reads) and replica poll.
+// operations), graphql session checks, worker (and worker presence: worker/liveness.ts); on a
+// replica, api (reads) and replica poll.
 // Timestamps and bigint counts are parsed to Date and number.
 import pg from 'pg';
 import { ReplicaSet, type ReplicaOptions } from './replicas.ts';

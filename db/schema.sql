@@ -9652,9 +9652,15 @@ declare
 begin
   insert into app_private.worker_heartbeats as w (worker_id) values (p_worker_id)
     on conflict (worker_id) do update set seen_at = now();
-  with gone as (
+  with held as (
+    select (l.classid::bigint << 32) | l.objid::bigint as key
+    from pg_locks l
+    where l.locktype = 'advisory' and l.objsubid = 1 and l.granted
+      and l.database = (select d.oid from pg_database d where d.datname = current_database())
+  ), gone as (
     delete from app_private.worker_heartbeats w
     where w.seen_at < now() - p_dead_after and w.worker_id <> p_worker_id
+      and not exists (select from held h where h.key = app_private.worker_presence_key(w.worker_id))
     returning w.worker_id
   )
   select array_agg(g.worker_id order by g.worker_id) into v_dead from gone g;
@@ -9670,7 +9676,45 @@ $$;
 -- Name: FUNCTION worker_heartbeat(p_worker_id text, p_dead_after interval); Type: COMMENT; Schema: app_private; Owner: -
 --
 
-COMMENT ON FUNCTION app_private.worker_heartbeat(p_worker_id text, p_dead_after interval) IS 'Liveness of worker processes: records a beat of this worker and hands the jobs of workers silent for p_dead_after back to the queue (graphile_worker.force_unlock_workers), so a dead worker''s jobs run again within seconds. Called by every worker process every p_dead_after / 5 (worker/liveness.ts).';
+COMMENT ON FUNCTION app_private.worker_heartbeat(p_worker_id text, p_dead_after interval) IS 'Liveness of worker processes: records a beat of this worker and hands the jobs of workers silent for p_dead_after whose presence lock no connection holds (app_private.worker_present) back to the queue (graphile_worker.force_unlock_workers), so a dead worker''s jobs run again within seconds and a live one starved of CPU keeps them. Called by every worker process every p_dead_after / 5 (worker/liveness.ts).';
+
+
+--
+-- Name: worker_presence_key(text); Type: FUNCTION; Schema: app_private; Owner: -
+--
+
+CREATE FUNCTION app_private.worker_presence_key(p_worker_id text) RETURNS bigint
+    LANGUAGE sql IMMUTABLE
+    SET search_path TO 'pg_catalog'
+    AS $$
+  select hashtextextended('worker_presence:' || p_worker_id, 0);
+$$;
+
+
+--
+-- Name: FUNCTION worker_presence_key(p_worker_id text); Type: COMMENT; Schema: app_private; Owner: -
+--
+
+COMMENT ON FUNCTION app_private.worker_presence_key(p_worker_id text) IS 'The session advisory lock key a live worker process holds (app_private.worker_present) and app_private.worker_heartbeat looks for in pg_locks.';
+
+
+--
+-- Name: worker_present(text); Type: FUNCTION; Schema: app_private; Owner: -
+--
+
+CREATE FUNCTION app_private.worker_present(p_worker_id text) RETURNS boolean
+    LANGUAGE sql SECURITY DEFINER
+    SET search_path TO 'pg_catalog'
+    AS $$
+  select pg_try_advisory_lock(app_private.worker_presence_key(p_worker_id));
+$$;
+
+
+--
+-- Name: FUNCTION worker_present(p_worker_id text); Type: COMMENT; Schema: app_private; Owner: -
+--
+
+COMMENT ON FUNCTION app_private.worker_present(p_worker_id text) IS 'Takes, on the calling connection, the session advisory lock that tells the other workers this worker process is alive (never waits). Called by worker/liveness.ts once per presence connection, before its first beat.';
 
 
 --
@@ -17506,6 +17550,21 @@ REVOKE ALL ON FUNCTION app_private.vote_fills_batch(p_pending bigint, p_batch in
 
 REVOKE ALL ON FUNCTION app_private.worker_heartbeat(p_worker_id text, p_dead_after interval) FROM PUBLIC;
 GRANT ALL ON FUNCTION app_private.worker_heartbeat(p_worker_id text, p_dead_after interval) TO app_worker;
+
+
+--
+-- Name: FUNCTION worker_presence_key(p_worker_id text); Type: ACL; Schema: app_private; Owner: -
+--
+
+REVOKE ALL ON FUNCTION app_private.worker_presence_key(p_worker_id text) FROM PUBLIC;
+
+
+--
+-- Name: FUNCTION worker_present(p_worker_id text); Type: ACL; Schema: app_private; Owner: -
+--
+
+REVOKE ALL ON FUNCTION app_private.worker_present(p_worker_id text) FROM PUBLIC;
+GRANT ALL ON FUNCTION app_private.worker_present(p_worker_id text) TO app_worker;
 
 
 --

@@ -23,12 +23,16 @@
 //   --pgbench-scale=N    before the backup, pgbench's tables at scale N in a database of the same
 //                        cluster (about 15 MB per unit): the restore of a larger cluster
 //   --keep               leave the temporary folder (its path is printed), clusters stopped
-// Environment: PG_BIN (default /usr/lib/postgresql/15/bin), PGBACKREST (default pgbackrest),
-// DRILL_BALLOT_KEY (the key's 32 bytes in hex; default: a random key).
+// Environment: PG_BIN (default /usr/lib/postgresql/15/bin, Debian's postgresql-15), PGBACKREST
+// (default: pgbackrest on the PATH, else Debian's /usr/bin/pgbackrest), DRILL_BALLOT_KEY (the key's
+// 32 bytes in hex; default: a random key). Without PG_BIN or PGBACKREST, the drill installs the
+// Debian packages that are missing (as root, with apt-get, as `npm test` does:
+// tools/debian-packages.ts), or stops with one line naming them; a PG_BIN or PGBACKREST that names
+// no program stops it with one line naming the setting.
 // As root, PostgreSQL and pgBackRest run as the `postgres` user.
 import { execFile, spawn, type ChildProcess } from 'node:child_process';
 import { createHash, randomBytes } from 'node:crypto';
-import { createReadStream, readFileSync } from 'node:fs';
+import { accessSync, constants, createReadStream, existsSync, readFileSync, statSync } from 'node:fs';
 import { appendFile, chown, mkdir, mkdtemp, readdir, readFile, rm, stat, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
@@ -37,6 +41,7 @@ import pg from 'pg';
 import S3rver from 's3rver';
 import { freePort } from '../db/free-port.ts';
 import { startFcmStandIn } from '../test/helpers/fcm.ts';
+import { ensureDebianPackages } from './debian-packages.ts';
 
 const execFileAsync = promisify(execFile);
 const root = path.resolve(import.meta.dirname, '..');
@@ -45,7 +50,8 @@ const plainRepository = args.includes('--plain-repository');
 const keep = args.includes('--keep');
 const pgbenchScale = Number(args.find((arg) => arg.startsWith('--pgbench-scale='))?.split('=')[1] ?? 0);
 const pgBin = process.env.PG_BIN ?? '/usr/lib/postgresql/15/bin';
-const pgbackrest = process.env.PGBACKREST ?? 'pgbackrest';
+/** A full path: as root the drill runs it as `postgres`, who may not search every folder of root's PATH. */
+const pgbackrest = process.env.PGBACKREST ?? onPath('pgbackrest') ?? '/usr/bin/pgbackrest';
 const stanza = 'drill';
 const ballotBatch = 5;
 /** How long the stand-in FCM takes to answer the push in flight at the restore point (under a third of pushLeaseSeconds). */
@@ -53,6 +59,38 @@ const pushDelayMs = 4000;
 const pushLeaseSeconds = 15;
 
 const print = (line: string) => process.stdout.write(`${line}\n`);
+
+/** The first executable `name` in a folder of the PATH, or undefined. */
+function onPath(name: string): string | undefined {
+  for (const folder of (process.env.PATH ?? '').split(path.delimiter)) {
+    const file = path.join(folder || '.', name);
+    try {
+      accessSync(file, constants.X_OK);
+      if (statSync(file).isFile()) return path.resolve(file);
+    } catch {
+      // not here
+    }
+  }
+  return undefined;
+}
+
+/**
+ * The programs the drill runs: Debian's packages installed when missing (as root; elsewhere one
+ * line naming them), or, set through PG_BIN or PGBACKREST, there.
+ */
+function ensurePrograms(): void {
+  const programs = [
+    { file: path.join(pgBin, 'initdb'), pkg: 'postgresql-15', setting: 'PG_BIN' },
+    { file: pgbackrest, pkg: 'pgbackrest', setting: 'PGBACKREST' },
+  ];
+  for (const { file, pkg, setting } of programs) {
+    if (process.env[setting] !== undefined && !existsSync(file)) throw new Error(`${setting} names no program (${file} is missing): install Debian's ${pkg} (apt-get install ${pkg}) or set ${setting} to where it is`);
+  }
+  ensureDebianPackages(
+    programs.filter(({ setting }) => process.env[setting] === undefined).map(({ file, pkg }) => [file, pkg] as const),
+    'the restore drill',
+  );
+}
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 const failures: string[] = [];
 function check(ok: boolean, what: string, detail?: unknown): void {
@@ -298,6 +336,7 @@ async function pgbackrestProcesses(configFile: string): Promise<number[]> {
 }
 
 async function main(): Promise<void> {
+  ensurePrograms();
   const work = await mkdtemp(path.join(os.tmpdir(), 'opinion-drill-'));
   if (account) await chown(work, account.uid, account.gid); // PostgreSQL and pgBackRest work in it
   print(`restore drill in ${work} (PostgreSQL ${path.basename(path.dirname(pgBin))} from ${pgBin}, ${(await runTool(pgbackrest, ['version'])).trim()}, ${os.cpus().length} cores)`);

@@ -89,6 +89,8 @@ export async function startWorker(
   runner.events.on('worker:getJob:empty', () => outage.recovered());
   runner.events.on('job:start', () => outage.recovered());
   runner.events.on('resetLocked:success', () => outage.recovered());
+  runner.events.on('pool:gracefulShutdown', () => liveness.stopping());
+  runner.events.on('pool:forcefulShutdown', () => liveness.stopping());
   watch?.(runner.events);
   // Stopping ends the beat and forgets this worker once its jobs are done.
   return {

@@ -1,7 +1,33 @@
 -- graphile-worker: what the worker role may do with the job tables, and the liveness heartbeat.
 
--- One beat of a live worker, and the jobs of the dead taken back. Returns the ids of the workers
--- declared dead by this call (each by exactly one caller: the delete decides).
+-- A worker process holds one connection for as long as it lives, with a session advisory lock on its
+-- id: the lock says the process is alive whatever its beats do. A process starved of CPU (or paused)
+-- still holds its connection, since the kernel keeps it open and answers TCP keepalives for it; a
+-- process that died loses it at once (its sockets close) or, a vanished host, when the server's TCP
+-- keepalives on that connection fail (worker/liveness.ts sets them).
+create or replace function app_private.worker_presence_key(p_worker_id text)
+  returns bigint
+  language sql immutable
+  set search_path = pg_catalog
+  as $$
+  select hashtextextended('worker_presence:' || p_worker_id, 0);
+$$;
+comment on function app_private.worker_presence_key(text) is 'The session advisory lock key a live worker process holds (app_private.worker_present) and app_private.worker_heartbeat looks for in pg_locks.';
+
+create or replace function app_private.worker_present(p_worker_id text)
+  returns boolean
+  language sql volatile security definer
+  set search_path = pg_catalog
+  as $$
+  select pg_try_advisory_lock(app_private.worker_presence_key(p_worker_id));
+$$;
+comment on function app_private.worker_present(text) is 'Takes, on the calling connection, the session advisory lock that tells the other workers this worker process is alive (never waits). Called by worker/liveness.ts once per presence connection, before its first beat.';
+grant execute on function app_private.worker_present(text) to app_worker;
+
+-- One beat of a live worker, and the jobs of the dead taken back. A worker is dead when it is silent
+-- for p_dead_after (by the database's clock) and no connection holds its presence lock: a live process
+-- that could not beat (starved of CPU) keeps its jobs. Returns the ids of the workers declared dead by
+-- this call (each by exactly one caller: the delete decides).
 create or replace function app_private.worker_heartbeat(p_worker_id text, p_dead_after interval)
   returns text[]
   language plpgsql volatile security definer
@@ -12,9 +38,15 @@ declare
 begin
   insert into app_private.worker_heartbeats as w (worker_id) values (p_worker_id)
     on conflict (worker_id) do update set seen_at = now();
-  with gone as (
+  with held as (
+    select (l.classid::bigint << 32) | l.objid::bigint as key
+    from pg_locks l
+    where l.locktype = 'advisory' and l.objsubid = 1 and l.granted
+      and l.database = (select d.oid from pg_database d where d.datname = current_database())
+  ), gone as (
     delete from app_private.worker_heartbeats w
     where w.seen_at < now() - p_dead_after and w.worker_id <> p_worker_id
+      and not exists (select from held h where h.key = app_private.worker_presence_key(w.worker_id))
     returning w.worker_id
   )
   select array_agg(g.worker_id order by g.worker_id) into v_dead from gone g;
@@ -24,7 +56,7 @@ begin
   return coalesce(v_dead, '{}');
 end
 $$;
-comment on function app_private.worker_heartbeat(text, interval) is 'Liveness of worker processes: records a beat of this worker and hands the jobs of workers silent for p_dead_after back to the queue (graphile_worker.force_unlock_workers), so a dead worker''s jobs run again within seconds. Called by every worker process every p_dead_after / 5 (worker/liveness.ts).';
+comment on function app_private.worker_heartbeat(text, interval) is 'Liveness of worker processes: records a beat of this worker and hands the jobs of workers silent for p_dead_after whose presence lock no connection holds (app_private.worker_present) back to the queue (graphile_worker.force_unlock_workers), so a dead worker''s jobs run again within seconds and a live one starved of CPU keeps them. Called by every worker process every p_dead_after / 5 (worker/liveness.ts).';
 grant execute on function app_private.worker_heartbeat(text, interval) to app_worker;
 
 -- A worker that stops cleanly forgets itself (its jobs are finished or released by then).

@@ -4,8 +4,8 @@
 // that viewer, from the schema of the viewer's role (user tokens get the schema built from
 // app_user's grants, what REST may show a user; the admin token the one built from app_admin's:
 // preset.ts), in a worker thread of its own (thread.ts), so its work never holds REST's event loop.
-// The thread is started, and PostGraphile loaded and a schema built, on the first authenticated
-// request of its role, not at startup: processes and tests that never use GraphQL neither load it
+// The thread is started, and PostGraphile loaded and every role's schema built, on the first
+// authenticated request, not at startup: processes and tests that never use GraphQL neither load it
 // nor introspect. A failed build is retried on the next request; a thread that ends is started
 // again by the next request. release() must run before the pools end.
 import { Worker } from 'node:worker_threads';
@@ -16,7 +16,7 @@ import type { Log } from '../../logger.ts';
 import type { Tokens } from '../auth/tokens.ts';
 import { ApiError } from '../http/errors.ts';
 import { Admission } from './admission.ts';
-import { adminTokenMatcher, graphqlViewer, schemaRoleOf, schemaRoles, type GraphqlAuth } from './auth.ts';
+import { adminTokenMatcher, graphqlViewer, schemaRoleOf, schemaRoles, type GraphqlAuth, type SchemaRole } from './auth.ts';
 import type { ThreadAnswer, ThreadOptions, ThreadQuestion, ThreadReply } from './thread-messages.ts';
 
 export const internalGraphqlPath = '/internal/graphql';
@@ -33,7 +33,7 @@ export interface InternalGraphql {
    * Connections the thread's pool handed out so far, its size, and the thread's id in the operating
    * system (Linux; null elsewhere, and before the thread starts).
    */
-  poolStats(): Promise<{ checkouts: number; max: number; threadId: number | null }>;
+  poolStats(): Promise<{ checkouts: number; max: number; threadId: number | null; built: SchemaRole[] }>;
   /** Stops serving and releases PostGraphile, its pgServices, the thread's pool and the thread. Idempotent. */
   release(): Promise<void>;
 }
@@ -114,7 +114,7 @@ function send(res: Response, answer: Extract<ThreadAnswer, { kind: 'bytes' }>): 
 
 export function createInternalGraphql({ pool, poolConfig, pooled, bounds, tokens, adminApiToken, log, admission = new Admission() }: InternalGraphqlOptions): InternalGraphql {
   const auth: GraphqlAuth = { pool, bounds, tokens, isAdminToken: adminTokenMatcher(adminApiToken) };
-  const threadOptions: ThreadOptions = { pool: poolConfig, pooled, graphqlPath: internalGraphqlPath, logLevel: log.level, niceness: graphqlThreadNiceness };
+  const threadOptions: ThreadOptions = { pool: poolConfig, pooled, graphqlPath: internalGraphqlPath, logLevel: log.level, niceness: graphqlThreadNiceness, roles: [...schemaRoles] };
   let thread: GraphqlThread | undefined;
   let released = false;
 
@@ -181,10 +181,10 @@ export function createInternalGraphql({ pool, poolConfig, pooled, bounds, tokens
       if (answer.kind === 'failure') throw new Error(answer.message);
     },
     async poolStats() {
-      if (!thread) return { checkouts: 0, max: poolConfig.max ?? 10, threadId: null };
+      if (!thread) return { checkouts: 0, max: poolConfig.max ?? 10, threadId: null, built: [] };
       const answer = await thread.ask({ type: 'stats' });
       if (answer.kind !== 'stats') throw new Error(`the GraphQL thread answered ${answer.kind} to stats`);
-      return { checkouts: answer.checkouts, max: answer.max, threadId: answer.threadId };
+      return { checkouts: answer.checkouts, max: answer.max, threadId: answer.threadId, built: answer.built };
     },
     async release() {
       if (released) return;

@@ -13,6 +13,8 @@ export interface ThreadOptions {
   logLevel: string;
   /** The thread's Linux nice value (the process's other threads keep theirs). */
   niceness: number;
+  /** Every role's schema, all built at the process's priority before the thread lowers its own. */
+  roles: SchemaRole[];
 }
 
 export type ThreadRequest =
@@ -43,7 +45,7 @@ export type ThreadAnswer =
   | { kind: 'failure'; status: number; message: string; stack?: string }
   | { kind: 'notHere' }
   | { kind: 'done' }
-  | { kind: 'stats'; checkouts: number; max: number; threadId: number | null };
+  | { kind: 'stats'; checkouts: number; max: number; threadId: number | null; built: SchemaRole[] };
 
 export interface ThreadReply {
   id: number;

@@ -2,8 +2,8 @@
 // the first authenticated GraphQL request). PostGraphile's work for one operation (planning,
 // running the plan, serialising the answer) is tens of milliseconds of JavaScript for the heaviest
 // operations the bounds allow; on REST's event loop every REST request waited behind it. Here it
-// runs on an event loop of its own, with a pool of its own, and from its first schema built on at
-// a lower CPU priority than the process's other threads (Linux nice 10 on this thread alone):
+// runs on an event loop of its own, with a pool of its own, and once every role's schema is built,
+// at a lower CPU priority than the process's other threads (Linux nice 10 on this thread alone):
 // REST's latency no longer follows GraphQL's (docs/performance.md, "Internal GraphQL beside REST").
 //
 // The main thread authenticates a request, takes its admission (admission.ts), and posts the
@@ -48,10 +48,10 @@ const threadId = osThreadId();
 let niced = false;
 /**
  * This thread, and only this thread, at nice `niceness` (Linux: setpriority takes a thread's id),
- * once its first schema is built: the build (seconds of CPU, once per process) runs at the
- * process's priority, so a loaded host does not starve the first GraphQL request after a start;
- * every operation after it runs below REST. (An unprivileged thread cannot raise its priority back,
- * so this happens once.)
+ * once every role's schema is built: a build (seconds of CPU, once per role and process) runs at
+ * the process's priority, so a loaded host does not starve a moderator's first operation for the
+ * length of a build at a tenth of a core; every operation after it runs below REST. (An unprivileged
+ * thread cannot raise its priority back, so this happens once.)
  */
 function lowerPriority(): void {
   if (niced) return;
@@ -97,6 +97,8 @@ interface Running {
 }
 
 const running = new Map<SchemaRole, Promise<Running>>();
+/** The roles whose schema is built (for the stats message). */
+const built = new Set<SchemaRole>();
 
 async function start(role: SchemaRole): Promise<Running> {
   const pgService = internalPgService(pool, role);
@@ -107,6 +109,7 @@ async function start(role: SchemaRole): Promise<Running> {
   };
   try {
     const schema = await pgl.getSchema();
+    built.add(role);
     return { serv: pgl.createServ((config) => new ThreadGrafserv(config)), schema, release };
   } catch (error) {
     await release().catch(() => undefined);
@@ -114,21 +117,31 @@ async function start(role: SchemaRole): Promise<Running> {
   }
 }
 
-/** The schema of `role`, built on first use; a failed build is tried again on the next request. */
+/** The builds that follow the first use: every other role's schema, then the lower priority. */
+let firstBuilds: Promise<void> | undefined;
+
+/**
+ * The schema of `role`, built on first use. The first use also builds every other role's schema
+ * after its own (the request does not wait for them), then lowers this thread's priority; a failed
+ * build is tried again on the next request of its role.
+ */
 function instance(role: SchemaRole): Promise<Running> {
+  const own = build(role);
+  firstBuilds ??= (async () => {
+    await own.catch(() => undefined);
+    for (const other of options.roles) if (other !== role) await build(other).catch(() => undefined);
+    lowerPriority();
+  })();
+  return own;
+}
+
+function build(role: SchemaRole): Promise<Running> {
   let current = running.get(role);
   if (!current) {
-    current = start(role).then(
-      (started) => {
-        lowerPriority();
-        return started;
-      },
-      (error: unknown) => {
-        lowerPriority();
-        running.delete(role);
-        throw error;
-      },
-    );
+    current = start(role).catch((error: unknown) => {
+      running.delete(role);
+      throw error;
+    });
     running.set(role, current);
   }
   return current;
@@ -198,15 +211,16 @@ port.on('message', (message: ThreadRequest) => {
       );
       return;
     case 'stats':
-      port.postMessage({ id: message.id, reply: { kind: 'stats', checkouts, max: options.pool.max ?? 10, threadId } });
+      port.postMessage({ id: message.id, reply: { kind: 'stats', checkouts, max: options.pool.max ?? 10, threadId, built: [...built] } });
       return;
     case 'release':
       void (async () => {
+        await firstBuilds?.catch(() => undefined);
         const current = [...running.values()];
         running.clear();
         for (const instance of current) {
-          const built = await instance.catch(() => undefined);
-          await built?.release().catch(() => undefined);
+          const started = await instance.catch(() => undefined);
+          await started?.release().catch(() => undefined);
         }
         await pool.end().catch(() => undefined);
         port.postMessage({ id: message.id, reply: { kind: 'done' } });

@@ -10,11 +10,16 @@ export interface AdminRun {
   stderr: string;
 }
 
-/** Runs `npm run admin -- <args>` as an operator runs it (no NODE_ENV, quiet logs), with `env` added. */
-export function runAdmin(args: string[], env: Record<string, string>): Promise<AdminRun> {
+/**
+ * Runs the admin CLI as an operator runs it (no NODE_ENV, quiet logs), with `env` added: what `npm
+ * run admin -- <args>` runs (package.json), `node db/cli/admin.ts <args>`, or with `npm`, through npm
+ * itself (a second process to start: one test goes that way, the others save its start-up).
+ */
+export function runAdmin(args: string[], env: Record<string, string>, { npm = false } = {}): Promise<AdminRun> {
   return new Promise((resolve) => {
     const { NODE_ENV: _test, ...operator } = process.env;
-    const child = spawn('npm', ['run', '--silent', 'admin', '--', ...args], {
+    const [command, commandArgs] = npm ? ['npm', ['run', '--silent', 'admin', '--', ...args]] : [process.execPath, ['db/cli/admin.ts', ...args]];
+    const child = spawn(command, commandArgs, {
       cwd: projectRoot,
       env: { ...operator, LOG_LEVEL: 'silent', ...env },
       stdio: ['ignore', 'pipe', 'pipe'],

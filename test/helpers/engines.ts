@@ -1,11 +1,11 @@
 // The engines an operator runs beside the service, which the integration tests start on free ports:
 // PgBouncer, pgBackRest and PostgreSQL 15's server binaries (streaming replicas, pg_basebackup), from
 // Debian's packages; and the tools the image tests use: libheif's (the service decodes HEIC with
-// heif-convert, the tests make HEIC files with heif-enc) and exiftool (writes the
-// metadata a phone photo carries, and reads what a variant carries). The test run installs what is missing (as root, with apt-get), so `npm test` on
-// a fresh machine sets everything up; elsewhere it stops with one line naming the packages.
-import { execFileSync } from 'node:child_process';
-import { existsSync } from 'node:fs';
+// heif-convert, the tests make HEIC files with heif-enc) and exiftool (writes the metadata a phone
+// photo carries, and reads what a variant carries). The test run installs what is missing (as root,
+// with apt-get: tools/debian-packages.ts, which the restore drill uses too), so `npm test` on a fresh
+// machine sets everything up; elsewhere it stops with one line naming the packages.
+import { ensureDebianPackages } from '../../tools/debian-packages.ts';
 
 export const engines = {
   pgbouncer: '/usr/sbin/pgbouncer',
@@ -25,11 +25,5 @@ const packages: [path: string, pkg: string][] = [
 ];
 
 export function ensureEngines(): void {
-  const missing = [...new Set(packages.filter(([path]) => !existsSync(path)).map(([, pkg]) => pkg))];
-  if (missing.length === 0) return;
-  const apt = existsSync('/usr/bin/apt-get') && process.getuid?.() === 0;
-  if (!apt) throw new Error(`the tests need Debian's ${missing.join(', ')} (install them, e.g. apt-get install ${missing.join(' ')})`);
-  const env = { ...process.env, DEBIAN_FRONTEND: 'noninteractive' };
-  execFileSync('apt-get', ['update', '-qq'], { stdio: 'ignore', env });
-  execFileSync('apt-get', ['install', '-y', '-qq', ...missing], { stdio: 'ignore', env });
+  ensureDebianPackages(packages, 'the tests');
 }

@@ -55,16 +55,29 @@ describe.runIf(linux)('the internal GraphQL thread', () => {
     expect(threadStat(own).nice).toBe(0);
   });
 
-  it('builds its first schema at the priority of the process, and lowers its own once it is built', async () => {
+  it('builds every role\'s schema at the priority of the process after the first request, and lowers its own only then', async () => {
     const fresh = await startTestApp();
     try {
-      // The stats message is answered while the build waits for the database's introspection.
-      const building = fresh.services.graphql.ready();
-      const { threadId } = await fresh.services.graphql.poolStats();
-      expect(threadId).toEqual(expect.any(Number));
-      expect(threadStat(threadId as number).nice).toBe(0);
-      await building;
-      expect(threadStat(threadId as number).nice).toBe(graphqlThreadNiceness);
+      // A user's first operation builds the user schema; the admin one follows, still at nice 0.
+      const user = await userAtLevel(fresh, 3);
+      const first = await fetch(`${fresh.url}/internal/graphql`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', authorization: `Bearer ${user.token}` },
+        body: JSON.stringify({ query: '{ __typename }' }),
+      });
+      expect(first.status).toBe(200);
+      // The stats message is answered between the build's waits for the database.
+      const samples: { nice: number; built: string[] }[] = [];
+      for (;;) {
+        const { threadId, built } = await fresh.services.graphql.poolStats();
+        const sample = { nice: threadStat(threadId as number).nice, built: built.toSorted() };
+        samples.push(sample);
+        if (sample.nice !== 0) break;
+        await new Promise((resolve) => setTimeout(resolve, 5));
+      }
+      expect(samples[0]?.built).toContain('app_user');
+      // Lowered only with both built: no moderator's first operation waits for a build at nice 10.
+      expect(samples.at(-1)).toEqual({ nice: graphqlThreadNiceness, built: ['app_admin', 'app_user'] });
     } finally {
       await fresh.close();
     }

@@ -41,6 +41,15 @@ async function lint(document: unknown): Promise<Finding[]> {
   }
 }
 
+/**
+ * The document with one path kept (and every component): a rule broken in that path's operation is
+ * found there as in the whole document, and spectral reads a third of it (about 3 s of CPU, against
+ * 7.5 s for the whole).
+ */
+function withOnlyPath<T extends { paths: Record<string, unknown> }>(document: T, kept: string): T {
+  return { ...document, paths: { [kept]: document.paths[kept] } };
+}
+
 const describeFinding = (finding: Finding) => `${finding.code}: ${finding.message} at ${finding.path.join('/')}`;
 
 
@@ -59,7 +68,7 @@ describe('the OpenAPI document under the OWASP API Security ruleset', () => {
     properties.text = { type: 'string' };
     properties.tags = { type: 'array', items: { type: 'string', maxLength: 10 } };
     properties.count = { type: 'integer', minimum: 0 };
-    const errors = (await lint(document)).filter((finding) => finding.severity === 0);
+    const errors = (await lint(withOnlyPath(document, '/posts/{postId}/comments'))).filter((finding) => finding.severity === 0);
     const at = (name: string) => errors.filter((finding) => finding.path.join('/').endsWith(`/properties/${name}`)).map((finding) => finding.code).sort();
     expect(at('text')).toEqual(['owasp:api4:2023-string-limit']);
     expect(at('tags')).toEqual(['request-array-limit']);
@@ -71,7 +80,7 @@ describe('the OpenAPI document under the OWASP API Security ruleset', () => {
     const comment = document.paths['/posts/{postId}/comments']?.post;
     expect(comment?.['x-rate-limits'], 'commenting is counted by a write limit').toBeDefined();
     delete comment?.responses['201']?.headers?.RateLimit;
-    const errors = (await lint(document)).filter((finding) => finding.severity === 0).map(describeFinding);
+    const errors = (await lint(withOnlyPath(document, '/posts/{postId}/comments'))).filter((finding) => finding.severity === 0).map(describeFinding);
     expect(errors).toEqual([expect.stringMatching(/^counted-operation-rate-limit-headers: .*paths\/\/posts\/\{postId\}\/comments\/post\/responses\/201\/headers$/)]);
   });
 });

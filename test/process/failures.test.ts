@@ -10,7 +10,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { freePort } from '../../db/free-port.ts';
-import { answers, clusterRunning, startProcess } from '../helpers/process.ts';
+import { answers, clusterRunning, startProcess, type RunningProcess } from '../helpers/process.ts';
 
 let dataDir: string;
 beforeAll(async () => {
@@ -23,6 +23,15 @@ afterAll(async () => {
 
 async function ports() {
   return { PORT: String(await freePort()), S3_PORT: String(await freePort()) };
+}
+
+/** The pool id the process's worker registered with (worker/liveness.ts logs it). */
+function registeredWorker(run: RunningProcess): string | undefined {
+  const line = run
+    .output()
+    .split('\n')
+    .find((text) => text.startsWith('{') && text.includes('worker registered'));
+  return line ? (JSON.parse(line) as { worker: string }).worker : undefined;
 }
 
 /** Runs main.ts to its end; it must fail with exactly one line at fatal level and no stack. */
@@ -99,17 +108,25 @@ describe('signals', () => {
     const env = { ...(await ports()), DATA_DIR: dataDir, DATABASE_URL: '' };
     const killed = startProcess(process.execPath, ['main.ts'], env);
     await killed.waitFor(() => answers(`http://127.0.0.1:${env.PORT}/healthz`), 'the service');
+    await killed.waitFor(() => registeredWorker(killed) !== undefined, 'its worker to register');
     killed.child.kill('SIGKILL');
     await killed.exited;
     const clusterDir = path.join(dataDir, 'pg');
     expect(clusterRunning(clusterDir)).toBe(true); // the orphan
 
-    const nextEnv = { ...env, ...(await ports()) };
+    // The next start takes back the killed worker's jobs (silent, its connection gone), here after
+    // 1 s: nothing of the killed run is left for the tests after this one.
+    const nextEnv = { ...env, ...(await ports()), WORKER_DEAD_AFTER_SECONDS: '1' };
     const next = startProcess(process.execPath, ['main.ts'], nextEnv);
     await next.waitFor(() => answers(`http://127.0.0.1:${nextEnv.PORT}/healthz`), 'the next start');
+    await next.waitFor(() => next.problems().length === 2, "the killed worker's jobs to be taken back");
     const takeover = next.problems();
-    expect(takeover, next.output()).toHaveLength(1);
-    expect(takeover[0]).toMatchObject({ level: 40, msg: expect.stringMatching(/was left running by a process that ended without stopping it .*: stopping it and starting again$/) });
+    expect(takeover, next.output()).toEqual(
+      expect.arrayContaining([
+        expect.objectContaining({ level: 40, msg: expect.stringMatching(/was left running by a process that ended without stopping it .*: stopping it and starting again$/) }),
+        expect.objectContaining({ level: 40, msg: 'took back the jobs of 1 worker(s) silent for over 1 s', workers: [registeredWorker(killed)] }),
+      ]),
+    );
 
     // While that service runs, a second start on its folder is refused, and leaves it running.
     const second = await expectOneLineFailure(await ports(), /^the embedded PostgreSQL of .* belongs to a process that is running \(pid \d+\): stop that process first, or use another DATA_DIR$/, { clusterStopped: false });

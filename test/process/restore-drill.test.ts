@@ -41,6 +41,24 @@ interface DrillResult {
 }
 
 describe('npm run drill:restore', () => {
+  it('stops with one line naming the package when a program it needs is missing, before it starts anything', async () => {
+    const drill = startProcess(process.execPath, ['tools/restore-drill.ts'], { PGBACKREST: '/nonexistent/pgbackrest' });
+    expect(await drill.exited).toBe(1);
+    expect(drill.output()).toBe(
+      "drill failed: PGBACKREST names no program (/nonexistent/pgbackrest is missing): install Debian's pgbackrest (apt-get install pgbackrest) or set PGBACKREST to where it is\n1 check(s) failed\n",
+    );
+  });
+
+  it('names the Debian packages it lacks in one line where it cannot install them (not root)', async () => {
+    // As another user than root (nobody, when the tests run as root), nothing is installed.
+    const script = `import { ensureDebianPackages } from ${JSON.stringify(path.join(projectRoot, 'tools/debian-packages.ts'))};
+      try { ensureDebianPackages([['/nonexistent/bin/initdb', 'postgresql-15'], ['/nonexistent/pgbackrest', 'pgbackrest'], ['/nonexistent/bin/pg_ctl', 'postgresql-15']], 'the restore drill'); }
+      catch (error) { process.stdout.write(error.message); }`;
+    const asNobody = process.getuid?.() === 0 ? { uid: 65534, gid: 65534 } : {};
+    const { stdout } = await run(process.execPath, ['--input-type=module', '-e', script], { cwd: '/', ...asNobody });
+    expect(stdout).toBe("the restore drill: Debian's postgresql-15, pgbackrest missing (install them as root: apt-get install postgresql-15 pgbackrest)");
+  });
+
   it('restores a backup to a point in time and the service runs on it with everything before the point and nothing after', { timeout: 300_000 }, async () => {
     const key = randomBytes(32);
     const drill = startProcess(process.execPath, ['tools/restore-drill.ts', '--plain-repository', '--keep'], {

@@ -85,6 +85,90 @@ async function until(condition: () => Promise<boolean>, what: string, timeoutMs 
   }
 }
 
+describe('a worker starved of CPU', () => {
+  it('keeps its running job while a neighbour beats past the dead-after time, then finishes it once', { timeout: 120_000 }, async () => {
+    const holder = new pg.Client({ connectionString: app.ownerUrl });
+    await holder.connect();
+    let starved: RunningProcess | undefined;
+    try {
+      await holder.query('begin');
+      await holder.query('lock table app.notifications in share mode');
+      starved = await startWorkerProcess();
+      const { rows: registered } = await app.owner.query<{ worker_id: string }>('select worker_id from app_private.worker_heartbeats');
+      expect(registered).toHaveLength(1);
+      const starvedId = registered[0]?.worker_id as string;
+      const post = await createPost(app, author, { visibility: 'public_hub', hubIds: [hub.id] });
+      await until(async () => (await waitingWorkerBackends('%fan_out_hub_notification%')) === 1, 'the fan-out to wait');
+      // No CPU at all (SIGSTOP) stands for a starved process: it sends no beat, its sockets stay open.
+      process.kill(-(starved.child.pid as number), 'SIGSTOP');
+      const neighbour = await startWorkerProcess();
+      // The neighbour beats (every deadAfterSeconds / 5) after the starved worker has been silent for
+      // twice the dead-after time: each of those beats would have taken its jobs back.
+      await until(
+        async () =>
+          (
+            await app.owner.query(
+              `select 1 from app_private.worker_heartbeats n, app_private.worker_heartbeats s
+               where s.worker_id = $1 and n.worker_id <> $1 and n.seen_at > s.seen_at + 2 * $2::interval`,
+              [starvedId, `${deadAfterSeconds} seconds`],
+            )
+          ).rowCount === 1,
+        'the neighbour to beat long after the starved worker went silent',
+      );
+      const { rows: job } = await app.owner.query<{ locked_by: string | null }>(`select locked_by from graphile_worker._private_jobs where payload ->> 'postId' = $1`, [post.id]);
+      expect(job[0]?.locked_by).toBe(starvedId);
+      expect((await app.owner.query('select 1 from app_private.worker_heartbeats where worker_id = $1', [starvedId])).rowCount).toBe(1);
+
+      process.kill(-(starved.child.pid as number), 'SIGCONT');
+      await holder.query('commit');
+      await until(
+        async () => (await app.owner.query(`select 1 from graphile_worker._private_jobs where payload ->> 'postId' = $1`, [post.id])).rowCount === 0,
+        'the starved worker to finish its job',
+      );
+      expect(await notified(post.id)).toEqual({ rows: members, recipients: members });
+      for (const worker of [starved, neighbour]) {
+        expect(worker.output()).not.toContain('took back the jobs');
+        worker.child.kill('SIGTERM');
+        expect(await worker.exited).toBe(0);
+        expect(worker.problems()).toEqual([]);
+      }
+      expect((await app.owner.query('select worker_id from app_private.worker_heartbeats')).rowCount).toBe(0);
+    } finally {
+      if (starved?.child.exitCode === null) process.kill(-(starved.child.pid as number), 'SIGCONT');
+      await holder.query('rollback').catch(() => undefined);
+      await holder.end();
+    }
+  });
+});
+
+describe('a worker that stops', () => {
+  it('keeps beating while its last job finishes, takes back a dead worker\'s jobs then, and reports no outage', { timeout: 120_000 }, async () => {
+    const holder = new pg.Client({ connectionString: app.ownerUrl });
+    await holder.connect();
+    try {
+      await holder.query('begin');
+      await holder.query('lock table app.notifications in share mode');
+      const stopping = await startWorkerProcess();
+      const post = await createPost(app, author, { visibility: 'public_hub', hubIds: [hub.id] });
+      await until(async () => (await waitingWorkerBackends('%fan_out_hub_notification%')) === 1, 'the fan-out to wait');
+      stopping.child.kill('SIGTERM');
+      // Its idle workers end; the busy one waits for its job. A worker dead long ago, meanwhile:
+      await stopping.waitFor(() => stopping.output().includes('SIGTERM: shutting down'), 'the stop to begin');
+      await app.owner.query("insert into app_private.worker_heartbeats (worker_id, seen_at) values ('pool-dead-long-ago', now() - interval '1 hour')");
+      await stopping.waitFor(() => stopping.output().includes('took back the jobs of 1 worker(s)'), 'a beat during the stop');
+      await holder.query('commit');
+      expect(await stopping.exited).toBe(0);
+      expect(await notified(post.id)).toEqual({ rows: members, recipients: members });
+      // The take-back is the one line: a stopping pool is not nudged (its workers ended), no outage.
+      expect(stopping.problems().map((line) => line.msg)).toEqual([`took back the jobs of 1 worker(s) silent for over ${deadAfterSeconds} s`]);
+      expect((await app.owner.query('select worker_id from app_private.worker_heartbeats')).rowCount).toBe(0);
+    } finally {
+      await holder.query('rollback').catch(() => undefined);
+      await holder.end();
+    }
+  });
+});
+
 describe('a worker killed mid fan-out', () => {
   it('a fan-out run twice with one key inserts its rows once', async () => {
     const post = await createPost(app, author, { visibility: 'public_hub', hubIds: [hub.id] });
