@@ -1,14 +1,16 @@
 // The image processor: a pool of decoder processes (child.ts) the worker owns, so no pixel of an
 // upload is ever decoded in a process that serves HTTP (the one-process `npm start` included).
 // Each process decodes one image at a time; there are `concurrency` of them (IMAGE_CONCURRENCY, one
-// per core by default), at nice 10 so requests keep the CPU first. Each image is bounded in time
-// (IMAGE_TIMEOUT_MS) and memory (IMAGE_MEMORY_MB: the resident size of the process and the libheif
+// per core by default), in Linux's idle scheduling class (util-linux's chrt; nice 10 where it is
+// missing), so they run on CPU time nothing else wants and requests keep the CPU first. Each image
+// is bounded in CPU time (IMAGE_TIMEOUT_MS of the process and the libheif tool it runs: a starved
+// decoder is not the image's fault) and memory (IMAGE_MEMORY_MB: the resident size of the process and the libheif
 // tool it runs, polled; Node's own address-space reservation, over 1 GB at rest, rules out an
 // rlimit for the Node process, while the libheif tools get one, see heic.ts): a process past a
 // bound, or one that crashes, is killed with its process group, fails that one image with
 // IMAGE_UNREADABLE and is replaced; the next image goes on.
 import { fork, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import type { Log } from '../../logger.ts';
@@ -44,8 +46,17 @@ export interface ImageProcessorOptions {
   log: Log;
 }
 
-/** Decoder processes run below the API's priority (Linux nice value). */
+/** Decoder processes run below the API's priority (Linux nice value, where the idle class cannot be had). */
 export const decoderNiceness = 10;
+/** util-linux's chrt starts a decoder in SCHED_IDLE: it runs only when no other task wants the CPU. */
+const chrt = '/usr/bin/chrt';
+/**
+ * A decoder that used little CPU for this many times IMAGE_TIMEOUT_MS of wall time was starved or
+ * stuck waiting, not decoding: it is replaced and the image is tried again later (a plain Error).
+ */
+const wallBoundFactor = 4;
+/** Clock ticks per second of /proc's CPU times (USER_HZ, 100 on Linux). */
+const ticksPerSecond = 100;
 const memoryPollMs = 25;
 const childEntry = new URL('./child.ts', import.meta.url);
 
@@ -67,6 +78,22 @@ interface Slot {
   stderr: string;
 }
 
+/** CPU seconds (user and system) of a process and its descendants (Linux /proc; 0 where unreadable). */
+function cpuSeconds(pid: number): number {
+  let total = 0;
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    total += (Number(fields[11]) + Number(fields[12])) / ticksPerSecond; // utime, stime
+    for (const task of readdirSync(`/proc/${pid}/task`)) {
+      for (const child of readFileSync(`/proc/${pid}/task/${task}/children`, 'utf8').split(' ').filter(Boolean)) total += cpuSeconds(Number(child));
+    }
+  } catch {
+    // the process ended meanwhile
+  }
+  return total;
+}
+
 /** Resident kB of a process and its descendants (Linux /proc; 0 where unreadable). */
 function residentKb(pid: number): number {
   let total = 0;
@@ -84,6 +111,7 @@ function residentKb(pid: number): number {
 
 export function startImageProcessor(options: ImageProcessorOptions): ImageProcessor {
   const { concurrency, memoryMb, timeoutMs, log } = options;
+  const idleClass = existsSync(chrt);
   const heic = heicSupport(options.heic);
   if (!heic.available) log.warn({ reason: heic.reason }, `HEIC uploads are refused: ${heic.reason}`);
   const slots: Slot[] = [];
@@ -112,6 +140,14 @@ export function startImageProcessor(options: ImageProcessorOptions): ImageProces
     if (job && failure) job.reject(failure);
   }
 
+  /** A decoder that did not finish in wall time without using its CPU bound: the machine's fault, not the image's. */
+  function replaceStarved(slot: Slot): void {
+    log.warn({ pid: slot.child.pid, contentType: slot.job?.contentType }, `image decoder process replaced: no answer within ${timeoutMs * wallBoundFactor} ms`);
+    retire(slot, new Error(`the image decoder did not answer within ${timeoutMs * wallBoundFactor} ms (starved of CPU or stuck): tried again later`));
+    kill(slot);
+    dispatch();
+  }
+
   function breakBound(slot: Slot, what: string): void {
     log.warn({ pid: slot.child.pid, contentType: slot.job?.contentType }, `image decoder process killed: ${what}`);
     retire(slot, new ImageRefusal('IMAGE_UNREADABLE', `the decoder ${what}`));
@@ -124,7 +160,8 @@ export function startImageProcessor(options: ImageProcessorOptions): ImageProces
     const child = fork(childEntry, [dir, String(memoryMb)], {
       serialization: 'advanced', // Buffers cross as bytes, not JSON
       detached: true, // its own process group, killed whole
-      execArgv: ['--expose-gc'], // child.ts collects after each image
+      // child.ts collects after each image; chrt execs Node in the idle class (same pid).
+      ...(idleClass ? { execPath: chrt, execArgv: ['--idle', '0', process.execPath, '--expose-gc'] } : { execArgv: ['--expose-gc'] }),
       stdio: ['ignore', 'ignore', 'pipe', 'ipc'],
       // glibc's per-thread arenas make libvips' freed memory linger as resident; two keep it near use.
       env: { ...process.env, MALLOC_ARENA_MAX: '2' },
@@ -132,7 +169,7 @@ export function startImageProcessor(options: ImageProcessorOptions): ImageProces
     const slot: Slot = { child, dir, ready: false, job: undefined, bounds: [], stderr: '' };
     slots.push(slot);
     try {
-      if (child.pid !== undefined) os.setPriority(child.pid, Math.max(decoderNiceness, os.getPriority()));
+      if (child.pid !== undefined && !idleClass) os.setPriority(child.pid, Math.max(decoderNiceness, os.getPriority()));
     } catch (error) {
       log.warn({ err: error }, 'image decoder process: cannot lower its priority');
     }
@@ -187,16 +224,18 @@ export function startImageProcessor(options: ImageProcessorOptions): ImageProces
   function start(slot: Slot, job: Job): void {
     slot.job = job;
     slot.child.channel?.ref();
-    slot.bounds.push(setTimeout(() => breakBound(slot, `took over ${timeoutMs} ms`), timeoutMs));
     const pid = slot.child.pid;
     if (pid !== undefined) {
+      const cpuAtStart = cpuSeconds(pid);
       slot.bounds.push(
         setInterval(() => {
           const kb = residentKb(pid);
           if (kb > memoryMb * 1024) breakBound(slot, `used ${Math.round(kb / 1024)} MB (over ${memoryMb} MB)`);
+          else if ((cpuSeconds(pid) - cpuAtStart) * 1000 > timeoutMs) breakBound(slot, `took over ${timeoutMs} ms of CPU`);
         }, memoryPollMs),
       );
     }
+    slot.bounds.push(setTimeout(() => replaceStarved(slot), timeoutMs * wallBoundFactor));
     const message: ChildJob = { id: job.id, bytes: job.bytes, contentType: job.contentType, shape: job.shape };
     slot.child.send(message);
   }

@@ -4,7 +4,6 @@
 // hostile files refused from their header, and a decoder that is killed, hangs or grows past its
 // memory bound failing its one image while the next one processes.
 import { readdirSync, readFileSync } from 'node:fs';
-import os from 'node:os';
 import sharp from 'sharp';
 import { thumbHashToApproximateAspectRatio, thumbHashToAverageRGBA } from 'thumbhash';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -305,14 +304,16 @@ describe('decoder processes', () => {
     return { processor, pid: pid as number, restMb: residentMb(pid as number) };
   }
 
-  it('run below the API priority (nice 10), one per concurrency slot', async () => {
+  it('run in the idle scheduling class (below the API: only on CPU time nothing else wants), one per concurrency slot', async () => {
     const processor = startImageProcessor({ concurrency: 2, memoryMb: 512, timeoutMs: 30_000, heic: true, log: silent });
     try {
       const images = await Promise.all([1, 2, 3].map(async () => processor.process(await small(), 'image/jpeg', 'fit')));
       expect(images.map((image) => image.width)).toEqual([64, 64, 64]);
       const pids = decoderPids();
       expect(pids).toHaveLength(2);
-      for (const pid of pids) expect(os.getPriority(pid)).toBe(Math.max(10, os.getPriority()));
+      // /proc/<pid>/stat field 41, the scheduling policy: 5 is SCHED_IDLE.
+      const policy = (pid: number) => { const stat = readFileSync(`/proc/${pid}/stat`, 'utf8'); return Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[38]); };
+      for (const pid of pids) expect(policy(pid)).toBe(5);
     } finally {
       await processor.close();
     }
@@ -333,16 +334,32 @@ describe('decoder processes', () => {
     }
   });
 
-  it('a decoder that hangs is killed at the time bound; the next image processes', async () => {
-    const { processor, pid, restMb } = await oneDecoder({ memoryMb: 1024, timeoutMs: 3000 });
+  it('a decoder past its CPU time bound is killed and the image refused; the next image processes', async () => {
+    const { processor, pid } = await oneDecoder({ memoryMb: 1024, timeoutMs: 100 });
     try {
-      const hung = processor.process(photo, 'image/jpeg', 'fit');
+      const slow = processor.process(photo, 'image/jpeg', 'fit'); // about 0.7 s of CPU
+      const next = processor.process(await small(), 'image/jpeg', 'fit');
+      expect(await refusal(slow)).toMatchObject({ code: 'IMAGE_UNREADABLE', message: 'the decoder took over 100 ms of CPU' });
+      expect((await next).width).toBe(64);
+      await until(() => !decoderPids().includes(pid), 'the killed decoder gone');
+    } finally {
+      await processor.close();
+    }
+  });
+
+  it('a decoder that stops answering is replaced after four times the bound, and its image is tried again later (not refused)', async () => {
+    const { processor, pid, restMb } = await oneDecoder({ memoryMb: 1024, timeoutMs: 1500 });
+    try {
+      const stuck = processor.process(photo, 'image/jpeg', 'fit');
       const next = processor.process(await small(), 'image/jpeg', 'fit');
       await until(() => residentMb(pid) > restMb + 20, 'the decoder decoding the photo');
-      process.kill(pid, 'SIGSTOP'); // it makes no more progress, as a decoder stuck in a loop
-      expect(await refusal(hung)).toMatchObject({ code: 'IMAGE_UNREADABLE', message: 'the decoder took over 3000 ms' });
+      process.kill(pid, 'SIGSTOP'); // no more progress and no CPU used, as a decoder starved or stuck waiting
+      const error = await stuck.then(() => undefined, (failure: unknown) => failure);
+      expect(error).toBeInstanceOf(Error);
+      expect(error).not.toBeInstanceOf(ImageRefusal);
+      expect((error as Error).message).toMatch(/did not answer within 6000 ms/);
       expect((await next).width).toBe(64);
-      await until(() => !decoderPids().includes(pid), 'the hung decoder gone');
+      await until(() => !decoderPids().includes(pid), 'the stuck decoder gone');
     } finally {
       await processor.close();
     }
