@@ -26,7 +26,7 @@ export function displayVariant(variants: StoredVariant[], side: number): StoredV
 }
 
 export function processImage(storage: ObjectStore, images: ImageProcessor): Task {
-  return async (payload, { withPgClient }) => {
+  return async (payload, { withPgClient, job }) => {
     const { assetId } = payload as { assetId: string };
     const { rows } = await withPgClient((client) =>
       client.query<{ upload_key: string; jpeg_key: string; content_type: string; purpose: keyof typeof displaySide }>(
@@ -46,7 +46,12 @@ export function processImage(storage: ObjectStore, images: ImageProcessor): Task
     try {
       image = await images.process(bytes, upload.content_type, upload.purpose === 'post_image' ? 'fit' : 'square');
     } catch (error) {
-      if (!(error instanceof ImageRefusal)) throw error;
+      // The machine's fault (a decoder that could not start, or starved): tried again, and on the
+      // last attempt the image is failed, so no asset stays processing for ever.
+      if (!(error instanceof ImageRefusal)) {
+        if (job.attempts >= job.max_attempts) await fail('IMAGE_UNREADABLE');
+        throw error;
+      }
       await fail(error.code);
       return;
     }
