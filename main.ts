@@ -73,7 +73,7 @@ async function start(): Promise<void> {
   closers.push(() => objects.stop());
   // The worker reads and writes the primary only (a job reads what its cause wrote where it is visible).
   const replicas = only === 'worker' ? undefined : { urls: config.databaseReplicaUrls, maxLagMillis: config.replicaMaxLagMillis };
-  const pools = createPools(database.ownerUrl, { poolerUrl: config.databasePoolerUrl, replicas });
+  const pools = createPools(database.ownerUrl, { poolerUrl: config.databasePoolerUrl, replicas, statementTimeoutMs: config.apiTimeouts.statementTimeoutMs });
   closers.push(() => pools.end());
   const metrics = createMetrics(pools);
   if (config.metricsPort !== undefined && !stopping) {

@@ -15,9 +15,18 @@
 // Each pool names itself in pg_stat_activity.application_name: api, graphql (the GraphQL thread's
 // operations), graphql session checks, worker (and worker presence: worker/liveness.ts); on a
 // replica, api (reads) and replica poll.
+// Every connection to PostgreSQL (these pools, the replicas', the live delivery's) carries
+// `connectionBounds`: TCP keepalive, so a server that vanishes without a reset (a hung machine, a
+// cut link) is noticed in seconds rather than at the kernel's two hours, and a bound on opening a
+// connection; a pool's bound on the wait for a free connection is the same number. The API pool
+// also gives up on an answer that does not come (`query_timeout`: the statement bound plus a
+// margin; the connection is destroyed, so nothing late reaches a later request).
 // Timestamps and bigint counts are parsed to Date and number.
 import pg from 'pg';
+import { connectionBounds } from './connection-bounds.ts';
+import { isFailoverError } from './failover-errors.ts';
 import { ReplicaSet, type ReplicaOptions } from './replicas.ts';
+import { defaultBounds } from './request-transaction.ts';
 import { roleUrl } from './roles.ts';
 
 pg.types.setTypeParser(pg.types.builtins.INT8, (value) => Number(value));
@@ -47,20 +56,37 @@ export interface PoolOptions {
   poolerUrl?: string | undefined;
   /** Replicas to poll and read from (an API process; the worker reads the primary). */
   replicas?: Omit<ReplicaOptions, 'max'> | undefined;
+  /** The API's statement_timeout (API_STATEMENT_TIMEOUT_MS): an API connection whose answer takes longer than this plus a margin is given up. */
+  statementTimeoutMs?: number;
 }
+
+/** What an API statement's answer may take past statement_timeout (a commit waiting for the synchronous standby, the network) before the connection is given up. */
+const answerMarginMillis = 3000;
 
 const graphqlWaitMillis = 10_000;
 
-export function createPools(ownerUrl: string, { apiMax = 20, graphqlMax = 3, workerMax = 5, poolerUrl, replicas: replicaOptions }: PoolOptions = {}): Pools {
+export function createPools(
+  ownerUrl: string,
+  { apiMax = 20, graphqlMax = 3, workerMax = 5, poolerUrl, replicas: replicaOptions, statementTimeoutMs = defaultBounds.statementTimeoutMs }: PoolOptions = {},
+): Pools {
   const authenticatorUrl = roleUrl(ownerUrl, 'authenticator', poolerUrl);
   // Pipelined: queries issued without waiting for the previous answer share one round trip (the
   // opening, statements and commit of a request's transaction, db/request-transaction.ts).
-  const api = new pg.Pool({ connectionString: authenticatorUrl, max: apiMax, pipeline: true, application_name: 'api' });
-  const graphqlConfig: pg.PoolConfig = { connectionString: authenticatorUrl, max: graphqlMax, connectionTimeoutMillis: graphqlWaitMillis, application_name: 'graphql' };
+  const api = new pg.Pool({
+    ...connectionBounds,
+    connectionString: authenticatorUrl,
+    max: apiMax,
+    pipeline: true,
+    query_timeout: statementTimeoutMs + answerMarginMillis,
+    application_name: 'api',
+  });
+  const graphqlConfig: pg.PoolConfig = { ...connectionBounds, connectionString: authenticatorUrl, max: graphqlMax, connectionTimeoutMillis: graphqlWaitMillis, application_name: 'graphql' };
   const graphql = new pg.Pool({ ...graphqlConfig, application_name: 'graphql session checks' });
   // A worker killed mid-statement: its server process notices within a second and stops the
   // statement, instead of finishing work nobody waits for (PostgreSQL 14+).
   const worker = new pg.Pool({
+    ...connectionBounds,
+    Client: WorkerClient,
     connectionString: roleUrl(ownerUrl, 'app_worker'),
     max: workerMax,
     options: '-c client_connection_check_interval=1000',
@@ -92,4 +118,32 @@ export function survivesServerLoss(pool: pg.Pool): pg.Pool {
   pool.on('error', () => {});
   pool.on('connect', (client) => client.on('error', () => {}));
   return pool;
+}
+
+/** The codes graphile-worker retries its own statements on (with backoff from 3 s up to 2 minutes). */
+const workerRetriedCodes = new Set(['57P03', 'ETIMEDOUT', 'EHOSTUNREACH', '40001', '40P01']);
+
+/**
+ * A failover's error (db/failover-errors.ts) as graphile-worker retries it: 57P03 ("cannot connect
+ * now"), the original as its cause. graphile-worker retries the statements that complete or fail a
+ * job only for a few codes, and any other error there rejects a promise nobody awaits, which ends
+ * the process: a job that ended while the primary changed would stop the worker.
+ */
+function retriedByWorker(error: unknown): unknown {
+  if (!isFailoverError(error) || workerRetriedCodes.has((error as { code?: string }).code ?? '')) return error;
+  return Object.assign(new Error((error as Error).message, { cause: error }), { code: '57P03' });
+}
+
+/** The worker pool's connections: their promised answers and connection failures go through retriedByWorker. */
+class WorkerClient extends pg.Client {
+  override query(...args: unknown[]): never {
+    const result: unknown = (super.query as (...sent: unknown[]) => unknown)(...args);
+    return (result instanceof Promise ? result.catch((error: unknown) => Promise.reject(retriedByWorker(error))) : result) as never;
+  }
+
+  override connect(...args: unknown[]): never {
+    const [callback] = args as [((error: unknown, client?: pg.Client) => void) | undefined];
+    if (!callback) return super.connect().catch((error: unknown) => Promise.reject(retriedByWorker(error))) as never;
+    return super.connect((error: Error) => callback(error ? retriedByWorker(error) : error, this)) as never;
+  }
 }

@@ -22,6 +22,7 @@
 // one replica's replay position only moves forward, so reads that alternate between it and the
 // primary never go back in time, where two replicas at different positions could.
 import pg from 'pg';
+import { connectionBounds } from './connection-bounds.ts';
 import { roleUrl } from './roles.ts';
 
 export interface ReplicaOptions {
@@ -70,7 +71,7 @@ export class Replica {
     this.name = url.host;
     this.#url = roleUrl(ownerUrl, 'authenticator');
     // A replica that does not answer a connection in a second is skipped; the read goes to the primary.
-    this.pool = new pg.Pool({ connectionString: this.#url, max, pipeline: true, connectionTimeoutMillis: 1000, application_name: 'api' } as pg.PoolConfig);
+    this.pool = new pg.Pool({ ...connectionBounds, connectionString: this.#url, max, pipeline: true, connectionTimeoutMillis: 1000, application_name: 'api' } as pg.PoolConfig);
     this.pool.on('error', () => {});
     this.pool.on('connect', (client) => client.on('error', () => {}));
   }
@@ -79,7 +80,7 @@ export class Replica {
   async poll(): Promise<boolean> {
     try {
       if (!this.#poller) {
-        const client = new pg.Client({ connectionString: this.#url, connectionTimeoutMillis: this.#answerMillis, query_timeout: this.#answerMillis, application_name: 'replica poll' });
+        const client = new pg.Client({ ...connectionBounds, connectionString: this.#url, connectionTimeoutMillis: this.#answerMillis, query_timeout: this.#answerMillis, application_name: 'replica poll' });
         client.on('error', () => {});
         this.#poller = client;
         await client.connect();

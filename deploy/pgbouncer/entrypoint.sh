@@ -4,4 +4,11 @@
 set -eu
 umask 077
 printf '"%s" "%s"\n' "${POOLER_AUTH_USER:?}" "${POOLER_AUTH_PASSWORD:?}" > /tmp/userlist.txt
-exec pgbouncer /etc/pgbouncer/pgbouncer.ini
+# POOLER_SERVER replaces the server of the `opinion` database (docker-compose.patroni.yml: HAProxy's
+# leader port, so the pooler follows the Patroni cluster's leader).
+ini=/etc/pgbouncer/pgbouncer.ini
+if [ -n "${POOLER_SERVER:-}" ]; then
+  sed "s|^opinion = .*|opinion = ${POOLER_SERVER}|" "$ini" > /tmp/pgbouncer.ini
+  ini=/tmp/pgbouncer.ini
+fi
+exec pgbouncer "$ini"

@@ -1,8 +1,9 @@
 // Maps failures from PostgreSQL to the HTTP catalog: a stored function's `raise exception using
 // errcode = 'P0001', message = '<CODE>'` becomes that code; known constraints become their codes;
-// a lost or refused connection becomes 503, and so does a statement that hit the transaction's
-// statement_timeout or lock_timeout (db/request-transaction.ts). Anything else is left for the 500
-// handler.
+// a lost or refused connection, or a node not (yet) the writable primary, becomes 503, and so does
+// a statement that hit the transaction's statement_timeout or lock_timeout
+// (db/request-transaction.ts). Anything else is left for the 500 handler.
+import { isFailoverError } from '../../db/failover-errors.ts';
 import { refusedLimitOf } from '../../db/limit-counts.ts';
 import { isErrorCode } from './catalog.ts';
 import { ApiError, rateLimited } from './errors.ts';
@@ -11,8 +12,6 @@ export const constraintCodes = {
   users_username_key: 'USERNAME_TAKEN',
   hubs_custom_link_key: 'HUB_LINK_TAKEN',
 } as const;
-
-const unavailableErrnos = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EHOSTUNREACH', 'ENOTFOUND', 'EPIPE']);
 
 /**
  * Which bound a database error says a statement hit: statement_timeout (57014 query_canceled; no
@@ -43,10 +42,7 @@ export function translateDatabaseError(error: unknown): unknown {
     return new ApiError(constraintCodes[pgError.constraint as keyof typeof constraintCodes]);
   }
   if (timeoutOf(error)) return new ApiError('SERVICE_UNAVAILABLE', {}, { 'Retry-After': timeoutRetrySeconds });
-  if (
-    (pgError.code && (unavailableErrnos.has(pgError.code) || /^(08|57P0[123]|53300)/.test(pgError.code))) ||
-    /Connection terminated|timeout exceeded when trying to connect/i.test(pgError.message)
-  ) {
+  if (isFailoverError(error) || pgError.code === '53300') {
     return new ApiError('SERVICE_UNAVAILABLE', {}, { 'Retry-After': '5' });
   }
   return error;

@@ -5,7 +5,8 @@
 // endpoint's schema, with the RateLimit headers of the limits it counted under (rate-limit-headers.ts).
 // With replicas configured, a read-only GET may run on a replica first (server/http/replica-reads.ts),
 // and whatever the primary served for a session raises that session's read floor before the answer
-// leaves.
+// leaves. A request that met a failover (a lost primary, a node still read-only) may run again
+// from the start (server/http/failover-retry.ts).
 import type { NextFunction, Request, Response } from 'express';
 import { RequestTransaction } from '../../db/request-transaction.ts';
 import { anonymousViewer } from '../../db/viewer.ts';
@@ -14,6 +15,7 @@ import { clientVersionGate } from './client-version.ts';
 import { translateDatabaseError } from './database-errors.ts';
 import type { Endpoint, Services } from './endpoint.ts';
 import { sendSuccess } from './envelope.ts';
+import { FailoverRetry } from './failover-retry.ts';
 import { ApiError } from './errors.ts';
 import { errorAnswer, idempotencyKeyHeader, idempotencyKeyOf, IdempotentRequest, isKept, sendAnswer, successAnswer, type Answer } from './idempotency.ts';
 import { requireIds } from './ids.ts';
@@ -25,7 +27,7 @@ import { writeLimitStatement } from './write-limits.ts';
 export function runEndpoint(definition: Endpoint, services: Services) {
   const readReplicas = replicasFor(definition, services.pools.replicas);
   const gate = definition.anyClientVersion ? undefined : clientVersionGate(services.config.clientVersions);
-  return async (req: Request, res: Response, next: NextFunction): Promise<void> => {
+  const serve = async (req: Request, res: Response, next: NextFunction, retry: FailoverRetry): Promise<void> => {
     res.locals.endpoint = definition;
     try {
       gate?.(req);
@@ -82,6 +84,7 @@ export function runEndpoint(definition: Endpoint, services: Services) {
       res.locals.userId = tx.viewer.userId;
       if (idempotent && tx.commitHeld && (await keptError(idempotent, tx, res, error))) return;
       await tx.finish(false).catch(() => undefined);
+      if (await retry.again(error, tx, res)) return serve(req, res, next, retry);
       await noteServed(services, tx).catch(() => undefined);
       // The error goes on as thrown (the error handler translates it, and tells an outage or a
       // request bound from a failure by the database's own error); the limit's numbers are read
@@ -91,6 +94,7 @@ export function runEndpoint(definition: Endpoint, services: Services) {
       next(error);
     }
   };
+  return (req: Request, res: Response, next: NextFunction): Promise<void> => serve(req, res, next, new FailoverRetry(definition, req));
 }
 
 /**

@@ -23,6 +23,7 @@
 import pg from 'pg';
 import type { Response } from 'express';
 import type { Config } from '../../config.ts';
+import { connectionBounds } from '../../db/connection-bounds.ts';
 import { OutageLog, type Log } from '../../logger.ts';
 import { ApiError } from '../http/errors.ts';
 import { LiveReader } from './reader.ts';
@@ -122,7 +123,7 @@ export class NotificationHub {
   }
 
   async #connect(): Promise<void> {
-    const client = new pg.Client({ connectionString: this.#connectionString, application_name: 'notification-hub' });
+    const client = new pg.Client({ ...connectionBounds, connectionString: this.#connectionString, application_name: 'notification-hub' });
     this.#client = client;
     client.on('error', (error) => this.#lost(client, error));
     client.on('end', () => this.#lost(client));

@@ -8,6 +8,7 @@
 //     list's policy.
 // Both shape rows with shapeNotification, so a streamed row is exactly the row GET /notifications shows.
 import pg from 'pg';
+import { connectionBounds } from '../../db/connection-bounds.ts';
 import type { RequestTransaction } from '../../db/request-transaction.ts';
 import { isUuid } from '../http/ids.ts';
 import type { Position, SseEvent } from './streams.ts';
@@ -111,7 +112,7 @@ export class LiveReader {
   }
 
   #connect(): Promise<pg.Client> {
-    const client = new pg.Client({ connectionString: this.#connectionString, application_name: 'notification-reader' });
+    const client = new pg.Client({ ...connectionBounds, connectionString: this.#connectionString, application_name: 'notification-reader' });
     const connecting = client.connect().then(() => client);
     client.on('error', () => this.#drop(connecting));
     client.on('end', () => this.#drop(connecting));

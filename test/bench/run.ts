@@ -13,6 +13,7 @@ const benchmarks: Record<string, string> = {
   idempotency: './idempotency.ts',
   deploy: './deploy.ts',
   media: './media.ts',
+  failover: './failover.ts',
 };
 const name = process.argv[2] ?? 'votes';
 const module = benchmarks[name];

@@ -159,3 +159,96 @@ describe('Dockerfile', () => {
     expect(dockerfile).toMatch(/^RUN apt-get update && apt-get install -y --no-install-recommends libheif-examples\b/m);
   });
 });
+
+describe('docker-compose.patroni.yml', () => {
+  const patroniCompose = parse(readFileSync(path.join(projectRoot, 'docker-compose.patroni.yml'), 'utf8'), { merge: true }) as { services: Record<string, Service & { build?: unknown }> };
+  const all = patroniCompose.services;
+  const patroni = parse(readFileSync(path.join(projectRoot, 'deploy/patroni/patroni.yml'), 'utf8')) as Record<string, any>;
+  const haproxy = readFileSync(path.join(projectRoot, 'deploy/haproxy/haproxy.cfg'), 'utf8');
+  const nodes = Object.entries(all).filter(([, service]) => service.build === 'deploy/patroni');
+  const etcds = Object.entries(all).filter(([name]) => name.startsWith('etcd-'));
+  /** The settings of one `listen` section of haproxy.cfg. */
+  const section = (name: string) => new RegExp(`^listen ${name}\\n((?:[ \\t]+.*\\n?)*)`, 'm').exec(haproxy)?.[1] ?? '';
+
+  it('runs three Patroni nodes on three etcd members, each node named and addressed by its own service', () => {
+    expect(nodes.map(([name]) => name)).toEqual(['pg-1', 'pg-2', 'pg-3']);
+    for (const [name, service] of nodes) {
+      expect(service.environment?.PATRONI_NAME).toBe(name);
+      expect(service.environment?.PATRONI_RESTAPI_CONNECT_ADDRESS).toBe(`${name}:${patroni.restapi.listen.split(':')[1]}`);
+      expect(service.environment?.PATRONI_POSTGRESQL_CONNECT_ADDRESS).toBe(`${name}:${patroni.postgresql.listen.split(':')[1]}`);
+      expect(service.volumes?.[0]).toMatch(new RegExp(`^${name}-data:/var/lib/postgresql$`));
+      expect(patroni.postgresql.data_dir.startsWith('/var/lib/postgresql/')).toBe(true);
+    }
+    expect(etcds.map(([name]) => name)).toEqual(['etcd-1', 'etcd-2', 'etcd-3']);
+    const initial = String(etcds[0]?.[1].environment?.ETCD_INITIAL_CLUSTER);
+    for (const [name, service] of etcds) {
+      expect(service.environment?.ETCD_NAME).toBe(name);
+      expect(initial).toContain(`${name}=${service.environment?.ETCD_INITIAL_ADVERTISE_PEER_URLS}`);
+      expect(service.environment?.ETCD_ADVERTISE_CLIENT_URLS).toBe(`http://${name}:2379`);
+    }
+    expect(patroni.etcd3.hosts.split(',')).toEqual(etcds.map(([name]) => `${name}:2379`));
+    // The image's PostgreSQL is the one patroni.yml runs.
+    const dockerfile = readFileSync(path.join(projectRoot, 'deploy/patroni/Dockerfile'), 'utf8');
+    const major = /^FROM postgres:(\d+)/m.exec(dockerfile)?.[1];
+    expect(patroni.postgresql.bin_dir).toBe(`/usr/lib/postgresql/${major}/bin`);
+    expect(dockerfile).toMatch(/apt-get install .*patroni/);
+  });
+
+  it('acknowledges a commit only once a standby has it, with production timing Patroni accepts', () => {
+    const dcs = patroni.bootstrap.dcs;
+    expect(dcs.synchronous_mode).toBe(true);
+    expect(dcs.synchronous_mode_strict).toBe(false);
+    expect([dcs.ttl, dcs.loop_wait, dcs.retry_timeout]).toEqual([30, 10, 10]);
+    // Patroni's rule: loop_wait + 2 x retry_timeout <= ttl.
+    expect(dcs.loop_wait + 2 * dcs.retry_timeout).toBeLessThanOrEqual(dcs.ttl);
+    expect(dcs.postgresql.use_pg_rewind).toBe(true);
+    expect(patroni.postgresql.basebackup).toContainEqual({ checkpoint: 'fast' });
+    expect(patroni.bootstrap.post_bootstrap).toBe('/etc/patroni/post-bootstrap.sh');
+  });
+
+  it('routes the leader port by /primary and the standby port by /replica, cutting the sessions of a node marked down', () => {
+    const primary = section('primary');
+    const replicas = section('replicas');
+    expect(primary).toMatch(/option httpchk OPTIONS \/primary/);
+    expect(replicas).toMatch(/option httpchk OPTIONS \/replica/);
+    for (const text of [primary, replicas]) {
+      expect(text).toMatch(/on-marked-down shutdown-sessions/);
+      const servers = [...text.matchAll(/^\s+server (\S+) (\S+):(\d+) .*check port (\d+)$/gm)];
+      expect(servers.map(([, name, host]) => `${name} ${host}`)).toEqual(nodes.map(([name]) => `${name} ${name}`));
+      for (const [, , , port, checkPort] of servers) {
+        expect(port).toBe(patroni.postgresql.listen.split(':')[1]);
+        expect(checkPort).toBe(patroni.restapi.listen.split(':')[1]);
+      }
+    }
+    expect(all.haproxy?.volumes).toContain('./deploy/haproxy/haproxy.cfg:/usr/local/etc/haproxy/haproxy.cfg:ro');
+    expect(all.haproxy?.healthcheck?.test?.join(' ')).toMatch(/8404.*\/health/);
+    expect(haproxy).toMatch(/bind \*:8404[\s\S]*monitor fail if \{ nbsrv\(primary\) lt 1 \}/);
+  });
+
+  it('points DATABASE_URL, the replicas and PgBouncer at HAProxy, with the same owner; the pooler retries a login within a second', () => {
+    const port = (name: string) => new RegExp(`bind \\*:(\\d+)`).exec(section(name))?.[1];
+    const apps = Object.entries(all).filter(([, service]) => service.image === 'opinion-backend');
+    expect(apps.map(([name]) => name).sort()).toEqual(['api-1', 'api-2', 'migrate', 'worker']);
+    for (const [name, service] of apps) {
+      const env = Object.fromEntries(Object.entries(service.environment ?? {}).map(([key, value]) => [key, resolved(String(value))]));
+      expect(env.NODE_ENV, name).toBe('production');
+      for (const required of requiredInProduction) expect(required.present(env), `${name}: ${required.setting}`).toBe(true);
+      const direct = new URL(env.DATABASE_URL as string);
+      expect(`${direct.hostname}:${direct.port}`, name).toBe(`haproxy:${port('primary')}`);
+      const replica = new URL(env.DATABASE_REPLICA_URLS as string);
+      expect(`${replica.hostname}:${replica.port}`, name).toBe(`haproxy:${port('replicas')}`);
+      expect(replica.username).toBe(direct.username);
+      expect(direct.username).toBe(patroni.postgresql.authentication.superuser.username);
+    }
+    for (const name of ['api-1', 'api-2']) expect(all[name]?.environment?.DATABASE_POOLER_URL).toBe('postgres://pgbouncer:6432/opinion');
+    expect(all.pgbouncer?.environment?.POOLER_SERVER).toBe(`host=haproxy port=${port('primary')} dbname=opinion`);
+    const entrypoint = readFileSync(path.join(projectRoot, 'deploy/pgbouncer/entrypoint.sh'), 'utf8');
+    expect(entrypoint).toMatch(/POOLER_SERVER/);
+    const ini = readFileSync(path.join(projectRoot, 'deploy/pgbouncer/pgbouncer.ini'), 'utf8');
+    expect(Number(/^server_login_retry = (\d+)$/m.exec(ini)?.[1])).toBeLessThanOrEqual(2);
+    for (const [name, service] of Object.entries(all)) {
+      if (service.build !== undefined) continue;
+      expect(service.image, name).toMatch(/^[\w./-]+:(?!latest$)[\w.-]+$/);
+    }
+  });
+});
