@@ -5,6 +5,8 @@
 # without DATABASE_URL, the S3 settings, JWT_SECRET and an OTP sender), pino-pretty, the test tools
 # and the pinned `node` package (the image's own Node 24 runs the scripts).
 FROM node:24-bookworm-slim
+# libheif's heif-convert: the worker decodes HEIC uploads with it (IMAGE_HEIC).
+RUN apt-get update && apt-get install -y --no-install-recommends libheif-examples && rm -rf /var/lib/apt/lists/*
 WORKDIR /app
 ENV NODE_ENV=production
 COPY package.json package-lock.json ./

@@ -1,6 +1,7 @@
 // Process configuration from the environment (README "Configuration"). Read once at startup.
 import { randomBytes } from 'node:crypto';
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
 
 /** A problem the operator can fix (a setting, a busy port, an unreachable database): one line, exit 1. */
@@ -92,6 +93,22 @@ export interface Config {
   logLevel: string;
   /** Push through FCM HTTP v1 (contract 12); undefined: no service account, push is off. */
   fcm: FcmConfig | undefined;
+  /** The worker's image processing (worker/images, docs/photos.md). */
+  images: ImageConfig;
+}
+
+/** How uploaded images are decoded: in decoder processes the worker owns, each bounded. */
+export interface ImageConfig {
+  /** IMAGE_HEIC: decode HEIC with libheif's tools when installed (off: presign refuses image/heic). */
+  heic: boolean;
+  /** IMAGE_CONCURRENCY: decoder processes per worker process, one image at a time each (default: the cores). */
+  concurrency: number;
+  /** IMAGE_MEMORY_MB: resident memory of one decoder process past which it is killed and its image refused. */
+  memoryMb: number;
+  /** IMAGE_TIMEOUT_MS: how long one image may take before its decoder process is killed and the image refused. */
+  timeoutMs: number;
+  /** IMAGE_BACKFILL_PER_MINUTE: images uploaded before processing existed that the worker queues each minute. */
+  backfillPerMinute: number;
 }
 
 /** The service account of FCM_SERVICE_ACCOUNT_FILE, where to send, and the push worker's tuning. */
@@ -113,6 +130,26 @@ function positiveInteger(name: string, raw: string | undefined, fallback: number
   if (raw === undefined || raw === '') return fallback;
   if (!/^\d+$/.test(raw) || Number(raw) < 1) throw new StartupError(`${name} must be a positive whole number (got "${raw}")`);
   return Number(raw);
+}
+
+function onOff(name: string, raw: string | undefined, fallback: boolean): boolean {
+  if (raw === undefined || raw === '') return fallback;
+  if (raw === 'true' || raw === 'on' || raw === '1') return true;
+  if (raw === 'false' || raw === 'off' || raw === '0') return false;
+  throw new StartupError(`${name} must be true or false (got "${raw}")`);
+}
+
+function imageSettings(env: Env): ImageConfig {
+  const memoryMb = positiveInteger('IMAGE_MEMORY_MB', env.IMAGE_MEMORY_MB, 512);
+  // Below this a decoder process (Node and sharp, about 70 MB at rest) cannot hold a photo at all.
+  if (memoryMb < 128) throw new StartupError(`IMAGE_MEMORY_MB must be at least 128 (got "${env.IMAGE_MEMORY_MB}")`);
+  return {
+    heic: onOff('IMAGE_HEIC', env.IMAGE_HEIC, true),
+    concurrency: positiveInteger('IMAGE_CONCURRENCY', env.IMAGE_CONCURRENCY, Math.max(1, os.availableParallelism())),
+    memoryMb,
+    timeoutMs: positiveInteger('IMAGE_TIMEOUT_MS', env.IMAGE_TIMEOUT_MS, 30_000),
+    backfillPerMinute: positiveInteger('IMAGE_BACKFILL_PER_MINUTE', env.IMAGE_BACKFILL_PER_MINUTE, 60),
+  };
 }
 
 /** FCM_SERVICE_ACCOUNT_FILE: a Google service-account JSON key with the fields FCM needs. */
@@ -463,5 +500,6 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     termsVersion: termsVersion(env.TERMS_VERSION),
     logLevel,
     fcm: fcmConfig(env),
+    images: imageSettings(env),
   };
 }

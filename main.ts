@@ -15,6 +15,7 @@ import { roleUrl } from './db/roles.ts';
 import { createServices } from './server/services.ts';
 import { createServer, basePath } from './server/app.ts';
 import { internalGraphqlPath } from './server/graphql/mount.ts';
+import { heicSupport, startImageProcessor } from './worker/images/processor.ts';
 import { startWorker } from './worker/runner.ts';
 import { Pusher } from './worker/push/pusher.ts';
 import { embeddedStoreBinding, openStorage } from './server/uploads/open-storage.ts';
@@ -82,7 +83,10 @@ async function start(): Promise<void> {
   }
 
   if (only !== 'worker' && !stopping) {
-    const services = await createServices(config, log, pools, objects.storage, { metrics });
+    const heic = heicSupport(config.images.heic);
+    // The worker says so when it starts; an API alone says it here.
+    if (only === 'api' && !heic.available) log.warn(`HEIC uploads are refused: ${heic.reason}`);
+    const services = await createServices(config, log, pools, objects.storage, { metrics, heic: heic.available });
     await services.notificationHub.start(roleUrl(database.ownerUrl, 'authenticator'));
     // Until the API listens, stopping means ending the hub's connection (stop() is idempotent).
     closers.push(() => services.notificationHub.stop());
@@ -99,7 +103,11 @@ async function start(): Promise<void> {
     log.info(`API listening on http://localhost:${config.port}${basePath} (docs: ${basePath}/docs; internal GraphQL: ${internalGraphqlPath})`);
   }
   if (only !== 'api' && !stopping) {
-    const runner = await startWorker(pools.worker, log, { storage: objects.storage, ballots: { box: new BallotBox(config.ballotKeys), batch: config.ballotBatch } }, {
+    // Images are decoded in processes this worker owns, never in this one (worker/images).
+    const processor = startImageProcessor({ ...config.images, log });
+    closers.push(() => processor.close());
+    const images = { processor, backfillPerMinute: config.images.backfillPerMinute };
+    const runner = await startWorker(pools.worker, log, { storage: objects.storage, ballots: { box: new BallotBox(config.ballotKeys), batch: config.ballotBatch }, images }, {
       deadAfterSeconds: config.workerDeadAfterSeconds,
       watch: (events) => metrics.watchWorker(events),
     });

@@ -93,6 +93,24 @@ CREATE TYPE app.article_kind AS ENUM (
 
 
 --
+-- Name: asset_status; Type: TYPE; Schema: app; Owner: -
+--
+
+CREATE TYPE app.asset_status AS ENUM (
+    'processing',
+    'ready',
+    'failed'
+);
+
+
+--
+-- Name: TYPE asset_status; Type: COMMENT; Schema: app; Owner: -
+--
+
+COMMENT ON TYPE app.asset_status IS 'Processing state of an asset: processing (images only, until the worker wrote the variants), ready, failed (error_code says why).';
+
+
+--
 -- Name: feed_context; Type: TYPE; Schema: app; Owner: -
 --
 
@@ -559,6 +577,26 @@ COMMENT ON FUNCTION app.asset_in_visible_use(p_asset_id uuid) IS 'Whether an ass
 
 
 --
+-- Name: assets_processing(uuid[]); Type: FUNCTION; Schema: app; Owner: -
+--
+
+CREATE FUNCTION app.assets_processing(p_asset_ids uuid[]) RETURNS boolean
+    LANGUAGE sql STABLE SECURITY DEFINER
+    SET search_path TO 'pg_catalog'
+    AS $$
+  select exists (select from app.assets a
+                 where a.id = any (p_asset_ids) and a.owner_id = app.viewer_id() and a.status = 'processing')
+$$;
+
+
+--
+-- Name: FUNCTION assets_processing(p_asset_ids uuid[]); Type: COMMENT; Schema: app; Owner: -
+--
+
+COMMENT ON FUNCTION app.assets_processing(p_asset_ids uuid[]) IS 'Whether any of these assets of the viewer is still being processed: the API answers 409 ASSET_NOT_READY for it. Called with the usable checks of onboarding media, profiles, hubs and posts.';
+
+
+--
 -- Name: block_user(uuid); Type: FUNCTION; Schema: app; Owner: -
 --
 
@@ -973,10 +1011,74 @@ CREATE TABLE app.assets (
     checksum text NOT NULL,
     object_key text NOT NULL,
     created_at timestamp with time zone DEFAULT now() NOT NULL,
+    status app.asset_status DEFAULT 'ready'::app.asset_status NOT NULL,
+    processed_at timestamp with time zone,
+    width integer,
+    height integer,
+    placeholder text,
+    variants jsonb,
+    display_key text,
+    error_code text,
     CONSTRAINT assets_checksum_check CHECK ((checksum ~ '^[0-9a-f]{64}$'::text))
 );
 
 ALTER TABLE ONLY app.assets FORCE ROW LEVEL SECURITY;
+
+
+--
+-- Name: COLUMN assets.status; Type: COMMENT; Schema: app; Owner: -
+--
+
+COMMENT ON COLUMN app.assets.status IS 'processing (images, until the worker wrote the variants), ready, or failed (error_code).';
+
+
+--
+-- Name: COLUMN assets.processed_at; Type: COMMENT; Schema: app; Owner: -
+--
+
+COMMENT ON COLUMN app.assets.processed_at IS 'When the variants were written; null for documents and for images uploaded before processing existed (until the backfill).';
+
+
+--
+-- Name: COLUMN assets.width; Type: COMMENT; Schema: app; Owner: -
+--
+
+COMMENT ON COLUMN app.assets.width IS 'Upright width of the whole image in pixels (null until processed).';
+
+
+--
+-- Name: COLUMN assets.height; Type: COMMENT; Schema: app; Owner: -
+--
+
+COMMENT ON COLUMN app.assets.height IS 'Upright height of the whole image in pixels (null until processed).';
+
+
+--
+-- Name: COLUMN assets.placeholder; Type: COMMENT; Schema: app; Owner: -
+--
+
+COMMENT ON COLUMN app.assets.placeholder IS 'ThumbHash of the upright image, base64 (null until processed).';
+
+
+--
+-- Name: COLUMN assets.variants; Type: COMMENT; Schema: app; Owner: -
+--
+
+COMMENT ON COLUMN app.assets.variants IS 'The served objects, smallest first: [{width, height, contentType, key}] (null until processed).';
+
+
+--
+-- Name: COLUMN assets.display_key; Type: COMMENT; Schema: app; Owner: -
+--
+
+COMMENT ON COLUMN app.assets.display_key IS 'The variant shown in lists and cards: post images 1280 px WebP, profile and hub photos 256 px WebP (or the largest below).';
+
+
+--
+-- Name: COLUMN assets.error_code; Type: COMMENT; Schema: app; Owner: -
+--
+
+COMMENT ON COLUMN app.assets.error_code IS 'Why processing failed: IMAGE_UNREADABLE or IMAGE_TOO_LARGE.';
 
 
 --
@@ -990,13 +1092,22 @@ CREATE FUNCTION app.complete_upload(p_upload_id uuid, p_purpose app.upload_purpo
 declare
   v_intent app.upload_intents;
   v_asset app.assets;
+  v_id uuid;
 begin
   v_intent := app_private.completable_upload(p_upload_id, p_purpose, true);
   update app.upload_intents set completed_at = now() where id = p_upload_id;
-  insert into app.assets (upload_id, owner_id, purpose, content_type, size, checksum, object_key)
-    values (v_intent.id, v_intent.owner_id, v_intent.purpose, v_intent.content_type, v_intent.content_length,
-            lower(p_checksum), v_intent.object_key)
+  v_id := gen_random_uuid();
+  -- A document is served as uploaded; an image's object_key names its JPEG variant from the start,
+  -- so no reader of object_key (download URLs, the previous release) ever gets the upload.
+  insert into app.assets (id, upload_id, owner_id, purpose, content_type, size, checksum, object_key, status)
+    values (v_id, v_intent.id, v_intent.owner_id, v_intent.purpose, v_intent.content_type, v_intent.content_length,
+            lower(p_checksum),
+            case when v_intent.purpose = 'document' then v_intent.object_key else app_private.image_jpeg_key(v_id) end,
+            case when v_intent.purpose = 'document' then 'ready' else 'processing' end::app.asset_status)
     returning * into v_asset;
+  if v_asset.status = 'processing' then
+    perform app_private.queue_image_processing(v_asset.id, 0);
+  end if;
   return v_asset;
 end
 $$;
@@ -1006,7 +1117,7 @@ $$;
 -- Name: FUNCTION complete_upload(p_upload_id uuid, p_purpose app.upload_purpose, p_checksum text); Type: COMMENT; Schema: app; Owner: -
 --
 
-COMMENT ON FUNCTION app.complete_upload(p_upload_id uuid, p_purpose app.upload_purpose, p_checksum text) IS 'Step 2 of completing an upload, after the object was verified: marks the intent completed and creates the asset; the row lock makes two concurrent completions one asset and one UPLOAD_ALREADY_COMPLETED. Called by POST /uploads/complete.';
+COMMENT ON FUNCTION app.complete_upload(p_upload_id uuid, p_purpose app.upload_purpose, p_checksum text) IS 'Step 2 of completing an upload, after the object was verified: marks the intent completed and creates the asset; an image starts processing, its job queued in the same transaction. The row lock makes two concurrent completions one asset and one UPLOAD_ALREADY_COMPLETED. Called by POST /uploads/complete.';
 
 
 --
@@ -1627,7 +1738,7 @@ CREATE FUNCTION app.hub_asset_usable(p_asset_id uuid) RETURNS boolean
     LANGUAGE sql STABLE SECURITY DEFINER
     SET search_path TO 'pg_catalog'
     AS $$
-  select exists (select from app.assets a where a.id = p_asset_id and a.owner_id = app.viewer_id() and a.purpose = 'hub_photo')
+  select app_private.asset_usable_as(p_asset_id, app.viewer_id(), 'hub_photo')
 $$;
 
 
@@ -1635,7 +1746,7 @@ $$;
 -- Name: FUNCTION hub_asset_usable(p_asset_id uuid); Type: COMMENT; Schema: app; Owner: -
 --
 
-COMMENT ON FUNCTION app.hub_asset_usable(p_asset_id uuid) IS 'Whether an asset may become a hub''s image: a completed hub_photo asset of the viewer. Called by POST /hubs and PATCH /hubs/{hubId} before they write, and by app.create_hub and app.update_hub.';
+COMMENT ON FUNCTION app.hub_asset_usable(p_asset_id uuid) IS 'Whether an asset may become a hub''s image: a hub_photo asset of the viewer, not failed (app_private.asset_usable_as). Called by POST /hubs and PATCH /hubs/{hubId} before they write, and by app.create_hub and app.update_hub.';
 
 
 --
@@ -1651,11 +1762,11 @@ CREATE FUNCTION app.hub_discussion_author(p_hub_id uuid, p_author_id uuid) RETUR
                          'publicUsername', null, 'isFormerMember', true)
     when author.active then
       jsonb_build_object('id', p_author_id, 'displayName', coalesce(hp.display_name, u.full_name, 'Hub member'),
-                         'photoKey', coalesce(ha.object_key, ua.object_key), 'phoneNumber', pi.phone_e164,
+                         'photoKey', coalesce(app.image_key(ha.status, ha.display_key, ha.object_key), app.image_key(ua.status, ua.display_key, ua.object_key)), 'phoneNumber', pi.phone_e164,
                          'publicUsername', null, 'isFormerMember', false)
     else
       jsonb_build_object('id', p_author_id, 'displayName', coalesce(u.full_name, u.username, 'Former member'),
-                         'photoKey', ua.object_key, 'phoneNumber', null, 'publicUsername', u.username, 'isFormerMember', true)
+                         'photoKey', app.image_key(ua.status, ua.display_key, ua.object_key), 'phoneNumber', null, 'publicUsername', u.username, 'isFormerMember', true)
   end
   -- offset 0: the membership check runs once per author row, not once per join below.
   from (select app.is_active_member(p_hub_id, p_author_id) as active offset 0) author
@@ -1790,7 +1901,7 @@ declare
   v_id uuid := coalesce(p_after_id, 'ffffffff-ffff-ffff-ffff-ffffffffffff');
 begin
   open v_rows no scroll for
-    select i.id, i.masked_phone, i.status, i.expires_at, i.created_at, u.id, u.username, u.full_name, a.object_key
+    select i.id, i.masked_phone, i.status, i.expires_at, i.created_at, u.id, u.username, u.full_name, app.image_key(a.status, a.display_key, a.object_key)
     from app.hub_invitations i
     join app.users u on u.id = i.invited_by
     left join app.assets a on a.id = u.profile_asset_id
@@ -1824,7 +1935,7 @@ declare
   v_id uuid := coalesce(p_after_id, '00000000-0000-0000-0000-000000000000');
 begin
   open v_rows no scroll for
-    select r.id, r.source, r.created_at, u.id, u.username, u.full_name, a.object_key
+    select r.id, r.source, r.created_at, u.id, u.username, u.full_name, app.image_key(a.status, a.display_key, a.object_key)
     from app.hub_join_requests r
     join app.users u on u.id = r.user_id
     left join app.assets a on a.id = u.profile_asset_id
@@ -2053,6 +2164,23 @@ COMMENT ON FUNCTION app.idp_session(p_subject text, p_phone text, p_refresh_hash
 
 
 --
+-- Name: image_key(app.asset_status, text, text); Type: FUNCTION; Schema: app; Owner: -
+--
+
+CREATE FUNCTION app.image_key(p_status app.asset_status, p_display_key text, p_object_key text) RETURNS text
+    LANGUAGE sql IMMUTABLE
+    SET search_path TO 'pg_catalog'
+    AS $$ select case when p_status = 'ready' then coalesce(p_display_key, p_object_key) end $$;
+
+
+--
+-- Name: FUNCTION image_key(p_status app.asset_status, p_display_key text, p_object_key text); Type: COMMENT; Schema: app; Owner: -
+--
+
+COMMENT ON FUNCTION app.image_key(p_status app.asset_status, p_display_key text, p_object_key text) IS 'The object shown for an image asset (status, display_key, object_key): the display variant once processed, the upload until the backfill processed an older image, nothing while processing or failed. Every profile photo and card image is read through it.';
+
+
+--
 -- Name: invitation_preview(uuid); Type: FUNCTION; Schema: app; Owner: -
 --
 
@@ -2060,7 +2188,7 @@ CREATE FUNCTION app.invitation_preview(p_invitation_id uuid) RETURNS TABLE(hub_i
     LANGUAGE sql STABLE SECURITY DEFINER
     SET search_path TO 'pg_catalog'
     AS $$
-  select h.id, h.name, h.description, a.object_key, app_private.counter_value('hub_members', h.id)::integer
+  select h.id, h.name, h.description, app.image_key(a.status, a.display_key, a.object_key), app_private.counter_value('hub_members', h.id)::integer
   from app.hub_invitations i
   join app.hubs h on h.id = i.hub_id
   left join app.assets a on a.id = h.profile_asset_id
@@ -2085,7 +2213,7 @@ CREATE FUNCTION app.invite_link_preview(p_token text, OUT hub_id uuid, OUT name 
     LANGUAGE sql STABLE SECURITY DEFINER
     SET search_path TO 'pg_catalog'
     AS $$
-  select h.id, h.name, h.description, a.object_key, app_private.counter_value('hub_members', h.id)::integer
+  select h.id, h.name, h.description, app.image_key(a.status, a.display_key, a.object_key), app_private.counter_value('hub_members', h.id)::integer
   from app_private.usable_invite_link(p_token) l
   join app.hubs h on h.id = l.hub_id
   left join app.assets a on a.id = h.profile_asset_id
@@ -2172,8 +2300,7 @@ CREATE FUNCTION app.is_profile_photo_of(p_asset_id uuid, p_user_id uuid) RETURNS
     LANGUAGE sql STABLE SECURITY DEFINER
     SET search_path TO 'pg_catalog'
     AS $$
-  select exists (
-    select from app.assets a where a.id = p_asset_id and a.owner_id = p_user_id and a.purpose = 'profile_photo')
+  select app_private.asset_usable_as(p_asset_id, p_user_id, 'profile_photo')
 $$;
 
 
@@ -2181,7 +2308,7 @@ $$;
 -- Name: FUNCTION is_profile_photo_of(p_asset_id uuid, p_user_id uuid); Type: COMMENT; Schema: app; Owner: -
 --
 
-COMMENT ON FUNCTION app.is_profile_photo_of(p_asset_id uuid, p_user_id uuid) IS 'The profile photo rule: an asset may be a user''s profile image when it is that user''s own profile_photo asset. Used by app.profile_asset_usable and the trigger function app_private.check_profile_asset.';
+COMMENT ON FUNCTION app.is_profile_photo_of(p_asset_id uuid, p_user_id uuid) IS 'The profile photo rule: an asset may be a user''s profile image when it is that user''s own profile_photo asset, not failed (app_private.asset_usable_as). Used by app.profile_asset_usable and the trigger function app_private.check_profile_asset.';
 
 
 --
@@ -2603,8 +2730,7 @@ CREATE FUNCTION app.post_assets_usable(p_asset_ids uuid[]) RETURNS boolean
     SET search_path TO 'pg_catalog'
     AS $$
   select coalesce(array_length(p_asset_ids, 1), 0) = (
-    select count(*) from app.assets a
-    where a.id = any (p_asset_ids) and a.owner_id = app.viewer_id() and a.purpose = 'post_image')
+    select count(*) from unnest(p_asset_ids) ids (id) where app_private.asset_usable_as(ids.id, app.viewer_id(), 'post_image'))
 $$;
 
 
@@ -2612,7 +2738,7 @@ $$;
 -- Name: FUNCTION post_assets_usable(p_asset_ids uuid[]); Type: COMMENT; Schema: app; Owner: -
 --
 
-COMMENT ON FUNCTION app.post_assets_usable(p_asset_ids uuid[]) IS 'Whether assets may illustrate a media article: all are completed post_image assets of the viewer. Called by POST /posts and by app.create_post.';
+COMMENT ON FUNCTION app.post_assets_usable(p_asset_ids uuid[]) IS 'Whether assets may illustrate a media article: all are post_image assets of the viewer, none failed (app_private.asset_usable_as). Called by POST /posts and by app.create_post.';
 
 
 --
@@ -2773,7 +2899,7 @@ CREATE FUNCTION app.profile_social(p_user_id uuid, OUT followers bigint, OUT fol
          app_private.counter_value('user_posts', p_user_id),
          case when p_user_id = app.viewer_id() then app_private.counter_value('user_votes_cast', p_user_id) end,
          app_private.counter_value('user_votes_received', p_user_id),
-         coalesce((select jsonb_agg(jsonb_build_object('id', h.id, 'name', h.name, 'photoKey', a.object_key) order by h.name)
+         coalesce((select jsonb_agg(jsonb_build_object('id', h.id, 'name', h.name, 'photoKey', app.image_key(a.status, a.display_key, a.object_key)) order by h.name)
                    from app.hub_memberships m
                    join app.hubs h on h.id = m.hub_id
                    left join app.assets a on a.id = h.profile_asset_id
@@ -4665,6 +4791,26 @@ COMMENT ON FUNCTION app_private.applied_sql_level() IS 'The highest db/sql level
 
 
 --
+-- Name: asset_usable_as(uuid, uuid, app.upload_purpose); Type: FUNCTION; Schema: app_private; Owner: -
+--
+
+CREATE FUNCTION app_private.asset_usable_as(p_asset_id uuid, p_owner_id uuid, p_purpose app.upload_purpose) RETURNS boolean
+    LANGUAGE sql STABLE
+    SET search_path TO 'pg_catalog'
+    AS $$
+  select exists (select from app.assets a
+                 where a.id = p_asset_id and a.owner_id = p_owner_id and a.purpose = p_purpose and a.status <> 'failed')
+$$;
+
+
+--
+-- Name: FUNCTION asset_usable_as(p_asset_id uuid, p_owner_id uuid, p_purpose app.upload_purpose); Type: COMMENT; Schema: app_private; Owner: -
+--
+
+COMMENT ON FUNCTION app_private.asset_usable_as(p_asset_id uuid, p_owner_id uuid, p_purpose app.upload_purpose) IS 'The rule of attaching an asset: the owner''s own asset of the purpose, not failed (the API refuses one still processing first). Used by app.is_profile_photo_of, app.hub_asset_usable and app.post_assets_usable.';
+
+
+--
 -- Name: attach_phone_invitations(); Type: FUNCTION; Schema: app_private; Owner: -
 --
 
@@ -5796,6 +5942,40 @@ COMMENT ON FUNCTION app_private.expired_upload_intents(p_limit integer) IS 'Uplo
 
 
 --
+-- Name: fail_image(uuid, text); Type: FUNCTION; Schema: app_private; Owner: -
+--
+
+CREATE FUNCTION app_private.fail_image(p_asset_id uuid, p_code text) RETURNS void
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog'
+    AS $$
+declare
+  v_upload_key text;
+begin
+  if p_code not in ('IMAGE_UNREADABLE', 'IMAGE_TOO_LARGE') then
+    raise exception 'unknown image error %', p_code;
+  end if;
+  select i.object_key into v_upload_key from app.assets a join app.upload_intents i on i.id = a.upload_id
+  where a.id = p_asset_id and a.purpose <> 'document' and a.processed_at is null and a.status in ('processing', 'ready')
+  for update of a;
+  if not found then
+    return;
+  end if;
+  update app.assets set status = 'failed', error_code = p_code where id = p_asset_id;
+  perform app_private.queue_object_deletion(v_upload_key);
+  perform pg_notify('asset_processed', p_asset_id::text);
+end
+$$;
+
+
+--
+-- Name: FUNCTION fail_image(p_asset_id uuid, p_code text); Type: COMMENT; Schema: app_private; Owner: -
+--
+
+COMMENT ON FUNCTION app_private.fail_image(p_asset_id uuid, p_code text) IS 'Marks an image failed with its error code (once), queues the deletion of its upload and announces the asset id on channel asset_processed. Run by the worker task process_image when the image is refused.';
+
+
+--
 -- Name: fan_out_hub_notification(jsonb); Type: FUNCTION; Schema: app_private; Owner: -
 --
 
@@ -5947,6 +6127,40 @@ $$;
 --
 
 COMMENT ON FUNCTION app_private.finish_data_export(p_export_id uuid, p_object_key text) IS 'Marks a pending export ready with its stored object, or failed (p_object_key null: the last attempt failed, so the user may ask again). The last step of the worker task export_account (worker/tasks/export-account.ts).';
+
+
+--
+-- Name: finish_image(uuid, integer, integer, text, jsonb, text, text); Type: FUNCTION; Schema: app_private; Owner: -
+--
+
+CREATE FUNCTION app_private.finish_image(p_asset_id uuid, p_width integer, p_height integer, p_placeholder text, p_variants jsonb, p_display_key text, p_jpeg_key text) RETURNS void
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog'
+    AS $$
+declare
+  v_upload_key text;
+begin
+  select i.object_key into v_upload_key from app.assets a join app.upload_intents i on i.id = a.upload_id
+  where a.id = p_asset_id and a.purpose <> 'document' and a.processed_at is null and a.status in ('processing', 'ready')
+  for update of a;
+  if not found then
+    return;
+  end if;
+  update app.assets
+    set status = 'ready', processed_at = now(), width = p_width, height = p_height, placeholder = p_placeholder,
+        variants = p_variants, display_key = p_display_key, object_key = p_jpeg_key
+    where id = p_asset_id;
+  perform app_private.queue_object_deletion(v_upload_key);
+  perform pg_notify('asset_processed', p_asset_id::text);
+end
+$$;
+
+
+--
+-- Name: FUNCTION finish_image(p_asset_id uuid, p_width integer, p_height integer, p_placeholder text, p_variants jsonb, p_display_key text, p_jpeg_key text); Type: COMMENT; Schema: app_private; Owner: -
+--
+
+COMMENT ON FUNCTION app_private.finish_image(p_asset_id uuid, p_width integer, p_height integer, p_placeholder text, p_variants jsonb, p_display_key text, p_jpeg_key text) IS 'Records an image''s variants (once: nothing for an asset already processed or failed), points object_key at its JPEG variant, queues the deletion of the upload and announces the asset id on channel asset_processed. The last step of the worker task process_image.';
 
 
 --
@@ -6531,6 +6745,44 @@ $$;
 --
 
 COMMENT ON FUNCTION app_private.hub_name_words_sync() IS 'Keeps app.hub_name_words equal to the words of the hub''s name, in the statement that writes the name (POST /hubs, PATCH /hubs/{hubId}). Runs from the triggers hubs_name_words_insert and hubs_name_words_update.';
+
+
+--
+-- Name: image_jpeg_key(uuid); Type: FUNCTION; Schema: app_private; Owner: -
+--
+
+CREATE FUNCTION app_private.image_jpeg_key(p_asset_id uuid) RETURNS text
+    LANGUAGE sql IMMUTABLE
+    SET search_path TO 'pg_catalog'
+    AS $$ select 'images/' || p_asset_id || '.jpg' $$;
+
+
+--
+-- Name: FUNCTION image_jpeg_key(p_asset_id uuid); Type: COMMENT; Schema: app_private; Owner: -
+--
+
+COMMENT ON FUNCTION app_private.image_jpeg_key(p_asset_id uuid) IS 'The object key of an image''s JPEG variant (images/<assetId>.jpg): set as object_key by app.complete_upload, written by the worker task process_image (app_private.image_to_process answers it).';
+
+
+--
+-- Name: image_to_process(uuid); Type: FUNCTION; Schema: app_private; Owner: -
+--
+
+CREATE FUNCTION app_private.image_to_process(p_asset_id uuid, OUT upload_key text, OUT jpeg_key text, OUT content_type text, OUT purpose app.upload_purpose) RETURNS SETOF record
+    LANGUAGE sql STABLE SECURITY DEFINER
+    SET search_path TO 'pg_catalog'
+    AS $$
+  select i.object_key, app_private.image_jpeg_key(a.id), a.content_type, a.purpose
+  from app.assets a join app.upload_intents i on i.id = a.upload_id
+  where a.id = p_asset_id and a.purpose <> 'document' and a.processed_at is null and a.status in ('processing', 'ready')
+$$;
+
+
+--
+-- Name: FUNCTION image_to_process(p_asset_id uuid, OUT upload_key text, OUT jpeg_key text, OUT content_type text, OUT purpose app.upload_purpose); Type: COMMENT; Schema: app_private; Owner: -
+--
+
+COMMENT ON FUNCTION app_private.image_to_process(p_asset_id uuid, OUT upload_key text, OUT jpeg_key text, OUT content_type text, OUT purpose app.upload_purpose) IS 'An image still to be processed: its upload''s key, the key its JPEG variant goes to, its declared type and purpose; no row when it was processed, failed, or is a document. Read by the worker task process_image.';
 
 
 --
@@ -7889,7 +8141,15 @@ CREATE FUNCTION app_private.purge_account_object_keys(p_user_id uuid) RETURNS TA
   where i.owner_id = p_user_id
     and not exists (select from app.assets a join app.hubs h on h.profile_asset_id = a.id where a.upload_id = i.id)
   union
-  -- data export archives (0263)
+  -- the processed images' objects (their variants; object_key names one of them)
+  select v ->> 'key'
+  from app.assets a
+  join app_private.account_states s on s.user_id = a.owner_id and s.purge_started_at is not null
+  cross join lateral jsonb_array_elements(coalesce(a.variants, '[]')) v
+  where a.owner_id = p_user_id
+    and not exists (select from app.hubs h where h.profile_asset_id = a.id)
+  union
+  -- data export archives
   select e.object_key
   from app_private.data_exports e
   join app_private.account_states s on s.user_id = e.user_id and s.purge_started_at is not null
@@ -7902,7 +8162,7 @@ $$;
 -- Name: FUNCTION purge_account_object_keys(p_user_id uuid); Type: COMMENT; Schema: app_private; Owner: -
 --
 
-COMMENT ON FUNCTION app_private.purge_account_object_keys(p_user_id uuid) IS 'Step 3 of the purge (worker task purge_account): the stored objects to delete from the object store before their rows, every upload of the account (except an image a surviving hub shows) and its data export archives. Only for an account whose purge began.';
+COMMENT ON FUNCTION app_private.purge_account_object_keys(p_user_id uuid) IS 'Step 3 of the purge (worker task purge_account): the stored objects to delete from the object store before their rows, every upload of the account and every variant of its processed images (except an image a surviving hub shows) and its data export archives. Only for an account whose purge began.';
 
 
 --
@@ -8137,6 +8397,66 @@ $$;
 --
 
 COMMENT ON FUNCTION app_private.queue_hub_fanout(p_hub_id uuid, p_type app.notification_type, p_audience text, p_except uuid[], p_join_request_id uuid, p_post_id uuid, p_actor_id uuid) IS 'Queues the worker task hub_notification_fanout for a hub notification to its members (an audience, the recipients to skip, the actor, the post): called by the hub actions that notify members (posting into a hub, joining, invitations, join requests).';
+
+
+--
+-- Name: queue_image_backfill(integer); Type: FUNCTION; Schema: app_private; Owner: -
+--
+
+CREATE FUNCTION app_private.queue_image_backfill(p_limit integer) RETURNS integer
+    LANGUAGE sql SECURITY DEFINER
+    SET search_path TO 'pg_catalog'
+    AS $$
+  with batch as (
+    select a.id from app.assets a
+    where a.processed_at is null and a.status = 'ready' and a.purpose <> 'document'
+    order by a.created_at, a.id limit p_limit)
+  select count(app_private.queue_image_processing(batch.id, 10))::int from batch
+$$;
+
+
+--
+-- Name: FUNCTION queue_image_backfill(p_limit integer); Type: COMMENT; Schema: app_private; Owner: -
+--
+
+COMMENT ON FUNCTION app_private.queue_image_backfill(p_limit integer) IS 'Queues process_image for up to p_limit images uploaded before processing existed, oldest first, at a lower priority than new uploads; returns how many. Run by the worker cron process_image_backfill.';
+
+
+--
+-- Name: queue_image_processing(uuid, integer); Type: FUNCTION; Schema: app_private; Owner: -
+--
+
+CREATE FUNCTION app_private.queue_image_processing(p_asset_id uuid, p_priority integer) RETURNS void
+    LANGUAGE sql
+    SET search_path TO 'pg_catalog'
+    AS $$
+  select graphile_worker.add_job('process_image', json_build_object('assetId', p_asset_id),
+    job_key => 'process_image:' || p_asset_id, priority => p_priority, max_attempts => 3)
+$$;
+
+
+--
+-- Name: FUNCTION queue_image_processing(p_asset_id uuid, p_priority integer); Type: COMMENT; Schema: app_private; Owner: -
+--
+
+COMMENT ON FUNCTION app_private.queue_image_processing(p_asset_id uuid, p_priority integer) IS 'Queues the worker task process_image for one asset (job_key process_image:<assetId>), at the given priority: 0 for a new upload (app.complete_upload), 10 for the backfill (app_private.queue_image_backfill).';
+
+
+--
+-- Name: queue_object_deletion(text); Type: FUNCTION; Schema: app_private; Owner: -
+--
+
+CREATE FUNCTION app_private.queue_object_deletion(p_key text) RETURNS void
+    LANGUAGE sql
+    SET search_path TO 'pg_catalog'
+    AS $$ select graphile_worker.add_job('delete_object', json_build_object('key', p_key), job_key => 'delete_object:' || p_key) $$;
+
+
+--
+-- Name: FUNCTION queue_object_deletion(p_key text); Type: COMMENT; Schema: app_private; Owner: -
+--
+
+COMMENT ON FUNCTION app_private.queue_object_deletion(p_key text) IS 'Queues the worker task delete_object for one stored object (job_key delete_object:<key>). Used by app_private.finish_image and app_private.fail_image for the processed or refused upload.';
 
 
 --
@@ -9212,6 +9532,33 @@ CREATE FUNCTION app_private.unused_asset_key(p_asset_id uuid) RETURNS text
 --
 
 COMMENT ON FUNCTION app_private.unused_asset_key(p_asset_id uuid) IS 'The object key of an asset nothing uses (null otherwise), for the worker task delete_asset to delete the object.';
+
+
+--
+-- Name: unused_asset_keys(uuid); Type: FUNCTION; Schema: app_private; Owner: -
+--
+
+CREATE FUNCTION app_private.unused_asset_keys(p_asset_id uuid) RETURNS SETOF text
+    LANGUAGE sql STABLE SECURITY DEFINER
+    SET search_path TO 'pg_catalog'
+    AS $$
+  select k.key
+  from app.assets a
+  join app.upload_intents i on i.id = a.upload_id
+  cross join lateral (select a.object_key as key
+                      union
+                      select i.object_key
+                      union
+                      select v ->> 'key' from jsonb_array_elements(coalesce(a.variants, '[]')) v) k
+  where a.id = p_asset_id and not app.asset_in_visible_use(a.id)
+$$;
+
+
+--
+-- Name: FUNCTION unused_asset_keys(p_asset_id uuid); Type: COMMENT; Schema: app_private; Owner: -
+--
+
+COMMENT ON FUNCTION app_private.unused_asset_keys(p_asset_id uuid) IS 'Every stored object of an asset nothing uses (none otherwise): its object_key, its upload and its variants, for the worker task delete_asset.';
 
 
 --
@@ -11480,6 +11827,13 @@ CREATE INDEX activity_events_time ON app.activity_events USING btree (created_at
 --
 
 CREATE INDEX assets_owner_id ON app.assets USING btree (owner_id);
+
+
+--
+-- Name: assets_unprocessed_images; Type: INDEX; Schema: app; Owner: -
+--
+
+CREATE INDEX assets_unprocessed_images ON app.assets USING btree (created_at, id) WHERE ((processed_at IS NULL) AND (status = 'ready'::app.asset_status) AND (purpose <> 'document'::app.upload_purpose));
 
 
 --
@@ -14331,6 +14685,14 @@ GRANT ALL ON FUNCTION app.asset_in_visible_use(p_asset_id uuid) TO app_anonymous
 
 
 --
+-- Name: FUNCTION assets_processing(p_asset_ids uuid[]); Type: ACL; Schema: app; Owner: -
+--
+
+REVOKE ALL ON FUNCTION app.assets_processing(p_asset_ids uuid[]) FROM PUBLIC;
+GRANT ALL ON FUNCTION app.assets_processing(p_asset_ids uuid[]) TO app_user;
+
+
+--
 -- Name: FUNCTION block_user(p_target uuid); Type: ACL; Schema: app; Owner: -
 --
 
@@ -14434,10 +14796,87 @@ GRANT SELECT(id) ON TABLE app.assets TO app_anonymous;
 
 
 --
+-- Name: COLUMN assets.purpose; Type: ACL; Schema: app; Owner: -
+--
+
+GRANT SELECT(purpose) ON TABLE app.assets TO app_user;
+
+
+--
+-- Name: COLUMN assets.content_type; Type: ACL; Schema: app; Owner: -
+--
+
+GRANT SELECT(content_type) ON TABLE app.assets TO app_user;
+
+
+--
+-- Name: COLUMN assets.size; Type: ACL; Schema: app; Owner: -
+--
+
+GRANT SELECT(size) ON TABLE app.assets TO app_user;
+
+
+--
+-- Name: COLUMN assets.checksum; Type: ACL; Schema: app; Owner: -
+--
+
+GRANT SELECT(checksum) ON TABLE app.assets TO app_user;
+
+
+--
 -- Name: COLUMN assets.object_key; Type: ACL; Schema: app; Owner: -
 --
 
 GRANT SELECT(object_key) ON TABLE app.assets TO app_anonymous;
+
+
+--
+-- Name: COLUMN assets.status; Type: ACL; Schema: app; Owner: -
+--
+
+GRANT SELECT(status) ON TABLE app.assets TO app_anonymous;
+
+
+--
+-- Name: COLUMN assets.width; Type: ACL; Schema: app; Owner: -
+--
+
+GRANT SELECT(width) ON TABLE app.assets TO app_anonymous;
+
+
+--
+-- Name: COLUMN assets.height; Type: ACL; Schema: app; Owner: -
+--
+
+GRANT SELECT(height) ON TABLE app.assets TO app_anonymous;
+
+
+--
+-- Name: COLUMN assets.placeholder; Type: ACL; Schema: app; Owner: -
+--
+
+GRANT SELECT(placeholder) ON TABLE app.assets TO app_anonymous;
+
+
+--
+-- Name: COLUMN assets.variants; Type: ACL; Schema: app; Owner: -
+--
+
+GRANT SELECT(variants) ON TABLE app.assets TO app_anonymous;
+
+
+--
+-- Name: COLUMN assets.display_key; Type: ACL; Schema: app; Owner: -
+--
+
+GRANT SELECT(display_key) ON TABLE app.assets TO app_anonymous;
+
+
+--
+-- Name: COLUMN assets.error_code; Type: ACL; Schema: app; Owner: -
+--
+
+GRANT SELECT(error_code) ON TABLE app.assets TO app_user;
 
 
 --
@@ -14783,6 +15222,14 @@ GRANT ALL ON FUNCTION app.hub_name_matches(p_query text, p_after_word text, p_af
 
 REVOKE ALL ON FUNCTION app.idp_session(p_subject text, p_phone text, p_refresh_hash bytea, OUT user_id uuid, OUT session_id uuid) FROM PUBLIC;
 GRANT ALL ON FUNCTION app.idp_session(p_subject text, p_phone text, p_refresh_hash bytea, OUT user_id uuid, OUT session_id uuid) TO app_anonymous;
+
+
+--
+-- Name: FUNCTION image_key(p_status app.asset_status, p_display_key text, p_object_key text); Type: ACL; Schema: app; Owner: -
+--
+
+REVOKE ALL ON FUNCTION app.image_key(p_status app.asset_status, p_display_key text, p_object_key text) FROM PUBLIC;
+GRANT ALL ON FUNCTION app.image_key(p_status app.asset_status, p_display_key text, p_object_key text) TO app_anonymous;
 
 
 --
@@ -15723,6 +16170,13 @@ GRANT ALL ON FUNCTION app_private.applied_sql_level() TO authenticator;
 
 
 --
+-- Name: FUNCTION asset_usable_as(p_asset_id uuid, p_owner_id uuid, p_purpose app.upload_purpose); Type: ACL; Schema: app_private; Owner: -
+--
+
+REVOKE ALL ON FUNCTION app_private.asset_usable_as(p_asset_id uuid, p_owner_id uuid, p_purpose app.upload_purpose) FROM PUBLIC;
+
+
+--
 -- Name: FUNCTION attach_phone_invitations(); Type: ACL; Schema: app_private; Owner: -
 --
 
@@ -16163,6 +16617,14 @@ GRANT ALL ON FUNCTION app_private.expired_upload_intents(p_limit integer) TO app
 
 
 --
+-- Name: FUNCTION fail_image(p_asset_id uuid, p_code text); Type: ACL; Schema: app_private; Owner: -
+--
+
+REVOKE ALL ON FUNCTION app_private.fail_image(p_asset_id uuid, p_code text) FROM PUBLIC;
+GRANT ALL ON FUNCTION app_private.fail_image(p_asset_id uuid, p_code text) TO app_worker;
+
+
+--
 -- Name: FUNCTION fan_out_hub_notification(p_payload jsonb); Type: ACL; Schema: app_private; Owner: -
 --
 
@@ -16190,6 +16652,14 @@ REVOKE ALL ON FUNCTION app_private.file_report(p_type app.report_target, p_targe
 
 REVOKE ALL ON FUNCTION app_private.finish_data_export(p_export_id uuid, p_object_key text) FROM PUBLIC;
 GRANT ALL ON FUNCTION app_private.finish_data_export(p_export_id uuid, p_object_key text) TO app_worker;
+
+
+--
+-- Name: FUNCTION finish_image(p_asset_id uuid, p_width integer, p_height integer, p_placeholder text, p_variants jsonb, p_display_key text, p_jpeg_key text); Type: ACL; Schema: app_private; Owner: -
+--
+
+REVOKE ALL ON FUNCTION app_private.finish_image(p_asset_id uuid, p_width integer, p_height integer, p_placeholder text, p_variants jsonb, p_display_key text, p_jpeg_key text) FROM PUBLIC;
+GRANT ALL ON FUNCTION app_private.finish_image(p_asset_id uuid, p_width integer, p_height integer, p_placeholder text, p_variants jsonb, p_display_key text, p_jpeg_key text) TO app_worker;
 
 
 --
@@ -16318,6 +16788,21 @@ REVOKE ALL ON FUNCTION app_private.hub_list_relations() FROM PUBLIC;
 --
 
 REVOKE ALL ON FUNCTION app_private.hub_name_words_sync() FROM PUBLIC;
+
+
+--
+-- Name: FUNCTION image_jpeg_key(p_asset_id uuid); Type: ACL; Schema: app_private; Owner: -
+--
+
+REVOKE ALL ON FUNCTION app_private.image_jpeg_key(p_asset_id uuid) FROM PUBLIC;
+
+
+--
+-- Name: FUNCTION image_to_process(p_asset_id uuid, OUT upload_key text, OUT jpeg_key text, OUT content_type text, OUT purpose app.upload_purpose); Type: ACL; Schema: app_private; Owner: -
+--
+
+REVOKE ALL ON FUNCTION app_private.image_to_process(p_asset_id uuid, OUT upload_key text, OUT jpeg_key text, OUT content_type text, OUT purpose app.upload_purpose) FROM PUBLIC;
+GRANT ALL ON FUNCTION app_private.image_to_process(p_asset_id uuid, OUT upload_key text, OUT jpeg_key text, OUT content_type text, OUT purpose app.upload_purpose) TO app_worker;
 
 
 --
@@ -16807,6 +17292,28 @@ REVOKE ALL ON FUNCTION app_private.queue_hub_fanout(p_hub_id uuid, p_type app.no
 
 
 --
+-- Name: FUNCTION queue_image_backfill(p_limit integer); Type: ACL; Schema: app_private; Owner: -
+--
+
+REVOKE ALL ON FUNCTION app_private.queue_image_backfill(p_limit integer) FROM PUBLIC;
+GRANT ALL ON FUNCTION app_private.queue_image_backfill(p_limit integer) TO app_worker;
+
+
+--
+-- Name: FUNCTION queue_image_processing(p_asset_id uuid, p_priority integer); Type: ACL; Schema: app_private; Owner: -
+--
+
+REVOKE ALL ON FUNCTION app_private.queue_image_processing(p_asset_id uuid, p_priority integer) FROM PUBLIC;
+
+
+--
+-- Name: FUNCTION queue_object_deletion(p_key text); Type: ACL; Schema: app_private; Owner: -
+--
+
+REVOKE ALL ON FUNCTION app_private.queue_object_deletion(p_key text) FROM PUBLIC;
+
+
+--
 -- Name: FUNCTION queue_replaced_asset(); Type: ACL; Schema: app_private; Owner: -
 --
 
@@ -17070,6 +17577,14 @@ REVOKE ALL ON FUNCTION app_private.unread_counts(p_user_id uuid) FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION app_private.unused_asset_key(p_asset_id uuid) FROM PUBLIC;
 GRANT ALL ON FUNCTION app_private.unused_asset_key(p_asset_id uuid) TO app_worker;
+
+
+--
+-- Name: FUNCTION unused_asset_keys(p_asset_id uuid); Type: ACL; Schema: app_private; Owner: -
+--
+
+REVOKE ALL ON FUNCTION app_private.unused_asset_keys(p_asset_id uuid) FROM PUBLIC;
+GRANT ALL ON FUNCTION app_private.unused_asset_keys(p_asset_id uuid) TO app_worker;
 
 
 --

@@ -12,6 +12,7 @@ import { createMetrics, type Metrics } from './metrics.ts';
 import { DatabaseOutage } from './outage.ts';
 import { NotificationHub } from './sse/hub.ts';
 import type { Storage } from './uploads/storage.ts';
+import { ProcessedAssets } from './uploads/processed-assets.ts';
 import { resolveWriteLimits, type WriteLimits } from './http/write-limits.ts';
 
 export interface Services {
@@ -33,6 +34,10 @@ export interface Services {
   writeLimits: WriteLimits;
   /** Seals vote positions and opens pending ballots at read time (BALLOT_KEY: db/ballots.ts). */
   ballots: BallotBox;
+  /** What uploads may be: HEIC only where the worker can decode it (IMAGE_HEIC and libheif's tools). */
+  images: { heic: boolean };
+  /** Wakes a request waiting for an image's processing (POST /uploads/complete). */
+  processedAssets: ProcessedAssets;
 }
 
 // Handlers see these services (server/http/endpoint.ts declares the name and knows nothing else).
@@ -49,6 +54,8 @@ export interface ServiceOverrides {
   metrics?: Metrics;
   /** How many internal GraphQL operations run at once (server/graphql/admission.ts). */
   graphqlAdmission?: Admission;
+  /** Whether HEIC uploads are accepted (main.ts asks the worker's image engine); false when not said. */
+  heic?: boolean;
 }
 
 export async function createServices(
@@ -59,13 +66,16 @@ export async function createServices(
   overrides: ServiceOverrides = {},
 ): Promise<Services> {
   const tokens = createTokens(config.jwtSecret);
-  const notificationHub = new NotificationHub(config.sse, log, storage);
+  const processedAssets = new ProcessedAssets();
+  const notificationHub = new NotificationHub(config.sse, log, storage, processedAssets);
   const metrics = overrides.metrics ?? createMetrics(pools);
   metrics.watchLive(notificationHub);
   return {
     config,
     writeLimits: resolveWriteLimits(config.writeLimits),
     ballots: new BallotBox(config.ballotKeys),
+    images: { heic: overrides.heic ?? false },
+    processedAssets,
     log,
     pools,
     storage,

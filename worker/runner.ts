@@ -7,7 +7,9 @@ import type pg from 'pg';
 import { OutageLog, workerLogger, type Log } from '../logger.ts';
 import { workerLiveness } from './liveness.ts';
 import type { ObjectStore } from './object-store.ts';
+import type { ImageProcessor } from './images/processor.ts';
 import { deleteAsset } from './tasks/delete-asset.ts';
+import { deleteObject } from './tasks/delete-object.ts';
 import { exportAccount } from './tasks/export-account.ts';
 import { hubNotificationFanout } from './tasks/hub-notification-fanout.ts';
 import { liftSuspension } from './tasks/lift-suspension.ts';
@@ -17,6 +19,7 @@ import { purgeExpiredAuth } from './tasks/purge-expired-auth.ts';
 import { purgeExpiredUploads } from './tasks/purge-expired-uploads.ts';
 import { purgeIdempotentAnswers } from './tasks/purge-idempotent-answers.ts';
 import { sweepSessionReadFloors } from './tasks/sweep-session-read-floors.ts';
+import { processImage, processImageBackfill } from './tasks/process-image.ts';
 import { purgePush } from './tasks/purge-push.ts';
 import { tallyBallots, tallySweep } from './tasks/tally-ballots.ts';
 import type { BallotBox } from '../db/ballots.ts';
@@ -25,13 +28,18 @@ export interface WorkerDeps {
   storage: ObjectStore;
   /** Opens sealed ballots for the tallier (BALLOT_KEY), and its batch size k (BALLOT_BATCH). */
   ballots: { box: BallotBox; batch: number };
+  /** Decodes uploaded images in processes of its own (worker/images); the images the backfill queues a minute. */
+  images: { processor: ImageProcessor; backfillPerMinute: number };
 }
 
-export function createTaskList({ storage, ballots }: WorkerDeps): TaskList {
+export function createTaskList({ storage, ballots, images }: WorkerDeps): TaskList {
   return {
     tally_ballots: tallyBallots(ballots.box, ballots.batch),
     tally_sweep: tallySweep(ballots.batch),
     delete_asset: deleteAsset(storage),
+    delete_object: deleteObject(storage),
+    process_image: processImage(storage, images.processor),
+    process_image_backfill: processImageBackfill(images.backfillPerMinute),
     export_account: exportAccount(storage),
     hub_notification_fanout: hubNotificationFanout,
     lift_suspension: liftSuspension,
@@ -46,7 +54,7 @@ export function createTaskList({ storage, ballots }: WorkerDeps): TaskList {
 }
 
 const crontab = ['0 * * * * purge_expired_auth ?max=1', '*/15 * * * * purge_expired_uploads ?max=1', '30 * * * * purge_push ?max=1', '45 * * * * purge_idempotent_answers ?max=1', '*/15 * * * * sweep_session_read_floors ?max=1', '* * * * * tally_sweep ?max=1',
-  '* * * * * propagate_hub_activity ?max=1'].join('\n');
+  '* * * * * propagate_hub_activity ?max=1', '* * * * * process_image_backfill ?max=1'].join('\n');
 
 /**
  * `watch` receives the runner's events (main.ts counts jobs for the metrics); `deadAfterSeconds`:

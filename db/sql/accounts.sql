@@ -390,14 +390,22 @@ create or replace function app_private.purge_account_object_keys(p_user_id uuid)
   where i.owner_id = p_user_id
     and not exists (select from app.assets a join app.hubs h on h.profile_asset_id = a.id where a.upload_id = i.id)
   union
-  -- data export archives (0263)
+  -- the processed images' objects (their variants; object_key names one of them)
+  select v ->> 'key'
+  from app.assets a
+  join app_private.account_states s on s.user_id = a.owner_id and s.purge_started_at is not null
+  cross join lateral jsonb_array_elements(coalesce(a.variants, '[]')) v
+  where a.owner_id = p_user_id
+    and not exists (select from app.hubs h where h.profile_asset_id = a.id)
+  union
+  -- data export archives
   select e.object_key
   from app_private.data_exports e
   join app_private.account_states s on s.user_id = e.user_id and s.purge_started_at is not null
   where e.user_id = p_user_id and e.object_key is not null
   order by 1
 $$;
-comment on function app_private.purge_account_object_keys(uuid) is 'Step 3 of the purge (worker task purge_account): the stored objects to delete from the object store before their rows, every upload of the account (except an image a surviving hub shows) and its data export archives. Only for an account whose purge began.';
+comment on function app_private.purge_account_object_keys(uuid) is 'Step 3 of the purge (worker task purge_account): the stored objects to delete from the object store before their rows, every upload of the account and every variant of its processed images (except an image a surviving hub shows) and its data export archives. Only for an account whose purge began.';
 grant execute on function app_private.purge_account_object_keys(uuid) to app_worker;
 
 create or replace function app_private.purge_account_uploads(p_user_id uuid)

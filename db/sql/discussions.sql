@@ -147,11 +147,11 @@ create or replace function app.hub_discussion_author(p_hub_id uuid, p_author_id 
                          'publicUsername', null, 'isFormerMember', true)
     when author.active then
       jsonb_build_object('id', p_author_id, 'displayName', coalesce(hp.display_name, u.full_name, 'Hub member'),
-                         'photoKey', coalesce(ha.object_key, ua.object_key), 'phoneNumber', pi.phone_e164,
+                         'photoKey', coalesce(app.image_key(ha.status, ha.display_key, ha.object_key), app.image_key(ua.status, ua.display_key, ua.object_key)), 'phoneNumber', pi.phone_e164,
                          'publicUsername', null, 'isFormerMember', false)
     else
       jsonb_build_object('id', p_author_id, 'displayName', coalesce(u.full_name, u.username, 'Former member'),
-                         'photoKey', ua.object_key, 'phoneNumber', null, 'publicUsername', u.username, 'isFormerMember', true)
+                         'photoKey', app.image_key(ua.status, ua.display_key, ua.object_key), 'phoneNumber', null, 'publicUsername', u.username, 'isFormerMember', true)
   end
   -- offset 0: the membership check runs once per author row, not once per join below.
   from (select app.is_active_member(p_hub_id, p_author_id) as active offset 0) author

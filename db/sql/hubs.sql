@@ -411,7 +411,7 @@ create or replace function app.invite_link_preview(p_token text,
   language sql stable security definer
   set search_path = pg_catalog
   as $$
-  select h.id, h.name, h.description, a.object_key, app_private.counter_value('hub_members', h.id)::integer
+  select h.id, h.name, h.description, app.image_key(a.status, a.display_key, a.object_key), app_private.counter_value('hub_members', h.id)::integer
   from app_private.usable_invite_link(p_token) l
   join app.hubs h on h.id = l.hub_id
   left join app.assets a on a.id = h.profile_asset_id
@@ -520,7 +520,7 @@ declare
   v_id uuid := coalesce(p_after_id, 'ffffffff-ffff-ffff-ffff-ffffffffffff');
 begin
   open v_rows no scroll for
-    select i.id, i.masked_phone, i.status, i.expires_at, i.created_at, u.id, u.username, u.full_name, a.object_key
+    select i.id, i.masked_phone, i.status, i.expires_at, i.created_at, u.id, u.username, u.full_name, app.image_key(a.status, a.display_key, a.object_key)
     from app.hub_invitations i
     join app.users u on u.id = i.invited_by
     left join app.assets a on a.id = u.profile_asset_id
@@ -552,7 +552,7 @@ declare
   v_id uuid := coalesce(p_after_id, '00000000-0000-0000-0000-000000000000');
 begin
   open v_rows no scroll for
-    select r.id, r.source, r.created_at, u.id, u.username, u.full_name, a.object_key
+    select r.id, r.source, r.created_at, u.id, u.username, u.full_name, app.image_key(a.status, a.display_key, a.object_key)
     from app.hub_join_requests r
     join app.users u on u.id = r.user_id
     left join app.assets a on a.id = u.profile_asset_id
@@ -897,7 +897,7 @@ create or replace function app.invitation_preview(p_invitation_id uuid)
   language sql stable security definer
   set search_path = pg_catalog
   as $$
-  select h.id, h.name, h.description, a.object_key, app_private.counter_value('hub_members', h.id)::integer
+  select h.id, h.name, h.description, app.image_key(a.status, a.display_key, a.object_key), app_private.counter_value('hub_members', h.id)::integer
   from app.hub_invitations i
   join app.hubs h on h.id = i.hub_id
   left join app.assets a on a.id = h.profile_asset_id

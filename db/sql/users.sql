@@ -65,7 +65,7 @@ create or replace function app.profile_social(p_user_id uuid,
          app_private.counter_value('user_posts', p_user_id),
          case when p_user_id = app.viewer_id() then app_private.counter_value('user_votes_cast', p_user_id) end,
          app_private.counter_value('user_votes_received', p_user_id),
-         coalesce((select jsonb_agg(jsonb_build_object('id', h.id, 'name', h.name, 'photoKey', a.object_key) order by h.name)
+         coalesce((select jsonb_agg(jsonb_build_object('id', h.id, 'name', h.name, 'photoKey', app.image_key(a.status, a.display_key, a.object_key)) order by h.name)
                    from app.hub_memberships m
                    join app.hubs h on h.id = m.hub_id
                    left join app.assets a on a.id = h.profile_asset_id
@@ -410,17 +410,16 @@ create or replace function app_private.merge_retire_handle(p_source uuid, p_targ
 comment on function app_private.merge_retire_handle(uuid, uuid) is
   'User merge step, the last: frees the handle of the source account. Run by app_private.merge_user (listed in app_private.user_merge_steps).';
 
--- The rule, for any user; app.profile_asset_usable (0018) becomes its form for the viewer.
+-- The rule, for any user; app.profile_asset_usable is its form for the viewer.
 create or replace function app.is_profile_photo_of(p_asset_id uuid, p_user_id uuid)
   returns boolean
   language sql stable security definer
   set search_path = pg_catalog
   as $$
-  select exists (
-    select from app.assets a where a.id = p_asset_id and a.owner_id = p_user_id and a.purpose = 'profile_photo')
+  select app_private.asset_usable_as(p_asset_id, p_user_id, 'profile_photo')
 $$;
 comment on function app.is_profile_photo_of(uuid, uuid) is
-  'The profile photo rule: an asset may be a user''s profile image when it is that user''s own profile_photo asset. Used by app.profile_asset_usable and the trigger function app_private.check_profile_asset.';
+  'The profile photo rule: an asset may be a user''s profile image when it is that user''s own profile_photo asset, not failed (app_private.asset_usable_as). Used by app.profile_asset_usable and the trigger function app_private.check_profile_asset.';
 
 -- The user with this handle (canonicalised like profile basics: trimmed, lowercased, a leading @
 -- removed), or USER_NOT_FOUND.

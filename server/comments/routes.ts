@@ -10,6 +10,7 @@ import { shapeUserLite, userLite, type UserLiteRow } from '../shapes/user-lite.t
 import { maintainedCount } from '../http/counts.ts';
 import { trimmedText } from '../http/validation.ts';
 import { text, textMax } from '../http/text.ts';
+import { imageKeySql } from '../uploads/images.ts';
 
 const tag = 'Comments';
 
@@ -36,7 +37,7 @@ interface CommentRow extends UserLiteRow {
 /** Comments visible to the viewer (the comments policy decides), oldest first. */
 const commentRows = `
   select c.id as comment_id, c.post_id, c.text, c.parent_id, app.comment_reply_count(c.id) as reply_count, c.created_at, ${micros('c.created_at')} as created_us,
-         u.id, u.username, u.full_name, a.object_key as photo_key
+         u.id, u.username, u.full_name, ${imageKeySql('a')} as photo_key
   from app.comments c
   join app.users u on u.id = c.author_id
   left join app.assets a on a.id = u.profile_asset_id`;
@@ -70,7 +71,7 @@ export function commentPageSql(replies: boolean): string {
   const [parent, after, afterId, limit] = replies ? ['$2::uuid', '$3', '$4', '$5'] : ['null', '$2', '$3', '$4'];
   return `
     select c.comment_id, c.post_id, c.body as text, c.parent_id, app.comment_reply_count(c.comment_id) as reply_count, c.created_at,
-           ${micros('c.created_at')} as created_us, c.author_id as id, c.username, c.full_name, a.object_key as photo_key
+           ${micros('c.created_at')} as created_us, c.author_id as id, c.username, c.full_name, ${imageKeySql('a')} as photo_key
     from app.comment_page($1, ${parent}, ${fromMicros(after)}, ${afterId}::uuid, ${limit}::int) c
     left join app.assets a on a.id = c.profile_asset_id
     order by c.created_at, c.comment_id`;

@@ -88,6 +88,13 @@ export interface Endpoint<
   /** A streaming endpoint answers with its own content type and writes the response itself. */
   stream?: { contentType: string };
   handler(ctx: HandlerContext<z.output<B>, z.output<Q>, Record<string, string>>): Promise<z.input<R> | undefined>;
+  /**
+   * An answer finished after the request's transaction committed (POST /uploads/complete waits for
+   * the image's processing, which needs the asset committed): the handler's data commits (with an
+   * Idempotency-Key, kept as the answer so far), then this gives the final data, or throws the
+   * final error, and that is kept in its place.
+   */
+  afterCommit?(data: z.input<R> | undefined, ctx: { viewer: Viewer; services: Services }): Promise<z.input<R>>;
 }
 
 export function endpoint<B extends z.ZodType, Q extends z.ZodType, R extends z.ZodType>(

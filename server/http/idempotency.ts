@@ -168,6 +168,21 @@ export class IdempotentRequest {
     ]);
   }
 
+  /**
+   * Replaces the kept answer in a transaction of its own (an answer finished after its commit:
+   * Endpoint.afterCommit), under the key's lock; left as it is when another request with the key
+   * holds the lock at that moment.
+   */
+  async keepAgain(tx: RequestTransaction, answer: Answer): Promise<void> {
+    try {
+      await this.claim(tx);
+      await this.keep(tx, answer);
+    } catch (error) {
+      await tx.finish(false).catch(() => undefined);
+      if (!(error instanceof ApiError && error.code === 'IDEMPOTENCY_KEY_IN_USE')) throw error;
+    }
+  }
+
   /** Keeps an error answer: nothing of the handler's remains (as without a key), then keep. */
   async keepError(tx: RequestTransaction, answer: Answer): Promise<void> {
     await tx.query(`rollback to savepoint ${savepoint}`);

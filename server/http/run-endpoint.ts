@@ -17,7 +17,7 @@ import type { Endpoint, Services } from './endpoint.ts';
 import { sendSuccess } from './envelope.ts';
 import { FailoverRetry } from './failover-retry.ts';
 import { ApiError } from './errors.ts';
-import { claimRefusal, errorAnswer, idempotencyKeyHeader, idempotencyKeyOf, IdempotentRequest, isKept, sendAnswer, successAnswer } from './idempotency.ts';
+import { claimRefusal, errorAnswer, idempotencyKeyHeader, idempotencyKeyOf, IdempotentRequest, isKept, sendAnswer, successAnswer, type Answer } from './idempotency.ts';
 import { requireIds } from './ids.ts';
 import { replicasFor, retryOnPrimary, startReplicaRead, type ReplicaRead } from './replica-reads.ts';
 import { parseOrFail, rejectNul } from './validation.ts';
@@ -62,6 +62,10 @@ export function runEndpoint(definition: Endpoint, services: Services) {
         return;
       }
       const status = definition.statusOf ? definition.statusOf.pick(data) : (definition.status ?? 200);
+      if (definition.afterCommit) {
+        await answerAfterCommit(definition, definition.afterCommit, services, tx, idempotent, status, data, res);
+        return;
+      }
       if (idempotent && tx.commitHeld) {
         const answer = successAnswer(status, definition.message ?? 'OK', definition.response.parse(data));
         await idempotent.keep(tx, answer);
@@ -103,6 +107,39 @@ export function runEndpoint(definition: Endpoint, services: Services) {
     }
   };
   return (req: Request, res: Response, next: NextFunction): Promise<void> => serve(req, res, next, new FailoverRetry(definition, req));
+}
+
+/**
+ * An endpoint whose answer is finished after its commit (Endpoint.afterCommit): the handler's effect
+ * commits (with a key, together with the answer so far, so a retry meanwhile replays that), then the
+ * final answer, or the final catalogued error, replaces the kept one in a transaction of its own
+ * (skipped when a retry holds the key at that moment: it replays the answer so far).
+ */
+async function answerAfterCommit(
+  definition: Endpoint,
+  afterCommit: NonNullable<Endpoint['afterCommit']>,
+  services: Services,
+  tx: RequestTransaction,
+  idempotent: IdempotentRequest | undefined,
+  status: number,
+  data: unknown,
+  res: Response,
+): Promise<void> {
+  const keyed = idempotent !== undefined && tx.commitHeld;
+  if (keyed) await idempotent.keep(tx, successAnswer(status, definition.message ?? 'OK', definition.response.parse(data)));
+  else await tx.finish(true);
+  await noteServed(services, tx, res);
+  setRateLimitHeaders(res, tx.limitCounts);
+  let answer: Answer;
+  try {
+    answer = successAnswer(status, definition.message ?? 'OK', definition.response.parse(await afterCommit(data, { viewer: tx.viewer, services })));
+  } catch (error) {
+    const failure = translateDatabaseError(error);
+    if (!(failure instanceof ApiError) || !keyed || !isKept(failure.status)) throw error;
+    answer = errorAnswer(failure);
+  }
+  if (keyed) await idempotent.keepAgain(new RequestTransaction(services.pools.api, tx.viewer, services.config.apiTimeouts), answer);
+  sendAnswer(res, answer);
 }
 
 /**

@@ -18,6 +18,7 @@ import {
   type InvitationRow,
 } from './shape.ts';
 import { text, textMax } from '../http/text.ts';
+import { requireUsableAssets } from '../uploads/images.ts';
 
 const tag = 'Hubs';
 const ids = { hubId: 'HUB_NOT_FOUND' } as const;
@@ -26,8 +27,7 @@ async function requireHubPhoto(tx: RequestTransaction, assetId: string | undefin
   if (assetId === undefined) return;
   const unusable = new ApiError('VALIDATION_FAILED', { fields: { profileAssetId: 'Must be a completed hub_photo asset of yours' } });
   if (!isUuid(assetId)) throw unusable;
-  const { rows } = await tx.query<{ ok: boolean }>('select app.hub_asset_usable($1) as ok', [assetId]);
-  if (!rows[0]?.ok) throw unusable;
+  await requireUsableAssets(tx, 'app.hub_asset_usable($1)', assetId, [assetId], () => unusable);
 }
 
 const notificationSettings = z.object({ contentMuted: z.boolean() });
@@ -55,7 +55,7 @@ export const hubCoreEndpoints = [
       initialInvitees: z.array(phoneInput).min(1).max(inviteesMax).optional(),
     }),
     response: z.object({ hubId: z.string(), role: z.literal('super_admin'), initialInvitations: z.array(invitationResult).max(inviteesMax) }),
-    errors: ['HUB_LINK_TAKEN'],
+    errors: ['ASSET_NOT_READY', 'HUB_LINK_TAKEN'],
     async handler({ body, tx, services: { config } }) {
       await requireHubPhoto(tx, body.profileAssetId);
       const created = await tx.query<{ hub_id: string }>('select app.create_hub($1, $2, $3, $4, $5) as hub_id', [
@@ -105,7 +105,7 @@ export const hubCoreEndpoints = [
       .refine((value) => Object.keys(value).length > 0, { message: 'At least one field is required' })
       .meta({ minProperties: 1 }),
     response: hubResponse,
-    errors: ['HUB_ADMIN_REQUIRED'],
+    errors: ['ASSET_NOT_READY', 'HUB_ADMIN_REQUIRED'],
     async handler({ body, params, tx, services: { storage } }) {
       await requireHubPhoto(tx, body.profileAssetId);
       await tx.query('select app.update_hub($1, $2, $3, $4)', [params.hubId, body.name ?? null, body.description ?? null, body.profileAssetId ?? null]);

@@ -8,6 +8,7 @@ import { searchQuery } from '../shapes/user-list-item.ts';
 import type { Storage } from '../uploads/storage.ts';
 import { hubRoles, requireHubRelationship } from './shape.ts';
 import { nullableText, textMax } from '../http/text.ts';
+import { imageKeySql } from '../uploads/images.ts';
 
 const tag = 'Hub members';
 const ids = { hubId: 'HUB_NOT_FOUND' } as const;
@@ -37,7 +38,7 @@ export const memberScanCap = 1000;
  * (docs/performance.md): a page may then hold fewer than limit items with a nextCursor.
  */
 export function memberPageSql(withQuery: boolean): string {
-  const profile = `u.id, u.username, coalesce(hp.display_name, u.full_name) as name, coalesce(ha.object_key, ua.object_key) as photo_key,
+  const profile = `u.id, u.username, coalesce(hp.display_name, u.full_name) as name, coalesce(${imageKeySql('ha')}, ${imageKeySql('ua')}) as photo_key,
          m.role, ${micros('m.joined_at')} as joined_us`;
   const profileJoins = `join app.users u on u.id = m.user_id
     left join app.hub_profiles hp on hp.user_id = u.id

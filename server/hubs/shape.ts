@@ -7,6 +7,7 @@ import type { Storage } from '../uploads/storage.ts';
 import { boundedCount, maintainedCount } from '../http/counts.ts';
 import { trimmedText } from '../http/validation.ts';
 import { nullableText, text, textMax } from '../http/text.ts';
+import { imageColumnsSql, imageKeySql, profilePhoto, shapeImage, type ImageColumns } from '../uploads/images.ts';
 
 export const hubRoles = ['member', 'admin', 'super_admin'] as const;
 export const viewerStatuses = ['member', 'invited', 'pending_admin_approval'] as const;
@@ -20,6 +21,7 @@ export const hubResponse = z.object({
   name: text(textMax.hubName),
   description: text(textMax.hubDescription),
   profilePhotoUrl: nullableText(textMax.url),
+  profilePhoto: profilePhoto.nullable().describe('The hub photo with its upright size, placeholder and variants; null without a photo'),
   customLink: nullableText(textMax.customLink),
   memberCount: maintainedCount('active members of the hub'),
   activeUsers24h: activeUsers24h(),
@@ -34,13 +36,14 @@ export async function readHub(tx: RequestTransaction, storage: Storage, hubId: s
     name: string;
     description: string;
     photo_key: string | null;
+    photo: ImageColumns | null;
     custom_link: string | null;
     member_count: number;
     active_users: number;
     viewer_status: (typeof viewerStatuses)[number] | null;
     viewer_role: (typeof hubRoles)[number] | null;
   }>(
-    `select h.id, h.name, h.description, a.object_key as photo_key, h.custom_link, app.hub_member_count(h.id) as member_count,
+    `select h.id, h.name, h.description, ${imageKeySql('a')} as photo_key, ${imageColumnsSql('a')} as photo, h.custom_link, app.hub_member_count(h.id) as member_count,
             app.hub_active_users(h.id) as active_users, app.viewer_hub_status(h.id) as viewer_status, m.role as viewer_role
      from app.hubs h
      left join app.assets a on a.id = h.profile_asset_id
@@ -55,6 +58,7 @@ export async function readHub(tx: RequestTransaction, storage: Storage, hubId: s
     name: hub.name,
     description: hub.description,
     profilePhotoUrl: await storage.photoUrl(hub.photo_key),
+    profilePhoto: hub.photo_key === null ? null : await shapeImage(storage, hub.photo),
     customLink: hub.custom_link,
     memberCount: hub.member_count,
     activeUsers24h: hub.active_users,

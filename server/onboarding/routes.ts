@@ -5,6 +5,7 @@ import { endpoint } from '../http/endpoint.ts';
 import { ApiError } from '../http/errors.ts';
 import { isUuid } from '../http/ids.ts';
 import { fullName, handle } from '../users/fields.ts';
+import { requireUsableAssets } from '../uploads/images.ts';
 
 const tag = 'Onboarding';
 
@@ -90,12 +91,13 @@ export const onboardingEndpoints = [
     limit: 'other_writes',
     body: z.strictObject({ profileAssetId: z.string().max(64).nullable().optional() }),
     response: onboardingStatus,
+    errors: ['ASSET_NOT_READY'],
     async handler({ body, tx }) {
       const assetId = body.profileAssetId ?? null;
       const unusable = new ApiError('VALIDATION_FAILED', { fields: { profileAssetId: 'Not a usable profile photo' } });
       if (assetId !== null && !isUuid(assetId)) throw unusable;
-      const { rows } = await tx.query<{ ok: boolean }>('select app.complete_media($1) as ok', [assetId]);
-      if (!rows[0]?.ok) throw unusable;
+      // complete_media writes nothing when the photo is not usable (still processing included).
+      await requireUsableAssets(tx, 'app.complete_media($1)', assetId, assetId === null ? [] : [assetId], () => unusable);
       return readStatus(tx);
     },
   }),

@@ -10,13 +10,16 @@ import { distribute, distributionBucket, positions, summarize, tallySql, voteSum
 import { maintainedCount } from '../http/counts.ts';
 import { articleKinds, articleMediaMax, visibilities, type ArticleKind, type Visibility } from './fields.ts';
 import { nullableText, text, textMax } from '../http/text.ts';
+import { imageColumnsSql, imageKeySql, mediaLayout, shapeImage, type ImageColumns } from '../uploads/images.ts';
 
 const article = z.object({
   kind: z.enum(articleKinds),
   url: nullableText(textMax.articleUrl),
   title: nullableText(textMax.articleTitle),
   text: nullableText(textMax.articleText),
-  media: z.array(z.object({ assetId: z.string(), url: nullableText(textMax.url) })).max(articleMediaMax),
+  media: z
+    .array(z.object({ assetId: z.string(), url: nullableText(textMax.url).describe('Signed URL of the 1280 px WebP variant (or the largest below)'), ...mediaLayout }))
+    .max(articleMediaMax),
 }).meta({ id: 'Article' });
 
 const slider = z.object({ leftLabel: text(textMax.sliderLabel), rightLabel: text(textMax.sliderLabel) }).meta({ id: 'Slider' });
@@ -62,7 +65,7 @@ interface ArticleColumns {
   url: string | null;
   title: string | null;
   body: string | null;
-  media: { assetId: string; key: string | null }[];
+  media: { assetId: string; key: string | null; image: ImageColumns | null }[];
 }
 
 interface CardRow {
@@ -89,7 +92,7 @@ interface CardRow {
 
 const articleJson = (alias: string) => `case when ${alias}.id is null then null else jsonb_build_object(
   'kind', ${alias}.kind, 'url', ${alias}.url, 'title', ${alias}.title, 'body', ${alias}.body,
-  'media', coalesce((select jsonb_agg(jsonb_build_object('assetId', x.id, 'key', x.object_key) order by array_position(${alias}.asset_ids, x.id))
+  'media', coalesce((select jsonb_agg(jsonb_build_object('assetId', x.id, 'key', ${imageKeySql('x')}, 'image', ${imageColumnsSql('x')}) order by array_position(${alias}.asset_ids, x.id))
                      from app.assets x where x.id = any (${alias}.asset_ids)), '[]')) end`;
 
 /**
@@ -99,7 +102,7 @@ const articleJson = (alias: string) => `case when ${alias}.id is null then null 
 const cardQuery = (signedIn: boolean) => `
   select p.id, p.created_at, p.thought_text, p.slider_text, p.slider_left_label, p.slider_right_label, p.visibility,
          p.source_post_id, app.post_repost_count(p.id) as repost_count, app.post_comment_count(p.id) as comment_count, p.author_id,
-         u.username as author_username, u.full_name as author_full_name, ua.object_key as author_photo_key,
+         u.username as author_username, u.full_name as author_full_name, ${imageKeySql('ua')} as author_photo_key,
          ${articleJson('ar')} as article,
          case when s.id is null then null else jsonb_build_object(
            'id', s.id, 'thought_text', s.thought_text, 'slider_text', s.slider_text, 'left', s.slider_left_label,
@@ -135,7 +138,7 @@ async function shapeArticle(storage: Storage, columns: ArticleColumns | null) {
     url: columns.url,
     title: columns.title,
     text: columns.body,
-    media: await Promise.all(columns.media.map(async (m) => ({ assetId: m.assetId, url: await storage.photoUrl(m.key) }))),
+    media: await Promise.all(columns.media.map(async (m) => ({ assetId: m.assetId, url: await storage.photoUrl(m.key), ...(await shapeImage(storage, m.image)) }))),
   };
 }
 

@@ -7,6 +7,7 @@ import type { RequestTransaction } from '../../db/request-transaction.ts';
 import { postCard, readCard, readCards } from './card.ts';
 import { article, checkFrame, frameFields, frameRules, idList, postHubsMax, requires, visibility } from './fields.ts';
 import { text, textMax } from '../http/text.ts';
+import { requireUsableAssets } from '../uploads/images.ts';
 
 const tag = 'Posts';
 const ids = { postId: 'POST_NOT_FOUND' } as const;
@@ -73,11 +74,12 @@ export const postEndpoints = [
         ],
       }),
     response: postCard,
-    errors: ['HUB_READINESS_REQUIRED', 'HUB_MEMBERSHIP_REQUIRED', 'HUB_NOT_FOUND'],
+    errors: ['ASSET_NOT_READY', 'HUB_READINESS_REQUIRED', 'HUB_MEMBERSHIP_REQUIRED', 'HUB_NOT_FOUND'],
     async handler({ body, tx, services: { storage, ballots } }) {
       if (body.article?.assetIds?.length) {
-        const { rows } = await tx.query<{ ok: boolean }>('select app.post_assets_usable($1) as ok', [body.article.assetIds]);
-        if (!rows[0]?.ok) throw new ApiError('VALIDATION_FAILED', { fields: { 'article.assetIds': 'Must be completed post_image assets of yours' } });
+        await requireUsableAssets(tx, 'app.post_assets_usable($1::uuid[])', body.article.assetIds, body.article.assetIds, () =>
+          new ApiError('VALIDATION_FAILED', { fields: { 'article.assetIds': 'Must be ready post_image assets of yours' } }),
+        );
       }
       const { rows } = await tx.query<{ id: string }>('select app.create_post($1, $2, $3, $4, $5, $6, $7) as id', [
         body.article ?? null,

@@ -5,6 +5,7 @@ import { pageQuery, pageSchema, toPage } from '../http/paging.ts';
 import { activeUsers24h } from '../hubs/shape.ts';
 import { searchQuery, type UserListRow } from '../shapes/user-list-item.ts';
 import { nullableText, text, textMax } from '../http/text.ts';
+import { imageKeySql } from '../uploads/images.ts';
 
 const tag = 'Search';
 
@@ -23,7 +24,7 @@ const tag = 'Search';
 // planner folds them into constants (a request's statement is planned with its parameters), which
 // the index ranges need.
 const handlePrefix = `replace(replace(replace(app.search_text($1), '\\', '\\\\'), '%', '\\%'), '_', '\\_') || '%'`;
-const personColumns = 'u.id, u.username, u.full_name, u.bio, a.object_key as photo_key, app.viewer_follows(u.id) as viewer_follows';
+const personColumns = `u.id, u.username, u.full_name, u.bio, ${imageKeySql('a')} as photo_key, app.viewer_follows(u.id) as viewer_follows`;
 export const peopleSearchSql = `
   select * from (
     (select ${personColumns}, 0 as rank, u.username::text collate "C" as key
@@ -40,7 +41,7 @@ export const peopleSearchSql = `
      order by u.username using ~<~
      limit $5)
     union all
-    (select w.user_id as id, w.username, w.full_name, w.bio, a.object_key as photo_key, app.viewer_follows(w.user_id) as viewer_follows, 2,
+    (select w.user_id as id, w.username, w.full_name, w.bio, ${imageKeySql('a')} as photo_key, app.viewer_follows(w.user_id) as viewer_follows, 2,
             w.word collate "C"
      from app.user_name_matches($1, case when $2::int = 2 then $3::text end, case when $2::int = 2 then $4::uuid end, $5::int) w
      left join app.assets a on a.id = w.profile_asset_id

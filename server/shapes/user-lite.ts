@@ -1,6 +1,6 @@
 // UserLite (contract section 7): the author/actor shape on public content. Never a phone number.
 // Queries select the user's columns plus the object key of the profile photo:
-//   u.id, u.username, u.full_name, a.object_key as photo_key
+//   u.id, u.username, u.full_name, ${imageKeySql('a')} as photo_key (server/uploads/images.ts)
 //   ... left join app.assets a on a.id = u.profile_asset_id
 import { z } from 'zod';
 import type { Storage } from '../uploads/storage.ts';

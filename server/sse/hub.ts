@@ -2,7 +2,9 @@
 //   * ONE dedicated listening connection (a pg.Client outside the pools, logged in as
 //     `authenticator`, reconnecting with backoff from 100 ms up to 1 s) that LISTENs on
 //     'notifications', where the dispatcher announces ranges of writing transactions
-//     ({"from","to"} transaction ids, never content), and on 'session_revoked' (a session id), and
+//     ({"from","to"} transaction ids, never content), on 'session_revoked' (a session id) and on
+//     'asset_processed' (an asset id: server/uploads/processed-assets.ts wakes the request waiting
+//     for it), and
 //     runs the dispatcher when this process holds the leadership lock (dispatcher.ts);
 //   * a reader connection of its own for the batch reads (LiveReader), so a read never waits
 //     behind the dispatcher's tick or the API's requests: one statement per announced range for
@@ -26,6 +28,7 @@ import { OutageLog, type Log } from '../../logger.ts';
 import { ApiError } from '../http/errors.ts';
 import { LiveReader } from './reader.ts';
 import type { Storage } from '../uploads/storage.ts';
+import type { ProcessedAssets } from '../uploads/processed-assets.ts';
 import { Dispatcher } from './dispatcher.ts';
 import { SseStreams, type SseStream, type StreamOwner } from './streams.ts';
 
@@ -61,7 +64,11 @@ export class NotificationHub {
   /** One warning per outage of the listening connection, one line when it is back. */
   #outage: OutageLog;
 
-  constructor(sse: Config['sse'], log: Log, storage: Storage) {
+  /** Requests waiting for an image's processing, woken by asset_processed (server/uploads/processed-assets.ts). */
+  #processedAssets: ProcessedAssets | undefined;
+
+  constructor(sse: Config['sse'], log: Log, storage: Storage, processedAssets?: ProcessedAssets) {
+    this.#processedAssets = processedAssets;
     this.#streams = new SseStreams(sse);
     this.#log = log.child({ component: 'notification-hub' });
     this.#storage = storage;
@@ -123,7 +130,9 @@ export class NotificationHub {
     client.on('notification', (message) => this.#onNotification(message));
     try {
       await client.connect();
-      await client.query('listen notifications; listen session_revoked');
+      await client.query('listen notifications; listen session_revoked; listen asset_processed');
+      // Listening again: what was announced while the connection was down is read by the waiters.
+      this.#processedAssets?.wakeAll();
       // Listening now: whatever was announced before is below the dispatcher's watermark.
       const { rows } = await client.query<{ announced: string; xmin: string }>(
         'select app_private.notification_dispatched_to()::text as announced, pg_snapshot_xmin(pg_current_snapshot())::text as xmin',
@@ -161,6 +170,10 @@ export class NotificationHub {
   }
 
   #onNotification(message: pg.Notification): void {
+    if (message.channel === 'asset_processed' && message.payload) {
+      this.#processedAssets?.announce(message.payload);
+      return;
+    }
     if (message.channel === 'session_revoked' && message.payload) {
       this.#streams.closeSession(message.payload);
       return;

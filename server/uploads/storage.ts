@@ -29,11 +29,23 @@ export interface Storage {
   delete(key: string): Promise<void>;
   /** Stores an object written by the service itself (a data export archive). */
   put(key: string, body: string, contentType: string): Promise<void>;
+  /** The whole object, or null when there is none (the worker reads an upload to process it). */
+  get(key: string): Promise<Buffer | null>;
+  /** Stores an image variant: written once under a key of its own, cached by anyone for a year. */
+  putImmutable(key: string, body: Buffer, contentType: string): Promise<void>;
   /**
    * A signed GET URL for an image shown in responses: the same string in every process for the
    * whole of a window (photoUrlWindow), so an unchanged answer keeps its body and its ETag.
    */
   photoUrl(key: string | null): Promise<string | null>;
+}
+
+/** Variants never change once written (a new photo is a new asset): anyone may keep them a year. */
+export const immutableCacheControl = 'public, max-age=31536000, immutable';
+
+function notFound(error: unknown): boolean {
+  const status = (error as { $metadata?: { httpStatusCode?: number } }).$metadata?.httpStatusCode;
+  return status === 404 || (error as Error).name === 'NotFound' || (error as Error).name === 'NoSuchKey';
 }
 
 /**
@@ -84,8 +96,7 @@ export function createStorage(client: S3Client, bucket: string, signer: S3Client
         const full = head.ChecksumSHA256 && head.ChecksumType !== 'COMPOSITE' ? head.ChecksumSHA256 : null;
         return { size: head.ContentLength ?? 0, sha256: full ? Buffer.from(full, 'base64').toString('hex') : null };
       } catch (error) {
-        const status = (error as { $metadata?: { httpStatusCode?: number } }).$metadata?.httpStatusCode;
-        if (status === 404 || (error as Error).name === 'NotFound' || (error as Error).name === 'NoSuchKey') return null;
+        if (notFound(error)) return null;
         throw error;
       }
     },
@@ -104,6 +115,18 @@ export function createStorage(client: S3Client, bucket: string, signer: S3Client
     },
     async put(key, body, contentType) {
       await client.send(new PutObjectCommand({ Bucket: bucket, Key: key, Body: body, ContentType: contentType }));
+    },
+    async get(key) {
+      try {
+        const object = await client.send(new GetObjectCommand({ Bucket: bucket, Key: key }));
+        return Buffer.from((await object.Body?.transformToByteArray()) ?? new Uint8Array());
+      } catch (error) {
+        if (notFound(error)) return null;
+        throw error;
+      }
+    },
+    async putImmutable(key, body, contentType) {
+      await client.send(new PutObjectCommand({ Bucket: bucket, Key: key, Body: body, ContentType: contentType, CacheControl: immutableCacheControl }));
     },
     async photoUrl(key) {
       if (key === null) return null;

@@ -6,6 +6,7 @@ import { ApiError } from '../http/errors.ts';
 import { encodeCursor, pageQuery, pageSchema, toPage } from '../http/paging.ts';
 import type { Storage } from '../uploads/storage.ts';
 import { followListItem, searchQuery, shapeFollowListItem, type UserListRow } from '../shapes/user-list-item.ts';
+import { imageKeySql } from '../uploads/images.ts';
 
 const tag = 'Follows';
 const ids = { userId: 'USER_NOT_FOUND' } as const;
@@ -31,7 +32,7 @@ export const followScanCap = 1000;
  */
 export function followPageSql(side: 'follower_id' | 'followee_id', withQuery: boolean): string {
   const followers = side === 'follower_id';
-  const columns = 'f.user_id as id, f.username, f.full_name, f.bio, a.object_key as photo_key, f.seq, app.viewer_follows(f.user_id) as viewer_follows';
+  const columns = `f.user_id as id, f.username, f.full_name, f.bio, ${imageKeySql('a')} as photo_key, f.seq, app.viewer_follows(f.user_id) as viewer_follows`;
   if (!withQuery) {
     return `select ${columns}
        from app.follow_page($1, ${followers}, $2::bigint, $3::int, false) f

@@ -6,6 +6,7 @@ import { fromMicros, micros, pageQuery, pageSchema, toPage } from '../http/pagin
 import { hubRoles, viewerStatuses } from '../hubs/shape.ts';
 import { maintainedCount } from '../http/counts.ts';
 import { nullableText, text, textMax } from '../http/text.ts';
+import { imageKeySql } from '../uploads/images.ts';
 
 const myHub = z.object({
   id: z.string(),
@@ -37,11 +38,11 @@ interface MyHubRow {
  * $1, $2: the cursor (activity in microseconds, hub id) or nulls; $3: the page size plus one.
  * Exported for the plan test.
  */
-export const myHubPageSql = `select h.id, h.name, a.object_key as photo_key, app.hub_member_count(h.id) as member_count, e.status, e.role,
+export const myHubPageSql = `select h.id, h.name, a.photo_key, app.hub_member_count(h.id) as member_count, e.status, e.role,
          e.invitation_id, e.activity_at as last_activity_at, ${micros('e.activity_at')} as activity_us
   from app.my_hub_page(${fromMicros('$1')}, $2::uuid, $3) e
   cross join lateral (select h.id, h.name, h.profile_asset_id from app.hubs h where h.id = e.hub_id limit 1) h
-  left join lateral (select a.object_key from app.assets a where a.id = h.profile_asset_id limit 1) a on true
+  left join lateral (select ${imageKeySql('a')} as photo_key from app.assets a where a.id = h.profile_asset_id limit 1) a on true
   order by e.activity_at desc, e.hub_id desc`;
 
 export const myHubEndpoints = [

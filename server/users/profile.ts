@@ -5,6 +5,7 @@ import type { RequestTransaction } from '../../db/request-transaction.ts';
 import type { Storage } from '../uploads/storage.ts';
 import { maintainedCount } from '../http/counts.ts';
 import { nullableText, text, textMax } from '../http/text.ts';
+import { imageColumnsSql, imageKeySql, profilePhoto, shapeImage, type ImageColumns } from '../uploads/images.ts';
 
 export const publicProfile = z.object({
   id: z.string(),
@@ -12,6 +13,7 @@ export const publicProfile = z.object({
   fullName: nullableText(textMax.name),
   bio: nullableText(textMax.bio),
   profilePhotoUrl: nullableText(textMax.url),
+  profilePhoto: profilePhoto.nullable().describe('The profile photo with its upright size, placeholder and variants; null without a photo'),
   counts: z.object({
     followers: maintainedCount('users who follow this user'),
     following: maintainedCount('users this user follows'),
@@ -41,6 +43,7 @@ interface ProfileRow {
   bio: string | null;
   profile_asset_id: string | null;
   photo_key: string | null;
+  photo: ImageColumns | null;
   followers: number;
   following: number;
   posts: number;
@@ -58,7 +61,7 @@ interface ProfileRow {
  */
 export async function readProfile(tx: RequestTransaction, where: 'u.username = $1' | 'u.id = $1', value: string) {
   const { rows } = await tx.query<ProfileRow>(
-    `select u.id, u.username, u.full_name, u.bio, u.profile_asset_id, a.object_key as photo_key, s.*
+    `select u.id, u.username, u.full_name, u.bio, u.profile_asset_id, ${imageKeySql('a')} as photo_key, ${imageColumnsSql('a')} as photo, s.*
      from app.users u
      left join app.assets a on a.id = u.profile_asset_id
      cross join lateral app.profile_social(u.id) s
@@ -75,6 +78,7 @@ export async function shapePublicProfile(storage: Storage, row: ProfileRow, view
     fullName: row.full_name,
     bio: row.bio,
     profilePhotoUrl: await storage.photoUrl(row.photo_key),
+    profilePhoto: row.photo_key === null ? null : await shapeImage(storage, row.photo),
     counts: { followers: row.followers, following: row.following, posts: row.posts },
     stats: { votesCast: row.votes_cast, votesReceived: row.votes_received },
     adminHubs: await Promise.all(

@@ -10,6 +10,7 @@ import { ownProfile, publicProfile, readProfile, shapeOwnProfile, shapePublicPro
 import type { RequestTransaction } from '../../db/request-transaction.ts';
 import type { Storage } from '../uploads/storage.ts';
 import { nullableText, text, textMax } from '../http/text.ts';
+import { imageKeySql, requireUsableAssets } from '../uploads/images.ts';
 
 const tag = 'Users';
 
@@ -21,8 +22,7 @@ const unusablePhoto = (field: string) => new ApiError('VALIDATION_FAILED', { fie
 async function requireUsablePhoto(tx: RequestTransaction, assetId: string | null | undefined, field: string): Promise<void> {
   if (assetId === undefined || assetId === null) return;
   if (!isUuid(assetId)) throw unusablePhoto(field);
-  const { rows } = await tx.query<{ ok: boolean }>('select app.profile_asset_usable($1) as ok', [assetId]);
-  if (!rows[0]?.ok) throw unusablePhoto(field);
+  await requireUsableAssets(tx, 'app.profile_asset_usable($1)', assetId, [assetId], () => unusablePhoto(field));
 }
 
 /** The longest handle a client may type to check (spaces and a leading @ included). */
@@ -37,7 +37,7 @@ const hubProfile = z.object({
 
 async function readHubProfile(tx: RequestTransaction, storage: Storage): Promise<z.input<typeof hubProfile>> {
   const { rows } = await tx.query<{ display_name: string | null; profile_asset_id: string | null; photo_key: string | null; phone_e164: string | null }>(
-    `select coalesce(h.display_name, u.full_name) as display_name, h.profile_asset_id, a.object_key as photo_key, p.phone_e164
+    `select coalesce(h.display_name, u.full_name) as display_name, h.profile_asset_id, ${imageKeySql('a')} as photo_key, p.phone_e164
      from app.users u
      left join app.hub_profiles h on h.user_id = u.id
      left join app.assets a on a.id = h.profile_asset_id
@@ -125,7 +125,7 @@ export const userEndpoints = [
       .refine((value) => Object.keys(value).length > 0, { message: 'At least one field is required' })
       .meta({ minProperties: 1 }),
     response: ownProfile,
-    errors: ['USERNAME_TAKEN'],
+    errors: ['ASSET_NOT_READY', 'USERNAME_TAKEN'],
     async handler({ body, tx, viewer, services: { storage } }) {
       await requireUsablePhoto(tx, body.profileAssetId, 'profileAssetId');
       const columns = { fullName: 'full_name', username: 'username', bio: 'bio', profileAssetId: 'profile_asset_id' } as const;
@@ -183,6 +183,7 @@ export const userEndpoints = [
       .refine((value) => Object.keys(value).length > 0, { message: 'At least one field is required' })
       .meta({ minProperties: 1 }),
     response: hubProfile,
+    errors: ['ASSET_NOT_READY'],
     async handler({ body, tx, services: { storage } }) {
       await requireUsablePhoto(tx, body.profileAssetId, 'profileAssetId');
       await tx.query(

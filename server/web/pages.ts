@@ -148,9 +148,13 @@ ${card.sourcePost ? html`<blockquote>${frame(card.sourcePost, undefined)}</block
 <p class="meta"><time datetime="${card.createdAt}">${card.createdAt.slice(0, 10)}</time></p>`;
 }
 
-/** The first image of a post's article, as a signed URL, or undefined. */
+/**
+ * The first image of a post's article, as a signed URL of its JPEG variant (what every link-preview
+ * crawler can show), or undefined. An image not processed yet has only its url.
+ */
 function firstImage(card: PostCard): string | undefined {
-  return card.article?.media.find((item) => item.url !== null)?.url ?? undefined;
+  const item = card.article?.media.find((medium) => medium.url !== null);
+  return item?.variants.find((variant) => variant.contentType === 'image/jpeg')?.url ?? item?.url ?? undefined;
 }
 
 async function anonymousRead<T>(services: Services, read: (tx: RequestTransaction) => Promise<T>): Promise<T> {

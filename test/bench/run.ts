@@ -14,6 +14,7 @@ const benchmarks: Record<string, string> = {
   'replica-share': './replica-share.ts',
   idempotency: './idempotency.ts',
   deploy: './deploy.ts',
+  media: './media.ts',
   failover: './failover.ts',
 };
 const name = process.argv[2] ?? 'votes';

@@ -153,6 +153,11 @@ describe('Dockerfile', () => {
     const copied = [...dockerfile.matchAll(/^COPY (.+) \S+$/gm)].flatMap(([, sources]) => (sources as string).split(' '));
     for (const runtime of ['config.ts', 'logger.ts', 'main.ts', 'db', 'migrations', 'server', 'worker', 'web']) expect(copied, runtime).toContain(runtime);
   });
+
+  it('installs the libheif tools the worker decodes HEIC uploads with', () => {
+    const dockerfile = readFileSync(path.join(projectRoot, 'Dockerfile'), 'utf8');
+    expect(dockerfile).toMatch(/^RUN apt-get update && apt-get install -y --no-install-recommends libheif-examples\b/m);
+  });
 });
 
 describe('docker-compose.patroni.yml', () => {

@@ -13,10 +13,11 @@ import { createPools, survivesServerLoss, type Pools } from '../../db/pools.ts';
 import { roleUrl } from '../../db/roles.ts';
 import { createServer } from '../../server/app.ts';
 import { CreateBucketCommand } from '@aws-sdk/client-s3';
-import { runOnce } from 'graphile-worker';
+import { run, runOnce, type Runner } from 'graphile-worker';
 import { createServices, type ServiceOverrides, type Services } from '../../server/services.ts';
 import { openStorage } from '../../server/uploads/open-storage.ts';
 import { s3Client, type Storage } from '../../server/uploads/storage.ts';
+import { heicSupport, startImageProcessor, type ImageProcessor } from '../../worker/images/processor.ts';
 import { createTaskList } from '../../worker/runner.ts';
 import { databaseUrl } from './global-setup.ts';
 import { createClient, type Client } from './client.ts';
@@ -44,6 +45,8 @@ export interface TestApp extends Client {
   pooler: PgBouncer | undefined;
   /** Runs every queued worker job once, as the worker role (graphile-worker runOnce). */
   runJobs(): Promise<void>;
+  /** The image processor of the app's image worker (decoder processes start with the first image). */
+  images: ImageProcessor;
   close(): Promise<void>;
 }
 
@@ -101,8 +104,20 @@ export async function startTestApp(
   const owner = new pg.Pool({ connectionString: ownerUrl, max: 4 });
   // The database is dropped with (force) at close: a client still closing then loses its server.
   survivesServerLoss(owner);
-  const services = await createServices(config, log, pools, objects.storage, overrides);
+  const services = await createServices(config, log, pools, objects.storage, { heic: heicSupport(config.images.heic).available, ...overrides });
   await services.notificationHub.start(roleUrl(ownerUrl, 'authenticator'));
+  // Images are processed while a request waits (POST /uploads/complete): a worker of the image
+  // tasks alone runs beside the app, so every other job still runs only when a test says (runJobs).
+  const images = startImageProcessor({ ...config.images, concurrency: 1, log });
+  const taskList = createTaskList({ storage: objects.storage, ballots: { box: services.ballots, batch: config.ballotBatch }, images: { processor: images, backfillPerMinute: config.images.backfillPerMinute } });
+  const imageWorker: Runner = await run({
+    pgPool: pools.worker,
+    taskList: { process_image: taskList.process_image, delete_object: taskList.delete_object } as typeof taskList,
+    concurrency: 1,
+    noHandleSignals: true,
+    pollInterval: 1000,
+    logger: workerLogger(log),
+  });
   const server = createServer(services).listen(0, '127.0.0.1');
   await new Promise((resolve) => server.once('listening', resolve));
   const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
@@ -117,8 +132,11 @@ export async function startTestApp(
     storage: objects.storage,
     services,
     pooler,
-    runJobs: () => runOnce({ pgPool: pools.worker, taskList: createTaskList({ storage: objects.storage, ballots: { box: services.ballots, batch: config.ballotBatch } }), logger: workerLogger(log) }),
+    runJobs: () => runOnce({ pgPool: pools.worker, taskList, logger: workerLogger(log) }),
+    images,
     async close() {
+      await imageWorker.stop();
+      await images.close();
       await services.notificationHub.stop();
       server.closeAllConnections();
       await new Promise((resolve) => server.close(resolve));

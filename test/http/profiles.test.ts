@@ -74,6 +74,7 @@ describe('own profile', () => {
       fullName: 'Test Person',
       bio: null,
       profilePhotoUrl: null,
+      profilePhoto: null,
       counts: { followers: 0, following: 0, posts: 0 },
       stats: { votesCast: 0, votesReceived: 0 },
       adminHubs: [],

@@ -24,7 +24,24 @@ describe('presign → PUT → complete', () => {
     expect((await put(intent.uploadUrl, png, intent.headers)).status).toBe(200);
     const complete = await app.post('/uploads/complete', { uploadId: intent.uploadId, purpose: 'profile_photo', checksum: sha256(png).toUpperCase() }, { token: user.token });
     expect(complete.status).toBe(201);
-    expect(complete.body.data).toEqual({ assetId: expect.any(String), purpose: 'profile_photo', contentType: 'image/png', size: png.length, checksum: sha256(png) });
+    expect(complete.body.data).toEqual({
+      assetId: expect.any(String),
+      purpose: 'profile_photo',
+      contentType: 'image/png',
+      size: png.length,
+      checksum: sha256(png),
+      status: 'ready',
+      width: 1,
+      height: 1,
+      placeholder: expect.any(String),
+      variants: [
+        { width: 1, height: 1, contentType: 'image/webp', url: expect.any(String) },
+        { width: 1, height: 1, contentType: 'image/jpeg', url: expect.any(String) },
+      ],
+    });
+    const pdf = await uploadAsset(user, 'document', samples['application/pdf'], 'application/pdf');
+    const document = await app.get(`/uploads/${pdf}`, { token: user.token });
+    expect(document.body.data).toMatchObject({ status: 'ready', width: null, height: null, placeholder: null, variants: [] });
   });
 
   it('validates purpose, content type and size per purpose, and needs level 2', async () => {
@@ -79,7 +96,7 @@ describe('presign → PUT → complete', () => {
     expect(rows[0].n).toBe(0);
   });
 
-  it('accepts a file of each declared type (JPEG, PNG, WebP, HEIC, PDF by their signature bytes)', async () => {
+  it('accepts a file of each declared type (JPEG, PNG, WebP, HEIC, PDF)', async () => {
     const user = await userAtLevel(app, 2);
     for (const [contentType, bytes] of Object.entries(samples)) {
       const purpose = contentType === 'application/pdf' ? 'document' : 'post_image';
@@ -141,8 +158,10 @@ describe('GET /uploads/{assetId}/download-url', () => {
     const assetId = await uploadAsset(owner);
     const mine = await app.get(`/uploads/${assetId}/download-url`, { token: owner.token });
     expect(mine.status).toBe(200);
+    // An image's download is its JPEG variant, never the uploaded file.
     const downloaded = await fetch(mine.body.data.url);
-    expect(Buffer.from(await downloaded.arrayBuffer())).toEqual(png);
+    expect(downloaded.headers.get('content-type')).toBe('image/jpeg');
+    expect(Buffer.from(await downloaded.arrayBuffer()).subarray(0, 3)).toEqual(Buffer.from('ffd8ff', 'hex'));
 
     const stranger = await userAtLevel(app, 2);
     const hidden = await app.get(`/uploads/${assetId}/download-url`, { token: stranger.token });
@@ -166,7 +185,10 @@ describe('profile photos', () => {
     const profile = await app.get(`/users/by-username/${user.username}`);
     const image = await fetch(profile.body.data.profilePhotoUrl);
     expect(image.status).toBe(200);
-    expect(Buffer.from(await image.arrayBuffer())).toEqual(png);
+    // The 256 px WebP variant, or the largest below it: here the image's own 1 x 1.
+    expect(image.headers.get('content-type')).toBe('image/webp');
+    expect(profile.body.data.profilePhoto).toMatchObject({ width: 1, height: 1, variants: [{ width: 1, contentType: 'image/webp' }, { width: 1, contentType: 'image/jpeg' }] });
+    expect(profile.body.data.profilePhoto.variants[0].url).toBe(profile.body.data.profilePhotoUrl);
   });
 
   it("accepts only the caller's own completed profile_photo assets", async () => {

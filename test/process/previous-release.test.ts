@@ -18,7 +18,9 @@ import { createClient } from '../helpers/client.ts';
 import { databaseUrl } from '../helpers/global-setup.ts';
 import { createHub, invite } from '../helpers/hubs.ts';
 import { openStream } from '../helpers/notifications.ts';
+import { corners, markedImage, readMetadata, revealingTags, withPhoneMetadata } from '../helpers/images.ts';
 import { createPost, slider, vote } from '../helpers/posts.ts';
+import { putObject, sha256 } from '../helpers/uploads.ts';
 import { answers, projectRoot, startProcess, type RunningProcess } from '../helpers/process.ts';
 import { checkoutCommit, previousReleaseCommit } from '../helpers/releases.ts';
 import { userAtLevel } from '../helpers/users.ts';
@@ -117,6 +119,52 @@ describe(`the previous release (${commit.slice(0, 12)}) and this one on one sche
     } finally {
       stream.close();
     }
+    expect(errorsOf(api), api.output()).toEqual([]);
+    expect(errorsOf(worker), worker.output()).toEqual([]);
+    expect(await stop(api), api.output()).toBe(0);
+    expect(await stop(worker), worker.output()).toBe(0);
+  });
+
+  it("shows photos during the rollout: the previous release's API serves only processed variants of what it uploads, processed by this checkout's worker", { timeout: 120_000 }, async () => {
+    const { ownerUrl, env } = await freshDatabase();
+    await migrate(ownerUrl);
+    const [apiPort, workerPort] = [await freePort(), await freePort()];
+    const api = start(previous, 'api', env, apiPort);
+    const worker = start(projectRoot, 'worker', env, workerPort);
+    const url = `http://127.0.0.1:${apiPort}`;
+    await api.waitFor(() => answers(`${url}/healthz`), "the previous release's API");
+    await worker.waitFor(() => worker.output().includes('worker running'), "this checkout's worker");
+    const app = createClient(url) as TestApp;
+    const user = await userAtLevel(app, 3);
+    const photo = await withPhoneMetadata(await markedImage(600, 400).jpeg().toBuffer(), 6);
+    const intent = (await app.post('/uploads/presign', { purpose: 'profile_photo', contentType: 'image/jpeg', contentLength: photo.length }, { token: user.token })).body.data;
+    expect((await putObject(intent.uploadUrl, photo, intent.headers)).status).toBe(200);
+    const complete = await app.post('/uploads/complete', { uploadId: intent.uploadId, purpose: 'profile_photo', checksum: sha256(photo) }, { token: user.token });
+    expect(complete.status, JSON.stringify(complete.body)).toBe(201);
+    // The previous release answers at once and attaches the asset while it may still be processing.
+    const attach = await app.patch('/users/me/profile', { profileAssetId: complete.body.data.assetId }, { token: user.token });
+    expect(attach.status, JSON.stringify(attach.body)).toBe(200);
+    const owner = new pg.Client({ connectionString: ownerUrl });
+    await owner.connect();
+    try {
+      await worker.waitFor(
+        async () => (await owner.query('select processed_at from app.assets where id = $1', [complete.body.data.assetId])).rows[0]?.processed_at != null,
+        'the photo processed by this checkout\'s worker',
+        30_000,
+      );
+    } finally {
+      await owner.end();
+    }
+    // What the previous release gives out (it reads object_key) is the JPEG variant: upright, bare.
+    const profile = await app.get(`/users/by-username/${user.username}`);
+    const served = await fetch(profile.body.data.profilePhotoUrl);
+    expect(served.status).toBe(200);
+    expect(served.headers.get('content-type')).toBe('image/jpeg');
+    const bytes = Buffer.from(await served.arrayBuffer());
+    expect(revealingTags(await readMetadata(bytes))).toEqual([]);
+    expect((await corners(bytes)).topRight).toBe('marker');
+    const download = await app.get(`/uploads/${complete.body.data.assetId}/download-url`, { token: user.token });
+    expect(Buffer.from(await (await fetch(download.body.data.url)).arrayBuffer())).toEqual(bytes);
     expect(errorsOf(api), api.output()).toEqual([]);
     expect(errorsOf(worker), worker.output()).toEqual([]);
     expect(await stop(api), api.output()).toBe(0);

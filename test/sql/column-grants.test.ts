@@ -28,7 +28,7 @@ describe('the API roles', () => {
   it('may not select the columns REST shows nobody who may read the row', async () => {
     const hidden = [
       'hub_invitations.invitee_id', 'hub_invitations.phone_e164', 'hub_memberships.joined_at', 'hub_memberships.content_muted',
-      'assets.owner_id', 'assets.checksum', 'users.created_at', 'users.terms_version', 'phone_identities.verified_at',
+      'assets.owner_id', 'users.created_at', 'users.terms_version', 'phone_identities.verified_at',
       'hub_invite_links.token', 'hub_join_requests.decided_by', 'posts.deleted_at', 'comments.deleted_at', 'reports.details',
     ];
     for (const column of hidden) {

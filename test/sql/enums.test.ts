@@ -12,7 +12,7 @@ import { notificationTypes } from '../../server/shapes/notification.ts';
 import { feedContexts, postCard } from '../../server/posts/card.ts';
 import { article, articleKinds, visibilities, visibility } from '../../server/posts/fields.ts';
 import { reportReasons } from '../../server/reports/routes.ts';
-import { uploadRules } from '../../server/uploads/routes.ts';
+import { assetStatuses, uploadRules } from '../../server/uploads/routes.ts';
 import { positions } from '../../server/votes/summary.ts';
 import { databaseUrl } from '../helpers/global-setup.ts';
 
@@ -24,6 +24,7 @@ const mirrored: Record<string, { lists: Record<string, readonly string[]>; order
   'app.hub_role': { lists: { hubRoles }, ordered: true },
   'app.feed_context': { lists: { feedContexts } },
   'app.upload_purpose': { lists: { 'uploadRules keys': Object.keys(uploadRules) }, ordered: true },
+  'app.asset_status': { lists: { assetStatuses }, ordered: true },
   'app.report_reason': { lists: { reportReasons }, ordered: true },
   'app.post_visibility': { lists: { visibilities, 'request visibility': visibility.options, 'PostCard visibility': postCard.shape.visibility.options }, ordered: true },
   'app.article_kind': { lists: { articleKinds, 'request article kind': article.shape.kind.options, 'PostCard article kind': postCard.shape.article.unwrap().shape.kind.options }, ordered: true },
