@@ -5955,15 +5955,12 @@ begin
   if p_code not in ('IMAGE_UNREADABLE', 'IMAGE_TOO_LARGE') then
     raise exception 'unknown image error %', p_code;
   end if;
-  select i.object_key into v_upload_key from app.assets a join app.upload_intents i on i.id = a.upload_id
-  where a.id = p_asset_id and a.purpose <> 'document' and a.processed_at is null and a.status in ('processing', 'ready')
-  for update of a;
-  if not found then
+  v_upload_key := app_private.lock_unprocessed_image(p_asset_id);
+  if v_upload_key is null then
     return;
   end if;
   update app.assets set status = 'failed', error_code = p_code where id = p_asset_id;
-  perform app_private.queue_object_deletion(v_upload_key);
-  perform pg_notify('asset_processed', p_asset_id::text);
+  perform app_private.image_settled(p_asset_id, v_upload_key);
 end
 $$;
 
@@ -6140,18 +6137,15 @@ CREATE FUNCTION app_private.finish_image(p_asset_id uuid, p_width integer, p_hei
 declare
   v_upload_key text;
 begin
-  select i.object_key into v_upload_key from app.assets a join app.upload_intents i on i.id = a.upload_id
-  where a.id = p_asset_id and a.purpose <> 'document' and a.processed_at is null and a.status in ('processing', 'ready')
-  for update of a;
-  if not found then
+  v_upload_key := app_private.lock_unprocessed_image(p_asset_id);
+  if v_upload_key is null then
     return;
   end if;
   update app.assets
     set status = 'ready', processed_at = now(), width = p_width, height = p_height, placeholder = p_placeholder,
         variants = p_variants, display_key = p_display_key, object_key = p_jpeg_key
     where id = p_asset_id;
-  perform app_private.queue_object_deletion(v_upload_key);
-  perform pg_notify('asset_processed', p_asset_id::text);
+  perform app_private.image_settled(p_asset_id, v_upload_key);
 end
 $$;
 
@@ -6765,6 +6759,26 @@ COMMENT ON FUNCTION app_private.image_jpeg_key(p_asset_id uuid) IS 'The object k
 
 
 --
+-- Name: image_settled(uuid, text); Type: FUNCTION; Schema: app_private; Owner: -
+--
+
+CREATE FUNCTION app_private.image_settled(p_asset_id uuid, p_upload_key text) RETURNS void
+    LANGUAGE sql
+    SET search_path TO 'pg_catalog'
+    AS $$
+  select app_private.queue_object_deletion(p_upload_key);
+  select pg_notify('asset_processed', p_asset_id::text);
+$$;
+
+
+--
+-- Name: FUNCTION image_settled(p_asset_id uuid, p_upload_key text); Type: COMMENT; Schema: app_private; Owner: -
+--
+
+COMMENT ON FUNCTION app_private.image_settled(p_asset_id uuid, p_upload_key text) IS 'After an image''s variants or failure are recorded: queues the deletion of its upload and announces the asset id on channel asset_processed. Used by app_private.finish_image and app_private.fail_image.';
+
+
+--
 -- Name: image_to_process(uuid); Type: FUNCTION; Schema: app_private; Owner: -
 --
 
@@ -6774,7 +6788,7 @@ CREATE FUNCTION app_private.image_to_process(p_asset_id uuid, OUT upload_key tex
     AS $$
   select i.object_key, app_private.image_jpeg_key(a.id), a.content_type, a.purpose
   from app.assets a join app.upload_intents i on i.id = a.upload_id
-  where a.id = p_asset_id and a.purpose <> 'document' and a.processed_at is null and a.status in ('processing', 'ready')
+  where a.id = p_asset_id and app_private.image_unprocessed(a.purpose, a.processed_at, a.status)
 $$;
 
 
@@ -6783,6 +6797,23 @@ $$;
 --
 
 COMMENT ON FUNCTION app_private.image_to_process(p_asset_id uuid, OUT upload_key text, OUT jpeg_key text, OUT content_type text, OUT purpose app.upload_purpose) IS 'An image still to be processed: its upload''s key, the key its JPEG variant goes to, its declared type and purpose; no row when it was processed, failed, or is a document. Read by the worker task process_image.';
+
+
+--
+-- Name: image_unprocessed(app.upload_purpose, timestamp with time zone, app.asset_status); Type: FUNCTION; Schema: app_private; Owner: -
+--
+
+CREATE FUNCTION app_private.image_unprocessed(p_purpose app.upload_purpose, p_processed_at timestamp with time zone, p_status app.asset_status) RETURNS boolean
+    LANGUAGE sql IMMUTABLE
+    SET search_path TO 'pg_catalog'
+    AS $$ select p_purpose <> 'document' and p_processed_at is null and p_status in ('processing', 'ready') $$;
+
+
+--
+-- Name: FUNCTION image_unprocessed(p_purpose app.upload_purpose, p_processed_at timestamp with time zone, p_status app.asset_status); Type: COMMENT; Schema: app_private; Owner: -
+--
+
+COMMENT ON FUNCTION app_private.image_unprocessed(p_purpose app.upload_purpose, p_processed_at timestamp with time zone, p_status app.asset_status) IS 'The rule of an image still to be processed (purpose, processed_at, status): not a document, never processed, not failed. Used by app_private.image_to_process and app_private.lock_unprocessed_image.';
 
 
 --
@@ -7000,6 +7031,27 @@ CREATE FUNCTION app_private.lock_reposts(p_post_ids uuid[]) RETURNS void
 --
 
 COMMENT ON FUNCTION app_private.lock_reposts(p_post_ids uuid[]) IS 'Share-locks reposts, in id order, so a repost''s visibility cannot change between reading it for an unread bucket and committing. Called by app_private.count_unread (the unread counting triggers on app.notifications).';
+
+
+--
+-- Name: lock_unprocessed_image(uuid); Type: FUNCTION; Schema: app_private; Owner: -
+--
+
+CREATE FUNCTION app_private.lock_unprocessed_image(p_asset_id uuid) RETURNS text
+    LANGUAGE sql
+    SET search_path TO 'pg_catalog'
+    AS $$
+  select i.object_key from app.assets a join app.upload_intents i on i.id = a.upload_id
+  where a.id = p_asset_id and app_private.image_unprocessed(a.purpose, a.processed_at, a.status)
+  for update of a
+$$;
+
+
+--
+-- Name: FUNCTION lock_unprocessed_image(p_asset_id uuid); Type: COMMENT; Schema: app_private; Owner: -
+--
+
+COMMENT ON FUNCTION app_private.lock_unprocessed_image(p_asset_id uuid) IS 'Locks the asset when it is an image still to be processed and answers its upload''s object key, else null. Used by app_private.finish_image and app_private.fail_image.';
 
 
 --
@@ -8456,7 +8508,7 @@ CREATE FUNCTION app_private.queue_object_deletion(p_key text) RETURNS void
 -- Name: FUNCTION queue_object_deletion(p_key text); Type: COMMENT; Schema: app_private; Owner: -
 --
 
-COMMENT ON FUNCTION app_private.queue_object_deletion(p_key text) IS 'Queues the worker task delete_object for one stored object (job_key delete_object:<key>). Used by app_private.finish_image and app_private.fail_image for the processed or refused upload.';
+COMMENT ON FUNCTION app_private.queue_object_deletion(p_key text) IS 'Queues the worker task delete_object for one stored object (job_key delete_object:<key>). Used by app_private.image_settled for the processed or refused upload.';
 
 
 --
@@ -16798,11 +16850,25 @@ REVOKE ALL ON FUNCTION app_private.image_jpeg_key(p_asset_id uuid) FROM PUBLIC;
 
 
 --
+-- Name: FUNCTION image_settled(p_asset_id uuid, p_upload_key text); Type: ACL; Schema: app_private; Owner: -
+--
+
+REVOKE ALL ON FUNCTION app_private.image_settled(p_asset_id uuid, p_upload_key text) FROM PUBLIC;
+
+
+--
 -- Name: FUNCTION image_to_process(p_asset_id uuid, OUT upload_key text, OUT jpeg_key text, OUT content_type text, OUT purpose app.upload_purpose); Type: ACL; Schema: app_private; Owner: -
 --
 
 REVOKE ALL ON FUNCTION app_private.image_to_process(p_asset_id uuid, OUT upload_key text, OUT jpeg_key text, OUT content_type text, OUT purpose app.upload_purpose) FROM PUBLIC;
 GRANT ALL ON FUNCTION app_private.image_to_process(p_asset_id uuid, OUT upload_key text, OUT jpeg_key text, OUT content_type text, OUT purpose app.upload_purpose) TO app_worker;
+
+
+--
+-- Name: FUNCTION image_unprocessed(p_purpose app.upload_purpose, p_processed_at timestamp with time zone, p_status app.asset_status); Type: ACL; Schema: app_private; Owner: -
+--
+
+REVOKE ALL ON FUNCTION app_private.image_unprocessed(p_purpose app.upload_purpose, p_processed_at timestamp with time zone, p_status app.asset_status) FROM PUBLIC;
 
 
 --
@@ -16912,6 +16978,13 @@ GRANT ALL ON FUNCTION app_private.live_sessions_sync(p_add uuid[], p_remove uuid
 --
 
 REVOKE ALL ON FUNCTION app_private.lock_reposts(p_post_ids uuid[]) FROM PUBLIC;
+
+
+--
+-- Name: FUNCTION lock_unprocessed_image(p_asset_id uuid); Type: ACL; Schema: app_private; Owner: -
+--
+
+REVOKE ALL ON FUNCTION app_private.lock_unprocessed_image(p_asset_id uuid) FROM PUBLIC;
 
 
 --

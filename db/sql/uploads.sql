@@ -290,6 +290,43 @@ comment on function app.image_key(app.asset_status, text, text) is
   'The object shown for an image asset (status, display_key, object_key): the display variant once processed, the upload until the backfill processed an older image, nothing while processing or failed. Every profile photo and card image is read through it.';
 grant execute on function app.image_key(app.asset_status, text, text) to app_anonymous;
 
+-- An image still to be processed: one uploaded before processing existed (ready, never processed)
+-- or one processing; never a document, a processed or a failed asset.
+create or replace function app_private.image_unprocessed(p_purpose app.upload_purpose, p_processed_at timestamptz, p_status app.asset_status)
+  returns boolean
+  language sql immutable
+  set search_path = pg_catalog
+  as $$ select p_purpose <> 'document' and p_processed_at is null and p_status in ('processing', 'ready') $$;
+comment on function app_private.image_unprocessed(app.upload_purpose, timestamp with time zone, app.asset_status) is
+  'The rule of an image still to be processed (purpose, processed_at, status): not a document, never processed, not failed. Used by app_private.image_to_process and app_private.lock_unprocessed_image.';
+
+-- Locks an image still to be processed and answers its upload's key (null when it is not one):
+-- the first step of recording its variants or its failure, once.
+create or replace function app_private.lock_unprocessed_image(p_asset_id uuid)
+  returns text
+  language sql volatile
+  set search_path = pg_catalog
+  as $$
+  select i.object_key from app.assets a join app.upload_intents i on i.id = a.upload_id
+  where a.id = p_asset_id and app_private.image_unprocessed(a.purpose, a.processed_at, a.status)
+  for update of a
+$$;
+comment on function app_private.lock_unprocessed_image(uuid) is
+  'Locks the asset when it is an image still to be processed and answers its upload''s object key, else null. Used by app_private.finish_image and app_private.fail_image.';
+
+-- What follows an image's processing, whichever way it ended: its upload is deleted by its own job,
+-- and the request waiting for it is told on channel asset_processed (the asset id only).
+create or replace function app_private.image_settled(p_asset_id uuid, p_upload_key text)
+  returns void
+  language sql volatile
+  set search_path = pg_catalog
+  as $$
+  select app_private.queue_object_deletion(p_upload_key);
+  select pg_notify('asset_processed', p_asset_id::text);
+$$;
+comment on function app_private.image_settled(uuid, text) is
+  'After an image''s variants or failure are recorded: queues the deletion of its upload and announces the asset id on channel asset_processed. Used by app_private.finish_image and app_private.fail_image.';
+
 -- Processing, the worker's side (worker/tasks/process-image.ts): what to process, then its variants
 -- or its failure. An asset is to be processed while it is processing, or when it is an image from
 -- before processing existed (ready, never processed). Every step is keyed by the asset: a job that
@@ -302,7 +339,7 @@ create or replace function app_private.image_to_process(p_asset_id uuid,
   as $$
   select i.object_key, app_private.image_jpeg_key(a.id), a.content_type, a.purpose
   from app.assets a join app.upload_intents i on i.id = a.upload_id
-  where a.id = p_asset_id and a.purpose <> 'document' and a.processed_at is null and a.status in ('processing', 'ready')
+  where a.id = p_asset_id and app_private.image_unprocessed(a.purpose, a.processed_at, a.status)
 $$;
 comment on function app_private.image_to_process(uuid) is
   'An image still to be processed: its upload''s key, the key its JPEG variant goes to, its declared type and purpose; no row when it was processed, failed, or is a document. Read by the worker task process_image.';
@@ -321,18 +358,15 @@ create or replace function app_private.finish_image(p_asset_id uuid, p_width int
 declare
   v_upload_key text;
 begin
-  select i.object_key into v_upload_key from app.assets a join app.upload_intents i on i.id = a.upload_id
-  where a.id = p_asset_id and a.purpose <> 'document' and a.processed_at is null and a.status in ('processing', 'ready')
-  for update of a;
-  if not found then
+  v_upload_key := app_private.lock_unprocessed_image(p_asset_id);
+  if v_upload_key is null then
     return;
   end if;
   update app.assets
     set status = 'ready', processed_at = now(), width = p_width, height = p_height, placeholder = p_placeholder,
         variants = p_variants, display_key = p_display_key, object_key = p_jpeg_key
     where id = p_asset_id;
-  perform app_private.queue_object_deletion(v_upload_key);
-  perform pg_notify('asset_processed', p_asset_id::text);
+  perform app_private.image_settled(p_asset_id, v_upload_key);
 end
 $$;
 comment on function app_private.finish_image(uuid, integer, integer, text, jsonb, text, text) is
@@ -352,15 +386,12 @@ begin
   if p_code not in ('IMAGE_UNREADABLE', 'IMAGE_TOO_LARGE') then
     raise exception 'unknown image error %', p_code;
   end if;
-  select i.object_key into v_upload_key from app.assets a join app.upload_intents i on i.id = a.upload_id
-  where a.id = p_asset_id and a.purpose <> 'document' and a.processed_at is null and a.status in ('processing', 'ready')
-  for update of a;
-  if not found then
+  v_upload_key := app_private.lock_unprocessed_image(p_asset_id);
+  if v_upload_key is null then
     return;
   end if;
   update app.assets set status = 'failed', error_code = p_code where id = p_asset_id;
-  perform app_private.queue_object_deletion(v_upload_key);
-  perform pg_notify('asset_processed', p_asset_id::text);
+  perform app_private.image_settled(p_asset_id, v_upload_key);
 end
 $$;
 comment on function app_private.fail_image(uuid, text) is
@@ -375,7 +406,7 @@ create or replace function app_private.queue_object_deletion(p_key text)
   set search_path = pg_catalog
   as $$ select graphile_worker.add_job('delete_object', json_build_object('key', p_key), job_key => 'delete_object:' || p_key) $$;
 comment on function app_private.queue_object_deletion(text) is
-  'Queues the worker task delete_object for one stored object (job_key delete_object:<key>). Used by app_private.finish_image and app_private.fail_image for the processed or refused upload.';
+  'Queues the worker task delete_object for one stored object (job_key delete_object:<key>). Used by app_private.image_settled for the processed or refused upload.';
 
 -- The backfill: queues up to p_limit images never processed, oldest first, behind new uploads
 -- (worker cron process_image_backfill: the limit per run is the rate). A queued job keeps its key,
