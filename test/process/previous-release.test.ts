@@ -136,7 +136,7 @@ describe(`the previous release (${commit.slice(0, 12)}) and this one on one sche
     await worker.waitFor(() => worker.output().includes('worker running'), "this checkout's worker");
     const app = createClient(url) as TestApp;
     const user = await userAtLevel(app, 3);
-    const photo = await withPhoneMetadata(await markedImage(600, 400).jpeg().toBuffer(), 6);
+    const photo = await withPhoneMetadata(await markedImage(600, 600).jpeg().toBuffer(), 6); // square: the crop keeps the marker
     const intent = (await app.post('/uploads/presign', { purpose: 'profile_photo', contentType: 'image/jpeg', contentLength: photo.length }, { token: user.token })).body.data;
     expect((await putObject(intent.uploadUrl, photo, intent.headers)).status).toBe(200);
     const complete = await app.post('/uploads/complete', { uploadId: intent.uploadId, purpose: 'profile_photo', checksum: sha256(photo) }, { token: user.token });
