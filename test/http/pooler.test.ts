@@ -128,7 +128,7 @@ describe('the pooler down and back', () => {
     expect((await vote(app, reader, post.id)).status).toBe(201);
   });
 
-  it('under load: a restart answers only 200 or 503 (never 500), and requests started after its return succeed', async () => {
+  it('under load: a restart fails no read (each is retried on a fresh connection), and requests started after its return succeed', async () => {
     const pooler = app.pooler!;
     const statuses = new Map<number, number>();
     let restartedAt = Number.POSITIVE_INFINITY;
@@ -150,7 +150,8 @@ describe('the pooler down and back', () => {
     await new Promise((resolve) => setTimeout(resolve, 500));
     running = false;
     await Promise.all(load);
-    expect([...statuses.keys()].sort()).toEqual([200, 503]);
+    // A read that met the restart was retried by the server within its bound (server/http/failover-retry.ts): never a 500, and no 503 either.
+    expect([...statuses.keys()].sort()).toEqual([200]);
     expect(failuresAfterRestart).toEqual([]);
   });
 });
