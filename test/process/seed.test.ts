@@ -12,7 +12,6 @@ import { freePort } from '../../db/free-port.ts';
 import { createClient, type Client } from '../helpers/client.ts';
 import { answers, clusterRunning, startProcess, type RunningProcess } from '../helpers/process.ts';
 
-const pngSignature = Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]);
 let dataDir: string;
 let env: Record<string, string>;
 let service: RunningProcess;
@@ -33,9 +32,10 @@ afterAll(async () => {
   await rm(dataDir, { recursive: true, force: true });
 });
 
-async function isPng(url: string): Promise<boolean> {
+/** A served image is a processed variant: the seed uploads PNGs, lists and cards show WebP (contract part 18). */
+async function isWebp(url: string): Promise<boolean> {
   const bytes = Buffer.from(await (await fetch(url)).arrayBuffer());
-  return bytes.subarray(0, 8).equals(pngSignature);
+  return bytes.subarray(0, 4).toString('latin1') === 'RIFF' && bytes.subarray(8, 12).toString('latin1') === 'WEBP';
 }
 
 describe('npm run seed beside a running service', () => {
@@ -59,10 +59,10 @@ describe('npm run seed beside a running service', () => {
     expect(cards.length).toBeGreaterThanOrEqual(5);
     expect(new Set(cards.map((card: { feedContext: string }) => card.feedContext))).toEqual(new Set(['default_feed_user']));
     expect(new Set(cards.map((card: { author: { username: string } }) => card.author.username))).toEqual(new Set(['maria_k', 'sofia_l', 'tomas_h']));
-    for (const card of cards) expect(await isPng(card.author.profilePhotoUrl), card.author.username).toBe(true);
+    for (const card of cards) expect(await isWebp(card.author.profilePhotoUrl), card.author.username).toBe(true);
     const pictures = cards.flatMap((card: { article: { media: { url: string }[] } | null }) => card.article?.media ?? []);
     expect(pictures).toHaveLength(2);
-    for (const picture of pictures) expect(await isPng(picture.url)).toBe(true);
+    for (const picture of pictures) expect(await isWebp(picture.url)).toBe(true);
 
     const newcomer = await client.post('/auth/anonymous/session', { deviceId: 'seed-test-device' });
     const home = await client.get('/posts', { token: newcomer.body.data.accessToken });
