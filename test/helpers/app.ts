@@ -31,6 +31,9 @@ export function testPhone(n: number): { phoneCountryCode: string; phoneNumber: s
 }
 export const testCodes = Array.from({ length: 500 }, (_, n) => `${testPhone(n).e164}=${testOtpCode}`).join(',');
 
+/** The application name of the connections of a test app's image worker. */
+export const testImageWorker = 'test image worker';
+
 export interface TestApp extends Client {
   url: string;
   config: Config;
@@ -110,8 +113,10 @@ export async function startTestApp(
   // tasks alone runs beside the app, so every other job still runs only when a test says (runJobs).
   const images = startImageProcessor({ ...config.images, concurrency: 1, log });
   const taskList = createTaskList({ storage: objects.storage, ballots: { box: services.ballots, batch: config.ballotBatch }, images: { processor: images, backfillPerMinute: config.images.backfillPerMinute } });
+  // On a pool of its own, named, so that a file counting a worker process's connections can leave it out.
+  const imagePool = new pg.Pool({ connectionString: roleUrl(ownerUrl, 'app_worker'), max: 2, application_name: testImageWorker });
   const imageWorker: Runner = await run({
-    pgPool: pools.worker,
+    pgPool: imagePool,
     taskList: { process_image: taskList.process_image, delete_object: taskList.delete_object } as typeof taskList,
     concurrency: 1,
     noHandleSignals: true,
@@ -136,6 +141,7 @@ export async function startTestApp(
     images,
     async close() {
       await imageWorker.stop();
+      await imagePool.end();
       await images.close();
       await services.notificationHub.stop();
       server.closeAllConnections();

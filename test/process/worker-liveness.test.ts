@@ -5,7 +5,7 @@
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { freePort } from '../../db/free-port.ts';
-import { startTestApp, type TestApp } from '../helpers/app.ts';
+import { startTestApp, testImageWorker, type TestApp } from '../helpers/app.ts';
 import { createHub, type TestHub } from '../helpers/hubs.ts';
 import { createPost } from '../helpers/posts.ts';
 import { startProcess, type RunningProcess } from '../helpers/process.ts';
@@ -59,14 +59,14 @@ function kill9(worker: RunningProcess): Promise<number | null> {
 /** The worker role's server processes that wait on a lock (the fan-out or its completion). */
 async function waitingWorkerBackends(like: string): Promise<number> {
   const { rows } = await app.owner.query<{ n: number }>(
-    `select count(*)::int as n from pg_stat_activity where datname = current_database() and usename = 'app_worker'
+    `select count(*)::int as n from pg_stat_activity where datname = current_database() and usename = 'app_worker' and application_name <> '${testImageWorker}'
        and wait_event_type = 'Lock' and query ilike $1`,
     [like],
   );
   return rows[0]?.n ?? 0;
 }
 const workerBackends = async () =>
-  (await app.owner.query<{ n: number }>(`select count(*)::int as n from pg_stat_activity where datname = current_database() and usename = 'app_worker'`)).rows[0]?.n;
+  (await app.owner.query<{ n: number }>(`select count(*)::int as n from pg_stat_activity where datname = current_database() and usename = 'app_worker' and application_name <> '${testImageWorker}'`)).rows[0]?.n;
 
 const notified = async (postId: string) =>
   (
