@@ -47,7 +47,8 @@ async function startWorkerProcess(): Promise<RunningProcess> {
     WORKER_DEAD_AFTER_SECONDS: String(deadAfterSeconds),
   });
   workers.push(worker);
-  await worker.waitFor(() => worker.output().includes('worker running'), 'the worker process');
+  // Registered: its first beat landed (it may come after 'worker running', which a loaded machine shows).
+  await worker.waitFor(() => worker.output().includes('worker registered'), 'the worker process registered');
   return worker;
 }
 
