@@ -101,7 +101,7 @@ export interface Config {
 export interface ImageConfig {
   /** IMAGE_HEIC: decode HEIC with libheif's tools when installed (off: presign refuses image/heic). */
   heic: boolean;
-  /** IMAGE_CONCURRENCY: decoder processes per worker process, one image at a time each (default: the cores). */
+  /** IMAGE_CONCURRENCY: decoder processes per worker process, one image at a time each (default: the cores but one, at least one: a core stays with requests). */
   concurrency: number;
   /** IMAGE_MEMORY_MB: resident memory of one decoder process past which it is killed and its image refused. */
   memoryMb: number;
@@ -145,7 +145,7 @@ function imageSettings(env: Env): ImageConfig {
   if (memoryMb < 128) throw new StartupError(`IMAGE_MEMORY_MB must be at least 128 (got "${env.IMAGE_MEMORY_MB}")`);
   return {
     heic: onOff('IMAGE_HEIC', env.IMAGE_HEIC, true),
-    concurrency: positiveInteger('IMAGE_CONCURRENCY', env.IMAGE_CONCURRENCY, Math.max(1, os.availableParallelism())),
+    concurrency: positiveInteger('IMAGE_CONCURRENCY', env.IMAGE_CONCURRENCY, Math.max(1, os.availableParallelism() - 1)),
     memoryMb,
     timeoutMs: positiveInteger('IMAGE_TIMEOUT_MS', env.IMAGE_TIMEOUT_MS, 30_000),
     backfillPerMinute: positiveInteger('IMAGE_BACKFILL_PER_MINUTE', env.IMAGE_BACKFILL_PER_MINUTE, 60),

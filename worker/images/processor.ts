@@ -1,7 +1,7 @@
 // The image processor: a pool of decoder processes (child.ts) the worker owns, so no pixel of an
 // upload is ever decoded in a process that serves HTTP (the one-process `npm start` included).
 // Each process decodes one image at a time; there are `concurrency` of them (IMAGE_CONCURRENCY, one
-// per core by default), in Linux's idle scheduling class (util-linux's chrt; nice 10 where it is
+// per core but one by default), in Linux's idle scheduling class (util-linux's chrt; nice 10 where it is
 // missing), so they run on CPU time nothing else wants and requests keep the CPU first. Each image
 // is bounded in CPU time (IMAGE_TIMEOUT_MS of the process and the libheif tool it runs: a starved
 // decoder is not the image's fault) and memory (IMAGE_MEMORY_MB: the resident size of the process and the libheif
