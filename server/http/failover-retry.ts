@@ -24,8 +24,12 @@ import { idempotencyKeyOf } from './idempotency.ts';
 
 /** How long a request may go on retrying, from its first failover error. */
 export const retryBudgetMs = 5000;
-/** The pause before each retry doubles from the first, up to the last (with jitter). */
-const pauseMs = { first: 50, max: 1000 };
+/**
+ * The pause before each retry doubles from the first, up to the last (with jitter). The last is short:
+ * HAProxy lets a new leader take traffic within 250 ms of its promotion (deploy/haproxy), so a
+ * longer pause would only add to what a client waits.
+ */
+const pauseMs = { first: 50, max: 250 };
 
 const connectErrnos = new Set(['ECONNREFUSED', 'EHOSTUNREACH', 'ENOTFOUND']);
 
