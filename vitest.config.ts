@@ -1,4 +1,5 @@
 import { defineConfig } from 'vitest/config';
+import { BaseSequencer, type TestSpecification } from 'vitest/node';
 
 /**
  * HTTP test files that also run with the API and GraphQL pools behind a real PgBouncer in
@@ -17,10 +18,45 @@ const throughPooler = [
   'test/http/write-limits.test.ts',
 ];
 
+/**
+ * The files that take longest (a Patroni cluster's faults, a restore drill, process restarts, image
+ * decoding), started first in this order: a run then never ends waiting on one of them started
+ * last. Vitest orders by the last run's durations when it has them (node_modules/.vite), by file
+ * size on a fresh clone, where a short file that waits a minute would otherwise start at the end.
+ */
+const startFirst = [
+  'test/process/failover.test.ts',
+  'test/process/restore-drill.test.ts',
+  'test/http/pooler.test.ts',
+  'test/worker/images/processor.test.ts',
+  'test/http/push.test.ts',
+  'test/process/failures.test.ts',
+  'test/process/worker-liveness.test.ts',
+  'test/process/seed.test.ts',
+  'test/process/replica-reads.test.ts',
+  'test/process/previous-release.test.ts',
+  'test/sql/migration-locks.test.ts',
+];
+
+class LongestFirst extends BaseSequencer {
+  override async sort(files: TestSpecification[]): Promise<TestSpecification[]> {
+    const rank = (spec: TestSpecification) => {
+      const index = startFirst.findIndex((file) => spec.moduleId.endsWith(`/${file}`));
+      return index < 0 ? startFirst.length : index;
+    };
+    const sorted = await super.sort(files);
+    return sorted.map((spec, order) => ({ spec, order })).sort((a, b) => rank(a.spec) - rank(b.spec) || a.order - b.order).map(({ spec }) => spec);
+  }
+}
+
 export default defineConfig({
   test: {
     globalSetup: ['test/helpers/global-setup.ts'],
     pool: 'forks',
+    // A worker process runs file after file without loading the app's modules again for each
+    // (about a second of every file's time); each file still has its own database and app.
+    isolate: false,
+    sequence: { sequencer: LongestFirst },
     maxWorkers: 3,
     testTimeout: 30_000,
     hookTimeout: 60_000,

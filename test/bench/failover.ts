@@ -45,7 +45,10 @@ function countGoal(name: string, values: number[]): void {
   log(`goal ${name}: ${total} (${values.join(', ')} per round; target 0) ${total === 0 ? 'ok' : 'short'}`);
 }
 function goal(name: string, values: number[], target: string, ok: (value: number) => boolean): void {
-  if (values.length === 0) return log(`goal ${name}: n/a (its fault did not run; target ${target}) short`);
+  if (values.length === 0) {
+    log(`goal ${name}: n/a (its fault did not run; target ${target}) short`);
+    return;
+  }
   const value = median(values);
   log(`goal ${name}: ${fmt(value)} (min ${fmt(Math.min(...values))}, max ${fmt(Math.max(...values))}; target ${target}) ${ok(value) ? 'ok' : 'short'}`);
 }

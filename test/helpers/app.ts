@@ -114,7 +114,7 @@ export async function startTestApp(
   const images = startImageProcessor({ ...config.images, concurrency: 1, log });
   const taskList = createTaskList({ storage: objects.storage, ballots: { box: services.ballots, batch: config.ballotBatch }, images: { processor: images, backfillPerMinute: config.images.backfillPerMinute } });
   // On a pool of its own, named, so that a file counting a worker process's connections can leave it out.
-  const imagePool = new pg.Pool({ connectionString: roleUrl(ownerUrl, 'app_worker'), max: 2, application_name: testImageWorker });
+  const imagePool = survivesServerLoss(new pg.Pool({ connectionString: roleUrl(ownerUrl, 'app_worker'), max: 2, application_name: testImageWorker }));
   const imageWorker: Runner = await run({
     pgPool: imagePool,
     taskList: { process_image: taskList.process_image, delete_object: taskList.delete_object } as typeof taskList,

@@ -21,10 +21,41 @@ export function previousReleaseCommit(root = checkoutRoot): string {
   return commit;
 }
 
+interface LockedPackage {
+  version?: string;
+  resolved?: string;
+  integrity?: string;
+  link?: boolean;
+}
+
 /**
- * Writes the tree of `commit` into `dest` (git archive). Its node_modules: this checkout's when the two
- * package-lock.json files are the same, else its own `npm ci`. Throws, naming the commit, when the
- * repository does not have it (a shallow clone): a deploy test must not pass without its old release.
+ * Whether this checkout's node_modules serve a release locked by `theirLock`: every package it
+ * locks (at every path under node_modules) is locked here at the same version and integrity, and
+ * none of its packages holds a nested one it does not lock, so Node resolves each of its imports to
+ * the same files. Packages only this checkout adds at the top (a release's new dependencies) are
+ * there unused.
+ */
+function lockServes(theirLock: string, ourLock: string): boolean {
+  const theirs = (JSON.parse(theirLock) as { packages?: Record<string, LockedPackage> }).packages ?? {};
+  const ours = (JSON.parse(ourLock) as { packages?: Record<string, LockedPackage> }).packages ?? {};
+  const same = Object.entries(theirs).every(([where, locked]) => {
+    if (where === '') return true; // the project itself
+    const our = ours[where];
+    return our !== undefined && our.version === locked.version && our.integrity === locked.integrity && our.link === locked.link;
+  });
+  // A package nested inside one of theirs that they do not have would shadow what it resolves.
+  const shadowing = Object.keys(ours).some((where) => {
+    const parent = where.slice(0, Math.max(0, where.lastIndexOf('/node_modules/')));
+    return !(where in theirs) && parent !== '' && parent in theirs;
+  });
+  return same && !shadowing;
+}
+
+/**
+ * Writes the tree of `commit` into `dest` (git archive). Its node_modules: this checkout's when they
+ * hold every package its package-lock.json locks, at the same version (lockServes), else its own
+ * `npm ci`. Throws, naming the commit, when the repository does not have it (a shallow clone): a
+ * deploy test must not pass without its old release.
  */
 export async function checkoutCommit(commit: string, dest: string, root = checkoutRoot): Promise<void> {
   try {
@@ -38,7 +69,7 @@ export async function checkoutCommit(commit: string, dest: string, root = checko
   execFileSync('sh', ['-c', 'git -C "$1" archive "$2" | tar -x -C "$3"', 'sh', root, commit, dest]);
   const theirLock = readFileSync(path.join(dest, 'package-lock.json'), 'utf8');
   const ourLock = readFileSync(path.join(root, 'package-lock.json'), 'utf8');
-  if (theirLock === ourLock && existsSync(path.join(root, 'node_modules'))) {
+  if (lockServes(theirLock, ourLock) && existsSync(path.join(root, 'node_modules'))) {
     await symlink(path.join(root, 'node_modules'), path.join(dest, 'node_modules'));
   } else {
     execFileSync('npm', ['ci', '--prefer-offline', '--no-audit', '--no-fund'], { cwd: dest, stdio: 'ignore' });
