@@ -42,6 +42,7 @@ import S3rver from 's3rver';
 import { freePort } from '../db/free-port.ts';
 import { startFcmStandIn } from '../test/helpers/fcm.ts';
 import { ensureDebianPackages } from './debian-packages.ts';
+import { keepFolders } from '../server/uploads/s3rver-folders.ts';
 
 const execFileAsync = promisify(execFile);
 const root = path.resolve(import.meta.dirname, '..');
@@ -369,7 +370,7 @@ async function main(): Promise<void> {
   const ballotKey = `drill:${ballotKeyBytes.toString('hex')}`;
   const s3Dir = path.join(work, 's3');
   const s3Port = await freePort();
-  const s3 = new S3rver({ address: '127.0.0.1', port: s3Port, directory: s3Dir, silent: true, configureBuckets: [{ name: 'drill' }] });
+  const s3 = keepFolders(new S3rver({ address: '127.0.0.1', port: s3Port, directory: s3Dir, silent: true, configureBuckets: [{ name: 'drill' }] }));
   await s3.run();
   const fcm = await startFcmStandIn({ dir: work });
   const serviceEnv = (databasePort: number, port: number) => ({

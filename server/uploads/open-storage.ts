@@ -8,6 +8,7 @@ import path from 'node:path';
 import { StartupError, type Config } from '../../config.ts';
 import { close, listen, type Binding } from '../listen.ts';
 import { createStorage, s3Client, type Storage } from './storage.ts';
+import { keepFolders } from './s3rver-folders.ts';
 
 export interface OpenStorage {
   storage: Storage;
@@ -38,7 +39,7 @@ export async function openStorage(config: Config): Promise<OpenStorage> {
   });
   const directory = path.join(config.dataDir, 's3');
   const { port } = config.s3;
-  const store = new S3rver({ directory, silent: true, configureBuckets: [{ name: config.s3.bucket }] });
+  const store = keepFolders(new S3rver({ directory, silent: true, configureBuckets: [{ name: config.s3.bucket }] }));
   // s3rver's own run() leaves a taken port as an unhandled 'error' event: listen here instead.
   const server = createServer(store.callback());
   const stopStore = async () => {

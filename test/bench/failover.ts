@@ -26,6 +26,7 @@ import { freePort } from '../../db/free-port.ts';
 import { ensureEngines } from '../helpers/engines.ts';
 import { FailoverLoad, faultRound, startServices, type Fault, type FaultRound } from '../helpers/failover-load.ts';
 import { startPatroniCluster, timings } from '../helpers/patroni.ts';
+import { keepFolders } from '../../server/uploads/s3rver-folders.ts';
 
 const rounds = Number(process.env.BENCH_FAILOVER_ROUNDS ?? 3);
 const clients = Number(process.env.BENCH_FAILOVER_CLIENTS ?? 12);
@@ -56,7 +57,7 @@ function goal(name: string, values: number[], target: string, ok: (value: number
 ensureEngines();
 const s3Directory = await mkdtemp(path.join(os.tmpdir(), 'opinion-failover-bench-s3-'));
 const s3Port = await freePort();
-const s3 = new S3rver({ address: '127.0.0.1', port: s3Port, directory: s3Directory, silent: true });
+const s3 = keepFolders(new S3rver({ address: '127.0.0.1', port: s3Port, directory: s3Directory, silent: true }));
 await s3.run();
 const s3Endpoint = `http://127.0.0.1:${s3Port}`;
 

@@ -37,6 +37,7 @@ import { startImageProcessor } from '../../worker/images/processor.ts';
 import { heicFrom, markedImage, photo12mp, pngBomb } from '../helpers/images.ts';
 import { cleanUp, stopOnExit } from './cleanup.ts';
 import type { MediaLoadResult, MediaLoadStart } from './media-load.ts';
+import { keepFolders } from '../../server/uploads/s3rver-folders.ts';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
 const repeats = Number(process.env.BENCH_REPEATS ?? 3);
@@ -222,7 +223,7 @@ async function service(): Promise<void> {
 
   const bucket = 'opinion-media-bench';
   const s3Port = await freePort();
-  const s3 = new S3rver({ address: '127.0.0.1', port: s3Port, directory: path.join(scratch, 's3'), silent: true, configureBuckets: [{ name: bucket }] });
+  const s3 = keepFolders(new S3rver({ address: '127.0.0.1', port: s3Port, directory: path.join(scratch, 's3'), silent: true, configureBuckets: [{ name: bucket }] }));
   await s3.run();
   stopOnExit(() => s3.close());
 

@@ -11,6 +11,7 @@ import { migrate } from '../../db/migrate.ts';
 import S3rver from 's3rver';
 import { freePort } from '../../db/free-port.ts';
 import { ensureEngines } from './engines.ts';
+import { keepFolders } from '../../server/uploads/s3rver-folders.ts';
 
 declare module 'vitest' {
   export interface ProvidedContext {
@@ -49,7 +50,7 @@ export default async function setup(project: TestProject) {
   // One local S3-compatible store for the run; each test file makes its own bucket.
   const s3Directory = await mkdtemp(path.join(os.tmpdir(), 'opinion-s3-'));
   const s3Port = await freePort();
-  const s3 = new S3rver({ address: '127.0.0.1', port: s3Port, directory: s3Directory, silent: true });
+  const s3 = keepFolders(new S3rver({ address: '127.0.0.1', port: s3Port, directory: s3Directory, silent: true }));
   await s3.run();
   project.provide('s3Endpoint', `http://127.0.0.1:${s3Port}`);
 

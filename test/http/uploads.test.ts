@@ -238,3 +238,15 @@ describe('profile photos', () => {
     expect((await app.owner.query('select 1 from app.upload_intents where id = $1', [intent.uploadId])).rowCount).toBe(0);
   });
 });
+
+describe('the embedded S3 store', () => {
+  it('survives deleting an object while another is written under the same prefix (S3 has no folders)', async () => {
+    const bytes = Buffer.alloc(200_000, 7);
+    for (let i = 0; i < 20; i++) {
+      await app.storage.putImmutable(`race/${i}/first`, bytes, 'application/octet-stream');
+      await Promise.all([app.storage.delete(`race/${i}/first`), app.storage.putImmutable(`race/${i}/second`, bytes, 'application/octet-stream')]);
+      expect(await app.storage.head(`race/${i}/first`)).toBeNull();
+      expect((await app.storage.head(`race/${i}/second`))?.size).toBe(bytes.length);
+    }
+  });
+});
