@@ -85,3 +85,23 @@ export async function readsInTransaction(client: pg.ClientBase): Promise<Map<str
      where c.relnamespace in ('app'::regnamespace, 'app_private'::regnamespace) and c.relkind in ('r', 'm')`);
   return new Map(rows.map((row) => [row.relation, Number(row.rows)]));
 }
+
+/**
+ * Vacuums the app's tables until every page of each is marked all-visible, as autovacuum leaves a
+ * settled table. A vacuum that ran while another transaction of the database was open (the test
+ * app's job poll, slowed on a busy machine) cannot mark the pages written before it, and then an
+ * index scan, and the planner's probe of an index's last value for a bound past its histogram,
+ * fetch heap rows the steady state never would. Vacuums the tables with pages left, up to
+ * `attempts` times, 100 ms apart.
+ */
+export async function vacuumUntilAllVisible(client: pg.ClientBase, attempts = 50): Promise<void> {
+  for (let attempt = 0; attempt < attempts; attempt += 1) {
+    const { rows } = await client.query<{ name: string }>(
+      `select format('%I.%I', s.nspname, c.relname) as name from pg_class c join pg_namespace s on s.oid = c.relnamespace
+       where s.nspname = 'app' and c.relkind = 'r' and c.relpages > 0 and c.relallvisible < c.relpages`,
+    );
+    if (rows.length === 0) return;
+    if (attempt > 0) await new Promise((resolve) => setTimeout(resolve, 100));
+    await client.query(`vacuum ${rows.map((row) => row.name).join(', ')}`);
+  }
+}

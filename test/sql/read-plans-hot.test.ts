@@ -16,7 +16,7 @@ import { hubSearchSql, peopleSearchSql } from '../../server/search/routes.ts';
 import { followPageSql, followScanCap } from '../../server/users/follows.ts';
 import { benchId, generate, hotNameWord, space, subject as s } from '../bench/scale-data.ts';
 import { startTestApp, type TestApp } from '../helpers/app.ts';
-import { describePlan, explain, nodes, rowsRead, rowsReadInTransaction } from '../helpers/plans.ts';
+import { describePlan, explain, nodes, rowsRead, rowsReadInTransaction, vacuumUntilAllVisible } from '../helpers/plans.ts';
 import { asViewer } from '../helpers/sql.ts';
 
 const n = 2_000;
@@ -27,6 +27,7 @@ beforeAll(async () => {
   const client = await app.owner.connect();
   try {
     await generate(client, { name: 'plans-hot', shape: 'hot', n, users: 2 * n + 100, votes: n }, () => {});
+    await vacuumUntilAllVisible(client);
   } finally {
     client.release();
   }

@@ -14,7 +14,7 @@ import { followPageSql, followScanCap } from '../../server/users/follows.ts';
 import { myHubPageSql } from '../../server/users/my-hubs.ts';
 import { benchId, generate, space, subject as s } from '../bench/scale-data.ts';
 import { startTestApp, type TestApp } from '../helpers/app.ts';
-import { buffers, describePlan, explain, nodes, readsInTransaction, rowsRead, rowsReadInTransaction, scansOf, type PlanNode } from '../helpers/plans.ts';
+import { buffers, describePlan, explain, nodes, readsInTransaction, rowsRead, rowsReadInTransaction, scansOf, type PlanNode, vacuumUntilAllVisible } from '../helpers/plans.ts';
 import { asViewer } from '../helpers/sql.ts';
 
 const n = 2_000;
@@ -25,6 +25,7 @@ beforeAll(async () => {
   const client = await app.owner.connect();
   try {
     await generate(client, { name: 'plans', n, users: 2 * n + 100, votes: n }, () => {});
+    await vacuumUntilAllVisible(client);
   } finally {
     client.release();
   }

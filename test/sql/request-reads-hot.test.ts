@@ -19,7 +19,7 @@ import { memberScanCap } from '../../server/hubs/members.ts';
 import { benchId, generate, space, subjectSessions } from '../bench/scale-data.ts';
 import { hotKinds, type WorldRef } from '../bench/scale-kinds.ts';
 import { startTestApp, type TestApp } from '../helpers/app.ts';
-import { readsInTransaction } from '../helpers/plans.ts';
+import { readsInTransaction, vacuumUntilAllVisible } from '../helpers/plans.ts';
 
 const n = 2_000;
 const size = { name: 'reads-hot', shape: 'hot' as const, n, users: 2 * n + 100, votes: n };
@@ -37,6 +37,7 @@ beforeAll(async () => {
   const client = await app.owner.connect();
   try {
     await generate(client, size, () => {});
+    await vacuumUntilAllVisible(client);
     const sessionOf = await subjectSessions(client);
     await client.query('analyze');
     world = {
