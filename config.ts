@@ -160,9 +160,13 @@ function fcmConfig(env: NodeJS.ProcessEnv): FcmConfig | undefined {
   try {
     account = JSON.parse(readFileSync(file, 'utf8')) as Record<string, unknown>;
   } catch (error) {
-    throw new StartupError(`FCM_SERVICE_ACCOUNT_FILE: cannot read a JSON service account from ${file} (${(error as Error).message.split('\n')[0]})`);
+    throw new StartupError(
+      `FCM_SERVICE_ACCOUNT_FILE: cannot read a JSON service account from ${file} (${(error as Error).message.split('\n')[0]})`,
+    );
   }
-  const missing = ['project_id', 'client_email', 'private_key', 'token_uri'].filter((key) => typeof account[key] !== 'string' || account[key] === '');
+  const missing = ['project_id', 'client_email', 'private_key', 'token_uri'].filter(
+    (key) => typeof account[key] !== 'string' || account[key] === '',
+  );
   if (missing.length > 0) throw new StartupError(`FCM_SERVICE_ACCOUNT_FILE: ${file} lacks ${missing.join(', ')}`);
   return {
     projectId: account.project_id as string,
@@ -195,9 +199,17 @@ export const clientVersionPattern = /^(0|[1-9]\d{0,8})\.(0|[1-9]\d{0,8})\.(0|[1-
  * `platform:value` pairs, comma-separated, each platform at most once (MIN_CLIENT_VERSIONS,
  * CLIENT_UPDATE_URLS); a value may itself hold colons (a URL).
  */
-function platformPairs(name: string, raw: string | undefined, valid: (value: string) => boolean, what: string): ClientPlatforms<string | null> {
+function platformPairs(
+  name: string,
+  raw: string | undefined,
+  valid: (value: string) => boolean,
+  what: string,
+): ClientPlatforms<string | null> {
   const values: ClientPlatforms<string | null> = { ios: null, android: null };
-  for (const entry of (raw ?? '').split(',').map((e) => e.trim()).filter(Boolean)) {
+  for (const entry of (raw ?? '')
+    .split(',')
+    .map((e) => e.trim())
+    .filter(Boolean)) {
     const colon = entry.indexOf(':');
     const platform = entry.slice(0, colon);
     const value = entry.slice(colon + 1).trim();
@@ -212,7 +224,12 @@ function platformPairs(name: string, raw: string | undefined, valid: (value: str
 
 function clientVersionSettings(env: Env): Config['clientVersions'] {
   // Bounded as the OpenAPI document states them (32 and 1024 characters).
-  const minimum = platformPairs('MIN_CLIENT_VERSIONS', env.MIN_CLIENT_VERSIONS, (v) => v.length <= 32 && clientVersionPattern.test(v), 'major.minor.patch');
+  const minimum = platformPairs(
+    'MIN_CLIENT_VERSIONS',
+    env.MIN_CLIENT_VERSIONS,
+    (v) => v.length <= 32 && clientVersionPattern.test(v),
+    'major.minor.patch',
+  );
   const updateUrls = platformPairs(
     'CLIENT_UPDATE_URLS',
     env.CLIENT_UPDATE_URLS,
@@ -254,7 +271,8 @@ function otpSenderSetting(env: Env): OtpSenderSetting {
   if (sender && module) throw new StartupError('set OTP_SENDER or OTP_SENDER_MODULE, not both');
   if (module) return { kind: 'module', path: path.resolve(module) };
   if (sender === undefined) return { kind: 'log' };
-  if (sender !== 'twilio') throw new StartupError(`OTP_SENDER must be twilio (got "${sender}"); OTP_SENDER_MODULE plugs in any other sender`);
+  if (sender !== 'twilio')
+    throw new StartupError(`OTP_SENDER must be twilio (got "${sender}"); OTP_SENDER_MODULE plugs in any other sender`);
   const missing = ['TWILIO_ACCOUNT_SID', 'TWILIO_AUTH_TOKEN', 'TWILIO_FROM'].filter((name) => !env[name]);
   if (missing.length > 0) throw new StartupError(`OTP_SENDER=twilio needs ${missing.join(', ')}`);
   return {
@@ -290,17 +308,22 @@ export function localSecret(dataDir: string, name: string): string {
  * pending). Ids: letters, digits, `_`, `-`, up to 32.
  */
 export function parseBallotKeys(raw: string): { id: string; key: Buffer }[] {
-  const keys = raw.split(',').map((entry) => entry.trim()).filter(Boolean).map((entry) => {
-    const colon = entry.indexOf(':');
-    const id = colon < 0 ? '' : entry.slice(0, colon);
-    const text = entry.slice(colon + 1);
-    if (!/^[A-Za-z0-9_-]{1,32}$/.test(id)) throw new StartupError('BALLOT_KEY: each key is id:key, the id made of letters, digits, _ or - (up to 32)');
-    const key = /^[0-9a-fA-F]{64}$/.test(text) ? Buffer.from(text, 'hex') : Buffer.from(text, 'base64');
-    if (key.length !== 32 || (!/^[0-9a-fA-F]{64}$/.test(text) && key.toString('base64').replace(/=+$/, '') !== text.replace(/=+$/, ''))) {
-      throw new StartupError(`BALLOT_KEY: key "${id}" must be 32 bytes, as 64 hex digits or base64`);
-    }
-    return { id, key };
-  });
+  const keys = raw
+    .split(',')
+    .map((entry) => entry.trim())
+    .filter(Boolean)
+    .map((entry) => {
+      const colon = entry.indexOf(':');
+      const id = colon < 0 ? '' : entry.slice(0, colon);
+      const text = entry.slice(colon + 1);
+      if (!/^[A-Za-z0-9_-]{1,32}$/.test(id))
+        throw new StartupError('BALLOT_KEY: each key is id:key, the id made of letters, digits, _ or - (up to 32)');
+      const key = /^[0-9a-fA-F]{64}$/.test(text) ? Buffer.from(text, 'hex') : Buffer.from(text, 'base64');
+      if (key.length !== 32 || (!/^[0-9a-fA-F]{64}$/.test(text) && key.toString('base64').replace(/=+$/, '') !== text.replace(/=+$/, ''))) {
+        throw new StartupError(`BALLOT_KEY: key "${id}" must be 32 bytes, as 64 hex digits or base64`);
+      }
+      return { id, key };
+    });
   if (keys.length === 0) throw new StartupError('BALLOT_KEY: no key');
   if (new Set(keys.map((k) => k.id)).size !== keys.length) throw new StartupError('BALLOT_KEY: two keys share an id');
   return keys;
@@ -309,7 +332,7 @@ export function parseBallotKeys(raw: string): { id: string; key: Buffer }[] {
 /** BALLOT_BATCH (k): at least 2, default 5. */
 function ballotBatch(raw: string | undefined): number {
   const k = positiveInteger('BALLOT_BATCH', raw, 5);
-  if (k < 2) throw new StartupError('BALLOT_BATCH must be at least 2 (a batch of one is one voter\'s position)');
+  if (k < 2) throw new StartupError("BALLOT_BATCH must be at least 2 (a batch of one is one voter's position)");
   return k;
 }
 
@@ -323,7 +346,10 @@ function positiveSeconds(name: string, raw: string | undefined, fallback: number
 /** WRITE_LIMITS: `name=max/seconds` pairs, comma-separated (`posts=30/3600,comments=120/3600`). */
 function parseWriteLimits(raw: string | undefined): Record<string, { max: number; windowSeconds: number }> {
   const limits: Record<string, { max: number; windowSeconds: number }> = {};
-  for (const entry of (raw ?? '').split(',').map((e) => e.trim()).filter(Boolean)) {
+  for (const entry of (raw ?? '')
+    .split(',')
+    .map((e) => e.trim())
+    .filter(Boolean)) {
     const match = /^([a-z_]+)=(\d+)\/(\d+)$/.exec(entry);
     if (!match || Number(match[2]) < 1 || Number(match[3]) < 1) {
       throw new StartupError(`WRITE_LIMITS entries are name=max/seconds with positive integers (got "${entry}")`);
@@ -338,7 +364,8 @@ function portNumber(name: string, raw: string | undefined, fallback: undefined):
 function portNumber(name: string, raw: string | undefined, fallback: number | undefined): number | undefined {
   if (raw === undefined || raw === '') return fallback;
   const port = Number(raw);
-  if (!/^\d+$/.test(raw) || port < 1 || port > 65535) throw new StartupError(`${name} must be a port number from 1 to 65535 (got "${raw}")`);
+  if (!/^\d+$/.test(raw) || port < 1 || port > 65535)
+    throw new StartupError(`${name} must be a port number from 1 to 65535 (got "${raw}")`);
   return port;
 }
 
@@ -370,24 +397,36 @@ function databaseUrl(raw: string | undefined): string | undefined {
 
 /** DATABASE_REPLICA_URLS: comma-separated postgres:// URLs of hot standbys; their login roles are derived as DATABASE_URL's. */
 function replicaUrls(raw: string | undefined, primary: string | undefined): string[] {
-  const urls = (raw ?? '').split(',').map((url) => url.trim()).filter(Boolean);
+  const urls = (raw ?? '')
+    .split(',')
+    .map((url) => url.trim())
+    .filter(Boolean);
   for (const url of urls) {
     if (!URL.canParse(url) || !/^postgres(ql)?:$/.test(new URL(url).protocol)) {
-      throw new StartupError(`DATABASE_REPLICA_URLS must list postgres:// URLs (got "${url.replace(/\/\/[^@]*@/, '//…@')}": credentials hidden)`);
+      throw new StartupError(
+        `DATABASE_REPLICA_URLS must list postgres:// URLs (got "${url.replace(/\/\/[^@]*@/, '//…@')}": credentials hidden)`,
+      );
     }
   }
-  if (urls.length > 0 && !primary) throw new StartupError('DATABASE_REPLICA_URLS needs DATABASE_URL (replicas of the embedded database are not supported)');
+  if (urls.length > 0 && !primary)
+    throw new StartupError('DATABASE_REPLICA_URLS needs DATABASE_URL (replicas of the embedded database are not supported)');
   return urls;
 }
 
 /** DATABASE_POOLER_URL: where the pooler listens; the credentials are DATABASE_URL's (derived per role), never its own. */
 function poolerUrl(raw: string | undefined, ownerUrl: string | undefined): string | undefined {
   if (!raw) return undefined;
-  if (!URL.canParse(raw) || !/^postgres(ql)?:$/.test(new URL(raw).protocol)) throw new StartupError('DATABASE_POOLER_URL must be a postgres:// URL');
-  if (!ownerUrl) throw new StartupError('DATABASE_POOLER_URL needs DATABASE_URL (the pooler fronts that database; its roles and passwords come from it)');
+  if (!URL.canParse(raw) || !/^postgres(ql)?:$/.test(new URL(raw).protocol))
+    throw new StartupError('DATABASE_POOLER_URL must be a postgres:// URL');
+  if (!ownerUrl)
+    throw new StartupError(
+      'DATABASE_POOLER_URL needs DATABASE_URL (the pooler fronts that database; its roles and passwords come from it)',
+    );
   const url = new URL(raw);
   if (url.username || url.password) {
-    throw new StartupError('DATABASE_POOLER_URL takes no user or password: the API logs in as authenticator with the password DATABASE_URL derives');
+    throw new StartupError(
+      'DATABASE_POOLER_URL takes no user or password: the API logs in as authenticator with the password DATABASE_URL derives',
+    );
   }
   return raw;
 }
@@ -403,21 +442,28 @@ function parseTrustProxy(raw: string | undefined): boolean | number | string {
 }
 
 function webSettings(env: Env): Config['web'] {
-  const list = (raw: string | undefined) => (raw ?? '').split(',').map((item) => item.trim()).filter(Boolean);
+  const list = (raw: string | undefined) =>
+    (raw ?? '')
+      .split(',')
+      .map((item) => item.trim())
+      .filter(Boolean);
   const iosAppIds = list(env.IOS_APP_IDS);
   for (const id of iosAppIds) {
-    if (!/^[A-Z0-9]{10}\.[A-Za-z0-9.-]+$/.test(id)) throw new StartupError(`IOS_APP_IDS must list <team id>.<bundle id> values such as ABCDE12345.com.example.opinion (got "${id}")`);
+    if (!/^[A-Z0-9]{10}\.[A-Za-z0-9.-]+$/.test(id))
+      throw new StartupError(`IOS_APP_IDS must list <team id>.<bundle id> values such as ABCDE12345.com.example.opinion (got "${id}")`);
   }
   const androidPackage = env.ANDROID_APP_PACKAGE || undefined;
   const certSha256 = list(env.ANDROID_CERT_SHA256).map((fingerprint) => {
     const hex = fingerprint.replaceAll(':', '').toUpperCase();
-    if (!/^[0-9A-F]{64}$/.test(hex)) throw new StartupError(`ANDROID_CERT_SHA256 must list SHA-256 fingerprints (32 bytes in hex, colons optional; got "${fingerprint}")`);
+    if (!/^[0-9A-F]{64}$/.test(hex))
+      throw new StartupError(`ANDROID_CERT_SHA256 must list SHA-256 fingerprints (32 bytes in hex, colons optional; got "${fingerprint}")`);
     return hex.match(/../g)?.join(':') as string;
   });
   if (androidPackage !== undefined && !/^[A-Za-z][A-Za-z0-9_]*(\.[A-Za-z][A-Za-z0-9_]*)+$/.test(androidPackage)) {
     throw new StartupError(`ANDROID_APP_PACKAGE must be an Android package name such as com.example.opinion (got "${androidPackage}")`);
   }
-  if ((androidPackage === undefined) !== (certSha256.length === 0)) throw new StartupError('ANDROID_APP_PACKAGE and ANDROID_CERT_SHA256 go together: set both or neither');
+  if ((androidPackage === undefined) !== (certSha256.length === 0))
+    throw new StartupError('ANDROID_APP_PACKAGE and ANDROID_CERT_SHA256 go together: set both or neither');
   return {
     dir: env.WEB_DIR ? path.resolve(env.WEB_DIR) : undefined,
     iosAppIds,
@@ -471,9 +517,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     idp: {
       projectId,
       issuer: env.IDP_ISSUER ?? `https://securetoken.google.com/${projectId}`,
-      jwksUrl:
-        env.IDP_JWKS_URL ??
-        'https://www.googleapis.com/service_accounts/v1/jwk/securetoken@system.gserviceaccount.com',
+      jwksUrl: env.IDP_JWKS_URL ?? 'https://www.googleapis.com/service_accounts/v1/jwk/securetoken@system.gserviceaccount.com',
     },
     s3: {
       endpoint: s3Endpoint,

@@ -93,7 +93,8 @@ export function workerLogger(log: Log, onRetry?: (error: unknown) => void): Work
     const retry = workerRetryLines.test(message);
     if (retry) onRetry?.((meta as { error?: unknown } | undefined)?.error ?? message);
     const routine = workerRoutineLines.test(message);
-    const method = retry || routine ? 'debug' : level === 'error' ? 'error' : level === 'warning' ? 'warn' : level === 'debug' ? 'debug' : 'info';
+    const method =
+      retry || routine ? 'debug' : level === 'error' ? 'error' : level === 'warning' ? 'warn' : level === 'debug' ? 'debug' : 'info';
     const fields = meta && 'job' in meta ? { ...meta, job: jobSummary(meta.job) } : (meta ?? {});
     child[method](fields, message);
   });

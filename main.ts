@@ -56,12 +56,20 @@ for (const signal of ['SIGINT', 'SIGTERM', 'SIGHUP'] as const) process.on(signal
 
 const ports = {
   api: { port: config.port, host: undefined, portSetting: 'PORT', what: 'the API' },
-  metrics: { port: config.metricsPort ?? 0, host: config.metricsHost, portSetting: 'METRICS_PORT', hostSetting: 'METRICS_HOST', what: 'the metrics' },
+  metrics: {
+    port: config.metricsPort ?? 0,
+    host: config.metricsHost,
+    portSetting: 'METRICS_PORT',
+    hostSetting: 'METRICS_HOST',
+    what: 'the metrics',
+  },
   s3: embeddedStoreBinding(config),
 } satisfies Record<string, Binding>;
 
 async function start(): Promise<void> {
-  log.info(`starting (${config.databaseUrl ? 'DATABASE_URL' : `embedded data in ${config.dataDir}`}${config.databasePoolerUrl ? '; API and GraphQL through DATABASE_POOLER_URL' : ''})`);
+  log.info(
+    `starting (${config.databaseUrl ? 'DATABASE_URL' : `embedded data in ${config.dataDir}`}${config.databasePoolerUrl ? '; API and GraphQL through DATABASE_POOLER_URL' : ''})`,
+  );
   await checkPorts([
     ...(only !== 'worker' ? [ports.api] : []),
     ...(config.metricsPort !== undefined ? [ports.metrics] : []),
@@ -73,7 +81,11 @@ async function start(): Promise<void> {
   closers.push(() => objects.stop());
   // The worker reads and writes the primary only (a job reads what its cause wrote where it is visible).
   const replicas = only === 'worker' ? undefined : { urls: config.databaseReplicaUrls, maxLagMillis: config.replicaMaxLagMillis };
-  const pools = createPools(database.ownerUrl, { poolerUrl: config.databasePoolerUrl, replicas, statementTimeoutMs: config.apiTimeouts.statementTimeoutMs });
+  const pools = createPools(database.ownerUrl, {
+    poolerUrl: config.databasePoolerUrl,
+    replicas,
+    statementTimeoutMs: config.apiTimeouts.statementTimeoutMs,
+  });
   closers.push(() => pools.end());
   const metrics = createMetrics(pools);
   if (config.metricsPort !== undefined && !stopping) {
@@ -100,17 +112,24 @@ async function start(): Promise<void> {
       await services.graphql.release();
     });
     await listen(server, ports.api);
-    log.info(`API listening on http://localhost:${config.port}${basePath} (docs: ${basePath}/docs; internal GraphQL: ${internalGraphqlPath})`);
+    log.info(
+      `API listening on http://localhost:${config.port}${basePath} (docs: ${basePath}/docs; internal GraphQL: ${internalGraphqlPath})`,
+    );
   }
   if (only !== 'api' && !stopping) {
     // Images are decoded in processes this worker owns, never in this one (worker/images).
     const processor = startImageProcessor({ ...config.images, log });
     closers.push(() => processor.close());
     const images = { processor, backfillPerMinute: config.images.backfillPerMinute };
-    const runner = await startWorker(pools.worker, log, { storage: objects.storage, ballots: { box: new BallotBox(config.ballotKeys), batch: config.ballotBatch }, images }, {
-      deadAfterSeconds: config.workerDeadAfterSeconds,
-      watch: (events) => metrics.watchWorker(events),
-    });
+    const runner = await startWorker(
+      pools.worker,
+      log,
+      { storage: objects.storage, ballots: { box: new BallotBox(config.ballotKeys), batch: config.ballotBatch }, images },
+      {
+        deadAfterSeconds: config.workerDeadAfterSeconds,
+        watch: (events) => metrics.watchWorker(events),
+      },
+    );
     closers.push(() => runner.stop());
     if (config.fcm) {
       const pusher = new Pusher(pools.worker, config.fcm, log, metrics.push);
@@ -122,7 +141,7 @@ async function start(): Promise<void> {
     }
     log.info('worker running');
   }
-  const metricsNote = config.metricsPort === undefined ? "" : `; metrics: http://${config.metricsHost}:${config.metricsPort}/metrics`;
+  const metricsNote = config.metricsPort === undefined ? '' : `; metrics: http://${config.metricsHost}:${config.metricsPort}/metrics`;
   log.info(`data: ${database.location}; files: ${objects.location}${metricsNote}; ready in ${Date.now() - started} ms`);
 }
 

@@ -45,7 +45,10 @@ class LongestFirst extends BaseSequencer {
       return index < 0 ? startFirst.length : index;
     };
     const sorted = await super.sort(files);
-    return sorted.map((spec, order) => ({ spec, order })).sort((a, b) => rank(a.spec) - rank(b.spec) || a.order - b.order).map(({ spec }) => spec);
+    return sorted
+      .map((spec, order) => ({ spec, order }))
+      .sort((a, b) => rank(a.spec) - rank(b.spec) || a.order - b.order)
+      .map(({ spec }) => spec);
   }
 }
 

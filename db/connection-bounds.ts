@@ -9,4 +9,8 @@ import type pg from 'pg';
  * within about 15 s) and 5 s to open a connection, or to wait for a pool's free one. PgBouncer and
  * HAProxy in front answer at once; a primary that hangs leaves a connection attempt unanswered.
  */
-export const connectionBounds = { keepAlive: true, keepAliveInitialDelayMillis: 5000, connectionTimeoutMillis: 5000 } as const satisfies pg.ClientConfig;
+export const connectionBounds = {
+  keepAlive: true,
+  keepAliveInitialDelayMillis: 5000,
+  connectionTimeoutMillis: 5000,
+} as const satisfies pg.ClientConfig;

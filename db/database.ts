@@ -48,7 +48,12 @@ export async function openDatabase(config: Config, { signal, notice }: OpenOptio
     await checkReachable(config.databaseUrl, 'DATABASE_URL');
     const migrated = config.migrateOnStart ? await migrate(config.databaseUrl, migrateOptions(config, notice)) : undefined;
     const url = new URL(config.databaseUrl);
-    return { ownerUrl: config.databaseUrl, location: `${url.host}${url.pathname}`, ...(migrated ? { migrated } : {}), stop: async () => {} };
+    return {
+      ownerUrl: config.databaseUrl,
+      location: `${url.host}${url.pathname}`,
+      ...(migrated ? { migrated } : {}),
+      stop: async () => {},
+    };
   }
   const embedded = await startEmbeddedPostgres(config.dataDir, { signal, ...(notice ? { notice } : {}) });
   let migrated: SqlApplyResult;

@@ -62,7 +62,9 @@ async function postgresAccount(): Promise<Account | undefined> {
     await run('groupadd', ['--system', 'postgres']).catch(() => undefined);
     await run('useradd', ['--system', '-g', 'postgres', 'postgres']).catch(() => undefined);
     return lookup().catch(() => {
-      throw new StartupError('PostgreSQL cannot run as root and no `postgres` user could be created: run as a regular user or set DATABASE_URL');
+      throw new StartupError(
+        'PostgreSQL cannot run as root and no `postgres` user could be created: run as a regular user or set DATABASE_URL',
+      );
     });
   }
 }
@@ -107,7 +109,12 @@ async function placeForPostgresUser(account: Account, nativeDir: string, databas
 /** Runs a program to completion, failing with the last lines it wrote. */
 async function runToEnd(command: string, args: string[], account: Account | undefined, signal: AbortSignal | undefined): Promise<void> {
   // An abort sends SIGTERM: initdb then removes what it created.
-  const child = spawn(command, args, { ...account, signal, stdio: ['ignore', 'ignore', 'pipe'], env: { ...process.env, LC_MESSAGES: 'C' } });
+  const child = spawn(command, args, {
+    ...account,
+    signal,
+    stdio: ['ignore', 'ignore', 'pipe'],
+    env: { ...process.env, LC_MESSAGES: 'C' },
+  });
   let stderr = '';
   child.stderr.on('data', (chunk: Buffer) => (stderr = (stderr + chunk.toString()).slice(-2000)));
   const code = await new Promise<number | null>((resolve, reject) => {
@@ -122,7 +129,13 @@ function lastLine(text: string): string {
   return text.trim().split('\n').filter(Boolean).at(-1)?.trim() ?? '(no output)';
 }
 
-async function initialise(binaries: string, dataDir: string, password: string, account: Account | undefined, signal: AbortSignal | undefined): Promise<void> {
+async function initialise(
+  binaries: string,
+  dataDir: string,
+  password: string,
+  account: Account | undefined,
+  signal: AbortSignal | undefined,
+): Promise<void> {
   const passwordFile = path.join(os.tmpdir(), `opinion-pg-${randomBytes(6).toString('hex')}`);
   await writeFile(passwordFile, `${password}\n`, { mode: 0o600 });
   try {
@@ -273,16 +286,21 @@ async function takeOverOrphan(clusterDir: string, notice: (message: string) => v
     owner = undefined; // started by a version that kept no record, or the record is gone
   }
   if (owner && alive(owner.pid) && (owner.started === null || processIdentity(owner.pid).started === owner.started)) {
-    throw new StartupError(`the embedded PostgreSQL of ${clusterDir} belongs to a process that is running (pid ${owner.pid}): stop that process first, or use another DATA_DIR`);
+    throw new StartupError(
+      `the embedded PostgreSQL of ${clusterDir} belongs to a process that is running (pid ${owner.pid}): stop that process first, or use another DATA_DIR`,
+    );
   }
-  notice(`the embedded PostgreSQL of ${clusterDir} was left running by a process that ended without stopping it (pid ${postmaster}): stopping it and starting again`);
+  notice(
+    `the embedded PostgreSQL of ${clusterDir} was left running by a process that ended without stopping it (pid ${postmaster}): stopping it and starting again`,
+  );
   process.kill(postmaster, 'SIGINT'); // fast shutdown
   const deadline = Date.now() + 30_000;
   while (alive(postmaster)) {
     if (Date.now() > deadline) {
       process.kill(postmaster, 'SIGQUIT'); // immediate shutdown: recovery runs on the next start
       await new Promise((resolve) => setTimeout(resolve, 1000));
-      if (alive(postmaster)) throw new StartupError(`the embedded PostgreSQL left running on ${clusterDir} (pid ${postmaster}) does not stop`);
+      if (alive(postmaster))
+        throw new StartupError(`the embedded PostgreSQL left running on ${clusterDir} (pid ${postmaster}) does not stop`);
       break;
     }
     await new Promise((resolve) => setTimeout(resolve, 50));

@@ -14,5 +14,7 @@ export function isFailoverError(error: unknown): boolean {
   if (!(error instanceof Error)) return false;
   const code = (error as { code?: unknown }).code;
   if (typeof code === 'string' && (lostErrnos.has(code) || code === '25006' || /^(08|57P0[123])/.test(code))) return true;
-  return /Connection terminated|timeout exceeded when trying to connect|Query read timeout|not queryable|during recovery|recovery is in progress/i.test(error.message);
+  return /Connection terminated|timeout exceeded when trying to connect|Query read timeout|not queryable|during recovery|recovery is in progress/i.test(
+    error.message,
+  );
 }

@@ -51,7 +51,14 @@ export function refusedLimitOf(hint: string | undefined, wait: number): LimitCou
   try {
     const limit = JSON.parse(hint) as { rateLimit?: unknown; quota?: unknown; windowSeconds?: unknown };
     if (typeof limit.rateLimit !== 'string' || typeof limit.quota !== 'number' || typeof limit.windowSeconds !== 'number') return undefined;
-    return { name: limit.rateLimit, quota: limit.quota, windowSeconds: limit.windowSeconds, remaining: 0, resetSeconds: wait, refused: true };
+    return {
+      name: limit.rateLimit,
+      quota: limit.quota,
+      windowSeconds: limit.windowSeconds,
+      remaining: 0,
+      resetSeconds: wait,
+      refused: true,
+    };
   } catch {
     return undefined;
   }

@@ -18,7 +18,6 @@ export interface LockRetryOptions {
 
 export const defaultLockRetry: LockRetryOptions = { lockTimeoutMs: 200, maxWaitSeconds: 900 };
 
-
 /** A step that waited longer than its bound: its message is the one line an operator reads (exit 1). */
 export class LockWaitGaveUp extends StartupError {}
 
@@ -111,11 +110,15 @@ export async function withLockRetries(
         waited = true;
         const elapsed = (Date.now() - started) / 1000;
         if (elapsed >= options.maxWaitSeconds) {
-          throw new LockWaitGaveUp(`migration gave up after ${Math.round(elapsed)} s: ${what} waits for ${held} (MIGRATION_LOCK_WAIT_SECONDS=${options.maxWaitSeconds}); end that transaction or run the migration later`);
+          throw new LockWaitGaveUp(
+            `migration gave up after ${Math.round(elapsed)} s: ${what} waits for ${held} (MIGRATION_LOCK_WAIT_SECONDS=${options.maxWaitSeconds}); end that transaction or run the migration later`,
+          );
         }
         // 50 ms, doubling to 2 s, with jitter, never past the bound.
         const pause = Math.min(2000, 50 * 2 ** Math.min(attempt, 6)) * (0.75 + Math.random() / 2);
-        await new Promise((resolve) => setTimeout(resolve, Math.min(pause, Math.max(0, options.maxWaitSeconds * 1000 - (Date.now() - started)))));
+        await new Promise((resolve) =>
+          setTimeout(resolve, Math.min(pause, Math.max(0, options.maxWaitSeconds * 1000 - (Date.now() - started)))),
+        );
       }
     }
   } finally {

@@ -133,7 +133,8 @@ export async function migrate(ownerUrl: string, options: MigrateOptions = {}): P
     await client.end();
   }
   await setLoginPasswords(ownerUrl);
-  for (const orphan of result.orphans) options.log?.(`${orphan}: no db/sql file defines it any more; it stays until a migration drops it (docs/database.md)`);
+  for (const orphan of result.orphans)
+    options.log?.(`${orphan}: no db/sql file defines it any more; it stays until a migration drops it (docs/database.md)`);
   return result;
 }
 
@@ -207,19 +208,44 @@ async function runVersioned(client: pg.Client, ownerUrl: string, lockRetry: Lock
   });
   const pending = shipped.slice(ranHere.length);
   for (const name of pending) {
-    await withLockRetries(client, ownerUrl, `migration ${name}`, async () => {
-      await runner({ ...options, dir: migrationsDir, checkOrder: false, count: 1, migrationLoaderStrategies: [{ extensions: ['.sql'], loader: sqlLoader(lockRetry.lockTimeoutMs) }] });
-    }, lockRetry, { transaction: false });
+    await withLockRetries(
+      client,
+      ownerUrl,
+      `migration ${name}`,
+      async () => {
+        await runner({
+          ...options,
+          dir: migrationsDir,
+          checkOrder: false,
+          count: 1,
+          migrationLoaderStrategies: [{ extensions: ['.sql'], loader: sqlLoader(lockRetry.lockTimeoutMs) }],
+        });
+      },
+      lockRetry,
+      { transaction: false },
+    );
   }
   return ranFrozenChain;
 }
 
-async function applySqlFiles(client: pg.Client, ownerUrl: string, dir: string, lockRetry: LockRetryOptions, ranFrozenChain: boolean): Promise<SqlApplyResult> {
-  await client.query(`create table if not exists public.sql_files (file text primary key, sha256 text not null, applied_at timestamptz not null)`);
-  await client.query(`create table if not exists public.sql_levels (level int primary key, sha256 text not null, applied_at timestamptz not null)`);
+async function applySqlFiles(
+  client: pg.Client,
+  ownerUrl: string,
+  dir: string,
+  lockRetry: LockRetryOptions,
+  ranFrozenChain: boolean,
+): Promise<SqlApplyResult> {
+  await client.query(
+    `create table if not exists public.sql_files (file text primary key, sha256 text not null, applied_at timestamptz not null)`,
+  );
+  await client.query(
+    `create table if not exists public.sql_levels (level int primary key, sha256 text not null, applied_at timestamptz not null)`,
+  );
   const applied = (await client.query<{ level: number | null }>('select max(level) as level from public.sql_levels')).rows[0]?.level ?? 0;
   if (applied > sqlLevel) {
-    throw new StartupError(`this release's db/sql is level ${sqlLevel}, but the database has level ${applied}: a newer release migrated it; run that release's migrate (a release never migrates a newer schema)`);
+    throw new StartupError(
+      `this release's db/sql is level ${sqlLevel}, but the database has level ${applied}: a newer release migrated it; run that release's migrate (a release never migrates a newer schema)`,
+    );
   }
   const files = shippedSqlFiles(dir);
   if (ranFrozenChain) {
@@ -230,7 +256,9 @@ async function applySqlFiles(client: pg.Client, ownerUrl: string, dir: string, l
     await client.query('commit');
   }
   const result = await applySqlStatements(client, ownerUrl, statementsOf(files), lockRetry);
-  const sha256 = createHash('sha256').update(files.map((file) => `${file.file} ${file.sha256}\n`).join('')).digest('hex');
+  const sha256 = createHash('sha256')
+    .update(files.map((file) => `${file.file} ${file.sha256}\n`).join(''))
+    .digest('hex');
   await client.query('begin');
   await client.query('delete from public.sql_files');
   for (const { file, sha256: fileSha } of files) {

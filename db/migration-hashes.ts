@@ -23,7 +23,9 @@ export function migrationFiles(): string[] {
 }
 
 export function hashOf(file: string): string {
-  return createHash('sha256').update(readFileSync(path.join(root, file))).digest('hex');
+  return createHash('sha256')
+    .update(readFileSync(path.join(root, file)))
+    .digest('hex');
 }
 
 /** The committed list: file → hash. */

@@ -67,7 +67,14 @@ const graphqlWaitMillis = 10_000;
 
 export function createPools(
   ownerUrl: string,
-  { apiMax = 20, graphqlMax = 3, workerMax = 5, poolerUrl, replicas: replicaOptions, statementTimeoutMs = defaultBounds.statementTimeoutMs }: PoolOptions = {},
+  {
+    apiMax = 20,
+    graphqlMax = 3,
+    workerMax = 5,
+    poolerUrl,
+    replicas: replicaOptions,
+    statementTimeoutMs = defaultBounds.statementTimeoutMs,
+  }: PoolOptions = {},
 ): Pools {
   const authenticatorUrl = roleUrl(ownerUrl, 'authenticator', poolerUrl);
   // Pipelined: queries issued without waiting for the previous answer share one round trip (the
@@ -80,7 +87,13 @@ export function createPools(
     query_timeout: statementTimeoutMs + answerMarginMillis,
     application_name: 'api',
   });
-  const graphqlConfig: pg.PoolConfig = { ...connectionBounds, connectionString: authenticatorUrl, max: graphqlMax, connectionTimeoutMillis: graphqlWaitMillis, application_name: 'graphql' };
+  const graphqlConfig: pg.PoolConfig = {
+    ...connectionBounds,
+    connectionString: authenticatorUrl,
+    max: graphqlMax,
+    connectionTimeoutMillis: graphqlWaitMillis,
+    application_name: 'graphql',
+  };
   const graphql = new pg.Pool({ ...graphqlConfig, application_name: 'graphql session checks' });
   // A worker killed mid-statement: its server process notices within a second and stops the
   // statement, instead of finishing work nobody waits for (PostgreSQL 14+).

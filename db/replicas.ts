@@ -81,7 +81,14 @@ export class Replica {
     this.name = url.host;
     this.#url = roleUrl(ownerUrl, 'authenticator');
     // A replica that does not answer a connection in a second is skipped; the read goes to the primary.
-    this.pool = new pg.Pool({ ...connectionBounds, connectionString: this.#url, max, pipeline: true, connectionTimeoutMillis: 1000, application_name: 'api' } as pg.PoolConfig);
+    this.pool = new pg.Pool({
+      ...connectionBounds,
+      connectionString: this.#url,
+      max,
+      pipeline: true,
+      connectionTimeoutMillis: 1000,
+      application_name: 'api',
+    } as pg.PoolConfig);
     this.pool.on('error', () => {});
     this.pool.on('connect', (client) => client.on('error', () => {}));
   }
@@ -90,7 +97,13 @@ export class Replica {
   async poll(): Promise<boolean> {
     try {
       if (!this.#poller) {
-        const client = new pg.Client({ ...connectionBounds, connectionString: this.#url, connectionTimeoutMillis: this.#answerMillis, query_timeout: this.#answerMillis, application_name: 'replica poll' });
+        const client = new pg.Client({
+          ...connectionBounds,
+          connectionString: this.#url,
+          connectionTimeoutMillis: this.#answerMillis,
+          query_timeout: this.#answerMillis,
+          application_name: 'replica poll',
+        });
         client.on('error', () => {});
         this.#poller = client;
         await client.connect();
@@ -238,7 +251,8 @@ export class ReplicaSet {
   replicaFor(sessionId: string | null): Replica | undefined {
     const { replicas } = this;
     if (replicas.length === 0) return undefined;
-    const index = sessionId === null ? Math.floor(Math.random() * replicas.length) : Number.parseInt(sessionId.slice(-8), 16) % replicas.length;
+    const index =
+      sessionId === null ? Math.floor(Math.random() * replicas.length) : Number.parseInt(sessionId.slice(-8), 16) % replicas.length;
     const replica = replicas[Number.isNaN(index) ? 0 : index]!;
     return this.usable(replica) ? replica : undefined;
   }
@@ -278,15 +292,21 @@ export class ReplicaSet {
    * now, which is answered (a position read after the floor was raised, so at least the floor).
    */
   async noteServed(sessionId: string): Promise<bigint> {
-    const { rows } = await this.#primary.query<{ floor: string }>('select app_private.note_session_read_floor($1), pg_current_wal_insert_lsn()::text as floor', [
-      sessionId,
-    ]);
+    const { rows } = await this.#primary.query<{ floor: string }>(
+      'select app_private.note_session_read_floor($1), pg_current_wal_insert_lsn()::text as floor',
+      [sessionId],
+    );
     const floor = lsnBytes(rows[0]!.floor);
     if (floor > this.notedFloor(sessionId)) setBounded(this.#noted, sessionId, floor, notedMax);
     return floor;
   }
 
   status(): ReplicaStatus[] {
-    return this.replicas.map((replica) => ({ name: replica.name, usable: this.usable(replica), lagMillis: replica.lagMillis, served: replica.served }));
+    return this.replicas.map((replica) => ({
+      name: replica.name,
+      usable: this.usable(replica),
+      lagMillis: replica.lagMillis,
+      served: replica.served,
+    }));
   }
 }

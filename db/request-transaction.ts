@@ -148,9 +148,14 @@ export class RequestTransaction {
    * not sent as a statement of its own. It must cover the deferred level. A held prelude (a key's
    * claim, a write limit) still runs behind the deferred check: it acts for the session.
    */
-  async queryAndCommit<R extends pg.QueryResultRow = pg.QueryResultRow>(text: string, params?: unknown[], statementGateLevel?: number): Promise<pg.QueryResult<R>> {
+  async queryAndCommit<R extends pg.QueryResultRow = pg.QueryResultRow>(
+    text: string,
+    params?: unknown[],
+    statementGateLevel?: number,
+  ): Promise<pg.QueryResult<R>> {
     if (statementGateLevel !== undefined && this.#gateLevel !== null) {
-      if (statementGateLevel < this.#gateLevel) throw new Error(`statement gates at level ${statementGateLevel}, the request needs ${this.#gateLevel}`);
+      if (statementGateLevel < this.#gateLevel)
+        throw new Error(`statement gates at level ${statementGateLevel}, the request needs ${this.#gateLevel}`);
       if (this.#prelude.length === 0) this.#gateLevel = null;
     }
     if (this.#commitHeld) return this.#heldStatement<R>(text, params);
@@ -222,13 +227,19 @@ export class RequestTransaction {
     stream.uncork();
 
     const [openingOutcome, ...outcomes] = await Promise.allSettled([opened, ...leading, ...results]);
-    const committedOutcome = committed && (await committed.then(() => undefined, (error: unknown) => ({ error })));
+    const committedOutcome =
+      committed &&
+      (await committed.then(
+        () => undefined,
+        (error: unknown) => ({ error }),
+      ));
     if (commit) client.release(committedOutcome !== undefined);
     // Limit answers of what this message carried (an opening sent before is not read again).
     for (const outcome of [...(sentOpening ? [openingOutcome] : []), ...outcomes]) {
       if (outcome?.status === 'fulfilled') this.#limitCounts.push(...limitCountsOf(outcome.value as pg.QueryResult | pg.QueryResult[]));
     }
-    this.#committed = commit && committedOutcome === undefined && [openingOutcome, ...outcomes].every((outcome) => outcome?.status === 'fulfilled');
+    this.#committed =
+      commit && committedOutcome === undefined && [openingOutcome, ...outcomes].every((outcome) => outcome?.status === 'fulfilled');
     if (openingOutcome?.status === 'rejected') {
       this.#viewer = anonymousViewer;
       throw openingOutcome.reason;

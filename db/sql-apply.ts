@@ -83,7 +83,10 @@ function fingerprintQuery(target: Target): { text: string; values: unknown[] } {
       };
     case 'rows':
       // The table's name is a checked identifier from our own file (sql-statements.ts).
-      return { text: `select coalesce(md5(string_agg(t::text, ',' order by t::text)), '') as fingerprint from ${target.table} t where $1 is not null`, values: [] };
+      return {
+        text: `select coalesce(md5(string_agg(t::text, ',' order by t::text)), '') as fingerprint from ${target.table} t where $1 is not null`,
+        values: [],
+      };
     default:
       throw new Error(`${target.kind} is not compared by fingerprint`);
   }
@@ -126,7 +129,11 @@ async function applyLockFree(client: pg.Client, units: readonly Unit[], changed:
     const { text, values } = fingerprintQuery(unit.target);
     let result;
     try {
-      result = await client.query<{ changed: boolean }>('select pg_temp.sql_apply_unit($1, $2, $3) as changed', [unit.statements.map((statement) => statement.text), text, values]);
+      result = await client.query<{ changed: boolean }>('select pg_temp.sql_apply_unit($1, $2, $3) as changed', [
+        unit.statements.map((statement) => statement.text),
+        text,
+        values,
+      ]);
     } catch (error) {
       (error as Error).message = `${unit.statements[0]?.where ?? unit.key} (${unit.key}): ${(error as Error).message}`;
       throw error;
@@ -163,7 +170,10 @@ async function sameExpression(client: pg.Client, table: string, file: string | n
 }
 
 async function sameComment(client: pg.Client, current: string | null | undefined, statement: Statement): Promise<boolean> {
-  const { rows } = await client.query<{ same: boolean }>(`select $1::text is not distinct from ${commentLiteral(statement.text)}::text as same`, [current ?? null]);
+  const { rows } = await client.query<{ same: boolean }>(
+    `select $1::text is not distinct from ${commentLiteral(statement.text)}::text as same`,
+    [current ?? null],
+  );
   return rows[0]?.same === true;
 }
 
@@ -179,7 +189,14 @@ async function tableUnitChanges(client: pg.Client, unit: Unit): Promise<string[]
   const comments = unit.statements.filter((statement) => /-comment$/.test(statement.target.kind));
   const texts = (list: Statement[]) => list.map((statement) => statement.text);
   if (target.kind === 'policy' || target.kind === 'policy-comment') {
-    const { rows } = await client.query<{ permissive: boolean; cmd: string; roles: string[]; using: string | null; check: string | null; comment: string | null }>(
+    const { rows } = await client.query<{
+      permissive: boolean;
+      cmd: string;
+      roles: string[];
+      using: string | null;
+      check: string | null;
+      comment: string | null;
+    }>(
       `select p.polpermissive as permissive, p.polcmd as cmd,
               array(select case when r = 0 then 'public' else r::regrole::text end from unnest(p.polroles) r order by 1) as roles,
               pg_get_expr(p.polqual, p.polrelid) as using, pg_get_expr(p.polwithcheck, p.polrelid) as check, obj_description(p.oid, 'pg_policy') as comment
@@ -214,7 +231,10 @@ async function tableUnitChanges(client: pg.Client, unit: Unit): Promise<string[]
       const normalise = (definition: string) => definition.replace(/ ON (?:[a-z_][a-z0-9_]*\.)?([a-z_][a-z0-9_]*) /, ' ON $1 ');
       const wanted = await probe(client, async () => {
         await client.query(`create temporary table ${relname} (like ${target.table})`);
-        const onShadow = main.text.replace(new RegExp(`(\\s)on\\s+${target.table.replace('.', '\\.')}(\\s)`, 'i'), `$1on pg_temp.${relname}$2`);
+        const onShadow = main.text.replace(
+          new RegExp(`(\\s)on\\s+${target.table.replace('.', '\\.')}(\\s)`, 'i'),
+          `$1on pg_temp.${relname}$2`,
+        );
         await client.query(onShadow);
         const shadow = await client.query<{ definition: string }>(
           `select pg_get_triggerdef(t.oid) as definition from pg_trigger t where t.tgname = $1 and t.tgrelid = 'pg_temp.${relname}'::regclass`,
@@ -222,7 +242,8 @@ async function tableUnitChanges(client: pg.Client, unit: Unit): Promise<string[]
         );
         return shadow.rows[0]?.definition;
       });
-      const same = current !== undefined && current.enabled === 'O' && wanted !== undefined && normalise(current.definition) === normalise(wanted);
+      const same =
+        current !== undefined && current.enabled === 'O' && wanted !== undefined && normalise(current.definition) === normalise(wanted);
       if (!same) return [`drop trigger if exists ${target.name} on ${target.table}`, ...texts(unit.statements)];
     }
     const changedComments = [];
@@ -246,7 +267,11 @@ async function tableUnitChanges(client: pg.Client, unit: Unit): Promise<string[]
         );
         return shadow.rows[0];
       });
-      const same = current !== undefined && wanted !== undefined && current.definition === wanted.definition && String(current.options) === String(wanted.options);
+      const same =
+        current !== undefined &&
+        wanted !== undefined &&
+        current.definition === wanted.definition &&
+        String(current.options) === String(wanted.options);
       if (!same) return texts(unit.statements);
     }
     const changedComments = [];
@@ -346,7 +371,9 @@ function memoKeys(units: readonly Unit[]): { unit: Unit; key: string; statements
   return units.map((unit) => {
     const n = (seen.get(unit.key) ?? 0) + 1;
     seen.set(unit.key, n);
-    const statements = createHash('sha256').update(unit.statements.map((statement) => statement.text).join('\n;\n')).digest('hex');
+    const statements = createHash('sha256')
+      .update(unit.statements.map((statement) => statement.text).join('\n;\n'))
+      .digest('hex');
     return { unit, key: n === 1 ? unit.key : `${unit.key} #${n}`, statements };
   });
 }
@@ -368,20 +395,34 @@ async function rawCatalogs(client: pg.Client, targets: readonly Target[]): Promi
   return raws;
 }
 
-
 /**
  * Brings the database's db/sql objects to the statements' definitions, changing only what differs
  * (above). `client` is the owner's connection, outside a transaction; `url` its connection string (the
  * lock watcher's connection).
  */
-export async function applySqlStatements(client: pg.Client, url: string, statements: readonly Statement[], options: LockRetryOptions): Promise<SqlApplyResult> {
+export async function applySqlStatements(
+  client: pg.Client,
+  url: string,
+  statements: readonly Statement[],
+  options: LockRetryOptions,
+): Promise<SqlApplyResult> {
   const all = unitsOf(statements);
-  await client.query('create table if not exists public.sql_objects (key text primary key, statements text not null, catalog text not null)');
-  const memo = new Map((await client.query<Memo & { key: string }>('select key, statements, catalog from public.sql_objects')).rows.map((row) => [row.key, row]));
+  await client.query(
+    'create table if not exists public.sql_objects (key text primary key, statements text not null, catalog text not null)',
+  );
+  const memo = new Map(
+    (await client.query<Memo & { key: string }>('select key, statements, catalog from public.sql_objects')).rows.map((row) => [
+      row.key,
+      row,
+    ]),
+  );
   const keyed = memoKeys(all);
   // Only what changed in its file or in the database since the runner last applied it is compared.
   const pending = new Set<Unit>();
-  const before = await rawCatalogs(client, keyed.map(({ unit }) => unit.target));
+  const before = await rawCatalogs(
+    client,
+    keyed.map(({ unit }) => unit.target),
+  );
   keyed.forEach(({ unit, key, statements }, i) => {
     const recorded = memo.get(key);
     if (!recorded || recorded.statements !== statements || recorded.catalog !== before[i]) pending.add(unit);
@@ -395,10 +436,16 @@ export async function applySqlStatements(client: pg.Client, url: string, stateme
   const phase = async (what: string, pendingUnits: readonly Unit[], body: (changed: string[]) => Promise<void>): Promise<string[]> => {
     if (pendingUnits.length === 0) return [];
     let changed: string[] = [];
-    await withLockRetries(client, url, what, async () => {
-      changed = [];
-      await body(changed);
-    }, options);
+    await withLockRetries(
+      client,
+      url,
+      what,
+      async () => {
+        changed = [];
+        await body(changed);
+      },
+      options,
+    );
     return changed;
   };
 
@@ -425,18 +472,29 @@ export async function applySqlStatements(client: pg.Client, url: string, stateme
     })),
   );
   for (const [relation, statements] of byRelation) {
-    await withLockRetries(client, url, `policies, triggers and views of ${relation}`, async () => {
-      for (const text of statements) await client.query(text);
-    }, options);
+    await withLockRetries(
+      client,
+      url,
+      `policies, triggers and views of ${relation}`,
+      async () => {
+        for (const text of statements) await client.query(text);
+      },
+      options,
+    );
   }
 
   // 3. Grants on tables, views and columns (no lock; after the views exist).
-  changed.push(...(await phase('table and column grants of db/sql', relationGrants, (found) => applyLockFree(client, relationGrants, found))));
+  changed.push(
+    ...(await phase('table and column grants of db/sql', relationGrants, (found) => applyLockFree(client, relationGrants, found))),
+  );
 
   // What each compared object is now, for the next run.
   if (units.length > 0) {
     const recorded = keyed.filter(({ unit }) => pending.has(unit));
-    const after = await rawCatalogs(client, recorded.map(({ unit }) => unit.target));
+    const after = await rawCatalogs(
+      client,
+      recorded.map(({ unit }) => unit.target),
+    );
     await client.query(
       `insert into public.sql_objects (key, statements, catalog)
        select * from unnest($1::text[], $2::text[], $3::text[])

@@ -98,21 +98,34 @@ const qualified = String.raw`${name}\.${name}`;
 export function targetOf(text: string): Target {
   const head = text.replace(/\s+/g, ' ').toLowerCase();
   let m: RegExpExecArray | null;
-  if ((m = new RegExp(`^create (?:or replace )?function (${name})\\.(${name}) ?\\(`).exec(head))) return { kind: 'function', schema: m[1] as string, name: m[2] as string };
-  if ((m = new RegExp(`^(?:comment on|alter) function (${name})\\.(${name}) ?\\(`).exec(head))) return { kind: 'function', schema: m[1] as string, name: m[2] as string };
-  if ((m = new RegExp(`^drop function (?:if exists )?(${name})\\.(${name}) ?\\(`).exec(head))) return { kind: 'function', schema: m[1] as string, name: m[2] as string };
-  if ((m = new RegExp(`^(?:grant|revoke) [^;]*? on function (${name})\\.(${name}) ?\\(`).exec(head))) return { kind: 'function', schema: m[1] as string, name: m[2] as string };
-  if ((m = new RegExp(`^(?:grant|revoke) [^;]*? on (?:all (?:tables|sequences|functions) in )?schema (${name}) (?:to|from) `).exec(head))) return { kind: 'schema-acl', schema: m[1] as string };
-  if ((m = new RegExp(`^(?:grant|revoke) [^;]*? on (?:table |sequence )?(${qualified}) (?:to|from) `).exec(head))) return { kind: 'relation-acl', relation: m[1] as string };
+  if ((m = new RegExp(`^create (?:or replace )?function (${name})\\.(${name}) ?\\(`).exec(head)))
+    return { kind: 'function', schema: m[1] as string, name: m[2] as string };
+  if ((m = new RegExp(`^(?:comment on|alter) function (${name})\\.(${name}) ?\\(`).exec(head)))
+    return { kind: 'function', schema: m[1] as string, name: m[2] as string };
+  if ((m = new RegExp(`^drop function (?:if exists )?(${name})\\.(${name}) ?\\(`).exec(head)))
+    return { kind: 'function', schema: m[1] as string, name: m[2] as string };
+  if ((m = new RegExp(`^(?:grant|revoke) [^;]*? on function (${name})\\.(${name}) ?\\(`).exec(head)))
+    return { kind: 'function', schema: m[1] as string, name: m[2] as string };
+  if ((m = new RegExp(`^(?:grant|revoke) [^;]*? on (?:all (?:tables|sequences|functions) in )?schema (${name}) (?:to|from) `).exec(head)))
+    return { kind: 'schema-acl', schema: m[1] as string };
+  if ((m = new RegExp(`^(?:grant|revoke) [^;]*? on (?:table |sequence )?(${qualified}) (?:to|from) `).exec(head)))
+    return { kind: 'relation-acl', relation: m[1] as string };
   if ((m = new RegExp(`^(?:delete from|insert into|update) (${qualified})\\b`).exec(head))) return { kind: 'rows', table: m[1] as string };
-  if ((m = new RegExp(`^create policy (${name}) on (${qualified}) `).exec(head))) return { kind: 'policy', name: m[1] as string, table: m[2] as string };
-  if ((m = new RegExp(`^comment on policy (${name}) on (${qualified}) is `).exec(head))) return { kind: 'policy-comment', name: m[1] as string, table: m[2] as string };
-  if ((m = new RegExp(`^create trigger (${name}) (?:before|after|instead of) .*? on (${qualified}) `).exec(head))) return { kind: 'trigger', name: m[1] as string, table: m[2] as string };
-  if ((m = new RegExp(`^comment on trigger (${name}) on (${qualified}) is `).exec(head))) return { kind: 'trigger-comment', name: m[1] as string, table: m[2] as string };
+  if ((m = new RegExp(`^create policy (${name}) on (${qualified}) `).exec(head)))
+    return { kind: 'policy', name: m[1] as string, table: m[2] as string };
+  if ((m = new RegExp(`^comment on policy (${name}) on (${qualified}) is `).exec(head)))
+    return { kind: 'policy-comment', name: m[1] as string, table: m[2] as string };
+  if ((m = new RegExp(`^create trigger (${name}) (?:before|after|instead of) .*? on (${qualified}) `).exec(head)))
+    return { kind: 'trigger', name: m[1] as string, table: m[2] as string };
+  if ((m = new RegExp(`^comment on trigger (${name}) on (${qualified}) is `).exec(head)))
+    return { kind: 'trigger-comment', name: m[1] as string, table: m[2] as string };
   if ((m = new RegExp(`^create or replace view (${qualified})[ (]`).exec(head))) return { kind: 'view', view: m[1] as string };
   if ((m = new RegExp(`^comment on view (${qualified}) is `).exec(head))) return { kind: 'view-comment', view: m[1] as string };
-  if ((m = new RegExp(`^alter table (${qualified}) (enable|force) row level security$`).exec(head))) return { kind: 'row-security', table: m[1] as string, force: m[2] === 'force' };
-  throw new Error(`not a statement the runner applies by comparison (functions, grants, policies, triggers, views, their comments, row-security switches, rows of a list): ${head.slice(0, 80)}`);
+  if ((m = new RegExp(`^alter table (${qualified}) (enable|force) row level security$`).exec(head)))
+    return { kind: 'row-security', table: m[1] as string, force: m[2] === 'force' };
+  throw new Error(
+    `not a statement the runner applies by comparison (functions, grants, policies, triggers, views, their comments, row-security switches, rows of a list): ${head.slice(0, 80)}`,
+  );
 }
 
 /** Every statement of the given files, with its target; the first statement of an unknown kind throws, naming its file and line. */
@@ -197,7 +210,10 @@ export function policyParts(text: string): PolicyParts {
     } else if ((m = /^for\s+(all|select|insert|update|delete)\b/i.exec(rest))) {
       parts.command = (m[1] as string).toLowerCase() as PolicyParts['command'];
     } else if ((m = new RegExp(`^to\\s+(${name}(?:\\s*,\\s*${name})*)`, 'i').exec(rest))) {
-      parts.roles = (m[1] as string).split(',').map((role) => role.trim().toLowerCase()).sort();
+      parts.roles = (m[1] as string)
+        .split(',')
+        .map((role) => role.trim().toLowerCase())
+        .sort();
     } else if ((m = /^(using|with\s+check)\s*\(/i.exec(rest))) {
       const open = m[0].length - 1;
       const close = closingParen(rest, open);

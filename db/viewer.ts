@@ -42,7 +42,9 @@ export function sqlLiteral(value: string | null): string {
  * database), a role name and numbers.
  */
 export function beginAs(viewer: Viewer, extra: [name: string, value: string][] = []): string {
-  const settings = [...viewerSettings(viewer), ...extra].map(([name, value]) => `set_config(${sqlLiteral(name)}, ${sqlLiteral(value)}, true)`);
+  const settings = [...viewerSettings(viewer), ...extra].map(
+    ([name, value]) => `set_config(${sqlLiteral(name)}, ${sqlLiteral(value)}, true)`,
+  );
   return `begin; select ${settings.join(', ')};`;
 }
 

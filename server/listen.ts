@@ -21,8 +21,10 @@ export async function listen(server: Server, binding: Binding): Promise<Server> 
   await new Promise<void>((resolve, reject) => {
     const failed = (error: NodeJS.ErrnoException) => {
       server.off('listening', listening);
-      if (error.code === 'EADDRINUSE') reject(new StartupError(`port ${port} is already in use: set ${portSetting} to a free port (${what})`));
-      else if (error.code === 'EACCES') reject(new StartupError(`port ${port} needs privileges this user lacks: set ${portSetting} to a port above 1023 (${what})`));
+      if (error.code === 'EADDRINUSE')
+        reject(new StartupError(`port ${port} is already in use: set ${portSetting} to a free port (${what})`));
+      else if (error.code === 'EACCES')
+        reject(new StartupError(`port ${port} needs privileges this user lacks: set ${portSetting} to a port above 1023 (${what})`));
       else if (error.code === 'EADDRNOTAVAIL' || error.code === 'ENOTFOUND' || error.code === 'EAI_AGAIN') {
         reject(new StartupError(`${hostSetting ?? 'the address'} ${host} is not an address of this machine (${what})`));
       } else reject(error);

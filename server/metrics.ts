@@ -49,7 +49,12 @@ export function createMetrics(pools: Pools): Metrics {
   collectDefaultMetrics({ register: registry });
 
   const labelNames = ['method', 'route', 'status'] as const;
-  const requestCount = new Counter({ name: 'http_requests_total', help: 'Requests answered, by route pattern and status', labelNames, registers: [registry] });
+  const requestCount = new Counter({
+    name: 'http_requests_total',
+    help: 'Requests answered, by route pattern and status',
+    labelNames,
+    registers: [registry],
+  });
   const requestSeconds = new Histogram({
     name: 'http_request_duration_seconds',
     help: 'Time to answer a request (to the end of the response; a stream counts its whole life)',
@@ -75,19 +80,34 @@ export function createMetrics(pools: Pools): Metrics {
   poolGauge('db_pool_waiting', 'Callers waiting for a connection of the pool', (pool) => pool.waitingCount);
   watchReplicas(registry, pools);
 
-  const jobs = new Counter({ name: 'worker_jobs_total', help: 'Worker jobs run, by task and outcome (success, error: will retry, failed: no attempts left)', labelNames: ['task', 'outcome'], registers: [registry] });
+  const jobs = new Counter({
+    name: 'worker_jobs_total',
+    help: 'Worker jobs run, by task and outcome (success, error: will retry, failed: no attempts left)',
+    labelNames: ['task', 'outcome'],
+    registers: [registry],
+  });
 
-  const pushesSent = new Counter({ name: 'push_sent_total', help: 'Push messages FCM accepted, by kind (notification, badge)', labelNames: ['kind'], registers: [registry] });
+  const pushesSent = new Counter({
+    name: 'push_sent_total',
+    help: 'Push messages FCM accepted, by kind (notification, badge)',
+    labelNames: ['kind'],
+    registers: [registry],
+  });
   const pushesFailed = new Counter({
     name: 'push_failed_total',
     help: 'Push messages not delivered, by outcome (given_up: out of tries after 429/5xx; refused: FCM refused the message itself)',
     labelNames: ['outcome'],
     registers: [registry],
   });
-  const pushesRetried = new Counter({ name: 'push_retried_total', help: 'Push messages to be tried again, by reason (rate_limited, unavailable, network)', labelNames: ['reason'], registers: [registry] });
+  const pushesRetried = new Counter({
+    name: 'push_retried_total',
+    help: 'Push messages to be tried again, by reason (rate_limited, unavailable, network)',
+    labelNames: ['reason'],
+    registers: [registry],
+  });
   const devicesDeleted = new Counter({
     name: 'push_devices_deleted_total',
-    help: 'Devices deleted on FCM\'s answer, by reason (unregistered, invalid_token, sender_mismatch)',
+    help: "Devices deleted on FCM's answer, by reason (unregistered, invalid_token, sender_mismatch)",
     labelNames: ['reason'],
     registers: [registry],
   });
@@ -128,7 +148,14 @@ export function createMetrics(pools: Pools): Metrics {
       };
     },
     watchLive(live) {
-      new Gauge({ name: 'sse_open_streams', help: 'Notification streams open in this process', registers: [registry], collect() { this.set(live.openStreams); } });
+      new Gauge({
+        name: 'sse_open_streams',
+        help: 'Notification streams open in this process',
+        registers: [registry],
+        collect() {
+          this.set(live.openStreams);
+        },
+      });
       new Gauge({
         name: 'notification_dispatcher_lag_seconds',
         help: 'Seconds since the notification dispatcher last announced new rows or found none (reported by the process that leads)',
@@ -169,8 +196,14 @@ function watchReplicas(registry: Registry, pools: Pools): void {
       },
     });
   replicaGauge('db_replica_reads_total', 'Read-only requests the replica served', (status) => status.served);
-  replicaGauge('db_replica_lag_seconds', 'Age of the oldest WAL the replica has not replayed (+Inf: unreachable)', (status) => status.lagMillis / 1000);
-  replicaGauge('db_replica_usable', 'Whether the replica takes reads (answers, and lags at most REPLICA_MAX_LAG_MS)', (status) => (status.usable ? 1 : 0));
+  replicaGauge(
+    'db_replica_lag_seconds',
+    'Age of the oldest WAL the replica has not replayed (+Inf: unreachable)',
+    (status) => status.lagMillis / 1000,
+  );
+  replicaGauge('db_replica_usable', 'Whether the replica takes reads (answers, and lags at most REPLICA_MAX_LAG_MS)', (status) =>
+    status.usable ? 1 : 0,
+  );
   new Gauge({
     name: 'db_replica_fallback_reads_total',
     help: 'Read-only requests the primary served with replicas configured (session floor ahead of the replica, no usable replica, or a replica read that failed)',

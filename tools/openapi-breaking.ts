@@ -40,7 +40,13 @@ function sideOf(path: (string | number)[]): { response?: number } {
 const typesOf = (value: unknown): string[] => (Array.isArray(value) ? value.map(String) : value === undefined ? [] : [String(value)]);
 
 /** A response change that widens what a kept client reads, which the library calls non-breaking. */
-function widensResponse(key: string | number | undefined, parentKey: string | number | undefined, before: unknown, after: unknown, action: string): boolean {
+function widensResponse(
+  key: string | number | undefined,
+  parentKey: string | number | undefined,
+  before: unknown,
+  after: unknown,
+  action: string,
+): boolean {
   // A type: every type the served document allows must be one the kept one allowed.
   // (A type where there was none narrows; no type where there was one widens.)
   if (key === 'type') {
@@ -57,7 +63,18 @@ function widensResponse(key: string | number | undefined, parentKey: string | nu
 }
 
 /** Bounds on what a response holds: a client reads them, it does not re-validate them (see above). */
-const responseBounds = new Set(['maxLength', 'minLength', 'maxItems', 'minItems', 'maximum', 'minimum', 'exclusiveMaximum', 'exclusiveMinimum', 'maxProperties', 'minProperties']);
+const responseBounds = new Set([
+  'maxLength',
+  'minLength',
+  'maxItems',
+  'minItems',
+  'maximum',
+  'minimum',
+  'exclusiveMaximum',
+  'exclusiveMinimum',
+  'maxProperties',
+  'minProperties',
+]);
 
 /** A new error code in an error response: allowed (see above). */
 function isErrorCode(path: (string | number)[]): boolean {
@@ -85,9 +102,11 @@ export function breakingChanges(kept: Json, served: Json): Change[] {
     if (path.includes('requestBody') && parentKey === 'properties' && diff.action === 'remove') breaking = true;
     if (isErrorCode(path)) breaking = false;
     else if (response !== undefined && responseBounds.has(String(key))) breaking = false;
-    else if (response !== undefined && response < 400 && !breaking) breaking = widensResponse(key, parentKey, diff.before, diff.after, diff.action);
+    else if (response !== undefined && response < 400 && !breaking)
+      breaking = widensResponse(key, parentKey, diff.before, diff.after, diff.action);
     // A success status removed (the operation answers with another): the kept client expects it.
-    if (response !== undefined && path.length === 5 && methods.has(String(path[2])) && diff.action === 'remove' && response < 300) breaking = true;
+    if (response !== undefined && path.length === 5 && methods.has(String(path[2])) && diff.action === 'remove' && response < 300)
+      breaking = true;
     if (!breaking) continue;
     const operation = methods.has(String(path[2])) ? `${String(path[2]).toUpperCase()} ${String(path[1])}` : String(path[1]);
     const description = (diff.description ?? '').trim() || `${diff.action} ${String(key)}`;

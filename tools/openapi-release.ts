@@ -27,7 +27,9 @@ if (import.meta.main) {
   const document = openApiDocument(allEndpoints) as { info: { version: string } };
   const file = path.join(releasedFolder, `${document.info.version}.json`);
   if (existsSync(file) && !process.argv.includes('--replace')) {
-    process.stderr.write(`${path.relative(root, file)} is kept already: raise info.version (server/openapi/document.ts) for a new release, or pass --replace to re-cut one not yet shipped.\n`);
+    process.stderr.write(
+      `${path.relative(root, file)} is kept already: raise info.version (server/openapi/document.ts) for a new release, or pass --replace to re-cut one not yet shipped.\n`,
+    );
     process.exit(1);
   }
   mkdirSync(releasedFolder, { recursive: true });

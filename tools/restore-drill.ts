@@ -85,7 +85,10 @@ function ensurePrograms(): void {
     { file: pgbackrest, pkg: 'pgbackrest', setting: 'PGBACKREST' },
   ];
   for (const { file, pkg, setting } of programs) {
-    if (process.env[setting] !== undefined && !existsSync(file)) throw new Error(`${setting} names no program (${file} is missing): install Debian's ${pkg} (apt-get install ${pkg}) or set ${setting} to where it is`);
+    if (process.env[setting] !== undefined && !existsSync(file))
+      throw new Error(
+        `${setting} names no program (${file} is missing): install Debian's ${pkg} (apt-get install ${pkg}) or set ${setting} to where it is`,
+      );
   }
   ensureDebianPackages(
     programs.filter(({ setting }) => process.env[setting] === undefined).map(({ file, pkg }) => [file, pkg] as const),
@@ -126,7 +129,10 @@ async function runTool(command: string, commandArgs: string[], env: Record<strin
     return stdout;
   } catch (error) {
     const failed = error as { stderr?: string; stdout?: string; message: string };
-    throw new Error(`${path.basename(command)} ${commandArgs.filter((arg) => !arg.startsWith('--config')).join(' ')} failed: ${(failed.stderr || failed.stdout || failed.message).trim().split('\n').slice(-6).join('\n')}`, { cause: error });
+    throw new Error(
+      `${path.basename(command)} ${commandArgs.filter((arg) => !arg.startsWith('--config')).join(' ')} failed: ${(failed.stderr || failed.stdout || failed.message).trim().split('\n').slice(-6).join('\n')}`,
+      { cause: error },
+    );
   }
 }
 
@@ -144,7 +150,12 @@ interface Service {
 }
 
 function startService(only: 'api' | 'worker', env: Record<string, string>, logFile: string): Service {
-  const child = spawn(process.execPath, ['main.ts', `--only=${only}`], { cwd: root, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'], detached: true });
+  const child = spawn(process.execPath, ['main.ts', `--only=${only}`], {
+    cwd: root,
+    env: { ...process.env, ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+    detached: true,
+  });
   let output = '';
   const collect = (chunk: Buffer) => {
     output += chunk.toString();
@@ -158,8 +169,13 @@ function startService(only: 'api' | 'worker', env: Record<string, string>, logFi
 
 async function waitFor(condition: () => Promise<boolean> | boolean, what: string, timeoutMs = 120_000, service?: Service): Promise<void> {
   const deadline = Date.now() + timeoutMs;
-  while (!(await Promise.resolve().then(condition).catch(() => false))) {
-    if (service && service.child.exitCode !== null) throw new Error(`the process ended while waiting for ${what}:\n${service.output().slice(-2000)}`);
+  while (
+    !(await Promise.resolve()
+      .then(condition)
+      .catch(() => false))
+  ) {
+    if (service && service.child.exitCode !== null)
+      throw new Error(`the process ended while waiting for ${what}:\n${service.output().slice(-2000)}`);
     if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}${service ? `:\n${service.output().slice(-2000)}` : ''}`);
     await sleep(100);
   }
@@ -215,9 +231,20 @@ const testPhone = (n: number) => ({ phoneCountryCode: '+1', phoneNumber: `555000
 const otpTestCodes = Array.from({ length: 100 }, (_, n) => `+1555000${String(n).padStart(4, '0')}=1234`).join(',');
 
 async function newUser(call: Call, level: 2 | 4, name: string): Promise<User> {
-  const anonymous = await must(call('POST', '/auth/anonymous/session', { deviceId: `drill-${name}-${randomBytes(4).toString('hex')}` }), 'an anonymous session');
+  const anonymous = await must(
+    call('POST', '/auth/anonymous/session', { deviceId: `drill-${name}-${randomBytes(4).toString('hex')}` }),
+    'an anonymous session',
+  );
   const user: User = { id: anonymous.data.user.id, token: anonymous.data.accessToken };
-  await must(call('PUT', '/users/me/onboarding/profile-basics', { fullName: `Drill ${name}`, username: `drill_${name}`, acceptTerms: true }, user.token), 'profile basics');
+  await must(
+    call(
+      'PUT',
+      '/users/me/onboarding/profile-basics',
+      { fullName: `Drill ${name}`, username: `drill_${name}`, acceptTerms: true },
+      user.token,
+    ),
+    'profile basics',
+  );
   if (level === 2) return user;
   await must(call('PUT', '/users/me/onboarding/media', {}, user.token), 'onboarding media');
   phoneCounter += 1;
@@ -231,11 +258,19 @@ async function newUser(call: Call, level: 2 | 4, name: string): Promise<User> {
 const png = Buffer.from('iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg==', 'base64');
 
 async function hubPhoto(call: Call, user: User): Promise<string> {
-  const intent = await must(call('POST', '/uploads/presign', { purpose: 'hub_photo', contentType: 'image/png', contentLength: png.length }, user.token), 'an upload presign');
+  const intent = await must(
+    call('POST', '/uploads/presign', { purpose: 'hub_photo', contentType: 'image/png', contentLength: png.length }, user.token),
+    'an upload presign',
+  );
   const put = await fetch(intent.data.uploadUrl, { method: 'PUT', body: new Uint8Array(png), headers: intent.data.headers });
   if (!put.ok) throw new Error(`the upload PUT answered ${put.status}`);
   const checksum = createHash('sha256').update(png).digest('hex');
-  return (await must(call('POST', '/uploads/complete', { uploadId: intent.data.uploadId, purpose: 'hub_photo', checksum }, user.token), 'an upload completion')).data.assetId;
+  return (
+    await must(
+      call('POST', '/uploads/complete', { uploadId: intent.data.uploadId, purpose: 'hub_photo', checksum }, user.token),
+      'an upload completion',
+    )
+  ).data.assetId;
 }
 
 const slider = { sliderText: 'Should the drill pass?', slider: { leftLabel: 'No', rightLabel: 'Yes' } };
@@ -271,7 +306,10 @@ const seconds = (ms: number) => `${(ms / 1000).toFixed(1)} s`;
 // ---------------------------------------------------------------------------------------------
 
 /** deploy/backup/pgbackrest.conf's [global] section, with the drill's own paths (and, plain, neither compression nor encryption). */
-function drillConfig(folders: { repo: string; log: string; lock: string; spool: string }, source: { dataDir: string; port: number; socketDir: string }): string {
+function drillConfig(
+  folders: { repo: string; log: string; lock: string; spool: string },
+  source: { dataDir: string; port: number; socketDir: string },
+): string {
   const shipped = readFileSync(path.join(root, 'deploy/backup/pgbackrest.conf'), 'utf8');
   const global: [string, string][] = [];
   let section = '';
@@ -294,13 +332,29 @@ function drillConfig(folders: { repo: string; log: string; lock: string; spool: 
   };
   const lines = global.filter(([key]) => !(key in overrides)).map(([key, value]) => `${key}=${value}`);
   for (const [key, value] of Object.entries(overrides)) if (value !== undefined) lines.push(`${key}=${value}`);
-  return ['[global]', ...lines, '', `[${stanza}]`, `pg1-path=${source.dataDir}`, `pg1-port=${source.port}`, `pg1-socket-path=${source.socketDir}`, 'pg1-user=postgres', ''].join('\n');
+  return [
+    '[global]',
+    ...lines,
+    '',
+    `[${stanza}]`,
+    `pg1-path=${source.dataDir}`,
+    `pg1-port=${source.port}`,
+    `pg1-socket-path=${source.socketDir}`,
+    'pg1-user=postgres',
+    '',
+  ].join('\n');
 }
 
 /** A notification stream (GET /notifications/stream) and the first notification event it sends. */
-async function openStream(base: string, token: string): Promise<{ notification(timeoutMs: number): Promise<{ type?: string; postId?: string } | undefined>; close(): void }> {
+async function openStream(
+  base: string,
+  token: string,
+): Promise<{ notification(timeoutMs: number): Promise<{ type?: string; postId?: string } | undefined>; close(): void }> {
   const controller = new AbortController();
-  const response = await fetch(`${base}/api/v1/notifications/stream`, { headers: { authorization: `Bearer ${token}`, accept: 'text/event-stream' }, signal: controller.signal });
+  const response = await fetch(`${base}/api/v1/notifications/stream`, {
+    headers: { authorization: `Bearer ${token}`, accept: 'text/event-stream' },
+    signal: controller.signal,
+  });
   if (response.status !== 200 || !response.body) throw new Error(`the notification stream answered ${response.status}`);
   const reader = response.body.pipeThrough(new TextDecoderStream()).getReader();
   let text = '';
@@ -340,7 +394,9 @@ async function main(): Promise<void> {
   ensurePrograms();
   const work = await mkdtemp(path.join(os.tmpdir(), 'opinion-drill-'));
   if (account) await chown(work, account.uid, account.gid); // PostgreSQL and pgBackRest work in it
-  print(`restore drill in ${work} (PostgreSQL ${path.basename(path.dirname(pgBin))} from ${pgBin}, ${(await runTool(pgbackrest, ['version'])).trim()}, ${os.cpus().length} cores)`);
+  print(
+    `restore drill in ${work} (PostgreSQL ${path.basename(path.dirname(pgBin))} from ${pgBin}, ${(await runTool(pgbackrest, ['version'])).trim()}, ${os.cpus().length} cores)`,
+  );
   const folders = {
     repo: await ownedFolder(path.join(work, 'repo')),
     log: await ownedFolder(path.join(work, 'log')),
@@ -361,8 +417,10 @@ async function main(): Promise<void> {
     await writeFile(secret, `[global]\nrepo1-cipher-pass=${randomBytes(32).toString('base64')}\n`, { mode: 0o600 });
     if (account) await chown(secret, account.uid, account.gid);
   }
-  const backrest = (commandArgs: string[]) => runTool(pgbackrest, [`--config=${configFile}`, `--config-include-path=${folders.include}`, `--stanza=${stanza}`, ...commandArgs]);
-  const archiveCommand = (dataDir: string) => `${pgbackrest} --config=${configFile} --config-include-path=${folders.include} --stanza=${stanza} --pg1-path=${dataDir} archive-push %p`;
+  const backrest = (commandArgs: string[]) =>
+    runTool(pgbackrest, [`--config=${configFile}`, `--config-include-path=${folders.include}`, `--stanza=${stanza}`, ...commandArgs]);
+  const archiveCommand = (dataDir: string) =>
+    `${pgbackrest} --config=${configFile} --config-include-path=${folders.include} --stanza=${stanza} --pg1-path=${dataDir} archive-push %p`;
 
   // DRILL_BALLOT_KEY (64 hex digits) lets a caller search the kept repository for the key itself.
   const ballotKeyBytes = process.env.DRILL_BALLOT_KEY ? Buffer.from(process.env.DRILL_BALLOT_KEY, 'hex') : randomBytes(32);
@@ -370,7 +428,9 @@ async function main(): Promise<void> {
   const ballotKey = `drill:${ballotKeyBytes.toString('hex')}`;
   const s3Dir = path.join(work, 's3');
   const s3Port = await freePort();
-  const s3 = keepFolders(new S3rver({ address: '127.0.0.1', port: s3Port, directory: s3Dir, silent: true, configureBuckets: [{ name: 'drill' }] }));
+  const s3 = keepFolders(
+    new S3rver({ address: '127.0.0.1', port: s3Port, directory: s3Dir, silent: true, configureBuckets: [{ name: 'drill' }] }),
+  );
   await s3.run();
   const fcm = await startFcmStandIn({ dir: work });
   const serviceEnv = (databasePort: number, port: number) => ({
@@ -416,13 +476,18 @@ async function main(): Promise<void> {
     });
   }
 
-  async function startApp(databasePort: number, logName: string): Promise<{ call: Call; base: string; api: Service; worker: Service; migrateMs: number }> {
+  async function startApp(
+    databasePort: number,
+    logName: string,
+  ): Promise<{ call: Call; base: string; api: Service; worker: Service; migrateMs: number }> {
     const port = await freePort();
     const env = serviceEnv(databasePort, port);
     const migrateStarted = Date.now();
-    await execFileAsync(process.execPath, ['db/cli/migrate.ts'], { cwd: root, env: { ...process.env, ...env } }).catch((error: { stdout?: string; stderr?: string }) => {
-      throw new Error(`the migration failed: ${error.stdout ?? ''}${error.stderr ?? ''}`);
-    });
+    await execFileAsync(process.execPath, ['db/cli/migrate.ts'], { cwd: root, env: { ...process.env, ...env } }).catch(
+      (error: { stdout?: string; stderr?: string }) => {
+        throw new Error(`the migration failed: ${error.stdout ?? ''}${error.stderr ?? ''}`);
+      },
+    );
     const migrateMs = Date.now() - migrateStarted;
     const apiProcess = startService('api', env, path.join(work, `${logName}-api.log`));
     const worker = startService('worker', { ...env, PORT: String(await freePort()) }, path.join(work, `${logName}-worker.log`));
@@ -438,11 +503,21 @@ async function main(): Promise<void> {
     client.on('error', () => undefined); // the server going away (the disaster, an interruption) is no crash of the drill
     return client;
   };
-  const one = async <T>(client: pg.Client, sql: string, params: unknown[] = []): Promise<T> => (await client.query(sql, params)).rows[0] as T;
+  const one = async <T>(client: pg.Client, sql: string, params: unknown[] = []): Promise<T> =>
+    (await client.query(sql, params)).rows[0] as T;
 
   try {
     // ---- A cluster archiving its WAL with pgBackRest -----------------------------------------
-    await runTool(path.join(pgBin, 'initdb'), ['-D', source.dataDir, '-U', 'postgres', '--auth=trust', '--encoding=UTF8', '--locale=C', '--data-checksums']);
+    await runTool(path.join(pgBin, 'initdb'), [
+      '-D',
+      source.dataDir,
+      '-U',
+      'postgres',
+      '--auth=trust',
+      '--encoding=UTF8',
+      '--locale=C',
+      '--data-checksums',
+    ]);
     clusters.push(source.dataDir);
     await appendFile(
       path.join(source.dataDir, 'postgresql.conf'),
@@ -472,7 +547,19 @@ async function main(): Promise<void> {
 
     if (pgbenchScale > 0) {
       const started = Date.now();
-      await runTool(path.join(pgBin, 'pgbench'), ['-i', '-q', '-s', String(pgbenchScale), '-h', socketDir, '-p', String(source.port), '-U', 'postgres', 'bench']);
+      await runTool(path.join(pgBin, 'pgbench'), [
+        '-i',
+        '-q',
+        '-s',
+        String(pgbenchScale),
+        '-h',
+        socketDir,
+        '-p',
+        String(source.port),
+        '-U',
+        'postgres',
+        'bench',
+      ]);
       print(`pgbench tables at scale ${pgbenchScale} in ${seconds(Date.now() - started)}`);
     }
 
@@ -485,21 +572,32 @@ async function main(): Promise<void> {
     const author = await newUser(call, 4, 'author');
     const member = await newUser(call, 4, 'member');
     const deviceToken = `drill-device-${randomBytes(16).toString('hex')}`;
-    await must(call('POST', '/users/me/push-devices', { provider: 'fcm', token: deviceToken, platform: 'android' }, author.token), 'a push device');
+    await must(
+      call('POST', '/users/me/push-devices', { provider: 'fcm', token: deviceToken, platform: 'android' }, author.token),
+      'a push device',
+    );
     const voters: User[] = [];
     for (let i = 0; i < 8; i += 1) voters.push(await newUser(call, 2, `voter${i}`));
     const voter = (i: number) => voters[i] as User;
-    const hubId = (await must(call('POST', '/hubs', { name: 'Drill hub', profileAssetId: await hubPhoto(call, author) }, author.token), 'a hub')).data.hubId as string;
+    const hubId = (
+      await must(call('POST', '/hubs', { name: 'Drill hub', profileAssetId: await hubPhoto(call, author) }, author.token), 'a hub')
+    ).data.hubId as string;
     const invitation = await must(call('POST', `/hubs/${hubId}/invitations`, { invitees: [member.phone] }, author.token), 'an invitation');
-    await must(call('POST', `/hub-invitations/${invitation.data.invitations[0].invitationId}/accept`, undefined, member.token), 'accepting the invitation');
+    await must(
+      call('POST', `/hub-invitations/${invitation.data.invitations[0].invitationId}/accept`, undefined, member.token),
+      'accepting the invitation',
+    );
     const post = async (user: User, text: string, extra: Record<string, unknown> = {}) =>
-      (await must(call('POST', '/posts', { thoughtText: text, visibility: 'public', ...slider, ...extra }, user.token), 'a post')).data.id as string;
-    const castVote = (user: User, postId: string, position: string) => must(call('POST', `/posts/${postId}/vote`, { position }, user.token), 'a vote');
+      (await must(call('POST', '/posts', { thoughtText: text, visibility: 'public', ...slider, ...extra }, user.token), 'a post')).data
+        .id as string;
+    const castVote = (user: User, postId: string, position: string) =>
+      must(call('POST', `/posts/${postId}/vote`, { position }, user.token), 'a vote');
     const discussionOf = async (postId: string) => {
       const page = await must(call('GET', `/hubs/${hubId}/discussions`, undefined, member.token), 'the discussions');
       return (page.data.items as { id: string; postId: string }[]).find((item) => item.postId === postId)?.id as string;
     };
-    const say = (user: User, discussionId: string, text: string) => must(call('POST', `/hubs/${hubId}/discussions/${discussionId}/messages`, { text }, user.token), 'a hub message');
+    const say = (user: User, discussionId: string, text: string) =>
+      must(call('POST', `/hubs/${hubId}/discussions/${discussionId}/messages`, { text }, user.token), 'a hub message');
 
     // Before the backup: a post tallied by the worker (k votes), a post with pending ballots, a hub post with its discussion.
     const tallied = await post(author, `Tallied before the backup ${marker}`);
@@ -514,7 +612,12 @@ async function main(): Promise<void> {
     await say(member, discussion, 'before the backup: hi');
     const source1 = owner(source.port);
     await source1.connect();
-    await waitFor(async () => (await one<{ n: number }>(source1, 'select count(*)::int as n from app_private.sealed_ballots where post_id = $1', [tallied])).n === 0, 'the tallier to fold the first post');
+    await waitFor(
+      async () =>
+        (await one<{ n: number }>(source1, 'select count(*)::int as n from app_private.sealed_ballots where post_id = $1', [tallied])).n ===
+        0,
+      'the tallier to fold the first post',
+    );
 
     const backupStarted = Date.now();
     await backrest(['--type=full', 'backup']);
@@ -542,29 +645,48 @@ async function main(): Promise<void> {
     fcm.delayMs = pushDelayMs;
     await castVote(voter(5), tallied, 'right');
     const inFlight = (
-      await one<{ id: string }>(source1, "select id from app.notifications where recipient_id = $1 and type = 'post_voted' order by created_at desc, id desc limit 1", [author.id])
+      await one<{ id: string }>(
+        source1,
+        "select id from app.notifications where recipient_id = $1 and type = 'post_voted' order by created_at desc, id desc limit 1",
+        [author.id],
+      )
     ).id;
     await waitFor(
       async () =>
-        (await one<{ n: number }>(source1, "select count(*)::int as n from app_private.push_deliveries where notification_id = $1 and state = 'pending' and attempts > 0", [inFlight])).n === 1,
+        (
+          await one<{ n: number }>(
+            source1,
+            "select count(*)::int as n from app_private.push_deliveries where notification_id = $1 and state = 'pending' and attempts > 0",
+            [inFlight],
+          )
+        ).n === 1,
       'the in-flight push to be claimed',
     );
     // The restore point: noted while that push waits for FCM's answer. The drill writes nothing
     // more until it has read what the restore must bring back (the worker's tallies and push
     // outcomes change none of it).
     await sleep(300);
-    const target = (await one<{ at: string }>(source1, "select to_char(clock_timestamp() at time zone 'UTC', 'YYYY-MM-DD HH24:MI:SS.US') || '+00' as at")).at;
+    const target = (
+      await one<{ at: string }>(source1, "select to_char(clock_timestamp() at time zone 'UTC', 'YYYY-MM-DD HH24:MI:SS.US') || '+00' as at")
+    ).at;
     print(`restore point noted: ${target}`);
     const expectedCounts = await one<Record<string, number>>(source1, counted);
     const summaries = async (c: Call, ids: string[]) => {
       const result: Record<string, unknown> = {};
-      for (const id of ids) result[id] = (await must(c('GET', `/posts/${id}/vote/summary`, undefined, author.token), 'a vote summary')).data;
-      result.hub = (await must(c('GET', `/posts/${hubPost}/vote/summary?hubId=${hubId}`, undefined, author.token), 'a hub vote summary')).data;
+      for (const id of ids)
+        result[id] = (await must(c('GET', `/posts/${id}/vote/summary`, undefined, author.token), 'a vote summary')).data;
+      result.hub = (
+        await must(c('GET', `/posts/${hubPost}/vote/summary?hubId=${hubId}`, undefined, author.token), 'a hub vote summary')
+      ).data;
       return result;
     };
     const expectedSummaries = await summaries(call, [tallied, pendingPost, hubPost, beforePost]);
     const messagesOf = async (c: Call) =>
-      ((await must(c('GET', `/hubs/${hubId}/discussions/${discussion}/messages`, undefined, member.token), 'the messages')).data.items as { text: string }[]).map((m) => m.text);
+      (
+        (await must(c('GET', `/hubs/${hubId}/discussions/${discussion}/messages`, undefined, member.token), 'the messages')).data.items as {
+          text: string;
+        }[]
+      ).map((m) => m.text);
     const expectedMessages = await messagesOf(call);
     fcm.delayMs = 0;
     await sleep(1000);
@@ -575,16 +697,33 @@ async function main(): Promise<void> {
     await castVote(voter(4), pendingPost, 'neutral');
     await say(author, discussion, 'after the restore point');
     const lateUser = await newUser(call, 2, 'late');
-    await waitFor(async () => (await one<{ n: number }>(source1, 'select count(*)::int as n from app_private.sealed_ballots where post_id = $1 and hub_id is null', [pendingPost])).n === 0, 'the tallier to fold the pending post after the restore point');
+    await waitFor(
+      async () =>
+        (
+          await one<{ n: number }>(
+            source1,
+            'select count(*)::int as n from app_private.sealed_ballots where post_id = $1 and hub_id is null',
+            [pendingPost],
+          )
+        ).n === 0,
+      'the tallier to fold the pending post after the restore point',
+    );
 
     const targetMs = Date.parse(target.replace(' ', 'T').replace('+00', 'Z'));
-    await waitFor(() => fcm.accepted.some((accepted) => accepted.message.data?.notificationId === inFlight), 'FCM to accept the in-flight push');
+    await waitFor(
+      () => fcm.accepted.some((accepted) => accepted.message.data?.notificationId === inFlight),
+      'FCM to accept the in-flight push',
+    );
     const inFlightAnswered = fcm.accepted.find((accepted) => accepted.message.data?.notificationId === inFlight)?.at ?? 0;
 
     // Continuous archiving: the WAL up to here reaches the repository (archive_timeout would do
     // it within a minute); what is written next is not archived when the server dies.
     const switched = await one<{ wal: string }>(source1, 'select pg_walfile_name(pg_switch_wal()) as wal');
-    await waitFor(async () => ((await one<{ wal: string | null }>(source1, 'select last_archived_wal as wal from pg_stat_archiver')).wal ?? '') >= switched.wal, 'the switched WAL segment to be archived');
+    await waitFor(
+      async () =>
+        ((await one<{ wal: string | null }>(source1, 'select last_archived_wal as wal from pg_stat_archiver')).wal ?? '') >= switched.wal,
+      'the switched WAL segment to be archived',
+    );
     const unarchivedPost = await post(author, 'Written after the last archived segment');
     const archiver = await one<{ segment: string; last: string; age: number; insert: string; size: string }>(
       source1,
@@ -598,11 +737,15 @@ async function main(): Promise<void> {
     await pgCtl(source.dataDir, ['-m', 'immediate', 'stop']);
     clusters.splice(clusters.indexOf(source.dataDir), 1);
     const segmentBytes = 16 * 1024 * 1024;
-    const archivedEnd = BigInt(`0x${archiver.segment.slice(8, 16)}`) * 2n ** 32n + (BigInt(`0x${archiver.segment.slice(16, 24)}`) + 1n) * BigInt(segmentBytes);
+    const archivedEnd =
+      BigInt(`0x${archiver.segment.slice(8, 16)}`) * 2n ** 32n +
+      (BigInt(`0x${archiver.segment.slice(16, 24)}`) + 1n) * BigInt(segmentBytes);
     const [high, low] = archiver.insert.split('/') as [string, string];
     const insertLsn = BigInt(`0x${high}`) * 2n ** 32n + BigInt(`0x${low}`);
     const unarchivedBytes = Number(insertLsn > archivedEnd ? insertLsn - archivedEnd : 0n);
-    print(`disaster: server stopped (immediate); last archived segment ${archiver.segment} at ${archiver.last}, ${unarchivedBytes} bytes of WAL (${archiver.age.toFixed(1)} s) not archived`);
+    print(
+      `disaster: server stopped (immediate); last archived segment ${archiver.segment} at ${archiver.last}, ${unarchivedBytes} bytes of WAL (${archiver.age.toFixed(1)} s) not archived`,
+    );
 
     // ---- The restore to the noted time into a new data directory ------------------------------
     const restoreStarted = Date.now();
@@ -610,7 +753,10 @@ async function main(): Promise<void> {
     await backrest([`--pg1-path=${restoredDir}`, '--type=time', `--target=${target}`, '--target-action=promote', 'restore']);
     const filesMs = Date.now() - restoreStarted;
     const restoredPort = await freePort();
-    await appendFile(path.join(restoredDir, 'postgresql.auto.conf'), `\n# restore drill: the restored cluster's own port and archive_command\nport = ${restoredPort}\narchive_command = '${archiveCommand(restoredDir)}'\n`);
+    await appendFile(
+      path.join(restoredDir, 'postgresql.auto.conf'),
+      `\n# restore drill: the restored cluster's own port and archive_command\nport = ${restoredPort}\narchive_command = '${archiveCommand(restoredDir)}'\n`,
+    );
     const recoveryStarted = Date.now();
     await pgCtl(restoredDir, ['-l', path.join(work, 'restored.log'), '-w', '-t', '600', 'start']);
     clusters.push(restoredDir);
@@ -645,20 +791,44 @@ async function main(): Promise<void> {
 
     // ---- What the restored database holds -----------------------------------------------------
     print('checks:');
-    for (const id of [tallied, pendingPost, hubPost, beforePost]) check((await call('GET', `/posts/${id}`, undefined, author.token)).status === 200, `post ${id.slice(0, 8)} written before the restore point is there`);
+    for (const id of [tallied, pendingPost, hubPost, beforePost])
+      check(
+        (await call('GET', `/posts/${id}`, undefined, author.token)).status === 200,
+        `post ${id.slice(0, 8)} written before the restore point is there`,
+      );
     for (const id of [afterPost, unarchivedPost]) {
       const answer = await call('GET', `/posts/${id}`, undefined, author.token);
       check(answer.status === 404, `post ${id.slice(0, 8)} written after the restore point is not`, answer.status);
     }
     const lateAnswer = (await call('GET', '/users/me/notification-settings', undefined, lateUser.token)).status;
     const earlyAnswer = (await call('GET', '/users/me/notification-settings', undefined, voter(7).token)).status;
-    check(lateAnswer === 401 && earlyAnswer === 200, 'the session made after the restore point is gone (its token is refused), one made before still signs in', { lateAnswer, earlyAnswer });
-    check(JSON.stringify(await messagesOf(call)) === JSON.stringify(expectedMessages), 'the hub discussion holds the messages of before the restore point, and only those', await messagesOf(call));
+    check(
+      lateAnswer === 401 && earlyAnswer === 200,
+      'the session made after the restore point is gone (its token is refused), one made before still signs in',
+      { lateAnswer, earlyAnswer },
+    );
+    check(
+      JSON.stringify(await messagesOf(call)) === JSON.stringify(expectedMessages),
+      'the hub discussion holds the messages of before the restore point, and only those',
+      await messagesOf(call),
+    );
     const restoredCounts = await one<Record<string, number>>(restored, counted);
-    check(JSON.stringify(restoredCounts) === JSON.stringify(expectedCounts), `row counts as at the restore point ${JSON.stringify(expectedCounts)}`, restoredCounts);
+    check(
+      JSON.stringify(restoredCounts) === JSON.stringify(expectedCounts),
+      `row counts as at the restore point ${JSON.stringify(expectedCounts)}`,
+      restoredCounts,
+    );
     const restoredSummaries = await summaries(call, [tallied, pendingPost, hubPost, beforePost]);
-    check(JSON.stringify(restoredSummaries) === JSON.stringify(expectedSummaries), 'vote summaries as at the restore point (pending sealed ballots opened with the same BALLOT_KEY)', restoredSummaries);
-    const pending = await one<{ n: number }>(restored, 'select count(*)::int as n from app_private.sealed_ballots where post_id = $1 and hub_id is null', [pendingPost]);
+    check(
+      JSON.stringify(restoredSummaries) === JSON.stringify(expectedSummaries),
+      'vote summaries as at the restore point (pending sealed ballots opened with the same BALLOT_KEY)',
+      restoredSummaries,
+    );
+    const pending = await one<{ n: number }>(
+      restored,
+      'select count(*)::int as n from app_private.sealed_ballots where post_id = $1 and hub_id is null',
+      [pendingPost],
+    );
     check(pending.n === 4, 'the pending post holds its 4 sealed ballots again (the tally after the restore point is undone)', pending.n);
     const drift = (await restored.query('select * from app_private.counter_drift()')).rows;
     check(drift.length === 0, 'counter_drift() is empty', drift);
@@ -672,42 +842,84 @@ async function main(): Promise<void> {
     const stream = await openStream(app.base, author.token);
     await castVote(voter(4), pendingPost, 'neutral');
     const streamed = await stream.notification(30_000);
-    check(streamed?.type === 'post_voted' && streamed.postId === pendingPost, 'live delivery resumes: the new vote reaches the author\'s stream', streamed);
+    check(
+      streamed?.type === 'post_voted' && streamed.postId === pendingPost,
+      "live delivery resumes: the new vote reaches the author's stream",
+      streamed,
+    );
     const folded = await (async () => {
       try {
-        await waitFor(async () => (await one<{ n: number }>(restored, 'select count(*)::int as n from app_private.sealed_ballots where post_id = $1 and hub_id is null', [pendingPost])).n === 0, 'the tallier', 60_000);
+        await waitFor(
+          async () =>
+            (
+              await one<{ n: number }>(
+                restored,
+                'select count(*)::int as n from app_private.sealed_ballots where post_id = $1 and hub_id is null',
+                [pendingPost],
+              )
+            ).n === 0,
+          'the tallier',
+          60_000,
+        );
         return true;
       } catch {
         return false;
       }
     })();
     check(folded, 'the restored worker tallies the restored pending ballots with the same BALLOT_KEY');
-    const tally = (await must(call('GET', `/posts/${pendingPost}/vote/summary`, undefined, author.token), 'a vote summary')).data as { totalVotes: number; leftCount: number; neutralCount: number; rightCount: number };
-    check(tally.totalVotes === 5 && tally.leftCount === 2 && tally.neutralCount === 1 && tally.rightCount === 2, 'the tally counts the restored ballots and the new one', tally);
+    const tally = (await must(call('GET', `/posts/${pendingPost}/vote/summary`, undefined, author.token), 'a vote summary')).data as {
+      totalVotes: number;
+      leftCount: number;
+      neutralCount: number;
+      rightCount: number;
+    };
+    check(
+      tally.totalVotes === 5 && tally.leftCount === 2 && tally.neutralCount === 1 && tally.rightCount === 2,
+      'the tally counts the restored ballots and the new one',
+      tally,
+    );
     const driftAfter = (await restored.query('select * from app_private.counter_drift()')).rows;
     check(driftAfter.length === 0, 'counter_drift() is still empty after the tally', driftAfter);
     // Push: every notification of the author the restored database holds (of the pushed types) is
     // pushed, and none twice across the restore (those pushed before the restore point have their
     // delivery rows in the restored database).
     const held = (
-      await restored.query<{ id: string }>("select id from app.notifications where recipient_id = $1 and type::text not in ('hub_post_created', 'post_shared_to_hub')", [author.id])
+      await restored.query<{ id: string }>(
+        "select id from app.notifications where recipient_id = $1 and type::text not in ('hub_post_created', 'post_shared_to_hub')",
+        [author.id],
+      )
     ).rows.map((row) => row.id);
-    const pushedIds = () => fcm.accepted.map((accepted) => accepted.message.data?.notificationId as string | undefined).filter((id): id is string => id !== undefined);
+    const pushedIds = () =>
+      fcm.accepted
+        .map((accepted) => accepted.message.data?.notificationId as string | undefined)
+        .filter((id): id is string => id !== undefined);
     // The in-flight push's delivery is claimed in the restored database until its lease ends: it goes again then.
-    await waitFor(() => pushedIds().filter((id) => id === inFlight).length >= 2, 'the in-flight push to go again', (pushLeaseSeconds + 15) * 1000).catch(() => undefined);
+    await waitFor(
+      () => pushedIds().filter((id) => id === inFlight).length >= 2,
+      'the in-flight push to go again',
+      (pushLeaseSeconds + 15) * 1000,
+    ).catch(() => undefined);
     const allPushed = await waitFor(() => held.every((id) => pushedIds().includes(id)), 'the pushes', 30_000).then(
       () => true,
       () => false,
     );
-    check(allPushed, `push resumes: all ${held.length} notifications of the author in the restored database are pushed`, held.filter((id) => !pushedIds().includes(id)));
+    check(
+      allPushed,
+      `push resumes: all ${held.length} notifications of the author in the restored database are pushed`,
+      held.filter((id) => !pushedIds().includes(id)),
+    );
     // A push FCM accepted by the restore point has its delivery recorded in the restored database
     // and never goes again; one accepted after it (in flight at it, or sent after it) for a
     // notification the restored database holds goes again: its delivery record was lost.
-    const firstAccepted = (id: string) => Math.min(...fcm.accepted.filter((accepted) => accepted.message.data?.notificationId === id).map((accepted) => accepted.at));
+    const firstAccepted = (id: string) =>
+      Math.min(...fcm.accepted.filter((accepted) => accepted.message.data?.notificationId === id).map((accepted) => accepted.at));
     const twice = [...new Set(pushedIds().filter((id, index, all) => all.indexOf(id) !== index))];
     const repeatedEarly = twice.filter((id) => firstAccepted(id) <= targetMs);
     check(repeatedEarly.length === 0, `no push FCM accepted by the restore point goes again (${pushedIds().length} pushes)`, repeatedEarly);
-    check(twice.includes(inFlight), `the push in flight at the restore point (answered ${((inFlightAnswered - targetMs) / 1000).toFixed(1)} s after it) goes again: ${twice.length} notification(s) pushed twice`);
+    check(
+      twice.includes(inFlight),
+      `the push in flight at the restore point (answered ${((inFlightAnswered - targetMs) / 1000).toFixed(1)} s after it) goes again: ${twice.length} notification(s) pushed twice`,
+    );
     stream.close();
     await restored.end();
 
@@ -715,7 +927,11 @@ async function main(): Promise<void> {
     await Promise.all(running.splice(0).map(stopService));
     await pgCtl(restoredDir, ['-m', 'fast', 'stop']);
     clusters.splice(clusters.indexOf(restoredDir), 1);
-    await waitFor(async () => (await pgbackrestProcesses(configFile)).length === 0, "pgBackRest's asynchronous archiving to finish", 60_000);
+    await waitFor(
+      async () => (await pgbackrestProcesses(configFile)).length === 0,
+      "pgBackRest's asynchronous archiving to finish",
+      60_000,
+    );
     const verified = await backrest(['--log-level-console=info', 'verify']).then(
       () => true,
       (error: Error) => {
@@ -726,15 +942,28 @@ async function main(): Promise<void> {
     check(verified, 'pgbackrest verify passes on the repository');
     const repositoryFiles = await filesUnder(folders.repo);
     const repositoryBytes = await folderBytes(folders.repo);
-    const keyForms = [ballotKeyBytes, Buffer.from(ballotKeyBytes.toString('hex')), Buffer.from(ballotKeyBytes.toString('hex').toUpperCase()), Buffer.from(ballotKeyBytes.toString('base64'))];
+    const keyForms = [
+      ballotKeyBytes,
+      Buffer.from(ballotKeyBytes.toString('hex')),
+      Buffer.from(ballotKeyBytes.toString('hex').toUpperCase()),
+      Buffer.from(ballotKeyBytes.toString('base64')),
+    ];
     const holdingKey: string[] = [];
     const holdingMarker: string[] = [];
     for (const file of repositoryFiles) {
       if (await fileHolds(file, keyForms)) holdingKey.push(path.relative(folders.repo, file));
       if (await fileHolds(file, [Buffer.from(marker)])) holdingMarker.push(path.relative(folders.repo, file));
     }
-    check(holdingKey.length === 0, `no file of the repository (${repositoryFiles.length} files, ${mb(repositoryBytes)}) holds BALLOT_KEY (raw, hex or base64)`, holdingKey);
-    if (plainRepository) check(holdingMarker.length > 0, `the search reads the data: a post's text written through the API is found in ${holdingMarker.length} file(s)`);
+    check(
+      holdingKey.length === 0,
+      `no file of the repository (${repositoryFiles.length} files, ${mb(repositoryBytes)}) holds BALLOT_KEY (raw, hex or base64)`,
+      holdingKey,
+    );
+    if (plainRepository)
+      check(
+        holdingMarker.length > 0,
+        `the search reads the data: a post's text written through the API is found in ${holdingMarker.length} file(s)`,
+      );
     else print(`  (the repository is compressed and encrypted: a post's text is found in ${holdingMarker.length} files)`);
 
     const result = {

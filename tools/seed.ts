@@ -26,14 +26,70 @@ import { avatar, landscape } from './images.ts';
 const code = '2468';
 type Rgb = [number, number, number];
 const people = [
-  { fullName: 'Maria Kovacs', username: 'maria_k', colours: [[70, 130, 180], [250, 228, 206]] },
-  { fullName: 'Daniel Okafor', username: 'dan_okafor', colours: [[46, 139, 87], [141, 85, 36]] },
-  { fullName: 'Sofia Lindqvist', username: 'sofia_l', colours: [[205, 92, 92], [255, 236, 214]] },
-  { fullName: 'Arjun Mehta', username: 'arjun_m', colours: [[123, 104, 238], [198, 134, 66]] },
-  { fullName: 'Lena Fischer', username: 'lena_f', colours: [[218, 165, 32], [255, 224, 196]] },
-  { fullName: 'Tomás Herrera', username: 'tomas_h', colours: [[0, 128, 128], [224, 172, 105]] },
-  { fullName: 'Aiko Tanaka', username: 'aiko_t', colours: [[199, 21, 133], [255, 230, 210]] },
-  { fullName: 'Sam Whitfield', username: 'sam_w', colours: [[105, 105, 105], [241, 194, 125]] },
+  {
+    fullName: 'Maria Kovacs',
+    username: 'maria_k',
+    colours: [
+      [70, 130, 180],
+      [250, 228, 206],
+    ],
+  },
+  {
+    fullName: 'Daniel Okafor',
+    username: 'dan_okafor',
+    colours: [
+      [46, 139, 87],
+      [141, 85, 36],
+    ],
+  },
+  {
+    fullName: 'Sofia Lindqvist',
+    username: 'sofia_l',
+    colours: [
+      [205, 92, 92],
+      [255, 236, 214],
+    ],
+  },
+  {
+    fullName: 'Arjun Mehta',
+    username: 'arjun_m',
+    colours: [
+      [123, 104, 238],
+      [198, 134, 66],
+    ],
+  },
+  {
+    fullName: 'Lena Fischer',
+    username: 'lena_f',
+    colours: [
+      [218, 165, 32],
+      [255, 224, 196],
+    ],
+  },
+  {
+    fullName: 'Tomás Herrera',
+    username: 'tomas_h',
+    colours: [
+      [0, 128, 128],
+      [224, 172, 105],
+    ],
+  },
+  {
+    fullName: 'Aiko Tanaka',
+    username: 'aiko_t',
+    colours: [
+      [199, 21, 133],
+      [255, 230, 210],
+    ],
+  },
+  {
+    fullName: 'Sam Whitfield',
+    username: 'sam_w',
+    colours: [
+      [105, 105, 105],
+      [241, 194, 125],
+    ],
+  },
 ].map((person, index) => ({ ...person, phoneCountryCode: '+1', phoneNumber: `555010${String(index + 1).padStart(4, '0')}` }));
 const e164 = (person: (typeof people)[number]) => `${person.phoneCountryCode}${person.phoneNumber}`;
 /** Whose public posts make the Home feed of guests and of users with no personal source. */
@@ -79,16 +135,21 @@ async function seed(base: string, ownerUrl: string): Promise<string | undefined>
       body: body === undefined ? undefined : JSON.stringify(body),
     });
     const json = (await response.json()) as { success: boolean; data: Data; error?: { code: string; details?: unknown } };
-    if (!json.success) throw new Error(`${method} ${path} answered ${response.status} ${json.error?.code} ${JSON.stringify(json.error?.details ?? {})}`);
+    if (!json.success)
+      throw new Error(`${method} ${path} answered ${response.status} ${json.error?.code} ${JSON.stringify(json.error?.details ?? {})}`);
     return json.data;
   }
 
   /** An image through the real upload flow: presign, PUT to the signed URL, complete with its checksum. */
   async function upload(token: string, purpose: 'profile_photo' | 'hub_photo' | 'post_image', bytes: Buffer): Promise<string> {
     const intent = await call('POST', '/uploads/presign', { purpose, contentType: 'image/png', contentLength: bytes.length }, token);
-    const put = await fetch(intent.uploadUrl, { method: 'PUT', body: new Uint8Array(bytes), headers: intent.headers }).catch((error: Error) => {
-      throw new StartupError(`the S3 store at ${new URL(intent.uploadUrl).host} cannot be reached (${error.message}): run the seed with the S3_PORT or S3_ENDPOINT the service uses`);
-    });
+    const put = await fetch(intent.uploadUrl, { method: 'PUT', body: new Uint8Array(bytes), headers: intent.headers }).catch(
+      (error: Error) => {
+        throw new StartupError(
+          `the S3 store at ${new URL(intent.uploadUrl).host} cannot be reached (${error.message}): run the seed with the S3_PORT or S3_ENDPOINT the service uses`,
+        );
+      },
+    );
     if (!put.ok) throw new Error(`the upload to ${new URL(intent.uploadUrl).host} answered ${put.status}`);
     const checksum = createHash('sha256').update(bytes).digest('hex');
     return (await call('POST', '/uploads/complete', { uploadId: intent.uploadId, purpose, checksum }, token)).assetId;
@@ -99,10 +160,19 @@ async function seed(base: string, ownerUrl: string): Promise<string | undefined>
   const ids: string[] = [];
   for (const person of people) {
     await call('POST', '/auth/otp/request', { phoneCountryCode: person.phoneCountryCode, phoneNumber: person.phoneNumber });
-    const session = await call('POST', '/auth/otp/verify', { phoneCountryCode: person.phoneCountryCode, phoneNumber: person.phoneNumber, code });
+    const session = await call('POST', '/auth/otp/verify', {
+      phoneCountryCode: person.phoneCountryCode,
+      phoneNumber: person.phoneNumber,
+      code,
+    });
     const status = await call('GET', '/users/me/onboarding/status', undefined, session.accessToken);
     if (status.nextStep !== 'profile_basics' && person === people[0]) return undefined; // seeded already
-    await call('PUT', '/users/me/onboarding/profile-basics', { fullName: person.fullName, username: person.username, acceptTerms: true }, session.accessToken);
+    await call(
+      'PUT',
+      '/users/me/onboarding/profile-basics',
+      { fullName: person.fullName, username: person.username, acceptTerms: true },
+      session.accessToken,
+    );
     const [background, tone] = person.colours as [Rgb, Rgb];
     const profileAssetId = await upload(session.accessToken, 'profile_photo', avatar(background, tone));
     await call('PUT', '/users/me/onboarding/media', { profileAssetId }, session.accessToken);
@@ -125,13 +195,41 @@ async function seed(base: string, ownerUrl: string): Promise<string | undefined>
   }
 
   // Follows: everyone follows Maria; a few more pairs.
-  const follows = [[1, 0], [2, 0], [3, 0], [4, 0], [5, 0], [6, 0], [7, 0], [0, 1], [0, 2], [2, 3], [3, 2], [4, 5], [6, 7], [7, 6], [1, 4]];
+  const follows = [
+    [1, 0],
+    [2, 0],
+    [3, 0],
+    [4, 0],
+    [5, 0],
+    [6, 0],
+    [7, 0],
+    [0, 1],
+    [0, 2],
+    [2, 3],
+    [3, 2],
+    [4, 5],
+    [6, 7],
+    [7, 6],
+    [1, 4],
+  ];
   for (const [from, to] of follows) await call('POST', `/users/${ids[to as number]}/follow`, undefined, token(from as number));
 
   // Two hubs: Maria's book club (four members), Arjun's running group (three).
   const hubs = [
-    { owner: 0, name: 'Sunday Book Club', description: 'One book a month, argued about over coffee.', members: [1, 2, 5], picture: landscape([72, 61, 139], [139, 69, 19], [255, 239, 213]) },
-    { owner: 3, name: 'Riverside Runners', description: 'Early runs along the river, all paces welcome.', members: [4, 6], picture: landscape([135, 206, 235], [34, 139, 34], [255, 215, 0]) },
+    {
+      owner: 0,
+      name: 'Sunday Book Club',
+      description: 'One book a month, argued about over coffee.',
+      members: [1, 2, 5],
+      picture: landscape([72, 61, 139], [139, 69, 19], [255, 239, 213]),
+    },
+    {
+      owner: 3,
+      name: 'Riverside Runners',
+      description: 'Early runs along the river, all paces welcome.',
+      members: [4, 6],
+      picture: landscape([135, 206, 235], [34, 139, 34], [255, 215, 0]),
+    },
   ];
   const hubIds: string[] = [];
   for (const hub of hubs) {
@@ -140,27 +238,88 @@ async function seed(base: string, ownerUrl: string): Promise<string | undefined>
     hubIds.push(created.hubId);
     for (const member of hub.members) {
       const person = people[member] as (typeof people)[number];
-      const invited = await call('POST', `/hubs/${created.hubId}/invitations`, { invitees: [{ phoneCountryCode: person.phoneCountryCode, phoneNumber: person.phoneNumber }] }, token(hub.owner));
+      const invited = await call(
+        'POST',
+        `/hubs/${created.hubId}/invitations`,
+        { invitees: [{ phoneCountryCode: person.phoneCountryCode, phoneNumber: person.phoneNumber }] },
+        token(hub.owner),
+      );
       await call('POST', `/hub-invitations/${invited.invitations[0]?.invitationId}/accept`, undefined, token(member));
     }
   }
 
   // Posts with sliders and pictures, and votes from people who can see them.
   const posts = [
-    { author: 0, thoughtText: 'Four-day weeks would make most teams more productive, not less.', sliderText: 'Four-day work week?', slider: { leftLabel: 'Never', rightLabel: 'Yesterday' }, visibility: 'public', votes: { 1: 'right', 2: 'strong_right', 3: 'neutral', 4: 'left', 6: 'right' } },
-    { author: 2, thoughtText: 'Cities should close their centres to private cars on weekends.', sliderText: 'Car-free city centres?', slider: { leftLabel: 'Keep the cars', rightLabel: 'Close them' }, visibility: 'public', votes: { 0: 'right', 3: 'left', 5: 'strong_left', 7: 'neutral' } },
-    { author: 5, thoughtText: 'Pineapple belongs on pizza and I will not be taking questions.', sliderText: 'Pineapple on pizza?', slider: { leftLabel: 'Crime', rightLabel: 'Delicious' }, visibility: 'public', votes: { 0: 'strong_left', 1: 'right', 2: 'left', 4: 'strong_right', 6: 'neutral', 7: 'left' } },
-    { author: 0, thoughtText: 'Next month: something under 300 pages, please.', sliderText: 'Short books only?', slider: { leftLabel: 'Doorstoppers', rightLabel: 'Novellas' }, visibility: 'private_locked_hub', hubIds: [0], votes: { 1: 'right', 2: 'neutral', 5: 'strong_right' } },
-    { author: 3, thoughtText: 'Moving the Saturday run to 6:30 to beat the heat.', sliderText: 'Earlier start?', slider: { leftLabel: 'Too early', rightLabel: 'Perfect' }, visibility: 'public_hub', hubIds: [1], votes: { 4: 'right', 6: 'left' } },
+    {
+      author: 0,
+      thoughtText: 'Four-day weeks would make most teams more productive, not less.',
+      sliderText: 'Four-day work week?',
+      slider: { leftLabel: 'Never', rightLabel: 'Yesterday' },
+      visibility: 'public',
+      votes: { 1: 'right', 2: 'strong_right', 3: 'neutral', 4: 'left', 6: 'right' },
+    },
+    {
+      author: 2,
+      thoughtText: 'Cities should close their centres to private cars on weekends.',
+      sliderText: 'Car-free city centres?',
+      slider: { leftLabel: 'Keep the cars', rightLabel: 'Close them' },
+      visibility: 'public',
+      votes: { 0: 'right', 3: 'left', 5: 'strong_left', 7: 'neutral' },
+    },
+    {
+      author: 5,
+      thoughtText: 'Pineapple belongs on pizza and I will not be taking questions.',
+      sliderText: 'Pineapple on pizza?',
+      slider: { leftLabel: 'Crime', rightLabel: 'Delicious' },
+      visibility: 'public',
+      votes: { 0: 'strong_left', 1: 'right', 2: 'left', 4: 'strong_right', 6: 'neutral', 7: 'left' },
+    },
+    {
+      author: 0,
+      thoughtText: 'Next month: something under 300 pages, please.',
+      sliderText: 'Short books only?',
+      slider: { leftLabel: 'Doorstoppers', rightLabel: 'Novellas' },
+      visibility: 'private_locked_hub',
+      hubIds: [0],
+      votes: { 1: 'right', 2: 'neutral', 5: 'strong_right' },
+    },
+    {
+      author: 3,
+      thoughtText: 'Moving the Saturday run to 6:30 to beat the heat.',
+      sliderText: 'Earlier start?',
+      slider: { leftLabel: 'Too early', rightLabel: 'Perfect' },
+      visibility: 'public_hub',
+      hubIds: [1],
+      votes: { 4: 'right', 6: 'left' },
+    },
     { author: 7, thoughtText: 'Phones should stay out of classrooms entirely.', visibility: 'public', votes: {} },
-    { author: 2, thoughtText: 'The view from the ridge this morning. Worth the 5 am alarm.', sliderText: 'Sunrise hikes?', slider: { leftLabel: 'Sleep in', rightLabel: 'Every weekend' }, visibility: 'public', picture: landscape([255, 160, 122], [85, 107, 47], [255, 250, 205]), votes: { 0: 'right', 4: 'strong_right' } },
-    { author: 5, thoughtText: 'Our community garden got its first harvest in.', visibility: 'public', picture: landscape([100, 149, 237], [107, 142, 35], [255, 255, 224]), votes: {} },
+    {
+      author: 2,
+      thoughtText: 'The view from the ridge this morning. Worth the 5 am alarm.',
+      sliderText: 'Sunrise hikes?',
+      slider: { leftLabel: 'Sleep in', rightLabel: 'Every weekend' },
+      visibility: 'public',
+      picture: landscape([255, 160, 122], [85, 107, 47], [255, 250, 205]),
+      votes: { 0: 'right', 4: 'strong_right' },
+    },
+    {
+      author: 5,
+      thoughtText: 'Our community garden got its first harvest in.',
+      visibility: 'public',
+      picture: landscape([100, 149, 237], [107, 142, 35], [255, 255, 224]),
+      votes: {},
+    },
   ];
   let voteCount = 0;
   for (const post of posts) {
     const { author, votes, hubIds: hubIndexes, picture, ...body } = post;
     const article = picture ? { kind: 'media', assetIds: [await upload(token(author), 'post_image', picture)] } : undefined;
-    const created = await call('POST', '/posts', { ...body, ...(article ? { article } : {}), ...(hubIndexes ? { hubIds: hubIndexes.map((i) => hubIds[i]) } : {}) }, token(author));
+    const created = await call(
+      'POST',
+      '/posts',
+      { ...body, ...(article ? { article } : {}), ...(hubIndexes ? { hubIds: hubIndexes.map((i) => hubIds[i]) } : {}) },
+      token(author),
+    );
     for (const [voter, position] of Object.entries(votes)) {
       await call('POST', `/posts/${created.id}/vote`, { position }, token(Number(voter)));
       voteCount += 1;
@@ -169,8 +328,22 @@ async function seed(base: string, ownerUrl: string): Promise<string | undefined>
 
   // A conversation in each hub's discussion of its post: two top-level messages and a reply.
   const conversations = [
-    { hub: 0, messages: [[1, 'Yes please, last month took me three weeks.'], [5, 'Short is fine, but no self-help.'], [0, 'Agreed, novels only.', 0]] },
-    { hub: 1, messages: [[4, '6:30 works if we keep the coffee stop.'], [6, 'I can only make 7 on Saturdays.'], [3, 'Let us try 6:30 for a month and see.', 1]] },
+    {
+      hub: 0,
+      messages: [
+        [1, 'Yes please, last month took me three weeks.'],
+        [5, 'Short is fine, but no self-help.'],
+        [0, 'Agreed, novels only.', 0],
+      ],
+    },
+    {
+      hub: 1,
+      messages: [
+        [4, '6:30 works if we keep the coffee stop.'],
+        [6, 'I can only make 7 on Saturdays.'],
+        [3, 'Let us try 6:30 for a month and see.', 1],
+      ],
+    },
   ] as const;
   let messageCount = 0;
   for (const conversation of conversations) {
@@ -226,7 +399,9 @@ try {
   for (const person of people) print(`  ${person.phoneNumber}  ${person.fullName} (@${person.username})`);
   if (shared) print('\nThe running service writes each sign-in code to its log ("development OTP"). For the fixed code');
   else print('\nIn development the service writes each sign-in code to its log ("development OTP"). For the fixed code');
-  print(`${code} instead, start the service with:\n  OTP_TEST_CODES='${people.map((person) => `${e164(person)}=${code}`).join(',')}' npm start`);
+  print(
+    `${code} instead, start the service with:\n  OTP_TEST_CODES='${people.map((person) => `${e164(person)}=${code}`).join(',')}' npm start`,
+  );
 } catch (error) {
   exitCode = 1;
   print(error instanceof StartupError ? error.message : `seed failed: ${(error as Error).message}`);

@@ -67,7 +67,10 @@ export function workerLiveness(pool: pg.Pool, log: Log, deadAfterSeconds: number
     if (!workerPool || stopped) return;
     const client = await present(workerPool.id);
     try {
-      const { rows } = await client.query<{ dead: string[] }>('select app_private.worker_heartbeat($1, $2::interval) as dead', [workerPool.id, deadAfter]);
+      const { rows } = await client.query<{ dead: string[] }>('select app_private.worker_heartbeat($1, $2::interval) as dead', [
+        workerPool.id,
+        deadAfter,
+      ]);
       const dead = rows[0]?.dead ?? [];
       if (dead.length > 0) {
         log.warn({ workers: dead }, `took back the jobs of ${dead.length} worker(s) silent for over ${deadAfterSeconds} s`);
@@ -109,7 +112,10 @@ export function workerLiveness(pool: pg.Pool, log: Log, deadAfterSeconds: number
     outage.recovered();
     if (stopped) return;
     // Names the pool id that locks this process's jobs (and that a neighbour's takeover line names).
-    log.info({ worker: workerPool?.id }, `worker registered: beats every ${deadAfterSeconds / 5} s, taken for dead after ${deadAfterSeconds} s silent without its connection`);
+    log.info(
+      { worker: workerPool?.id },
+      `worker registered: beats every ${deadAfterSeconds / 5} s, taken for dead after ${deadAfterSeconds} s silent without its connection`,
+    );
     timer = setInterval(tick, (deadAfterSeconds * 1000) / 5);
     timer.unref();
   }

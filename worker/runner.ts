@@ -53,8 +53,16 @@ export function createTaskList({ storage, ballots, images }: WorkerDeps): TaskLi
   };
 }
 
-const crontab = ['0 * * * * purge_expired_auth ?max=1', '*/15 * * * * purge_expired_uploads ?max=1', '30 * * * * purge_push ?max=1', '45 * * * * purge_idempotent_answers ?max=1', '*/15 * * * * sweep_session_read_floors ?max=1', '* * * * * tally_sweep ?max=1',
-  '* * * * * propagate_hub_activity ?max=1', '* * * * * process_image_backfill ?max=1'].join('\n');
+const crontab = [
+  '0 * * * * purge_expired_auth ?max=1',
+  '*/15 * * * * purge_expired_uploads ?max=1',
+  '30 * * * * purge_push ?max=1',
+  '45 * * * * purge_idempotent_answers ?max=1',
+  '*/15 * * * * sweep_session_read_floors ?max=1',
+  '* * * * * tally_sweep ?max=1',
+  '* * * * * propagate_hub_activity ?max=1',
+  '* * * * * process_image_backfill ?max=1',
+].join('\n');
 
 /**
  * `watch` receives the runner's events (main.ts counts jobs for the metrics); `deadAfterSeconds`:
@@ -64,11 +72,7 @@ export async function startWorker(
   pool: pg.Pool,
   log: Log,
   deps: WorkerDeps,
-  {
-    concurrency = 2,
-    deadAfterSeconds = 10,
-    watch = undefined as ((events: WorkerEvents) => void) | undefined,
-  } = {},
+  { concurrency = 2, deadAfterSeconds = 10, watch = undefined as ((events: WorkerEvents) => void) | undefined } = {},
 ): Promise<Runner> {
   // One warning per database outage and one line when it ends, for the whole worker: its job
   // fetches, its listening connection, its reset of locked jobs and its cron loop (graphile-worker's

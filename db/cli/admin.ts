@@ -126,7 +126,9 @@ function feedCommand(args: string[]): Command {
         const { rows } = await client.query<{ username: string; added_at: Date }>(
           `select u.username, d.added_at from app.default_feed_users d join app.users u on u.id = d.user_id order by u.username`,
         );
-        return rows.length === 0 ? 'no default feed users' : rows.map((row) => `${row.username}\tadded ${row.added_at.toISOString()}`).join('\n');
+        return rows.length === 0
+          ? 'no default feed users'
+          : rows.map((row) => `${row.username}\tadded ${row.added_at.toISOString()}`).join('\n');
       }
       if (verb === 'add') {
         await client.query('select app.add_default_feed_user($1)', [username]);
@@ -153,7 +155,9 @@ function moderationCommand(resource: string, args: string[]): Command {
           'select action, target_type, target_id, reason, report_ids, created_at from app.moderation_log order by created_at desc, id desc',
         );
         if (json) return JSON.stringify(rows.map(logEntry));
-        return rows.length === 0 ? 'the moderation log is empty' : rows.map((row) => `${row.created_at.toISOString()}\t${describeEntry(row)}`).join('\n');
+        return rows.length === 0
+          ? 'the moderation log is empty'
+          : rows.map((row) => `${row.created_at.toISOString()}\t${describeEntry(row)}`).join('\n');
       },
     };
   }
@@ -162,9 +166,14 @@ function moderationCommand(resource: string, args: string[]): Command {
     extraPositional(positional, 0);
     return {
       async run(client) {
-        const { rows } = await client.query<{ target_type: string; target_id: string; report_ids: string[]; count: number; reasons: string[]; snapshot: unknown }>(
-          'select target_type, target_id, report_ids, count, reasons, snapshot from app.open_report_groups()',
-        );
+        const { rows } = await client.query<{
+          target_type: string;
+          target_id: string;
+          report_ids: string[];
+          count: number;
+          reasons: string[];
+          snapshot: unknown;
+        }>('select target_type, target_id, report_ids, count, reasons, snapshot from app.open_report_groups()');
         const groups = rows.map((row) => ({
           targetType: row.target_type,
           targetId: row.target_id,
@@ -176,7 +185,9 @@ function moderationCommand(resource: string, args: string[]): Command {
         if (json) return JSON.stringify(groups);
         return groups.length === 0
           ? 'no open reports'
-          : groups.map((g) => `${g.targetType} ${g.targetId}\t${g.count} report(s): ${g.reasons.join(', ')}\t${g.reportIds.join(' ')}`).join('\n');
+          : groups
+              .map((g) => `${g.targetType} ${g.targetId}\t${g.count} report(s): ${g.reasons.join(', ')}\t${g.reportIds.join(' ')}`)
+              .join('\n');
       },
     };
   }

@@ -10,7 +10,9 @@ try {
   const log = createLogger(config.logLevel);
   const database = await openDatabase({ ...config, migrateOnStart: true }, { notice: (message) => log.warn(message) });
   const changed = database.migrated?.changed ?? [];
-  log.info(`migrated: ${database.location}; db/sql: ${changed.length === 0 ? 'nothing changed' : `${changed.length} changed (${changed.join(', ')})`}`);
+  log.info(
+    `migrated: ${database.location}; db/sql: ${changed.length === 0 ? 'nothing changed' : `${changed.length} changed (${changed.join(', ')})`}`,
+  );
   await database.stop();
 } catch (error) {
   if (!(error instanceof StartupError)) throw error;

@@ -23,7 +23,15 @@ const header = (major: number) => `-- The current schema: what a fresh PostgreSQ
  * versions it writes are replaced by the server's major.
  */
 export async function currentSchema(url: string, major: number): Promise<string> {
-  const dump = await pgDump(url, ['--schema-only', '--no-owner', '--no-tablespaces', '--exclude-table=public.pgmigrations', '--exclude-table=public.sql_files', '--exclude-table=public.sql_levels', '--exclude-table=public.sql_objects']);
+  const dump = await pgDump(url, [
+    '--schema-only',
+    '--no-owner',
+    '--no-tablespaces',
+    '--exclude-table=public.pgmigrations',
+    '--exclude-table=public.sql_files',
+    '--exclude-table=public.sql_levels',
+    '--exclude-table=public.sql_objects',
+  ]);
   return header(major) + dump.replace(/\n*-- Dumped from database version .*\n-- Dumped by pg_dump version .*\n/, '\n');
 }
 

@@ -36,7 +36,7 @@ function cString(...values: string[]): Buffer {
 /** Types of the complete messages in `bytes` (type byte, then a length that counts itself). */
 function messageTypes(bytes: Buffer): string[] {
   const types: string[] = [];
-  for (let at = 0; at + 5 <= bytes.length; ) {
+  for (let at = 0; at + 5 <= bytes.length;) {
     const end = at + 1 + bytes.readInt32BE(at + 1);
     if (end > bytes.length) break;
     types.push(String.fromCharCode(bytes[at] as number));
@@ -101,12 +101,14 @@ async function exchange(bytes: Uint8Array): Promise<Uint8Array> {
 }
 
 parentPort?.on('message', (bytes: Uint8Array) => {
-  exchange(bytes).then(
-    (answer): WireReply => ({ bytes: answer }),
-    (error: unknown): WireReply => ({ error: error instanceof Error ? error.message : String(error) }),
-  ).then((reply) => {
-    replies.postMessage(reply);
-    Atomics.store(signal, 0, 1);
-    Atomics.notify(signal, 0);
-  });
+  exchange(bytes)
+    .then(
+      (answer): WireReply => ({ bytes: answer }),
+      (error: unknown): WireReply => ({ error: error instanceof Error ? error.message : String(error) }),
+    )
+    .then((reply) => {
+      replies.postMessage(reply);
+      Atomics.store(signal, 0, 1);
+      Atomics.notify(signal, 0);
+    });
 });

@@ -42,7 +42,8 @@ export async function loadOtpSender(config: Config, log: Log): Promise<OtpSender
     const loaded = (await import(pathToFileURL(setting.path).href).catch((error: Error) => {
       throw new StartupError(`OTP_SENDER_MODULE ${setting.path} cannot be loaded: ${error.message.split('\n')[0]}`);
     })) as { default?: Partial<OtpSender> };
-    if (typeof loaded.default?.send !== 'function') throw new StartupError(`OTP_SENDER_MODULE ${setting.path} has no default export with a send(phoneE164, code) method`);
+    if (typeof loaded.default?.send !== 'function')
+      throw new StartupError(`OTP_SENDER_MODULE ${setting.path} has no default export with a send(phoneE164, code) method`);
     return loaded.default as OtpSender;
   }
   return logSender(log); // kind 'log': development only (config.ts requires a sender in production)
@@ -58,7 +59,8 @@ export function createOtp(config: Config, sender: OtpSender, log: Log): Otp {
       try {
         await sender.send(phone, code);
       } catch (error) {
-        if (!(error instanceof OtpDeliveryError)) log.warn({ err: { name: (error as Error).name } }, 'the OTP sender failed; no code was sent');
+        if (!(error instanceof OtpDeliveryError))
+          log.warn({ err: { name: (error as Error).name } }, 'the OTP sender failed; no code was sent');
         if (error instanceof OtpDeliveryError && error.reason === 'recipient') {
           throw new ApiError('VALIDATION_FAILED', { fields: { phoneNumber: 'This number cannot receive a sign-in code' } });
         }

@@ -17,7 +17,10 @@ export function toE164(countryCode: string, number: string): string | null {
  * dashes, parentheses and leading zeros are removed (at most 15 digits in all).
  */
 export const phoneFields = {
-  phoneCountryCode: z.string().max(5).meta({ pattern: '^\\s*\\+?[1-9][0-9]{0,3}\\s*$', examples: ['+44'] }),
+  phoneCountryCode: z
+    .string()
+    .max(5)
+    .meta({ pattern: '^\\s*\\+?[1-9][0-9]{0,3}\\s*$', examples: ['+44'] }),
   phoneNumber: z
     .string()
     .max(20)
@@ -28,13 +31,11 @@ export const phoneFields = {
     }),
 };
 
-export const phoneInput = z
-  .strictObject(phoneFields)
-  .transform((value, ctx) => {
-    const e164 = toE164(value.phoneCountryCode, value.phoneNumber);
-    if (!e164) {
-      ctx.addIssue({ code: 'custom', path: ['phoneNumber'], message: 'Not a valid phone number' });
-      return z.NEVER;
-    }
-    return e164;
-  });
+export const phoneInput = z.strictObject(phoneFields).transform((value, ctx) => {
+  const e164 = toE164(value.phoneCountryCode, value.phoneNumber);
+  if (!e164) {
+    ctx.addIssue({ code: 'custom', path: ['phoneNumber'], message: 'Not a valid phone number' });
+    return z.NEVER;
+  }
+  return e164;
+});

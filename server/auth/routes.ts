@@ -111,7 +111,10 @@ export const authEndpoints = [
     body: z
       .strictObject({
         ...phoneFields,
-        code: z.string().max(4).regex(/^\d{4}$/, 'Must be 4 digits'),
+        code: z
+          .string()
+          .max(4)
+          .regex(/^\d{4}$/, 'Must be 4 digits'),
       })
       .transform((value, ctx) => {
         const phone = phoneInput.safeParse({ phoneCountryCode: value.phoneCountryCode, phoneNumber: value.phoneNumber });
@@ -172,7 +175,12 @@ export const authEndpoints = [
       'The same deviceId restores the same user while that user is still anonymous (no phone); otherwise a new anonymous user. ' +
       'One client address makes at most 30 requests here in any 5 minutes (429 RATE_LIMITED).',
     auth: 'public',
-    body: z.strictObject({ deviceId: z.string().max(128).regex(/^[A-Za-z0-9._:-]{8,128}$/, '8-128 characters of A-Z a-z 0-9 . _ : -') }),
+    body: z.strictObject({
+      deviceId: z
+        .string()
+        .max(128)
+        .regex(/^[A-Za-z0-9._:-]{8,128}$/, '8-128 characters of A-Z a-z 0-9 . _ : -'),
+    }),
     response: sessionResponse,
     errors: ['RATE_LIMITED', 'ACCOUNT_SUSPENDED'],
     rateLimits: ['anonymous_session'],

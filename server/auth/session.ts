@@ -6,23 +6,25 @@ import type { Tokens } from './tokens.ts';
 import { accessTokenSeconds, refreshTokenSeconds } from './tokens.ts';
 import { text, textMax } from '../http/text.ts';
 
-export const sessionResponse = z.object({
-  accessToken: text(textMax.token),
-  refreshToken: text(textMax.token),
-  tokenType: z.literal('Bearer'),
-  expiresIn: z.number().int(),
-  refreshExpiresIn: z.number().int(),
-  user: z.object({
-    id: z.string(),
-    isAnonymous: z.boolean(),
-    phoneVerified: z.boolean(),
-    accessLevel: z.number().int().min(1).max(4),
-    restored: z
-      .literal(true)
-      .optional()
-      .describe('Present (true) when this sign-in cancelled the deletion of the account (POST /users/me/deletion) and restored it.'),
-  }),
-}).meta({ id: 'Session' });
+export const sessionResponse = z
+  .object({
+    accessToken: text(textMax.token),
+    refreshToken: text(textMax.token),
+    tokenType: z.literal('Bearer'),
+    expiresIn: z.number().int(),
+    refreshExpiresIn: z.number().int(),
+    user: z.object({
+      id: z.string(),
+      isAnonymous: z.boolean(),
+      phoneVerified: z.boolean(),
+      accessLevel: z.number().int().min(1).max(4),
+      restored: z
+        .literal(true)
+        .optional()
+        .describe('Present (true) when this sign-in cancelled the deletion of the account (POST /users/me/deletion) and restored it.'),
+    }),
+  })
+  .meta({ id: 'Session' });
 
 export type SessionResponse = z.input<typeof sessionResponse>;
 
@@ -32,10 +34,7 @@ export async function sessionPayload(
   tokens: Tokens,
   session: { userId: string; sessionId: string; refreshToken: string; issuedAt?: Date },
 ): Promise<SessionResponse> {
-  await tx.query(`select set_config('app.user_id', $1, true), set_config('app.session_id', $2, true)`, [
-    session.userId,
-    session.sessionId,
-  ]);
+  await tx.query(`select set_config('app.user_id', $1, true), set_config('app.session_id', $2, true)`, [session.userId, session.sessionId]);
   const { rows } = await tx.query<{ id: string; is_anonymous: boolean; phone_verified: boolean; access_level: number; restored: boolean }>(
     // app.restored: set by the sign-in's transaction when it cancelled a deletion (app.start_session, db/sql/sessions.sql).
     `select id, is_anonymous, phone_verified, access_level, current_setting('app.restored', true) = 'true' as restored from app.session_user()`,

@@ -14,15 +14,17 @@ import { imageKeySql } from '../uploads/images.ts';
 
 const tag = 'Comments';
 
-const comment = z.object({
-  id: z.string(),
-  postId: z.string(),
-  author: userLite,
-  text: text(textMax.comment),
-  parentCommentId: z.string().nullable(),
-  replyCount: maintainedCount('replies of this comment that are not deleted (0 on a reply)'),
-  createdAt: z.string(),
-}).meta({ id: 'Comment' });
+const comment = z
+  .object({
+    id: z.string(),
+    postId: z.string(),
+    author: userLite,
+    text: text(textMax.comment),
+    parentCommentId: z.string().nullable(),
+    replyCount: maintainedCount('replies of this comment that are not deleted (0 on a reply)'),
+    createdAt: z.string(),
+  })
+  .meta({ id: 'Comment' });
 
 interface CommentRow extends UserLiteRow {
   comment_id: string;
@@ -98,7 +100,12 @@ export const commentEndpoints = [
         commentPageSql(parent !== null),
         parent === null ? [params.postId, ...position] : [params.postId, parent, ...position],
       );
-      const page = toPage(rows, query.limit, (row) => [row.created_us, row.comment_id], (row) => row);
+      const page = toPage(
+        rows,
+        query.limit,
+        (row) => [row.created_us, row.comment_id],
+        (row) => row,
+      );
       return { items: await Promise.all(page.items.map((row) => shapeComment(storage, row))), nextCursor: page.nextCursor };
     },
   }),

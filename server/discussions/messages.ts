@@ -29,7 +29,7 @@ export const discussionMessage = z.object({
   parentMessageId: z.string().nullable(),
   author: hubDiscussionAuthor,
   text: text(textMax.discussionMessage),
-  replyCount: maintainedCount('replies in this message\'s thread (0 on a reply)'),
+  replyCount: maintainedCount("replies in this message's thread (0 on a reply)"),
   createdAt: z.string(),
 });
 

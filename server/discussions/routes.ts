@@ -50,10 +50,12 @@ async function discussionThread(tx: RequestTransaction, hubId: string, discussio
 }
 
 async function readMessage(tx: RequestTransaction, id: string) {
-  const { rows } = await tx.query<MessageRow>(`select ${messageColumns} from app.hub_discussion_messages m ${messageAuthor} where m.id = $1`, [id]);
+  const { rows } = await tx.query<MessageRow>(
+    `select ${messageColumns} from app.hub_discussion_messages m ${messageAuthor} where m.id = $1`,
+    [id],
+  );
   return rows[0] as MessageRow;
 }
-
 
 /**
  * One page of a discussion's top-level messages ($1 the discussion), or of a thread's replies ($1
@@ -88,7 +90,7 @@ export const discussionEndpoints = [
     summary: 'Discussions of a hub, most recent activity first',
     description:
       `${membership} One discussion per post targeted or shared into the hub, opened with that placement. The post card shows vote ` +
-      'results in this hub\'s scope. messageCount counts every message, replies included; lastActivityAt is the latest message ' +
+      "results in this hub's scope. messageCount counts every message, replies included; lastActivityAt is the latest message " +
       '(or placement). A discussion whose activity changes while you page moves to the top: read the first page again to see it. ' +
       'Discussions of posts you may not see (deleted, blocked author) are left out.',
     auth: 'bearer',
@@ -106,13 +108,37 @@ export const discussionEndpoints = [
          from app.hub_discussion_page($1, ${fromMicros('$2')}, $3::uuid, $4) d`,
         [hubId, afterUs, afterId, query.limit + 1],
       );
-      const page = toPage(rows, query.limit, (row) => [row.activity_us, row.id], (row) => row);
-      const cards = new Map((await readCards(tx, { storage, ballots }, page.items.map((row) => row.post_id), hubId)).map((card) => [card.id, card]));
+      const page = toPage(
+        rows,
+        query.limit,
+        (row) => [row.activity_us, row.id],
+        (row) => row,
+      );
+      const cards = new Map(
+        (
+          await readCards(
+            tx,
+            { storage, ballots },
+            page.items.map((row) => row.post_id),
+            hubId,
+          )
+        ).map((card) => [card.id, card]),
+      );
       return {
         items: page.items.flatMap((row) => {
           const post = cards.get(row.post_id);
           return post
-            ? [{ id: row.id, hubId, postId: row.post_id, post, messageCount: row.message_count, lastActivityAt: row.last_activity_at.toISOString(), viewerSaved: row.saved }]
+            ? [
+                {
+                  id: row.id,
+                  hubId,
+                  postId: row.post_id,
+                  post,
+                  messageCount: row.message_count,
+                  lastActivityAt: row.last_activity_at.toISOString(),
+                  viewerSaved: row.saved,
+                },
+              ]
             : [];
         }),
         nextCursor: page.nextCursor,
@@ -140,7 +166,12 @@ export const discussionEndpoints = [
       const root = await discussionThread(tx, params.hubId as string, discussionId, query.parentMessageId ?? null);
       const [afterUs, afterId] = query.cursor ?? [null, null];
       const { rows } = await tx.query<MessageRow>(messagePageSql(root !== null), [root ?? discussionId, afterUs, afterId, query.limit + 1]);
-      const page = toPage(rows, query.limit, (row) => [row.created_us, row.id], (row) => row);
+      const page = toPage(
+        rows,
+        query.limit,
+        (row) => [row.created_us, row.id],
+        (row) => row,
+      );
       return { items: await Promise.all(page.items.map((row) => shapeMessage(storage, row))), nextCursor: page.nextCursor };
     },
   }),

@@ -55,12 +55,19 @@ export const savedDiscussionEndpoints = [
     response: pageSchema(savedDiscussion),
     async handler({ query, tx, services: { storage } }) {
       const [afterUs, afterId] = query.cursor ?? [null, null];
-      const { rows } = await tx.query<SavedRow>(
-        savedDiscussionPageSql,
-        [afterUs, afterId, query.limit + 1],
+      const { rows } = await tx.query<SavedRow>(savedDiscussionPageSql, [afterUs, afterId, query.limit + 1]);
+      const page = toPage(
+        rows,
+        query.limit,
+        (row) => [row.saved_us, row.discussion_id],
+        (row) => row,
       );
-      const page = toPage(rows, query.limit, (row) => [row.saved_us, row.discussion_id], (row) => row);
-      const previews = await readPreviews(tx, storage, page.items.map((row) => row.discussion_id), previewSize);
+      const previews = await readPreviews(
+        tx,
+        storage,
+        page.items.map((row) => row.discussion_id),
+        previewSize,
+      );
       return {
         items: page.items.map((row) => ({
           discussionId: row.discussion_id,

@@ -61,7 +61,12 @@ export async function readFeedPage(
      order by f.at desc, f.post_id desc`,
     [position?.snapshotUs ?? null, position?.atUs ?? null, position?.postId ?? null, query.limit, ...(subject === null ? [] : [subject])],
   );
-  const page = toPage(rows, query.limit, (row) => [row.snapshot_us, row.at_us, row.post_id], (row) => row);
+  const page = toPage(
+    rows,
+    query.limit,
+    (row) => [row.snapshot_us, row.at_us, row.post_id],
+    (row) => row,
+  );
   const contexts = new Map(page.items.map((row) => [row.post_id, row.context]));
   const items = await readCards(
     tx,

@@ -20,12 +20,12 @@ export const feedEndpoints = [
     summary: 'Home feed',
     description:
       'Optional token: without one, or with a level-1 (anonymous) token, the public posts of the default feed users ' +
-      '(visibility public). From level 2: own posts, followed users\' posts (not private_locked_hub), and public/public_hub ' +
+      "(visibility public). From level 2: own posts, followed users' posts (not private_locked_hub), and public/public_hub " +
       'posts followed users voted on, commented on, reposted or shared to their feed. At level 4 also: posts targeted to ' +
-      'hubs where the viewer is an active member (private_locked_hub included), shares into those hubs, co-members\' ' +
+      "hubs where the viewer is an active member (private_locked_hub included), shares into those hubs, co-members' " +
       'public/public_hub posts and what co-members interacted with. A user with no personal source (follows nobody, no ' +
       'post, no active hub) gets the default feed users. One card per post frame, placed at its newest event the viewer ' +
-      'may see now; feedContext names that event\'s source (ties: own_post, joined_hub_post, shared_to_hub, ' +
+      "may see now; feedContext names that event's source (ties: own_post, joined_hub_post, shared_to_hub, " +
       'followed_author, hub_co_member_author, friend_interaction, default_feed_user). Membership, follows and blocks are ' +
       `read on every request. ${paging}`,
     auth: 'optional',

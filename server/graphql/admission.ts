@@ -85,7 +85,7 @@ export class Admission {
 
   /** Admits waiting requests in arrival order, each that fits (one blocked key does not hold up others). */
   #admitWaiting(): void {
-    for (let i = 0; i < this.#waiting.length && this.#total < this.#limits.total; ) {
+    for (let i = 0; i < this.#waiting.length && this.#total < this.#limits.total;) {
       const waiter = this.#waiting[i] as Waiter;
       if (this.#fits(waiter.keys)) {
         this.#waiting.splice(i, 1);

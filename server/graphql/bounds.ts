@@ -199,9 +199,14 @@ interface PageArgs {
 }
 
 function checkedPage([first, last]: readonly (number | null | undefined)[]): PageArgs {
-  for (const [name, value] of [['first', first], ['last', last]] as const) {
+  for (const [name, value] of [
+    ['first', first],
+    ['last', last],
+  ] as const) {
     if (value != null && (value < 0 || value > graphqlBounds.maxPageSize)) {
-      throw new GraphQLError(`\`${name}\` must be between 0 and ${graphqlBounds.maxPageSize}.`, { extensions: { code: 'PAGE_SIZE_EXCEEDED' } });
+      throw new GraphQLError(`\`${name}\` must be between 0 and ${graphqlBounds.maxPageSize}.`, {
+        extensions: { code: 'PAGE_SIZE_EXCEEDED' },
+      });
     }
   }
   return { first: first ?? (last == null ? graphqlBounds.maxPageSize : null), last };
@@ -211,7 +216,6 @@ interface ConnectionLike extends Step {
   setFirst($first: Step): void;
   setLast($last: Step): void;
 }
-
 
 /**
  * Adds the validation rules, and bounds connection pages and grouped aggregates: `first` and

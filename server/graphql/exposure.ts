@@ -42,7 +42,8 @@ export const exposedFunctions: ReadonlySet<string> = new Set([
 // computed fields on a table's type (a function whose first argument is a row), ordering and
 // filtering by them, and pg-aggregates' aggregates of computed fields (registered by that plugin,
 // hence the cast).
-const functionFields = '-queryField -mutationField -typeField -orderBy -filterBy -aggregate -aggregates -havingBy' as GraphileBuild.BehaviorString;
+const functionFields =
+  '-queryField -mutationField -typeField -orderBy -filterBy -aggregate -aggregates -havingBy' as GraphileBuild.BehaviorString;
 
 // pg-aggregates' attribute behaviors (registered by that plugin, so not in the static type).
 const noAggregates = '-aggregate -groupBy -havingBy' as GraphileBuild.BehaviorString;
@@ -75,7 +76,9 @@ export const ExposurePlugin: GraphileConfig.Plugin = {
             const attributes = codec.attributes as Record<string, { extensions?: { canSelect?: boolean } }>;
             if (attributes[attributeName]?.extensions?.canSelect !== false) return behavior;
             // As the RBAC plugin: a table with no selectable column at all is read through functions.
-            const siblingSelectable = Object.entries(attributes).some(([name, a]) => name !== attributeName && a.extensions?.canSelect !== false);
+            const siblingSelectable = Object.entries(attributes).some(
+              ([name, a]) => name !== attributeName && a.extensions?.canSelect !== false,
+            );
             return siblingSelectable ? [behavior, noAggregates] : behavior;
           },
         },
@@ -84,7 +87,9 @@ export const ExposurePlugin: GraphileConfig.Plugin = {
         override: {
           provides: ['internalGraphqlUnselectableUniques'],
           callback(behavior, [resource, unique]) {
-            return selectable(resource.codec.attributes as Attributes, unique.attributes) ? behavior : [behavior, '-single' as GraphileBuild.BehaviorString];
+            return selectable(resource.codec.attributes as Attributes, unique.attributes)
+              ? behavior
+              : [behavior, '-single' as GraphileBuild.BehaviorString];
           },
         },
       },

@@ -102,7 +102,8 @@ class GraphqlThread {
 /** Headers as the thread takes them: lower-case names, one string each. */
 function headersOf(headers: Record<string, string | string[] | undefined>): Record<string, string> {
   const flat: Record<string, string> = {};
-  for (const [name, value] of Object.entries(headers)) if (value !== undefined) flat[name.toLowerCase()] = Array.isArray(value) ? value.join(', ') : value;
+  for (const [name, value] of Object.entries(headers))
+    if (value !== undefined) flat[name.toLowerCase()] = Array.isArray(value) ? value.join(', ') : value;
   return flat;
 }
 
@@ -112,9 +113,25 @@ function send(res: Response, answer: Extract<ThreadAnswer, { kind: 'bytes' }>): 
   res.end(body);
 }
 
-export function createInternalGraphql({ pool, poolConfig, pooled, bounds, tokens, adminApiToken, log, admission = new Admission() }: InternalGraphqlOptions): InternalGraphql {
+export function createInternalGraphql({
+  pool,
+  poolConfig,
+  pooled,
+  bounds,
+  tokens,
+  adminApiToken,
+  log,
+  admission = new Admission(),
+}: InternalGraphqlOptions): InternalGraphql {
   const auth: GraphqlAuth = { pool, bounds, tokens, isAdminToken: adminTokenMatcher(adminApiToken) };
-  const threadOptions: ThreadOptions = { pool: poolConfig, pooled, graphqlPath: internalGraphqlPath, logLevel: log.level, niceness: graphqlThreadNiceness, roles: [...schemaRoles] };
+  const threadOptions: ThreadOptions = {
+    pool: poolConfig,
+    pooled,
+    graphqlPath: internalGraphqlPath,
+    logLevel: log.level,
+    niceness: graphqlThreadNiceness,
+    roles: [...schemaRoles],
+  };
   let thread: GraphqlThread | undefined;
   let released = false;
 

@@ -67,7 +67,8 @@ function lowerPriority(): void {
 // development and tests keep grafast's development checks; behind a transaction-mode pooler no
 // statement is prepared (named statements do not survive a transaction there); and JIT is not set
 // per connection (a session setting: auth.ts sets it per transaction instead).
-process.env.GRAPHILE_ENV ??= process.env.NODE_ENV === 'development' || process.env.NODE_ENV === 'test' ? process.env.NODE_ENV : 'production';
+process.env.GRAPHILE_ENV ??=
+  process.env.NODE_ENV === 'development' || process.env.NODE_ENV === 'test' ? process.env.NODE_ENV : 'production';
 process.env.DATAPLAN_PG_DONT_DISABLE_JIT ??= '1';
 if (options.pooled) process.env.DATAPLAN_PG_PREPARED_STATEMENT_CACHE_SIZE = '0';
 
@@ -165,7 +166,12 @@ async function bytesOf(result: Result): Promise<ThreadAnswer> {
       const { error, statusCode } = result;
       // A SafeError (grafast's: a message meant for the client) is sent as text, as grafserv does.
       if (error.name === 'SafeError') {
-        return { kind: 'bytes', status: statusCode, headers: { 'Content-Type': 'text/plain; charset=utf-8' }, body: Buffer.from(error.message, 'utf8') };
+        return {
+          kind: 'bytes',
+          status: statusCode,
+          headers: { 'Content-Type': 'text/plain; charset=utf-8' },
+          body: Buffer.from(error.message, 'utf8'),
+        };
       }
       return { kind: 'failure', status: statusCode, message: error.message, ...(error.stack ? { stack: error.stack } : {}) };
     }
@@ -202,7 +208,14 @@ port.on('message', (message: ThreadRequest) => {
           const failed = error instanceof Error ? error : new Error(String(error));
           return { kind: 'failure', status: 500, message: failed.message, ...(failed.stack ? { stack: failed.stack } : {}) };
         })
-        .then((reply) => port.postMessage({ id: message.id, reply }, reply.kind === 'bytes' && reply.body.byteOffset === 0 && reply.body.byteLength === reply.body.buffer.byteLength ? [reply.body.buffer as ArrayBuffer] : []));
+        .then((reply) =>
+          port.postMessage(
+            { id: message.id, reply },
+            reply.kind === 'bytes' && reply.body.byteOffset === 0 && reply.body.byteLength === reply.body.buffer.byteLength
+              ? [reply.body.buffer as ArrayBuffer]
+              : [],
+          ),
+        );
       return;
     case 'ready':
       Promise.all(message.roles.map(instance)).then(

@@ -17,7 +17,11 @@ export function answerClientErrors(server: Server, log: Log): Server {
       return;
     }
     const code: ErrorCode =
-      error.code === 'HPE_HEADER_OVERFLOW' ? 'HEADERS_TOO_LARGE' : error.code === 'ERR_HTTP_REQUEST_TIMEOUT' ? 'REQUEST_TIMEOUT' : 'MALFORMED_REQUEST';
+      error.code === 'HPE_HEADER_OVERFLOW'
+        ? 'HEADERS_TOO_LARGE'
+        : error.code === 'ERR_HTTP_REQUEST_TIMEOUT'
+          ? 'REQUEST_TIMEOUT'
+          : 'MALFORMED_REQUEST';
     const [status, message] = errorCatalog[code];
     const requestId = randomUUID();
     const body = JSON.stringify({ success: false, error: { code, message, details: {} } });

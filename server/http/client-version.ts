@@ -35,7 +35,10 @@ export function compareVersions(a: number[], b: number[]): number {
  */
 export function clientVersionGate({ minimum, updateUrls }: Config['clientVersions']): (req: Request) => void {
   const minimums = Object.fromEntries(
-    clientPlatforms.map((platform) => [platform, minimum[platform] === null ? null : (parseClientVersion(`${platform}/${minimum[platform]}`)?.version ?? null)]),
+    clientPlatforms.map((platform) => [
+      platform,
+      minimum[platform] === null ? null : (parseClientVersion(`${platform}/${minimum[platform]}`)?.version ?? null),
+    ]),
   ) as Record<ClientPlatform, number[] | null>;
   return (req) => {
     const client = parseClientVersion(req.get(clientVersionHeader));

@@ -17,5 +17,7 @@ export function boundedCount(what: string, cap: number) {
     .number()
     .int()
     .max(cap)
-    .describe(`Bounded count (counted at read time, at most ${cap} rows read): ${what}; exact below ${cap}, and ${cap} means at least ${cap}.`);
+    .describe(
+      `Bounded count (counted at read time, at most ${cap} rows read): ${what}; exact below ${cap}, and ${cap} means at least ${cap}.`,
+    );
 }

@@ -32,11 +32,7 @@ export interface HandlerContext<B, Q, P> {
   res: Response;
 }
 
-export interface Endpoint<
-  B extends z.ZodType = z.ZodType,
-  Q extends z.ZodType = z.ZodType,
-  R extends z.ZodType = z.ZodType,
-> {
+export interface Endpoint<B extends z.ZodType = z.ZodType, Q extends z.ZodType = z.ZodType, R extends z.ZodType = z.ZodType> {
   method: Method;
   /** OpenAPI-style path below /api/v1, e.g. `/users/{userId}/follow`. */
   path: string;
@@ -97,9 +93,7 @@ export interface Endpoint<
   afterCommit?(data: z.input<R> | undefined, ctx: { viewer: Viewer; services: Services }): Promise<z.input<R>>;
 }
 
-export function endpoint<B extends z.ZodType, Q extends z.ZodType, R extends z.ZodType>(
-  definition: Endpoint<B, Q, R>,
-): Endpoint {
+export function endpoint<B extends z.ZodType, Q extends z.ZodType, R extends z.ZodType>(definition: Endpoint<B, Q, R>): Endpoint {
   return definition as unknown as Endpoint;
 }
 

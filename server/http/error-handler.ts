@@ -15,7 +15,10 @@ export function errorHandler(log: Log, outage: DatabaseOutage) {
     const timeout = timeoutOf(error);
     if (timeout) {
       // One line per request that hit a bound: which one, on which route (the request log has the rest).
-      log.warn({ requestId: res.locals.requestId, method: req.method, route: routePattern(req, res), bound: timeout }, `request stopped by ${timeout}: answered 503`);
+      log.warn(
+        { requestId: res.locals.requestId, method: req.method, route: routePattern(req, res), bound: timeout },
+        `request stopped by ${timeout}: answered 503`,
+      );
     } else if (failure.code === 'SERVICE_UNAVAILABLE' && !(error instanceof ApiError)) {
       outage.refused(error);
     } else if (failure.status >= 500) {

@@ -20,11 +20,18 @@ const positionParts = {
   /** A row id. */
   id: z.string().refine(isUuid),
   /** A PostgreSQL int (ranks, ordinals). */
-  int: z.number().int().min(-(2 ** 31)).max(2 ** 31 - 1),
+  int: z
+    .number()
+    .int()
+    .min(-(2 ** 31))
+    .max(2 ** 31 - 1),
   /** A PostgreSQL bigint (sequence numbers). */
   bigint: safeInteger,
   /** A name or handle. */
-  text: z.string().max(300).refine((value) => !value.includes('\u0000')),
+  text: z
+    .string()
+    .max(300)
+    .refine((value) => !value.includes('\u0000')),
 } as const;
 
 export type PositionPart = keyof typeof positionParts;

@@ -22,7 +22,11 @@ function settled(count: LimitCount, committed: boolean): LimitCount {
  * Sets the headers from a transaction's limit counts; `failure` is the answer's error, which may be
  * a limit refused by its statement (RATE_LIMITED naming its limit).
  */
-export function setRateLimitHeaders(res: Response, { counts, committed }: { counts: LimitCount[]; committed: boolean }, failure?: ApiError): void {
+export function setRateLimitHeaders(
+  res: Response,
+  { counts, committed }: { counts: LimitCount[]; committed: boolean },
+  failure?: ApiError,
+): void {
   const byName = new Map<string, LimitCount>();
   for (const count of counts) byName.set(count.name, settled(count, committed));
   if (failure?.rateLimit) byName.set(failure.rateLimit.name, failure.rateLimit);

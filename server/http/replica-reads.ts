@@ -54,7 +54,12 @@ export function replicasFor(definition: Endpoint, replicas: ReplicaSet | undefin
  * more than a poll interval then goes straight to the primary). Undefined: the request runs on the
  * primary as any other (no usable replica, or a token the primary path must refuse).
  */
-export async function startReplicaRead(definition: Endpoint, req: Request, services: Services, replicas: ReplicaSet): Promise<ReplicaRead | undefined> {
+export async function startReplicaRead(
+  definition: Endpoint,
+  req: Request,
+  services: Services,
+  replicas: ReplicaSet,
+): Promise<ReplicaRead | undefined> {
   const token = bearerToken(req);
   const claims = token === undefined ? null : services.tokens.verifyAccess(token);
   if (token === undefined ? definition.auth === 'bearer' : !claims && definition.auth !== 'public') return undefined;
@@ -100,7 +105,14 @@ export async function startReplicaRead(definition: Endpoint, req: Request, servi
  * check of `floor` when needed. A session the replica finds not live goes to the primary (which
  * answers 401), or reads as anonymous on a public endpoint.
  */
-async function checkedOnReplica(definition: Endpoint, services: Services, replicas: ReplicaSet, replica: Replica, viewer: Viewer, floor: bigint): Promise<ReplicaRead | undefined> {
+async function checkedOnReplica(
+  definition: Endpoint,
+  services: Services,
+  replicas: ReplicaSet,
+  replica: Replica,
+  viewer: Viewer,
+  floor: bigint,
+): Promise<ReplicaRead | undefined> {
   const reached = replicas.reached(replica, floor);
   if (reached === 'behind') {
     replicas.primaryReads += 1;
@@ -140,7 +152,9 @@ export function retryOnPrimary(error: unknown, replicas: ReplicaSet, replica: Re
   // A client left broken by such a failure ("not queryable") says nothing more about the replica.
   if (/timeout exceeded when trying to connect|terminated due to connection timeout|not queryable/i.test(message)) return true;
   const translated = translateDatabaseError(error);
-  const lost = (translated instanceof ApiError && translated.code === 'SERVICE_UNAVAILABLE') || /Connection terminated|terminating connection/i.test(message);
+  const lost =
+    (translated instanceof ApiError && translated.code === 'SERVICE_UNAVAILABLE') ||
+    /Connection terminated|terminating connection/i.test(message);
   if (lost) replicas.failed(replica);
   return lost;
 }

@@ -8,7 +8,10 @@ import type { Log } from '../../logger.ts';
 import { routePattern } from './route-name.ts';
 
 /** A usable X-Request-Id (the OpenAPI document's header and parameter are this schema). */
-export const usableRequestId = z.string().max(128).regex(/^[A-Za-z0-9._:-]{1,128}$/);
+export const usableRequestId = z
+  .string()
+  .max(128)
+  .regex(/^[A-Za-z0-9._:-]{1,128}$/);
 
 export function requestContext(log: Log) {
   return (req: Request, res: Response, next: NextFunction): void => {

@@ -17,7 +17,17 @@ import type { Endpoint, Services } from './endpoint.ts';
 import { sendSuccess } from './envelope.ts';
 import { FailoverRetry } from './failover-retry.ts';
 import { ApiError } from './errors.ts';
-import { claimRefusal, errorAnswer, idempotencyKeyHeader, idempotencyKeyOf, IdempotentRequest, isKept, sendAnswer, successAnswer, type Answer } from './idempotency.ts';
+import {
+  claimRefusal,
+  errorAnswer,
+  idempotencyKeyHeader,
+  idempotencyKeyOf,
+  IdempotentRequest,
+  isKept,
+  sendAnswer,
+  successAnswer,
+  type Answer,
+} from './idempotency.ts';
 import { requireIds } from './ids.ts';
 import { replicasFor, retryOnPrimary, startReplicaRead, type ReplicaRead } from './replica-reads.ts';
 import { parseOrFail, rejectNul } from './validation.ts';
@@ -132,7 +142,11 @@ async function answerAfterCommit(
   setRateLimitHeaders(res, tx.limitCounts);
   let answer: Answer;
   try {
-    answer = successAnswer(status, definition.message ?? 'OK', definition.response.parse(await afterCommit(data, { viewer: tx.viewer, services })));
+    answer = successAnswer(
+      status,
+      definition.message ?? 'OK',
+      definition.response.parse(await afterCommit(data, { viewer: tx.viewer, services })),
+    );
   } catch (error) {
     const failure = translateDatabaseError(error);
     if (!(failure instanceof ApiError) || !keyed || !isKept(failure.status)) throw error;
@@ -147,7 +161,14 @@ async function answerAfterCommit(
  * checked on the primary. True when answered (or failed in a way the primary would repeat: the
  * error goes on); false when the primary is to run it (behind the floor, or the replica failed).
  */
-async function answerFromReplica(definition: Endpoint, services: Services, read: ReplicaRead, req: Request, res: Response, next: NextFunction): Promise<boolean> {
+async function answerFromReplica(
+  definition: Endpoint,
+  services: Services,
+  read: ReplicaRead,
+  req: Request,
+  res: Response,
+  next: NextFunction,
+): Promise<boolean> {
   const { tx, replica } = read;
   try {
     // As the deferred check would: the gate at the endpoint's level, then the handler sees that level.

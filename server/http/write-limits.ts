@@ -51,9 +51,12 @@ const isName = (name: string): name is WriteLimitName => Object.hasOwn(writeLimi
 
 /** The defaults with the configured overrides (WRITE_LIMITS); an unknown name is an error. */
 export function resolveWriteLimits(overrides: Record<string, WriteLimit>): WriteLimits {
-  const limits = Object.fromEntries(Object.entries(writeLimitDefaults).map(([name, { max, windowSeconds }]) => [name, { max, windowSeconds }])) as WriteLimits;
+  const limits = Object.fromEntries(
+    Object.entries(writeLimitDefaults).map(([name, { max, windowSeconds }]) => [name, { max, windowSeconds }]),
+  ) as WriteLimits;
   for (const [name, limit] of Object.entries(overrides)) {
-    if (!isName(name)) throw new StartupError(`WRITE_LIMITS names an unknown limit "${name}" (known: ${Object.keys(writeLimitDefaults).join(', ')})`);
+    if (!isName(name))
+      throw new StartupError(`WRITE_LIMITS names an unknown limit "${name}" (known: ${Object.keys(writeLimitDefaults).join(', ')})`);
     limits[name] = limit;
   }
   return limits;
@@ -84,7 +87,9 @@ export function writeLimitStatement(declaration: WriteLimitDeclaration, body: un
 }
 
 /** The OpenAPI description of an operation's limits (x-write-limits), with the defaults. */
-export function writeLimitDocs(declaration: WriteLimitDeclaration): { name: WriteLimitName; max: number; windowSeconds: number; per: string }[] {
+export function writeLimitDocs(
+  declaration: WriteLimitDeclaration,
+): { name: WriteLimitName; max: number; windowSeconds: number; per: string }[] {
   const { name, hubsIn } = declaredLimit(declaration);
   const docs = [{ name, max: writeLimitDefaults[name].max, windowSeconds: writeLimitDefaults[name].windowSeconds, per: 'user' }];
   if (hubsIn) docs.push({ name: 'hub_fanout', ...writeLimitDefaults.hub_fanout, per: 'user and hub' });

@@ -54,7 +54,11 @@ export const hubCoreEndpoints = [
       customLink: customLink.optional(),
       initialInvitees: z.array(phoneInput).min(1).max(inviteesMax).optional(),
     }),
-    response: z.object({ hubId: z.string(), role: z.literal('super_admin'), initialInvitations: z.array(invitationResult).max(inviteesMax) }),
+    response: z.object({
+      hubId: z.string(),
+      role: z.literal('super_admin'),
+      initialInvitations: z.array(invitationResult).max(inviteesMax),
+    }),
     errors: ['ASSET_NOT_READY', 'HUB_LINK_TAKEN'],
     async handler({ body, tx, services: { config } }) {
       await requireHubPhoto(tx, body.profileAssetId);
@@ -108,7 +112,12 @@ export const hubCoreEndpoints = [
     errors: ['ASSET_NOT_READY', 'HUB_ADMIN_REQUIRED'],
     async handler({ body, params, tx, services: { storage } }) {
       await requireHubPhoto(tx, body.profileAssetId);
-      await tx.query('select app.update_hub($1, $2, $3, $4)', [params.hubId, body.name ?? null, body.description ?? null, body.profileAssetId ?? null]);
+      await tx.query('select app.update_hub($1, $2, $3, $4)', [
+        params.hubId,
+        body.name ?? null,
+        body.description ?? null,
+        body.profileAssetId ?? null,
+      ]);
       return readHub(tx, storage, params.hubId as string);
     },
   }),
@@ -162,7 +171,9 @@ export const hubCoreEndpoints = [
     errors: ['HUB_MEMBERSHIP_REQUIRED'],
     async handler({ params, tx }) {
       await requireHubRole(tx, params.hubId as string, ['member', 'admin', 'super_admin']);
-      const { rows } = await tx.query<{ content_muted: boolean }>('select app.viewer_hub_content_muted($1) as content_muted', [params.hubId]);
+      const { rows } = await tx.query<{ content_muted: boolean }>('select app.viewer_hub_content_muted($1) as content_muted', [
+        params.hubId,
+      ]);
       return { contentMuted: rows[0]?.content_muted ?? false };
     },
   }),

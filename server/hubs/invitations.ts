@@ -15,14 +15,16 @@ const tag = 'Hub invitations';
 export const invitationStatuses = ['invited', 'accepted', 'declined'] as const;
 type ListedStatus = (typeof invitationStatuses)[number] | 'expired';
 
-const invitationListItem = z.object({
-  id: z.string(),
-  maskedPhoneNumber: text(textMax.phone),
-  status: z.enum([...invitationStatuses, 'expired']),
-  invitedBy: userLite,
-  createdAt: z.string(),
-  expiresAt: z.string(),
-}).meta({ id: 'HubInvitationListItem' });
+const invitationListItem = z
+  .object({
+    id: z.string(),
+    maskedPhoneNumber: text(textMax.phone),
+    status: z.enum([...invitationStatuses, 'expired']),
+    invitedBy: userLite,
+    createdAt: z.string(),
+    expiresAt: z.string(),
+  })
+  .meta({ id: 'HubInvitationListItem' });
 
 export const hubInvitationEndpoints = [
   endpoint({
@@ -70,14 +72,27 @@ export const hubInvitationEndpoints = [
       await requireHubRole(tx, params.hubId as string, ['member', 'admin', 'super_admin']);
       const [afterUs, afterId] = (query.cursor ?? [null, null]) as [number | null, string | null];
       const { rows } = await tx.query<
-        { invitation_id: string; masked_phone: string; status: string; expired: boolean; created_at: Date; expires_at: Date; created_us: number } & UserLiteRow
+        {
+          invitation_id: string;
+          masked_phone: string;
+          status: string;
+          expired: boolean;
+          created_at: Date;
+          expires_at: Date;
+          created_us: number;
+        } & UserLiteRow
       >(
         `select i.invitation_id, i.masked_phone, i.status, i.expires_at <= now() as expired, i.created_at, i.expires_at,
                 ${micros('i.created_at')} as created_us, i.inviter_id as id, i.username, i.full_name, i.photo_key
          from app.hub_invitation_page($1, ${fromMicros('$2')}, $3::uuid, $4) i`,
         [params.hubId, afterUs, afterId, query.limit + 1],
       );
-      const page = toPage(rows, query.limit, (row) => [row.created_us, row.invitation_id], (row) => row);
+      const page = toPage(
+        rows,
+        query.limit,
+        (row) => [row.created_us, row.invitation_id],
+        (row) => row,
+      );
       return {
         items: await Promise.all(
           page.items.map(async (row) => ({

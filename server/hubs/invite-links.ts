@@ -13,7 +13,13 @@ const tag = 'Hub invite links';
  * with room to grow. A path token of another form was never issued: INVITE_LINK_NOT_FOUND.
  */
 const tokenMaxLength = 64;
-const token = { schema: z.string().max(tokenMaxLength).regex(/^[A-Za-z0-9_-]+$/), notFound: 'INVITE_LINK_NOT_FOUND' } as const;
+const token = {
+  schema: z
+    .string()
+    .max(tokenMaxLength)
+    .regex(/^[A-Za-z0-9_-]+$/),
+  notFound: 'INVITE_LINK_NOT_FOUND',
+} as const;
 
 export const hubInviteLinkEndpoints = [
   endpoint({
@@ -55,10 +61,13 @@ export const hubInviteLinkEndpoints = [
     }),
     errors: ['INVITE_LINK_NOT_FOUND', 'INVITE_LINK_EXPIRED'],
     async handler({ params, tx, services: { storage } }) {
-      const { rows } = await tx.query<{ hub_id: string; name: string; description: string; photo_key: string | null; member_count: number }>(
-        'select hub_id, name, description, photo_key, member_count from app.invite_link_preview($1)',
-        [params.token],
-      );
+      const { rows } = await tx.query<{
+        hub_id: string;
+        name: string;
+        description: string;
+        photo_key: string | null;
+        member_count: number;
+      }>('select hub_id, name, description, photo_key, member_count from app.invite_link_preview($1)', [params.token]);
       const hub = rows[0] as { hub_id: string; name: string; description: string; photo_key: string | null; member_count: number };
       return {
         hubId: hub.hub_id,
@@ -86,10 +95,11 @@ export const hubInviteLinkEndpoints = [
     response: z.object({ requestId: z.string(), hubId: z.string(), viewerStatus: z.literal('pending_admin_approval') }),
     errors: ['INVITE_LINK_NOT_FOUND', 'INVITE_LINK_EXPIRED', 'ALREADY_HUB_MEMBER'],
     async handler({ params, tx }) {
-      const { rows } = await tx.query<{ request_id: string; hub_id: string }>('select request_id, hub_id from app.request_to_join($1)', [params.token]);
+      const { rows } = await tx.query<{ request_id: string; hub_id: string }>('select request_id, hub_id from app.request_to_join($1)', [
+        params.token,
+      ]);
       const request = rows[0] as { request_id: string; hub_id: string };
       return { requestId: request.request_id, hubId: request.hub_id, viewerStatus: 'pending_admin_approval' as const };
     },
   }),
 ];
-

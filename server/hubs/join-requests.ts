@@ -21,19 +21,24 @@ export const hubJoinRequestEndpoints = [
     level: 4,
     ids: { hubId: 'HUB_NOT_FOUND' },
     query: pageQuery(100, ['timestamp', 'id']),
-    response: pageSchema(
-      z.object({ id: z.string(), user: userLite, source: z.enum(joinRequestSources), createdAt: z.string() }),
-    ),
+    response: pageSchema(z.object({ id: z.string(), user: userLite, source: z.enum(joinRequestSources), createdAt: z.string() })),
     errors: ['HUB_ADMIN_REQUIRED'],
     async handler({ params, query, tx, services: { storage } }) {
       await requireHubRole(tx, params.hubId as string, ['admin', 'super_admin']);
       const [afterUs, afterId] = (query.cursor ?? [null, null]) as [number | null, string | null];
-      const { rows } = await tx.query<{ request_id: string; source: (typeof joinRequestSources)[number]; created_at: Date; created_us: number } & UserLiteRow>(
+      const { rows } = await tx.query<
+        { request_id: string; source: (typeof joinRequestSources)[number]; created_at: Date; created_us: number } & UserLiteRow
+      >(
         `select r.request_id, r.source, r.created_at, ${micros('r.created_at')} as created_us, r.user_id as id, r.username, r.full_name, r.photo_key
          from app.hub_join_request_page($1, ${fromMicros('$2')}, $3::uuid, $4) r`,
         [params.hubId, afterUs, afterId, query.limit + 1],
       );
-      const page = toPage(rows, query.limit, (row) => [row.created_us, row.request_id], (row) => row);
+      const page = toPage(
+        rows,
+        query.limit,
+        (row) => [row.created_us, row.request_id],
+        (row) => row,
+      );
       return {
         items: await Promise.all(
           page.items.map(async (row) => ({

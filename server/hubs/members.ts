@@ -72,25 +72,37 @@ export function memberPageSql(withQuery: boolean): string {
 
 /** One page of member rows with image URLs, shaped by `shape`. */
 async function memberPage<T>(storage: Storage, rows: MemberRow[], limit: number, shape: (row: MemberRow, photoUrl: string | null) => T) {
-  const page = toPage(rows, limit, (row) => [row.joined_us, row.id], (row) => row);
-  return { items: await Promise.all(page.items.map(async (row) => shape(row, await storage.photoUrl(row.photo_key)))), nextCursor: page.nextCursor };
+  const page = toPage(
+    rows,
+    limit,
+    (row) => [row.joined_us, row.id],
+    (row) => row,
+  );
+  return {
+    items: await Promise.all(page.items.map(async (row) => shape(row, await storage.photoUrl(row.photo_key)))),
+    nextCursor: page.nextCursor,
+  };
 }
 
-const memberItem = z.object({
-  id: z.string(),
-  name: nullableText(textMax.name),
-  username: nullableText(textMax.handle),
-  profilePhotoUrl: nullableText(textMax.url),
-  phoneNumber: nullableText(textMax.phone),
-}).meta({ id: 'HubMember' });
+const memberItem = z
+  .object({
+    id: z.string(),
+    name: nullableText(textMax.name),
+    username: nullableText(textMax.handle),
+    profilePhotoUrl: nullableText(textMax.url),
+    phoneNumber: nullableText(textMax.phone),
+  })
+  .meta({ id: 'HubMember' });
 
-const adminItem = z.object({
-  id: z.string(),
-  name: nullableText(textMax.name),
-  username: nullableText(textMax.handle),
-  profilePhotoUrl: nullableText(textMax.url),
-  role: z.enum(hubRoles),
-}).meta({ id: 'HubAdmin' });
+const adminItem = z
+  .object({
+    id: z.string(),
+    name: nullableText(textMax.name),
+    username: nullableText(textMax.handle),
+    profilePhotoUrl: nullableText(textMax.url),
+    role: z.enum(hubRoles),
+  })
+  .meta({ id: 'HubAdmin' });
 
 export const hubMemberEndpoints = [
   endpoint({
@@ -129,7 +141,8 @@ export const hubMemberEndpoints = [
         const matched = rows.filter((row) => row.id !== null);
         const page = await memberPage(storage, matched, query.limit, shape);
         const stats = rows[0];
-        const more = stats && stats.scanned === memberScanCap ? encodeCursor([Number(stats.scan_end_us), stats.scan_end_id as string]) : null;
+        const more =
+          stats && stats.scanned === memberScanCap ? encodeCursor([Number(stats.scan_end_us), stats.scan_end_id as string]) : null;
         return { items: page.items, nextCursor: page.nextCursor ?? more };
       }
       const { rows } = await tx.query<MemberRow>(memberPageSql(false), [params.hubId, afterUs, afterId, roles, query.limit + 1]);
@@ -172,10 +185,13 @@ export const hubMemberEndpoints = [
     async handler({ params, query, tx, services: { storage } }) {
       await requireHubRelationship(tx, params.hubId as string);
       const [afterUs, afterId] = (query.cursor ?? [null, null]) as [number | null, string | null];
-      const { rows } = await tx.query<MemberRow>(
-        memberPageSql(false),
-        [params.hubId, afterUs, afterId, ['admin', 'super_admin'], query.limit + 1],
-      );
+      const { rows } = await tx.query<MemberRow>(memberPageSql(false), [
+        params.hubId,
+        afterUs,
+        afterId,
+        ['admin', 'super_admin'],
+        query.limit + 1,
+      ]);
       return memberPage(storage, rows, query.limit, (row, profilePhotoUrl) => ({
         id: row.id,
         name: row.name,

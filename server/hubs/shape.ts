@@ -16,18 +16,20 @@ export const viewerStatuses = ['member', 'invited', 'pending_admin_approval'] as
 export const activeUsersCap = 1000;
 export const activeUsers24h = () => boundedCount('members active in the hub in the last 24 hours', activeUsersCap);
 
-export const hubResponse = z.object({
-  id: z.string(),
-  name: text(textMax.hubName),
-  description: text(textMax.hubDescription),
-  profilePhotoUrl: nullableText(textMax.url),
-  profilePhoto: profilePhoto.nullable().describe('The hub photo with its upright size, placeholder and variants; null without a photo'),
-  customLink: nullableText(textMax.customLink),
-  memberCount: maintainedCount('active members of the hub'),
-  activeUsers24h: activeUsers24h(),
-  viewerStatus: z.enum(viewerStatuses).nullable(),
-  viewerRole: z.enum(hubRoles).nullable(),
-}).meta({ id: 'Hub' });
+export const hubResponse = z
+  .object({
+    id: z.string(),
+    name: text(textMax.hubName),
+    description: text(textMax.hubDescription),
+    profilePhotoUrl: nullableText(textMax.url),
+    profilePhoto: profilePhoto.nullable().describe('The hub photo with its upright size, placeholder and variants; null without a photo'),
+    customLink: nullableText(textMax.customLink),
+    memberCount: maintainedCount('active members of the hub'),
+    activeUsers24h: activeUsers24h(),
+    viewerStatus: z.enum(viewerStatuses).nullable(),
+    viewerRole: z.enum(hubRoles).nullable(),
+  })
+  .meta({ id: 'Hub' });
 
 /** A hub as the viewer sees it (GET /hubs/{hubId}); HUB_NOT_FOUND when unknown. */
 export async function readHub(tx: RequestTransaction, storage: Storage, hubId: string): Promise<z.input<typeof hubResponse>> {
@@ -69,7 +71,9 @@ export async function readHub(tx: RequestTransaction, storage: Storage, hubId: s
 
 /** The viewer's relationship to a hub; HUB_NOT_FOUND for an unknown hub. */
 export async function viewerHubStatus(tx: RequestTransaction, hubId: string): Promise<(typeof viewerStatuses)[number] | null> {
-  const { rows } = await tx.query<{ status: (typeof viewerStatuses)[number] | null }>('select app.viewer_hub_status($1) as status', [hubId]);
+  const { rows } = await tx.query<{ status: (typeof viewerStatuses)[number] | null }>('select app.viewer_hub_status($1) as status', [
+    hubId,
+  ]);
   return rows[0]?.status ?? null;
 }
 
@@ -85,14 +89,16 @@ export async function requireHubRole(tx: RequestTransaction, hubId: string, role
   await tx.query('select app.require_hub_role($1, $2::app.hub_role[])', [hubId, roles]);
 }
 
-export const invitationResult = z.object({
-  invitationId: z.string(),
-  maskedPhoneNumber: text(textMax.phone),
-  requiresAdminApproval: z.boolean(),
-  inviteUrl: text(textMax.url),
-  shareText: text(textMax.shareText),
-  expiresAt: z.string(),
-}).meta({ id: 'HubInvitation' });
+export const invitationResult = z
+  .object({
+    invitationId: z.string(),
+    maskedPhoneNumber: text(textMax.phone),
+    requiresAdminApproval: z.boolean(),
+    inviteUrl: text(textMax.url),
+    shareText: text(textMax.shareText),
+    expiresAt: z.string(),
+  })
+  .meta({ id: 'HubInvitation' });
 
 export interface InvitationRow {
   id: string;
@@ -120,4 +126,7 @@ export const inviteesMax = 50;
 
 export const hubName = trimmedText(3, textMax.hubName);
 export const hubDescription = z.string().max(textMax.hubDescription);
-export const customLink = z.string().max(textMax.customLink).regex(/^[A-Za-z0-9_-]{3,40}$/, '3-40 characters of letters, digits, _ and -');
+export const customLink = z
+  .string()
+  .max(textMax.customLink)
+  .regex(/^[A-Za-z0-9_-]{3,40}$/, '3-40 characters of letters, digits, _ and -');

@@ -33,7 +33,11 @@ const markReadBody = z
   .meta({
     oneOf: [
       { required: ['notificationIds'], not: { required: ['markAll'], properties: { markAll: { const: true } } } },
-      { required: ['markAll'], properties: { markAll: { const: true } }, not: { required: ['notificationIds'], properties: { notificationIds: {} } } },
+      {
+        required: ['markAll'],
+        properties: { markAll: { const: true } },
+        not: { required: ['notificationIds'], properties: { notificationIds: {} } },
+      },
     ],
   });
 
@@ -67,7 +71,9 @@ export const notificationEndpoints = [
       'actor is null when there is none or the viewer may not see that user (a block either way).',
     auth: 'bearer',
     query: listQuery,
-    response: pageSchema(notification).extend({ unreadCount: maintainedCount('unread notifications the viewer may see now (the app-icon badge)') }),
+    response: pageSchema(notification).extend({
+      unreadCount: maintainedCount('unread notifications the viewer may see now (the app-icon badge)'),
+    }),
     async handler({ query, tx, services: { storage } }) {
       const [beforeUs, beforeId] = (query.cursor ?? [null, null]) as [number | null, string | null];
       // The page's ids come from app.notification_page (db/sql/notifications.sql: one index range per scope
@@ -79,7 +85,12 @@ export const notificationEndpoints = [
          order by r.created_at desc, r.notification_id desc`,
         [beforeUs, beforeId, query.unreadOnly, query.limit + 1],
       );
-      const page = toPage(rows, query.limit, (row) => [row.created_us, row.notification_id], (row) => row);
+      const page = toPage(
+        rows,
+        query.limit,
+        (row) => [row.created_us, row.notification_id],
+        (row) => row,
+      );
       const counts = await readUnreadCounts(tx);
       return {
         items: await Promise.all(page.items.map((row) => shapeNotification(storage, row))),
@@ -99,7 +110,7 @@ export const notificationEndpoints = [
       '(those with a hub_id), hubs the count per hub (only hubs with unread rows). Hidden rows are never counted: a hub ' +
       'row needs a Hub-ready viewer who is an active member of that hub now, so leaving a hub drops its rows at once and ' +
       'rejoining brings them back. GET /notifications answers the same unreadCount. Read from counters kept in the ' +
-      'transactions that write and mark the rows: the cost follows the number of the viewer\'s hubs, not of unread rows.',
+      "transactions that write and mark the rows: the cost follows the number of the viewer's hubs, not of unread rows.",
     auth: 'bearer',
     response: unreadCounts,
     async handler({ tx }) {
@@ -114,7 +125,7 @@ export const notificationEndpoints = [
     summary: 'Mark notifications read',
     description:
       'Send either notificationIds (1-100 ids) or markAll: true (not both; markAll: false alone is 422). updated is the ' +
-      'number of rows that went from unread to read. Any id that is unknown or not the viewer\'s (including a string ' +
+      "number of rows that went from unread to read. Any id that is unknown or not the viewer's (including a string " +
       'that is not an id) answers 404 NOTIFICATION_NOT_FOUND and changes nothing. A row of the viewer that is hidden ' +
       'now (a hub row while not an active member) is not updated and stays unread; an already read row is not counted ' +
       'again. markAll marks only the rows visible now. GET /notifications/unread-count answers the new count.',

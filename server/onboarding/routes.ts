@@ -9,15 +9,17 @@ import { requireUsableAssets } from '../uploads/images.ts';
 
 const tag = 'Onboarding';
 
-const onboardingStatus = z.object({
-  accessLevel: z.number().int().min(1).max(4),
-  profileBasicsCompleted: z.boolean(),
-  mediaCompleted: z.boolean(),
-  phoneConfirmed: z.boolean(),
-  contacts_synced: z.boolean(),
-  contactsSyncedAt: z.string().nullable(),
-  nextStep: z.enum(['profile_basics', 'media', 'phone', 'contacts', 'done']),
-}).meta({ id: 'OnboardingStatus' });
+const onboardingStatus = z
+  .object({
+    accessLevel: z.number().int().min(1).max(4),
+    profileBasicsCompleted: z.boolean(),
+    mediaCompleted: z.boolean(),
+    phoneConfirmed: z.boolean(),
+    contacts_synced: z.boolean(),
+    contactsSyncedAt: z.string().nullable(),
+    nextStep: z.enum(['profile_basics', 'media', 'phone', 'contacts', 'done']),
+  })
+  .meta({ id: 'OnboardingStatus' });
 
 /** The status as the request's last statement, committed in the same round trip. */
 async function readStatus(tx: RequestTransaction): Promise<z.input<typeof onboardingStatus>> {

@@ -60,7 +60,9 @@ function openOutput(schema: unknown, name = ''): unknown {
   for (const [key, value] of Object.entries(schema as JsonSchema)) {
     if (key === 'additionalProperties' && value === false) continue;
     if (key === 'properties') {
-      out.properties = Object.fromEntries(Object.entries(value as Record<string, unknown>).map(([property, sub]) => [property, openOutput(sub, property)]));
+      out.properties = Object.fromEntries(
+        Object.entries(value as Record<string, unknown>).map(([property, sub]) => [property, openOutput(sub, property)]),
+      );
     } else if (key === 'items') {
       out.items = openOutput(value, idListName.test(name) ? 'id' : '');
     } else if (key === 'anyOf' || key === 'oneOf' || key === 'allOf') {
@@ -129,10 +131,18 @@ export function errorCodes(definition: Endpoint): ErrorCode[] {
 const pascal = (code: string) => code.toLowerCase().replace(/(^|_)(\w)/g, (_m, _s, c: string) => c.toUpperCase());
 const requestIdHeader = { $ref: '#/components/headers/X-Request-Id' };
 /** Read-Floor (server/http/read-floor.ts): a WAL position and its MAC. */
-const readFloorSchema = { type: 'string', maxLength: 64, pattern: '^[0-9A-F]{1,8}/[0-9A-F]{1,8}\\.[A-Za-z0-9_-]{22}$', example: '0/1A2B3C4D.q83vEjRZ2NwS5eAXH2Yb0g' };
+const readFloorSchema = {
+  type: 'string',
+  maxLength: 64,
+  pattern: '^[0-9A-F]{1,8}/[0-9A-F]{1,8}\\.[A-Za-z0-9_-]{22}$',
+  example: '0/1A2B3C4D.q83vEjRZ2NwS5eAXH2Yb0g',
+};
 const retryAfterHeader = { $ref: '#/components/headers/Retry-After' };
 /** The RateLimit headers (server/http/rate-limit-headers.ts), on the answers of operations a limit counts. */
-const rateLimitHeaders = { 'RateLimit-Policy': { $ref: '#/components/headers/RateLimit-Policy' }, RateLimit: { $ref: '#/components/headers/RateLimit' } };
+const rateLimitHeaders = {
+  'RateLimit-Policy': { $ref: '#/components/headers/RateLimit-Policy' },
+  RateLimit: { $ref: '#/components/headers/RateLimit' },
+};
 const countedByLimits = (definition: Endpoint) => Boolean(definition.limit || definition.rateLimits?.length);
 
 /** The error response for a status and the codes an operation answers with it (shared when equal). */
@@ -155,7 +165,11 @@ function errorResponse(status: number, codes: ErrorCode[], fields: string[], res
           message: { type: 'string', maxLength: messageMaxLength },
           details:
             status === 429
-              ? { type: 'object', required: ['retryAfterSeconds'], properties: { retryAfterSeconds: { $ref: '#/components/schemas/RetryAfterSeconds' } } }
+              ? {
+                  type: 'object',
+                  required: ['retryAfterSeconds'],
+                  properties: { retryAfterSeconds: { $ref: '#/components/schemas/RetryAfterSeconds' } },
+                }
               : codes.length === 1 && codes[0] === 'CLIENT_UPDATE_REQUIRED'
                 ? { $ref: '#/components/schemas/ClientUpdateDetails' }
                 : { $ref: '#/components/schemas/ErrorDetails' },
@@ -200,7 +214,9 @@ interface Operation {
 function pageBound(definition: Endpoint, data: JsonSchema | undefined): JsonSchema | undefined {
   const items = (data?.properties as Record<string, JsonSchema> | undefined)?.items;
   if (!definition.query || items?.type !== 'array' || items.maxItems !== undefined) return data;
-  const query = z.toJSONSchema(definition.query, { io: 'input', unrepresentable: 'any' }) as { properties?: { limit?: { maximum?: number } } };
+  const query = z.toJSONSchema(definition.query, { io: 'input', unrepresentable: 'any' }) as {
+    properties?: { limit?: { maximum?: number } };
+  };
   const maximum = query.properties?.limit?.maximum;
   if (maximum === undefined) return data;
   return { ...data, properties: { ...(data?.properties as JsonSchema), items: { ...items, maxItems: maximum } } };
@@ -275,11 +291,18 @@ function operation({ definition, responses }: Operation, components: Components,
     ...(definition.level ? { 'x-access-level': definition.level } : {}),
     ...(definition.limit ? { 'x-write-limits': writeLimitDocs(definition.limit) } : {}),
     ...(countedByLimits(definition)
-      ? { 'x-rate-limits': [...(definition.limit ? writeLimitDocs(definition.limit).map((l) => l.name) : []), ...(definition.rateLimits ?? [])] }
+      ? {
+          'x-rate-limits': [
+            ...(definition.limit ? writeLimitDocs(definition.limit).map((l) => l.name) : []),
+            ...(definition.rateLimits ?? []),
+          ],
+        }
       : {}),
     security: definition.auth === 'bearer' ? [{ bearer: [] }] : definition.auth === 'optional' ? [{}, { bearer: [] }] : [],
     parameters,
-    ...(body ? { requestBody: { required: true, content: { 'application/json': { schema: body, example: exampleOf(body, components) } } } } : {}),
+    ...(body
+      ? { requestBody: { required: true, content: { 'application/json': { schema: body, example: exampleOf(body, components) } } } }
+      : {}),
     responses: all,
   };
 }
@@ -314,13 +337,13 @@ const description = [
   '',
   `Access levels (\`x-access-level\`): ${ladderText}; a missing`,
   'level answers its 403 code. Checks run in this order: token (401), access level (403), request shape (422), then',
-  'existence, visibility and state. Every response carries `X-Request-Id` (the client\'s own when it sent a usable one).',
+  "existence, visibility and state. Every response carries `X-Request-Id` (the client's own when it sent a usable one).",
   '',
   'Retries are safe with `Idempotency-Key` (every POST, PUT, PATCH and DELETE with a bearer token): send a new random',
   'key (a UUID) with each new request and the same key with each retry of it. A retry gets the first answer byte for',
   'byte with `Idempotent-Replayed: true` and runs nothing again; while the first still runs it answers 409',
   'IDEMPOTENCY_KEY_IN_USE (`Retry-After: 1`); the key with another method, path or body answers 422',
-  'IDEMPOTENCY_KEY_REUSED. Keys are the user\'s and live 24 hours. Answers given after the request ran are kept, errors',
+  "IDEMPOTENCY_KEY_REUSED. Keys are the user's and live 24 hours. Answers given after the request ran are kept, errors",
   'included (a 404 or 409 is replayed too); 401, 429 and 5xx answers, and refusals before it ran (401, 403 level,',
   '422 shape), are not: a retry is checked and runs again.',
   '',
@@ -333,7 +356,10 @@ const description = [
 ].join('\n');
 
 export function openApiDocument(endpoints: Endpoint[]): JsonSchema {
-  const messages = [...endpoints.map((definition) => definition.message ?? 'OK'), ...Object.values(errorCatalog).map(([, message]) => message)];
+  const messages = [
+    ...endpoints.map((definition) => definition.message ?? 'OK'),
+    ...Object.values(errorCatalog).map(([, message]) => message),
+  ];
   const long = messages.find((message) => message.length > messageMaxLength);
   if (long) throw new Error(`An envelope message is longer than the document's ${messageMaxLength} characters: ${long}`);
   const components: Components = {};
@@ -348,7 +374,12 @@ export function openApiDocument(endpoints: Endpoint[]): JsonSchema {
   const tags = [...new Set(endpoints.map((definition) => definition.tag))].map((name) => ({ name, description: `${name} endpoints.` }));
   return {
     openapi: '3.1.0',
-    info: { title: 'Opinion-Sharing Service API', version: '0.2.0', description, license: { name: 'Proprietary', identifier: 'LicenseRef-Proprietary' } },
+    info: {
+      title: 'Opinion-Sharing Service API',
+      version: '0.2.0',
+      description,
+      license: { name: 'Proprietary', identifier: 'LicenseRef-Proprietary' },
+    },
     // The one server is the app's public API (not an internal one).
     servers: [{ url: '/api/v1', 'x-internal': false }],
     tags,
@@ -366,7 +397,8 @@ export function openApiDocument(endpoints: Endpoint[]): JsonSchema {
       },
       headers: {
         'X-Request-Id': {
-          description: "The request's id: the client's own X-Request-Id when it sent a usable one, else a new UUID. Logged with the request.",
+          description:
+            "The request's id: the client's own X-Request-Id when it sent a usable one, else a new UUID. Logged with the request.",
           schema: requestIdSchema,
         },
         'Retry-After': { description: 'Seconds to wait before trying again.', schema: retryAfterSchema },
@@ -383,12 +415,13 @@ export function openApiDocument(endpoints: Endpoint[]): JsonSchema {
           schema: { type: 'string', maxLength: 1024, example: '"comments";r=119;t=3600' },
         },
         'Idempotent-Replayed': {
-          description: '`true` on an answer replayed for a retry with the same Idempotency-Key (the request did not run again); absent otherwise.',
+          description:
+            '`true` on an answer replayed for a retry with the same Idempotency-Key (the request did not run again); absent otherwise.',
           schema: { type: 'string', const: 'true' },
         },
         'Read-Floor': {
           description:
-            'With read replicas: where the session\'s reads may be served from (a WAL position, signed for the session). Keep the last ' +
+            "With read replicas: where the session's reads may be served from (a WAL position, signed for the session). Keep the last " +
             'one received and send it back with every request of the session: reads then spare the primary. Opaque; absent without replicas.',
           schema: readFloorSchema,
         },
@@ -398,7 +431,8 @@ export function openApiDocument(endpoints: Endpoint[]): JsonSchema {
           name: 'X-Request-Id',
           in: 'header',
           required: false,
-          description: 'An id of the client for this request (1-128 characters of A-Z a-z 0-9 . _ : -), echoed in the response and the log.',
+          description:
+            'An id of the client for this request (1-128 characters of A-Z a-z 0-9 . _ : -), echoed in the response and the log.',
           schema: requestIdSchema,
         },
         'X-Client-Version': {
@@ -428,7 +462,7 @@ export function openApiDocument(endpoints: Endpoint[]): JsonSchema {
           required: false,
           description:
             'Makes a retry safe: a new random key (a UUID) per request, the same key for its retries (1-255 printable ASCII ' +
-            'characters; the user\'s, for 24 hours). A retry with the same method, path and body gets the first answer again, ' +
+            "characters; the user's, for 24 hours). A retry with the same method, path and body gets the first answer again, " +
             'byte for byte, with `Idempotent-Replayed: true`, and does not run again; 409 IDEMPOTENCY_KEY_IN_USE while the first ' +
             'still runs (Retry-After: 1); 422 IDEMPOTENCY_KEY_REUSED for another method, path or body. 401, 429 and 5xx answers ' +
             'are not kept.',
@@ -449,8 +483,16 @@ export function openApiDocument(endpoints: Endpoint[]): JsonSchema {
               additionalProperties: { type: 'string', maxLength: messageMaxLength },
             },
             retryAfterSeconds: { $ref: '#/components/schemas/RetryAfterSeconds' },
-            minimumVersion: { type: 'string', maxLength: 32, description: '426 CLIENT_UPDATE_REQUIRED: the oldest app version served on this platform.' },
-            updateUrl: { type: 'string', maxLength: 1024, description: '426 CLIENT_UPDATE_REQUIRED: where the app is updated (CLIENT_UPDATE_URLS).' },
+            minimumVersion: {
+              type: 'string',
+              maxLength: 32,
+              description: '426 CLIENT_UPDATE_REQUIRED: the oldest app version served on this platform.',
+            },
+            updateUrl: {
+              type: 'string',
+              maxLength: 1024,
+              description: '426 CLIENT_UPDATE_REQUIRED: where the app is updated (CLIENT_UPDATE_URLS).',
+            },
           },
         },
         ClientUpdateDetails: {
@@ -458,11 +500,24 @@ export function openApiDocument(endpoints: Endpoint[]): JsonSchema {
           description: '426 CLIENT_UPDATE_REQUIRED: the app is older than the oldest version served on its platform.',
           required: ['minimumVersion', 'updateUrl'],
           properties: {
-            minimumVersion: { type: 'string', maxLength: 32, description: 'The oldest version served (major.minor.patch).', example: '2.1.0' },
-            updateUrl: { type: 'string', maxLength: 1024, description: 'Where the app is updated (CLIENT_UPDATE_URLS).', example: 'https://apps.apple.com/app/id0000000000' },
+            minimumVersion: {
+              type: 'string',
+              maxLength: 32,
+              description: 'The oldest version served (major.minor.patch).',
+              example: '2.1.0',
+            },
+            updateUrl: {
+              type: 'string',
+              maxLength: 1024,
+              description: 'Where the app is updated (CLIENT_UPDATE_URLS).',
+              example: 'https://apps.apple.com/app/id0000000000',
+            },
           },
         },
-        RetryAfterSeconds: { ...retryAfterSchema, description: '429 RATE_LIMITED: seconds until the request may succeed (the Retry-After header says the same).' },
+        RetryAfterSeconds: {
+          ...retryAfterSchema,
+          description: '429 RATE_LIMITED: seconds until the request may succeed (the Retry-After header says the same).',
+        },
       },
     },
     paths,

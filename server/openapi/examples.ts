@@ -94,18 +94,44 @@ const numbers: Record<string, number> = {
   limit: 20,
 };
 
-const booleans: Record<string, boolean> = { resultsVisible: true, available: true, hasVoted: true, phoneVerified: true, isAnonymous: false, acceptTerms: true };
+const booleans: Record<string, boolean> = {
+  resultsVisible: true,
+  available: true,
+  hasVoted: true,
+  phoneVerified: true,
+  isAnonymous: false,
+  acceptTerms: true,
+};
 
 /** Whole values of named components whose fields depend on each other (merged over the generated value). */
 const components: Record<string, unknown> = {
   VoteSummary: { totalVotes: 12, resultsVisible: true, leftCount: 3, neutralCount: 4, rightCount: 5 },
-  Session: { tokenType: 'Bearer', expiresIn: 900, refreshExpiresIn: 2592000, user: { id: uuid, isAnonymous: false, phoneVerified: true, accessLevel: 4 } },
-  OnboardingStatus: { accessLevel: 2, profileBasicsCompleted: true, mediaCompleted: false, phoneConfirmed: false, contacts_synced: false, contactsSyncedAt: null, nextStep: 'media' },
+  Session: {
+    tokenType: 'Bearer',
+    expiresIn: 900,
+    refreshExpiresIn: 2592000,
+    user: { id: uuid, isAnonymous: false, phoneVerified: true, accessLevel: 4 },
+  },
+  OnboardingStatus: {
+    accessLevel: 2,
+    profileBasicsCompleted: true,
+    mediaCompleted: false,
+    phoneConfirmed: false,
+    contacts_synced: false,
+    contactsSyncedAt: null,
+    nextStep: 'media',
+  },
   Article: { kind: 'link', url: 'https://news.example.org/ghent-car-free', title: strings.title, text: null, media: [] },
   HubAdmin: { name: 'Maria Kovacs' },
   HubMember: { name: 'Maria Kovacs', phoneNumber: '+447700900123' },
   PersonSearchResult: { name: 'Maria Kovacs' },
-  PostCard: { sourcePostId: null, sourcePost: null, viewerVote: { hasVoted: true, votedAt: time }, feedContext: 'followed_author', visibility: 'public' },
+  PostCard: {
+    sourcePostId: null,
+    sourcePost: null,
+    viewerVote: { hasVoted: true, votedAt: time },
+    feedContext: 'followed_author',
+    visibility: 'public',
+  },
 };
 
 /** Whole values by property name. */
@@ -125,13 +151,15 @@ const patterned = [uuid, 'maria_k', '7700900123', '+44', 'Zx8q2LmN5vR1tY7wK3pD9s
 function sampleString(name: string, schema: JsonSchema): string {
   if (typeof schema.pattern === 'string') {
     const pattern = new RegExp(schema.pattern, 'u');
-    const candidates = [strings[name], ...(/^(id|.*Id|.*_id)$/.test(name) ? [uuid] : []), ...patterned].filter((value): value is string => value !== undefined);
+    const candidates = [strings[name], ...(/^(id|.*Id|.*_id)$/.test(name) ? [uuid] : []), ...patterned].filter(
+      (value): value is string => value !== undefined,
+    );
     const match = candidates.find((value) => pattern.test(value));
     if (match !== undefined) return match;
   }
   if (schema.format === 'uuid' || /^(id|.*Id|.*_id)$/.test(name)) return uuid;
   if (schema.format === 'date-time') return time;
-  if (schema.format === 'uri' || schema.format === 'url') return urls[name] ?? urls.url as string;
+  if (schema.format === 'uri' || schema.format === 'url') return urls[name] ?? (urls.url as string);
   const known = strings[name] ?? urls[name] ?? (/PhotoUrl$|Url$/.test(name) ? photoUrl : undefined);
   const min = typeof schema.minLength === 'number' ? schema.minLength : 0;
   const max = typeof schema.maxLength === 'number' ? schema.maxLength : Infinity;
@@ -141,7 +169,8 @@ function sampleString(name: string, schema: JsonSchema): string {
 }
 
 function sampleNumber(name: string, schema: JsonSchema, integer: boolean): number {
-  const min = typeof schema.minimum === 'number' ? schema.minimum : typeof schema.exclusiveMinimum === 'number' ? schema.exclusiveMinimum + 1 : 0;
+  const min =
+    typeof schema.minimum === 'number' ? schema.minimum : typeof schema.exclusiveMinimum === 'number' ? schema.exclusiveMinimum + 1 : 0;
   const max = typeof schema.maximum === 'number' ? schema.maximum : Number.MAX_SAFE_INTEGER;
   const known = numbers[name] ?? (integer ? 1 : 1.5);
   return Math.min(Math.max(known, min), max);
@@ -149,7 +178,14 @@ function sampleNumber(name: string, schema: JsonSchema, integer: boolean): numbe
 
 /** Lays `override` over `value` where both have the key, so a field the schema dropped never appears. */
 function overlay(value: unknown, override: unknown): unknown {
-  if (value === null || typeof value !== 'object' || Array.isArray(value) || override === null || typeof override !== 'object' || Array.isArray(override)) {
+  if (
+    value === null ||
+    typeof value !== 'object' ||
+    Array.isArray(value) ||
+    override === null ||
+    typeof override !== 'object' ||
+    Array.isArray(override)
+  ) {
     return override;
   }
   const out: Record<string, unknown> = { ...(value as Record<string, unknown>) };

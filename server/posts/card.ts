@@ -12,15 +12,23 @@ import { articleKinds, articleMediaMax, visibilities, type ArticleKind, type Vis
 import { nullableText, text, textMax } from '../http/text.ts';
 import { imageColumnsSql, imageKeySql, mediaLayout, shapeImage, type ImageColumns } from '../uploads/images.ts';
 
-const article = z.object({
-  kind: z.enum(articleKinds),
-  url: nullableText(textMax.articleUrl),
-  title: nullableText(textMax.articleTitle),
-  text: nullableText(textMax.articleText),
-  media: z
-    .array(z.object({ assetId: z.string(), url: nullableText(textMax.url).describe('Signed URL of the 1280 px WebP variant (or the largest below)'), ...mediaLayout }))
-    .max(articleMediaMax),
-}).meta({ id: 'Article' });
+const article = z
+  .object({
+    kind: z.enum(articleKinds),
+    url: nullableText(textMax.articleUrl),
+    title: nullableText(textMax.articleTitle),
+    text: nullableText(textMax.articleText),
+    media: z
+      .array(
+        z.object({
+          assetId: z.string(),
+          url: nullableText(textMax.url).describe('Signed URL of the 1280 px WebP variant (or the largest below)'),
+          ...mediaLayout,
+        }),
+      )
+      .max(articleMediaMax),
+  })
+  .meta({ id: 'Article' });
 
 const slider = z.object({ leftLabel: text(textMax.sliderLabel), rightLabel: text(textMax.sliderLabel) }).meta({ id: 'Slider' });
 
@@ -35,27 +43,35 @@ export const feedContexts = [
   'default_feed_user',
 ] as const;
 
-export const postCard = z.object({
-  id: z.string(),
-  author: userLite,
-  createdAt: z.string(),
-  article: article.nullable(),
-  thoughtText: nullableText(textMax.thought),
-  sliderText: nullableText(textMax.sliderText),
-  slider: slider.nullable(),
-  visibility: z.enum(visibilities),
-  sourcePostId: z.string().nullable(),
-  sourcePost: z
-    .object({ id: z.string(), article: article.nullable(), thoughtText: nullableText(textMax.thought), sliderText: nullableText(textMax.sliderText), slider: slider.nullable() })
-    .nullable(),
-  repostCount: maintainedCount('reposts of this post that are not deleted'),
-  commentCount: maintainedCount('comments on this post, replies included, that are not deleted'),
-  viewerVote: z.object({ hasVoted: z.boolean(), votedAt: z.string().nullable() }),
-  voteSummary: voteSummary.nullable(),
-  voteDistribution: z.array(distributionBucket).max(positions.length).nullable(),
-  viewerSaved: z.boolean(),
-  feedContext: z.enum(feedContexts).nullable(),
-}).meta({ id: 'PostCard' });
+export const postCard = z
+  .object({
+    id: z.string(),
+    author: userLite,
+    createdAt: z.string(),
+    article: article.nullable(),
+    thoughtText: nullableText(textMax.thought),
+    sliderText: nullableText(textMax.sliderText),
+    slider: slider.nullable(),
+    visibility: z.enum(visibilities),
+    sourcePostId: z.string().nullable(),
+    sourcePost: z
+      .object({
+        id: z.string(),
+        article: article.nullable(),
+        thoughtText: nullableText(textMax.thought),
+        sliderText: nullableText(textMax.sliderText),
+        slider: slider.nullable(),
+      })
+      .nullable(),
+    repostCount: maintainedCount('reposts of this post that are not deleted'),
+    commentCount: maintainedCount('comments on this post, replies included, that are not deleted'),
+    viewerVote: z.object({ hasVoted: z.boolean(), votedAt: z.string().nullable() }),
+    voteSummary: voteSummary.nullable(),
+    voteDistribution: z.array(distributionBucket).max(positions.length).nullable(),
+    viewerSaved: z.boolean(),
+    feedContext: z.enum(feedContexts).nullable(),
+  })
+  .meta({ id: 'PostCard' });
 
 export type PostCard = z.input<typeof postCard>;
 export type FeedContext = (typeof feedContexts)[number];
@@ -84,7 +100,14 @@ interface CardRow {
   author_full_name: string | null;
   author_photo_key: string | null;
   article: ArticleColumns | null;
-  source: { id: string; thought_text: string | null; slider_text: string | null; left: string | null; right: string | null; article: ArticleColumns | null } | null;
+  source: {
+    id: string;
+    thought_text: string | null;
+    slider_text: string | null;
+    left: string | null;
+    right: string | null;
+    article: ArticleColumns | null;
+  } | null;
   voted_at: Date | null;
   tally: SealedTally | null;
   saved: boolean;
@@ -138,7 +161,9 @@ async function shapeArticle(storage: Storage, columns: ArticleColumns | null) {
     url: columns.url,
     title: columns.title,
     text: columns.body,
-    media: await Promise.all(columns.media.map(async (m) => ({ assetId: m.assetId, url: await storage.photoUrl(m.key), ...(await shapeImage(storage, m.image)) }))),
+    media: await Promise.all(
+      columns.media.map(async (m) => ({ assetId: m.assetId, url: await storage.photoUrl(m.key), ...(await shapeImage(storage, m.image)) })),
+    ),
   };
 }
 
@@ -165,36 +190,36 @@ export async function readCards(
     rows.map(async (row) => {
       const tally = row.tally ? ballots.openTally(row.tally, row.id, hubId) : null;
       return {
-      id: row.id,
-      author: await shapeUserLite(storage, {
-        id: row.author_id,
-        username: row.author_username,
-        full_name: row.author_full_name,
-        photo_key: row.author_photo_key,
-      }),
-      createdAt: row.created_at.toISOString(),
-      article: await shapeArticle(storage, row.article),
-      thoughtText: row.thought_text,
-      sliderText: row.slider_text,
-      slider: shapeSlider(row.slider_text, row.slider_left_label, row.slider_right_label),
-      visibility: row.visibility,
-      sourcePostId: row.source_post_id,
-      sourcePost: row.source
-        ? {
-            id: row.source.id,
-            article: await shapeArticle(storage, row.source.article),
-            thoughtText: row.source.thought_text,
-            sliderText: row.source.slider_text,
-            slider: shapeSlider(row.source.slider_text, row.source.left, row.source.right),
-          }
-        : null,
-      repostCount: row.repost_count,
-      commentCount: row.comment_count,
-      viewerVote: { hasVoted: row.voted_at !== null, votedAt: row.voted_at?.toISOString() ?? null },
-      voteSummary: tally ? summarize(tally) : null,
-      voteDistribution: tally ? distribute(tally) : null,
-      viewerSaved: row.saved,
-      feedContext: contexts.get(row.id) ?? null,
+        id: row.id,
+        author: await shapeUserLite(storage, {
+          id: row.author_id,
+          username: row.author_username,
+          full_name: row.author_full_name,
+          photo_key: row.author_photo_key,
+        }),
+        createdAt: row.created_at.toISOString(),
+        article: await shapeArticle(storage, row.article),
+        thoughtText: row.thought_text,
+        sliderText: row.slider_text,
+        slider: shapeSlider(row.slider_text, row.slider_left_label, row.slider_right_label),
+        visibility: row.visibility,
+        sourcePostId: row.source_post_id,
+        sourcePost: row.source
+          ? {
+              id: row.source.id,
+              article: await shapeArticle(storage, row.source.article),
+              thoughtText: row.source.thought_text,
+              sliderText: row.source.slider_text,
+              slider: shapeSlider(row.source.slider_text, row.source.left, row.source.right),
+            }
+          : null,
+        repostCount: row.repost_count,
+        commentCount: row.comment_count,
+        viewerVote: { hasVoted: row.voted_at !== null, votedAt: row.voted_at?.toISOString() ?? null },
+        voteSummary: tally ? summarize(tally) : null,
+        voteDistribution: tally ? distribute(tally) : null,
+        viewerSaved: row.saved,
+        feedContext: contexts.get(row.id) ?? null,
       };
     }),
   );

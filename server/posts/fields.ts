@@ -21,7 +21,9 @@ export type ArticleKind = (typeof articleKinds)[number];
 export const frameFields = {
   thoughtText: z.string().min(1).max(textMax.thought).optional(),
   sliderText: z.string().min(1).max(textMax.sliderText).optional(),
-  slider: z.strictObject({ leftLabel: z.string().min(1).max(textMax.sliderLabel), rightLabel: z.string().min(1).max(textMax.sliderLabel) }).optional(),
+  slider: z
+    .strictObject({ leftLabel: z.string().min(1).max(textMax.sliderLabel), rightLabel: z.string().min(1).max(textMax.sliderLabel) })
+    .optional(),
   hubIds: idList(postHubsMax).optional(),
 };
 
@@ -41,7 +43,10 @@ export function requires(...names: string[]) {
 export const frameRules = {
   dependentRequired: { slider: ['sliderText'], sliderText: ['slider'] },
   allOf: [
-    { if: { required: ['visibility'], properties: { visibility: { const: 'public' } } }, then: { properties: { hubIds: { maxItems: 0 } } } },
+    {
+      if: { required: ['visibility'], properties: { visibility: { const: 'public' } } },
+      then: { properties: { hubIds: { maxItems: 0 } } },
+    },
     {
       if: { required: ['visibility'], properties: { visibility: { enum: ['public_hub', 'private_locked_hub'] } } },
       then: { required: ['hubIds'], properties: { hubIds: { minItems: 1 } } },
@@ -52,7 +57,11 @@ export const frameRules = {
 /** The slider needs its prompt and the reverse; public takes no hubs; hub visibilities take 1-10. */
 export function checkFrame(value: FrameInput, ctx: z.RefinementCtx): void {
   if ((value.slider === undefined) !== (value.sliderText === undefined)) {
-    ctx.addIssue({ code: 'custom', path: [value.slider === undefined ? 'slider' : 'sliderText'], message: 'slider and sliderText go together' });
+    ctx.addIssue({
+      code: 'custom',
+      path: [value.slider === undefined ? 'slider' : 'sliderText'],
+      message: 'slider and sliderText go together',
+    });
   }
   if (value.visibility === 'public' && (value.hubIds?.length ?? 0) > 0) {
     ctx.addIssue({ code: 'custom', path: ['hubIds'], message: 'A public post has no hubs' });
@@ -65,14 +74,18 @@ export function checkFrame(value: FrameInput, ctx: z.RefinementCtx): void {
 export const article = z
   .strictObject({
     kind: z.enum(articleKinds),
-    url: z.url({ protocol: /^https?$/ }).max(textMax.articleUrl).optional(),
+    url: z
+      .url({ protocol: /^https?$/ })
+      .max(textMax.articleUrl)
+      .optional(),
     title: z.string().min(1).max(textMax.articleTitle).optional(),
     text: z.string().min(1).max(textMax.articleText).optional(),
     assetIds: idList(articleMediaMax).optional(),
   })
   .superRefine((value, ctx) => {
     if (value.kind === 'link' && !value.url) ctx.addIssue({ code: 'custom', path: ['url'], message: 'A link article needs a url' });
-    if (value.kind === 'media' && !value.assetIds?.length) ctx.addIssue({ code: 'custom', path: ['assetIds'], message: 'A media article needs assets' });
+    if (value.kind === 'media' && !value.assetIds?.length)
+      ctx.addIssue({ code: 'custom', path: ['assetIds'], message: 'A media article needs assets' });
     if (value.kind === 'text' && !value.text) ctx.addIssue({ code: 'custom', path: ['text'], message: 'A text article needs text' });
   })
   .meta({

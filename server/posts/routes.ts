@@ -19,24 +19,33 @@ async function requireCard(tx: RequestTransaction, reader: Parameters<typeof rea
 }
 
 /** The frame columns of app.create_post / app.create_repost, in their argument order. */
-function frameArgs(body: { thoughtText?: string | undefined; sliderText?: string | undefined; slider?: { leftLabel: string; rightLabel: string } | undefined }) {
+function frameArgs(body: {
+  thoughtText?: string | undefined;
+  sliderText?: string | undefined;
+  slider?: { leftLabel: string; rightLabel: string } | undefined;
+}) {
   return [body.thoughtText ?? null, body.sliderText ?? null, body.slider?.leftLabel ?? null, body.slider?.rightLabel ?? null];
 }
 
 const shareResult = z.object({ shareId: z.string(), postId: z.string(), sharedAt: z.string() });
 
 async function shareToFeed(tx: RequestTransaction, postId: string) {
-  const { rows } = await tx.query<{ share_id: string; shared_at: Date }>('select share_id, shared_at from app.share_post_to_feed($1)', [postId]);
+  const { rows } = await tx.query<{ share_id: string; shared_at: Date }>('select share_id, shared_at from app.share_post_to_feed($1)', [
+    postId,
+  ]);
   const share = rows[0] as { share_id: string; shared_at: Date };
   return { shareId: share.share_id, postId, sharedAt: share.shared_at.toISOString() };
 }
 
 /** Frames are paged by [kind, created_at in µs, id]: 1 for the original, 0 for a repost. */
 // Position [kind, created_at, id]: kind 1 is the original, 0 a repost.
-const framesQuery = pageQuery(50, ['int', 'timestamp', 'id']).refine((query) => query.cursor === undefined || query.cursor[0] === 0 || query.cursor[0] === 1, {
-  path: ['cursor'],
-  message: 'Invalid cursor',
-});
+const framesQuery = pageQuery(50, ['int', 'timestamp', 'id']).refine(
+  (query) => query.cursor === undefined || query.cursor[0] === 0 || query.cursor[0] === 1,
+  {
+    path: ['cursor'],
+    message: 'Invalid cursor',
+  },
+);
 
 export const postEndpoints = [
   endpoint({
@@ -77,8 +86,12 @@ export const postEndpoints = [
     errors: ['ASSET_NOT_READY', 'HUB_READINESS_REQUIRED', 'HUB_MEMBERSHIP_REQUIRED', 'HUB_NOT_FOUND'],
     async handler({ body, tx, services: { storage, ballots } }) {
       if (body.article?.assetIds?.length) {
-        await requireUsableAssets(tx, 'app.post_assets_usable($1::uuid[])', body.article.assetIds, body.article.assetIds, () =>
-          new ApiError('VALIDATION_FAILED', { fields: { 'article.assetIds': 'Must be ready post_image assets of yours' } }),
+        await requireUsableAssets(
+          tx,
+          'app.post_assets_usable($1::uuid[])',
+          body.article.assetIds,
+          body.article.assetIds,
+          () => new ApiError('VALIDATION_FAILED', { fields: { 'article.assetIds': 'Must be ready post_image assets of yours' } }),
         );
       }
       const { rows } = await tx.query<{ id: string }>('select app.create_post($1, $2, $3, $4, $5, $6, $7) as id', [
@@ -133,7 +146,9 @@ export const postEndpoints = [
     query: framesQuery,
     response: pageSchema(postCard),
     async handler({ params, query, tx, services: { storage, ballots } }) {
-      const original = await tx.query<{ id: string }>('select coalesce(source_post_id, id) as id from app.posts where id = $1', [params.postId]);
+      const original = await tx.query<{ id: string }>('select coalesce(source_post_id, id) as id from app.posts where id = $1', [
+        params.postId,
+      ]);
       const originalId = original.rows[0]?.id;
       if (!originalId) throw new ApiError('POST_NOT_FOUND');
       // Position: [1, us, id] for the original, [0, us, id] for a repost (ordered by kind, then
@@ -151,7 +166,12 @@ export const postEndpoints = [
          limit $5`,
         [originalId, kind, afterUs, afterId, query.limit + 1],
       );
-      const page = toPage(rows, query.limit, (row) => [row.kind, row.created_us, row.id], (row) => row.id);
+      const page = toPage(
+        rows,
+        query.limit,
+        (row) => [row.kind, row.created_us, row.id],
+        (row) => row.id,
+      );
       return { items: await readCards(tx, { storage, ballots }, page.items), nextCursor: page.nextCursor };
     },
   }),

@@ -15,7 +15,7 @@ const reportBody = z.strictObject({
 });
 const reportCreated = z
   .object({ reportId: z.string() })
-  .describe('While the reporter has an open report on the same target, reporting it again files nothing and answers that report\'s id.');
+  .describe("While the reporter has an open report on the same target, reporting it again files nothing and answers that report's id.");
 
 export const reportEndpoints = [
   endpoint({
@@ -31,7 +31,11 @@ export const reportEndpoints = [
     body: reportBody,
     response: reportCreated,
     async handler({ body, params, tx }) {
-      const { rows } = await tx.query<{ id: string }>('select app.report_user($1, $2, $3) as id', [params.userId, body.reason, body.details ?? null]);
+      const { rows } = await tx.query<{ id: string }>('select app.report_user($1, $2, $3) as id', [
+        params.userId,
+        body.reason,
+        body.details ?? null,
+      ]);
       return { reportId: rows[0]?.id as string };
     },
   }),
@@ -48,7 +52,11 @@ export const reportEndpoints = [
     body: reportBody,
     response: reportCreated,
     async handler({ body, params, tx }) {
-      const { rows } = await tx.query<{ id: string }>('select app.report_hub($1, $2, $3) as id', [params.hubId, body.reason, body.details ?? null]);
+      const { rows } = await tx.query<{ id: string }>('select app.report_hub($1, $2, $3) as id', [
+        params.hubId,
+        body.reason,
+        body.details ?? null,
+      ]);
       return { reportId: rows[0]?.id as string };
     },
   }),
@@ -65,7 +73,11 @@ export const reportEndpoints = [
     body: reportBody,
     response: reportCreated,
     async handler({ body, params, tx }) {
-      const { rows } = await tx.query<{ id: string }>('select app.report_post($1, $2, $3) as id', [params.postId, body.reason, body.details ?? null]);
+      const { rows } = await tx.query<{ id: string }>('select app.report_post($1, $2, $3) as id', [
+        params.postId,
+        body.reason,
+        body.details ?? null,
+      ]);
       return { reportId: rows[0]?.id as string };
     },
   }),

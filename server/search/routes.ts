@@ -68,14 +68,16 @@ export const hubSearchSql = `
   from app.hub_name_matches($1, $2::text, $3::uuid, $4::int) h
   order by h.word collate "C", h.hub_id`;
 
-const personResult = z.object({
-  id: z.string(),
-  name: nullableText(textMax.name),
-  username: nullableText(textMax.handle),
-  profilePhotoUrl: nullableText(textMax.url),
-  bio: nullableText(textMax.bio),
-  viewerFollows: z.boolean().optional(),
-}).meta({ id: 'PersonSearchResult' });
+const personResult = z
+  .object({
+    id: z.string(),
+    name: nullableText(textMax.name),
+    username: nullableText(textMax.handle),
+    profilePhotoUrl: nullableText(textMax.url),
+    bio: nullableText(textMax.bio),
+    viewerFollows: z.boolean().optional(),
+  })
+  .meta({ id: 'PersonSearchResult' });
 
 export const searchEndpoints = [
   endpoint({
@@ -93,8 +95,19 @@ export const searchEndpoints = [
     async handler({ query, tx, viewer, services: { storage } }) {
       if (query.q === '') return { items: [], nextCursor: null };
       const [afterRank, afterKey, afterId] = (query.cursor ?? [-1, '', null]) as [number, string, string | null];
-      const { rows } = await tx.query<UserListRow & { rank: number; key: string }>(peopleSearchSql, [query.q, afterRank, afterKey, afterId, query.limit + 1]);
-      const page = toPage(rows, query.limit, (row) => [row.rank, row.key, row.id], (row) => row);
+      const { rows } = await tx.query<UserListRow & { rank: number; key: string }>(peopleSearchSql, [
+        query.q,
+        afterRank,
+        afterKey,
+        afterId,
+        query.limit + 1,
+      ]);
+      const page = toPage(
+        rows,
+        query.limit,
+        (row) => [row.rank, row.key, row.id],
+        (row) => row,
+      );
       return {
         items: await Promise.all(
           page.items.map(async (row) => ({
@@ -116,23 +129,31 @@ export const searchEndpoints = [
     path: '/search/hubs',
     tag,
     summary: 'Find hubs by name words; an empty q lists recommended hubs',
-    description: 'Case- and accent-insensitive; matches come by the matched name word, then id. isRecommended is an admin-set flag; activeUsers24h counts members active in the last 24 hours, up to 1,000 (1,000 means at least 1,000).',
+    description:
+      'Case- and accent-insensitive; matches come by the matched name word, then id. isRecommended is an admin-set flag; activeUsers24h counts members active in the last 24 hours, up to 1,000 (1,000 means at least 1,000).',
     auth: 'bearer',
     level: 4,
     query: pageQuery(50, ['text', 'id']).extend({ q: searchQuery.default('') }),
-    response: pageSchema(z.object({ id: z.string(), name: text(textMax.hubName), activeUsers24h: activeUsers24h(), isRecommended: z.boolean() })),
+    response: pageSchema(
+      z.object({ id: z.string(), name: text(textMax.hubName), activeUsers24h: activeUsers24h(), isRecommended: z.boolean() }),
+    ),
     async handler({ query, tx }) {
       const [afterName, afterId] = (query.cursor ?? [null, null]) as [string | null, string | null];
       const { rows } = await tx.query<{ id: string; name: string; key: string; active_users: number; is_recommended: boolean }>(
         query.q === '' ? recommendedHubsSql : hubSearchSql,
         [query.q, afterName, afterId, query.limit + 1],
       );
-      return toPage(rows, query.limit, (row) => [row.key, row.id], (row) => ({
-        id: row.id,
-        name: row.name,
-        activeUsers24h: row.active_users,
-        isRecommended: row.is_recommended,
-      }));
+      return toPage(
+        rows,
+        query.limit,
+        (row) => [row.key, row.id],
+        (row) => ({
+          id: row.id,
+          name: row.name,
+          activeUsers24h: row.active_users,
+          isRecommended: row.is_recommended,
+        }),
+      );
     },
   }),
 ];

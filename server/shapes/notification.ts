@@ -8,26 +8,39 @@ import { shapeUserLite, userLite } from './user-lite.ts';
 
 /** Spec part 6; the enum app.notification_type. */
 export const notificationTypes = [
-  'post_voted', 'post_commented', 'post_reposted', 'post_shared_to_feed', 'user_followed',
-  'hub_post_created', 'post_shared_to_hub', 'hub_invite_received', 'hub_join_request_created',
-  'hub_join_request_approved', 'hub_join_request_rejected', 'hub_member_joined', 'hub_member_removed',
-  'hub_role_changed', 'post_removed',
+  'post_voted',
+  'post_commented',
+  'post_reposted',
+  'post_shared_to_feed',
+  'user_followed',
+  'hub_post_created',
+  'post_shared_to_hub',
+  'hub_invite_received',
+  'hub_join_request_created',
+  'hub_join_request_approved',
+  'hub_join_request_rejected',
+  'hub_member_joined',
+  'hub_member_removed',
+  'hub_role_changed',
+  'post_removed',
 ] as const;
 
 export type NotificationType = (typeof notificationTypes)[number];
 
-export const notification = z.object({
-  id: z.string(),
-  type: z.enum(notificationTypes),
-  createdAt: z.string(),
-  isRead: z.boolean(),
-  actor: userLite.nullable().describe('Null when there is no actor, or the viewer may not see that user (a block either way).'),
-  postId: z.string().nullable(),
-  commentId: z.string().nullable(),
-  hub_id: z.string().nullable().describe('Null for global notifications (spec 2.7).'),
-  invitationId: z.string().nullable(),
-  joinRequestId: z.string().nullable(),
-}).meta({ id: 'Notification' });
+export const notification = z
+  .object({
+    id: z.string(),
+    type: z.enum(notificationTypes),
+    createdAt: z.string(),
+    isRead: z.boolean(),
+    actor: userLite.nullable().describe('Null when there is no actor, or the viewer may not see that user (a block either way).'),
+    postId: z.string().nullable(),
+    commentId: z.string().nullable(),
+    hub_id: z.string().nullable().describe('Null for global notifications (spec 2.7).'),
+    invitationId: z.string().nullable(),
+    joinRequestId: z.string().nullable(),
+  })
+  .meta({ id: 'Notification' });
 
 export type Notification = z.input<typeof notification>;
 
@@ -52,7 +65,12 @@ export async function shapeNotification(storage: Storage, row: NotificationRow):
   const actor =
     row.actor_id === null
       ? null
-      : await shapeUserLite(storage, { id: row.actor_id, username: row.actor_username, full_name: row.actor_full_name, photo_key: row.actor_photo_key });
+      : await shapeUserLite(storage, {
+          id: row.actor_id,
+          username: row.actor_username,
+          full_name: row.actor_full_name,
+          photo_key: row.actor_photo_key,
+        });
   return {
     id: row.notification_id,
     type: row.type,

@@ -12,13 +12,15 @@ export interface UserListRow extends UserLiteRow {
 }
 
 /** Followers / following (spec 4.4): { id, username, fullName, profilePhotoUrl, viewerFollows }. */
-export const followListItem = z.object({
-  id: z.string(),
-  username: nullableText(textMax.handle),
-  fullName: nullableText(textMax.name),
-  profilePhotoUrl: nullableText(textMax.url),
-  viewerFollows: z.boolean(),
-}).meta({ id: 'FollowListItem' });
+export const followListItem = z
+  .object({
+    id: z.string(),
+    username: nullableText(textMax.handle),
+    fullName: nullableText(textMax.name),
+    profilePhotoUrl: nullableText(textMax.url),
+    viewerFollows: z.boolean(),
+  })
+  .meta({ id: 'FollowListItem' });
 
 export async function shapeFollowListItem(storage: Storage, row: UserListRow): Promise<z.input<typeof followListItem>> {
   return { ...(await shapeUserLite(storage, row)), viewerFollows: row.viewer_follows };

@@ -6,12 +6,14 @@ import { z } from 'zod';
 import type { Storage } from '../uploads/storage.ts';
 import { nullableText, textMax } from '../http/text.ts';
 
-export const userLite = z.object({
-  id: z.string(),
-  username: nullableText(textMax.handle),
-  fullName: nullableText(textMax.name),
-  profilePhotoUrl: nullableText(textMax.url),
-}).meta({ id: 'UserLite' });
+export const userLite = z
+  .object({
+    id: z.string(),
+    username: nullableText(textMax.handle),
+    fullName: nullableText(textMax.name),
+    profilePhotoUrl: nullableText(textMax.url),
+  })
+  .meta({ id: 'UserLite' });
 
 export type UserLite = z.input<typeof userLite>;
 

@@ -72,7 +72,12 @@ export class NotificationHub {
     this.#streams = new SseStreams(sse);
     this.#log = log.child({ component: 'notification-hub' });
     this.#storage = storage;
-    this.#outage = new OutageLog(log, 'notification-hub', 'live notifications wait until it is back (streams stay open)', 'reconnectAttempts');
+    this.#outage = new OutageLog(
+      log,
+      'notification-hub',
+      'live notifications wait until it is back (streams stay open)',
+      'reconnectAttempts',
+    );
     this.#dispatcher = new Dispatcher(this.#log, this.#outage);
   }
 

@@ -84,14 +84,24 @@ export class LiveReader {
   async badges(from: bigint, to: bigint, open: OpenSessions): Promise<Map<string, SseEvent[]>> {
     const rows = await this.#use(async (client) => {
       await this.#sync(client, open);
-      return (await client.query<{ session_id: string; unread: number; hub_unread: number }>({ ...badgeStatement, values: [from.toString(), to.toString()] })).rows;
+      return (
+        await client.query<{ session_id: string; unread: number; hub_unread: number }>({
+          ...badgeStatement,
+          values: [from.toString(), to.toString()],
+        })
+      ).rows;
     });
-    return new Map(rows.map((row) => [row.session_id, [{ event: 'badge', data: { unreadCount: row.unread, hubUnreadCount: row.hub_unread } }]]));
+    return new Map(
+      rows.map((row) => [row.session_id, [{ event: 'badge', data: { unreadCount: row.unread, hubUnreadCount: row.hub_unread } }]]),
+    );
   }
 
   /** Sessions among `sessions` that are no longer live (after the listening connection was down). */
   async endedSessions(sessions: string[]): Promise<string[]> {
-    const rows = await this.#use(async (client) => (await client.query<{ id: string }>('select id from app_private.ended_sessions($1::uuid[]) as id', [sessions])).rows);
+    const rows = await this.#use(
+      async (client) =>
+        (await client.query<{ id: string }>('select id from app_private.ended_sessions($1::uuid[]) as id', [sessions])).rows,
+    );
     return rows.map((row) => row.id);
   }
 
@@ -112,7 +122,11 @@ export class LiveReader {
   }
 
   #connect(): Promise<pg.Client> {
-    const client = new pg.Client({ ...connectionBounds, connectionString: this.#connectionString, application_name: 'notification-reader' });
+    const client = new pg.Client({
+      ...connectionBounds,
+      connectionString: this.#connectionString,
+      application_name: 'notification-reader',
+    });
     const connecting = client.connect().then(() => client);
     client.on('error', () => this.#drop(connecting));
     client.on('end', () => this.#drop(connecting));
@@ -168,7 +182,11 @@ export async function readReplay(tx: RequestTransaction, storage: Storage, lastE
   if (place == null) return { events: [], truncated: true, after: undefined };
   const found = rows.filter((row): row is NotificationRow & { place: string } => row.notification_id != null);
   const kept = found.slice(0, replayLimit);
-  return { events: await Promise.all(kept.map((row) => toEvent(storage, row))), truncated: found.length > replayLimit, after: [BigInt(place), lastEventId.toLowerCase()] };
+  return {
+    events: await Promise.all(kept.map((row) => toEvent(storage, row))),
+    truncated: found.length > replayLimit,
+    after: [BigInt(place), lastEventId.toLowerCase()],
+  };
 }
 
 // shapeNotification builds the list's row (the `notification` schema) field by field.

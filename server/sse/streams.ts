@@ -22,7 +22,8 @@ export interface SseEvent {
   position?: Position;
 }
 
-const isAfter = (position: Position, place: Position): boolean => position[0] > place[0] || (position[0] === place[0] && position[1] > place[1]);
+const isAfter = (position: Position, place: Position): boolean =>
+  position[0] > place[0] || (position[0] === place[0] && position[1] > place[1]);
 
 /** A client that stops reading is dropped once this much output waits for it (it reconnects and resumes). */
 const maxBufferedBytes = 1024 * 1024;
@@ -58,7 +59,12 @@ export class SseStream {
     this.#held = hold ? [] : undefined;
     // Connection: close: a stream's connection is not reused once the stream ends (an hour later,
     // or at shutdown, which then does not wait for idle keep-alive connections).
-    res.writeHead(200, { 'Content-Type': 'text/event-stream', 'Cache-Control': 'no-store', 'X-Accel-Buffering': 'no', Connection: 'close' });
+    res.writeHead(200, {
+      'Content-Type': 'text/event-stream',
+      'Cache-Control': 'no-store',
+      'X-Accel-Buffering': 'no',
+      Connection: 'close',
+    });
     res.flushHeaders();
     res.socket?.setNoDelay(true);
     this.#timers = [setInterval(() => this.#write(': ping\n\n'), timing.pingMs), setTimeout(() => this.close(), timing.maxMs)];
@@ -188,7 +194,8 @@ export class SseStreams {
 
   /** Closes every stream that opened at or before `openedUpTo`. */
   closeOpenedUpTo(openedUpTo: number): void {
-    for (const streams of [...this.#bySession.values()]) for (const stream of [...streams]) if (stream.sequence <= openedUpTo) stream.close();
+    for (const streams of [...this.#bySession.values()])
+      for (const stream of [...streams]) if (stream.sequence <= openedUpTo) stream.close();
   }
 
   closeSession(sessionId: string): void {

@@ -35,18 +35,28 @@ export interface ImageColumns {
   variants: StoredVariant[];
 }
 
-export const imageVariant = z.object({
-  width: z.number().int().describe('Pixels'),
-  height: z.number().int().describe('Pixels'),
-  contentType: z.enum(['image/webp', 'image/jpeg']),
-  url: text(textMax.url).describe('Signed GET URL of the variant (the same string within the hour, whichever process answers)'),
-}).meta({ id: 'ImageVariant' });
+export const imageVariant = z
+  .object({
+    width: z.number().int().describe('Pixels'),
+    height: z.number().int().describe('Pixels'),
+    contentType: z.enum(['image/webp', 'image/jpeg']),
+    url: text(textMax.url).describe('Signed GET URL of the variant (the same string within the hour, whichever process answers)'),
+  })
+  .meta({ id: 'ImageVariant' });
 
 const layout = {
-  width: z.number().int().nullable().describe('Upright width of the image in pixels; null for an image uploaded before processing existed, until it is processed'),
+  width: z
+    .number()
+    .int()
+    .nullable()
+    .describe('Upright width of the image in pixels; null for an image uploaded before processing existed, until it is processed'),
   height: z.number().int().nullable().describe('Upright height of the image in pixels; null like width'),
-  placeholder: nullableText(64).describe('ThumbHash of the upright image, base64: decode it into a blurred preview while the variant loads; null like width'),
-  variants: z.array(imageVariant).describe('The served variants, smallest first; empty for an image uploaded before processing existed, until it is processed'),
+  placeholder: nullableText(64).describe(
+    'ThumbHash of the upright image, base64: decode it into a blurred preview while the variant loads; null like width',
+  ),
+  variants: z
+    .array(imageVariant)
+    .describe('The served variants, smallest first; empty for an image uploaded before processing existed, until it is processed'),
 };
 
 /** A profile or hub photo with what it takes to lay it out: `profilePhoto` of users and hubs. */
@@ -55,7 +65,12 @@ export const profilePhoto = z.object(layout).meta({ id: 'ProfilePhoto' });
 /** The layout fields of a post card's medium (beside its assetId and url). */
 export const mediaLayout = layout;
 
-export type ShapedImage = { width: number | null; height: number | null; placeholder: string | null; variants: z.input<typeof imageVariant>[] };
+export type ShapedImage = {
+  width: number | null;
+  height: number | null;
+  placeholder: string | null;
+  variants: z.input<typeof imageVariant>[];
+};
 
 const emptyImage: ShapedImage = { width: null, height: null, placeholder: null, variants: [] };
 
@@ -93,7 +108,10 @@ export async function requireUsableAssets(
   assetIds: string[],
   unusable: () => ApiError,
 ): Promise<void> {
-  const { rows } = await tx.query<{ ok: boolean; processing: boolean }>(`select ${usableSql} as ok, app.assets_processing($2::uuid[]) as processing`, [value, assetIds]);
+  const { rows } = await tx.query<{ ok: boolean; processing: boolean }>(
+    `select ${usableSql} as ok, app.assets_processing($2::uuid[]) as processing`,
+    [value, assetIds],
+  );
   if (rows[0]?.processing) throw assetNotReady();
   if (!rows[0]?.ok) throw unusable();
 }

@@ -35,19 +35,26 @@ const imageErrors = ['IMAGE_UNREADABLE', 'IMAGE_TOO_LARGE'] as const;
 /** The processing states of an asset (app.asset_status). */
 export const assetStatuses = ['processing', 'ready', 'failed'] as const;
 
-const asset = z.object({
-  assetId: z.string(),
-  purpose,
-  contentType: text(textMax.contentType).describe('The type uploaded (served images are the variants, WebP and JPEG)'),
-  size: z.number().int(),
-  checksum: text(64),
-  status: z.enum(assetStatuses).describe(
-    'Images are processed once after upload: processing until their variants exist (poll GET /uploads/{assetId}), then ready; ' +
-      'failed when the image was refused (error). Documents are ready at once.',
-  ),
-  ...mediaLayout,
-  error: z.object({ code: z.enum(imageErrors) }).optional().describe('Only when failed: why the image was refused'),
-}).meta({ id: 'Asset' });
+const asset = z
+  .object({
+    assetId: z.string(),
+    purpose,
+    contentType: text(textMax.contentType).describe('The type uploaded (served images are the variants, WebP and JPEG)'),
+    size: z.number().int(),
+    checksum: text(64),
+    status: z
+      .enum(assetStatuses)
+      .describe(
+        'Images are processed once after upload: processing until their variants exist (poll GET /uploads/{assetId}), then ready; ' +
+          'failed when the image was refused (error). Documents are ready at once.',
+      ),
+    ...mediaLayout,
+    error: z
+      .object({ code: z.enum(imageErrors) })
+      .optional()
+      .describe('Only when failed: why the image was refused'),
+  })
+  .meta({ id: 'Asset' });
 
 /** An asset as GET /uploads/{assetId} and POST /uploads/complete answer it (the policy decides who sees it). */
 const assetSql = `select a.id, a.purpose, a.content_type, a.size, a.checksum, a.status, a.error_code, ${imageColumnsSql('a')} as image
@@ -114,7 +121,11 @@ export const uploadEndpoints = [
     limit: 'uploads',
     level: 2,
     body: z
-      .strictObject({ purpose, contentType: z.string().max(textMax.contentType), contentLength: z.number().int().min(1).max(largestUpload) })
+      .strictObject({
+        purpose,
+        contentType: z.string().max(textMax.contentType),
+        contentLength: z.number().int().min(1).max(largestUpload),
+      })
       .superRefine((value, ctx) => {
         const rule = uploadRules[value.purpose];
         if (!rule.contentTypes.includes(value.contentType)) {
@@ -128,7 +139,12 @@ export const uploadEndpoints = [
       .meta({
         allOf: purposes.map((name) => ({
           if: { properties: { purpose: { const: name } } },
-          then: { properties: { contentType: { enum: [...uploadRules[name].contentTypes] }, contentLength: { maximum: uploadRules[name].maxBytes } } },
+          then: {
+            properties: {
+              contentType: { enum: [...uploadRules[name].contentTypes] },
+              contentLength: { maximum: uploadRules[name].maxBytes },
+            },
+          },
         })),
       }),
     response: z.object({
@@ -140,7 +156,9 @@ export const uploadEndpoints = [
     }),
     async handler({ body, tx, services: { storage, images } }) {
       if (body.contentType === 'image/heic' && !images.heic) {
-        throw new ApiError('VALIDATION_FAILED', { fields: { contentType: 'HEIC is not accepted by this server: upload JPEG, PNG or WebP' } });
+        throw new ApiError('VALIDATION_FAILED', {
+          fields: { contentType: 'HEIC is not accepted by this server: upload JPEG, PNG or WebP' },
+        });
       }
       const { rows } = await tx.query<{ upload_id: string; object_key: string; expires_at: Date }>(
         'select upload_id, object_key, expires_at from app.create_upload_intent($1, $2, $3)',
@@ -181,10 +199,22 @@ export const uploadEndpoints = [
     body: z.strictObject({
       uploadId: z.string().max(64),
       purpose,
-      checksum: z.string().max(64).regex(/^[0-9a-fA-F]{64}$/, '64 hexadecimal characters'),
+      checksum: z
+        .string()
+        .max(64)
+        .regex(/^[0-9a-fA-F]{64}$/, '64 hexadecimal characters'),
     }),
     response: asset,
-    errors: ['UPLOAD_NOT_FOUND', 'UPLOAD_EXPIRED', 'UPLOAD_OBJECT_MISSING', 'UPLOAD_CHECKSUM_MISMATCH', 'UPLOAD_ALREADY_COMPLETED', 'UPLOAD_PURPOSE_MISMATCH', 'UPLOAD_CONTENT_MISMATCH', ...imageErrors],
+    errors: [
+      'UPLOAD_NOT_FOUND',
+      'UPLOAD_EXPIRED',
+      'UPLOAD_OBJECT_MISSING',
+      'UPLOAD_CHECKSUM_MISMATCH',
+      'UPLOAD_ALREADY_COMPLETED',
+      'UPLOAD_PURPOSE_MISMATCH',
+      'UPLOAD_CONTENT_MISMATCH',
+      ...imageErrors,
+    ],
     async handler({ body, tx, services }) {
       const { storage } = services;
       if (!/^[0-9a-f-]{36}$/i.test(body.uploadId)) throw new ApiError('UPLOAD_NOT_FOUND');
@@ -251,7 +281,10 @@ export const uploadEndpoints = [
     response: z.object({ url: text(textMax.url), expiresAt: z.string() }),
     errors: ['ASSET_NOT_READY'],
     async handler({ params, tx, services: { storage } }) {
-      const { rows } = await tx.query<{ object_key: string; status: AssetRow['status'] }>('select object_key, status from app.assets where id = $1', [params.assetId]);
+      const { rows } = await tx.query<{ object_key: string; status: AssetRow['status'] }>(
+        'select object_key, status from app.assets where id = $1',
+        [params.assetId],
+      );
       const found = rows[0];
       if (!found || found.status === 'failed') throw new ApiError('ASSET_NOT_FOUND');
       if (found.status === 'processing') throw assetNotReady();

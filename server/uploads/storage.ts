@@ -3,13 +3,7 @@
 // by streaming the object), the first bytes of an object, deletion, and objects the service writes itself.
 import { createHash } from 'node:crypto';
 import type { Readable } from 'node:stream';
-import {
-  DeleteObjectCommand,
-  GetObjectCommand,
-  HeadObjectCommand,
-  PutObjectCommand,
-  S3Client,
-} from '@aws-sdk/client-s3';
+import { DeleteObjectCommand, GetObjectCommand, HeadObjectCommand, PutObjectCommand, S3Client } from '@aws-sdk/client-s3';
 import { getSignedUrl } from '@aws-sdk/s3-request-presigner';
 import type { Config } from '../../config.ts';
 
@@ -126,7 +120,9 @@ export function createStorage(client: S3Client, bucket: string, signer: S3Client
       }
     },
     async putImmutable(key, body, contentType) {
-      await client.send(new PutObjectCommand({ Bucket: bucket, Key: key, Body: body, ContentType: contentType, CacheControl: immutableCacheControl }));
+      await client.send(
+        new PutObjectCommand({ Bucket: bucket, Key: key, Body: body, ContentType: contentType, CacheControl: immutableCacheControl }),
+      );
     },
     async photoUrl(key) {
       if (key === null) return null;

@@ -12,7 +12,7 @@ const tag = 'Follows';
 const ids = { userId: 'USER_NOT_FOUND' } as const;
 
 const qSearchDescription =
-  'q searches this list (handle prefix or name words, case- and accent-insensitive). viewerFollows is false for the viewer\'s own row. ' +
+  "q searches this list (handle prefix or name words, case- and accent-insensitive). viewerFollows is false for the viewer's own row. " +
   'With q, a page reads at most 1,000 rows of the list: it may hold fewer than limit items, even none, and still have a ' +
   'nextCursor, which goes on where the reading stopped; the list has been read to its end when nextCursor is null.';
 
@@ -76,11 +76,13 @@ async function followList(
   if (target.rowCount === 0) throw new ApiError('USER_NOT_FOUND');
   const after = query.cursor?.[0] ?? null;
   if (!query.q) {
-    const { rows } = await tx.query<UserListRow & { seq: number }>(
-      followPageSql(side, false),
-      [userId, after, query.limit + 1],
+    const { rows } = await tx.query<UserListRow & { seq: number }>(followPageSql(side, false), [userId, after, query.limit + 1]);
+    const page = toPage(
+      rows,
+      query.limit,
+      (row) => [row.seq],
+      (row) => row,
     );
-    const page = toPage(rows, query.limit, (row) => [row.seq], (row) => row);
     return { items: await Promise.all(page.items.map((row) => shapeFollowListItem(storage, row))), nextCursor: page.nextCursor };
   }
   const { rows } = await tx.query<Partial<UserListRow & { seq: number }> & { scanned: number; scan_end: number | null }>(
@@ -88,7 +90,12 @@ async function followList(
     [userId, after, query.q, query.limit + 1],
   );
   const matched = rows.filter((row) => row.id !== null && row.id !== undefined) as (UserListRow & { seq: number })[];
-  const page = toPage(matched, query.limit, (row) => [row.seq], (row) => row);
+  const page = toPage(
+    matched,
+    query.limit,
+    (row) => [row.seq],
+    (row) => row,
+  );
   const stats = rows[0];
   const nextCursor = page.nextCursor ?? (stats && stats.scanned === followScanCap ? encodeCursor([Number(stats.scan_end)]) : null);
   return { items: await Promise.all(page.items.map((row) => shapeFollowListItem(storage, row))), nextCursor };
@@ -100,7 +107,8 @@ export const followEndpoints = [
     path: '/users/{userId}/follow',
     tag,
     summary: 'Follow a user',
-    description: 'Needs profile basics (no phone). A user blocked either way answers like an unknown user (404). Notifies the followed user.',
+    description:
+      'Needs profile basics (no phone). A user blocked either way answers like an unknown user (404). Notifies the followed user.',
     auth: 'bearer',
     limit: 'follows',
     level: 2,

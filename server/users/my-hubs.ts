@@ -8,16 +8,18 @@ import { maintainedCount } from '../http/counts.ts';
 import { nullableText, text, textMax } from '../http/text.ts';
 import { imageKeySql } from '../uploads/images.ts';
 
-const myHub = z.object({
-  id: z.string(),
-  name: text(textMax.hubName),
-  profilePhotoUrl: nullableText(textMax.url),
-  memberCount: maintainedCount('active members of the hub'),
-  viewerStatus: z.enum(viewerStatuses),
-  viewerRole: z.enum(hubRoles).nullable(),
-  invitationId: z.string().nullable(),
-  lastActivityAt: z.string(),
-}).meta({ id: 'MyHub' });
+const myHub = z
+  .object({
+    id: z.string(),
+    name: text(textMax.hubName),
+    profilePhotoUrl: nullableText(textMax.url),
+    memberCount: maintainedCount('active members of the hub'),
+    viewerStatus: z.enum(viewerStatuses),
+    viewerRole: z.enum(hubRoles).nullable(),
+    invitationId: z.string().nullable(),
+    lastActivityAt: z.string(),
+  })
+  .meta({ id: 'MyHub' });
 
 interface MyHubRow {
   id: string;
@@ -66,11 +68,13 @@ export const myHubEndpoints = [
     response: pageSchema(myHub),
     async handler({ query, tx, services: { storage } }) {
       const [afterUs, afterId] = (query.cursor ?? [null, null]) as [number | null, string | null];
-      const { rows } = await tx.query<MyHubRow>(
-        myHubPageSql,
-        [afterUs, afterId, query.limit + 1],
+      const { rows } = await tx.query<MyHubRow>(myHubPageSql, [afterUs, afterId, query.limit + 1]);
+      const page = toPage(
+        rows,
+        query.limit,
+        (row) => [row.activity_us, row.id],
+        (row) => row,
       );
-      const page = toPage(rows, query.limit, (row) => [row.activity_us, row.id], (row) => row);
       return {
         items: await Promise.all(
           page.items.map(async (row) => ({

@@ -71,11 +71,14 @@ export const notificationSettingsEndpoints = [
     response: settings,
     async handler({ body, tx }) {
       const types = Object.entries(body.push?.types ?? {}).filter(([, on]) => on !== undefined);
-      const { rows } = await tx.query<SettingRow>('select * from app.update_notification_settings($1, $2::app.notification_type[], $3::app.notification_type[])', [
-        body.push?.enabled ?? null,
-        types.filter(([, on]) => on).map(([type]) => type),
-        types.filter(([, on]) => !on).map(([type]) => type),
-      ]);
+      const { rows } = await tx.query<SettingRow>(
+        'select * from app.update_notification_settings($1, $2::app.notification_type[], $3::app.notification_type[])',
+        [
+          body.push?.enabled ?? null,
+          types.filter(([, on]) => on).map(([type]) => type),
+          types.filter(([, on]) => !on).map(([type]) => type),
+        ],
+      );
       return shape(rows);
     },
   }),

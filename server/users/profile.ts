@@ -7,25 +7,33 @@ import { maintainedCount } from '../http/counts.ts';
 import { nullableText, text, textMax } from '../http/text.ts';
 import { imageColumnsSql, imageKeySql, profilePhoto, shapeImage, type ImageColumns } from '../uploads/images.ts';
 
-export const publicProfile = z.object({
-  id: z.string(),
-  username: nullableText(textMax.handle),
-  fullName: nullableText(textMax.name),
-  bio: nullableText(textMax.bio),
-  profilePhotoUrl: nullableText(textMax.url),
-  profilePhoto: profilePhoto.nullable().describe('The profile photo with its upright size, placeholder and variants; null without a photo'),
-  counts: z.object({
-    followers: maintainedCount('users who follow this user'),
-    following: maintainedCount('users this user follows'),
-    posts: maintainedCount('posts and reposts by this user that are not deleted, private_locked_hub ones excepted'),
-  }),
-  stats: z.object({
-    votesCast: maintainedCount("the profile owner's own votes; null for everyone else (next to a live tally it would tell how someone voted)").nullable(),
-    votesReceived: maintainedCount("votes on this user's posts that are not deleted (a post's votes leave the count when it is deleted and come back if it is restored)"),
-  }),
-  adminHubs: z.array(z.object({ id: z.string(), name: text(textMax.hubName), profilePhotoUrl: nullableText(textMax.url) })),
-  viewer: z.object({ follows: z.boolean(), followedBy: z.boolean(), blocked: z.boolean() }).nullable(),
-}).meta({ id: 'PublicProfile' });
+export const publicProfile = z
+  .object({
+    id: z.string(),
+    username: nullableText(textMax.handle),
+    fullName: nullableText(textMax.name),
+    bio: nullableText(textMax.bio),
+    profilePhotoUrl: nullableText(textMax.url),
+    profilePhoto: profilePhoto
+      .nullable()
+      .describe('The profile photo with its upright size, placeholder and variants; null without a photo'),
+    counts: z.object({
+      followers: maintainedCount('users who follow this user'),
+      following: maintainedCount('users this user follows'),
+      posts: maintainedCount('posts and reposts by this user that are not deleted, private_locked_hub ones excepted'),
+    }),
+    stats: z.object({
+      votesCast: maintainedCount(
+        "the profile owner's own votes; null for everyone else (next to a live tally it would tell how someone voted)",
+      ).nullable(),
+      votesReceived: maintainedCount(
+        "votes on this user's posts that are not deleted (a post's votes leave the count when it is deleted and come back if it is restored)",
+      ),
+    }),
+    adminHubs: z.array(z.object({ id: z.string(), name: text(textMax.hubName), profilePhotoUrl: nullableText(textMax.url) })),
+    viewer: z.object({ follows: z.boolean(), followedBy: z.boolean(), blocked: z.boolean() }).nullable(),
+  })
+  .meta({ id: 'PublicProfile' });
 
 export const ownProfile = publicProfile.extend({
   editable: z.object({
@@ -71,7 +79,11 @@ export async function readProfile(tx: RequestTransaction, where: 'u.username = $
   return rows[0];
 }
 
-export async function shapePublicProfile(storage: Storage, row: ProfileRow, viewerId: string | null): Promise<z.input<typeof publicProfile>> {
+export async function shapePublicProfile(
+  storage: Storage,
+  row: ProfileRow,
+  viewerId: string | null,
+): Promise<z.input<typeof publicProfile>> {
   return {
     id: row.id,
     username: row.username,

@@ -95,7 +95,7 @@ export const pushDeviceEndpoints = [
     path: '/users/me/push-devices',
     tag,
     summary: "The caller's push devices",
-    description: 'Every device of the caller\'s live sessions, most recently seen first (at most 10). The token is never shown.',
+    description: "Every device of the caller's live sessions, most recently seen first (at most 10). The token is never shown.",
     auth: 'bearer',
     response: z.object({ items: z.array(pushDevice) }),
     async handler({ tx }) {
@@ -111,7 +111,7 @@ export const pushDeviceEndpoints = [
     path: '/users/me/push-devices/{deviceId}',
     tag,
     summary: 'Remove a push device',
-    description: 'Stops pushes to it at once. Another user\'s device or an unknown id answers 404 PUSH_DEVICE_NOT_FOUND.',
+    description: "Stops pushes to it at once. Another user's device or an unknown id answers 404 PUSH_DEVICE_NOT_FOUND.",
     auth: 'bearer',
     ids: { deviceId: 'PUSH_DEVICE_NOT_FOUND' },
     limit: 'other_writes',

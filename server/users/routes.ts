@@ -36,7 +36,12 @@ const hubProfile = z.object({
 });
 
 async function readHubProfile(tx: RequestTransaction, storage: Storage): Promise<z.input<typeof hubProfile>> {
-  const { rows } = await tx.query<{ display_name: string | null; profile_asset_id: string | null; photo_key: string | null; phone_e164: string | null }>(
+  const { rows } = await tx.query<{
+    display_name: string | null;
+    profile_asset_id: string | null;
+    photo_key: string | null;
+    phone_e164: string | null;
+  }>(
     `select coalesce(h.display_name, u.full_name) as display_name, h.profile_asset_id, ${imageKeySql('a')} as photo_key, p.phone_e164
      from app.users u
      left join app.hub_profiles h on h.user_id = u.id
@@ -116,12 +121,18 @@ export const userEndpoints = [
     path: '/users/me/profile',
     tag,
     summary: 'Edit the public profile',
-    description: 'At least one field. The handle is canonicalised like in profile basics. A new profileAssetId replaces the previous image.',
+    description:
+      'At least one field. The handle is canonicalised like in profile basics. A new profileAssetId replaces the previous image.',
     auth: 'bearer',
     limit: 'other_writes',
     level: 2,
     body: z
-      .strictObject({ fullName: fullName.optional(), username: handle.optional(), bio: bio.optional(), profileAssetId: z.string().max(64).optional() })
+      .strictObject({
+        fullName: fullName.optional(),
+        username: handle.optional(),
+        bio: bio.optional(),
+        profileAssetId: z.string().max(64).optional(),
+      })
       .refine((value) => Object.keys(value).length > 0, { message: 'At least one field is required' })
       .meta({ minProperties: 1 }),
     response: ownProfile,

@@ -25,7 +25,12 @@ export const savedPostEndpoints = [
          limit $3`,
         [afterUs, afterId, query.limit + 1],
       );
-      const page = toPage(rows, query.limit, (row) => [row.saved_us, row.post_id], (row) => row.post_id);
+      const page = toPage(
+        rows,
+        query.limit,
+        (row) => [row.saved_us, row.post_id],
+        (row) => row.post_id,
+      );
       return { items: await readCards(tx, { storage, ballots }, page.items), nextCursor: page.nextCursor };
     },
   }),

@@ -60,7 +60,13 @@ interface CastVote {
  * app.cast_vote (one statement; it checks the session itself). An OBS01 answer (a hub with
  * no ballot) seals for those hubs too and votes again in a new transaction.
  */
-async function castSealed(tx: RequestTransaction, services: Services, viewer: Viewer, postId: string, position: Position): Promise<CastVote> {
+async function castSealed(
+  tx: RequestTransaction,
+  services: Services,
+  viewer: Viewer,
+  postId: string,
+  position: Position,
+): Promise<CastVote> {
   const { pools, ballots, metrics, config } = services;
   const batch = config.ballotBatch;
   const voter = viewer.userId as string;
@@ -233,7 +239,13 @@ export const voteEndpoints = [
         [params.postId],
       );
       const postId = params.postId as string;
-      return { items: rows.map((row) => ({ hubId: row.hub_id, hubName: row.name, ...summarize(ballots.openTally(row.tally, postId, row.hub_id)) })) };
+      return {
+        items: rows.map((row) => ({
+          hubId: row.hub_id,
+          hubName: row.name,
+          ...summarize(ballots.openTally(row.tally, postId, row.hub_id)),
+        })),
+      };
     },
   }),
 ];

@@ -15,19 +15,23 @@ const buckets: Record<Position, 'left' | 'neutral' | 'right'> = {
   strong_right: 'right',
 };
 
-export const voteSummary = z.object({
-  totalVotes: z.number().int(),
-  resultsVisible: z.boolean(),
-  leftCount: z.number().int().nullable(),
-  neutralCount: z.number().int().nullable(),
-  rightCount: z.number().int().nullable(),
-}).meta({ id: 'VoteSummary' });
+export const voteSummary = z
+  .object({
+    totalVotes: z.number().int(),
+    resultsVisible: z.boolean(),
+    leftCount: z.number().int().nullable(),
+    neutralCount: z.number().int().nullable(),
+    rightCount: z.number().int().nullable(),
+  })
+  .meta({ id: 'VoteSummary' });
 
-export const distributionBucket = z.object({
-  position: z.enum(positions),
-  bucket: z.enum(['left', 'neutral', 'right']),
-  count: z.number().int(),
-}).meta({ id: 'DistributionBucket' });
+export const distributionBucket = z
+  .object({
+    position: z.enum(positions),
+    bucket: z.enum(['left', 'neutral', 'right']),
+    count: z.number().int(),
+  })
+  .meta({ id: 'DistributionBucket' });
 
 /** Summary buckets: visible from the first vote; a zero-vote scope shows nulls. */
 export function summarize(counts: number[]): z.input<typeof voteSummary> {

@@ -37,7 +37,8 @@ export function assetLinks(config: Config): unknown {
 
 export function appLinkFiles(config: Config): express.Router {
   const router = express.Router();
-  const json = (res: express.Response, body: unknown) => res.set('Cache-Control', 'public, max-age=3600').type('application/json').send(JSON.stringify(body));
+  const json = (res: express.Response, body: unknown) =>
+    res.set('Cache-Control', 'public, max-age=3600').type('application/json').send(JSON.stringify(body));
   router.get('/.well-known/apple-app-site-association', (_req, res, next) => {
     if (config.web.iosAppIds.length === 0) return next();
     json(res, appleAppSiteAssociation(config));

@@ -107,7 +107,8 @@ function send(res: Response, status: number, body: string): void {
     .set({
       'Content-Type': 'text/html; charset=utf-8',
       // Nothing runs on these pages; images may come from the object store.
-      'Content-Security-Policy': "default-src 'none'; img-src https: http: data:; style-src 'unsafe-inline'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'",
+      'Content-Security-Policy':
+        "default-src 'none'; img-src https: http: data:; style-src 'unsafe-inline'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'",
       'X-Content-Type-Options': 'nosniff',
       'Referrer-Policy': 'no-referrer',
       // A post deleted or made unreachable must not outlive its removal in a cache.
@@ -122,23 +123,31 @@ function notAvailable(config: Config, res: Response, what: 'post' | 'invitation'
   const body = html`<h1>${title}</h1><p>It may have been removed, it may have expired, or it may be visible only to some people in the app.</p>`;
   // Nothing of the request (not even its path) is in the answer: an unknown id and a hidden one read the same.
   const url = `${config.publicWebBaseUrl}/`;
-  send(res, 404, page(config, { title, description: title, url, image: `${config.publicWebBaseUrl}/logo.png`, type: 'website' }, body, url));
+  send(
+    res,
+    404,
+    page(config, { title, description: title, url, image: `${config.publicWebBaseUrl}/logo.png`, type: 'website' }, body, url),
+  );
 }
 
 function postBody(card: PostCard, imagePath: string | undefined): Html {
   const { author } = card;
   const frame = (post: Pick<PostCard, 'article' | 'thoughtText' | 'sliderText' | 'slider'>, image: string | undefined): Html => html`
 ${post.thoughtText ? html`<p>${post.thoughtText}</p>` : ''}
-${post.article
-  ? html`<div class="article">
+${
+  post.article
+    ? html`<div class="article">
 ${post.article.title ? html`<p><strong>${post.article.url ? html`<a href="${post.article.url}" rel="nofollow noopener">${post.article.title}</a>` : post.article.title}</strong></p>` : ''}
 ${post.article.text ? html`<p>${post.article.text}</p>` : ''}
 ${image ? html`<img class="media" src="${image}" alt="">` : ''}
 </div>`
-  : ''}
-${post.sliderText && post.slider
-  ? html`<div class="slider"><p><strong>${post.sliderText}</strong></p><div class="labels"><span>${post.slider.leftLabel}</span><span>${post.slider.rightLabel}</span></div><p class="meta">Vote in the app: positions stay anonymous.</p></div>`
-  : ''}`;
+    : ''
+}
+${
+  post.sliderText && post.slider
+    ? html`<div class="slider"><p><strong>${post.sliderText}</strong></p><div class="labels"><span>${post.slider.leftLabel}</span><span>${post.slider.rightLabel}</span></div><p class="meta">Vote in the app: positions stay anonymous.</p></div>`
+    : ''
+}`;
   return html`<header>
 ${author.profilePhotoUrl ? html`<img src="${author.profilePhotoUrl}" alt="">` : ''}
 <div><div class="name">${author.fullName ?? author.username ?? ''}</div>${author.username ? html`<div class="handle">@${author.username}</div>` : ''}</div>
@@ -190,7 +199,11 @@ export function webPages(services: Services): express.Router {
   ];
   for (const [route, name] of files) {
     router.get(route, (_req, res, next) => {
-      res.sendFile(webFile(config, name), { maxAge: '1h', headers: { 'X-Content-Type-Options': 'nosniff' } }, (error) => error && next(error));
+      res.sendFile(
+        webFile(config, name),
+        { maxAge: '1h', headers: { 'X-Content-Type-Options': 'nosniff' } },
+        (error) => error && next(error),
+      );
     });
   }
 
@@ -204,7 +217,13 @@ export function webPages(services: Services): express.Router {
       const handle = card.author.username ? `@${card.author.username}` : (card.author.fullName ?? siteName);
       const title = card.sliderText ?? card.article?.title ?? `A post by ${handle}`;
       const description = clip(card.thoughtText ?? card.article?.text ?? card.sourcePost?.thoughtText ?? `${handle} on ${siteName}`);
-      const meta: PageMeta = { title, description, url, image: image ? `${url}/image` : `${config.publicWebBaseUrl}/logo.png`, type: 'article' };
+      const meta: PageMeta = {
+        title,
+        description,
+        url,
+        image: image ? `${url}/image` : `${config.publicWebBaseUrl}/logo.png`,
+        type: 'article',
+      };
       send(res, 200, page(config, meta, postBody(card, image ? `${url}/image` : undefined), appLink(config, req, url)));
     } catch (error) {
       next(error);
@@ -224,7 +243,8 @@ export function webPages(services: Services): express.Router {
     }
   });
 
-  const invitePage = (what: string, read: (req: Request, tx: RequestTransaction) => Promise<HubPreview | undefined>) =>
+  const invitePage =
+    (what: string, read: (req: Request, tx: RequestTransaction) => Promise<HubPreview | undefined>) =>
     async (req: Request, res: Response, next: express.NextFunction) => {
       try {
         const hub = await anonymousRead(services, (tx) => read(req, tx)).catch((error: unknown) => {
@@ -242,7 +262,13 @@ ${photo ? html`<img src="${photo}" alt="">` : ''}
 </header>
 ${hub.description ? html`<p>${hub.description}</p>` : ''}
 <p class="meta">${what}</p>`;
-        const meta: PageMeta = { title, description: clip(hub.description || members), url, image: `${config.publicWebBaseUrl}/logo.png`, type: 'website' };
+        const meta: PageMeta = {
+          title,
+          description: clip(hub.description || members),
+          url,
+          image: `${config.publicWebBaseUrl}/logo.png`,
+          type: 'website',
+        };
         send(res, 200, page(config, meta, body, appLink(config, req, url)));
       } catch (error) {
         next(error);
@@ -254,7 +280,10 @@ ${hub.description ? html`<p>${hub.description}</p>` : ''}
     invitePage('Open this link in the app to ask to join: an admin of the hub approves requests.', async (req, tx) => {
       const token = String(req.params.token);
       if (!/^[A-Za-z0-9_-]{1,64}$/.test(token)) return undefined;
-      const { rows } = await tx.query<HubPreview>('select hub_id, name, description, photo_key, member_count from app.invite_link_preview($1)', [token]);
+      const { rows } = await tx.query<HubPreview>(
+        'select hub_id, name, description, photo_key, member_count from app.invite_link_preview($1)',
+        [token],
+      );
       return rows[0];
     }),
   );
@@ -263,7 +292,10 @@ ${hub.description ? html`<p>${hub.description}</p>` : ''}
     invitePage('Open this invitation in the app, signed in with the phone number it was sent to, to accept it.', async (req, tx) => {
       const invitationId = String(req.params.invitationId);
       if (!isUuid(invitationId)) return undefined;
-      const { rows } = await tx.query<HubPreview>('select hub_id, name, description, photo_key, member_count from app.invitation_preview($1)', [invitationId]);
+      const { rows } = await tx.query<HubPreview>(
+        'select hub_id, name, description, photo_key, member_count from app.invitation_preview($1)',
+        [invitationId],
+      );
       return rows[0];
     }),
   );

@@ -46,13 +46,16 @@ function send(
     const payload = body === undefined ? undefined : JSON.stringify(body);
     const headers: http.OutgoingHttpHeaders = { authorization: `Bearer ${token}` };
     if (payload !== undefined) Object.assign(headers, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(payload) });
-    const request = http.request({ agent, host: base.hostname, port: base.port, method, path: `${base.pathname}${path}`, headers, timeout: timeoutMs }, (response) => {
-      let text = '';
-      response.setEncoding('utf8');
-      response.on('data', (chunk: string) => (text += chunk));
-      response.on('end', () => resolve({ status: response.statusCode ?? 0, text }));
-      response.on('error', (error) => resolve({ status: 0, text: error.message }));
-    });
+    const request = http.request(
+      { agent, host: base.hostname, port: base.port, method, path: `${base.pathname}${path}`, headers, timeout: timeoutMs },
+      (response) => {
+        let text = '';
+        response.setEncoding('utf8');
+        response.on('data', (chunk: string) => (text += chunk));
+        response.on('end', () => resolve({ status: response.statusCode ?? 0, text }));
+        response.on('error', (error) => resolve({ status: 0, text: error.message }));
+      },
+    );
     request.on('timeout', () => request.destroy(new Error(`no answer within ${timeoutMs} ms`)));
     request.on('error', (error) => resolve({ status: 0, text: error.message }));
     request.end(payload);
@@ -94,12 +97,22 @@ async function run(job: LoadStart): Promise<void> {
         });
         expected = 201;
       } else {
-        answer = await send(agents[api] as http.Agent, bases[api] as URL, 'POST', `/posts/${post}/comments`, token, job.timeoutMs, { text: `comment ${n}` });
+        answer = await send(agents[api] as http.Agent, bases[api] as URL, 'POST', `/posts/${post}/comments`, token, job.timeoutMs, {
+          text: `comment ${n}`,
+        });
         expected = 201;
       }
       const ms = performance.now() - at;
       const ok = answer.status === expected;
-      records.push({ at: at - started, ms, kind, base: api, status: answer.status, ok, ...(ok ? {} : { detail: `${answer.text.slice(0, 200)} (at ${((at - started) / 1000).toFixed(1)} s, after ${ms.toFixed(0)} ms)` }) });
+      records.push({
+        at: at - started,
+        ms,
+        kind,
+        base: api,
+        status: answer.status,
+        ok,
+        ...(ok ? {} : { detail: `${answer.text.slice(0, 200)} (at ${((at - started) / 1000).toFixed(1)} s, after ${ms.toFixed(0)} ms)` }),
+      });
     }
   };
   await Promise.all(Array.from({ length: job.concurrency }, lane));

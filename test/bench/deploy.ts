@@ -95,7 +95,13 @@ function startService(only: 'api' | 'worker', ownerUrl: string, port: number): S
 async function waitReady(origin: string, service: Service): Promise<void> {
   for (let attempt = 0; attempt < 600; attempt += 1) {
     if (service.child.exitCode !== null) throw new Error(`the API exited (${service.child.exitCode}): ${service.output()}`);
-    if (await fetch(`${origin}/readyz`).then((r) => r.status === 200, () => false)) return;
+    if (
+      await fetch(`${origin}/readyz`).then(
+        (r) => r.status === 200,
+        () => false,
+      )
+    )
+      return;
     await sleep(200);
   }
   throw new Error(`the API did not become ready: ${service.output()}`);
@@ -177,10 +183,20 @@ async function runOnce(name: 'alone' | 'reader'): Promise<RunResult> {
 
     load = fork(new URL('./deploy-load.ts', import.meta.url), { stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
     const records = new Promise<LoadRecord[]>((resolve) =>
-      load?.on('message', (message: { type: string; records?: LoadRecord[] }) => message.type === 'records' && resolve(message.records ?? [])),
+      load?.on(
+        'message',
+        (message: { type: string; records?: LoadRecord[] }) => message.type === 'records' && resolve(message.records ?? []),
+      ),
     );
     const loadStarted = performance.now();
-    const start: LoadStart = { type: 'start', bases: origins.map((o) => `${o}/api/v1`), concurrency, tokens: userTokens, posts, timeoutMs: requestTimeoutMs };
+    const start: LoadStart = {
+      type: 'start',
+      bases: origins.map((o) => `${o}/api/v1`),
+      concurrency,
+      tokens: userTokens,
+      posts,
+      timeoutMs: requestTimeoutMs,
+    };
     load.send(start);
     const stopProbes = probeReadiness(origins);
     await sleep(3000);
@@ -223,7 +239,9 @@ async function runOnce(name: 'alone' | 'reader'): Promise<RunResult> {
     const readiness = await stopProbes();
 
     const latencies = all.map((r) => r.ms);
-    const during = all.filter((r) => r.at + r.ms >= (migrationWindow[0] as number) && r.at <= (migrationWindow[1] as number)).map((r) => r.ms);
+    const during = all
+      .filter((r) => r.at + r.ms >= (migrationWindow[0] as number) && r.at <= (migrationWindow[1] as number))
+      .map((r) => r.ms);
     // Before the migration (and the reader) started: what the machine gives without a deploy.
     const baseline = all.filter((r) => r.at + r.ms < readerOrMigrationStart - loadStarted).map((r) => r.ms);
     const failures = all.filter((r) => !r.ok);
@@ -231,8 +249,13 @@ async function runOnce(name: 'alone' | 'reader'): Promise<RunResult> {
     log(`run ${name}:`);
     log(`  migration: ${migrationSeconds.toFixed(1)} s, exit code ${code}`);
     if (code !== 0) {
-      const reason = migrationOutput.split('\n').filter((line) => /error|fatal|timeout|waited/i.test(line)).slice(0, 3);
-      log(`  migration failed: ${(reason.length ? reason : migrationOutput.trim().split('\n').slice(-3)).map((line) => line.trim().slice(0, 300)).join(' | ')}`);
+      const reason = migrationOutput
+        .split('\n')
+        .filter((line) => /error|fatal|timeout|waited/i.test(line))
+        .slice(0, 3);
+      log(
+        `  migration failed: ${(reason.length ? reason : migrationOutput.trim().split('\n').slice(-3)).map((line) => line.trim().slice(0, 300)).join(' | ')}`,
+      );
     }
     log(
       `  load: ${all.length} requests over ${((performance.now() - loadStarted) / 1000).toFixed(0)} s, ${concurrency} in flight: ` +
@@ -247,8 +270,11 @@ async function runOnce(name: 'alone' | 'reader'): Promise<RunResult> {
         `max ${during.length ? Math.max(...during).toFixed(0) : 'NaN'} ms`,
     );
     const byKind = new Map<string, number>();
-    for (const failure of failures) byKind.set(`${failure.kind} ${failure.status}`, (byKind.get(`${failure.kind} ${failure.status}`) ?? 0) + 1);
-    log(`  failed requests: ${failures.length}${failures.length ? ` (${[...byKind].map(([k, n]) => `${k}: ${n}`).join(', ')}; first: ${failures[0]?.detail ?? ''})` : ''}`);
+    for (const failure of failures)
+      byKind.set(`${failure.kind} ${failure.status}`, (byKind.get(`${failure.kind} ${failure.status}`) ?? 0) + 1);
+    log(
+      `  failed requests: ${failures.length}${failures.length ? ` (${[...byKind].map(([k, n]) => `${k}: ${n}`).join(', ')}; first: ${failures[0]?.detail ?? ''})` : ''}`,
+    );
     log(
       `  old processes not ready: ${readiness.unreadySeconds.toFixed(1)} s (/readyz answers: ${[...readiness.statuses].map(([s, n]) => `${s} x${n}`).join('; ')})`,
     );
@@ -260,21 +286,29 @@ async function runOnce(name: 'alone' | 'reader'): Promise<RunResult> {
   } finally {
     load?.disconnect();
     for (const service of services) service.child.kill('SIGTERM');
-    await Promise.all(services.map((s) => (s.child.exitCode === null ? new Promise((resolve) => s.child.once('exit', resolve)) : undefined)));
+    await Promise.all(
+      services.map((s) => (s.child.exitCode === null ? new Promise((resolve) => s.child.once('exit', resolve)) : undefined)),
+    );
     await owner.end();
     await admin.query(`drop database if exists ${database} with (force)`);
   }
 }
 
 try {
-  log(`machine: ${os.cpus().length} cores (${os.cpus()[0]?.model ?? 'unknown'}), PostgreSQL ${version}; ${concurrency} requests in flight over 2 API processes, 1 worker`);
+  log(
+    `machine: ${os.cpus().length} cores (${os.cpus()[0]?.model ?? 'unknown'}), PostgreSQL ${version}; ${concurrency} requests in flight over 2 API processes, 1 worker`,
+  );
   const results: RunResult[] = [];
   for (const name of runs) results.push(await runOnce(name));
   const worst = (pick: (r: RunResult) => number) => Math.max(...results.map(pick));
   const each = (pick: (r: RunResult) => number, digits: number) => results.map((r) => `${r.name} ${pick(r).toFixed(digits)}`).join(', ');
   log('');
-  log(`goal deploy_failed_requests: ${worst((r) => r.failed)} (${each((r) => r.failed, 0)}; target 0) ${worst((r) => r.failed) === 0 ? 'ok' : 'short'}`);
-  log(`goal deploy_p99_ms: ${worst((r) => r.p99).toFixed(0)} (${each((r) => r.p99, 0)}; target < 1000) ${worst((r) => r.p99) < 1000 ? 'ok' : 'short'}`);
+  log(
+    `goal deploy_failed_requests: ${worst((r) => r.failed)} (${each((r) => r.failed, 0)}; target 0) ${worst((r) => r.failed) === 0 ? 'ok' : 'short'}`,
+  );
+  log(
+    `goal deploy_p99_ms: ${worst((r) => r.p99).toFixed(0)} (${each((r) => r.p99, 0)}; target < 1000) ${worst((r) => r.p99) < 1000 ? 'ok' : 'short'}`,
+  );
   log(
     `goal deploy_old_processes_unready_s: ${worst((r) => r.unreadySeconds).toFixed(1)} (${each((r) => r.unreadySeconds, 1)}; target 0) ${worst((r) => r.unreadySeconds) === 0 ? 'ok' : 'short'}`,
   );

@@ -51,7 +51,9 @@ function goal(name: string, values: number[], target: string, ok: (value: number
     return;
   }
   const value = median(values);
-  log(`goal ${name}: ${fmt(value)} (min ${fmt(Math.min(...values))}, max ${fmt(Math.max(...values))}; target ${target}) ${ok(value) ? 'ok' : 'short'}`);
+  log(
+    `goal ${name}: ${fmt(value)} (min ${fmt(Math.min(...values))}, max ${fmt(Math.max(...values))}; target ${target}) ${ok(value) ? 'ok' : 'short'}`,
+  );
 }
 
 ensureEngines();
@@ -94,7 +96,9 @@ async function runOn(timing: keyof typeof timings, faults: Fault[], exportsFrom:
 }
 
 try {
-  log(`failover bench: ${os.cpus().length} CPUs, PostgreSQL 15 (Debian), ${clients} clients, ${rounds} rounds of each fault${checkout ? `, code of ${checkout}` : ''}`);
+  log(
+    `failover bench: ${os.cpus().length} CPUs, PostgreSQL 15 (Debian), ${clients} clients, ${rounds} rounds of each fault${checkout ? `, code of ${checkout}` : ''}`,
+  );
   const faults: Fault[] = [];
   for (let round = 0; round < rounds; round += 1) faults.push(...kinds);
   const results = await runOn('test', faults, 0);
@@ -103,21 +107,52 @@ try {
   const all = productionKill ? [...results, productionKill] : results;
 
   log('');
-  goal('kill_write_gap_s', of('kill').map((round) => round.writeGapSeconds), '<= 12', (value) => value <= 12);
-  goal('freeze_write_gap_s', of('freeze').map((round) => round.writeGapSeconds), '<= 14', (value) => value <= 14);
-  goal('switchover_write_gap_s', of('switchover').map((round) => round.writeGapSeconds), '<= 3', (value) => value <= 3);
+  goal(
+    'kill_write_gap_s',
+    of('kill').map((round) => round.writeGapSeconds),
+    '<= 12',
+    (value) => value <= 12,
+  );
+  goal(
+    'freeze_write_gap_s',
+    of('freeze').map((round) => round.writeGapSeconds),
+    '<= 14',
+    (value) => value <= 14,
+  );
+  goal(
+    'switchover_write_gap_s',
+    of('switchover').map((round) => round.writeGapSeconds),
+    '<= 3',
+    (value) => value <= 3,
+  );
   countGoal(
     'switchover_failed_requests',
-    of('switchover').map((round) => round.report.answers.filter((answer) => answer.kind !== 'unkeyed' && (answer.status < 200 || answer.status >= 300)).length),
+    of('switchover').map(
+      (round) => round.report.answers.filter((answer) => answer.kind !== 'unkeyed' && (answer.status < 200 || answer.status >= 300)).length,
+    ),
   );
-  countGoal('acknowledged_writes_lost', all.map((round) => round.check.lost.length));
-  countGoal('keyed_writes_doubled', all.map((round) => round.check.doubled.length));
-  countGoal('responses_5xx_other_than_503', all.map((round) => round.badFailures.length));
-  countGoal('stream_notifications_missed', all.map((round) => round.check.missed.length));
+  countGoal(
+    'acknowledged_writes_lost',
+    all.map((round) => round.check.lost.length),
+  );
+  countGoal(
+    'keyed_writes_doubled',
+    all.map((round) => round.check.doubled.length),
+  );
+  countGoal(
+    'responses_5xx_other_than_503',
+    all.map((round) => round.badFailures.length),
+  );
+  countGoal(
+    'stream_notifications_missed',
+    all.map((round) => round.check.missed.length),
+  );
   if (productionKill) {
     const { ttl, loop_wait } = timings.production;
     const bound = ttl + loop_wait + 3;
-    log(`goal kill_write_gap_production_s: ${fmt(productionKill.writeGapSeconds)} (once; ttl ${ttl} s, loop_wait ${loop_wait} s; target <= ${bound}) ${productionKill.writeGapSeconds <= bound ? 'ok' : 'short'}`);
+    log(
+      `goal kill_write_gap_production_s: ${fmt(productionKill.writeGapSeconds)} (once; ttl ${ttl} s, loop_wait ${loop_wait} s; target <= ${bound}) ${productionKill.writeGapSeconds <= bound ? 'ok' : 'short'}`,
+    );
   }
 } finally {
   await s3.close();

@@ -122,10 +122,7 @@ export async function generate(client: pg.ClientBase, size: Size, log: (line: st
              from generate_series(1, ${E})) g
      ) x`,
   );
-  await step(
-    'default feed users',
-    `insert into app.default_feed_users (user_id) select ${sqlId(1, 'n')} from generate_series(1, 20) n`,
-  );
+  await step('default feed users', `insert into app.default_feed_users (user_id) select ${sqlId(1, 'n')} from generate_series(1, 20) n`);
   await client.query('set session_replication_role = origin');
   // As autovacuum leaves append-mostly tables in production: statistics current, pages all-visible
   // (index-only scans read the heap only for pages changed since).
@@ -140,7 +137,9 @@ async function countersKept(client: pg.ClientBase): Promise<boolean> {
 }
 
 async function memberCountsSql(client: pg.ClientBase): Promise<string> {
-  return (await countersKept(client)) ? 'select 1' : 'update app.hubs h set member_count = (select count(*) from app.hub_memberships m where m.hub_id = h.id)';
+  return (await countersKept(client))
+    ? 'select 1'
+    : 'update app.hubs h set member_count = (select count(*) from app.hub_memberships m where m.hub_id = h.id)';
 }
 
 async function followCountsSql(client: pg.ClientBase): Promise<string> {

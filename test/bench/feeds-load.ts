@@ -13,7 +13,14 @@ const agent = new http.Agent({ keepAlive: true, maxSockets: 1 });
 function get(base: URL, path: string, token?: string): Promise<{ status: number; text: string }> {
   return new Promise((resolve, reject) => {
     const request = http.request(
-      { agent, host: base.hostname, port: base.port, method: 'GET', path: `${base.pathname}${path}`, headers: token ? { authorization: `Bearer ${token}` } : {} },
+      {
+        agent,
+        host: base.hostname,
+        port: base.port,
+        method: 'GET',
+        path: `${base.pathname}${path}`,
+        headers: token ? { authorization: `Bearer ${token}` } : {},
+      },
       (response) => {
         let text = '';
         response.setEncoding('utf8');

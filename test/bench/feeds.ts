@@ -75,7 +75,10 @@ async function buildWorld(factor: number) {
     ? `opinion_bench_feeds_${String(scale).replace('.', '_')}_${name}`
     : `opinion_bench_feeds_${randomBytes(4).toString('hex')}`;
   // A kept database is complete once its comment says so (generation is the last step).
-  const kept = keep && (await admin.query(`select from pg_database where datname = $1 and shobj_description(oid, 'pg_database') = 'generated'`, [database])).rowCount === 1;
+  const kept =
+    keep &&
+    (await admin.query(`select from pg_database where datname = $1 and shobj_description(oid, 'pg_database') = 'generated'`, [database]))
+      .rowCount === 1;
   if (!kept) {
     await admin.query(`drop database if exists ${database} with (force)`);
     await admin.query(`create database ${database}`);
@@ -84,7 +87,9 @@ async function buildWorld(factor: number) {
   url.pathname = `/${database}`;
   const ownerUrl = url.toString();
   await migrate(ownerUrl);
-  log(`${name}: ${size.users} users, ${size.posts} posts, ${size.events} interaction events, ${size.hubs} hubs${kept ? ' (kept from an earlier run)' : ''}`);
+  log(
+    `${name}: ${size.users} users, ${size.posts} posts, ${size.events} interaction events, ${size.hubs} hubs${kept ? ' (kept from an earlier run)' : ''}`,
+  );
   const owner = new pg.Client({ connectionString: ownerUrl });
   await owner.connect();
   if (!kept) {
@@ -104,10 +109,15 @@ async function buildWorld(factor: number) {
     [benchId(3, 1), [light, heavy], [benchId(3, 2), benchId(3, 3)]],
   );
   const ids = { light, heavy, member: memberRow.rows[0]?.user_id as string };
-  await owner.query(`insert into app.phone_identities (user_id, phone_e164) values ($1, '+15550009999') on conflict do nothing`, [ids.member]);
+  await owner.query(`insert into app.phone_identities (user_id, phone_e164) values ($1, '+15550009999') on conflict do nothing`, [
+    ids.member,
+  ]);
   const signedIn: Viewer[] = [];
   for (const [viewerName, id] of Object.entries(ids)) {
-    const session = await owner.query<{ id: string }>(`insert into app.sessions (user_id, expires_at) values ($1, now() + interval '1 day') returning id`, [id]);
+    const session = await owner.query<{ id: string }>(
+      `insert into app.sessions (user_id, expires_at) values ($1, now() + interval '1 day') returning id`,
+      [id],
+    );
     signedIn.push({ name: viewerName, id, token: tokens.issueAccess({ userId: id, sessionId: session.rows[0]?.id as string }) });
   }
   const [lightViewer, heavyViewer, member] = signedIn as [Viewer, Viewer, Viewer];
@@ -174,7 +184,9 @@ async function buildWorld(factor: number) {
     // parameters, a first window of two pages
     await owner.query('set local enable_bitmapscan = off');
     await owner.query('set local plan_cache_mode = force_generic_plan');
-    await owner.query('prepare home_events (uuid, uuid[], uuid[], timestamptz, uuid, int) as select * from app_private.home_events($1, $2, $3, $4, $5, $6)');
+    await owner.query(
+      'prepare home_events (uuid, uuid[], uuid[], timestamptz, uuid, int) as select * from app_private.home_events($1, $2, $3, $4, $5, $6)',
+    );
     const plan = await owner.query<{ 'QUERY PLAN': string }>(
       `explain (analyze, buffers, costs off, summary on)
        execute home_events(app.viewer_id(), app.viewer_block_list(), app.viewer_active_hub_ids(), now(), '${lastUuid}', 42)`,
@@ -244,7 +256,9 @@ try {
   client.disconnect();
 
   log('');
-  log(`machine: ${os.cpus().length} cores (${os.cpus()[0]?.model ?? 'unknown'}), PostgreSQL ${version}; ${rounds} rounds of ${perKind} requests per kind and size`);
+  log(
+    `machine: ${os.cpus().length} cores (${os.cpus()[0]?.model ?? 'unknown'}), PostgreSQL ${version}; ${rounds} rounds of ${perKind} requests per kind and size`,
+  );
   log('latency in ms, median over rounds (min, max):');
   for (const [key, { p50, p95 }] of results) log(`  ${key.padEnd(28)} p50 ${spread(p50)}   p95 ${spread(p95)}`);
 
@@ -261,7 +275,9 @@ try {
   ];
   log('');
   for (const [name, values, op, target] of goals) {
-    log(`goal ${name}: ${median(values).toFixed(2)} (min ${Math.min(...values).toFixed(2)}, max ${Math.max(...values).toFixed(2)}; target ${op} ${target}) ${median(values) <= target ? 'ok' : 'short'}`);
+    log(
+      `goal ${name}: ${median(values).toFixed(2)} (min ${Math.min(...values).toFixed(2)}, max ${Math.max(...values).toFixed(2)}; target ${op} ${target}) ${median(values) <= target ? 'ok' : 'short'}`,
+    );
   }
 } finally {
   for (const world of worlds) await world.close();

@@ -115,10 +115,14 @@ async function timed(request: () => Promise<Response>): Promise<number> {
 const rest = () => timed(() => fetch(`${base}/api/v1/users/me/onboarding/status`, { headers: { authorization: `Bearer ${token}` } }));
 
 // The attacking process, started once and warmed up (test/bench/graphql-load.ts).
-const attacker = fork(new URL('./graphql-load.ts', import.meta.url).pathname, [base, token, String(attackers)], { stdio: ['ignore', 'ignore', 'inherit', 'ipc'] });
+const attacker = fork(new URL('./graphql-load.ts', import.meta.url).pathname, [base, token, String(attackers)], {
+  stdio: ['ignore', 'ignore', 'inherit', 'ipc'],
+});
 let onAttackerMessage: (message: unknown) => void = () => {};
 attacker.on('message', (message) => onAttackerMessage(message));
-const attackerEnded = new Promise<never>((_, reject) => attacker.once('exit', (code, signal) => reject(new Error(`the attacking process ended (${signal ?? code})`))));
+const attackerEnded = new Promise<never>((_, reject) =>
+  attacker.once('exit', (code, signal) => reject(new Error(`the attacking process ended (${signal ?? code})`))),
+);
 attackerEnded.catch(() => {}); // seen by the races below
 await Promise.race([new Promise<void>((resolve) => (onAttackerMessage = (message) => message === 'ready' && resolve())), attackerEnded]);
 
@@ -127,7 +131,10 @@ let lastSendingSeconds = 0;
 async function fromAnotherProcess(query: string, durationMs = 0): Promise<{ answers: Answer[]; rest: number[] }> {
   // REST is timed from the moment the job is sent (the warm attacking process starts at once),
   // at least once, until the answers are back.
-  const answered = Promise.race([new Promise<Answer[]>((resolve) => (onAttackerMessage = (message) => resolve(message as Answer[]))), attackerEnded]);
+  const answered = Promise.race([
+    new Promise<Answer[]>((resolve) => (onAttackerMessage = (message) => resolve(message as Answer[]))),
+    attackerEnded,
+  ]);
   let done = false;
   answered.then(
     () => (done = true),
@@ -175,10 +182,12 @@ async function heaviestAllowed(): Promise<{ query: string; shape: string; ms: nu
     for (const nested of [0, 1, 2, 4, 9, 14, 19, 49, 99]) shapes.push([aliases, 100, nested, true], [aliases, 100, nested, false]);
     shapes.push([aliases, 1, 0, true], [aliases, 10, 0, true]); // many whole-collection sorts, few rows
   }
-  const candidates: { query: string; shape: string }[] = (heaviestFrom === 'counts' ? [] : shapes).map(([aliases, first, nested, sorted]) => ({
-    query: operation(aliases, first, nested, sorted),
-    shape: `${aliases} alias(es) × ${first} users${sorted ? ' sorted by follower count' : ''}${nested ? ` × ${nested} nested follows` : ''}`,
-  }));
+  const candidates: { query: string; shape: string }[] = (heaviestFrom === 'counts' ? [] : shapes).map(
+    ([aliases, first, nested, sorted]) => ({
+      query: operation(aliases, first, nested, sorted),
+      shape: `${aliases} alias(es) × ${first} users${sorted ? ' sorted by follower count' : ''}${nested ? ` × ${nested} nested follows` : ''}`,
+    }),
+  );
   // Counting whole collections: all follows, with a page of them.
   for (const counts of heaviestFrom === 'rows' ? [] : [1, 2, 3]) {
     candidates.push({
@@ -200,7 +209,9 @@ async function heaviestAllowed(): Promise<{ query: string; shape: string; ms: nu
 
 function goal(name: string, ratios: number[], target: number): void {
   const value = median(ratios);
-  log(`goal ${name}: ${value.toFixed(2)} (min ${Math.min(...ratios).toFixed(2)}, max ${Math.max(...ratios).toFixed(2)}; target <= ${target}) ${value <= target ? 'ok' : 'short'}`);
+  log(
+    `goal ${name}: ${value.toFixed(2)} (min ${Math.min(...ratios).toFixed(2)}, max ${Math.max(...ratios).toFixed(2)}; target <= ${target}) ${value <= target ? 'ok' : 'short'}`,
+  );
 }
 
 // Warm-up: schema build, plans, connections.
@@ -218,7 +229,9 @@ for (let round = 1; round <= rounds; round++) {
   const { answers: attack, rest: during } = await fromAnotherProcess(abusive);
 
   log(`round ${round}: REST quiet ${summary(quiet)}; REST under attack ${summary(during)}`);
-  log(`  attack: ${attackers} at once, statuses ${[...new Set(attack.map((a) => a.status))].join(',')}, ${(attack[0]?.bytes ?? 0).toLocaleString()} bytes each, ${summary(attack.map((a) => a.ms))}; { __typename }: ${summary(small)}`);
+  log(
+    `  attack: ${attackers} at once, statuses ${[...new Set(attack.map((a) => a.status))].join(',')}, ${(attack[0]?.bytes ?? 0).toLocaleString()} bytes each, ${summary(attack.map((a) => a.ms))}; { __typename }: ${summary(small)}`,
+  );
   restRatios.push(median(during) / median(quiet));
   refusalRatios.push(median(attack.map((a) => a.ms)) / median(small));
 }
@@ -249,7 +262,9 @@ for (let round = 1; round <= rounds; round++) {
   laneRatios.push(p95(during) / p95(floor.rest));
 }
 clearInterval(sampler);
-log(`machine: ${os.cpus().length} cores, load average ${os.loadavg()[0]?.toFixed(1)}; PostgreSQL ${version[0]?.v}; ${publicUsers} public users, ${followsPerUser} follows each; server peak RSS ${(peakRss / 2 ** 20).toFixed(0)} MiB`);
+log(
+  `machine: ${os.cpus().length} cores, load average ${os.loadavg()[0]?.toFixed(1)}; PostgreSQL ${version[0]?.v}; ${publicUsers} public users, ${followsPerUser} follows each; server peak RSS ${(peakRss / 2 ** 20).toFixed(0)} MiB`,
+);
 goal('rest-during-graphql-attack', restRatios, 2);
 goal('abusive-query-refused', refusalRatios, 3);
 goal('rest-p50-during-heaviest-graphql', p50Ratios, 2);

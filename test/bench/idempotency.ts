@@ -48,12 +48,16 @@ let api: ChildProcess | undefined;
 const median = (values: number[]) => {
   const sorted = [...values].sort((a, b) => a - b);
   const middle = sorted.length / 2;
-  return Number.isInteger(middle) ? ((sorted[middle - 1] as number) + (sorted[middle] as number)) / 2 : (sorted[Math.floor(middle)] as number);
+  return Number.isInteger(middle)
+    ? ((sorted[middle - 1] as number) + (sorted[middle] as number)) / 2
+    : (sorted[Math.floor(middle)] as number);
 };
 const fmt = (value: number) => value.toFixed(2);
 function goal(name: string, values: number[], target: string, ok: (value: number) => boolean): void {
   const value = median(values);
-  log(`goal ${name}: ${fmt(value)} (min ${fmt(Math.min(...values))}, max ${fmt(Math.max(...values))}; target ${target}) ${ok(value) ? 'ok' : 'short'}`);
+  log(
+    `goal ${name}: ${fmt(value)} (min ${fmt(Math.min(...values))}, max ${fmt(Math.max(...values))}; target ${target}) ${ok(value) ? 'ok' : 'short'}`,
+  );
 }
 
 try {
@@ -84,14 +88,23 @@ try {
   }
 
   const call = async (method: string, route: string, body: unknown, headers: Record<string, string> = {}) => {
-    const response = await fetch(`${base}${route}`, { method, headers: { 'content-type': 'application/json', ...headers }, body: JSON.stringify(body) });
+    const response = await fetch(`${base}${route}`, {
+      method,
+      headers: { 'content-type': 'application/json', ...headers },
+      body: JSON.stringify(body),
+    });
     const text = await response.text();
     return { status: response.status, data: JSON.parse(text).data, text };
   };
   const user = async (name: string) => {
     const session = await call('POST', '/auth/anonymous/session', { deviceId: `bench-${name}-${randomUUID()}` });
     const token = session.data.accessToken as string;
-    const basics = await call('PUT', '/users/me/onboarding/profile-basics', { fullName: 'Bench Person', username: `${name}_${randomBytes(3).toString('hex')}`, acceptTerms: true }, { authorization: `Bearer ${token}` });
+    const basics = await call(
+      'PUT',
+      '/users/me/onboarding/profile-basics',
+      { fullName: 'Bench Person', username: `${name}_${randomBytes(3).toString('hex')}`, acceptTerms: true },
+      { authorization: `Bearer ${token}` },
+    );
     if (basics.status !== 200) throw new Error(basics.text);
     return { authorization: `Bearer ${token}` };
   };
@@ -104,7 +117,11 @@ try {
   author.authorization = `Bearer ${verified.data.accessToken as string}`;
   const voter = await user('voter');
   const post = async (slider: boolean) => {
-    const body = { thoughtText: 'Bench', visibility: 'public', ...(slider ? { sliderText: 'Bench?', slider: { leftLabel: 'No', rightLabel: 'Yes' } } : {}) };
+    const body = {
+      thoughtText: 'Bench',
+      visibility: 'public',
+      ...(slider ? { sliderText: 'Bench?', slider: { leftLabel: 'No', rightLabel: 'Yes' } } : {}),
+    };
     const created = await call('POST', '/posts', body, author);
     if (created.status !== 201) throw new Error(created.text);
     return created.data.id as string;
@@ -127,20 +144,42 @@ try {
     await call('POST', `/posts/${ballots.pop() as string}/vote`, { position: 'left' }, voter);
   }
 
-  const results = { comment: [] as number[], commentKey: [] as number[], vote: [] as number[], voteKey: [] as number[], replay: [] as number[] };
+  const results = {
+    comment: [] as number[],
+    commentKey: [] as number[],
+    vote: [] as number[],
+    voteKey: [] as number[],
+    replay: [] as number[],
+  };
   for (let repeat = 1; repeat <= repeats; repeat += 1) {
     await startPhase(owner);
-    const phase = { comment: [] as number[], commentKey: [] as number[], vote: [] as number[], voteKey: [] as number[], replay: [] as number[] };
+    const phase = {
+      comment: [] as number[],
+      commentKey: [] as number[],
+      vote: [] as number[],
+      voteKey: [] as number[],
+      replay: [] as number[],
+    };
     for (let i = 0; i < requests; i += 1) {
-      const comment = (headers: Record<string, string>) => () => call('POST', `/posts/${target}/comments`, { text: `bench ${i}` }, { ...voter, ...headers });
+      const comment = (headers: Record<string, string>) => () =>
+        call('POST', `/posts/${target}/comments`, { text: `bench ${i}` }, { ...voter, ...headers });
       const key = { 'Idempotency-Key': randomUUID() };
       phase.comment.push(await timed(comment({}), 201));
       phase.commentKey.push(await timed(comment(key), 201));
       phase.replay.push(await timed(comment(key), 201));
       phase.vote.push(await timed(() => call('POST', `/posts/${ballots.pop() as string}/vote`, { position: 'right' }, voter), 201));
-      phase.voteKey.push(await timed(() => call('POST', `/posts/${ballots.pop() as string}/vote`, { position: 'right' }, { ...voter, 'Idempotency-Key': randomUUID() }), 201));
+      phase.voteKey.push(
+        await timed(
+          () =>
+            call('POST', `/posts/${ballots.pop() as string}/vote`, { position: 'right' }, { ...voter, 'Idempotency-Key': randomUUID() }),
+          201,
+        ),
+      );
     }
-    const medians = Object.fromEntries(Object.entries(phase).map(([name, values]) => [name, median(values)])) as Record<keyof typeof phase, number>;
+    const medians = Object.fromEntries(Object.entries(phase).map(([name, values]) => [name, median(values)])) as Record<
+      keyof typeof phase,
+      number
+    >;
     log(
       `repeat ${repeat}: comment ${fmt(medians.comment)} ms, with key ${fmt(medians.commentKey)} ms, replay ${fmt(medians.replay)} ms; ` +
         `vote ${fmt(medians.vote)} ms, with key ${fmt(medians.voteKey)} ms (medians of ${requests})`,
@@ -149,8 +188,11 @@ try {
   }
   await owner.end();
 
-  log(`PostgreSQL: ${version}; ${os.cpus().length} CPUs (${os.cpus()[0]?.model ?? 'unknown'}); ${repeats} repeats of ${requests} requests each`);
-  for (const [name, values] of Object.entries(results)) log(`${name}: median ${fmt(median(values))} ms (min ${fmt(Math.min(...values))}, max ${fmt(Math.max(...values))})`);
+  log(
+    `PostgreSQL: ${version}; ${os.cpus().length} CPUs (${os.cpus()[0]?.model ?? 'unknown'}); ${repeats} repeats of ${requests} requests each`,
+  );
+  for (const [name, values] of Object.entries(results))
+    log(`${name}: median ${fmt(median(values))} ms (min ${fmt(Math.min(...values))}, max ${fmt(Math.max(...values))})`);
   const ratio = (withKey: number[], without: number[]) => withKey.map((value, i) => value / (without[i] as number));
   // The claim travels with the first statement; a key costs a row written with the commit and, for
   // the one-round-trip vote, one round trip more (the kept answer, sealed in the API, with the commit).

@@ -49,7 +49,9 @@ function vote(token: string, postId: string): Promise<number> {
 
 // Every connection open (and its backend known) before the clock starts.
 const clients = await Promise.all(Array.from({ length: job.concurrency }, () => pool.connect()));
-const pids = await Promise.all(clients.map(async (client) => (await client.query<{ pid: number }>('select pg_backend_pid() as pid')).rows[0]?.pid as number));
+const pids = await Promise.all(
+  clients.map(async (client) => (await client.query<{ pid: number }>('select pg_backend_pid() as pid')).rows[0]?.pid as number),
+);
 for (const client of clients) client.release();
 const cpuBefore = cpuSeconds(pids);
 
@@ -69,9 +71,10 @@ await Promise.all(
         if (status !== 201) failure = `vote answered ${status}`;
         else responses.push([`post:${item.postId}`, now()]);
       } else {
-        const { rows } = await pool.query<{ id: string }>(`insert into app.notifications (recipient_id, type) values ($1, 'user_followed') returning id`, [
-          job.recipients[i % job.recipients.length],
-        ]);
+        const { rows } = await pool.query<{ id: string }>(
+          `insert into app.notifications (recipient_id, type) values ($1, 'user_followed') returning id`,
+          [job.recipients[i % job.recipients.length]],
+        );
         responses.push([rows[0]?.id as string, now()]);
       }
     }

@@ -29,7 +29,11 @@ function stream(token: string, lastEventId: string | undefined, handlers: Handle
         host: base.hostname,
         port: base.port,
         path: `${base.pathname}/notifications/stream`,
-        headers: { authorization: `Bearer ${token}`, accept: 'text/event-stream', ...(lastEventId ? { 'last-event-id': lastEventId } : {}) },
+        headers: {
+          authorization: `Bearer ${token}`,
+          accept: 'text/event-stream',
+          ...(lastEventId ? { 'last-event-id': lastEventId } : {}),
+        },
       },
       (response) => {
         if (response.statusCode !== 200) {

@@ -48,7 +48,8 @@ const quantile = (values: number[], q: number) => {
   const sorted = [...values].sort((a, b) => a - b);
   return sorted.length === 0 ? Number.NaN : (sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))] as number);
 };
-const summary = (values: number[]) => `${quantile(values, 0.5).toFixed(2)} (min ${Math.min(...values).toFixed(2)}, max ${Math.max(...values).toFixed(2)}`;
+const summary = (values: number[]) =>
+  `${quantile(values, 0.5).toFixed(2)} (min ${Math.min(...values).toFixed(2)}, max ${Math.max(...values).toFixed(2)}`;
 
 // The database: DATABASE_URL's server, or a throwaway embedded one (durable, like production).
 let embedded: Awaited<ReturnType<typeof startEmbeddedPostgres>> | undefined;
@@ -77,7 +78,15 @@ let apiOutput = '';
 const profile = process.env.BENCH_CPU_PROF ? ['--cpu-prof', `--cpu-prof-dir=${path.resolve(process.env.BENCH_CPU_PROF)}`] : [];
 const api: ChildProcess = spawn(process.execPath, [...profile, 'main.ts'], {
   cwd: apiDir,
-  env: { ...process.env, NODE_ENV: 'development', PORT: String(port), DATABASE_URL: ownerUrl, DATA_DIR: dataDir, JWT_SECRET: jwtSecret, LOG_LEVEL: 'warn' },
+  env: {
+    ...process.env,
+    NODE_ENV: 'development',
+    PORT: String(port),
+    DATABASE_URL: ownerUrl,
+    DATA_DIR: dataDir,
+    JWT_SECRET: jwtSecret,
+    LOG_LEVEL: 'warn',
+  },
   stdio: ['ignore', 'pipe', 'pipe'],
 });
 api.stdout?.on('data', (chunk) => (apiOutput = (apiOutput + chunk).slice(-5000)));
@@ -111,7 +120,9 @@ const { rows: postRows } = await owner.query<{ id: string; author: number; k: nu
    returning id`,
   [authors.map((author) => author.id), postsPerAuthor],
 );
-const postsByRound = Array.from({ length: postsPerAuthor }, (_, k) => postRows.slice(k * authors.length, (k + 1) * authors.length).map((row) => row.id));
+const postsByRound = Array.from({ length: postsPerAuthor }, (_, k) =>
+  postRows.slice(k * authors.length, (k + 1) * authors.length).map((row) => row.id),
+);
 // Each replay client: one row to resume after, then replayRows rows (one transaction: (tx_id, id) order is id order).
 await owner.query(
   `insert into app.notifications (recipient_id, type) select u, 'user_followed' from unnest($1::uuid[]) u, generate_series(0, $2)`,
@@ -159,7 +170,9 @@ interface PhaseCpu {
   load: number;
 }
 async function backends(): Promise<number[]> {
-  const { rows } = await owner.query<{ pid: number }>('select pid from pg_stat_activity where datname = current_database() and pid <> pg_backend_pid()');
+  const { rows } = await owner.query<{ pid: number }>(
+    'select pid from pg_stat_activity where datname = current_database() and pid <> pg_backend_pid()',
+  );
   return rows.map((row) => row.pid);
 }
 async function cpuNow() {
@@ -167,13 +180,22 @@ async function cpuNow() {
   return { pids, pg: cpuSeconds(pids), processes: cpuSeconds([api.pid as number, clients.pid as number]), own: process.cpuUsage() };
 }
 /** `writers`: the writers' own connections and their CPU, read by the writers (the connections have ended by now). */
-async function cpuSince(before: Awaited<ReturnType<typeof cpuNow>>, rows: number, writers: { pids: number[]; seconds: number }): Promise<PhaseCpu> {
+async function cpuSince(
+  before: Awaited<ReturnType<typeof cpuNow>>,
+  rows: number,
+  writers: { pids: number[]; seconds: number },
+): Promise<PhaseCpu> {
   const after = cpuSeconds([...new Set([...before.pids, ...(await backends())])].filter((pid) => !writers.pids.includes(pid)));
   const processes = cpuSeconds([api.pid as number, clients.pid as number]);
   const own = process.cpuUsage(before.own);
   const perRow = (seconds: number) => (seconds * 1000) / rows;
   const of = (pid: number) => (processes.get(pid) ?? 0) - (before.processes.get(pid) ?? 0);
-  return { pg: perRow((cpuDelta(before.pg, after) ?? 0) + writers.seconds), api: perRow(of(api.pid as number)), streams: perRow(of(clients.pid as number)), load: perRow((own.user + own.system) / 1e6) };
+  return {
+    pg: perRow((cpuDelta(before.pg, after) ?? 0) + writers.seconds),
+    api: perRow(of(api.pid as number)),
+    streams: perRow(of(clients.pid as number)),
+    load: perRow((own.user + own.system) / 1e6),
+  };
 }
 
 /**
@@ -190,7 +212,7 @@ async function settle(): Promise<void> {
     await sleep(300);
     return cpuDelta(before, cpuSeconds(pids)) ?? 0;
   };
-  for (const started = Date.now(); Date.now() - started < 15_000 && (await busy()) > 0.05 * 0.3; );
+  for (const started = Date.now(); Date.now() - started < 15_000 && (await busy()) > 0.05 * 0.3;);
 }
 
 async function load(mode: 'votes' | 'inserts', recipients: typeof authors) {
@@ -207,7 +229,13 @@ async function load(mode: 'votes' | 'inserts', recipients: typeof authors) {
   const worker = new Worker(new URL('./live-load.ts', import.meta.url), {
     workerData: { mode, base, ownerUrl, votes, recipients: recipients.map((user) => user.id), concurrency, seconds },
   });
-  const result = await new Promise<{ responses: [string, number][]; seconds: number; dbCpuSeconds: number; pids: number[]; failure?: string }>((resolve, reject) => {
+  const result = await new Promise<{
+    responses: [string, number][];
+    seconds: number;
+    dbCpuSeconds: number;
+    pids: number[];
+    failure?: string;
+  }>((resolve, reject) => {
     worker.once('message', resolve);
     worker.once('error', reject);
   });
@@ -266,10 +294,19 @@ async function round(streams: number, repeat: number): Promise<Round> {
     await ask({ type: 'close' });
     clientsOpen = 0;
     await sleep(500);
-    return { votes: votes.rate, inserts: inserts.rate, votesCpu: votes.cpu, insertsCpu: inserts.cpu, voteDelivery, insertDelivery, openMs: ms as number };
+    return {
+      votes: votes.rate,
+      inserts: inserts.rate,
+      votesCpu: votes.cpu,
+      insertsCpu: inserts.cpu,
+      voteDelivery,
+      insertDelivery,
+      openMs: ms as number,
+    };
   };
   // Alternate which phase goes first.
-  const [a, b] = repeat % 2 === 0 ? [await without(), await withStreams()] : await withStreams().then(async (w) => [await without(), w] as const);
+  const [a, b] =
+    repeat % 2 === 0 ? [await without(), await withStreams()] : await withStreams().then(async (w) => [await without(), w] as const);
   return {
     votes0: a.votes,
     votesS: b.votes,
@@ -331,10 +368,31 @@ const line = (name: string, values: number[], op: '<' | '>=' | '<=', target: num
 };
 log('');
 const streamsLabel = `${goalStreams.toLocaleString('en')} streams`;
-line(`live p95 commit-to-arrival ms (${streamsLabel}, steady votes)`, goal.map((r) => r.voteDelivery.p95), '<', 250, ' ms');
-line(`live rows missing 2 s after writes stop (${streamsLabel})`, goal.map((r) => r.voteDelivery.missing + r.insertDelivery.missing), '<=', 0);
-line(`live vote throughput with / without ${streamsLabel}`, goal.map((r) => r.votesS / r.votes0), '>=', 0.9);
-line(`live notification inserts with / without ${streamsLabel}`, goal.map((r) => r.insertsS / r.inserts0), '>=', 0.8);
+line(
+  `live p95 commit-to-arrival ms (${streamsLabel}, steady votes)`,
+  goal.map((r) => r.voteDelivery.p95),
+  '<',
+  250,
+  ' ms',
+);
+line(
+  `live rows missing 2 s after writes stop (${streamsLabel})`,
+  goal.map((r) => r.voteDelivery.missing + r.insertDelivery.missing),
+  '<=',
+  0,
+);
+line(
+  `live vote throughput with / without ${streamsLabel}`,
+  goal.map((r) => r.votesS / r.votes0),
+  '>=',
+  0.9,
+);
+line(
+  `live notification inserts with / without ${streamsLabel}`,
+  goal.map((r) => r.insertsS / r.inserts0),
+  '>=',
+  0.8,
+);
 
 clients.kill();
 api.kill('SIGINT');

@@ -24,7 +24,15 @@ let stopping = false;
 function get(agent: http.Agent, base: URL, path: string, token: string): Promise<{ status: number; text: string }> {
   return new Promise((resolve) => {
     const request = http.request(
-      { agent, host: base.hostname, port: base.port, method: 'GET', path: `${base.pathname}${path}`, headers: { authorization: `Bearer ${token}` }, timeout: 30_000 },
+      {
+        agent,
+        host: base.hostname,
+        port: base.port,
+        method: 'GET',
+        path: `${base.pathname}${path}`,
+        headers: { authorization: `Bearer ${token}` },
+        timeout: 30_000,
+      },
       (response) => {
         let text = '';
         response.setEncoding('utf8');

@@ -54,7 +54,9 @@ const percentile = (values: number[], p: number) => {
 const median = (values: number[]) => {
   const sorted = [...values].sort((a, b) => a - b);
   const middle = sorted.length / 2;
-  return Number.isInteger(middle) ? ((sorted[middle - 1] as number) + (sorted[middle] as number)) / 2 : (sorted[Math.floor(middle)] as number);
+  return Number.isInteger(middle)
+    ? ((sorted[middle - 1] as number) + (sorted[middle] as number)) / 2
+    : (sorted[Math.floor(middle)] as number);
 };
 const fmt = (value: number, digits = 2) => value.toFixed(digits);
 function goal(name: string, values: number[], target: string, ok: ((value: number) => boolean) | undefined): void {
@@ -69,7 +71,8 @@ function treeResidentMb(pid: number): number {
   try {
     kb += Number(/^VmRSS:\s+(\d+)/m.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1] ?? 0);
     for (const task of readdirSync(`/proc/${pid}/task`)) {
-      for (const child of readFileSync(`/proc/${pid}/task/${task}/children`, 'utf8').split(' ').filter(Boolean)) kb += treeResidentMb(Number(child)) * 1024;
+      for (const child of readFileSync(`/proc/${pid}/task/${task}/children`, 'utf8').split(' ').filter(Boolean))
+        kb += treeResidentMb(Number(child)) * 1024;
     }
   } catch {
     // ended meanwhile
@@ -81,7 +84,10 @@ function treeResidentMb(pid: number): number {
 function cpuSeconds(pid: number): number {
   try {
     const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ').map(Number);
+    const fields = stat
+      .slice(stat.lastIndexOf(')') + 2)
+      .split(' ')
+      .map(Number);
     // utime, stime, cutime, cstime: fields 14-17 of stat, 11-14 after the command.
     return ((fields[11] as number) + (fields[12] as number) + (fields[13] as number) + (fields[14] as number)) / 100;
   } catch {
@@ -94,7 +100,8 @@ function treeCpuSeconds(pid: number): number {
   let total = cpuSeconds(pid);
   try {
     for (const task of readdirSync(`/proc/${pid}/task`)) {
-      for (const child of readFileSync(`/proc/${pid}/task/${task}/children`, 'utf8').split(' ').filter(Boolean)) total += treeCpuSeconds(Number(child));
+      for (const child of readFileSync(`/proc/${pid}/task/${task}/children`, 'utf8').split(' ').filter(Boolean))
+        total += treeCpuSeconds(Number(child));
     }
   } catch {
     // ended meanwhile
@@ -116,7 +123,12 @@ const scratch = await mkdtemp(path.join(os.tmpdir(), 'opinion-media-bench-'));
 await chmod(scratch, 0o755);
 stopOnExit(() => rm(scratch, { recursive: true, force: true }));
 
-log(`machine: ${os.cpus().length} cores (${os.cpus()[0]?.model.trim()}), ${Math.round(os.totalmem() / 2 ** 30)} GB, load average ${os.loadavg().map((l) => l.toFixed(1)).join(' ')}`);
+log(
+  `machine: ${os.cpus().length} cores (${os.cpus()[0]?.model.trim()}), ${Math.round(os.totalmem() / 2 ** 30)} GB, load average ${os
+    .loadavg()
+    .map((l) => l.toFixed(1))
+    .join(' ')}`,
+);
 const photo = await photo12mp();
 const smallPhoto = await markedImage(64, 48).jpeg().toBuffer();
 const bomb = pngBomb(20_000);
@@ -141,9 +153,14 @@ if (parts.includes('engine')) {
     const image = await processor.process(photo, 'image/jpeg', 'fit');
     seconds.push((performance.now() - started) / 1000);
     cpu.push(decodersCpu() - cpuBefore);
-    const webp1280 = image.variants.find((variant) => variant.contentType === 'image/webp' && Math.max(variant.width, variant.height) === 1280);
+    const webp1280 = image.variants.find(
+      (variant) => variant.contentType === 'image/webp' && Math.max(variant.width, variant.height) === 1280,
+    );
     ratio = (webp1280?.bytes.length ?? NaN) / photo.length;
-    if (i === 0) log(`  variants of the 12 MP photo: ${image.variants.map((v) => `${v.width}x${v.height} ${v.contentType.slice(6)} ${fmt(v.bytes.length / 1024, 0)} KiB`).join(', ')}`);
+    if (i === 0)
+      log(
+        `  variants of the 12 MP photo: ${image.variants.map((v) => `${v.width}x${v.height} ${v.contentType.slice(6)} ${fmt(v.bytes.length / 1024, 0)} KiB`).join(', ')}`,
+      );
   }
   goal('engine_photo_12mp_s', seconds, '<= 2', (value) => value <= 2);
   goal('engine_photo_12mp_cpu_s', cpu, 'report: CPU seconds of the decoder', undefined);
@@ -223,7 +240,15 @@ async function service(): Promise<void> {
 
   const bucket = 'opinion-media-bench';
   const s3Port = await freePort();
-  const s3 = keepFolders(new S3rver({ address: '127.0.0.1', port: s3Port, directory: path.join(scratch, 's3'), silent: true, configureBuckets: [{ name: bucket }] }));
+  const s3 = keepFolders(
+    new S3rver({
+      address: '127.0.0.1',
+      port: s3Port,
+      directory: path.join(scratch, 's3'),
+      silent: true,
+      configureBuckets: [{ name: bucket }],
+    }),
+  );
   await s3.run();
   stopOnExit(() => s3.close());
 
@@ -242,7 +267,11 @@ async function service(): Promise<void> {
     WRITE_LIMITS: 'uploads=100000/3600',
   };
   function serviceProcess(only: 'api' | 'worker'): ChildProcess {
-    const child = spawn(process.execPath, [path.join(root, 'main.ts'), `--only=${only}`], { cwd: root, env, stdio: ['ignore', 'ignore', 'inherit'] });
+    const child = spawn(process.execPath, [path.join(root, 'main.ts'), `--only=${only}`], {
+      cwd: root,
+      env,
+      stdio: ['ignore', 'ignore', 'inherit'],
+    });
     stopOnExit(async () => {
       if (child.exitCode !== null || child.signalCode !== null) return;
       const exited = new Promise((resolve) => child.once('exit', resolve));
@@ -266,7 +295,10 @@ async function service(): Promise<void> {
   async function call(method: string, pathname: string, token: string | undefined, body?: unknown) {
     const response = await fetch(`${base}${pathname}`, {
       method,
-      headers: { ...(token ? { authorization: `Bearer ${token}` } : {}), ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
+      headers: {
+        ...(token ? { authorization: `Bearer ${token}` } : {}),
+        ...(body === undefined ? {} : { 'content-type': 'application/json' }),
+      },
       ...(body === undefined ? {} : { body: JSON.stringify(body) }),
     });
     const text = await response.text();
@@ -279,7 +311,11 @@ async function service(): Promise<void> {
   async function user(n: number): Promise<string> {
     const session = await call('POST', '/auth/anonymous/session', undefined, { deviceId: `media-bench-${process.pid}-${n}` });
     const token = (session.body.data as { accessToken: string }).accessToken;
-    const basics = await call('PUT', '/users/me/onboarding/profile-basics', token, { fullName: 'Bench Person', username: `media_${process.pid % 10_000}_${n}`, acceptTerms: true });
+    const basics = await call('PUT', '/users/me/onboarding/profile-basics', token, {
+      fullName: 'Bench Person',
+      username: `media_${process.pid % 10_000}_${n}`,
+      acceptTerms: true,
+    });
     if (basics.status !== 200) throw new Error(`profile basics answered ${basics.status}: ${JSON.stringify(basics.body)}`);
     return token;
   }
@@ -302,17 +338,28 @@ async function service(): Promise<void> {
    * complete (again after a 503's Retry-After, as an app does), then GET /uploads/{assetId} until
    * the asset is ready: the seconds from the first complete to ready, the final answer, the 503s.
    */
-  async function completeUntilReady(uploaded: Uploaded): Promise<{ seconds: number; status: number; data: Record<string, unknown> | undefined; code?: string; unavailable: number }> {
+  async function completeUntilReady(
+    uploaded: Uploaded,
+  ): Promise<{ seconds: number; status: number; data: Record<string, unknown> | undefined; code?: string; unavailable: number }> {
     const started = performance.now();
     let unavailable = 0;
-    let complete = await call('POST', '/uploads/complete', uploader, { uploadId: uploaded.uploadId, purpose: 'post_image', checksum: uploaded.checksum });
+    let complete = await call('POST', '/uploads/complete', uploader, {
+      uploadId: uploaded.uploadId,
+      purpose: 'post_image',
+      checksum: uploaded.checksum,
+    });
     while (complete.status === 503 && unavailable < 30) {
       unavailable += 1;
       await new Promise((resolve) => setTimeout(resolve, 1000 * Number(complete.retryAfter ?? 1)));
-      complete = await call('POST', '/uploads/complete', uploader, { uploadId: uploaded.uploadId, purpose: 'post_image', checksum: uploaded.checksum });
+      complete = await call('POST', '/uploads/complete', uploader, {
+        uploadId: uploaded.uploadId,
+        purpose: 'post_image',
+        checksum: uploaded.checksum,
+      });
     }
     let data = complete.body.data;
-    if (complete.status !== 201) return { seconds: (performance.now() - started) / 1000, status: complete.status, data, code: complete.body.error?.code, unavailable };
+    if (complete.status !== 201)
+      return { seconds: (performance.now() - started) / 1000, status: complete.status, data, code: complete.body.error?.code, unavailable };
     while (data?.status === 'processing') {
       await new Promise((resolve) => setTimeout(resolve, 100));
       data = (await call('GET', `/uploads/${data.assetId as string}`, uploader)).body.data;
@@ -322,7 +369,9 @@ async function service(): Promise<void> {
 
   const probe = await completeUntilReady(await put(photo, 'image/jpeg'));
   if (probe.status !== 201 || probe.data?.status === undefined) {
-    log(`  this service does not process images yet: complete answered ${probe.status} without a status (the REST goals need the processing side of the contract)`);
+    log(
+      `  this service does not process images yet: complete answered ${probe.status} without a status (the REST goals need the processing side of the contract)`,
+    );
   } else {
     const readySeconds: number[] = [];
     let ratio = NaN;
@@ -340,7 +389,8 @@ async function service(): Promise<void> {
     for (let i = 0; i < Math.min(5, singles); i++) {
       const uploaded = await put(bomb, 'image/png');
       const result = await completeUntilReady(uploaded);
-      if (result.code !== 'IMAGE_TOO_LARGE') throw new Error(`the bomb's complete answered ${result.status} ${result.code ?? JSON.stringify(result.data)}`);
+      if (result.code !== 'IMAGE_TOO_LARGE')
+        throw new Error(`the bomb's complete answered ${result.status} ${result.code ?? JSON.stringify(result.data)}`);
       bombMs.push(result.seconds * 1000);
     }
     goal('bomb_refused_ms', bombMs, '<= 100', (value) => value <= 100);
@@ -376,21 +426,36 @@ async function service(): Promise<void> {
         // Where the CPU goes during the burst: the API, the worker process, its decoder processes
         // (at nice 10), this process (the S3 store and the uploads' polling), the REST load.
         const pids = { api: api.pid as number, worker: worker.pid as number, load: load.pid as number };
-        const before = { api: cpuSeconds(pids.api), worker: cpuSeconds(pids.worker), decoders: treeCpuSeconds(pids.worker) - cpuSeconds(pids.worker), bench: cpuSeconds(process.pid), load: cpuSeconds(pids.load) };
+        const before = {
+          api: cpuSeconds(pids.api),
+          worker: cpuSeconds(pids.worker),
+          decoders: treeCpuSeconds(pids.worker) - cpuSeconds(pids.worker),
+          bench: cpuSeconds(process.pid),
+          load: cpuSeconds(pids.load),
+        };
         const started = performance.now();
         const results = await Promise.all(uploads.map(completeUntilReady));
         busySeconds = (performance.now() - started) / 1000;
         peak = stop();
-        const after = { api: cpuSeconds(pids.api), worker: cpuSeconds(pids.worker), decoders: treeCpuSeconds(pids.worker) - cpuSeconds(pids.worker), bench: cpuSeconds(process.pid), load: cpuSeconds(pids.load) };
+        const after = {
+          api: cpuSeconds(pids.api),
+          worker: cpuSeconds(pids.worker),
+          decoders: treeCpuSeconds(pids.worker) - cpuSeconds(pids.worker),
+          bench: cpuSeconds(process.pid),
+          load: cpuSeconds(pids.load),
+        };
         cpu = (Object.keys(before) as (keyof typeof before)[]).map((key) => `${key} ${fmt(after[key] - before[key], 1)}`).join(', ');
         unavailable = results.reduce((sum, result) => sum + result.unavailable, 0);
         const notReady = results.filter((result) => result.data?.status !== 'ready');
         const what = (result: (typeof results)[number]) => `${result.status} ${result.code ?? ''} ${JSON.stringify(result.data)}`;
-        if (notReady.length > 0) throw new Error(`${notReady.length} photos of the burst did not end ready: ${notReady.slice(0, 3).map(what).join('; ')}`);
+        if (notReady.length > 0)
+          throw new Error(`${notReady.length} photos of the burst did not end ready: ${notReady.slice(0, 3).map(what).join('; ')}`);
       });
       const quiet = await runLoad(() => new Promise((resolve) => setTimeout(resolve, busySeconds * 1000)));
       const ratio = percentile(busy, 0.95) / percentile(quiet, 0.95);
-      log(`  repeat ${r + 1}: ${burst} photos ready in ${fmt(busySeconds, 1)} s; REST p95 ${fmt(percentile(busy, 0.95), 1)} ms (${busy.length} requests) against ${fmt(percentile(quiet, 0.95), 1)} ms quiet (${quiet.length}); worker peak ${fmt(peak, 0)} MB; complete answered 503 ${unavailable} times; CPU s during the burst: ${cpu}`);
+      log(
+        `  repeat ${r + 1}: ${burst} photos ready in ${fmt(busySeconds, 1)} s; REST p95 ${fmt(percentile(busy, 0.95), 1)} ms (${busy.length} requests) against ${fmt(percentile(quiet, 0.95), 1)} ms quiet (${quiet.length}); worker peak ${fmt(peak, 0)} MB; complete answered 503 ${unavailable} times; CPU s during the burst: ${cpu}`,
+      );
       ratios.push(ratio);
       rssPeaks.push(peak);
     }

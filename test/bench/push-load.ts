@@ -22,7 +22,9 @@ const clients = await Promise.all(
     return client;
   }),
 );
-const backends = await Promise.all(clients.map(async (client) => (await client.query<{ pid: number }>('select pg_backend_pid() as pid')).rows[0]?.pid as number));
+const backends = await Promise.all(
+  clients.map(async (client) => (await client.query<{ pid: number }>('select pg_backend_pid() as pid')).rows[0]?.pid as number),
+);
 const statement = { name: 'insert', text: `insert into app.notifications (recipient_id, type) values ($1, 'post_commented') returning id` };
 const commits: [string, number][] = [];
 let next = 0;

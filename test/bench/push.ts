@@ -66,7 +66,15 @@ function spawnService(args: string[], env: Record<string, string>): { child: Chi
   const child = spawn(process.execPath, [path.join(root, 'main.ts'), ...args], {
     cwd: root,
     stdio: ['ignore', 'pipe', 'pipe'],
-    env: { ...process.env, DATABASE_URL: ownerUrl, JWT_SECRET: jwtSecret, LOG_LEVEL: 'info', DATA_DIR: path.join(scratch, 'data'), S3_ENDPOINT: 'http://127.0.0.1:9', ...env },
+    env: {
+      ...process.env,
+      DATABASE_URL: ownerUrl,
+      JWT_SECRET: jwtSecret,
+      LOG_LEVEL: 'info',
+      DATA_DIR: path.join(scratch, 'data'),
+      S3_ENDPOINT: 'http://127.0.0.1:9',
+      ...env,
+    },
   });
   child.stdout?.on('data', (chunk) => (output += chunk));
   child.stderr?.on('data', (chunk) => (output += chunk));
@@ -93,12 +101,16 @@ const percentile = (values: number[], p: number) => {
 const median = (values: number[]) => {
   const sorted = [...values].sort((a, b) => a - b);
   const middle = sorted.length / 2;
-  return Number.isInteger(middle) ? ((sorted[middle - 1] as number) + (sorted[middle] as number)) / 2 : (sorted[Math.floor(middle)] as number);
+  return Number.isInteger(middle)
+    ? ((sorted[middle - 1] as number) + (sorted[middle] as number)) / 2
+    : (sorted[Math.floor(middle)] as number);
 };
 const fmt = (value: number, digits = 2) => value.toFixed(digits);
 function goal(name: string, values: number[], target: string, ok: (value: number) => boolean): void {
   const value = median(values);
-  log(`goal ${name}: ${fmt(value)} (min ${fmt(Math.min(...values))}, max ${fmt(Math.max(...values))}; target ${target}) ${ok(value) ? 'ok' : 'short'}`);
+  log(
+    `goal ${name}: ${fmt(value)} (min ${fmt(Math.min(...values))}, max ${fmt(Math.max(...values))}; target ${target}) ${ok(value) ? 'ok' : 'short'}`,
+  );
 }
 
 try {
@@ -106,7 +118,9 @@ try {
   const api = spawnService(['--only=api'], { PORT: String(apiPort) });
   const base = `http://127.0.0.1:${apiPort}/api/v1`;
   await waitFor(async () => (await fetch(`${base}/auth/login-config`).catch(() => undefined))?.ok === true, 'the API');
-  const standInProcess = spawn(process.execPath, [path.join(root, 'test', 'bench', 'fcm-stand-in.ts'), scratch], { stdio: ['ignore', 'pipe', 'inherit'] });
+  const standInProcess = spawn(process.execPath, [path.join(root, 'test', 'bench', 'fcm-stand-in.ts'), scratch], {
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
   children.push(standInProcess);
   const standIn = await new Promise<{ url: string; env: Record<string, string> }>((resolve) => {
     let out = '';
@@ -116,10 +130,19 @@ try {
     });
   });
   const take = async () =>
-    ((await (await fetch(`${standIn.url}/_stand-in/take`, { method: 'POST' })).json()) as { accepted: { notificationId: string | null; token: string; at: number }[] }).accepted;
+    (
+      (await (await fetch(`${standIn.url}/_stand-in/take`, { method: 'POST' })).json()) as {
+        accepted: { notificationId: string | null; token: string; at: number }[];
+      }
+    ).accepted;
   const owner = new pg.Pool({ connectionString: ownerUrl, max: 4 });
 
-  log(`machine: ${os.cpus().length} cores (${os.cpus()[0]?.model.trim()}), load average ${os.loadavg().map((l) => l.toFixed(1)).join(' ')}`);
+  log(
+    `machine: ${os.cpus().length} cores (${os.cpus()[0]?.model.trim()}), load average ${os
+      .loadavg()
+      .map((l) => l.toFixed(1))
+      .join(' ')}`,
+  );
   log(`PostgreSQL: ${version}${embedded ? ' (embedded, durable)' : ''}`);
   log(`repeats: ${repeats}; badges: ${requests} requests per user and repeat; inserts: ${inserts} per phase; fan-out: ${members} members`);
 
@@ -167,9 +190,15 @@ try {
     )
   ).rows[0];
   const hubId = (
-    await owner.query<{ id: string }>(`insert into app.hubs (name, profile_asset_id, created_by) values ('Bench hub', $1, $2) returning id`, [asset?.id, hubOwner.userId])
+    await owner.query<{ id: string }>(
+      `insert into app.hubs (name, profile_asset_id, created_by) values ('Bench hub', $1, $2) returning id`,
+      [asset?.id, hubOwner.userId],
+    )
   ).rows[0]?.id as string;
-  await owner.query(`insert into app.hub_memberships (hub_id, user_id) select $1, u from unnest($2::uuid[]) u`, [hubId, fans.map((fan) => fan.userId)]);
+  await owner.query(`insert into app.hub_memberships (hub_id, user_id) select $1, u from unnest($2::uuid[]) u`, [
+    hubId,
+    fans.map((fan) => fan.userId),
+  ]);
   await owner.query('vacuum analyze');
   log('data: ready');
 
@@ -197,7 +226,11 @@ try {
     badgeRatios.count100k.push(get('/notifications/unread-count large') / get('/notifications/unread-count small'));
     badgeRatios.list100k.push(get('/notifications?limit=20 large') / get('/notifications?limit=20 small'));
     badgeRatios.list1m.push(get('/notifications?limit=20 huge') / get('/notifications?limit=20 small'));
-    log(`repeat ${repeat + 1} badges p95 ms: ${Object.entries(p95).map(([key, value]) => `${key} ${fmt(value)}`).join(', ')}`);
+    log(
+      `repeat ${repeat + 1} badges p95 ms: ${Object.entries(p95)
+        .map(([key, value]) => `${key} ${fmt(value)}`)
+        .join(', ')}`,
+    );
   }
 
   // ---- Inserts with push on and off; lag.
@@ -205,7 +238,17 @@ try {
   const lags: number[] = [];
   const pgPids = async () => (await owner.query<{ pid: number }>('select pid from pg_stat_activity')).rows.map((row) => row.pid);
   /** CPU ms per insert of each part, and how busy the machine's cores were (CPU seconds per second) while the load ran. */
-  const phaseCpu: { push: boolean; pg: number; worker: number; standIn: number; load: number; busy: number; drain: number; commits: number; wal: { bytes: number; fpi: number } }[] = [];
+  const phaseCpu: {
+    push: boolean;
+    pg: number;
+    worker: number;
+    standIn: number;
+    load: number;
+    busy: number;
+    drain: number;
+    commits: number;
+    wal: { bytes: number; fpi: number };
+  }[] = [];
   async function insertPhase(push: boolean): Promise<number> {
     const worker = spawnService(['--only=worker'], push ? { ...standIn.env, MIGRATE_ON_START: 'false' } : { MIGRATE_ON_START: 'false' });
     await waitFor(() => worker.output().includes('worker running'), 'the worker');
@@ -213,27 +256,41 @@ try {
     await take();
     await startPhase(owner);
     const file = path.join(scratch, `load-${randomUUID()}.json`);
-    await writeFile(file, JSON.stringify({ databaseUrl: ownerUrl, recipients: recipients.map((r) => r.userId), count: inserts, concurrency: 8 }));
-    const commits = async () => (await owner.query<{ n: string }>('select xact_commit::text as n from pg_stat_database where datname = current_database()')).rows[0]?.n;
+    await writeFile(
+      file,
+      JSON.stringify({ databaseUrl: ownerUrl, recipients: recipients.map((r) => r.userId), count: inserts, concurrency: 8 }),
+    );
+    const commits = async () =>
+      (await owner.query<{ n: string }>('select xact_commit::text as n from pg_stat_database where datname = current_database()')).rows[0]
+        ?.n;
     const commitsBefore = Number(await commits());
     // WAL written by the whole server (the bench's own, unless DATABASE_URL names a shared one).
-    const wal = async () => (await owner.query<{ bytes: string; fpi: string }>('select wal_bytes::text as bytes, wal_fpi::text as fpi from pg_stat_wal')).rows[0];
+    const wal = async () =>
+      (await owner.query<{ bytes: string; fpi: string }>('select wal_bytes::text as bytes, wal_fpi::text as fpi from pg_stat_wal')).rows[0];
     const walBefore = await wal();
     const pidsBefore = await pgPids();
     const pgBefore = cpuSeconds(pidsBefore);
     const processes = [worker.child.pid as number, standInProcess.pid as number];
     const processesBefore = cpuSeconds(processes);
-    const load = spawn(process.execPath, [path.join(root, 'test', 'bench', 'push-load.ts'), file], { stdio: ['ignore', 'pipe', 'inherit'] });
+    const load = spawn(process.execPath, [path.join(root, 'test', 'bench', 'push-load.ts'), file], {
+      stdio: ['ignore', 'pipe', 'inherit'],
+    });
     let out = '';
     load.stdout?.on('data', (chunk) => (out += chunk));
     await new Promise((resolve) => load.once('exit', resolve));
-    const result = JSON.parse(out.trim()) as { rate: number; seconds: number; commits: [string, number][]; cpu: { load: number; backends: number; pids: number[] } };
+    const result = JSON.parse(out.trim()) as {
+      rate: number;
+      seconds: number;
+      commits: [string, number][];
+      cpu: { load: number; backends: number; pids: number[] };
+    };
     let drain = 0;
     if (push) {
       const committed = new Map(result.commits);
       const answered = new Map<string, number>();
       await waitFor(async () => {
-        for (const accepted of await take()) if (accepted.notificationId && committed.has(accepted.notificationId)) answered.set(accepted.notificationId, accepted.at);
+        for (const accepted of await take())
+          if (accepted.notificationId && committed.has(accepted.notificationId)) answered.set(accepted.notificationId, accepted.at);
         return answered.size === committed.size;
       }, 'every insert pushed');
       const phaseLags = [...answered].map(([id, at]) => (at - (committed.get(id) as number)) / 1000);
@@ -244,10 +301,13 @@ try {
     await new Promise((resolve) => setTimeout(resolve, 1100));
     const commitsPerInsert = (Number(await commits()) - commitsBefore) / inserts;
     const walAfter = await wal();
-    const walPerInsert = { bytes: (Number(walAfter?.bytes) - Number(walBefore?.bytes)) / inserts, fpi: (Number(walAfter?.fpi) - Number(walBefore?.fpi)) / inserts };
+    const walPerInsert = {
+      bytes: (Number(walAfter?.bytes) - Number(walBefore?.bytes)) / inserts,
+      fpi: (Number(walAfter?.fpi) - Number(walBefore?.fpi)) / inserts,
+    };
     const pgAfter = cpuSeconds([...new Set([...pidsBefore, ...(await pgPids())])].filter((pid) => !result.cpu.pids.includes(pid)));
     const processesAfter = cpuSeconds(processes);
-    const of = (pid: number) => ((processesAfter.get(pid) ?? 0) - (processesBefore.get(pid) ?? 0)) * 1000 / inserts;
+    const of = (pid: number) => (((processesAfter.get(pid) ?? 0) - (processesBefore.get(pid) ?? 0)) * 1000) / inserts;
     const cpu = {
       push,
       pg: (((cpuDelta(pgBefore, pgAfter) ?? 0) + result.cpu.backends) * 1000) / inserts,
@@ -268,7 +328,9 @@ try {
     const rates: Record<string, number> = {};
     for (const push of repeat % 2 === 0 ? [false, true] : [true, false]) rates[push ? 'on' : 'off'] = await insertPhase(push);
     insertRatios.push((rates.on as number) / (rates.off as number));
-    log(`repeat ${repeat + 1} inserts/s: push off ${fmt(rates.off as number, 0)}, push on ${fmt(rates.on as number, 0)}; push lag p95 ${fmt(lags.at(-1) as number, 3)} s`);
+    log(
+      `repeat ${repeat + 1} inserts/s: push off ${fmt(rates.off as number, 0)}, push on ${fmt(rates.on as number, 0)}; push lag p95 ${fmt(lags.at(-1) as number, 3)} s`,
+    );
     for (const c of phaseCpu.splice(0)) {
       log(
         `    push ${c.push ? 'on ' : 'off'}: CPU ms per insert PostgreSQL ${fmt(c.pg, 3)}, worker ${fmt(c.worker, 3)}, stand-in ${fmt(c.standIn, 3)}, load ${fmt(c.load, 3)}; ` +
@@ -289,7 +351,11 @@ try {
     await Promise.all(
       Array.from({ length: concurrency }, async () => {
         for (let i = next++; i < members; i = next++) {
-          const outcome = await client.send({ token: `floor-${i}`, data: { notificationId: randomUUID(), type: 'hub_member_joined', badge: '1' }, notification: { title: 'New member', body: 'Someone joined your hub' } });
+          const outcome = await client.send({
+            token: `floor-${i}`,
+            data: { notificationId: randomUUID(), type: 'hub_member_joined', badge: '1' },
+            notification: { title: 'New member', body: 'Someone joined your hub' },
+          });
           if (outcome.kind !== 'sent') throw new Error(`floor: ${outcome.kind}`);
         }
       }),
@@ -317,22 +383,28 @@ try {
       const seen = new Map<string, number>();
       let total = 0;
       let last = started;
-      await waitFor(async () => {
-        for (const accepted of await take()) {
-          if (!accepted.token.startsWith('fan-')) continue;
-          total += 1;
-          seen.set(accepted.notificationId as string, (seen.get(accepted.notificationId as string) ?? 0) + 1);
-          last = Math.max(last, accepted.at);
-        }
-        return seen.size >= members;
-      }, 'the fan-out pushed', 300_000);
+      await waitFor(
+        async () => {
+          for (const accepted of await take()) {
+            if (!accepted.token.startsWith('fan-')) continue;
+            total += 1;
+            seen.set(accepted.notificationId as string, (seen.get(accepted.notificationId as string) ?? 0) + 1);
+            last = Math.max(last, accepted.at);
+          }
+          return seen.size >= members;
+        },
+        'the fan-out pushed',
+        300_000,
+      );
       await new Promise((resolve) => setTimeout(resolve, 1000));
       for (const accepted of await take()) if (accepted.token.startsWith('fan-')) total += 1;
       complete.push(seen.size === members && total === members ? 1 : 0);
       fanoutRate = members / ((last - started) / 1000);
     }
     fanoutRatios.push(fanoutRate / floorRate);
-    log(`repeat ${repeat + 1} fan-out: ${members} members pushed at ${fmt(fanoutRate, 0)}/s (complete and once: ${complete.at(-1) === 1}); stand-in floor ${fmt(floorRate, 0)}/s`);
+    log(
+      `repeat ${repeat + 1} fan-out: ${members} members pushed at ${fmt(fanoutRate, 0)}/s (complete and once: ${complete.at(-1) === 1}); stand-in floor ${fmt(floorRate, 0)}/s`,
+    );
   }
   await stop(worker.child);
   await agent.close();

@@ -90,7 +90,10 @@ try {
   api.stderr?.on('data', (chunk: Buffer) => (output = (output + chunk.toString()).slice(-4000)));
   const base = `http://127.0.0.1:${port}/api/v1`;
   for (let tries = 0; ; tries += 1) {
-    const ready = await request(`http://127.0.0.1:${port}/readyz`, { dispatcher: agent }).then((r) => (r.body.dump(), r.statusCode), () => 0);
+    const ready = await request(`http://127.0.0.1:${port}/readyz`, { dispatcher: agent }).then(
+      (r) => (r.body.dump(), r.statusCode),
+      () => 0,
+    );
     if (ready === 200) break;
     if (tries > 600 || api.exitCode !== null) throw new Error(`the API did not start:\n${output}`);
     await sleep(100);
@@ -101,7 +104,12 @@ try {
     if (session) headers.authorization = `Bearer ${session.token}`;
     if (session && sendFloor && session.floor) headers['read-floor'] = session.floor;
     if (body !== undefined) headers['content-type'] = 'application/json';
-    const response = await request(`${base}${route}`, { method, headers, body: body === undefined ? undefined : JSON.stringify(body), dispatcher: agent });
+    const response = await request(`${base}${route}`, {
+      method,
+      headers,
+      body: body === undefined ? undefined : JSON.stringify(body),
+      dispatcher: agent,
+    });
     const text = await response.body.text();
     const floor = response.headers['read-floor'];
     if (session && typeof floor === 'string') session.floor = floor;
@@ -115,7 +123,13 @@ try {
   };
   const transactions = async (where: 'primary' | 'replica') =>
     Number(
-      (await pair!.query<{ n: string }>(where, 'select (xact_commit + xact_rollback)::text as n from pg_stat_database where datname = $1', [database])).rows[0]!.n,
+      (
+        await pair!.query<{ n: string }>(
+          where,
+          'select (xact_commit + xact_rollback)::text as n from pg_stat_database where datname = $1',
+          [database],
+        )
+      ).rows[0]!.n,
     );
 
   /** A setup call, again after a 503 (a machine shared with other work may time a statement out). */
@@ -133,8 +147,18 @@ try {
     Array.from({ length: sessions }, async (_, n) => {
       const anonymous = await setup('POST', '/auth/anonymous/session', undefined, { deviceId: `bench-share-${n}` });
       if (anonymous.status !== 200) throw new Error(`anonymous session: ${anonymous.status} ${JSON.stringify(anonymous.data)}`);
-      const session: Session = { token: anonymous.data!.accessToken as string, id: (anonymous.data!.user as { id: string }).id, username: `bench_share_${n}`, bio: '', floor: undefined };
-      const basics = await setup('PUT', '/users/me/onboarding/profile-basics', session, { fullName: 'Bench Reader', username: session.username, acceptTerms: true });
+      const session: Session = {
+        token: anonymous.data!.accessToken as string,
+        id: (anonymous.data!.user as { id: string }).id,
+        username: `bench_share_${n}`,
+        bio: '',
+        floor: undefined,
+      };
+      const basics = await setup('PUT', '/users/me/onboarding/profile-basics', session, {
+        fullName: 'Bench Reader',
+        username: session.username,
+        acceptTerms: true,
+      });
       if (basics.status !== 200) throw new Error(`profile basics: ${basics.status}`);
       await setup('PUT', '/users/me/onboarding/media', session, {});
       const phone = { phoneCountryCode: '+1', phoneNumber: `555010${String(n).padStart(4, '0')}` };
@@ -150,7 +174,9 @@ try {
       all.push(session);
     }),
   );
-  log(`machine: ${os.cpus().length} cores (${os.cpus()[0]?.model ?? 'unknown'}), Node ${process.version}, PostgreSQL ${version} primary + one streaming replica on the same host`);
+  log(
+    `machine: ${os.cpus().length} cores (${os.cpus()[0]?.model ?? 'unknown'}), Node ${process.version}, PostgreSQL ${version} primary + one streaming replica on the same host`,
+  );
   log(`${sessions} sessions, one client each; ${rounds} rounds of ${requests} requests per kind of client, one write in twenty`);
 
   // What the servers run with no request at all (the replica polls, the notification dispatcher's
@@ -165,7 +191,9 @@ try {
     primary: ((await transactions('primary')) - idlePrimary) / idleSeconds,
     replica: ((await transactions('replica')) - idleReplica) / idleSeconds,
   };
-  log(`idle: primary ${background.primary.toFixed(1)} transactions/s, replica ${background.replica.toFixed(1)}/s (polls, the notification dispatcher)`);
+  log(
+    `idle: primary ${background.primary.toFixed(1)} transactions/s, replica ${background.replica.toFixed(1)}/s (polls, the notification dispatcher)`,
+  );
 
   const pick = <T>(list: readonly T[]) => list[Math.floor(Math.random() * list.length)] as T;
   const results: Record<Kind, { share: number[]; perRead: number[]; violations: number; failures: number }> = {
@@ -261,9 +289,15 @@ try {
   const median = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floor((values.length - 1) / 2)] as number;
   for (const kind of kinds) {
     const { share, perRead, violations, failures } = results[kind];
-    log(`goal replica_transaction_share_${kind}: ${median(share).toFixed(3)} (min ${Math.min(...share).toFixed(3)}, max ${Math.max(...share).toFixed(3)}; target >= 0.7) ${median(share) >= 0.7 ? 'ok' : 'short'}`);
-    log(`goal primary_transactions_per_read_${kind}: ${median(perRead).toFixed(3)} (min ${Math.min(...perRead).toFixed(3)}, max ${Math.max(...perRead).toFixed(3)}; the figure)`);
-    log(`goal read_your_writes_violations_${kind}: ${violations} (${failures} failed requests; target = 0) ${violations === 0 && failures === 0 ? 'ok' : 'short'}`);
+    log(
+      `goal replica_transaction_share_${kind}: ${median(share).toFixed(3)} (min ${Math.min(...share).toFixed(3)}, max ${Math.max(...share).toFixed(3)}; target >= 0.7) ${median(share) >= 0.7 ? 'ok' : 'short'}`,
+    );
+    log(
+      `goal primary_transactions_per_read_${kind}: ${median(perRead).toFixed(3)} (min ${Math.min(...perRead).toFixed(3)}, max ${Math.max(...perRead).toFixed(3)}; the figure)`,
+    );
+    log(
+      `goal read_your_writes_violations_${kind}: ${violations} (${failures} failed requests; target = 0) ${violations === 0 && failures === 0 ? 'ok' : 'short'}`,
+    );
   }
 } finally {
   if (api && api.exitCode === null) {

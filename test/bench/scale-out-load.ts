@@ -38,7 +38,15 @@ function percentile(sorted: number[], p: number): number {
 
 function report(started: number, latencies: number[], errors: string[]): void {
   const sorted = latencies.sort((a, b) => a - b);
-  send({ type: 'done', seconds: (performance.now() - started) / 1000, transactions: latencies.length, errors: errors.length, firstError: errors[0], p50: percentile(sorted, 0.5), p99: percentile(sorted, 0.99) });
+  send({
+    type: 'done',
+    seconds: (performance.now() - started) / 1000,
+    transactions: latencies.length,
+    errors: errors.length,
+    firstError: errors[0],
+    p50: percentile(sorted, 0.5),
+    p99: percentile(sorted, 0.99),
+  });
 }
 
 async function timed(latencies: number[], errors: string[]): Promise<void> {
@@ -60,7 +68,9 @@ process.on('message', async (message: any) => {
     // Every connection open before the clock starts (a direct login costs a SCRAM exchange each).
     const clients: pg.PoolClient[] = [];
     for (let opened = 0; opened < message.clients; opened += 50) {
-      clients.push(...(await Promise.all(Array.from({ length: Math.min(50, message.clients - opened) }, () => (pool as pg.Pool).connect()))));
+      clients.push(
+        ...(await Promise.all(Array.from({ length: Math.min(50, message.clients - opened) }, () => (pool as pg.Pool).connect()))),
+      );
     }
     for (const client of clients) client.release();
     send({ type: 'connected', ms: performance.now() - started });

@@ -97,7 +97,10 @@ export async function replicaScaleOut({
     api.stderr?.on('data', (chunk: Buffer) => (output = (output + chunk.toString()).slice(-4000)));
     const base = `http://127.0.0.1:${port}/api/v1`;
     for (let tries = 0; ; tries += 1) {
-      const ready = await request(`http://127.0.0.1:${port}/readyz`, { dispatcher: agent }).then((r) => (r.body.dump(), r.statusCode), () => 0);
+      const ready = await request(`http://127.0.0.1:${port}/readyz`, { dispatcher: agent }).then(
+        (r) => (r.body.dump(), r.statusCode),
+        () => 0,
+      );
       if (ready === 200) break;
       if (tries > 600 || api.exitCode !== null) throw new Error(`the API did not start:\n${output}`);
       await new Promise((resolve) => setTimeout(resolve, 100));
@@ -106,10 +109,17 @@ export async function replicaScaleOut({
     let address = 0;
     const call = async (method: 'GET' | 'POST' | 'PUT' | 'PATCH', route: string, token?: string, body?: unknown) => {
       address += 1;
-      const headers: Record<string, string> = { 'x-forwarded-for': `2001:db8:${(address >>> 16).toString(16)}:${(address & 0xffff).toString(16)}::1` };
+      const headers: Record<string, string> = {
+        'x-forwarded-for': `2001:db8:${(address >>> 16).toString(16)}:${(address & 0xffff).toString(16)}::1`,
+      };
       if (token) headers.authorization = `Bearer ${token}`;
       if (body !== undefined) headers['content-type'] = 'application/json';
-      const response = await request(`${base}${route}`, { method, headers, body: body === undefined ? undefined : JSON.stringify(body), dispatcher: agent });
+      const response = await request(`${base}${route}`, {
+        method,
+        headers,
+        body: body === undefined ? undefined : JSON.stringify(body),
+        dispatcher: agent,
+      });
       const text = await response.body.text();
       return { status: response.statusCode, body: text ? (JSON.parse(text) as { data?: Record<string, unknown> }) : {} };
     };
@@ -125,13 +135,22 @@ export async function replicaScaleOut({
     const makeUser = async (n: number) => {
       const session = await call('POST', '/auth/anonymous/session', undefined, { deviceId: `bench-replica-device-${n}` });
       const token = (session.body.data as { accessToken: string }).accessToken;
-      const basics = await call('PUT', '/users/me/onboarding/profile-basics', token, { fullName: 'Bench Reader', username: `bench_r_${n}`, acceptTerms: true });
+      const basics = await call('PUT', '/users/me/onboarding/profile-basics', token, {
+        fullName: 'Bench Reader',
+        username: `bench_r_${n}`,
+        acceptTerms: true,
+      });
       if (basics.status !== 200) throw new Error(`profile basics: ${basics.status} ${JSON.stringify(basics.body)}`);
       users.push({ token, bio: '', busy: false });
     };
-    for (let n = 0; n < sessions; n += clients) await Promise.all(Array.from({ length: Math.min(clients, sessions - n) }, (_, i) => makeUser(n + i)));
-    log(`machine: ${os.cpus().length} cores (${os.cpus()[0]?.model ?? 'unknown'}), Node ${process.version}, PostgreSQL ${version} primary + one streaming replica on the same host`);
-    log(`${sessions} users, ${clients} concurrent clients, ${pairs} write-then-read pairs and ${readsPerPair} plain reads per pair per lag`);
+    for (let n = 0; n < sessions; n += clients)
+      await Promise.all(Array.from({ length: Math.min(clients, sessions - n) }, (_, i) => makeUser(n + i)));
+    log(
+      `machine: ${os.cpus().length} cores (${os.cpus()[0]?.model ?? 'unknown'}), Node ${process.version}, PostgreSQL ${version} primary + one streaming replica on the same host`,
+    );
+    log(
+      `${sessions} users, ${clients} concurrent clients, ${pairs} write-then-read pairs and ${readsPerPair} plain reads per pair per lag`,
+    );
 
     let counter = 0;
     for (const lag of lagsMillis) {
@@ -211,8 +230,12 @@ export async function replicaScaleOut({
       const shareOk = share >= 0.7;
       const violationsOk = violations === 0 && failures === 0;
       allOk &&= shareOk && violationsOk;
-      log(`goal replica_read_share_lag_${lag}: ${share.toFixed(3)} (${served} of ${reads} reads; target >= 0.7) ${shareOk ? 'ok' : 'short'}`);
-      log(`goal read_your_writes_violations_lag_${lag}: ${violations} (over ${pairsDone} pairs and ${reads} reads; target = 0) ${violationsOk ? 'ok' : 'short'}`);
+      log(
+        `goal replica_read_share_lag_${lag}: ${share.toFixed(3)} (${served} of ${reads} reads; target >= 0.7) ${shareOk ? 'ok' : 'short'}`,
+      );
+      log(
+        `goal read_your_writes_violations_lag_${lag}: ${violations} (over ${pairsDone} pairs and ${reads} reads; target = 0) ${violationsOk ? 'ok' : 'short'}`,
+      );
     }
   } finally {
     if (api && api.exitCode === null) {

@@ -50,7 +50,9 @@ const median = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floo
 function goal(name: string, values: number[], op: '>=' | '<=' | '=', target: number, digits = 2): void {
   const value = median(values);
   const ok = op === '>=' ? value >= target : op === '<=' ? value <= target : Math.abs(value - target) < 1e-9;
-  log(`goal ${name}: ${value.toFixed(digits)} (min ${Math.min(...values).toFixed(digits)}, max ${Math.max(...values).toFixed(digits)}; target ${op} ${target}) ${ok ? 'ok' : 'short'}`);
+  log(
+    `goal ${name}: ${value.toFixed(digits)} (min ${Math.min(...values).toFixed(digits)}, max ${Math.max(...values).toFixed(digits)}; target ${op} ${target}) ${ok ? 'ok' : 'short'}`,
+  );
 }
 
 // The database: its own embedded PostgreSQL, durable (fsync and synchronous commit on).
@@ -75,9 +77,13 @@ const posts = await makePosts(owner, data, 1000, 'public');
 const pooler = await startPgBouncer(ownerUrl, { poolSize, maxClients: clients + 200 });
 stopOnExit(() => pooler.close());
 const { stdout: pgbouncerVersion } = await run('/usr/sbin/pgbouncer', ['--version']).catch(() => ({ stdout: 'pgbouncer ?' }));
-log(`scale-out: ${clients} clients, ${seconds} s per phase, ${repeats} repeats; PostgreSQL ${version} (embedded, max_connections ${clients + 100}), ${pgbouncerVersion.split('\n')[0]} (transaction mode, default_pool_size ${poolSize}); ${os.cpus().length} cores, ${os.cpus()[0]?.model}`);
+log(
+  `scale-out: ${clients} clients, ${seconds} s per phase, ${repeats} repeats; PostgreSQL ${version} (embedded, max_connections ${clients + 100}), ${pgbouncerVersion.split('\n')[0]} (transaction mode, default_pool_size ${poolSize}); ${os.cpus().length} cores, ${os.cpus()[0]?.model}`,
+);
 
-const load: ChildProcess = fork(path.join(import.meta.dirname, 'scale-out-load.ts'), [], { stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
+const load: ChildProcess = fork(path.join(import.meta.dirname, 'scale-out-load.ts'), [], {
+  stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+});
 stopOnExit(async () => load.kill());
 const replies: ((message: any) => void)[] = [];
 load.on('message', (message) => replies.shift()?.(message));
@@ -93,7 +99,10 @@ type Route = keyof typeof routes;
 
 /** The API login's server connections now (direct: one per client; pooled: the pooler's). */
 async function serverConnections(): Promise<number> {
-  const { rows } = await owner.query<{ n: number }>("select count(*)::int as n from pg_stat_activity where datname = $1 and usename = 'authenticator'", [database]);
+  const { rows } = await owner.query<{ n: number }>(
+    "select count(*)::int as n from pg_stat_activity where datname = $1 and usename = 'authenticator'",
+    [database],
+  );
   return rows[0]?.n ?? 0;
 }
 
@@ -123,7 +132,9 @@ async function phase(route: Route, mode: { type: 'closed' } | { type: 'open'; ra
   await ask({ type: 'end' });
   if (result.errors > 0) log(`  ${route}: ${result.errors} errors (first: ${result.firstError})`);
   const rate = result.transactions / result.seconds;
-  log(`  ${route} ${mode.type === 'open' ? `at ${mode.rate.toFixed(0)}/s` : 'closed loop'}: ${rate.toFixed(0)} tx/s, p50 ${result.p50.toFixed(2)} ms, p99 ${result.p99.toFixed(2)} ms, ${servers} server connections`);
+  log(
+    `  ${route} ${mode.type === 'open' ? `at ${mode.rate.toFixed(0)}/s` : 'closed loop'}: ${rate.toFixed(0)} tx/s, p50 ${result.p50.toFixed(2)} ms, p99 ${result.p99.toFixed(2)} ms, ${servers} server connections`,
+  );
   return { rate, p50: result.p50, p99: result.p99, errors: result.errors, servers };
 }
 
@@ -187,7 +198,10 @@ async function directConnectionsOfApi(): Promise<number[]> {
   const open = (voters: typeof data.voters) =>
     new Promise<any>((resolve) => {
       answers.push(resolve);
-      streams.send({ type: 'open', tokens: voters.map((voter) => tokens.issueAccess({ userId: voter.userId, sessionId: voter.sessionId })) });
+      streams.send({
+        type: 'open',
+        tokens: voters.map((voter) => tokens.issueAccess({ userId: voter.userId, sessionId: voter.sessionId })),
+      });
     });
   const counts: number[] = [];
   try {

@@ -86,7 +86,10 @@ interface World {
 async function waitReady(base: string, child: ChildProcess, output: () => string): Promise<void> {
   for (let attempt = 0; attempt < 600; attempt += 1) {
     if (child.exitCode !== null) throw new Error(`the API exited (${child.exitCode}): ${output()}`);
-    const ready = await fetch(`${base}/readyz`).then((r) => r.status === 200, () => false);
+    const ready = await fetch(`${base}/readyz`).then(
+      (r) => r.status === 200,
+      () => false,
+    );
     if (ready) return;
     await new Promise((resolve) => setTimeout(resolve, 200));
   }
@@ -98,7 +101,10 @@ async function buildWorld(size: ScaleSize): Promise<World> {
   const database = keep
     ? `opinion_bench_scale_${treeName}_${String(scale).replace('.', '_')}_${size.name.replace('-', '_')}`
     : `opinion_bench_scale_${randomBytes(4).toString('hex')}`;
-  const kept = keep && (await admin.query(`select from pg_database where datname = $1 and shobj_description(oid, 'pg_database') = 'generated'`, [database])).rowCount === 1;
+  const kept =
+    keep &&
+    (await admin.query(`select from pg_database where datname = $1 and shobj_description(oid, 'pg_database') = 'generated'`, [database]))
+      .rowCount === 1;
   if (!kept) {
     await admin.query(`drop database if exists ${database} with (force)`);
     await admin.query(`create database ${database}`);
@@ -106,8 +112,13 @@ async function buildWorld(size: ScaleSize): Promise<World> {
   const url = new URL(adminUrl as string);
   url.pathname = `/${database}`;
   const ownerUrl = url.toString();
-  execFileSync(process.execPath, [path.join(tree, 'db', 'cli', 'migrate.ts')], { cwd: tree, env: { ...process.env, DATABASE_URL: ownerUrl, LOG_LEVEL: 'silent' } });
-  log(`${size.name}: ${size.n} rows per dimension, ${size.users} users, ${size.votes} votes received${kept ? ' (kept from an earlier run)' : ''}`);
+  execFileSync(process.execPath, [path.join(tree, 'db', 'cli', 'migrate.ts')], {
+    cwd: tree,
+    env: { ...process.env, DATABASE_URL: ownerUrl, LOG_LEVEL: 'silent' },
+  });
+  log(
+    `${size.name}: ${size.n} rows per dimension, ${size.users} users, ${size.votes} votes received${kept ? ' (kept from an earlier run)' : ''}`,
+  );
   const owner = new pg.Client({ connectionString: ownerUrl });
   await owner.connect();
   if (!kept) {
@@ -155,7 +166,6 @@ async function buildWorld(size: ScaleSize): Promise<World> {
   };
 }
 
-
 const percentile = (values: number[], p: number) => {
   const sorted = [...values].sort((a, b) => a - b);
   return sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)] as number;
@@ -200,7 +210,12 @@ try {
 }
 
 /** One shape's two worlds: rounds of every kind, then the lines. */
-async function measure(shape: string, worlds: World[], kinds: Kind[], run: (base: string, requests: Request[]) => Promise<{ label: string; ms: number }[]>) {
+async function measure(
+  shape: string,
+  worlds: World[],
+  kinds: Kind[],
+  run: (base: string, requests: Request[]) => Promise<{ label: string; ms: number }[]>,
+) {
   /** One round's requests in a world, the kinds interleaved. */
   const batch = (world: World): Request[] => Array.from({ length: perKind }, () => kinds.map((kind) => kind.request(world))).flat();
 
@@ -223,8 +238,12 @@ async function measure(shape: string, worlds: World[], kinds: Kind[], run: (base
   const [small, large] = worlds as [World, World];
   const prefix = shape === 'hot' ? 'hot_' : '';
   log('');
-  log(`shape ${shape}; machine: ${os.cpus().length} cores (${os.cpus()[0]?.model ?? 'unknown'}), PostgreSQL ${version}; tree ${treeName}; ${rounds} rounds of ${perKind} requests per kind and world`);
-  log(`worlds: ${small.size.name} ${small.size.n} rows per dimension, ${small.size.users} users, ${small.size.votes} votes; ${large.size.name} ${large.size.n}, ${large.size.users}, ${large.size.votes}`);
+  log(
+    `shape ${shape}; machine: ${os.cpus().length} cores (${os.cpus()[0]?.model ?? 'unknown'}), PostgreSQL ${version}; tree ${treeName}; ${rounds} rounds of ${perKind} requests per kind and world`,
+  );
+  log(
+    `worlds: ${small.size.name} ${small.size.n} rows per dimension, ${small.size.users} users, ${small.size.votes} votes; ${large.size.name} ${large.size.n}, ${large.size.users}, ${large.size.votes}`,
+  );
   log('latency in ms, median over rounds (min, max):');
   for (const kind of kinds) {
     const label = kind.request(small).label;
@@ -239,6 +258,8 @@ async function measure(shape: string, worlds: World[], kinds: Kind[], run: (base
     const [a, b] = [results.get(`${large.size.name} ${label}`)?.p95 ?? [], results.get(`${small.size.name} ${label}`)?.p95 ?? []];
     const ratios = a.map((value, i) => value / (b[i] as number));
     const ratio = median(ratios);
-    log(`goal scale_${prefix}${kind.goal}: ${ratio.toFixed(2)} (min ${Math.min(...ratios).toFixed(2)}, max ${Math.max(...ratios).toFixed(2)}; target <= 1.5) ${ratio <= 1.5 ? 'ok' : 'short'}`);
+    log(
+      `goal scale_${prefix}${kind.goal}: ${ratio.toFixed(2)} (min ${Math.min(...ratios).toFixed(2)}, max ${Math.max(...ratios).toFixed(2)}; target <= 1.5) ${ratio <= 1.5 ? 'ok' : 'short'}`,
+    );
   }
 }

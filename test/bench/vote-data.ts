@@ -63,10 +63,11 @@ export async function makePosts(owner: pg.Pool, data: BenchData, count: number, 
   );
   const ids = rows.map((r) => r.id);
   if (kind === 'hub') {
-    await owner.query(
-      `insert into app.post_hubs (post_id, hub_id, kind, added_by) select p, $2, 'target', $3 from unnest($1::uuid[]) p`,
-      [ids, data.hubId, data.authorId],
-    );
+    await owner.query(`insert into app.post_hubs (post_id, hub_id, kind, added_by) select p, $2, 'target', $3 from unnest($1::uuid[]) p`, [
+      ids,
+      data.hubId,
+      data.authorId,
+    ]);
   }
   return ids;
 }

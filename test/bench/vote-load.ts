@@ -64,7 +64,9 @@ const { concurrency } = job;
 const sqlMode = job.mode === 'floor' || job.mode === 'contract-floor' || job.mode === 'sql' || job.mode === 'session';
 const ballots = benchBallotKey(job.ballotKey).box;
 // Configured like the API pool (db/pools.ts): pipelined.
-const pool = sqlMode ? new pg.Pool({ connectionString: job.databaseUrl, max: concurrency, idleTimeoutMillis: 0, pipeline: true }) : undefined;
+const pool = sqlMode
+  ? new pg.Pool({ connectionString: job.databaseUrl, max: concurrency, idleTimeoutMillis: 0, pipeline: true })
+  : undefined;
 const target = new URL(job.base);
 const agent = new http.Agent({ keepAlive: true, maxSockets: concurrency });
 
@@ -72,12 +74,15 @@ function request(method: 'GET' | 'POST', path: string, token: string, body?: str
   return new Promise((resolve, reject) => {
     const headers: http.OutgoingHttpHeaders = { authorization: `Bearer ${token}` };
     if (body !== undefined) Object.assign(headers, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) });
-    const req = http.request({ agent, host: target.hostname, port: target.port, method, path: `${target.pathname}${path}`, headers }, (response) => {
-      let text = '';
-      response.setEncoding('utf8');
-      response.on('data', (chunk: string) => (text += chunk));
-      response.on('end', () => resolve({ status: response.statusCode ?? 0, text }));
-    });
+    const req = http.request(
+      { agent, host: target.hostname, port: target.port, method, path: `${target.pathname}${path}`, headers },
+      (response) => {
+        let text = '';
+        response.setEncoding('utf8');
+        response.on('data', (chunk: string) => (text += chunk));
+        response.on('end', () => resolve({ status: response.statusCode ?? 0, text }));
+      },
+    );
     req.on('error', reject);
     req.end(body);
   });
@@ -172,7 +177,9 @@ try {
   if (pool) {
     // Open every connection now (and learn its backend), so that none opens while timed.
     const clients = await Promise.all(Array.from({ length: concurrency }, () => pool.connect()));
-    pids = await Promise.all(clients.map(async (client) => (await client.query<{ pid: number }>('select pg_backend_pid() as pid')).rows[0]?.pid as number));
+    pids = await Promise.all(
+      clients.map(async (client) => (await client.query<{ pid: number }>('select pg_backend_pid() as pid')).rows[0]?.pid as number),
+    );
     for (const client of clients) client.release();
   }
   await run(job.warmup);

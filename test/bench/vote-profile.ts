@@ -38,7 +38,10 @@ try {
     execFileSync('sh', ['-c', `git -C "${root}" archive "${process.env.BENCH_BEFORE}" | tar -x -C "${dir}"`]);
     execFileSync('ln', ['-s', path.join(root, 'node_modules'), path.join(dir, 'node_modules')]);
   }
-  execFileSync(process.execPath, [path.join(dir, 'db', 'cli', 'migrate.ts')], { cwd: dir, env: { ...process.env, DATABASE_URL: ownerUrl, LOG_LEVEL: 'silent' } });
+  execFileSync(process.execPath, [path.join(dir, 'db', 'cli', 'migrate.ts')], {
+    cwd: dir,
+    env: { ...process.env, DATABASE_URL: ownerUrl, LOG_LEVEL: 'silent' },
+  });
   const owner = new pg.Pool({ connectionString: ownerUrl, max: 2 });
   owner.on('error', () => {});
   const data = await seed(owner, votes);
@@ -100,14 +103,20 @@ try {
     [counted],
   );
   log('\nstatements (track = all: nested statements included), µs per vote:');
-  for (const row of statements.rows) log(`  ${String(row.us_per_vote).padStart(7)} exec ${String(row.plan_us_per_vote).padStart(6)} plan ${String(row.calls).padStart(6)} calls  ${row.query}`);
+  for (const row of statements.rows)
+    log(
+      `  ${String(row.us_per_vote).padStart(7)} exec ${String(row.plan_us_per_vote).padStart(6)} plan ${String(row.calls).padStart(6)} calls  ${row.query}`,
+    );
   const functions = await owner.query(
     `select schemaname || '.' || funcname as name, calls, round((total_time * 1000 / $1)::numeric, 1) as total_us, round((self_time * 1000 / $1)::numeric, 1) as self_us
      from pg_stat_user_functions order by total_time desc limit 15`,
     [counted],
   );
   log('\nfunctions (track_functions = all), µs per vote:');
-  for (const row of functions.rows) log(`  ${String(row.total_us).padStart(7)} total ${String(row.self_us).padStart(7)} self ${String(row.calls).padStart(6)} calls  ${row.name}`);
+  for (const row of functions.rows)
+    log(
+      `  ${String(row.total_us).padStart(7)} total ${String(row.self_us).padStart(7)} self ${String(row.calls).padStart(6)} calls  ${row.name}`,
+    );
   await api.end();
   await owner.end();
 } finally {

@@ -88,7 +88,9 @@ const send: Record<Variant, Sender> = {
   before: async () => undefined,
 };
 if (beforeDir) {
-  const old = (await import(path.resolve(beforeDir, 'db/request-transaction.ts'))) as { RequestTransaction: new (pool: pg.Pool, viewer: unknown) => any };
+  const old = (await import(path.resolve(beforeDir, 'db/request-transaction.ts'))) as {
+    RequestTransaction: new (pool: pg.Pool, viewer: unknown) => any;
+  };
   send.before = (pool, voter, params) => {
     const tx = new old.RequestTransaction(pool, anonymousViewer);
     tx.deferSession(userViewer(voter.userId, voter.sessionId), 2);
@@ -99,7 +101,7 @@ const { box } = benchBallotKey(randomBytes(32).toString('hex'));
 
 const blocks = new Map<Variant, number[]>(variants.map((variant) => [variant, []]));
 for (let done = -block; done < votes; done += block) {
-  for (const variant of done / block % 2 === 0 ? variants : [...variants].reverse()) {
+  for (const variant of (done / block) % 2 === 0 ? variants : [...variants].reverse()) {
     const times: number[] = [];
     for (let i = 0; i < block; i++) {
       const { voter, post } = nextPair();
@@ -112,9 +114,13 @@ for (let done = -block; done < votes; done += block) {
     if (done >= 0) blocks.get(variant)?.push(median(times));
   }
 }
-log(`vote-trip: ${votes} votes per variant, one at a time; PostgreSQL ${version}${embedded ? ` (embedded, ${durable ? 'durable' : 'fsync and synchronous_commit off'})` : ' (DATABASE_URL)'}; ${os.cpus().length} cores, ${os.cpus()[0]?.model}`);
+log(
+  `vote-trip: ${votes} votes per variant, one at a time; PostgreSQL ${version}${embedded ? ` (embedded, ${durable ? 'durable' : 'fsync and synchronous_commit off'})` : ' (DATABASE_URL)'}; ${os.cpus().length} cores, ${os.cpus()[0]?.model}`,
+);
 for (const [variant, values] of blocks) {
-  log(`${variant}: median ${median(values).toFixed(3)} ms per vote (min ${Math.min(...values).toFixed(3)}, max ${Math.max(...values).toFixed(3)}; block medians)`);
+  log(
+    `${variant}: median ${median(values).toFixed(3)} ms per vote (min ${Math.min(...values).toFixed(3)}, max ${Math.max(...values).toFixed(3)}; block medians)`,
+  );
 }
 
 await cleanUp();

@@ -9,7 +9,11 @@ export async function gatePipeline(pool: pg.Pool, viewer: Viewer, text: string, 
   const client = await pool.connect();
   const stream = client.connection.stream;
   stream.cork();
-  const pending = [client.query(`${beginAs(viewer)} ${sessionGate(2)}`), client.query({ name: 'cast_vote', text, values }), client.query('commit')];
+  const pending = [
+    client.query(`${beginAs(viewer)} ${sessionGate(2)}`),
+    client.query({ name: 'cast_vote', text, values }),
+    client.query('commit'),
+  ];
   stream.uncork();
   const settled = await Promise.allSettled(pending);
   client.release();

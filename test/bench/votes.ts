@@ -66,9 +66,22 @@ interface PhaseResult {
   serviceCpuMs: number | null;
   loadCpuMs: number;
 }
-const allPhases: Phase[] = ['floor', 'contract-floor', 'sql', 'http', 'hot', 'hub', 'session', 'onboarding', 'summary-pending', 'summary-tallied'];
+const allPhases: Phase[] = [
+  'floor',
+  'contract-floor',
+  'sql',
+  'http',
+  'hot',
+  'hub',
+  'session',
+  'onboarding',
+  'summary-pending',
+  'summary-tallied',
+];
 /** BENCH_PHASES=session,onboarding runs those phases only (a goal whose phases did not run is left out). */
-const phases: Phase[] = process.env.BENCH_PHASES ? allPhases.filter((phase) => process.env.BENCH_PHASES!.split(',').includes(phase)) : allPhases;
+const phases: Phase[] = process.env.BENCH_PHASES
+  ? allPhases.filter((phase) => process.env.BENCH_PHASES!.split(',').includes(phase))
+  : allPhases;
 /** Phases that need sealed ballots (a BENCH_BEFORE schema without them skips them). */
 const sealedPhases: Phase[] = ['contract-floor', 'summary-pending', 'summary-tallied'];
 const ballotKey = randomBytes(32).toString('hex');
@@ -155,7 +168,13 @@ async function startVariant(name: string, dir: string): Promise<Variant> {
             to_regprocedure('app.cast_vote(uuid, text, text, uuid[], text[], int)') is not null as sealed,
             (select prosrc like '%app.viewer_session_id()%' from pg_proc where oid = to_regprocedure('app.cast_vote(uuid, app.vote_position)')) as in_vote`,
   );
-  const sessionCheck: SessionCheck = gate.rows[0]?.sealed ? 'sealed' : gate.rows[0]?.in_vote ? 'cast_vote' : gate.rows[0]?.gate ? 'gate' : 'round-trip';
+  const sessionCheck: SessionCheck = gate.rows[0]?.sealed
+    ? 'sealed'
+    : gate.rows[0]?.in_vote
+      ? 'cast_vote'
+      : gate.rows[0]?.gate
+        ? 'gate'
+        : 'round-trip';
   return { name, dir, database, ownerUrl, owner, server: child, base, data, sessionCheck, results: [] };
 }
 
@@ -199,7 +218,10 @@ async function workerSettled(variant: Variant): Promise<void> {
  * Runs one job in a load process. `onWarm` runs once the process has warmed up, right before the
  * timed operations (the orchestrator reads the service's CPU counters there).
  */
-async function runLoad(job: LoadJob, onWarm: () => Promise<void>): Promise<{ rate: number; dbCpuSeconds: number | null; loadCpuSeconds: number }> {
+async function runLoad(
+  job: LoadJob,
+  onWarm: () => Promise<void>,
+): Promise<{ rate: number; dbCpuSeconds: number | null; loadCpuSeconds: number }> {
   const file = path.join(scratch, `job-${randomBytes(4).toString('hex')}.json`);
   await writeFile(file, JSON.stringify(job));
   const child = spawn(process.execPath, [path.join(root, 'test', 'bench', 'vote-load.ts'), file], { stdio: ['pipe', 'pipe', 'inherit'] });
@@ -215,7 +237,12 @@ async function runLoad(job: LoadJob, onWarm: () => Promise<void>): Promise<{ rat
   });
   await new Promise((resolve) => child.once('exit', resolve));
   await rm(file);
-  const result = JSON.parse(out.trim().split('\n').at(-1) as string) as { rate: number; dbCpuSeconds: number | null; loadCpuSeconds: number; failure?: string };
+  const result = JSON.parse(out.trim().split('\n').at(-1) as string) as {
+    rate: number;
+    dbCpuSeconds: number | null;
+    loadCpuSeconds: number;
+    failure?: string;
+  };
   if (result.failure) throw new Error(result.failure);
   return result;
 }
@@ -276,7 +303,8 @@ function watchTallier(variant: Variant, postId: string): () => Promise<number[]>
 
 async function runPhase(variant: Variant, phase: Phase): Promise<PhaseResult> {
   const { data } = variant;
-  if (sealedPhases.includes(phase) && variant.sessionCheck !== 'sealed') return { rate: Number.NaN, cpuMs: null, otherCpuMs: null, serviceCpuMs: null, loadCpuMs: 0 };
+  if (sealedPhases.includes(phase) && variant.sessionCheck !== 'sealed')
+    return { rate: Number.NaN, cpuMs: null, otherCpuMs: null, serviceCpuMs: null, loadCpuMs: 0 };
   const postCount = phase === 'hot' ? 1 : spreadPosts;
   const reads = phase === 'summary-pending' || phase === 'summary-tallied';
   const needsPosts = phase !== 'floor' && phase !== 'session' && phase !== 'onboarding';
@@ -336,9 +364,12 @@ async function runPhase(variant: Variant, phase: Phase): Promise<PhaseResult> {
   const serverCpu = cpuDelta(before, cpuSeconds([...new Set([...pidsBefore, ...(await serverBackends(variant, 'api'))])]));
   const othersCpu = cpuDelta(othersCpuBefore, cpuSeconds([...new Set([...othersBefore, ...(await serverBackends(variant, 'others'))])]));
   // SQL phases: the load process's own connections; HTTP phases: the service's connections.
-  const cpu = job.mode === 'floor' || job.mode === 'contract-floor' || job.mode === 'sql' || job.mode === 'session' ? result.dbCpuSeconds : serverCpu;
+  const cpu =
+    job.mode === 'floor' || job.mode === 'contract-floor' || job.mode === 'sql' || job.mode === 'session' ? result.dbCpuSeconds : serverCpu;
   if (needsPosts && !reads) {
-    const counted = await variant.owner.query<{ n: number }>('select count(*)::int as n from app.vote_receipts where post_id = any($1)', [posts]);
+    const counted = await variant.owner.query<{ n: number }>('select count(*)::int as n from app.vote_receipts where post_id = any($1)', [
+      posts,
+    ]);
     const expected = all.length; // warm-up votes count too
     if (counted.rows[0]?.n !== expected) throw new Error(`${variant.name} ${phase}: ${counted.rows[0]?.n} receipts, expected ${expected}`);
   }
@@ -368,9 +399,18 @@ const stop = async () => {
 try {
   variants.push(await startVariant('current', root));
   if (beforeRef) variants.push(await startVariant('before', await checkout(beforeRef)));
-  log(`machine: ${os.cpus().length} cores (${os.cpus()[0]?.model ?? 'unknown'}), ${Math.round(os.totalmem() / 2 ** 30)} GiB, load average ${os.loadavg().map((n) => n.toFixed(1)).join(' ')}`);
-  log(`PostgreSQL: ${server.version.split(' on ')[0]} (${process.env.DATABASE_URL ? 'DATABASE_URL' : 'embedded'}), fsync ${server.fsync}, synchronous_commit ${server.sync}`);
-  log(`repeats: ${repeats}, operations per phase: ${votes} (+${warmupCount} warm-up), concurrency: ${concurrency}${beforeRef ? `, before = ${beforeRef}` : ''}`);
+  log(
+    `machine: ${os.cpus().length} cores (${os.cpus()[0]?.model ?? 'unknown'}), ${Math.round(os.totalmem() / 2 ** 30)} GiB, load average ${os
+      .loadavg()
+      .map((n) => n.toFixed(1))
+      .join(' ')}`,
+  );
+  log(
+    `PostgreSQL: ${server.version.split(' on ')[0]} (${process.env.DATABASE_URL ? 'DATABASE_URL' : 'embedded'}), fsync ${server.fsync}, synchronous_commit ${server.sync}`,
+  );
+  log(
+    `repeats: ${repeats}, operations per phase: ${votes} (+${warmupCount} warm-up), concurrency: ${concurrency}${beforeRef ? `, before = ${beforeRef}` : ''}`,
+  );
   for (let r = 0; r < repeats; r++) {
     const order = r % 2 === 0 ? phases : [...phases].reverse();
     const results = variants.map(() => ({}) as Record<Phase, PhaseResult>);
@@ -381,7 +421,10 @@ try {
       }
     }
     results.forEach((result, i) => (variants[i] as Variant).results.push(result));
-    log(`repeat ${r + 1}: ` + variants.map((v) => `${v.name} ` + phases.map((p) => `${p} ${v.results[r]?.[p].rate.toFixed(0)}/s`).join(', ')).join(' | '));
+    log(
+      `repeat ${r + 1}: ` +
+        variants.map((v) => `${v.name} ` + phases.map((p) => `${p} ${v.results[r]?.[p].rate.toFixed(0)}/s`).join(', ')).join(' | '),
+    );
   }
 
   const stats = (values: number[]) => {
@@ -390,7 +433,9 @@ try {
   };
   const fmt = (n: number, digits = 0) => n.toFixed(digits);
   log('');
-  log('operations per second, and CPU per operation of PostgreSQL, of the service process and of the load process (median over repeats; min-max):');
+  log(
+    'operations per second, and CPU per operation of PostgreSQL, of the service process and of the load process (median over repeats; min-max):',
+  );
   for (const variant of variants) {
     for (const phase of phases) {
       const rate = stats(variant.results.map((r) => r[phase].rate));
@@ -422,13 +467,19 @@ try {
   };
   const goals = (variant: Variant): string[] => {
     const ratio = (a: Phase, b: Phase) => variant.results.map((r) => (r[a]?.rate ?? Number.NaN) / (r[b]?.rate ?? Number.NaN));
-    const cpuRatios = variant.results.flatMap((r) => (r.onboarding && r.session && r.onboarding.cpuMs !== null && r.session.cpuMs ? [r.onboarding.cpuMs / r.session.cpuMs] : []));
+    const cpuRatios = variant.results.flatMap((r) =>
+      r.onboarding && r.session && r.onboarding.cpuMs !== null && r.session.cpuMs ? [r.onboarding.cpuMs / r.session.cpuMs] : [],
+    );
     const sealed = variant.sessionCheck === 'sealed';
     return [
       printed('vote-sql-vs-floor', ratio('sql', 'floor')),
-      sealed ? goal('vote-sql-vs-contract-floor', ratio('sql', 'contract-floor'), '>=', 0.7) : 'vote-sql-vs-contract-floor: n/a (no sealed ballots)',
+      sealed
+        ? goal('vote-sql-vs-contract-floor', ratio('sql', 'contract-floor'), '>=', 0.7)
+        : 'vote-sql-vs-contract-floor: n/a (no sealed ballots)',
       // Time per read with k - 1 pending ballots over time per read with none (a rate ratio inverted).
-      sealed ? goal('vote_summary_pending_vs_tallied', ratio('summary-tallied', 'summary-pending'), '<=', 1.3) : 'vote_summary_pending_vs_tallied: n/a (no sealed ballots)',
+      sealed
+        ? goal('vote_summary_pending_vs_tallied', ratio('summary-tallied', 'summary-pending'), '<=', 1.3)
+        : 'vote_summary_pending_vs_tallied: n/a (no sealed ballots)',
       goal('vote-http-vs-sql', ratio('http', 'sql'), '>=', 0.5),
       goal('hot-vs-spread', ratio('hot', 'http'), '>=', 0.8),
       goal('hub-vs-public', ratio('hub', 'http'), '>=', 0.8),
@@ -455,7 +506,9 @@ try {
     const lags = [...(tallierLag.get(variant.name) ?? [])].sort((a, b) => a - b);
     if (lags.length === 0) continue;
     const p = (q: number) => fmt(lags[Math.min(lags.length - 1, Math.floor(q * lags.length))] as number);
-    log(`${variant.name} tallier lag (hot phase, ballot commit to tally, sampled every 50 ms): p50 ${p(0.5)} ms, p95 ${p(0.95)} ms, max ${p(1)} ms over ${lags.length} ballots`);
+    log(
+      `${variant.name} tallier lag (hot phase, ballot commit to tally, sampled every 50 ms): p50 ${p(0.5)} ms, p95 ${p(0.95)} ms, max ${p(1)} ms over ${lags.length} ballots`,
+    );
   }
   // The same ratios of the before variant, for comparison; the goal lines (last) are the current code's.
   for (const variant of variants.slice(1)) {

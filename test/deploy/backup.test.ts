@@ -25,7 +25,9 @@ interface Service {
   environment?: Record<string, string>;
   volumes?: string[];
 }
-const services = (parse(readFileSync(path.join(projectRoot, 'docker-compose.yml'), 'utf8'), { merge: true }) as { services: Record<string, Service> }).services;
+const services = (
+  parse(readFileSync(path.join(projectRoot, 'docker-compose.yml'), 'utf8'), { merge: true }) as { services: Record<string, Service> }
+).services;
 const postgres = services.postgres as Service;
 const backup = services.backup as Service;
 const configText = readFileSync(path.join(projectRoot, 'deploy/backup/pgbackrest.conf'), 'utf8');
@@ -52,7 +54,12 @@ describe('backups in docker-compose.yml', () => {
         .map((setting) => [setting.slice(0, setting.indexOf('=')), setting.slice(setting.indexOf('=') + 1)]),
     );
     expect(postgres.command?.[0]).toBe('postgres');
-    expect(settings).toMatchObject({ wal_level: 'replica', archive_mode: 'on', archive_command: 'pgbackrest --stanza=main archive-push %p', archive_timeout: '60' });
+    expect(settings).toMatchObject({
+      wal_level: 'replica',
+      archive_mode: 'on',
+      archive_command: 'pgbackrest --stanza=main archive-push %p',
+      archive_timeout: '60',
+    });
     expect(postgres.build).toBe('./deploy/backup');
     expect(backup.image).toBe(postgres.image);
   });
@@ -73,7 +80,11 @@ describe('backups in docker-compose.yml', () => {
   });
 
   it('encrypts the repository with a passphrase from the environment, keeps BALLOT_KEY out of both containers and the repository out of the app', () => {
-    expect(section('global')).toMatchObject({ 'repo1-cipher-type': 'aes-256-cbc', 'repo1-retention-full-type': 'count', 'repo1-retention-full': '2' });
+    expect(section('global')).toMatchObject({
+      'repo1-cipher-type': 'aes-256-cbc',
+      'repo1-retention-full-type': 'count',
+      'repo1-retention-full': '2',
+    });
     expect(configText).not.toMatch(/^\s*repo1-cipher-pass/m);
     for (const service of [postgres, backup]) {
       expect(service.environment?.PGBACKREST_REPO1_CIPHER_PASS).toMatch(/^\$\{PGBACKREST_REPO1_CIPHER_PASS:\?/);
@@ -98,22 +109,34 @@ describe('backups in docker-compose.yml', () => {
     await run('sh', ['-n', script]);
     const typeOn = async (weekday: number, env: Record<string, string> = {}) =>
       (await run('sh', [script, '--type-for-weekday', String(weekday)], { env: { ...process.env, ...env } })).stdout.trim();
-    expect(await Promise.all([1, 2, 3, 4, 5, 6, 7].map((day) => typeOn(day)))).toEqual(['diff', 'diff', 'diff', 'diff', 'diff', 'diff', 'full']);
+    expect(await Promise.all([1, 2, 3, 4, 5, 6, 7].map((day) => typeOn(day)))).toEqual([
+      'diff',
+      'diff',
+      'diff',
+      'diff',
+      'diff',
+      'diff',
+      'full',
+    ]);
     expect(await typeOn(3, { BACKUP_FULL_WEEKDAY: '3' })).toBe('full');
   });
 
   it('is a configuration pgBackRest reads without a warning', async () => {
     const scratch = await mkdtemp(path.join(os.tmpdir(), 'opinion-pgbackrest-'));
     onTestFinished(() => rm(scratch, { recursive: true, force: true }));
-    const { stdout, stderr } = await run('pgbackrest', [
-      `--config=${path.join(projectRoot, 'deploy/backup/pgbackrest.conf')}`,
-      `--config-include-path=${scratch}`,
-      `--repo1-path=${scratch}`,
-      `--lock-path=${scratch}`,
-      '--log-level-file=off',
-      '--stanza=main',
-      'info',
-    ], { env: { ...process.env, PGBACKREST_REPO1_CIPHER_PASS: 'from-the-environment' } });
+    const { stdout, stderr } = await run(
+      'pgbackrest',
+      [
+        `--config=${path.join(projectRoot, 'deploy/backup/pgbackrest.conf')}`,
+        `--config-include-path=${scratch}`,
+        `--repo1-path=${scratch}`,
+        `--lock-path=${scratch}`,
+        '--log-level-file=off',
+        '--stanza=main',
+        'info',
+      ],
+      { env: { ...process.env, PGBACKREST_REPO1_CIPHER_PASS: 'from-the-environment' } },
+    );
     expect(stderr).toBe('');
     expect(stdout).not.toMatch(/WARN|ERROR/);
     expect(stdout).toContain('stanza: main');

@@ -25,7 +25,9 @@ interface Service {
   depends_on?: Record<string, { condition?: string }>;
   healthcheck?: { test?: string[] };
 }
-const compose = parse(readFileSync(path.join(projectRoot, 'docker-compose.yml'), 'utf8'), { merge: true }) as { services: Record<string, Service> };
+const compose = parse(readFileSync(path.join(projectRoot, 'docker-compose.yml'), 'utf8'), { merge: true }) as {
+  services: Record<string, Service>;
+};
 const services = compose.services;
 const appServices = Object.entries(services).filter(([, service]) => service.image === 'opinion-backend');
 /** A compose value as the service sees it when the operator sets what `${NAME:?...}` demands. */
@@ -63,7 +65,11 @@ describe('docker-compose.yml', () => {
 
   it('runs a streaming replica of the PostgreSQL, health-checked as a standby, that the API processes read from', () => {
     const primary = services.postgres as Service & { command?: string[] };
-    const replica = services['postgres-replica'] as Service & { entrypoint?: string[]; healthcheck?: { test?: string[] }; depends_on?: Record<string, { condition: string }> };
+    const replica = services['postgres-replica'] as Service & {
+      entrypoint?: string[];
+      healthcheck?: { test?: string[] };
+      depends_on?: Record<string, { condition: string }>;
+    };
     // The same PostgreSQL major as the primary (a standby replays only its own major's WAL).
     expect(replica.image).toBe('postgres:18');
     expect(primary.image?.split(':').at(-1)).toBe('18');
@@ -122,7 +128,15 @@ describe('docker-compose.yml', () => {
   });
 
   it('is a valid compose file for docker compose, where one is installed', async () => {
-    const env = { ...process.env, JWT_SECRET: 'x', BALLOT_KEY: 'k1:x', PGBACKREST_REPO1_CIPHER_PASS: 'x', TWILIO_ACCOUNT_SID: 'AC1', TWILIO_AUTH_TOKEN: 'x', TWILIO_FROM: '+15005550006' };
+    const env = {
+      ...process.env,
+      JWT_SECRET: 'x',
+      BALLOT_KEY: 'k1:x',
+      PGBACKREST_REPO1_CIPHER_PASS: 'x',
+      TWILIO_ACCOUNT_SID: 'AC1',
+      TWILIO_AUTH_TOKEN: 'x',
+      TWILIO_FROM: '+15005550006',
+    };
     // The compose plugin (`docker compose`) or the standalone `docker-compose`, whichever runs here.
     const tools: [string, string[]][] = [
       ['docker', ['compose']],
@@ -151,7 +165,8 @@ describe('Dockerfile', () => {
     expect(dockerfile).toMatch(/^ENV NODE_ENV=production$/m);
     expect(dockerfile).toMatch(/^RUN npm ci --omit=dev\b/m);
     const copied = [...dockerfile.matchAll(/^COPY (.+) \S+$/gm)].flatMap(([, sources]) => (sources as string).split(' '));
-    for (const runtime of ['config.ts', 'logger.ts', 'main.ts', 'db', 'migrations', 'server', 'worker', 'web']) expect(copied, runtime).toContain(runtime);
+    for (const runtime of ['config.ts', 'logger.ts', 'main.ts', 'db', 'migrations', 'server', 'worker', 'web'])
+      expect(copied, runtime).toContain(runtime);
   });
 
   it('installs the libheif tools the worker decodes HEIC uploads with', () => {
@@ -161,7 +176,9 @@ describe('Dockerfile', () => {
 });
 
 describe('docker-compose.patroni.yml', () => {
-  const patroniCompose = parse(readFileSync(path.join(projectRoot, 'docker-compose.patroni.yml'), 'utf8'), { merge: true }) as { services: Record<string, Service & { build?: unknown }> };
+  const patroniCompose = parse(readFileSync(path.join(projectRoot, 'docker-compose.patroni.yml'), 'utf8'), { merge: true }) as {
+    services: Record<string, Service & { build?: unknown }>;
+  };
   const all = patroniCompose.services;
   const patroni = parse(readFileSync(path.join(projectRoot, 'deploy/patroni/patroni.yml'), 'utf8')) as Record<string, any>;
   const haproxy = readFileSync(path.join(projectRoot, 'deploy/haproxy/haproxy.cfg'), 'utf8');

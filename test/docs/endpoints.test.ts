@@ -15,10 +15,14 @@ describe('docs/endpoints.md', () => {
 
   it("names, for every endpoint once, a file whose source declares that endpoint's method and path", async () => {
     const rows = await endpointFiles();
-    expect(rows.map((row) => `${row.method} ${row.path}`).sort()).toEqual(allEndpoints.map((definition) => `${definition.method} ${definition.path}`).sort());
+    expect(rows.map((row) => `${row.method} ${row.path}`).sort()).toEqual(
+      allEndpoints.map((definition) => `${definition.method} ${definition.path}`).sort(),
+    );
     for (const row of rows) {
       const source = readFileSync(path.join(projectRoot, row.file), 'utf8');
-      expect(source, `${row.method} ${row.path} in ${row.file}`).toMatch(new RegExp(`method: '${row.method}',\\s*path: '${row.path.replace(/[{}]/g, '\\$&')}'`));
+      expect(source, `${row.method} ${row.path} in ${row.file}`).toMatch(
+        new RegExp(`method: '${row.method}',\\s*path: '${row.path.replace(/[{}]/g, '\\$&')}'`),
+      );
     }
   });
 });

@@ -5,7 +5,12 @@ import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { projectRoot } from '../helpers/process.ts';
 
-const pages = ['README.md', ...readdirSync(path.join(projectRoot, 'docs')).filter((name) => name.endsWith('.md')).map((name) => `docs/${name}`)];
+const pages = [
+  'README.md',
+  ...readdirSync(path.join(projectRoot, 'docs'))
+    .filter((name) => name.endsWith('.md'))
+    .map((name) => `docs/${name}`),
+];
 const read = (page: string) => readFileSync(path.join(projectRoot, page), 'utf8');
 
 describe('README and docs', () => {

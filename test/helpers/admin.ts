@@ -18,7 +18,9 @@ export interface AdminRun {
 export function runAdmin(args: string[], env: Record<string, string>, { npm = false } = {}): Promise<AdminRun> {
   return new Promise((resolve) => {
     const { NODE_ENV: _test, ...operator } = process.env;
-    const [command, commandArgs] = npm ? ['npm', ['run', '--silent', 'admin', '--', ...args]] : [process.execPath, ['db/cli/admin.ts', ...args]];
+    const [command, commandArgs] = npm
+      ? ['npm', ['run', '--silent', 'admin', '--', ...args]]
+      : [process.execPath, ['db/cli/admin.ts', ...args]];
     const child = spawn(command, commandArgs, {
       cwd: projectRoot,
       env: { ...operator, LOG_LEVEL: 'silent', ...env },

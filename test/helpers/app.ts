@@ -107,14 +107,23 @@ export async function startTestApp(
   const owner = new pg.Pool({ connectionString: ownerUrl, max: 4 });
   // The database is dropped with (force) at close: a client still closing then loses its server.
   survivesServerLoss(owner);
-  const services = await createServices(config, log, pools, objects.storage, { heic: heicSupport(config.images.heic).available, ...overrides });
+  const services = await createServices(config, log, pools, objects.storage, {
+    heic: heicSupport(config.images.heic).available,
+    ...overrides,
+  });
   await services.notificationHub.start(roleUrl(ownerUrl, 'authenticator'));
   // Images are processed while a request waits (POST /uploads/complete): a worker of the image
   // tasks alone runs beside the app, so every other job still runs only when a test says (runJobs).
   const images = startImageProcessor({ ...config.images, concurrency: 1, log });
-  const taskList = createTaskList({ storage: objects.storage, ballots: { box: services.ballots, batch: config.ballotBatch }, images: { processor: images, backfillPerMinute: config.images.backfillPerMinute } });
+  const taskList = createTaskList({
+    storage: objects.storage,
+    ballots: { box: services.ballots, batch: config.ballotBatch },
+    images: { processor: images, backfillPerMinute: config.images.backfillPerMinute },
+  });
   // On a pool of its own, named, so that a file counting a worker process's connections can leave it out.
-  const imagePool = survivesServerLoss(new pg.Pool({ connectionString: roleUrl(ownerUrl, 'app_worker'), max: 2, application_name: testImageWorker }));
+  const imagePool = survivesServerLoss(
+    new pg.Pool({ connectionString: roleUrl(ownerUrl, 'app_worker'), max: 2, application_name: testImageWorker }),
+  );
   const imageWorker: Runner = await run({
     pgPool: imagePool,
     taskList: { process_image: taskList.process_image, delete_object: taskList.delete_object } as typeof taskList,

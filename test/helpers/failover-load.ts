@@ -29,9 +29,24 @@ export interface Services {
 }
 
 /** `cwd`: the checkout whose code runs (this one unless given: another release's tree, for a comparison). */
-export async function startServices({ primaryUrl, replicaUrl, s3Endpoint, cwd }: { primaryUrl: string; replicaUrl: string; s3Endpoint: string; cwd?: string }): Promise<Services> {
+export async function startServices({
+  primaryUrl,
+  replicaUrl,
+  s3Endpoint,
+  cwd,
+}: {
+  primaryUrl: string;
+  replicaUrl: string;
+  s3Endpoint: string;
+  cwd?: string;
+}): Promise<Services> {
   const bucket = `failover-${randomBytes(4).toString('hex')}`;
-  const s3 = new S3Client({ endpoint: s3Endpoint, region: 'us-east-1', forcePathStyle: true, credentials: { accessKeyId: 'S3RVER', secretAccessKey: 'S3RVER' } });
+  const s3 = new S3Client({
+    endpoint: s3Endpoint,
+    region: 'us-east-1',
+    forcePathStyle: true,
+    credentials: { accessKeyId: 'S3RVER', secretAccessKey: 'S3RVER' },
+  });
   await s3.send(new CreateBucketCommand({ Bucket: bucket }));
   s3.destroy();
   const env = {
@@ -105,9 +120,17 @@ async function phoneUser(app: Client, name: string, phoneIndex: number): Promise
   const media = await app.put('/users/me/onboarding/media', {}, { token: user.token });
   if (media.status !== 200) throw new Error(`onboarding media: ${media.status} ${media.text}`);
   const phone = testPhone(phoneIndex);
-  const request = await app.post('/auth/otp/request', { phoneCountryCode: phone.phoneCountryCode, phoneNumber: phone.phoneNumber }, { token: user.token });
+  const request = await app.post(
+    '/auth/otp/request',
+    { phoneCountryCode: phone.phoneCountryCode, phoneNumber: phone.phoneNumber },
+    { token: user.token },
+  );
   if (request.status !== 200) throw new Error(`OTP request: ${request.status} ${request.text}`);
-  const verify = await app.post('/auth/otp/verify', { phoneCountryCode: phone.phoneCountryCode, phoneNumber: phone.phoneNumber, code: testOtpCode }, { token: user.token });
+  const verify = await app.post(
+    '/auth/otp/verify',
+    { phoneCountryCode: phone.phoneCountryCode, phoneNumber: phone.phoneNumber, code: testOtpCode },
+    { token: user.token },
+  );
   if (verify.status !== 200) throw new Error(`OTP verify: ${verify.status} ${verify.text}`);
   return { id: verify.body.data.user.id as string, token: verify.body.data.accessToken as string };
 }
@@ -224,15 +247,34 @@ export class FailoverLoad {
   async stop(): Promise<LoadReport> {
     this.#running = false;
     await Promise.all(this.#loops);
-    return { answers: this.#answers, keyedAcknowledged: this.#keyedAcknowledged, unkeyedAcknowledged: this.#unkeyedAcknowledged, unkeyedUnanswered: this.#unkeyedUnanswered };
+    return {
+      answers: this.#answers,
+      keyedAcknowledged: this.#keyedAcknowledged,
+      unkeyedAcknowledged: this.#unkeyedAcknowledged,
+      unkeyedUnanswered: this.#unkeyedUnanswered,
+    };
   }
 
-  async #request(kind: Kind, method: string, path: string, user: User, body?: unknown, headers: Record<string, string> = {}): Promise<Answer> {
+  async #request(
+    kind: Kind,
+    method: string,
+    path: string,
+    user: User,
+    body?: unknown,
+    headers: Record<string, string> = {},
+  ): Promise<Answer> {
     const sent = performance.now();
     let answer: Answer;
     try {
       const response = await this.app.request(method, path, { token: user.token, body, headers });
-      answer = { kind, status: response.status, retryAfter: response.headers.get('retry-after'), code: response.body?.error?.code, sent, answered: performance.now() };
+      answer = {
+        kind,
+        status: response.status,
+        retryAfter: response.headers.get('retry-after'),
+        code: response.body?.error?.code,
+        sent,
+        answered: performance.now(),
+      };
     } catch {
       answer = { kind, status: 0, retryAfter: null, sent, answered: performance.now() };
     }
@@ -270,17 +312,28 @@ export class FailoverLoad {
    * counts, and the author's post_commented notifications; compares them with what was acknowledged
    * and what the stream delivered. Waits up to `streamWaitMillis` for the stream to catch up.
    */
-  async check(ownerUrl: string, report: LoadReport, streamWaitMillis = 20_000): Promise<{ lost: string[]; doubled: string[]; missed: string[]; delivered: number; duplicates: string[] }> {
+  async check(
+    ownerUrl: string,
+    report: LoadReport,
+    streamWaitMillis = 20_000,
+  ): Promise<{ lost: string[]; doubled: string[]; missed: string[]; delivered: number; duplicates: string[] }> {
     const client = new pg.Client({ connectionString: ownerUrl });
     await client.connect();
     try {
-      const { rows } = await client.query<{ text: string; n: number }>('select text, count(*)::int as n from app.comments where post_id = $1 group by text', [this.#postId]);
+      const { rows } = await client.query<{ text: string; n: number }>(
+        'select text, count(*)::int as n from app.comments where post_id = $1 group by text',
+        [this.#postId],
+      );
       const counts = new Map(rows.map((row) => [row.text, row.n]));
       const acknowledged = [...report.keyedAcknowledged, ...report.unkeyedAcknowledged];
       const lost = acknowledged.filter((text) => !counts.has(text));
       const doubled = rows.filter((row) => row.n > 1).map((row) => row.text);
       const notifications = async () =>
-        (await client.query<{ id: string }>("select id::text from app.notifications where recipient_id = $1 and type = 'post_commented'", [this.#author.id])).rows.map((row) => row.id);
+        (
+          await client.query<{ id: string }>("select id::text from app.notifications where recipient_id = $1 and type = 'post_commented'", [
+            this.#author.id,
+          ])
+        ).rows.map((row) => row.id);
       const deadline = Date.now() + streamWaitMillis;
       let missed: string[];
       for (;;) {
@@ -298,7 +351,10 @@ export class FailoverLoad {
   async requestExport(n: number): Promise<{ exportId: string; token: string }> {
     const user = this.#commenters[n] as User;
     for (;;) {
-      const response = await this.app.post('/users/me/exports', undefined, { token: user.token, headers: { 'idempotency-key': `export-${user.id}` } });
+      const response = await this.app.post('/users/me/exports', undefined, {
+        token: user.token,
+        headers: { 'idempotency-key': `export-${user.id}` },
+      });
       if (response.status === 202) return { exportId: response.body.data.exportId, token: user.token };
       if (response.status !== 503) throw new Error(`export: ${response.status} ${response.text}`);
       await sleep(500);
@@ -361,7 +417,12 @@ export interface FaultRound {
  * has written through it, the load stops, the old leader comes back (started again, or thawed) and
  * the database is checked.
  */
-export async function faultRound(cluster: import('./patroni.ts').PatroniCluster, load: FailoverLoad, fault: Fault, exportOf: number): Promise<FaultRound> {
+export async function faultRound(
+  cluster: import('./patroni.ts').PatroniCluster,
+  load: FailoverLoad,
+  fault: Fault,
+  exportOf: number,
+): Promise<FaultRound> {
   const leader = await cluster.waitHealthy();
   const candidate = (await cluster.members()).find((member) => member.role === 'sync_standby')?.name as string;
   load.start();
@@ -376,7 +437,11 @@ export async function faultRound(cluster: import('./patroni.ts').PatroniCluster,
   const leaderAt = performance.now();
   // Until every client wrote through the new leader (a write sent after it took over, answered 2xx).
   const stop = performance.now() + 30_000;
-  while (load.answersSoFar.filter((answer) => answer.kind !== 'read' && answer.sent > leaderAt && answer.status >= 200 && answer.status < 300).length < 8 && performance.now() < stop) {
+  while (
+    load.answersSoFar.filter((answer) => answer.kind !== 'read' && answer.sent > leaderAt && answer.status >= 200 && answer.status < 300)
+      .length < 8 &&
+    performance.now() < stop
+  ) {
     await sleep(100);
   }
   const report = await load.stop();
@@ -390,7 +455,9 @@ export async function faultRound(cluster: import('./patroni.ts').PatroniCluster,
     const name = `${answer.kind} ${answer.status}`;
     failures.set(name, (failures.get(name) ?? 0) + 1);
   }
-  const badFailures = report.answers.filter((answer) => answer.status === 0 || (answer.status >= 500 && (answer.status !== 503 || answer.retryAfter === null)));
+  const badFailures = report.answers.filter(
+    (answer) => answer.status === 0 || (answer.status >= 500 && (answer.status !== 503 || answer.retryAfter === null)),
+  );
   return {
     fault,
     leader,

@@ -23,7 +23,19 @@ export const fcmScope = 'https://www.googleapis.com/auth/firebase.messaging';
 /** A scripted answer: 200, or an FCM error (Retry-After in seconds for 429/503). */
 export type StandInAnswer =
   | 200
-  | { status: 404 | 400 | 403 | 429 | 503 | 500 | 401; retryAfter?: number; error?: 'UNREGISTERED' | 'INVALID_ARGUMENT' | 'INVALID_PAYLOAD' | 'SENDER_ID_MISMATCH' | 'QUOTA_EXCEEDED' | 'UNAVAILABLE' | 'INTERNAL' | 'UNAUTHENTICATED' };
+  | {
+      status: 404 | 400 | 403 | 429 | 503 | 500 | 401;
+      retryAfter?: number;
+      error?:
+        | 'UNREGISTERED'
+        | 'INVALID_ARGUMENT'
+        | 'INVALID_PAYLOAD'
+        | 'SENDER_ID_MISMATCH'
+        | 'QUOTA_EXCEEDED'
+        | 'UNAVAILABLE'
+        | 'INTERNAL'
+        | 'UNAUTHENTICATED';
+    };
 
 export interface AcceptedMessage {
   message: Record<string, any>;
@@ -55,9 +67,9 @@ export interface FcmStandIn {
 const fcmErrors = {
   UNREGISTERED: [404, 'Requested entity was not found.', 'NOT_FOUND'],
   INVALID_ARGUMENT: [400, 'The registration token is not a valid FCM registration token', 'INVALID_ARGUMENT'],
-  INVALID_PAYLOAD: [400, 'Invalid value at \'message.data[0].value\' (TYPE_STRING), 3', 'INVALID_ARGUMENT'],
+  INVALID_PAYLOAD: [400, "Invalid value at 'message.data[0].value' (TYPE_STRING), 3", 'INVALID_ARGUMENT'],
   SENDER_ID_MISMATCH: [403, 'SenderId mismatch', 'PERMISSION_DENIED'],
-  QUOTA_EXCEEDED: [429, 'Quota exceeded for quota metric \'Send requests\' and limit \'Send requests per minute\'.', 'RESOURCE_EXHAUSTED'],
+  QUOTA_EXCEEDED: [429, "Quota exceeded for quota metric 'Send requests' and limit 'Send requests per minute'.", 'RESOURCE_EXHAUSTED'],
   UNAVAILABLE: [503, 'The service is currently unavailable.', 'UNAVAILABLE'],
   INTERNAL: [500, 'Internal error encountered.', 'INTERNAL'],
   UNAUTHENTICATED: [
@@ -69,12 +81,32 @@ const fcmErrors = {
 
 function errorBody(code: keyof typeof fcmErrors): { status: number; body: unknown } {
   const [status, message, grpcStatus] = fcmErrors[code];
-  const details: unknown[] = code === 'UNAUTHENTICATED' ? [] : [{ '@type': 'type.googleapis.com/google.firebase.fcm.v1.FcmError', errorCode: code === 'INVALID_PAYLOAD' ? 'INVALID_ARGUMENT' : code }];
-  if (code === 'INVALID_ARGUMENT') details.push({ '@type': 'type.googleapis.com/google.rpc.BadRequest', fieldViolations: [{ field: 'message.token', description: 'Invalid registration token' }] });
+  const details: unknown[] =
+    code === 'UNAUTHENTICATED'
+      ? []
+      : [
+          {
+            '@type': 'type.googleapis.com/google.firebase.fcm.v1.FcmError',
+            errorCode: code === 'INVALID_PAYLOAD' ? 'INVALID_ARGUMENT' : code,
+          },
+        ];
+  if (code === 'INVALID_ARGUMENT')
+    details.push({
+      '@type': 'type.googleapis.com/google.rpc.BadRequest',
+      fieldViolations: [{ field: 'message.token', description: 'Invalid registration token' }],
+    });
   return { status, body: { error: { code: status, message, status: grpcStatus, ...(details.length ? { details } : {}) } } };
 }
 
-const defaultError: Record<number, keyof typeof fcmErrors> = { 404: 'UNREGISTERED', 400: 'INVALID_ARGUMENT', 403: 'SENDER_ID_MISMATCH', 429: 'QUOTA_EXCEEDED', 503: 'UNAVAILABLE', 500: 'INTERNAL', 401: 'UNAUTHENTICATED' };
+const defaultError: Record<number, keyof typeof fcmErrors> = {
+  404: 'UNREGISTERED',
+  400: 'INVALID_ARGUMENT',
+  403: 'SENDER_ID_MISMATCH',
+  429: 'QUOTA_EXCEEDED',
+  503: 'UNAVAILABLE',
+  500: 'INTERNAL',
+  401: 'UNAUTHENTICATED',
+};
 
 async function readBody(req: IncomingMessage): Promise<string> {
   const chunks: Buffer[] = [];
@@ -114,11 +146,22 @@ export async function startFcmStandIn(options: { port?: number; dir?: string } =
       const text = await readBody(req);
       if (req.method === 'POST' && req.url === '/token') {
         const form = new URLSearchParams(text);
-        if (form.get('grant_type') !== 'urn:ietf:params:oauth:grant-type:jwt-bearer') return send(400, { error: 'unsupported_grant_type', error_description: 'Invalid grant_type' });
+        if (form.get('grant_type') !== 'urn:ietf:params:oauth:grant-type:jwt-bearer')
+          return send(400, { error: 'unsupported_grant_type', error_description: 'Invalid grant_type' });
         try {
-          const claims = jwt.verify(form.get('assertion') ?? '', publicKey, { algorithms: ['RS256'], issuer: clientEmail, audience: `${standIn.url}/token` }) as jwt.JwtPayload;
+          const claims = jwt.verify(form.get('assertion') ?? '', publicKey, {
+            algorithms: ['RS256'],
+            issuer: clientEmail,
+            audience: `${standIn.url}/token`,
+          }) as jwt.JwtPayload;
           const now = Math.floor(Date.now() / 1000);
-          if (claims.scope !== fcmScope || typeof claims.iat !== 'number' || claims.iat > now + 5 || typeof claims.exp !== 'number' || claims.exp - claims.iat > 3600) {
+          if (
+            claims.scope !== fcmScope ||
+            typeof claims.iat !== 'number' ||
+            claims.iat > now + 5 ||
+            typeof claims.exp !== 'number' ||
+            claims.exp - claims.iat > 3600
+          ) {
             return send(400, { error: 'invalid_scope', error_description: 'Invalid JWT claims' });
           }
         } catch (error) {
@@ -163,7 +206,11 @@ export async function startFcmStandIn(options: { port?: number; dir?: string } =
       }
       // For a benchmark that runs the stand-in in a process of its own: what it accepted (taken away).
       if (req.method === 'POST' && req.url === '/_stand-in/take') {
-        const taken = standIn.accepted.splice(0).map((accepted) => ({ notificationId: accepted.message.data?.notificationId ?? null, token: accepted.message.token, at: accepted.at }));
+        const taken = standIn.accepted.splice(0).map((accepted) => ({
+          notificationId: accepted.message.data?.notificationId ?? null,
+          token: accepted.message.token,
+          at: accepted.at,
+        }));
         standIn.requests.splice(0);
         return send(200, { accepted: taken, tokenExchanges: standIn.tokenExchanges });
       }

@@ -38,13 +38,21 @@ export function bandedImage(width: number, height: number, band: number) {
 
 /** A photo-like 4000 x 3000 JPEG (12 MP): smooth colour fields with grain, as a camera's. */
 export async function photo12mp(): Promise<Buffer> {
-  const fields = await sharp({ create: { width: 200, height: 150, channels: 3, background: '#808080', noise: { type: 'gaussian', mean: 128, sigma: 60 } } })
+  const fields = await sharp({
+    create: { width: 200, height: 150, channels: 3, background: '#808080', noise: { type: 'gaussian', mean: 128, sigma: 60 } },
+  })
     .resize(4000, 3000, { kernel: 'cubic' })
     .raw()
     .toBuffer();
-  const grain = await sharp({ create: { width: 4000, height: 3000, channels: 3, background: '#000', noise: { type: 'gaussian', mean: 8, sigma: 8 } } }).raw().toBuffer();
+  const grain = await sharp({
+    create: { width: 4000, height: 3000, channels: 3, background: '#000', noise: { type: 'gaussian', mean: 8, sigma: 8 } },
+  })
+    .raw()
+    .toBuffer();
   for (let i = 0; i < fields.length; i++) fields[i] = Math.min(255, (fields[i] as number) + (grain[i] as number));
-  return sharp(fields, { raw: { width: 4000, height: 3000, channels: 3 } }).jpeg({ quality: 90 }).toBuffer();
+  return sharp(fields, { raw: { width: 4000, height: 3000, channels: 3 } })
+    .jpeg({ quality: 90 })
+    .toBuffer();
 }
 
 async function withTemp<T>(work: (dir: string) => Promise<T>): Promise<T> {
@@ -62,13 +70,25 @@ export async function withPhoneMetadata(jpeg: Buffer, orientation: number): Prom
     const file = path.join(dir, 'photo.jpg');
     const thumbnail = path.join(dir, 'thumb.jpg');
     await writeFile(file, jpeg);
-    await sharp({ create: { width: 160, height: 120, channels: 3, background: colours.marker } }).jpeg().toFile(thumbnail);
+    await sharp({ create: { width: 160, height: 120, channels: 3, background: colours.marker } })
+      .jpeg()
+      .toFile(thumbnail);
     await run(engines.exiftool, [
-      '-q', '-overwrite_original', '-n',
+      '-q',
+      '-overwrite_original',
+      '-n',
       `-EXIF:Orientation=${orientation}`,
-      '-GPSLatitude=51.5007', '-GPSLatitudeRef=N', '-GPSLongitude=0.1246', '-GPSLongitudeRef=W',
-      '-Make=Acme', '-Model=Phone 12', '-DateTimeOriginal=2026:11:01 12:00:00',
-      '-XMP:Creator=Someone', '-IPTC:Keywords=home', '-Comment=a secret comment', '-EXIF:UserComment=another secret',
+      '-GPSLatitude=51.5007',
+      '-GPSLatitudeRef=N',
+      '-GPSLongitude=0.1246',
+      '-GPSLongitudeRef=W',
+      '-Make=Acme',
+      '-Model=Phone 12',
+      '-DateTimeOriginal=2026:11:01 12:00:00',
+      '-XMP:Creator=Someone',
+      '-IPTC:Keywords=home',
+      '-Comment=a secret comment',
+      '-EXIF:UserComment=another secret',
       `-ThumbnailImage<=${thumbnail}`,
       file,
     ]);
@@ -101,7 +121,10 @@ export function revealingTags(metadata: Record<string, unknown>): string[] {
   return Object.keys(metadata).filter((key) => {
     const [group = '', name = ''] = key.split(':');
     if (group === 'SourceFile' || group === 'ExifTool' || /^File(Modify|Access|InodeChange)Date$/.test(name)) return false;
-    return /^(EXIF|GPS|XMP|XMP-\w+|IPTC|ICC_Profile|ICC-\w+|MakerNotes|Photoshop)$/.test(group) || /exif|comment|thumbnail|gps|make|model|orientation|creator|keywords|date/i.test(name);
+    return (
+      /^(EXIF|GPS|XMP|XMP-\w+|IPTC|ICC_Profile|ICC-\w+|MakerNotes|Photoshop)$/.test(group) ||
+      /exif|comment|thumbnail|gps|make|model|orientation|creator|keywords|date/i.test(name)
+    );
   });
 }
 
@@ -117,7 +140,9 @@ export function nearestColour(pixel: Rgb): keyof typeof colours {
 }
 
 /** The nearest named colour of each corner of an encoded image (a point 3% in from each edge). */
-export async function corners(bytes: Buffer): Promise<{ width: number; height: number; topLeft: string; topRight: string; bottomLeft: string; bottomRight: string }> {
+export async function corners(
+  bytes: Buffer,
+): Promise<{ width: number; height: number; topLeft: string; topRight: string; bottomLeft: string; bottomRight: string }> {
   const { data, info } = await sharp(bytes).removeAlpha().raw().toBuffer({ resolveWithObject: true });
   const at = (fx: number, fy: number) => {
     const x = Math.min(info.width - 1, Math.floor(fx * info.width));
@@ -125,14 +150,28 @@ export async function corners(bytes: Buffer): Promise<{ width: number; height: n
     const i = (y * info.width + x) * info.channels;
     return nearestColour({ r: data[i] as number, g: data[i + 1] as number, b: data[i + 2] as number });
   };
-  return { width: info.width, height: info.height, topLeft: at(0.03, 0.03), topRight: at(0.97, 0.03), bottomLeft: at(0.03, 0.97), bottomRight: at(0.97, 0.97) };
+  return {
+    width: info.width,
+    height: info.height,
+    topLeft: at(0.03, 0.03),
+    topRight: at(0.97, 0.03),
+    bottomLeft: at(0.03, 0.97),
+    bottomRight: at(0.97, 0.97),
+  };
 }
 
 /** A HEIC made by Debian's heif-enc from a JPEG (which copies the JPEG's EXIF, orientation included, and writes no irot); `options`: heif-enc's; `images`: top-level images (copies). */
 export async function heicFrom(jpeg: Buffer, options: string[] = [], images = 1): Promise<Buffer> {
   return withTemp(async (dir) => {
     await writeFile(path.join(dir, 'in.jpg'), jpeg);
-    await run(engines.heifEnc, ['-q', '60', ...options, ...Array.from({ length: images }, () => path.join(dir, 'in.jpg')), '-o', path.join(dir, 'out.heic')]);
+    await run(engines.heifEnc, [
+      '-q',
+      '60',
+      ...options,
+      ...Array.from({ length: images }, () => path.join(dir, 'in.jpg')),
+      '-o',
+      path.join(dir, 'out.heic'),
+    ]);
     return readFile(path.join(dir, 'out.heic'));
   });
 }
@@ -147,7 +186,7 @@ interface Box {
 
 function boxes(file: Buffer, from: number, to: number, fullBox: Set<string> = new Set(['meta', 'ipma', 'iloc', 'pitm'])): Box[] {
   const found: Box[] = [];
-  for (let at = from; at < to; ) {
+  for (let at = from; at < to;) {
     const size = file.readUInt32BE(at);
     const type = file.toString('latin1', at + 4, at + 8);
     found.push({ type, start: at, end: at + size, body: at + 8 + (fullBox.has(type) ? 4 : 0) });
@@ -182,7 +221,8 @@ export function withIrot(original: Buffer, clockwise: 90 | 180 | 270): Buffer {
   const propertyIndex = boxes(heic, ipco.body, ipco.end).length + 1;
   // irot: the angle anti-clockwise, in quarter turns.
   const irot = Buffer.from([0, 0, 0, 9, ...Buffer.from('irot', 'latin1'), ((360 - clockwise) / 90) & 3]);
-  if (heic[ipma.start + 8] !== 0 || (heic.readUInt32BE(ipma.start + 8) & 1) !== 0) throw new Error('expected ipma version 0 with 7-bit indexes');
+  if (heic[ipma.start + 8] !== 0 || (heic.readUInt32BE(ipma.start + 8) & 1) !== 0)
+    throw new Error('expected ipma version 0 with 7-bit indexes');
 
   // The new association (essential, 7-bit index) goes at the end of the primary item's entry.
   const entries = heic.readUInt32BE(ipma.body);
@@ -208,7 +248,8 @@ export function withIrot(original: Buffer, clockwise: 90 | 180 | 270): Buffer {
   const baseOffsetSize = heic.readUInt8(iloc.body + 1) >> 4;
   const indexSize = version >= 1 ? heic.readUInt8(iloc.body + 1) & 15 : 0;
   const readN = (pos: number, n: number) => (n === 0 ? 0 : n === 4 ? heic.readUInt32BE(pos) : Number(heic.readBigUInt64BE(pos)));
-  const writeN = (pos: number, n: number, value: number) => (n === 4 ? heic.writeUInt32BE(value, pos) : heic.writeBigUInt64BE(BigInt(value), pos));
+  const writeN = (pos: number, n: number, value: number) =>
+    n === 4 ? heic.writeUInt32BE(value, pos) : heic.writeBigUInt64BE(BigInt(value), pos);
   let p = iloc.body + 2;
   const items = version < 2 ? heic.readUInt16BE(p) : heic.readUInt32BE(p);
   p += version < 2 ? 2 : 4;
@@ -287,7 +328,12 @@ export function pngBomb(side: number): Buffer {
   header.writeUInt8(0, 9); // greyscale
   const row = Math.ceil(side / 8) + 1; // filter byte + packed pixels
   const pixels = deflateSync(Buffer.alloc(row * side), { level: 9 });
-  return Buffer.concat([Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]), chunk('IHDR', header), chunk('IDAT', pixels), chunk('IEND', Buffer.alloc(0))]);
+  return Buffer.concat([
+    Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]),
+    chunk('IHDR', header),
+    chunk('IDAT', pixels),
+    chunk('IEND', Buffer.alloc(0)),
+  ]);
 }
 
 /** Random bytes behind a JPEG signature (SOI and an APP0 marker): passes a signature check, decodes to nothing. */

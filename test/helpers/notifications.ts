@@ -79,7 +79,11 @@ export interface TestStream {
 }
 
 /** Opens GET /notifications/stream of the server at `baseUrl` (a test app's url, or another process's). */
-export async function openStream(baseUrl: string, token?: string, headers: Record<string, string> = { accept: 'text/event-stream' }): Promise<TestStream> {
+export async function openStream(
+  baseUrl: string,
+  token?: string,
+  headers: Record<string, string> = { accept: 'text/event-stream' },
+): Promise<TestStream> {
   const controller = new AbortController();
   const response = await fetch(`${baseUrl}/api/v1/notifications/stream`, {
     headers: { ...headers, ...(token ? { authorization: `Bearer ${token}` } : {}) },

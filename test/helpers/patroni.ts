@@ -77,7 +77,10 @@ interface Node {
 
 async function postgresAccount(): Promise<{ uid: number; gid: number } | undefined> {
   if (process.getuid?.() !== 0) return undefined;
-  return { uid: Number((await run('id', ['-u', 'postgres'])).stdout.trim()), gid: Number((await run('id', ['-g', 'postgres'])).stdout.trim()) };
+  return {
+    uid: Number((await run('id', ['-u', 'postgres'])).stdout.trim()),
+    gid: Number((await run('id', ['-g', 'postgres'])).stdout.trim()),
+  };
 }
 
 /** Whether this Patroni's etcd v3 client checks the leader key before writing it (3.0.3 and later). */
@@ -142,7 +145,14 @@ export async function startPatroniCluster({ timing = 'test' as keyof typeof timi
     const dir = path.join(folder, name);
     await mkdir(dir, { mode: 0o700 });
     if (account) await chown(dir, account.uid, account.gid);
-    nodes.set(name, { name, pgPort: await freePort(), restPort: await freePort(), dataDir: path.join(dir, 'data'), configPath: path.join(dir, 'patroni.yml'), output: [] });
+    nodes.set(name, {
+      name,
+      pgPort: await freePort(),
+      restPort: await freePort(),
+      dataDir: path.join(dir, 'data'),
+      configPath: path.join(dir, 'patroni.yml'),
+      output: [],
+    });
   }
 
   const children: ChildProcess[] = [];
@@ -195,7 +205,13 @@ export async function startPatroniCluster({ timing = 'test' as keyof typeof timi
     await signalNode(node, 'SIGKILL');
     await node.exited;
     // The postmaster's children notice its death and exit; wait for them, so the port is free.
-    if (postmaster) await until('the killed postmaster to be gone', 10_000, async () => ((await childrenOf(postmaster)).length === 0 && !(await postmasterPid(node)) ? true : undefined), 20);
+    if (postmaster)
+      await until(
+        'the killed postmaster to be gone',
+        10_000,
+        async () => ((await childrenOf(postmaster)).length === 0 && !(await postmasterPid(node)) ? true : undefined),
+        20,
+      );
     node.process = undefined;
   }
 
@@ -315,7 +331,9 @@ export async function startPatroniCluster({ timing = 'test' as keyof typeof timi
     // The first node bootstraps alone; the others then copy it (pg_basebackup, checkpoint fast).
     const [first, ...others] = [...nodes.values()] as [Node, ...Node[]];
     startNode(first);
-    await until('the first node to lead', 60_000, async () => ((await members()).some((member) => member.role === 'leader' && member.state === 'running') ? true : undefined));
+    await until('the first node to lead', 60_000, async () =>
+      (await members()).some((member) => member.role === 'leader' && member.state === 'running') ? true : undefined,
+    );
     for (const node of others) startNode(node);
 
     let haproxyConfig = await readFile(path.join(projectRoot, 'deploy/haproxy/haproxy.cfg'), 'utf8');
@@ -351,7 +369,9 @@ export async function startPatroniCluster({ timing = 'test' as keyof typeof timi
         return until('three running nodes (a leader, a synchronous standby, a streaming standby)', timeoutMillis, async () => {
           const all = await members();
           const leader = all.find((member) => member.role === 'leader' && member.state === 'running');
-          const standbys = all.filter((member) => member.role !== 'leader' && ['running', 'streaming'].includes(member.state) && member.lag !== 'unknown');
+          const standbys = all.filter(
+            (member) => member.role !== 'leader' && ['running', 'streaming'].includes(member.state) && member.lag !== 'unknown',
+          );
           if (!leader || standbys.length !== 2 || !standbys.some((member) => member.role === 'sync_standby')) return undefined;
           return (await writable()) ? leader.name : undefined;
         });
@@ -372,7 +392,9 @@ export async function startPatroniCluster({ timing = 'test' as keyof typeof timi
         await cluster.patronictl('switchover', '--leader', leader, '--candidate', candidate, '--force');
       },
       async patronictl(...args) {
-        const { stdout } = await run('patronictl', ['-c', nodes.get('pg-1')!.configPath, ...args], { env: { ...process.env, LANG: 'C.UTF-8' } });
+        const { stdout } = await run('patronictl', ['-c', nodes.get('pg-1')!.configPath, ...args], {
+          env: { ...process.env, LANG: 'C.UTF-8' },
+        });
         return stdout;
       },
       log: (name) => nodes.get(name)!.output.join(''),

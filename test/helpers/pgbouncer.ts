@@ -47,7 +47,10 @@ export interface PgBouncer {
 /** PgBouncer refuses to run as root: as root, it runs as the `postgres` account (as the embedded PostgreSQL does). */
 async function account(): Promise<{ uid: number; gid: number } | undefined> {
   if (process.getuid?.() !== 0) return undefined;
-  return { uid: Number((await run('id', ['-u', 'postgres'])).stdout.trim()), gid: Number((await run('id', ['-g', 'postgres'])).stdout.trim()) };
+  return {
+    uid: Number((await run('id', ['-u', 'postgres'])).stdout.trim()),
+    gid: Number((await run('id', ['-g', 'postgres'])).stdout.trim()),
+  };
 }
 
 async function listening(port: number): Promise<boolean> {
@@ -69,7 +72,10 @@ async function deployedAuthQuery(): Promise<string> {
   return query;
 }
 
-export async function startPgBouncer(ownerUrl: string, { poolSize = 20, maxClients = 2000, authQuery = false }: PgBouncerOptions = {}): Promise<PgBouncer> {
+export async function startPgBouncer(
+  ownerUrl: string,
+  { poolSize = 20, maxClients = 2000, authQuery = false }: PgBouncerOptions = {},
+): Promise<PgBouncer> {
   const owner = new URL(ownerUrl);
   const database = owner.pathname.slice(1);
   const port = await freePort();
@@ -103,7 +109,10 @@ export async function startPgBouncer(ownerUrl: string, { poolSize = 20, maxClien
     // A server that went away is noticed at the next use, and a new one is tried at once.
     'server_login_retry = 1',
   ].join('\n');
-  for (const [file, text] of [['userlist.txt', `${users}\n`], ['pgbouncer.ini', `${config}\n`]] as const) {
+  for (const [file, text] of [
+    ['userlist.txt', `${users}\n`],
+    ['pgbouncer.ini', `${config}\n`],
+  ] as const) {
     const target = path.join(dir, file);
     await writeFile(target, text, { mode: 0o600 });
     if (runAs) await chown(target, runAs.uid, runAs.gid);
@@ -129,7 +138,8 @@ export async function startPgBouncer(ownerUrl: string, { poolSize = 20, maxClien
     );
     const deadline = Date.now() + 10_000;
     while (!(await listening(port))) {
-      if (started.exitCode !== null || started.signalCode !== null) throw new Error(`pgbouncer ended at start: ${output}${await readFile(path.join(dir, 'pgbouncer.log'), 'utf8').catch(() => '')}`);
+      if (started.exitCode !== null || started.signalCode !== null)
+        throw new Error(`pgbouncer ended at start: ${output}${await readFile(path.join(dir, 'pgbouncer.log'), 'utf8').catch(() => '')}`);
       if (Date.now() > deadline) throw new Error(`pgbouncer did not listen on ${port} within 10 s: ${output}`);
       await new Promise((resolve) => setTimeout(resolve, 20));
     }

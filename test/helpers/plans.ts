@@ -40,8 +40,7 @@ export function rowsRead(plan: PlanNode, relation: string): number {
   return scansOf(plan, relation).reduce(
     (sum, node) =>
       sum +
-      node['Actual Loops'] *
-        (node['Actual Rows'] + (node['Rows Removed by Filter'] ?? 0) + (node['Rows Removed by Index Recheck'] ?? 0)),
+      node['Actual Loops'] * (node['Actual Rows'] + (node['Rows Removed by Filter'] ?? 0) + (node['Rows Removed by Index Recheck'] ?? 0)),
     0,
   );
 }
@@ -54,7 +53,10 @@ export function buffers(plan: PlanNode): number {
 /** A one-line summary for assertion messages. */
 export function describePlan(plan: PlanNode): string {
   return nodes(plan)
-    .map((node) => `${node['Node Type']}${node['Relation Name'] ? ` ${node['Relation Name']}` : ''}${node['Index Name'] ? ` (${node['Index Name']})` : ''}: ${node['Actual Rows']}x${node['Actual Loops']}`)
+    .map(
+      (node) =>
+        `${node['Node Type']}${node['Relation Name'] ? ` ${node['Relation Name']}` : ''}${node['Index Name'] ? ` (${node['Index Name']})` : ''}: ${node['Actual Rows']}x${node['Actual Loops']}`,
+    )
     .join('; ');
 }
 

@@ -19,7 +19,12 @@ export interface RunningProcess {
 }
 
 /** `cwd`: the folder it runs in (this checkout unless given: another release's tree). */
-export function startProcess(command: string, args: string[], env: Record<string, string>, { cwd = projectRoot }: { cwd?: string } = {}): RunningProcess {
+export function startProcess(
+  command: string,
+  args: string[],
+  env: Record<string, string>,
+  { cwd = projectRoot }: { cwd?: string } = {},
+): RunningProcess {
   const child = spawn(command, args, {
     cwd,
     env: { ...process.env, NODE_ENV: 'development', LOG_LEVEL: 'info', ...env },
@@ -46,7 +51,8 @@ export function startProcess(command: string, args: string[], env: Record<string
   async function poll(condition: () => boolean | Promise<boolean>, what: string, timeoutMs: number, whileRunning: boolean) {
     const deadline = Date.now() + timeoutMs;
     while (!(await condition())) {
-      if (whileRunning && (child.exitCode !== null || child.signalCode !== null)) throw new Error(`the process ended while waiting for ${what}; output:\n${output}`);
+      if (whileRunning && (child.exitCode !== null || child.signalCode !== null))
+        throw new Error(`the process ended while waiting for ${what}; output:\n${output}`);
       if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}; output:\n${output}`);
       await new Promise((resolve) => setTimeout(resolve, 100));
     }

@@ -9,7 +9,11 @@ import { fileURLToPath } from 'node:url';
 
 const root = path.resolve(import.meta.dirname, '../..');
 const lock = JSON.parse(readFileSync(path.join(root, 'package-lock.json'), 'utf8')) as { packages: Record<string, { dev?: boolean }> };
-const omitted = new Set(Object.entries(lock.packages).filter(([, entry]) => entry.dev === true).map(([location]) => location));
+const omitted = new Set(
+  Object.entries(lock.packages)
+    .filter(([, entry]) => entry.dev === true)
+    .map(([location]) => location),
+);
 
 /** The lockfile location (`node_modules/a/node_modules/@b/c`) of the package holding a file. */
 function packageLocation(file: string): string | undefined {
@@ -26,7 +30,9 @@ registerHooks({
     if (resolved.url.startsWith('file:')) {
       const location = packageLocation(fileURLToPath(resolved.url));
       if (location !== undefined && omitted.has(location)) {
-        throw Object.assign(new Error(`Cannot find package '${specifier}' (not part of a production install)`), { code: 'ERR_MODULE_NOT_FOUND' });
+        throw Object.assign(new Error(`Cannot find package '${specifier}' (not part of a production install)`), {
+          code: 'ERR_MODULE_NOT_FOUND',
+        });
       }
     }
     return resolved;

@@ -24,7 +24,11 @@ export interface StreamingPair {
   /** The owner's URL on the replica (an entry of DATABASE_REPLICA_URLS). */
   replicaUrl: string;
   /** A connection as the owner, for arranging and inspecting (primary or replica). */
-  query<R extends pg.QueryResultRow = pg.QueryResultRow>(where: 'primary' | 'replica', text: string, values?: unknown[]): Promise<pg.QueryResult<R>>;
+  query<R extends pg.QueryResultRow = pg.QueryResultRow>(
+    where: 'primary' | 'replica',
+    text: string,
+    values?: unknown[],
+  ): Promise<pg.QueryResult<R>>;
   /** Sets recovery_min_apply_delay on the replica (reloaded, no restart). */
   setApplyDelay(milliseconds: number): Promise<void>;
   /** Waits until the replica has replayed everything the primary has written so far. */
@@ -55,7 +59,17 @@ interface Server {
 }
 
 function startServer(dataDir: string, port: number, settings: string[], account: Account | undefined): Server {
-  const args = ['-D', dataDir, '-p', String(port), '-c', 'listen_addresses=127.0.0.1', '-c', `unix_socket_directories=${dataDir}`, ...settings.flatMap((s) => ['-c', s])];
+  const args = [
+    '-D',
+    dataDir,
+    '-p',
+    String(port),
+    '-c',
+    'listen_addresses=127.0.0.1',
+    '-c',
+    `unix_socket_directories=${dataDir}`,
+    ...settings.flatMap((s) => ['-c', s]),
+  ];
   const child = spawn(path.join(bin, 'postgres'), args, { stdio: ['ignore', 'pipe', 'pipe'], ...(account ?? {}) });
   const output: string[] = [];
   const keep = (chunk: Buffer) => {
@@ -116,14 +130,45 @@ export async function startStreamingPair({ applyDelayMillis = 0 }: { applyDelayM
     await rm(folder, { recursive: true, force: true });
   };
   try {
-    await run(path.join(bin, 'initdb'), ['-D', primaryDir, '-U', 'owner', `--pwfile=${passwordFile}`, '--auth-local=trust', '--auth-host=scram-sha-256', '-E', 'UTF8', '--locale=C', '--no-sync'], as);
+    await run(
+      path.join(bin, 'initdb'),
+      [
+        '-D',
+        primaryDir,
+        '-U',
+        'owner',
+        `--pwfile=${passwordFile}`,
+        '--auth-local=trust',
+        '--auth-host=scram-sha-256',
+        '-E',
+        'UTF8',
+        '--locale=C',
+        '--no-sync',
+      ],
+      as,
+    );
     const primaryPort = await freePort();
     const common = ['fsync=off', 'full_page_writes=off', 'shared_buffers=32MB', 'max_connections=120'];
     primary = startServer(primaryDir, primaryPort, [...common, 'wal_level=replica', 'max_wal_senders=4', 'wal_keep_size=256MB'], account);
     const primaryUrl = `postgres://owner:${password}@127.0.0.1:${primaryPort}/postgres`;
     await ready(primaryUrl, primary);
 
-    await run(path.join(bin, 'pg_basebackup'), ['-D', replicaDir, '-R', '-X', 'stream', '-c', 'fast', '--no-sync', '-d', `host=127.0.0.1 port=${primaryPort} user=owner password=${password}`], as);
+    await run(
+      path.join(bin, 'pg_basebackup'),
+      [
+        '-D',
+        replicaDir,
+        '-R',
+        '-X',
+        'stream',
+        '-c',
+        'fast',
+        '--no-sync',
+        '-d',
+        `host=127.0.0.1 port=${primaryPort} user=owner password=${password}`,
+      ],
+      as,
+    );
     const replicaPort = await freePort();
     const replicaUrl = `postgres://owner:${password}@127.0.0.1:${replicaPort}/postgres`;
     // In the configuration file, not on the command line (which would override ALTER SYSTEM's later changes).
@@ -155,7 +200,9 @@ export async function startStreamingPair({ applyDelayMillis = 0 }: { applyDelayM
         const { rows } = await pool('primary').query<{ lsn: string }>('select pg_current_wal_insert_lsn()::text as lsn');
         const deadline = Date.now() + timeoutMillis;
         for (;;) {
-          const { rows: reached } = await pool('replica').query<{ ok: boolean }>('select pg_last_wal_replay_lsn() >= $1::pg_lsn as ok', [rows[0]!.lsn]);
+          const { rows: reached } = await pool('replica').query<{ ok: boolean }>('select pg_last_wal_replay_lsn() >= $1::pg_lsn as ok', [
+            rows[0]!.lsn,
+          ]);
           if (reached[0]!.ok) return;
           if (Date.now() > deadline) throw new Error('the replica did not catch up');
           await new Promise((resolve) => setTimeout(resolve, 20));

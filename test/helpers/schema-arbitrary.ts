@@ -14,7 +14,14 @@ const oddCharacter = fc.constantFrom('\u0000', '\u0000', '\u0001', '%', '%zz', '
 
 /** Text with hostile characters mixed in. */
 export function text(minLength = 0, maxLength = 30): fc.Arbitrary<string> {
-  return fc.string({ unit: fc.oneof({ weight: 4, arbitrary: fc.string({ unit: 'grapheme', minLength: 1, maxLength: 1 }) }, { weight: 1, arbitrary: oddCharacter }), minLength, maxLength });
+  return fc.string({
+    unit: fc.oneof(
+      { weight: 4, arbitrary: fc.string({ unit: 'grapheme', minLength: 1, maxLength: 1 }) },
+      { weight: 1, arbitrary: oddCharacter },
+    ),
+    minLength,
+    maxLength,
+  });
 }
 
 /** Text of the allowed length that holds a NUL character (which PostgreSQL text cannot store). */

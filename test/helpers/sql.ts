@@ -4,7 +4,12 @@ import type pg from 'pg';
 import { beginAs, type ViewerRole } from '../../db/viewer.ts';
 import type { TestApp } from './app.ts';
 
-export async function asViewer<T>(app: TestApp, role: ViewerRole, userId: string | null, fn: (client: pg.PoolClient) => Promise<T>): Promise<T> {
+export async function asViewer<T>(
+  app: TestApp,
+  role: ViewerRole,
+  userId: string | null,
+  fn: (client: pg.PoolClient) => Promise<T>,
+): Promise<T> {
   const client = await app.pools.api.connect();
   try {
     await client.query(beginAs({ role, userId, sessionId: null }));

@@ -48,11 +48,20 @@ export async function startTwilioStandIn(): Promise<TwilioStandIn> {
       const match = /^\/2010-04-01\/Accounts\/([^/]+)\/Messages\.json$/.exec(path);
       if (req.method !== 'POST' || !match) return error(res, 404, 20404, 'The requested resource was not found');
       if (credentials !== `${accountSid}:${authToken}` || match[1] !== accountSid) return error(res, 401, 20003, 'Authenticate');
-      if (!form.To || !(form.From || form.MessagingServiceSid) || !form.Body) return error(res, 400, 21604, "A 'To' phone number is required.");
+      if (!form.To || !(form.From || form.MessagingServiceSid) || !form.Body)
+        return error(res, 400, 21604, "A 'To' phone number is required.");
       const failure = failures.get(form.To);
       if (failure) return error(res, failure.status, failure.code, failure.message);
       const sid = `SM${randomBytes(16).toString('hex')}`;
-      answer(res, 201, { sid, account_sid: accountSid, to: form.To, from: form.From, body: form.Body, status: 'queued', uri: `/2010-04-01/Accounts/${accountSid}/Messages/${sid}.json` });
+      answer(res, 201, {
+        sid,
+        account_sid: accountSid,
+        to: form.To,
+        from: form.From,
+        body: form.Body,
+        status: 'queued',
+        uri: `/2010-04-01/Accounts/${accountSid}/Messages/${sid}.json`,
+      });
     });
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));

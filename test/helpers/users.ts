@@ -49,7 +49,11 @@ export async function verifyPhone(app: TestApp, phone = nextPhone(), token?: str
 }
 
 export async function completeBasics(app: TestApp, user: TestUser, username = nextHandle()): Promise<TestUser> {
-  const response = await app.put('/users/me/onboarding/profile-basics', { fullName: 'Test Person', username, acceptTerms: true }, { token: user.token });
+  const response = await app.put(
+    '/users/me/onboarding/profile-basics',
+    { fullName: 'Test Person', username, acceptTerms: true },
+    { token: user.token },
+  );
   expect(response.status).toBe(200);
   return { ...user, username };
 }

@@ -39,7 +39,8 @@ async function seenBy(viewer: TestUser, user: TestUser & { username: string }, w
   const followers = (await app.get(`/users/${viewer.id}/followers`, { token: viewer.token })).body.data.items;
   const members = (await app.get(`/hubs/${world.hub.id}/members`, { token: viewer.token })).body.data.items;
   const hub = (await app.get(`/hubs/${world.hub.id}`, { token: viewer.token })).body.data;
-  const messages = (await app.get(`/hubs/${world.hub.id}/discussions/${world.discussionId}/messages`, { token: viewer.token })).body.data.items;
+  const messages = (await app.get(`/hubs/${world.hub.id}/discussions/${world.discussionId}/messages`, { token: viewer.token })).body.data
+    .items;
   const search = (await app.get(`/search/users?q=${user.username}`, { token: viewer.token })).body.data.items;
   const home = (await app.get('/posts?limit=50', { token: viewer.token })).body.data.items;
   const hubs = (await app.get(`/search/hubs?q=${encodeURIComponent(hub.name)}&limit=50`, { token: viewer.token })).body.data.items;
@@ -56,10 +57,14 @@ async function seenBy(viewer: TestUser, user: TestUser & { username: string }, w
     members: members.some((m: { id?: string; userId?: string; user?: { id: string } }) => (m.id ?? m.userId ?? m.user?.id) === user.id),
     memberCount: hub.memberCount,
     activeUsers: hubs.find((h: { id: string }) => h.id === world.hub.id)?.activeUsers24h,
-    messageAuthor: messages.map((m: { author: { id: string | null; isFormerMember: boolean } }) => m.author)
-      .find((a: { id: string | null; displayName: string }) => a.id === user.id || a.displayName === 'Former member') ?? null,
+    messageAuthor:
+      messages
+        .map((m: { author: { id: string | null; isFormerMember: boolean } }) => m.author)
+        .find((a: { id: string | null; displayName: string }) => a.id === user.id || a.displayName === 'Former member') ?? null,
     search: search.some((s: { id: string }) => s.id === user.id),
-    home: home.some((item: { post?: { id: string }; id?: string }) => [world.postId, world.repostId].includes(item.post?.id ?? item.id ?? '')),
+    home: home.some((item: { post?: { id: string }; id?: string }) =>
+      [world.postId, world.repostId].includes(item.post?.id ?? item.id ?? ''),
+    ),
   };
 }
 
@@ -85,7 +90,11 @@ async function buildWorld(friend: TestUser, user: TestUser): Promise<World> {
   expect((await app.post(`/users/${user.id}/follow`, undefined, { token: friend.token })).status).toBe(200);
   const message = await app.post(`/hubs/${hub.id}/discussions/${discussionId}/messages`, { text: 'in the hub' }, { token: user.token });
   expect(message.status).toBe(201);
-  const device = await app.post('/users/me/push-devices', { provider: 'fcm', token: `device-${user.id}`, platform: 'ios' }, { token: user.token });
+  const device = await app.post(
+    '/users/me/push-devices',
+    { provider: 'fcm', token: `device-${user.id}`, platform: 'ios' },
+    { token: user.token },
+  );
   expect(device.status).toBe(201);
   return { hub, postId: post.id, repostId: repost.body.data.id, friendPostId: friendPost.id, discussionId };
 }
@@ -96,7 +105,16 @@ describe('POST /users/me/deletion', () => {
     const user = (await userAtLevel(app, 4)) as TestUser & { username: string };
     const world = await buildWorld(friend, user);
     const before = await seenBy(friend, user, world);
-    expect(before).toMatchObject({ profile: 200, post: 200, repost: 200, comments: 1, followers: true, members: true, search: true, home: true });
+    expect(before).toMatchObject({
+      profile: 200,
+      post: 200,
+      repost: 200,
+      comments: 1,
+      followers: true,
+      members: true,
+      search: true,
+      home: true,
+    });
     expect(before.messageAuthor).toMatchObject({ id: user.id, isFormerMember: false });
     await noDrift();
 
@@ -135,7 +153,9 @@ describe('POST /users/me/deletion', () => {
     });
     expect(during.viewerCounts.followers).toBe(before.viewerCounts.followers - 1);
     expect(during.viewerCounts.following).toBe(before.viewerCounts.following - 1);
-    expect(during.messageAuthor).toEqual(expect.objectContaining({ id: null, displayName: 'Former member', isFormerMember: true, phoneNumber: null }));
+    expect(during.messageAuthor).toEqual(
+      expect.objectContaining({ id: null, displayName: 'Former member', isFormerMember: true, phoneNumber: null }),
+    );
     expect((await app.get(`/users/${user.id}/feed`, { token: friend.token })).status).toBe(404);
     await noDrift();
 
@@ -147,7 +167,9 @@ describe('POST /users/me/deletion', () => {
     expect(back.id).toBe(user.id);
     const session = await app.post('/auth/session/refresh', { refreshToken: back.refreshToken });
     expect(session.body.data.user.restored).toBeUndefined();
-    expect((await app.owner.query('select count(*)::int as n from graphile_worker.jobs where key = $1', [`purge_account:${user.id}`])).rows[0].n).toBe(0);
+    expect(
+      (await app.owner.query('select count(*)::int as n from graphile_worker.jobs where key = $1', [`purge_account:${user.id}`])).rows[0].n,
+    ).toBe(0);
 
     const after = await seenBy(friend, user, world);
     expect(after).toEqual(before);
@@ -162,13 +184,21 @@ describe('POST /users/me/deletion', () => {
 
     const phone = user.phone as { phoneCountryCode: string; phoneNumber: string };
     await app.post('/auth/otp/request', { phoneCountryCode: phone.phoneCountryCode, phoneNumber: phone.phoneNumber });
-    const verify = await app.post('/auth/otp/verify', { phoneCountryCode: phone.phoneCountryCode, phoneNumber: phone.phoneNumber, code: '1234' });
+    const verify = await app.post('/auth/otp/verify', {
+      phoneCountryCode: phone.phoneCountryCode,
+      phoneNumber: phone.phoneNumber,
+      code: '1234',
+    });
     expect(verify.status).toBe(200);
     expect(verify.body.data.user).toMatchObject({ id: user.id, restored: true, accessLevel: 1 });
     const token = verify.body.data.accessToken;
     expect((await app.get('/users/me/profile', { token })).body.data.username).toBeNull();
     const handle = nextHandle('back');
-    const basics = await app.put('/users/me/onboarding/profile-basics', { fullName: 'Test Person', username: handle, acceptTerms: true }, { token });
+    const basics = await app.put(
+      '/users/me/onboarding/profile-basics',
+      { fullName: 'Test Person', username: handle, acceptTerms: true },
+      { token },
+    );
     expect(basics.status).toBe(200);
     expect((await app.get(`/users/by-username/${handle}`, { token: taker.token })).status).toBe(200);
     await noDrift();
@@ -206,9 +236,13 @@ describe('POST /users/me/deletion', () => {
   it('asks for a token: without one 401, and a revoked one 401, changing nothing', async () => {
     expect((await app.post('/users/me/deletion')).status).toBe(401);
     const user = await userAtLevel(app, 2);
-    expect((await app.post('/auth/logout', { refreshToken: user.refreshToken, logoutFromAllDevices: false }, { token: user.token })).status).toBe(200);
+    expect(
+      (await app.post('/auth/logout', { refreshToken: user.refreshToken, logoutFromAllDevices: false }, { token: user.token })).status,
+    ).toBe(200);
     const response = await app.post('/users/me/deletion', undefined, { token: user.token });
     expect(response.status).toBe(401);
-    expect((await app.owner.query('select count(*)::int as n from app_private.account_states where user_id = $1', [user.id])).rows[0].n).toBe(0);
+    expect(
+      (await app.owner.query('select count(*)::int as n from app_private.account_states where user_id = $1', [user.id])).rows[0].n,
+    ).toBe(0);
   });
 });

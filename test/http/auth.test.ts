@@ -35,10 +35,10 @@ const sessionShape = {
 
 /** Lets the next OTP request for a phone through at once (as if 61 s had passed). */
 async function ageOtp(e164: string, seconds = 61): Promise<void> {
-  await app.owner.query(
-    `update app_private.otp_codes set created_at = created_at - make_interval(secs => $2) where phone_e164 = $1`,
-    [e164, seconds],
-  );
+  await app.owner.query(`update app_private.otp_codes set created_at = created_at - make_interval(secs => $2) where phone_e164 = $1`, [
+    e164,
+    seconds,
+  ]);
 }
 
 function otpBody(phone: { phoneCountryCode: string; phoneNumber: string }, code?: string) {
@@ -52,7 +52,11 @@ describe('GET /auth/login-config', () => {
       logoUrl: 'https://opinion.example/logo.png',
       loginMethods: ['phone_otp', 'idp', 'anonymous'],
       otp: { length: 4, resendAfterSeconds: 60, expiresInSeconds: 300, maxAttempts: 5 },
-      legal: { termsUrl: 'https://opinion.example/legal/terms', privacyUrl: 'https://opinion.example/legal/privacy', termsVersion: expect.any(String) },
+      legal: {
+        termsUrl: 'https://opinion.example/legal/terms',
+        privacyUrl: 'https://opinion.example/legal/privacy',
+        termsVersion: expect.any(String),
+      },
       minimumClientVersions: { ios: null, android: null },
     });
   });
@@ -65,7 +69,9 @@ describe('phone OTP', () => {
     expect(response.body.data).toEqual({ resendAfterSeconds: 60, expiresInSeconds: 300 });
     const delivery = sent.find((s) => s.phone === '+447700900123');
     expect(delivery?.code).toMatch(/^\d{4}$/);
-    const { rows } = await app.owner.query(`select code_hash, encode(code_hash, 'escape') as raw from app_private.otp_codes where phone_e164 = '+447700900123'`);
+    const { rows } = await app.owner.query(
+      `select code_hash, encode(code_hash, 'escape') as raw from app_private.otp_codes where phone_e164 = '+447700900123'`,
+    );
     expect(rows).toHaveLength(1);
     expect(rows[0].code_hash).toHaveLength(32);
     expect(rows[0].raw).not.toContain(delivery?.code);
@@ -113,7 +119,11 @@ describe('phone OTP', () => {
 
     await app.post('/auth/otp/request', { phoneCountryCode: '+44', phoneNumber: '7700900200' });
     const first = sent.at(-1)?.code as string;
-    const wrong = await app.post('/auth/otp/verify', { phoneCountryCode: '+44', phoneNumber: '7700900200', code: first === '0000' ? '0001' : '0000' });
+    const wrong = await app.post('/auth/otp/verify', {
+      phoneCountryCode: '+44',
+      phoneNumber: '7700900200',
+      code: first === '0000' ? '0001' : '0000',
+    });
     expect(wrong.body.error).toEqual(expected);
 
     await ageOtp('+447700900200');
@@ -291,7 +301,11 @@ describe('refresh and logout', () => {
     await ageOtp(phone.e164);
     const deviceB = await verifyPhone(app, phone);
     expect(deviceB.id).toBe(deviceA.id);
-    const logout = await app.post('/auth/logout', { refreshToken: deviceA.refreshToken, logoutFromAllDevices: false }, { token: deviceA.token });
+    const logout = await app.post(
+      '/auth/logout',
+      { refreshToken: deviceA.refreshToken, logoutFromAllDevices: false },
+      { token: deviceA.token },
+    );
     expect(logout.status).toBe(200);
     expect(logout.body).toEqual({ success: true, message: 'OK', data: {} });
     expect((await app.get('/users/me/onboarding/status', { token: deviceA.token })).status).toBe(401);
@@ -373,7 +387,9 @@ describe('identity-provider exchange', () => {
   it('signs in the phone identity of a phone-provider token', async () => {
     const phone = nextPhone();
     const viaOtp = await verifyPhone(app, phone);
-    const token = idp.sign(idpClaims(projectId, { sub: 'phone-subject-1', phone_number: phone.e164, firebase: { sign_in_provider: 'phone' } }));
+    const token = idp.sign(
+      idpClaims(projectId, { sub: 'phone-subject-1', phone_number: phone.e164, firebase: { sign_in_provider: 'phone' } }),
+    );
     const response = await app.post('/auth/idp/token', { idToken: token });
     expect(response.status).toBe(200);
     expect(response.body.data.user).toMatchObject({ id: viaOtp.id, phoneVerified: true, isAnonymous: false });

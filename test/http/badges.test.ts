@@ -49,7 +49,10 @@ describe('GET /notifications/unread-count', () => {
     expect(await badges(member)).toEqual({ unreadCount: 6, hubUnreadCount: 3, hubs: byHub([a, 2], [b, 1]) });
 
     // Reading one hub's rows changes that hub's count only.
-    const rows = (await app.get('/notifications?limit=50', { token: member.token })).body.data.items as { id: string; hub_id: string | null }[];
+    const rows = (await app.get('/notifications?limit=50', { token: member.token })).body.data.items as {
+      id: string;
+      hub_id: string | null;
+    }[];
     const inB = rows.filter((row) => row.hub_id === b.id).map((row) => row.id);
     expect((await app.patch('/notifications/read', { notificationIds: inB }, { token: member.token })).body.data).toEqual({ updated: 1 });
     expect(await badges(member)).toEqual({ unreadCount: 5, hubUnreadCount: 2, hubs: byHub([a, 2]) });

@@ -18,7 +18,8 @@ beforeAll(async () => {
 });
 afterAll(() => app.close());
 
-const profile = (version?: string) => app.get('/users/me/profile', { token: user.token, headers: version === undefined ? {} : { 'x-client-version': version } });
+const profile = (version?: string) =>
+  app.get('/users/me/profile', { token: user.token, headers: version === undefined ? {} : { 'x-client-version': version } });
 
 describe('the update gate', () => {
   it('answers 426 below the minimum, with the minimum and where to update', async () => {
@@ -46,15 +47,35 @@ describe('the update gate', () => {
   });
 
   it('serves a request without the header or with a malformed one', async () => {
-    for (const version of [undefined, '', 'ios', 'ios/', 'ios/1', 'ios/1.0', 'ios/1.0.0.0', 'ios/01.0.0', 'ios/1.0.0-beta', 'iOS/1.0.0', 'windows/1.0.0', 'ios 1.0.0', '/1.0.0', 'ios/a.b.c']) {
+    for (const version of [
+      undefined,
+      '',
+      'ios',
+      'ios/',
+      'ios/1',
+      'ios/1.0',
+      'ios/1.0.0.0',
+      'ios/01.0.0',
+      'ios/1.0.0-beta',
+      'iOS/1.0.0',
+      'windows/1.0.0',
+      'ios 1.0.0',
+      '/1.0.0',
+      'ios/a.b.c',
+    ]) {
       expect((await profile(version)).status, String(version)).toBe(200);
     }
   });
 
   it('stops an old app before anything else: before the token check and on writes', async () => {
     expect((await app.get('/users/me/profile', { headers: { 'x-client-version': 'ios/1.0.0' } })).status).toBe(426);
-    expect((await app.post('/auth/anonymous/session', { deviceId: 'old-app-device-1' }, { headers: { 'x-client-version': 'android/1.0.0' } })).status).toBe(426);
-    expect((await app.patch('/users/me/profile', { bio: 'x' }, { token: user.token, headers: { 'x-client-version': 'ios/1.0.0' } })).status).toBe(426);
+    expect(
+      (await app.post('/auth/anonymous/session', { deviceId: 'old-app-device-1' }, { headers: { 'x-client-version': 'android/1.0.0' } }))
+        .status,
+    ).toBe(426);
+    expect(
+      (await app.patch('/users/me/profile', { bio: 'x' }, { token: user.token, headers: { 'x-client-version': 'ios/1.0.0' } })).status,
+    ).toBe(426);
     expect((await app.get('/users/me/profile', { token: user.token })).body.data.bio).not.toBe('x');
   });
 
@@ -86,7 +107,9 @@ describe('without minimums', () => {
     try {
       expect((await plain.get('/auth/login-config')).body.data.minimumClientVersions).toEqual({ ios: null, android: null });
       const someone = await userAtLevel(plain, 1);
-      expect((await plain.get('/users/me/profile', { token: someone.token, headers: { 'x-client-version': 'ios/0.0.1' } })).status).not.toBe(426);
+      expect(
+        (await plain.get('/users/me/profile', { token: someone.token, headers: { 'x-client-version': 'ios/0.0.1' } })).status,
+      ).not.toBe(426);
     } finally {
       await plain.close();
     }

@@ -15,7 +15,8 @@ beforeAll(async () => {
 });
 afterAll(() => app.close());
 
-const comment = (user: TestUser, postId: string, body: Record<string, unknown>) => app.post(`/posts/${postId}/comments`, body, { token: user.token });
+const comment = (user: TestUser, postId: string, body: Record<string, unknown>) =>
+  app.post(`/posts/${postId}/comments`, body, { token: user.token });
 
 describe('comments', () => {
   it('creates comments with UserLite authors, notifies the post author, and counts them', async () => {
@@ -52,7 +53,9 @@ describe('comments', () => {
     expect(top.body.data.items.map((c: any) => [c.id, c.replyCount])).toEqual([[root.id, 2]]);
     const replies = await app.get(`/posts/${post.id}/comments?parentCommentId=${root.id}&limit=1`, { token: author.token });
     expect(replies.body.data.items.map((c: any) => c.id)).toEqual([reply.id]);
-    const more = await app.get(`/posts/${post.id}/comments?parentCommentId=${root.id}&limit=1&cursor=${replies.body.data.nextCursor}`, { token: author.token });
+    const more = await app.get(`/posts/${post.id}/comments?parentCommentId=${root.id}&limit=1&cursor=${replies.body.data.nextCursor}`, {
+      token: author.token,
+    });
     expect(more.body.data.items.map((c: any) => c.id)).toEqual([nested.id]);
     expect(more.body.data.nextCursor).toBeNull();
     const other = await createPost(app, author);
@@ -105,7 +108,9 @@ describe('saved posts', () => {
     await app.delete(`/posts/${first.id}`, { token: author.token });
     expect((await app.get('/users/me/saved-posts', { token: saver.token })).body.data.items).toEqual([]);
     expect((await app.post(`/posts/${first.id}/save`, undefined, { token: saver.token })).body.error.code).toBe('POST_NOT_FOUND');
-    expect((await app.post(`/posts/${second.id}/save`, undefined, { token: (await anonymousUser(app)).token })).body.error.code).toBe('PROFILE_BASICS_REQUIRED');
+    expect((await app.post(`/posts/${second.id}/save`, undefined, { token: (await anonymousUser(app)).token })).body.error.code).toBe(
+      'PROFILE_BASICS_REQUIRED',
+    );
   });
 
   it('reports posts (201) without notifying anyone', async () => {
@@ -114,6 +119,9 @@ describe('saved posts', () => {
     const report = await app.post(`/reports/posts/${post.id}`, { reason: 'misinformation' }, { token: commenter.token });
     expect(report.status).toBe(201);
     expect((await app.owner.query('select count(*)::int as n from app.notifications')).rows[0].n).toBe(before.rows[0].n);
-    expect((await app.post('/reports/posts/00000000-0000-4000-8000-000000000000', { reason: 'spam' }, { token: commenter.token })).body.error.code).toBe('POST_NOT_FOUND');
+    expect(
+      (await app.post('/reports/posts/00000000-0000-4000-8000-000000000000', { reason: 'spam' }, { token: commenter.token })).body.error
+        .code,
+    ).toBe('POST_NOT_FOUND');
   });
 });

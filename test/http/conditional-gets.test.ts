@@ -79,7 +79,10 @@ describe('a 200 to a GET', () => {
     expect(first.headers.get('vary')).toBe('Authorization');
 
     for (const ifNoneMatch of [tag as string, `W/${tag}`, `"other", ${tag}`, '*']) {
-      const again = await app.get('/notifications/unread-count', { token: user.token, headers: { 'if-none-match': ifNoneMatch, 'x-request-id': 'poll-1' } });
+      const again = await app.get('/notifications/unread-count', {
+        token: user.token,
+        headers: { 'if-none-match': ifNoneMatch, 'x-request-id': 'poll-1' },
+      });
       expect(again.status).toBe(304);
       expect(again.text).toBe('');
       expect(again.headers.get('etag')).toBe(tag);
@@ -95,7 +98,10 @@ describe('a 200 to a GET', () => {
   it('gets a new tag when the body changes, and the old tag then answers the full body', async () => {
     const before = await app.get('/notifications/unread-count', { token: user.token });
     await insertNotification(app, user.id);
-    const after = await app.get('/notifications/unread-count', { token: user.token, headers: { 'if-none-match': before.headers.get('etag') as string } });
+    const after = await app.get('/notifications/unread-count', {
+      token: user.token,
+      headers: { 'if-none-match': before.headers.get('etag') as string },
+    });
     expect(after.status).toBe(200);
     expect(after.body.data.unreadCount).toBe(before.body.data.unreadCount + 1);
     expect(after.headers.get('etag')).not.toBe(before.headers.get('etag'));
@@ -105,7 +111,10 @@ describe('a 200 to a GET', () => {
   it('is per user: another user with the same tag gets their own answer', async () => {
     const someone = await userAtLevel(app, 2);
     const mine = await app.get('/users/me/profile', { token: user.token });
-    const theirs = await app.get('/users/me/profile', { token: someone.token, headers: { 'if-none-match': mine.headers.get('etag') as string } });
+    const theirs = await app.get('/users/me/profile', {
+      token: someone.token,
+      headers: { 'if-none-match': mine.headers.get('etag') as string },
+    });
     expect(theirs.status).toBe(200);
     expect(theirs.body.data.id).toBe(someone.id);
   });
@@ -123,13 +132,23 @@ describe('a 200 to a GET', () => {
       const photo = first.body.data.profilePhotoUrl as string;
       expect(photo).toMatch(/^http/);
       // The photo's WebP variant (never the uploaded PNG: contract part 18).
-      expect(Buffer.from(await (await fetch(photo)).arrayBuffer()).subarray(0, 4).toString('latin1')).toBe('RIFF');
-      const again = await api.client.get(`/users/by-username/${user.username}`, { token: viewer.token, headers: { 'if-none-match': first.headers.get('etag') as string } });
+      expect(
+        Buffer.from(await (await fetch(photo)).arrayBuffer())
+          .subarray(0, 4)
+          .toString('latin1'),
+      ).toBe('RIFF');
+      const again = await api.client.get(`/users/by-username/${user.username}`, {
+        token: viewer.token,
+        headers: { 'if-none-match': first.headers.get('etag') as string },
+      });
       expect(again.status).toBe(304);
       expect(again.text).toBe('');
       const own = await api.client.get('/users/me/profile', { token: user.token });
       expect(own.body.data.profilePhotoUrl).toBe(photo);
-      expect((await api.client.get('/users/me/profile', { token: user.token, headers: { 'if-none-match': own.headers.get('etag') as string } })).status).toBe(304);
+      expect(
+        (await api.client.get('/users/me/profile', { token: user.token, headers: { 'if-none-match': own.headers.get('etag') as string } }))
+          .status,
+      ).toBe(304);
     } finally {
       await api.close();
     }
@@ -177,13 +196,25 @@ describe('signed image URLs', () => {
       expect(b.text).toBe(a.text);
       expect(b.headers.get('etag')).toBe(a.headers.get('etag'));
       // A phone that polled one process revalidates against the other.
-      expect((await late.client.get('/users/me/profile', { token: user.token, headers: { 'if-none-match': a.headers.get('etag') as string } })).status).toBe(304);
+      expect(
+        (await late.client.get('/users/me/profile', { token: user.token, headers: { 'if-none-match': a.headers.get('etag') as string } }))
+          .status,
+      ).toBe(304);
 
       // Signed for the window's start and valid two hours: it works now, whichever moment of the hour it is.
       const url = new URL(a.body.data.profilePhotoUrl as string);
-      expect(url.searchParams.get('X-Amz-Date')).toBe(new Date(windowStart).toISOString().replace(/[-:]/g, '').replace(/\.\d{3}/, ''));
+      expect(url.searchParams.get('X-Amz-Date')).toBe(
+        new Date(windowStart)
+          .toISOString()
+          .replace(/[-:]/g, '')
+          .replace(/\.\d{3}/, ''),
+      );
       expect(url.searchParams.get('X-Amz-Expires')).toBe(String(photoUrlWindow.validSeconds));
-      expect(Buffer.from(await (await fetch(url)).arrayBuffer()).subarray(0, 4).toString('latin1')).toBe('RIFF');
+      expect(
+        Buffer.from(await (await fetch(url)).arrayBuffer())
+          .subarray(0, 4)
+          .toString('latin1'),
+      ).toBe('RIFF');
 
       // The next window signs a new URL (and the answer a new tag).
       const c = await next.client.get('/users/me/profile', { token: user.token });

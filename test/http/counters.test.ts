@@ -30,7 +30,8 @@ describe('counters under concurrent writes and deletes', () => {
     const root = (await app.post(`/posts/${post.id}/comments`, { text: 'root' }, { token: author.token })).body.data;
     const discussionPost = await createPost(app, author, { visibility: 'public_hub', hubIds: [hub.id] });
     const discussion = (await app.owner.query('select id from app.hub_discussions where post_id = $1', [discussionPost.id])).rows[0].id;
-    const thread = (await app.post(`/hubs/${hub.id}/discussions/${discussion}/messages`, { text: 'thread' }, { token: author.token })).body.data;
+    const thread = (await app.post(`/hubs/${hub.id}/discussions/${discussion}/messages`, { text: 'thread' }, { token: author.token })).body
+      .data;
     const blockedFan = await userAtLevel(app, 2);
     ok((await app.post(`/users/${author.id}/follow`, undefined, { token: blockedFan.token })).status);
 
@@ -59,7 +60,15 @@ describe('counters under concurrent writes and deletes', () => {
           ownPosts.push({ id: r.body.data.id, by: user });
         }),
         addMember(app, hub, user).then(async () =>
-          ok((await app.post(`/hubs/${hub.id}/discussions/${discussion}/messages`, { text: 'hello', parentMessageId: thread.id }, { token: user.token })).status),
+          ok(
+            (
+              await app.post(
+                `/hubs/${hub.id}/discussions/${discussion}/messages`,
+                { text: 'hello', parentMessageId: thread.id },
+                { token: user.token },
+              )
+            ).status,
+          ),
         ),
       ]),
     );
@@ -88,7 +97,9 @@ describe('counters under concurrent writes and deletes', () => {
     expect(profile.counts).toEqual({ followers: crowd.length - half.length, following: 0, posts: 2 });
     for (const user of crowd) {
       const counts = (await app.get(`/users/by-username/${user.username}`)).body.data.counts;
-      const posts = ownPosts.filter((p) => p.by === user && !deletedPosts.includes(p)).length + reposts.filter((p) => p.by === user && !deletedReposts.includes(p)).length;
+      const posts =
+        ownPosts.filter((p) => p.by === user && !deletedPosts.includes(p)).length +
+        reposts.filter((p) => p.by === user && !deletedReposts.includes(p)).length;
       expect(counts).toEqual({ followers: 0, following: half.includes(user) ? 0 : 1, posts });
     }
     expect((await app.get(`/hubs/${hub.id}`, { token: author.token })).body.data.memberCount).toBe(1 + crowd.length - half.length);
@@ -99,13 +110,18 @@ describe('counters under concurrent writes and deletes', () => {
   it('reports a counter that differs from its rows, and the rebuild sets it right', async () => {
     const post = await createPost(app, author);
     await app.post(`/posts/${post.id}/comments`, { text: 'one' }, { token: author.token });
-    await app.owner.query(`insert into app_private.counters (counter, subject, slot, n) values ('post_comments', $1, 15, 2)
-                           on conflict (counter, subject, slot) do update set n = app_private.counters.n + 2`, [post.id]);
+    await app.owner.query(
+      `insert into app_private.counters (counter, subject, slot, n) values ('post_comments', $1, 15, 2)
+                           on conflict (counter, subject, slot) do update set n = app_private.counters.n + 2`,
+      [post.id],
+    );
     await app.owner.query(`update app.hub_discussion_stats set message_count = message_count + 1`);
     const found = await drift();
     expect(found).toContainEqual({ counter: 'post_comments', subject: post.id, kept: 3, counted: 1 });
     // Every discussion's kept count is one above its rows, and no other discussion drifts.
-    const { rows: stats } = await app.owner.query<{ subject: string; kept: number }>('select discussion_id as subject, message_count::int as kept from app.hub_discussion_stats');
+    const { rows: stats } = await app.owner.query<{ subject: string; kept: number }>(
+      'select discussion_id as subject, message_count::int as kept from app.hub_discussion_stats',
+    );
     expect(stats.length).toBeGreaterThan(0);
     const sortBySubject = <T extends { subject: string }>(rows: T[]) => [...rows].sort((a, b) => (a.subject < b.subject ? -1 : 1));
     expect(sortBySubject(found.filter((row) => row.counter === 'discussion_messages'))).toEqual(
@@ -119,8 +135,13 @@ describe('counters under concurrent writes and deletes', () => {
 
   it('spreads one subject over at most 16 slot rows', async () => {
     const post = await createPost(app, author);
-    await Promise.all(crowd.flatMap((user) => [1, 2, 3].map(() => app.post(`/posts/${post.id}/comments`, { text: 'x' }, { token: user.token }))));
-    const { rows } = await app.owner.query(`select count(*)::int as slots, sum(n)::int as n from app_private.counters where counter = 'post_comments' and subject = $1`, [post.id]);
+    await Promise.all(
+      crowd.flatMap((user) => [1, 2, 3].map(() => app.post(`/posts/${post.id}/comments`, { text: 'x' }, { token: user.token }))),
+    );
+    const { rows } = await app.owner.query(
+      `select count(*)::int as slots, sum(n)::int as n from app_private.counters where counter = 'post_comments' and subject = $1`,
+      [post.id],
+    );
     expect(rows[0].n).toBe(30);
     expect(rows[0].slots).toBeGreaterThan(1);
     expect(rows[0].slots).toBeLessThanOrEqual(16);
@@ -153,11 +174,43 @@ describe('writers of a popular subject', () => {
     const post = await createPost(app, author);
     const root = (await app.post(`/posts/${post.id}/comments`, { text: 'root' }, { token: author.token })).body.data;
     const [fan, joiner] = [crowd[2] as TestUser, await userAtLevel(app, 4)];
-    await rowStaysFree(fan, 'select app.create_comment($1, $2, null)', [post.id, 'hi'], 'select from app.posts where id = $1 for no key update', [post.id]);
-    await rowStaysFree(fan, 'select app.create_comment($1, $2, $3)', [post.id, 'hi', root.id], 'select from app.comments where id = $1 for no key update', [root.id]);
-    await rowStaysFree(fan, 'select app.create_repost($1, $2, null, null, null, $3, null)', [post.id, 'again', 'public'], 'select from app.posts where id = $1 for no key update', [post.id]);
-    await rowStaysFree(joiner, 'select app.follow_user($1)', [author.id], 'select from app.users where id = $1 for no key update', [author.id]);
-    const invitationId = (await app.post(`/hubs/${hub.id}/invitations`, { invitees: [{ phoneCountryCode: '+1', phoneNumber: (joiner.phone as any).phoneNumber }] }, { token: author.token })).body.data.invitations[0].invitationId;
-    await rowStaysFree(joiner, 'select * from app.accept_invitation($1)', [invitationId], 'select from app.hubs where id = $1 for no key update', [hub.id]);
+    await rowStaysFree(
+      fan,
+      'select app.create_comment($1, $2, null)',
+      [post.id, 'hi'],
+      'select from app.posts where id = $1 for no key update',
+      [post.id],
+    );
+    await rowStaysFree(
+      fan,
+      'select app.create_comment($1, $2, $3)',
+      [post.id, 'hi', root.id],
+      'select from app.comments where id = $1 for no key update',
+      [root.id],
+    );
+    await rowStaysFree(
+      fan,
+      'select app.create_repost($1, $2, null, null, null, $3, null)',
+      [post.id, 'again', 'public'],
+      'select from app.posts where id = $1 for no key update',
+      [post.id],
+    );
+    await rowStaysFree(joiner, 'select app.follow_user($1)', [author.id], 'select from app.users where id = $1 for no key update', [
+      author.id,
+    ]);
+    const invitationId = (
+      await app.post(
+        `/hubs/${hub.id}/invitations`,
+        { invitees: [{ phoneCountryCode: '+1', phoneNumber: (joiner.phone as any).phoneNumber }] },
+        { token: author.token },
+      )
+    ).body.data.invitations[0].invitationId;
+    await rowStaysFree(
+      joiner,
+      'select * from app.accept_invitation($1)',
+      [invitationId],
+      'select from app.hubs where id = $1 for no key update',
+      [hub.id],
+    );
   });
 });

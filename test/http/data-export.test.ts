@@ -28,7 +28,9 @@ describe('POST /users/me/exports and GET /users/me/exports/{exportId}', () => {
     expect((await app.post(`/users/${friend.id}/follow`, undefined, { token: user.token })).status).toBe(200);
     expect((await app.post(`/posts/${friendPost.id}/save`, undefined, { token: user.token })).status).toBe(200);
     const deviceToken = `export-device-token-${Math.random().toString(36).slice(2)}XyZ9kQ7w`;
-    expect((await app.post('/users/me/push-devices', { provider: 'fcm', token: deviceToken, platform: 'ios' }, { token: user.token })).status).toBe(201);
+    expect(
+      (await app.post('/users/me/push-devices', { provider: 'fcm', token: deviceToken, platform: 'ios' }, { token: user.token })).status,
+    ).toBe(201);
 
     const requested = await app.post('/users/me/exports', undefined, { token: user.token });
     expect(requested.status).toBe(202);
@@ -71,7 +73,11 @@ describe('POST /users/me/exports and GET /users/me/exports/{exportId}', () => {
     expect(text).not.toContain(friend.phone?.e164 as string);
 
     // Someone else's export, an unknown id, a malformed id: 404 EXPORT_NOT_FOUND.
-    for (const [token, id] of [[friend.token, exportId], [user.token, '00000000-0000-4000-8000-000000000000'], [user.token, 'nope']] as const) {
+    for (const [token, id] of [
+      [friend.token, exportId],
+      [user.token, '00000000-0000-4000-8000-000000000000'],
+      [user.token, 'nope'],
+    ] as const) {
       const response = await app.get(`/users/me/exports/${id}`, { token });
       expect(response.status).toBe(404);
       expect(response.body.error.code).toBe('EXPORT_NOT_FOUND');
@@ -82,7 +88,9 @@ describe('POST /users/me/exports and GET /users/me/exports/{exportId}', () => {
     const user = await userAtLevel(app, 2);
     const answers = await Promise.all(Array.from({ length: 4 }, () => app.post('/users/me/exports', undefined, { token: user.token })));
     expect(answers.map((a) => a.status).sort()).toEqual([202, 429, 429, 429]);
-    expect((await app.owner.query('select count(*)::int as n from app_private.data_exports where user_id = $1', [user.id])).rows[0].n).toBe(1);
+    expect((await app.owner.query('select count(*)::int as n from app_private.data_exports where user_id = $1', [user.id])).rows[0].n).toBe(
+      1,
+    );
 
     const newcomer = await userAtLevel(app, 1);
     const refused = await app.post('/users/me/exports', undefined, { token: newcomer.token });

@@ -22,7 +22,8 @@ beforeAll(async () => {
 });
 afterAll(() => app.close());
 
-const graphql = (query: string, token: string, variables: Record<string, unknown> = {}) => internalGraphql(app.url, query, token, variables);
+const graphql = (query: string, token: string, variables: Record<string, unknown> = {}) =>
+  internalGraphql(app.url, query, token, variables);
 
 const guestHome = async () => ((await app.get('/posts')).body.data.items as { id: string }[]).map((card) => card.id);
 
@@ -40,13 +41,17 @@ describe('internal GraphQL', () => {
     expect(add.errors, JSON.stringify(add.errors)).toBeUndefined();
     expect(add.data.addDefaultFeedUser.result.userId).toBe(author.id);
     const list = await graphql('{ allDefaultFeedUsers { nodes { userId addedAt userByUserId { username } } } }', adminToken);
-    expect(list.data.allDefaultFeedUsers.nodes).toEqual([expect.objectContaining({ userId: author.id, userByUserId: { username: author.username } })]);
+    expect(list.data.allDefaultFeedUsers.nodes).toEqual([
+      expect.objectContaining({ userId: author.id, userByUserId: { username: author.username } }),
+    ]);
     expect(await guestHome()).toEqual([postId]);
 
     const unknown = await graphql('mutation { addDefaultFeedUser(input: { username: "nobody_here" }) { clientMutationId } }', adminToken);
     expect(unknown.errors?.[0]?.message).toBe('User does not exist.');
 
-    const remove = await graphql('mutation($u: String!) { removeDefaultFeedUser(input: { username: $u }) { result } }', adminToken, { u: author.username });
+    const remove = await graphql('mutation($u: String!) { removeDefaultFeedUser(input: { username: $u }) { result } }', adminToken, {
+      u: author.username,
+    });
     expect(remove.data.removeDefaultFeedUser.result).toBe(true);
     expect(await guestHome()).toEqual([]);
   });
@@ -56,7 +61,9 @@ describe('internal GraphQL', () => {
     const list = await graphql('{ allDefaultFeedUsers { nodes { userId } } }', user.token);
     // The user schema has no such field, so the query is refused before it runs.
     expect(list.errors?.map((e) => e.message)).toEqual(['Cannot query field "allDefaultFeedUsers" on type "Query".']);
-    const add = await graphql('mutation($u: String!) { addDefaultFeedUser(input: { username: $u }) { clientMutationId } }', user.token, { u: user.username });
+    const add = await graphql('mutation($u: String!) { addDefaultFeedUser(input: { username: $u }) { clientMutationId } }', user.token, {
+      u: user.username,
+    });
     expect(add.errors?.map((e) => e.message)).toEqual(['This schema has no mutation operations.']);
     const { rows } = await app.owner.query('select count(*)::int as n from app.default_feed_users');
     expect(rows[0].n).toBe(0);

@@ -24,14 +24,24 @@ beforeAll(async () => {
     [outsider, other],
   ] as const) {
     const post = await createPost(app, author, { visibility: 'public_hub', hubIds: [target.id] });
-    const discussion = (await app.get(`/hubs/${target.id}/discussions`, { token: author.token })).body.data.items.find((d: any) => d.postId === post.id);
+    const discussion = (await app.get(`/hubs/${target.id}/discussions`, { token: author.token })).body.data.items.find(
+      (d: any) => d.postId === post.id,
+    );
     const root = await app.post(`/hubs/${target.id}/discussions/${discussion.id}/messages`, { text: 'root' }, { token: author.token });
-    await app.post(`/hubs/${target.id}/discussions/${discussion.id}/messages`, { text: 'reply', parentMessageId: root.body.data.id }, { token: author.token });
+    await app.post(
+      `/hubs/${target.id}/discussions/${discussion.id}/messages`,
+      { text: 'reply', parentMessageId: root.body.data.id },
+      { token: author.token },
+    );
     await app.post(`/hubs/${target.id}/discussions/${discussion.id}/save`, undefined, { token: author.token });
   }
-  await app.post(`/hubs/${hub.id}/discussions/${(await app.get(`/hubs/${hub.id}/discussions`, { token: member.token })).body.data.items[0].id}/save`, undefined, {
-    token: member.token,
-  });
+  await app.post(
+    `/hubs/${hub.id}/discussions/${(await app.get(`/hubs/${hub.id}/discussions`, { token: member.token })).body.data.items[0].id}/save`,
+    undefined,
+    {
+      token: member.token,
+    },
+  );
 });
 afterAll(() => app.close());
 
@@ -74,7 +84,10 @@ async function restRows(user: TestUser, hubs: TestHub[]) {
       }
     }
   }
-  const saved = (await app.get('/users/me/saved-discussions', { token: user.token })).body.data.items.map((s: any) => ({ discussionId: s.discussionId, userId: user.id }));
+  const saved = (await app.get('/users/me/saved-discussions', { token: user.token })).body.data.items.map((s: any) => ({
+    discussionId: s.discussionId,
+    userId: user.id,
+  }));
   return { discussions, stats, messages, saved };
 }
 
@@ -112,7 +125,17 @@ describe('a user token', () => {
     };
     expect(await fields('HubDiscussion')).toEqual(['hubId', 'id', 'lastActivityAt', 'postId', 'rowId']);
     expect(await fields('HubDiscussionStat')).toEqual(['discussionId', 'hubId', 'id', 'messageCount']);
-    expect(await fields('HubDiscussionMessage')).toEqual(['authorId', 'createdAt', 'discussionId', 'hubId', 'id', 'parentId', 'replyCount', 'rowId', 'text']);
+    expect(await fields('HubDiscussionMessage')).toEqual([
+      'authorId',
+      'createdAt',
+      'discussionId',
+      'hubId',
+      'id',
+      'parentId',
+      'replyCount',
+      'rowId',
+      'text',
+    ]);
     expect(await fields('SavedDiscussion')).toEqual(['discussionId', 'hubId', 'id', 'savedAt', 'userId']);
     const schema = JSON.stringify(await graphql('{ __schema { types { name fields { name } } } }', member.token));
     expect(schema).not.toMatch(/hubDiscussionAuthor|postHubDiscussionMessage|saveHubDiscussion|hubDiscussionThread/i);

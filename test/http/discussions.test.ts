@@ -54,7 +54,11 @@ describe('discussions of a hub', () => {
     for (const row of rows) expect(row.discussion_id).toEqual(expect.any(String));
     // A placement that fails (not a member of one target) leaves no discussion behind.
     const before = await countRows('app.hub_discussions');
-    const refused = await app.post('/posts', { thoughtText: 'x', visibility: 'public_hub', hubIds: [hub.id, (await createHub(app, outsider)).id] }, { token: member.token });
+    const refused = await app.post(
+      '/posts',
+      { thoughtText: 'x', visibility: 'public_hub', hubIds: [hub.id, (await createHub(app, outsider)).id] },
+      { token: member.token },
+    );
     expect(refused.body.error.code).toBe('HUB_MEMBERSHIP_REQUIRED');
     expect(await countRows('app.hub_discussions')).toBe(before);
   });
@@ -267,7 +271,9 @@ describe('errors, in contract order', () => {
     [invited, pending, level3] = await Promise.all([userAtLevel(app, 4), userAtLevel(app, 4), userAtLevel(app, 3)]);
     await invite(app, hub, owner, invited);
     const link = await app.post(`/hubs/${hub.id}/invite-links`, undefined, { token: owner.token });
-    expect((await app.post(`/hub-invite-links/${link.body.data.token}/join-requests`, undefined, { token: pending.token })).status).toBe(201);
+    expect((await app.post(`/hub-invite-links/${link.body.data.token}/join-requests`, undefined, { token: pending.token })).status).toBe(
+      201,
+    );
   });
 
   const code = (response: { body: any }) => response.body.error?.code;
@@ -277,7 +283,9 @@ describe('errors, in contract order', () => {
     expect(code(await discussionsOf(level3))).toBe('HUB_READINESS_REQUIRED');
     expect(code(await say(level3, discussionId, { text: '' }))).toBe('HUB_READINESS_REQUIRED');
     expect(code(await app.get('/users/me/saved-discussions', { token: level3.token }))).toBe('HUB_READINESS_REQUIRED');
-    expect(code(await app.post(`/hubs/${hub.id}/discussions/${discussionId}/save`, undefined, { token: level3.token }))).toBe('HUB_READINESS_REQUIRED');
+    expect(code(await app.post(`/hubs/${hub.id}/discussions/${discussionId}/save`, undefined, { token: level3.token }))).toBe(
+      'HUB_READINESS_REQUIRED',
+    );
   });
 
   it('422 for text bounds, unknown fields and bad paging, before existence', async () => {
@@ -314,7 +322,10 @@ describe('errors, in contract order', () => {
         expect(response.status, `${path} ${value}`).toBe(422);
         expect(code(response)).toBe('VALIDATION_FAILED');
       }
-      for (const valid of [[0, discussionId], [-1, discussionId]]) {
+      for (const valid of [
+        [0, discussionId],
+        [-1, discussionId],
+      ]) {
         expect((await app.get(`${path}?cursor=${cursor(valid)}`, { token: member.token })).status).toBe(200);
       }
     }
@@ -331,8 +342,12 @@ describe('errors, in contract order', () => {
       expect(code(await say(user, discussionId, { text: 'x' }))).toBe('HUB_MEMBERSHIP_REQUIRED');
       // Membership is checked before the discussion, whatever the discussion id.
       expect(code(await say(user, 'not-an-id', { text: 'x' }))).toBe('HUB_MEMBERSHIP_REQUIRED');
-      expect(code(await app.post(`/hubs/${hub.id}/discussions/${discussionId}/save`, undefined, { token: user.token }))).toBe('HUB_MEMBERSHIP_REQUIRED');
-      expect(code(await app.delete(`/hubs/${hub.id}/discussions/${discussionId}/save`, { token: user.token }))).toBe('HUB_MEMBERSHIP_REQUIRED');
+      expect(code(await app.post(`/hubs/${hub.id}/discussions/${discussionId}/save`, undefined, { token: user.token }))).toBe(
+        'HUB_MEMBERSHIP_REQUIRED',
+      );
+      expect(code(await app.delete(`/hubs/${hub.id}/discussions/${discussionId}/save`, { token: user.token }))).toBe(
+        'HUB_MEMBERSHIP_REQUIRED',
+      );
     }
   });
 
@@ -340,7 +355,9 @@ describe('errors, in contract order', () => {
     for (const id of ['00000000-0000-4000-8000-000000000000', 'not-an-id', foreignDiscussion]) {
       expect(code(await listMessages(member, id))).toBe('DISCUSSION_NOT_FOUND');
       expect(code(await say(member, id, { text: 'x', parentMessageId: 'nope' }))).toBe('DISCUSSION_NOT_FOUND');
-      expect(code(await app.post(`/hubs/${hub.id}/discussions/${id}/save`, undefined, { token: member.token }))).toBe('DISCUSSION_NOT_FOUND');
+      expect(code(await app.post(`/hubs/${hub.id}/discussions/${id}/save`, undefined, { token: member.token }))).toBe(
+        'DISCUSSION_NOT_FOUND',
+      );
     }
     const before = await countRows('app.hub_discussion_messages');
     for (const parent of ['00000000-0000-4000-8000-000000000000', 'nope', foreignMessage]) {
@@ -395,7 +412,9 @@ describe('saved discussions', () => {
     const unsave = () => app.delete(`/hubs/${hub.id}/discussions/${b.discussionId}/save`, { token: user.token });
     expect((await unsave()).body.data).toEqual({ saved: false });
     expect((await unsave()).body.data).toEqual({ saved: false });
-    expect((await app.get('/users/me/saved-discussions', { token: user.token })).body.data.items.map((s: any) => s.discussionId)).toEqual([a.discussionId]);
+    expect((await app.get('/users/me/saved-discussions', { token: user.token })).body.data.items.map((s: any) => s.discussionId)).toEqual([
+      a.discussionId,
+    ]);
   });
 
   it('omits hubs the user left, keeps the rows, and shows them again on rejoining', async () => {
@@ -403,7 +422,8 @@ describe('saved discussions', () => {
     await addMember(app, hub, user);
     const { discussionId } = await hubPost(owner);
     expect((await app.post(`/hubs/${hub.id}/discussions/${discussionId}/save`, undefined, { token: user.token })).status).toBe(200);
-    const listed = async () => (await app.get('/users/me/saved-discussions', { token: user.token })).body.data.items.map((s: any) => s.discussionId);
+    const listed = async () =>
+      (await app.get('/users/me/saved-discussions', { token: user.token })).body.data.items.map((s: any) => s.discussionId);
     expect(await listed()).toEqual([discussionId]);
     expect((await app.delete(`/hubs/${hub.id}/membership`, { token: user.token })).status).toBe(200);
     expect(await listed()).toEqual([]);

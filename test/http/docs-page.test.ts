@@ -14,7 +14,15 @@ beforeAll(async () => {
   app = await startTestApp();
   browser = await chromium.launch({
     executablePath: process.env.CHROMIUM_PATH ?? (await sparticuz.executablePath()),
-    args: ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
+    args: [
+      '--no-sandbox',
+      '--disable-gpu',
+      '--disable-quic',
+      '--no-first-run',
+      '--disable-background-networking',
+      '--disable-component-update',
+      '--disable-sync',
+    ],
   });
 }, 60_000);
 afterAll(async () => {

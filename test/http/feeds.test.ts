@@ -149,14 +149,20 @@ describe.each([
     post.sharedByFollowed = (await createPost(app, stranger)).id;
     expect((await app.post(`/posts/${post.sharedByFollowed}/share/feed`, undefined, { token: followed.token })).status).toBe(201);
     post.repostedByFollowed = (await createPost(app, stranger)).id;
-    post.repost = (await app.post(`/posts/${post.repostedByFollowed}/reposts`, { thoughtText: 'mine', visibility: 'public' }, { token: followed.token })).body.data.id;
+    post.repost = (
+      await app.post(`/posts/${post.repostedByFollowed}/reposts`, { thoughtText: 'mine', visibility: 'public' }, { token: followed.token })
+    ).body.data.id;
     post.sharedIntoHub = (await createPost(app, stranger)).id;
     expect((await app.post(`/posts/${post.sharedIntoHub}/share/hubs`, { hubIds: [hub.id] }, { token: coMember.token })).status).toBe(201);
     // what must never arrive
-    post.lockedVotedByFollowed = (await createPost(app, outsider, { ...slider, visibility: 'private_locked_hub', hubIds: [otherHub.id] })).id;
+    post.lockedVotedByFollowed = (
+      await createPost(app, outsider, { ...slider, visibility: 'private_locked_hub', hubIds: [otherHub.id] })
+    ).id;
     expect((await vote(app, followed, post.lockedVotedByFollowed as string)).status).toBe(201);
     post.sharedIntoOtherHub = (await createPost(app, stranger)).id;
-    expect((await app.post(`/posts/${post.sharedIntoOtherHub}/share/hubs`, { hubIds: [otherHub.id] }, { token: followed.token })).status).toBe(201);
+    expect(
+      (await app.post(`/posts/${post.sharedIntoOtherHub}/share/hubs`, { hubIds: [otherHub.id] }, { token: followed.token })).status,
+    ).toBe(201);
     post.strangers = (await createPost(app, stranger)).id;
     post.deleted = (await createPost(app, followed)).id;
     expect((await app.delete(`/posts/${post.deleted}`, { token: followed.token })).status).toBe(200);
@@ -235,7 +241,12 @@ describe.each([
 
 describe('GET /posts privacy at read time', () => {
   it('drops a leaver’s hub posts and hub shares at once, and shows a joiner historical shares', async () => {
-    const [owner, member, sharer, stranger] = await Promise.all([userAtLevel(app, 4), userAtLevel(app, 4), userAtLevel(app, 4), userAtLevel(app, 3)]);
+    const [owner, member, sharer, stranger] = await Promise.all([
+      userAtLevel(app, 4),
+      userAtLevel(app, 4),
+      userAtLevel(app, 4),
+      userAtLevel(app, 3),
+    ]);
     const hub = await createHub(app, owner);
     await addMember(app, hub, sharer);
     const shared = (await createPost(app, stranger)).id;
@@ -256,7 +267,12 @@ describe('GET /posts privacy at read time', () => {
   });
 
   it('does not let an unauthorized hub share bump or page a post', async () => {
-    const [viewer, author, sharer, hubOwner] = await Promise.all([userAtLevel(app, 4), userAtLevel(app, 4), userAtLevel(app, 4), userAtLevel(app, 4)]);
+    const [viewer, author, sharer, hubOwner] = await Promise.all([
+      userAtLevel(app, 4),
+      userAtLevel(app, 4),
+      userAtLevel(app, 4),
+      userAtLevel(app, 4),
+    ]);
     const foreignHub = await createHub(app, hubOwner);
     await addMember(app, foreignHub, sharer);
     for (const target of [author, sharer]) {
@@ -297,7 +313,12 @@ describe('GET /posts privacy at read time', () => {
     const strangerPost = (await createPost(app, stranger)).id;
     const memberPost = (await createPost(app, member)).id;
     expect((await app.post(`/posts/${strangerPost}/comments`, { text: 'seen' }, { token: member.token })).status).toBe(201);
-    expect(await home(hubOwner)).toEqual(expect.arrayContaining([[strangerPost, 'friend_interaction'], [memberPost, 'hub_co_member_author']]));
+    expect(await home(hubOwner)).toEqual(
+      expect.arrayContaining([
+        [strangerPost, 'friend_interaction'],
+        [memberPost, 'hub_co_member_author'],
+      ]),
+    );
     expect((await app.post(`/users/${member.id}/block`, undefined, { token: hubOwner.token })).status).toBe(200);
     const ownerHome = ids(await home(hubOwner));
     expect(ownerHome).not.toContain(strangerPost);
@@ -351,9 +372,19 @@ describe('GET /posts paging', () => {
   });
 
   it('refuses limits out of range and cursors it did not issue with 422', async () => {
-    for (const query of ['?limit=0', '?limit=51', '?limit=abc', '?cursor=!!!', `?cursor=${cursorOf(['x', 'y'])}`, `?cursor=${cursorOf([1, 2, 'not-a-uuid'])}`,
-      `?cursor=${cursorOf([1, 2])}`, `?cursor=${cursorOf([1, 5, '00000000-0000-0000-0000-000000000000'])}`, `?cursor=${cursorOf([1.5, 1, '00000000-0000-0000-0000-000000000000'])}`,
-      `?cursor=${cursorOf([-1, -2, '00000000-0000-0000-0000-000000000000'])}`, `?cursor=${cursorOf([1e300, 1, '00000000-0000-0000-0000-000000000000'])}`]) {
+    for (const query of [
+      '?limit=0',
+      '?limit=51',
+      '?limit=abc',
+      '?cursor=!!!',
+      `?cursor=${cursorOf(['x', 'y'])}`,
+      `?cursor=${cursorOf([1, 2, 'not-a-uuid'])}`,
+      `?cursor=${cursorOf([1, 2])}`,
+      `?cursor=${cursorOf([1, 5, '00000000-0000-0000-0000-000000000000'])}`,
+      `?cursor=${cursorOf([1.5, 1, '00000000-0000-0000-0000-000000000000'])}`,
+      `?cursor=${cursorOf([-1, -2, '00000000-0000-0000-0000-000000000000'])}`,
+      `?cursor=${cursorOf([1e300, 1, '00000000-0000-0000-0000-000000000000'])}`,
+    ]) {
       for (const path of ['/posts', `/users/${author.id}/feed`]) {
         const response = await app.get(`${path}${query}`, { token: viewer.token });
         expect(response.status, `${path}${query}`).toBe(422);
@@ -378,7 +409,9 @@ describe('GET /users/{userId}/feed', () => {
     post.original = (await createPost(app, author, slider)).id;
     post.locked = (await createPost(app, author, { visibility: 'private_locked_hub', hubIds: [hub.id] })).id;
     post.others = (await createPost(app, other)).id;
-    post.repost = (await app.post(`/posts/${post.others}/reposts`, { thoughtText: 'my take', visibility: 'public' }, { token: author.token })).body.data.id;
+    post.repost = (
+      await app.post(`/posts/${post.others}/reposts`, { thoughtText: 'my take', visibility: 'public' }, { token: author.token })
+    ).body.data.id;
     post.sharedTwice = (await createPost(app, other)).id;
     post.hubShared = (await createPost(app, other)).id;
     expect((await app.post(`/posts/${post.sharedTwice}/share/feed`, undefined, { token: author.token })).status).toBe(201);
@@ -469,7 +502,9 @@ describe('GET /hubs/{hubId}/feed', () => {
     const level3 = await userAtLevel(app, 3);
     expect((await app.get(path, { token: level3.token })).body.error.code).toBe('HUB_READINESS_REQUIRED');
     expect((await app.get(path)).status).toBe(401);
-    expect((await app.get('/hubs/00000000-0000-0000-0000-000000000000/feed', { token: member.token })).body.error.code).toBe('HUB_NOT_FOUND');
+    expect((await app.get('/hubs/00000000-0000-0000-0000-000000000000/feed', { token: member.token })).body.error.code).toBe(
+      'HUB_NOT_FOUND',
+    );
     expect((await app.get(`${path}?limit=51`, { token: member.token })).status).toBe(422);
     expect((await app.get(`${path}?cursor=${cursorOf(['x', 'y'])}`, { token: member.token })).status).toBe(422);
   });

@@ -92,7 +92,7 @@ describe('DELETE /users/{userId}/follow', () => {
 });
 
 describe('GET /users/{userId}/followers and /following', () => {
-  it('lists newest first with viewerFollows (false on the viewer\'s own row), paging without repeats', async () => {
+  it("lists newest first with viewerFollows (false on the viewer's own row), paging without repeats", async () => {
     const star = await userAtLevel(app, 2);
     const fans: TestUser[] = [];
     for (let i = 0; i < 5; i += 1) {
@@ -106,7 +106,9 @@ describe('GET /users/{userId}/followers and /following', () => {
     let cursor: string | null = null;
     let pages = 0;
     do {
-      const response: any = await app.get(`/users/${star.id}/followers?limit=2${cursor ? `&cursor=${cursor}` : ''}`, { token: viewer.token });
+      const response: any = await app.get(`/users/${star.id}/followers?limit=2${cursor ? `&cursor=${cursor}` : ''}`, {
+        token: viewer.token,
+      });
       expect(response.status).toBe(200);
       for (const item of response.body.data.items) {
         expect(Object.keys(item).sort()).toEqual(['fullName', 'id', 'profilePhotoUrl', 'username', 'viewerFollows']);
@@ -133,7 +135,10 @@ describe('GET /users/{userId}/followers and /following', () => {
     await follow(other, star.id);
     for (const q of ['ZOE', '@zoe', 'alv', 'Älvarez', 'zoë']) {
       const response = await app.get(`/users/${star.id}/followers?q=${encodeURIComponent(q)}`, { token: star.token });
-      expect(response.body.data.items.map((i: any) => i.id), q).toEqual([zoe.id]);
+      expect(
+        response.body.data.items.map((i: any) => i.id),
+        q,
+      ).toEqual([zoe.id]);
     }
     const none = await app.get(`/users/${star.id}/followers?q=varez`, { token: star.token });
     expect(none.body.data.items).toEqual([]);
@@ -155,7 +160,9 @@ describe('GET /users/{userId}/followers and /following', () => {
     const pages: string[][] = [];
     let cursor: string | null = null;
     do {
-      const response: any = await app.get(`/users/${star.id}/followers?q=qscan&limit=5${cursor ? `&cursor=${cursor}` : ''}`, { token: star.token });
+      const response: any = await app.get(`/users/${star.id}/followers?q=qscan&limit=5${cursor ? `&cursor=${cursor}` : ''}`, {
+        token: star.token,
+      });
       expect(response.status).toBe(200);
       pages.push(response.body.data.items.map((i: any) => i.id));
       cursor = response.body.data.nextCursor;
@@ -174,7 +181,9 @@ describe('GET /users/{userId}/followers and /following', () => {
       expect(response.status, query).toBe(422);
     }
     expect((await app.get(`/users/${user.id}/followers?limit=100`, { token: user.token })).status).toBe(200);
-    expect((await app.get('/users/00000000-0000-4000-8000-000000000000/following', { token: user.token })).body.error.code).toBe('USER_NOT_FOUND');
+    expect((await app.get('/users/00000000-0000-4000-8000-000000000000/following', { token: user.token })).body.error.code).toBe(
+      'USER_NOT_FOUND',
+    );
     expect((await app.get(`/users/${user.id}/followers`)).status).toBe(401);
   });
 });

@@ -78,7 +78,10 @@ function queryArbitrary(parameters: any[]): fc.Arbitrary<[string, string][]> {
     ),
   );
   // Now and then a URL far beyond any header limit.
-  const padding = sometimes(fc.constantFrom(8_000, 17_000, 40_000).map((n) => ['pad', `${n}`] as [string, string]), 12);
+  const padding = sometimes(
+    fc.constantFrom(8_000, 17_000, 40_000).map((n) => ['pad', `${n}`] as [string, string]),
+    12,
+  );
   return fc.tuple(...entries, padding).map((all) => all.filter((e): e is [string, string] => e !== null));
 }
 
@@ -120,7 +123,9 @@ function requestArbitrary({ method, path, operation }: Operation) {
   const names = [...path.matchAll(/\{(\w+)\}/g)].map((m) => m[1] as string);
   const token = path === '/auth/logout' ? logoutUser.token : main.token;
   return fc.record({
-    path: fc.tuple(...names.map(pathValue)).map((values) => names.reduce((p, name, i) => p.replace(`{${name}}`, values[i] as string), path)),
+    path: fc
+      .tuple(...names.map(pathValue))
+      .map((values) => names.reduce((p, name, i) => p.replace(`{${name}}`, values[i] as string), path)),
     query: queryArbitrary(operation.parameters ?? []),
     body: method === 'get' ? fc.constant(undefined) : bodyArbitrary(operation),
     authorization: fc.oneof(

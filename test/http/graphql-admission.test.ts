@@ -79,7 +79,10 @@ describe('internal GraphQL admission', () => {
     expect(refused.length).toBeGreaterThanOrEqual(1);
     for (const answer of refused) {
       expect(answer.retryAfter).toBe('1');
-      expect(answer.body).toEqual({ success: false, error: { code: 'RATE_LIMITED', message: 'Too many requests. Try again later.', details: { retryAfterSeconds: 1 } } });
+      expect(answer.body).toEqual({
+        success: false,
+        error: { code: 'RATE_LIMITED', message: 'Too many requests. Try again later.', details: { retryAfterSeconds: 1 } },
+      });
     }
     expect(hasty.most).toBe(1);
     // Room again once they are done.

@@ -19,10 +19,9 @@ beforeAll(async () => {
   // connection busy); how many run at once is graphql-admission.test.ts's.
   app = await startTestApp({}, { graphqlAdmission: new Admission({ perKey: 100, total: 100, waitMs: 1_000 }) });
   [anon, alice] = await Promise.all([anonymousUser(app), userAtLevel(app, 3)]);
-  await app.owner.query(
-    "insert into app.users (username, full_name) select 'bounds_' || g, 'Bounds ' || g from generate_series(1, $1) g",
-    [publicUsers],
-  );
+  await app.owner.query("insert into app.users (username, full_name) select 'bounds_' || g, 'Bounds ' || g from generate_series(1, $1) g", [
+    publicUsers,
+  ]);
 });
 afterAll(() => app.close());
 
@@ -70,7 +69,8 @@ describe('the attack of issue 9', () => {
   });
 
   it('refuses deep nesting and more than two nested lists', async () => {
-    const deep = '{ allPosts(first: 1) { nodes { postBySourcePostId { postBySourcePostId { postBySourcePostId { postBySourcePostId { rowId } } } } } } }';
+    const deep =
+      '{ allPosts(first: 1) { nodes { postBySourcePostId { postBySourcePostId { postBySourcePostId { postBySourcePostId { rowId } } } } } } }';
     expectRefused(await graphql(anon.token, deep), /exceeds operation depth limits/);
     const lists =
       '{ allUsers(first: 1) { nodes { followsByFollowerId(first: 1) { nodes { userByFolloweeId { followsByFollowerId(first: 1) { nodes { seq } } } } } } } }';
@@ -82,7 +82,8 @@ describe('the estimated cost of an operation', () => {
   const heaviest = (aliases: number, nested: number, orderBy = 'FOLLOWS_BY_FOLLOWEE_ID_COUNT_DESC') =>
     `{ ${Array.from(
       { length: aliases },
-      (_, i) => `a${i}: allUsers(first: 100, orderBy: ${orderBy}) { nodes { rowId followsByFollowerId(first: ${nested}) { nodes { seq } } } }`,
+      (_, i) =>
+        `a${i}: allUsers(first: 100, orderBy: ${orderBy}) { nodes { rowId followsByFollowerId(first: ${nested}) { nodes { seq } } } }`,
     ).join(' ')} }`;
 
   it('refuses the attack (10 aliases x 100 users sorted by an aggregate, nested 100) in validation, before any SQL runs', async () => {
@@ -97,8 +98,14 @@ describe('the estimated cost of an operation', () => {
     expect((await graphql(alice.token, heaviest(1, 1, 'USERNAME_ASC'))).body.errors).toBeUndefined();
     expect((await statementsRun()) - before).toBe(2);
     // The same 400 answer as the depth and alias bounds.
-    const aliases = await graphql(alice.token, `{ ${Array.from({ length: 11 }, (_, i) => `u${i}: allUsers(first: 1) { nodes { rowId } }`).join(' ')} }`);
-    expect({ status: answers[0]?.status, keys: Object.keys(answers[0]?.body ?? {}) }).toEqual({ status: aliases.status, keys: Object.keys(aliases.body) });
+    const aliases = await graphql(
+      alice.token,
+      `{ ${Array.from({ length: 11 }, (_, i) => `u${i}: allUsers(first: 1) { nodes { rowId } }`).join(' ')} }`,
+    );
+    expect({ status: answers[0]?.status, keys: Object.keys(answers[0]?.body ?? {}) }).toEqual({
+      status: aliases.status,
+      keys: Object.keys(aliases.body),
+    });
   });
 
   it('counts rows by the pages written (a variable counts as 100), and whole-collection work by its own weight', async () => {
@@ -107,12 +114,16 @@ describe('the estimated cost of an operation', () => {
     expectRefused(await graphql(alice.token, heaviest(1, 25, 'USERNAME_ASC')), /estimated 2600/);
     // An order by an aggregate of related rows reads every related row: refused whatever the page.
     expectRefused(await graphql(alice.token, heaviest(1, 0)), /estimated 2601/);
-    expectRefused(await graphql(alice.token, '{ allUsers(first: 1, orderBy: [USERNAME_ASC, FOLLOWS_BY_FOLLOWER_ID_COUNT_DESC]) { nodes { rowId } } }'), /estimated 2502/);
+    expectRefused(
+      await graphql(alice.token, '{ allUsers(first: 1, orderBy: [USERNAME_ASC, FOLLOWS_BY_FOLLOWER_ID_COUNT_DESC]) { nodes { rowId } } }'),
+      /estimated 2502/,
+    );
     // A page given by a variable counts as the bound, whatever the variable says.
     const variable = 'query ($n: Int) { allUsers(first: $n) { nodes { followsByFollowerId(first: $n) { nodes { seq } } } } }';
     expectRefused(await graphql(alice.token, variable, { n: 1 }), /estimated 10100/);
     // Counting or aggregating a whole collection costs 1000 per connection; fragments count too.
-    const counts = '{ a: allUsers { totalCount aggregates { distinctCount { rowId } } nodes { rowId } } b: allUsers { ...f } } fragment f on UserConnection { totalCount }';
+    const counts =
+      '{ a: allUsers { totalCount aggregates { distinctCount { rowId } } nodes { rowId } } b: allUsers { ...f } } fragment f on UserConnection { totalCount }';
     expect((await graphql(alice.token, counts)).body.errors).toBeUndefined();
     expectRefused(await graphql(alice.token, counts.replace('b: allUsers', 'c: allUsers { totalCount } b: allUsers')), /estimated 3100/);
     expect((await graphql(alice.token, '{ allUsers(first: 20) { totalCount nodes { rowId } } }')).body.errors).toBeUndefined();
@@ -146,7 +157,10 @@ describe('connection pages', () => {
     const unset = await graphql(anon.token, 'query ($n: Int) { allUsers(first: $n) { nodes { rowId } } }', {});
     expect(unset.body.data.allUsers.nodes).toHaveLength(graphqlBounds.maxPageSize);
     // Each nested count costs 1000 (the cost bound): two of them fit.
-    const nested = await graphql(anon.token, '{ allUsers(first: 2) { nodes { followsByFollowerId(first: 2) { totalCount nodes { seq } } } } }');
+    const nested = await graphql(
+      anon.token,
+      '{ allUsers(first: 2) { nodes { followsByFollowerId(first: 2) { totalCount nodes { seq } } } } }',
+    );
     expect(nested.body.errors).toBeUndefined();
     expect(nested.body.data.allUsers.nodes).toHaveLength(2);
   });

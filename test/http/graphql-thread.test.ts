@@ -14,7 +14,9 @@ let alice: TestUser;
 beforeAll(async () => {
   app = await startTestApp();
   alice = await userAtLevel(app, 3);
-  await app.owner.query("insert into app.users (username, full_name, bio) select 'thread_' || g, 'Thread ' || g, repeat('bio ', 30) from generate_series(1, 150) g");
+  await app.owner.query(
+    "insert into app.users (username, full_name, bio) select 'thread_' || g, 'Thread ' || g, repeat('bio ', 30) from generate_series(1, 150) g",
+  );
   await app.services.graphql.ready();
 });
 afterAll(() => app.close());
@@ -36,7 +38,9 @@ function threadStat(threadId: number): { nice: number; cpuTicks: number } {
 const planned = (round: number) =>
   `{ ${Array.from({ length: 10 }, (_, i) => `r${round}a${i}: allUsers(first: 10, orderBy: USERNAME_ASC) { nodes { rowId username fullName followsByFollowerId(first: 2) { nodes { seq followeeId } } } }`).join(' ')} }`;
 
-async function graphql(query: string): Promise<{ status: number; body: { data?: Record<string, { nodes: unknown[] }>; errors?: unknown[] } }> {
+async function graphql(
+  query: string,
+): Promise<{ status: number; body: { data?: Record<string, { nodes: unknown[] }>; errors?: unknown[] } }> {
   const response = await fetch(`${app.url}/internal/graphql`, {
     method: 'POST',
     headers: { 'content-type': 'application/json', authorization: `Bearer ${alice.token}` },
@@ -55,7 +59,7 @@ describe.runIf(linux)('the internal GraphQL thread', () => {
     expect(threadStat(own).nice).toBe(0);
   });
 
-  it('builds every role\'s schema at the priority of the process after the first request, and lowers its own only then', async () => {
+  it("builds every role's schema at the priority of the process after the first request, and lowers its own only then", async () => {
     const fresh = await startTestApp();
     try {
       // A user's first operation builds the user schema; the admin one follows, still at nice 0.
@@ -126,7 +130,12 @@ describe.runIf(linux)('the internal GraphQL thread', () => {
         where datname = current_database() and backend_type = 'client backend' and pid <> pg_backend_pid()`,
     );
     const names = rows.map((row) => `${row.name} as ${row.role}`);
-    for (const expected of ['api as authenticator', 'graphql as authenticator', 'graphql session checks as authenticator', 'worker as app_worker']) {
+    for (const expected of [
+      'api as authenticator',
+      'graphql as authenticator',
+      'graphql session checks as authenticator',
+      'worker as app_worker',
+    ]) {
       expect(names).toContain(expected);
     }
   });

@@ -33,7 +33,16 @@ interface IntrospectedType {
 const derivedType = /(Connection|Edge|Aggregates)$/;
 // The fields of an aggregates type that are not columns: groupedAggregates keys and the containers.
 const aggregateContainers = new Set([
-  'keys', 'sum', 'distinctCount', 'min', 'max', 'average', 'stddevSample', 'stddevPopulation', 'varianceSample', 'variancePopulation',
+  'keys',
+  'sum',
+  'distinctCount',
+  'min',
+  'max',
+  'average',
+  'stddevSample',
+  'stddevPopulation',
+  'varianceSample',
+  'variancePopulation',
 ]);
 
 async function introspect(): Promise<IntrospectedType[]> {
@@ -77,14 +86,21 @@ describe('the user-token GraphQL schema', () => {
 
   it('holds only reviewed types and fields', () => {
     const unreviewed = entriesOf(types).filter((entry) => !allowed.has(entry));
-    expect(unreviewed, `not on ${allowListFile.pathname}; check REST shows each to the viewers who may read its rows, then add:\n${unreviewed.join('\n')}\n`).toEqual([]);
+    expect(
+      unreviewed,
+      `not on ${allowListFile.pathname}; check REST shows each to the viewers who may read its rows, then add:\n${unreviewed.join('\n')}\n`,
+    ).toEqual([]);
   });
 
   it('aggregates only listed fields', () => {
     const listedFields = new Set([...allowed].map((entry) => entry.split('.')[1]).filter(Boolean));
     const aggregated = types
       .filter((type) => type.kind === 'OBJECT' && type.name.endsWith('Aggregates'))
-      .flatMap((type) => (type.fields ?? []).filter((field) => !aggregateContainers.has(field.name) && !listedFields.has(field.name)).map((field) => `${type.name}.${field.name}`));
+      .flatMap((type) =>
+        (type.fields ?? [])
+          .filter((field) => !aggregateContainers.has(field.name) && !listedFields.has(field.name))
+          .map((field) => `${type.name}.${field.name}`),
+      );
     expect(aggregated).toEqual([]);
   });
 

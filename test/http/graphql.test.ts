@@ -103,7 +103,9 @@ describe('a user token: that user under row-level security', () => {
     expect(phones.allPhoneIdentities.nodes).toEqual([{ userId: alice.id, phoneE164: alice.phone?.e164 }]);
     const bobsPhone = await data('query ($id: UUID!) { phoneIdentityByUserId(userId: $id) { phoneE164 } }', alice.token, { id: bob.id });
     expect(bobsPhone.phoneIdentityByUserId).toBeNull();
-    const bobsSessions = await data('query ($id: UUID!) { allSessions(condition: { userId: $id }) { totalCount } }', alice.token, { id: bob.id });
+    const bobsSessions = await data('query ($id: UUID!) { allSessions(condition: { userId: $id }) { totalCount } }', alice.token, {
+      id: bob.id,
+    });
     expect(bobsSessions.allSessions.totalCount).toBe(0);
   });
 
@@ -123,7 +125,9 @@ describe('a user token: that user under row-level security', () => {
     expect(response.status).toBe(400);
     expect(response.body.data).toBeUndefined();
     expect(response.body.errors?.[0]?.message).toMatch(/Cannot query field "termsVersion"/);
-    const { rows } = await app.owner.query<{ terms_version: string | null }>('select terms_version from app.users where id = $1', [alice.id]);
+    const { rows } = await app.owner.query<{ terms_version: string | null }>('select terms_version from app.users where id = $1', [
+      alice.id,
+    ]);
     expect((await data(query, adminToken)).allUsers.nodes).toContainEqual({ rowId: alice.id, termsVersion: rows[0]?.terms_version });
   });
 
@@ -159,7 +163,8 @@ describe('the admin token: app_admin', () => {
   it("writes what app_admin's grants allow, and a user token writes nothing", async () => {
     const owner = await userAtLevel(app, 4);
     const hub = await createHub(app, owner);
-    const mutation = 'mutation ($id: UUID!) { updateHubByRowId(input: { rowId: $id, hubPatch: { isRecommended: true } }) { hub { rowId isRecommended } } }';
+    const mutation =
+      'mutation ($id: UUID!) { updateHubByRowId(input: { rowId: $id, hubPatch: { isRecommended: true } }) { hub { rowId isRecommended } } }';
     // A user token's schema has no mutations at all (and its transaction is read-only besides).
     const asUser = await graphql(app.url, mutation, owner.token, { id: hub.id });
     expect(asUser.status).toBe(400);
@@ -183,7 +188,10 @@ interface SchemaNames {
 describe('the schemas (user and admin)', () => {
   const schemas: Record<'user' | 'admin', SchemaNames> = {} as never;
   beforeAll(async () => {
-    for (const [name, token] of [['user', alice.token], ['admin', adminToken]] as const) {
+    for (const [name, token] of [
+      ['user', alice.token],
+      ['admin', adminToken],
+    ] as const) {
       const result = await data(
         '{ __schema { queryType { fields { name } } mutationType { fields { name } } types { name fields { name } enumValues { name } } } }',
         token,
@@ -213,10 +221,32 @@ describe('the schemas (user and admin)', () => {
 
   it('omit SQL-internal helpers, sign-in functions and the REST halves of writes', () => {
     const omitted = [
-      'fail', 'requireLevel', 'viewerId', 'viewerSessionId', 'viewerHasLevel', 'sessionAccessLevel', 'userAccessLevel',
-      'notificationVisibleTo', 'canSeePost', 'isActiveMember', 'viewerBlockList',
-      'requestOtp', 'verifyOtp', 'anonymousSession', 'idpSession', 'refreshSession', 'consumeRateLimit', 'logout', 'sessionUser',
-      'createUploadIntent', 'completeUpload', 'castVote', 'voteTally', 'profileSocial', 'completeProfileBasics', 'createInviteLink',
+      'fail',
+      'requireLevel',
+      'viewerId',
+      'viewerSessionId',
+      'viewerHasLevel',
+      'sessionAccessLevel',
+      'userAccessLevel',
+      'notificationVisibleTo',
+      'canSeePost',
+      'isActiveMember',
+      'viewerBlockList',
+      'requestOtp',
+      'verifyOtp',
+      'anonymousSession',
+      'idpSession',
+      'refreshSession',
+      'consumeRateLimit',
+      'logout',
+      'sessionUser',
+      'createUploadIntent',
+      'completeUpload',
+      'castVote',
+      'voteTally',
+      'profileSocial',
+      'completeProfileBasics',
+      'createInviteLink',
     ];
     for (const { queryFields, mutationFields, fieldNames } of Object.values(schemas)) {
       for (const name of omitted) {
@@ -231,8 +261,19 @@ describe('the schemas (user and admin)', () => {
   it("have mutations only in the admin schema, where app_admin's grants allow", () => {
     expect(schemas.user.mutationFields).toEqual([]);
     expect(schemas.admin.mutationFields.sort()).toEqual([
-      'addDefaultFeedUser', 'dismissReport', 'removeDefaultFeedUser', 'removeHub', 'removePost', 'reopenReport', 'resolveReport',
-      'restorePost', 'suspendUser', 'unsuspendUser', 'updateHub', 'updateHubByCustomLink', 'updateHubByRowId',
+      'addDefaultFeedUser',
+      'dismissReport',
+      'removeDefaultFeedUser',
+      'removeHub',
+      'removePost',
+      'reopenReport',
+      'resolveReport',
+      'restorePost',
+      'suspendUser',
+      'unsuspendUser',
+      'updateHub',
+      'updateHubByCustomLink',
+      'updateHubByRowId',
     ]);
   });
 

@@ -22,18 +22,27 @@ describe('readiness', () => {
       expect(response.status).toBe(503);
       expect(await response.json()).toEqual({ status: 'migrations pending', pending: [last] });
     } finally {
-      await app.owner.query('insert into public.pgmigrations (id, name, run_on) values ($1, $2, $3)', [rows[0].id, rows[0].name, rows[0].run_on]);
+      await app.owner.query('insert into public.pgmigrations (id, name, run_on) values ($1, $2, $3)', [
+        rows[0].id,
+        rows[0].name,
+        rows[0].run_on,
+      ]);
     }
     expect((await fetch(`${app.url}/readyz`)).status).toBe(200);
   });
 
-  it('answers 503 while db/sql below this build\'s level is applied, 200 at that level or a higher one', async () => {
-    const { rows } = await app.owner.query<{ level: number; sha256: string; applied_at: Date }>('delete from public.sql_levels returning *');
+  it("answers 503 while db/sql below this build's level is applied, 200 at that level or a higher one", async () => {
+    const { rows } = await app.owner.query<{ level: number; sha256: string; applied_at: Date }>(
+      'delete from public.sql_levels returning *',
+    );
     try {
       await app.owner.query(`insert into public.sql_levels (level, sha256, applied_at) values ($1, 'older', now())`, [sqlLevel - 1]);
       const response = await fetch(`${app.url}/readyz`);
       expect(response.status).toBe(503);
-      expect(await response.json()).toEqual({ status: 'migrations pending', pending: [`db/sql level ${sqlLevel} (the database has ${sqlLevel - 1})`] });
+      expect(await response.json()).toEqual({
+        status: 'migrations pending',
+        pending: [`db/sql level ${sqlLevel} (the database has ${sqlLevel - 1})`],
+      });
       // A newer release's migration ran (a higher level, a migration this build does not ship): still ready.
       await app.owner.query(`insert into public.sql_levels (level, sha256, applied_at) values ($1, 'newer', now())`, [sqlLevel + 1]);
       await app.owner.query(`insert into public.pgmigrations (name, run_on) values ('9999_from_a_newer_release', now())`);
@@ -41,7 +50,12 @@ describe('readiness', () => {
     } finally {
       await app.owner.query(`delete from public.pgmigrations where name = '9999_from_a_newer_release'`);
       await app.owner.query('delete from public.sql_levels');
-      for (const row of rows) await app.owner.query('insert into public.sql_levels (level, sha256, applied_at) values ($1, $2, $3)', [row.level, row.sha256, row.applied_at]);
+      for (const row of rows)
+        await app.owner.query('insert into public.sql_levels (level, sha256, applied_at) values ($1, $2, $3)', [
+          row.level,
+          row.sha256,
+          row.applied_at,
+        ]);
     }
     expect((await fetch(`${app.url}/readyz`)).status).toBe(200);
   });

@@ -62,13 +62,17 @@ describe('NUL characters', () => {
   ];
 
   it('in any body text field answer 422 VALIDATION_FAILED naming the field, and change nothing', async () => {
-    const before = await app.owner.query('select (select count(*) from app.posts) + (select count(*) from app.hubs) + (select count(*) from app.comments) as n');
+    const before = await app.owner.query(
+      'select (select count(*) from app.posts) + (select count(*) from app.hubs) + (select count(*) from app.comments) as n',
+    );
     for (const [method, path, body, field] of cases) {
       const response = await app.request(method, path.replace('{hubId}', hubId).replace('{postId}', postId), { token: user.token, body });
       expectError(response, 422, 'VALIDATION_FAILED');
       expect(response.body.error.details.fields, `${method} ${path}`).toHaveProperty([field], 'Must not contain NUL characters');
     }
-    const after = await app.owner.query('select (select count(*) from app.posts) + (select count(*) from app.hubs) + (select count(*) from app.comments) as n');
+    const after = await app.owner.query(
+      'select (select count(*) from app.posts) + (select count(*) from app.hubs) + (select count(*) from app.comments) as n',
+    );
     expect(after.rows[0].n).toBe(before.rows[0].n);
     const profile = await app.get('/users/me/profile', { token: user.token });
     expect(profile.body.data.fullName).not.toContain('\u0000');
@@ -138,7 +142,10 @@ describe('forged cursors', () => {
 
 describe('requests beyond the header limit', () => {
   /** A raw request: fetch refuses nothing here, but the answer must come on the same socket. */
-  function rawGet(path: string, headers: Record<string, string> = {}): Promise<{ status: number; headers: Record<string, unknown>; body: string }> {
+  function rawGet(
+    path: string,
+    headers: Record<string, string> = {},
+  ): Promise<{ status: number; headers: Record<string, unknown>; body: string }> {
     return new Promise((resolve, reject) => {
       const request = httpRequest(`${app.url}${path}`, { method: 'GET', headers }, (response) => {
         let body = '';

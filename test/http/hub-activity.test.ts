@@ -39,7 +39,12 @@ async function sweep(): Promise<void> {
 
 /** The kept row of (user, hub): its key and row version. */
 const entryOf = async (user: TestUser, hub: TestHub) =>
-  (await app.owner.query('select activity_at, xmin::text from app_private.hub_list_entries where user_id = $1 and hub_id = $2', [user.id, hub.id])).rows[0];
+  (
+    await app.owner.query('select activity_at, xmin::text from app_private.hub_list_entries where user_id = $1 and hub_id = $2', [
+      user.id,
+      hub.id,
+    ])
+  ).rows[0];
 
 describe('hub activity', () => {
   it('moves a hub to the top of GET /users/me/hubs when a member votes on its post, leaving the hub row alone', async () => {
@@ -58,7 +63,9 @@ describe('hub activity', () => {
     const after = (await myHubs(member.token)).items;
     expect(after.map((h) => h.id)).toEqual([busy.id, quiet.id]);
     const busyAfter = after.find((h) => h.id === busy.id) as MyHub;
-    expect(Date.parse(busyAfter.lastActivityAt)).toBeGreaterThan(Date.parse(before.find((h) => h.id === busy.id)?.lastActivityAt as string));
+    expect(Date.parse(busyAfter.lastActivityAt)).toBeGreaterThan(
+      Date.parse(before.find((h) => h.id === busy.id)?.lastActivityAt as string),
+    );
     const voted = await app.owner.query('select voted_at from app.vote_receipts where post_id = $1 and user_id = $2', [post.id, member.id]);
     expect(busyAfter.lastActivityAt).toBe(voted.rows[0].voted_at.toISOString());
     expect((await app.owner.query('select last_activity_at, xmin::text from app.hubs where id = $1', [busy.id])).rows).toEqual(hubRow.rows);
@@ -90,7 +97,10 @@ describe('hub activity', () => {
     expect(after[0]?.lastActivityAt).toBe(latest.rows[0].at.toISOString());
     // Swept: no longer dirty, and not swept again before 1 ms per row of the hub has passed.
     expect(await dirty()).toBe(0);
-    const swept = await app.owner.query(`select target_at, not_before > statement_timestamp() - interval '1 minute' as recent from app_private.hub_list_sweeps where hub_id = $1`, [busy.id]);
+    const swept = await app.owner.query(
+      `select target_at, not_before > statement_timestamp() - interval '1 minute' as recent from app_private.hub_list_sweeps where hub_id = $1`,
+      [busy.id],
+    );
     expect(swept.rows).toEqual([{ target_at: null, recent: true }]);
   });
 
@@ -175,10 +185,18 @@ describe('hub activity', () => {
     const owner = await userAtLevel(app, 4);
     const people = await Promise.all(Array.from({ length: 6 }, () => userAtLevel(app, 4)));
     const hubs = await Promise.all([0, 1, 2].map(() => createHub(app, owner)));
-    const links = await Promise.all(hubs.map(async (hub) => (await app.post(`/hubs/${hub.id}/invite-links`, undefined, { token: owner.token })).body.data.token));
+    const links = await Promise.all(
+      hubs.map(async (hub) => (await app.post(`/hubs/${hub.id}/invite-links`, undefined, { token: owner.token })).body.data.token),
+    );
     const [a, b, c, d, e, f] = people as [TestUser, TestUser, TestUser, TestUser, TestUser, TestUser];
     const [h0, h1, h2] = hubs as [TestHub, TestHub, TestHub];
-    await Promise.all([addMember(app, h0, a), addMember(app, h1, a), addMember(app, h0, b), invite(app, h2, owner, c), addMember(app, h0, d)]);
+    await Promise.all([
+      addMember(app, h0, a),
+      addMember(app, h1, a),
+      addMember(app, h0, b),
+      invite(app, h2, owner, c),
+      addMember(app, h0, d),
+    ]);
     const requested = await app.post(`/hub-invite-links/${links[1]}/join-requests`, undefined, { token: e.token });
     await Promise.all([
       app.post(`/hub-invite-links/${links[2]}/join-requests`, undefined, { token: f.token }),
@@ -201,14 +219,20 @@ describe('hub activity', () => {
     expect(await status(f)).toEqual({ [h2.id]: ['pending_admin_approval', null, false] });
 
     // An invitation that expires by the clock leaves the list at once, and its row goes with the next sweep.
-    await app.owner.query(`update app_private.hub_list_entries set expires_at = now() - interval '1 second' where user_id = $1 and hub_id = $2`, [c.id, h2.id]);
+    await app.owner.query(
+      `update app_private.hub_list_entries set expires_at = now() - interval '1 second' where user_id = $1 and hub_id = $2`,
+      [c.id, h2.id],
+    );
     expect(Object.keys(await status(c))).toEqual([h0.id]);
     // Activity in the hub queues a sweep, which deletes the expired row.
     await createPost(app, owner, { ...slider, visibility: 'public_hub', hubIds: [h2.id] });
     await app.owner.query('update app_private.hub_list_sweeps set not_before = now() where hub_id = $1', [h2.id]);
     await sweep();
     expect(await entryOf(c, h2)).toBeUndefined();
-    await app.owner.query(`update app.hub_invitations set expires_at = now() - interval '1 second' where invitee_id = $1 and hub_id = $2`, [c.id, h2.id]);
+    await app.owner.query(`update app.hub_invitations set expires_at = now() - interval '1 second' where invitee_id = $1 and hub_id = $2`, [
+      c.id,
+      h2.id,
+    ]);
     expect((await app.owner.query('select * from app_private.hub_list_entry_drift()')).rows).toEqual([]);
   });
 });

@@ -50,7 +50,11 @@ describe('admin invitation → accept → active member', () => {
     expect(await types(joiner, 'hub_member_joined')).toBe(0);
     const joined = await storedNotifications(app, owner.id, 'hub_member_joined');
     expect(joined.at(-1)).toMatchObject({ actor_id: joiner.id, hub_id: hub.id });
-    expect((await app.get(`/hubs/${hub.id}`, { token: joiner.token })).body.data).toMatchObject({ viewerStatus: 'member', viewerRole: 'member', memberCount: 4 });
+    expect((await app.get(`/hubs/${hub.id}`, { token: joiner.token })).body.data).toMatchObject({
+      viewerStatus: 'member',
+      viewerRole: 'member',
+      memberCount: 4,
+    });
   });
 
   it('refuses wrong states: repeat accept, accept after decline, someone else, expired, already a member', async () => {
@@ -68,8 +72,12 @@ describe('admin invitation → accept → active member', () => {
     const declined = await invite(app, hub, owner, other);
     const decline = await app.post(`/hub-invitations/${declined}/decline`, undefined, { token: other.token });
     expect(decline.body.data).toEqual({ hubId: hub.id, status: 'declined' });
-    expect((await app.post(`/hub-invitations/${declined}/accept`, undefined, { token: other.token })).body.error.code).toBe('INVITATION_NOT_PENDING');
-    expect((await app.post(`/hub-invitations/${declined}/decline`, undefined, { token: other.token })).body.error.code).toBe('INVITATION_NOT_PENDING');
+    expect((await app.post(`/hub-invitations/${declined}/accept`, undefined, { token: other.token })).body.error.code).toBe(
+      'INVITATION_NOT_PENDING',
+    );
+    expect((await app.post(`/hub-invitations/${declined}/decline`, undefined, { token: other.token })).body.error.code).toBe(
+      'INVITATION_NOT_PENDING',
+    );
 
     const expiring = await invite(app, hub, owner, late);
     await app.owner.query(`update app.hub_invitations set expires_at = now() - interval '1 second' where id = $1`, [expiring]);
@@ -85,7 +93,9 @@ describe('admin invitation → accept → active member', () => {
     const twice = await userAtLevel(app, 4);
     const first = await invite(app, hub, member, twice);
     await addMember(app, hub, twice);
-    expect((await app.post(`/hub-invitations/${first}/accept`, undefined, { token: twice.token })).body.error.code).toBe('ALREADY_HUB_MEMBER');
+    expect((await app.post(`/hub-invitations/${first}/accept`, undefined, { token: twice.token })).body.error.code).toBe(
+      'ALREADY_HUB_MEMBER',
+    );
     expect((await app.post('/hub-invitations/not-an-id/accept', undefined, { token: twice.token })).status).toBe(404);
   });
 });
@@ -106,11 +116,18 @@ describe('member invitation → accept → pending admin approval → approve / 
 
     const requests = await app.get(`/hubs/${hub.id}/join-requests`, { token: admin.token });
     expect(requests.body.data.items).toEqual([
-      { id: expect.any(String), user: expect.objectContaining({ id: joiner.id }), source: 'member_invitation', createdAt: expect.any(String) },
+      {
+        id: expect.any(String),
+        user: expect.objectContaining({ id: joiner.id }),
+        source: 'member_invitation',
+        createdAt: expect.any(String),
+      },
     ]);
     const requestId = requests.body.data.items[0].id;
     expect((await app.get(`/hubs/${hub.id}/join-requests`, { token: member.token })).body.error.code).toBe('HUB_ADMIN_REQUIRED');
-    expect((await app.post(`/hubs/${hub.id}/join-requests/${requestId}/approve`, undefined, { token: member.token })).body.error.code).toBe('HUB_ADMIN_REQUIRED');
+    expect((await app.post(`/hubs/${hub.id}/join-requests/${requestId}/approve`, undefined, { token: member.token })).body.error.code).toBe(
+      'HUB_ADMIN_REQUIRED',
+    );
 
     const joinedBefore = await Promise.all([owner, admin, member].map((u) => storedNotifications(app, u.id, 'hub_member_joined')));
     const approve = await app.post(`/hubs/${hub.id}/join-requests/${requestId}/approve`, undefined, { token: admin.token });
@@ -123,7 +140,9 @@ describe('member invitation → accept → pending admin approval → approve / 
     // fan-out would show two), and the joiner is its actor, not the admin who approved.
     const joinedNow = await Promise.all([owner, admin, member].map((u) => storedNotifications(app, u.id, 'hub_member_joined')));
     expect(joinedNow.map((rows, i) => rows.slice(joinedBefore[i]!.length))).toEqual(
-      [owner, admin, member].map(() => [{ type: 'hub_member_joined', actor_id: joiner.id, hub_id: hub.id, invitation_id: null, join_request_id: null }]),
+      [owner, admin, member].map(() => [
+        { type: 'hub_member_joined', actor_id: joiner.id, hub_id: hub.id, invitation_id: null, join_request_id: null },
+      ]),
     );
     expect(await types(joiner, 'hub_member_joined')).toBe(0);
     const again = await app.post(`/hubs/${hub.id}/join-requests/${requestId}/reject`, undefined, { token: owner.token });
@@ -141,8 +160,13 @@ describe('member invitation → accept → pending admin approval → approve / 
       { type: 'hub_join_request_rejected', actor_id: admin.id, hub_id: null, invitation_id: null, join_request_id: requestId },
     ]);
     expect((await app.get(`/hubs/${hub.id}`, { token: requester.token })).body.data.viewerStatus).toBeNull();
-    expect((await app.post(`/hubs/${hub.id}/join-requests/${requestId}/approve`, undefined, { token: admin.token })).body.error.code).toBe('JOIN_REQUEST_NOT_PENDING');
-    expect((await app.post(`/hubs/${hub.id}/join-requests/00000000-0000-4000-8000-000000000000/approve`, undefined, { token: admin.token })).body.error.code).toBe('JOIN_REQUEST_NOT_FOUND');
+    expect((await app.post(`/hubs/${hub.id}/join-requests/${requestId}/approve`, undefined, { token: admin.token })).body.error.code).toBe(
+      'JOIN_REQUEST_NOT_PENDING',
+    );
+    expect(
+      (await app.post(`/hubs/${hub.id}/join-requests/00000000-0000-4000-8000-000000000000/approve`, undefined, { token: admin.token })).body
+        .error.code,
+    ).toBe('JOIN_REQUEST_NOT_FOUND');
   });
 
   it('approves exactly once when two admins approve at the same moment', async () => {
@@ -156,10 +180,15 @@ describe('member invitation → accept → pending admin approval → approve / 
     );
     expect(results.map((r) => r.status).sort()).toEqual([200, 409]);
     expect(results.find((r) => r.status === 409)?.body.error.code).toBe('JOIN_REQUEST_NOT_PENDING');
-    const jobs = await app.owner.query(`select payload from graphile_worker._private_jobs j join graphile_worker._private_tasks t on t.id = j.task_id where t.identifier = 'hub_notification_fanout'`);
+    const jobs = await app.owner.query(
+      `select payload from graphile_worker._private_jobs j join graphile_worker._private_tasks t on t.id = j.task_id where t.identifier = 'hub_notification_fanout'`,
+    );
     expect(jobs.rows.map((r) => r.payload.type)).toEqual(['hub_member_joined']);
     expect(await types(requester, 'hub_join_request_approved')).toBe(1);
-    const members = await app.owner.query('select count(*)::int as n from app.hub_memberships where hub_id = $1 and user_id = $2', [hub.id, requester.id]);
+    const members = await app.owner.query('select count(*)::int as n from app.hub_memberships where hub_id = $1 and user_id = $2', [
+      hub.id,
+      requester.id,
+    ]);
     expect(members.rows[0].n).toBe(1);
   });
 });
@@ -176,8 +205,16 @@ describe('invite links', () => {
 
     const anonymous = await userAtLevel(app, 1);
     const preview = await app.get(`/hub-invite-links/${token}`, { token: anonymous.token });
-    expect(preview.body.data).toEqual({ hubId: hub.id, name: expect.any(String), description: '', profilePhotoUrl: expect.any(String), memberCount: 3 });
-    expect((await app.post(`/hub-invite-links/${token}/join-requests`, undefined, { token: anonymous.token })).body.error.code).toBe('PROFILE_BASICS_REQUIRED');
+    expect(preview.body.data).toEqual({
+      hubId: hub.id,
+      name: expect.any(String),
+      description: '',
+      profilePhotoUrl: expect.any(String),
+      memberCount: 3,
+    });
+    expect((await app.post(`/hub-invite-links/${token}/join-requests`, undefined, { token: anonymous.token })).body.error.code).toBe(
+      'PROFILE_BASICS_REQUIRED',
+    );
 
     const requester = await userAtLevel(app, 4);
     const first = await app.post(`/hub-invite-links/${token}/join-requests`, undefined, { token: requester.token });
@@ -187,14 +224,18 @@ describe('invite links', () => {
     await app.runJobs();
     expect(await types(owner, 'hub_join_request_created')).toBe(1);
     expect(await types(member, 'hub_join_request_created')).toBe(0);
-    expect((await app.post(`/hub-invite-links/${token}/join-requests`, undefined, { token: member.token })).body.error.code).toBe('ALREADY_HUB_MEMBER');
+    expect((await app.post(`/hub-invite-links/${token}/join-requests`, undefined, { token: member.token })).body.error.code).toBe(
+      'ALREADY_HUB_MEMBER',
+    );
 
     expect((await app.get('/hub-invite-links/unknown-token', { token: requester.token })).body.error.code).toBe('INVITE_LINK_NOT_FOUND');
     await app.owner.query(`update app.hub_invite_links set expires_at = now() - interval '1 second' where token = $1`, [token]);
     const expired = await app.get(`/hub-invite-links/${token}`, { token: requester.token });
     expect(expired.status).toBe(410);
     expect(expired.body.error.code).toBe('INVITE_LINK_EXPIRED');
-    expect((await app.post(`/hub-invite-links/${token}/join-requests`, undefined, { token: (await userAtLevel(app, 4)).token })).status).toBe(410);
+    expect(
+      (await app.post(`/hub-invite-links/${token}/join-requests`, undefined, { token: (await userAtLevel(app, 4)).token })).status,
+    ).toBe(410);
   });
 });
 
@@ -207,7 +248,9 @@ describe('removal, roles and leaving', () => {
     const admin2 = await userAtLevel(app, 4);
     await addMember(app, hub, admin2);
     await app.post(`/hubs/${hub.id}/admins`, { userId: admin2.id }, { token: owner.token });
-    expect((await app.post(`/hubs/${hub.id}/members/${admin2.id}/remove`, undefined, { token: admin.token })).body.error.code).toBe('FORBIDDEN');
+    expect((await app.post(`/hubs/${hub.id}/members/${admin2.id}/remove`, undefined, { token: admin.token })).body.error.code).toBe(
+      'FORBIDDEN',
+    );
     const superAdmin = await app.post(`/hubs/${hub.id}/members/${owner.id}/remove`, undefined, { token: admin.token });
     expect(superAdmin.status).toBe(409);
     expect(superAdmin.body.error.code).toBe('SUPER_ADMIN_CANNOT_LEAVE');
@@ -218,7 +261,9 @@ describe('removal, roles and leaving', () => {
       { type: 'hub_member_removed', actor_id: admin.id, hub_id: null, invitation_id: null, join_request_id: null },
     ]);
     expect((await app.get(`/hubs/${hub.id}`, { token: member.token })).body.data).toMatchObject({ viewerStatus: null, memberCount: 3 });
-    expect((await app.post(`/hubs/${hub.id}/members/${member.id}/remove`, undefined, { token: admin.token })).body.error.code).toBe('USER_NOT_FOUND');
+    expect((await app.post(`/hubs/${hub.id}/members/${member.id}/remove`, undefined, { token: admin.token })).body.error.code).toBe(
+      'USER_NOT_FOUND',
+    );
     expect((await app.post(`/hubs/${hub.id}/members/${admin2.id}/remove`, undefined, { token: owner.token })).status).toBe(200);
   });
 
@@ -230,7 +275,9 @@ describe('removal, roles and leaving', () => {
     const byAdmin = await app.post(`/hubs/${hub.id}/admins`, { userId: member.id }, { token: admin.token });
     expect(byAdmin.status).toBe(403);
     expect(byAdmin.body.error.code).toBe('FORBIDDEN');
-    expect((await app.post(`/hubs/${hub.id}/admins`, { userId: member.id }, { token: member.token })).body.error.code).toBe('HUB_ADMIN_REQUIRED');
+    expect((await app.post(`/hubs/${hub.id}/admins`, { userId: member.id }, { token: member.token })).body.error.code).toBe(
+      'HUB_ADMIN_REQUIRED',
+    );
     const promote = await app.post(`/hubs/${hub.id}/admins`, { userId: member.id }, { token: owner.token });
     expect(promote.body.data).toEqual({ userId: member.id, role: 'admin' });
     expect(await types(member, 'hub_role_changed')).toBe(1);
@@ -243,9 +290,13 @@ describe('removal, roles and leaving', () => {
     const demote = await app.delete(`/hubs/${hub.id}/admins/${member.id}`, { token: owner.token });
     expect(demote.body.data).toEqual({ userId: member.id, role: 'member' });
     expect(await types(member, 'hub_role_changed')).toBe(2);
-    expect((await app.delete(`/hubs/${hub.id}/admins/${owner.id}`, { token: owner.token })).body.error.code).toBe('SUPER_ADMIN_CANNOT_LEAVE');
+    expect((await app.delete(`/hubs/${hub.id}/admins/${owner.id}`, { token: owner.token })).body.error.code).toBe(
+      'SUPER_ADMIN_CANNOT_LEAVE',
+    );
     const outsider = await userAtLevel(app, 4);
-    expect((await app.post(`/hubs/${hub.id}/admins`, { userId: outsider.id }, { token: owner.token })).body.error.code).toBe('USER_NOT_FOUND');
+    expect((await app.post(`/hubs/${hub.id}/admins`, { userId: outsider.id }, { token: owner.token })).body.error.code).toBe(
+      'USER_NOT_FOUND',
+    );
   });
 
   it('lets members leave, but not the super_admin; mute never silences membership events', async () => {

@@ -39,7 +39,10 @@ describe('POST /hubs', () => {
     expect(role).toBe('super_admin');
     expect(initialInvitations).toHaveLength(2);
     for (const invitation of initialInvitations) {
-      expect(invitation).toMatchObject({ requiresAdminApproval: false, inviteUrl: `https://opinion.example/hub-invitations/${invitation.invitationId}` });
+      expect(invitation).toMatchObject({
+        requiresAdminApproval: false,
+        inviteUrl: `https://opinion.example/hub-invitations/${invitation.invitationId}`,
+      });
       expect(invitation.maskedPhoneNumber).toMatch(/^\+1\d•+\d{3}$/);
       expect(invitation.shareText).toContain('Book Club');
       expect(response.text).not.toContain(stranger.phoneNumber);
@@ -67,7 +70,9 @@ describe('POST /hubs', () => {
     const later = await verifyPhone(app, stranger);
     const attached = await storedNotifications(app, later.id, 'hub_invite_received');
     expect(attached).toHaveLength(1);
-    expect((await app.owner.query('select invitee_id from app.hub_invitations where id = $1', [attached[0].invitation_id])).rows[0].invitee_id).toBe(later.id);
+    expect(
+      (await app.owner.query('select invitee_id from app.hub_invitations where id = $1', [attached[0].invitation_id])).rows[0].invitee_id,
+    ).toBe(later.id);
   });
 
   it('reserves the custom link case-insensitively (409 HUB_LINK_TAKEN)', async () => {
@@ -149,7 +154,9 @@ describe('GET and PATCH /hubs/{hubId}', () => {
     expect(taken.status).toBe(409);
     expect(taken.body.error.code).toBe('HUB_LINK_TAKEN');
     expect((await app.patch(`/hubs/${hub.id}/link`, { customLink: 'x' }, { token: owner.token })).status).toBe(422);
-    expect((await app.patch(`/hubs/${hub.id}/link`, { customLink: 'member-link' }, { token: member.token })).body.error.code).toBe('HUB_ADMIN_REQUIRED');
+    expect((await app.patch(`/hubs/${hub.id}/link`, { customLink: 'member-link' }, { token: member.token })).body.error.code).toBe(
+      'HUB_ADMIN_REQUIRED',
+    );
   });
 });
 
@@ -188,7 +195,9 @@ describe('GET /users/me/hubs', () => {
     expect([...times].sort().reverse()).toEqual(times);
     const paged = await app.get('/users/me/hubs?limit=2', { token: user.token });
     const rest = await app.get(`/users/me/hubs?limit=2&cursor=${paged.body.data.nextCursor}`, { token: user.token });
-    expect([...paged.body.data.items, ...rest.body.data.items].map((i: any) => i.id)).toEqual(response.body.data.items.map((i: any) => i.id));
+    expect([...paged.body.data.items, ...rest.body.data.items].map((i: any) => i.id)).toEqual(
+      response.body.data.items.map((i: any) => i.id),
+    );
     expect((await app.get('/users/me/hubs?limit=51', { token: user.token })).status).toBe(422);
   });
 });
@@ -234,8 +243,14 @@ describe('reports', () => {
       { reporter_id: reporter.id, target_type: 'hub', target_id: hub.id, reason: 'other' },
     ]);
     expect((await app.post(`/reports/users/${target.id}`, { reason: 'rude' }, { token: reporter.token })).status).toBe(422);
-    expect((await app.post(`/reports/users/${target.id}`, { reason: 'spam', details: 'x'.repeat(1001) }, { token: reporter.token })).status).toBe(422);
-    expect((await app.post('/reports/hubs/00000000-0000-4000-8000-000000000000', { reason: 'spam' }, { token: reporter.token })).body.error.code).toBe('HUB_NOT_FOUND');
-    expect((await app.post(`/reports/users/${reporter.id}`, { reason: 'spam' }, { token: reporter.token })).body.error.code).toBe('USER_NOT_FOUND');
+    expect(
+      (await app.post(`/reports/users/${target.id}`, { reason: 'spam', details: 'x'.repeat(1001) }, { token: reporter.token })).status,
+    ).toBe(422);
+    expect(
+      (await app.post('/reports/hubs/00000000-0000-4000-8000-000000000000', { reason: 'spam' }, { token: reporter.token })).body.error.code,
+    ).toBe('HUB_NOT_FOUND');
+    expect((await app.post(`/reports/users/${reporter.id}`, { reason: 'spam' }, { token: reporter.token })).body.error.code).toBe(
+      'USER_NOT_FOUND',
+    );
   });
 });

@@ -57,7 +57,9 @@ describe('Idempotency-Key', () => {
       rawBody: '{ "visibility": "public",  "thoughtText": "Once only" }',
     });
     expect(reordered.text).toBe(first.text);
-    expect(await count(`select count(*)::int as n from app.posts where author_id = $1 and thought_text = 'Once only'`, [author.id])).toBe(1);
+    expect(await count(`select count(*)::int as n from app.posts where author_id = $1 and thought_text = 'Once only'`, [author.id])).toBe(
+      1,
+    );
     // Without the key, the same body is a new post, as before.
     expect((await app.post('/posts', body, { token: author.token })).body.data.id).not.toBe(first.body.data.id);
   });
@@ -119,7 +121,9 @@ describe('Idempotency-Key', () => {
     expect(again.text).toBe(first.text);
     expect(again.headers.get('idempotent-replayed')).toBe('true');
     // Without a key (or with another one), the vote is what it was: final.
-    expect((await app.post(`/posts/${post.id}/vote`, { position: 'left' }, { token: voter.token })).body.error.code).toBe('VOTE_ALREADY_CAST');
+    expect((await app.post(`/posts/${post.id}/vote`, { position: 'left' }, { token: voter.token })).body.error.code).toBe(
+      'VOTE_ALREADY_CAST',
+    );
     expect(await count('select count(*)::int as n from app.vote_receipts where post_id = $1', [post.id])).toBe(1);
   });
 
@@ -155,7 +159,11 @@ describe('Idempotency-Key', () => {
     ];
     for (const refusal of refusals) {
       expect(refusal.status).toBe(422);
-      expect(refusal.body.error).toEqual({ code: 'IDEMPOTENCY_KEY_REUSED', message: 'This idempotency key was used for another request.', details: {} });
+      expect(refusal.body.error).toEqual({
+        code: 'IDEMPOTENCY_KEY_REUSED',
+        message: 'This idempotency key was used for another request.',
+        details: {},
+      });
     }
     expect(await comments(post.id)).toBe(1);
     expect(await comments(other.id)).toBe(0);
@@ -170,18 +178,28 @@ describe('Idempotency-Key', () => {
       expect(answer.body.error.details.fields).toEqual({ 'Idempotency-Key': 'Must be 1-255 printable ASCII characters' });
     }
     // With a body error too, one answer names both.
-    const both = await app.post(`/posts/${post.id}/comments`, { text: 'x', extra: 1 }, { token: author.token, headers: keyed('x'.repeat(256)) });
+    const both = await app.post(
+      `/posts/${post.id}/comments`,
+      { text: 'x', extra: 1 },
+      { token: author.token, headers: keyed('x'.repeat(256)) },
+    );
     expect(Object.keys(both.body.error.details.fields).sort()).toEqual(['Idempotency-Key', 'extra']);
     // 255 printable characters, spaces inside, are a key.
-    expect((await app.post(`/posts/${post.id}/comments`, { text: 'x' }, { token: author.token, headers: keyed(`a b${'~'.repeat(252)}`) })).status).toBe(201);
+    expect(
+      (await app.post(`/posts/${post.id}/comments`, { text: 'x' }, { token: author.token, headers: keyed(`a b${'~'.repeat(252)}`) }))
+        .status,
+    ).toBe(201);
     expect((await app.post(`/posts/${post.id}/comments`, { text: 'x' }, { headers: keyed('x'.repeat(256)) })).status).toBe(401);
     const early = await userAtLevel(app, 1);
-    expect((await app.post('/posts', { thoughtText: 'x', visibility: 'public' }, { token: early.token, headers: keyed('x'.repeat(256)) })).body.error.code).toBe(
-      'PROFILE_BASICS_REQUIRED',
-    );
+    expect(
+      (await app.post('/posts', { thoughtText: 'x', visibility: 'public' }, { token: early.token, headers: keyed('x'.repeat(256)) })).body
+        .error.code,
+    ).toBe('PROFILE_BASICS_REQUIRED');
     // Reads and the public sign-in endpoints do not take it: it changes nothing there.
     expect((await app.get(`/posts/${post.id}`, { token: author.token, headers: keyed('x'.repeat(256)) })).status).toBe(200);
-    expect((await app.post('/auth/anonymous/session', { deviceId: `d-${randomUUID()}` }, { headers: keyed('x'.repeat(256)) })).status).toBe(200);
+    expect((await app.post('/auth/anonymous/session', { deviceId: `d-${randomUUID()}` }, { headers: keyed('x'.repeat(256)) })).status).toBe(
+      200,
+    );
   });
 
   it('keeps an error answer of the handler (404) and replays it; nothing of the first request remains', async () => {
@@ -225,8 +243,12 @@ describe('Idempotency-Key', () => {
     // 401: a revoked session; the same user signed in again retries with the key, and it runs.
     const user = await userAtLevel(app, 2);
     const retry = randomUUID();
-    expect((await app.post('/auth/logout', { refreshToken: user.refreshToken, logoutFromAllDevices: false }, { token: user.token })).status).toBe(200);
-    expect((await app.post(`/posts/${post.id}/comments`, { text: 'signed out' }, { token: user.token, headers: keyed(retry) })).status).toBe(401);
+    expect(
+      (await app.post('/auth/logout', { refreshToken: user.refreshToken, logoutFromAllDevices: false }, { token: user.token })).status,
+    ).toBe(200);
+    expect(
+      (await app.post(`/posts/${post.id}/comments`, { text: 'signed out' }, { token: user.token, headers: keyed(retry) })).status,
+    ).toBe(401);
     expect(await kept(user.id)).toBe(0);
   });
 
@@ -252,7 +274,16 @@ describe('Idempotency-Key', () => {
     const { rows } = await app.owner.query('select * from app_private.idempotent_answers where user_id = $1', [voter.id]);
     expect(rows).toHaveLength(1);
     const row = rows[0];
-    expect(Object.keys(row).sort()).toEqual(['body', 'created_at', 'expires_at', 'fingerprint', 'headers', 'key_digest', 'status', 'user_id']);
+    expect(Object.keys(row).sort()).toEqual([
+      'body',
+      'created_at',
+      'expires_at',
+      'fingerprint',
+      'headers',
+      'key_digest',
+      'status',
+      'user_id',
+    ]);
     expect(row.headers).toEqual({ 'Content-Type': 'application/json; charset=utf-8' });
     const stored = Buffer.concat([row.body, row.fingerprint, row.key_digest, Buffer.from(JSON.stringify(row.headers))]);
     for (const text of [key, 'left', 'Count', 'totalVotes', post.id, answer.text]) expect(stored.includes(text)).toBe(false);
@@ -266,28 +297,44 @@ describe('Idempotency-Key', () => {
     const columns = await app.owner.query(
       `select column_name from information_schema.columns where table_schema = 'app_private' and table_name = 'idempotent_answers' order by 1`,
     );
-    expect(columns.rows.map((c) => c.column_name)).toEqual(['body', 'created_at', 'expires_at', 'fingerprint', 'headers', 'key_digest', 'status', 'user_id']);
+    expect(columns.rows.map((c) => c.column_name)).toEqual([
+      'body',
+      'created_at',
+      'expires_at',
+      'fingerprint',
+      'headers',
+      'key_digest',
+      'status',
+      'user_id',
+    ]);
     // No role but the owner reads it.
     for (const role of ['app_user', 'app_admin', 'app_anonymous', 'app_worker', 'authenticator']) {
-      const { rows: grants } = await app.owner.query(`select has_table_privilege($1, 'app_private.idempotent_answers', 'select') as can`, [role]);
+      const { rows: grants } = await app.owner.query(`select has_table_privilege($1, 'app_private.idempotent_answers', 'select') as can`, [
+        role,
+      ]);
       expect(grants[0].can, role).toBe(false);
     }
   });
 
-  it('in SQL: only the functions reach the table, a 401, 429 or 5xx is never kept, and a digest is the user\'s own', async () => {
+  it("in SQL: only the functions reach the table, a 401, 429 or 5xx is never kept, and a digest is the user's own", async () => {
     const [one, two] = [await userAtLevel(app, 2), await userAtLevel(app, 2)];
     const digest = Buffer.alloc(32, 7);
     const fingerprint = Buffer.alloc(32, 9);
     const keep = 'select app.keep_idempotent_answer($1, $2, $3, $4, $5)';
     await asViewer(app, 'app_user', one.id, async (client) => {
       expect(await rowsOrError(client, 'select * from app_private.idempotent_answers')).toBe('42501');
-      for (const status of [401, 429, 500, 503]) expect(await rowsOrError(client, keep, [digest, fingerprint, status, '{}', Buffer.from('x')]), String(status)).toBe('P0001');
+      for (const status of [401, 429, 500, 503])
+        expect(await rowsOrError(client, keep, [digest, fingerprint, status, '{}', Buffer.from('x')]), String(status)).toBe('P0001');
       expect(await rowsOrError(client, keep, [digest, fingerprint, 404, '{}', Buffer.from('x')])).toEqual([{ keep_idempotent_answer: '' }]);
-      expect(await rowsOrError(client, 'select outcome, status from app.claim_idempotency_key($1, $2)', [digest, fingerprint])).toEqual([{ outcome: 'kept', status: 404 }]);
+      expect(await rowsOrError(client, 'select outcome, status from app.claim_idempotency_key($1, $2)', [digest, fingerprint])).toEqual([
+        { outcome: 'kept', status: 404 },
+      ]);
       await client.query('commit');
     });
     await asViewer(app, 'app_user', two.id, async (client) => {
-      expect(await rowsOrError(client, 'select outcome from app.claim_idempotency_key($1, $2)', [digest, fingerprint])).toEqual([{ outcome: 'new' }]);
+      expect(await rowsOrError(client, 'select outcome from app.claim_idempotency_key($1, $2)', [digest, fingerprint])).toEqual([
+        { outcome: 'new' },
+      ]);
     });
     await asViewer(app, 'app_anonymous', null, async (client) => {
       expect(await rowsOrError(client, 'select outcome from app.claim_idempotency_key($1, $2)', [digest, fingerprint])).toBe('42501');
@@ -320,16 +367,22 @@ describe('Idempotency-Key', () => {
     const user = await userAtLevel(app, 2);
     const post = await createPost(app, author);
     const old = randomUUID();
-    const send = (key: string, text: string) => app.post(`/posts/${post.id}/comments`, { text }, { token: user.token, headers: keyed(key) });
+    const send = (key: string, text: string) =>
+      app.post(`/posts/${post.id}/comments`, { text }, { token: user.token, headers: keyed(key) });
     expect((await send(old, 'day one')).status).toBe(201);
     expect((await send(randomUUID(), 'fresh')).status).toBe(201);
-    await app.owner.query(`update app_private.idempotent_answers set expires_at = now() - interval '1 second' where user_id = $1 and created_at = (select min(created_at) from app_private.idempotent_answers where user_id = $1)`, [user.id]);
+    await app.owner.query(
+      `update app_private.idempotent_answers set expires_at = now() - interval '1 second' where user_id = $1 and created_at = (select min(created_at) from app_private.idempotent_answers where user_id = $1)`,
+      [user.id],
+    );
     // An expired key is a new key (even for another request).
     const reused = await send(old, 'day two');
     expect(reused.status).toBe(201);
     expect(reused.headers.get('idempotent-replayed')).toBeNull();
     expect(await kept(user.id)).toBe(2);
-    await app.owner.query(`update app_private.idempotent_answers set expires_at = now() - interval '1 second' where user_id = $1`, [user.id]);
+    await app.owner.query(`update app_private.idempotent_answers set expires_at = now() - interval '1 second' where user_id = $1`, [
+      user.id,
+    ]);
     await app.owner.query(`select graphile_worker.add_job('purge_idempotent_answers', '{}'::json)`);
     await app.runJobs();
     expect(await kept(user.id)).toBe(0);
@@ -341,9 +394,18 @@ describe('Idempotency-Key', () => {
     await app.runJobs();
     const ready = await app.get(`/users/me/exports/${requested.body.data.exportId}`, { token: user.token });
     const archive = await (await fetch(ready.body.data.url)).text();
-    const { rows: keptRows } = await app.owner.query('select key_digest, fingerprint, body from app_private.idempotent_answers where user_id = $1', [user.id]);
+    const { rows: keptRows } = await app.owner.query(
+      'select key_digest, fingerprint, body from app_private.idempotent_answers where user_id = $1',
+      [user.id],
+    );
     expect(keptRows).toHaveLength(1);
-    for (const text of [exportKey, 'idempot', keptRows[0].key_digest.toString('hex'), keptRows[0].body.toString('base64'), keptRows[0].body.toString('hex')]) {
+    for (const text of [
+      exportKey,
+      'idempot',
+      keptRows[0].key_digest.toString('hex'),
+      keptRows[0].body.toString('base64'),
+      keptRows[0].body.toString('hex'),
+    ]) {
       expect(archive.toLowerCase()).not.toContain(text.toLowerCase());
     }
 

@@ -56,14 +56,22 @@ describe('request logs', () => {
     const code = sentCodes.at(-1) as string;
     const session = await client.post('/auth/otp/verify', { ...phone, code }, { headers: { 'x-request-id': 'log-test-1' } });
     const { accessToken, refreshToken } = session.body.data;
-    await client.put('/users/me/onboarding/profile-basics', { fullName: 'Secret Name', username: 'log_probe', acceptTerms: true }, { token: accessToken });
+    await client.put(
+      '/users/me/onboarding/profile-basics',
+      { fullName: 'Secret Name', username: 'log_probe', acceptTerms: true },
+      { token: accessToken },
+    );
     await client.get('/search/users?q=%2B447700900777', { token: accessToken });
     const author = await userAtLevel(app, 3);
     const post = await createPost(app, author, slider);
     // With an Idempotency-Key, sent twice: the kept answer (the tally just after the vote) is replayed, never logged.
     const key = 'log-probe-idempotency-key';
     await client.post(`/posts/${post.id}/vote`, { position: 'strong_right' }, { token: accessToken, headers: { 'Idempotency-Key': key } });
-    const replay = await client.post(`/posts/${post.id}/vote`, { position: 'strong_right' }, { token: accessToken, headers: { 'Idempotency-Key': key } });
+    const replay = await client.post(
+      `/posts/${post.id}/vote`,
+      { position: 'strong_right' },
+      { token: accessToken, headers: { 'Idempotency-Key': key } },
+    );
     expect(replay.headers.get('idempotent-replayed')).toBe('true');
     await client.post('/auth/session/refresh', { refreshToken });
 
@@ -71,7 +79,17 @@ describe('request logs', () => {
     expect(logged.length).toBeGreaterThan(5);
     const line = logged.map((l) => JSON.parse(l)).find((l) => l.requestId === 'log-test-1');
     expect(line).toMatchObject({ method: 'POST', route: '/api/v1/auth/otp/verify', status: 200, msg: 'request' });
-    for (const secret of ['7700900777', accessToken, refreshToken, 'strong_right', 'Secret Name', 'log_probe', key, 'rightCount', 'totalVotes']) {
+    for (const secret of [
+      '7700900777',
+      accessToken,
+      refreshToken,
+      'strong_right',
+      'Secret Name',
+      'log_probe',
+      key,
+      'rightCount',
+      'totalVotes',
+    ]) {
       expect(text, secret).not.toContain(secret);
     }
     // The 4-digit code as a value of its own (digits of timestamps do not count).
@@ -81,7 +99,16 @@ describe('request logs', () => {
 
 describe('request routes', () => {
   it('name every request by its route pattern, spelled as the metrics spell it: endpoints, documents, docs assets and probes', async () => {
-    const paths = ['/healthz', '/readyz', '/api/v1/openapi.json', '/api/v1/docs', '/api/v1/docs/assets/swagger-ui.css', '/api/v1/users/by-username/nobody_here', '/internal/graphql', '/no/such/page?q=secret'];
+    const paths = [
+      '/healthz',
+      '/readyz',
+      '/api/v1/openapi.json',
+      '/api/v1/docs',
+      '/api/v1/docs/assets/swagger-ui.css',
+      '/api/v1/users/by-username/nobody_here',
+      '/internal/graphql',
+      '/no/such/page?q=secret',
+    ];
     const before = logged.length;
     for (const path of paths) await (await fetch(`${base}${path}`)).arrayBuffer();
     const requestLines = () =>
@@ -92,16 +119,18 @@ describe('request routes', () => {
     // A line is written when its response has ended, which may be just after the client read it.
     await vi.waitFor(() => expect(requestLines()).toHaveLength(paths.length));
     const lines = requestLines();
-    expect(lines.map((line) => line.route).sort()).toEqual([
-      '/healthz',
-      '/readyz',
-      '/api/v1/openapi.json',
-      '/api/v1/docs',
-      '/api/v1/docs/assets/{file}',
-      '/api/v1/users/by-username/{username}',
-      '/internal/graphql',
-      '(unmatched)',
-    ].sort());
+    expect(lines.map((line) => line.route).sort()).toEqual(
+      [
+        '/healthz',
+        '/readyz',
+        '/api/v1/openapi.json',
+        '/api/v1/docs',
+        '/api/v1/docs/assets/{file}',
+        '/api/v1/users/by-username/{username}',
+        '/internal/graphql',
+        '(unmatched)',
+      ].sort(),
+    );
     const metrics = await (await fetch(metricsUrl)).text();
     for (const line of lines) expect(metrics, line.route).toContain(`route="${line.route}",status="${line.status}"`);
     expect(logged.join('')).not.toContain('secret');
@@ -143,12 +172,19 @@ describe("graphile-worker's job lines", () => {
     const lines: { level: number; msg: string; line: string }[] = [];
     const sink = new Writable({
       write(chunk, _encoding, done) {
-        for (const line of String(chunk).split('\n').filter(Boolean)) lines.push({ ...(JSON.parse(line) as { level: number; msg: string }), line });
+        for (const line of String(chunk).split('\n').filter(Boolean))
+          lines.push({ ...(JSON.parse(line) as { level: number; msg: string }), line });
         done();
       },
     });
-    const payload = { marker: 'payload-marker', ids: Array.from({ length: 20 }, (_, i) => `00000000-0000-4000-8000-${String(i).padStart(12, '0')}`) };
-    await app.owner.query(`select graphile_worker.add_job('log_test_ok', $1::json), graphile_worker.add_job('log_test_fails', $1::json, max_attempts => 1)`, [JSON.stringify(payload)]);
+    const payload = {
+      marker: 'payload-marker',
+      ids: Array.from({ length: 20 }, (_, i) => `00000000-0000-4000-8000-${String(i).padStart(12, '0')}`),
+    };
+    await app.owner.query(
+      `select graphile_worker.add_job('log_test_ok', $1::json), graphile_worker.add_job('log_test_fails', $1::json, max_attempts => 1)`,
+      [JSON.stringify(payload)],
+    );
     await runOnce({
       pgPool: app.pools.worker,
       taskList: {
@@ -159,7 +195,9 @@ describe("graphile-worker's job lines", () => {
       },
       logger: workerLogger(createLogger(level, sink)),
     });
-    await app.owner.query(`select graphile_worker.permanently_fail_jobs(array_agg(id), 'test') from graphile_worker.jobs where task_identifier like 'log\\_test\\_%'`);
+    await app.owner.query(
+      `select graphile_worker.permanently_fail_jobs(array_agg(id), 'test') from graphile_worker.jobs where task_identifier like 'log\\_test\\_%'`,
+    );
     return lines;
   }
 
@@ -177,6 +215,7 @@ describe("graphile-worker's job lines", () => {
     expect(completed.map((line) => line.level)).toEqual([20]);
     for (const line of debug) expect(line.line).not.toContain('payload-marker');
     // Each line short enough to read: the job is its id, task and attempts.
-    for (const line of [...completed, ...debug.filter((l) => l.msg.startsWith('Failed task'))]) expect(JSON.parse(line.line).job).toMatchObject({ task: expect.any(String), attempts: 1 });
+    for (const line of [...completed, ...debug.filter((l) => l.msg.startsWith('Failed task'))])
+      expect(JSON.parse(line.line).job).toMatchObject({ task: expect.any(String), attempts: 1 });
   });
 });

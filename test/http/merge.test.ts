@@ -52,10 +52,7 @@ describe('merge of post activity', () => {
     const phone = nextPhone();
     const target = await completeBasics(app, await verifyPhone(app, phone));
     const writer = await userAtLevel(app, 3);
-    const [both, onlyCaller] = [
-      await createPost(app, writer, slider),
-      await createPost(app, writer, slider),
-    ];
+    const [both, onlyCaller] = [await createPost(app, writer, slider), await createPost(app, writer, slider)];
     await vote(app, target, both.id, 'left');
     const caller = await completeBasics(app, await anonymousUser(app));
     await vote(app, caller, both.id, 'right');
@@ -67,8 +64,16 @@ describe('merge of post activity', () => {
     const merged = await verifyPhone(app, phone, caller.token);
     expect(merged.id).toBe(target.id);
     expect((await app.get(`/posts/${onlyCaller.id}/vote/me`, { token: merged.token })).body.data.hasVoted).toBe(true);
-    const receipts = await app.owner.query('select post_id, user_id from app.vote_receipts where user_id = any($1) order by user_id, post_id', [[target.id, caller.id]]);
-    expect(receipts.rows.filter((r) => r.user_id === target.id).map((r) => r.post_id).sort()).toEqual([both.id, onlyCaller.id].sort());
+    const receipts = await app.owner.query(
+      'select post_id, user_id from app.vote_receipts where user_id = any($1) order by user_id, post_id',
+      [[target.id, caller.id]],
+    );
+    expect(
+      receipts.rows
+        .filter((r) => r.user_id === target.id)
+        .map((r) => r.post_id)
+        .sort(),
+    ).toEqual([both.id, onlyCaller.id].sort());
     expect(receipts.rows.filter((r) => r.user_id === caller.id).map((r) => r.post_id)).toEqual([both.id]);
     const comments = await app.get(`/posts/${onlyCaller.id}/comments`, { token: merged.token });
     expect(comments.body.data.items.map((c: any) => c.author.id)).toEqual([target.id]);
@@ -95,7 +100,10 @@ describe('merge while the target votes', () => {
       await voting.query('insert into app.vote_receipts (post_id, user_id) values ($1, $2)', [post.id, target.id]);
       const merging = verifyPhone(app, phone, caller.token);
       const deadline = Date.now() + 10_000;
-      while ((await app.owner.query(`select 1 from pg_stat_activity where datname = current_database() and wait_event_type = 'Lock'`)).rows.length === 0) {
+      while (
+        (await app.owner.query(`select 1 from pg_stat_activity where datname = current_database() and wait_event_type = 'Lock'`)).rows
+          .length === 0
+      ) {
         if (Date.now() > deadline) throw new Error('the merge never waited for the open vote');
         await new Promise((resolve) => setTimeout(resolve, 20));
       }

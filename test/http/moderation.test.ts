@@ -19,7 +19,8 @@ beforeAll(async () => {
 afterAll(() => app.close());
 
 const admin = (args: string[]) => runAdmin(args, { DATABASE_URL: app.ownerUrl });
-const graphql = (query: string, token: string, variables: Record<string, unknown> = {}) => internalGraphql(app.url, query, token, variables);
+const graphql = (query: string, token: string, variables: Record<string, unknown> = {}) =>
+  internalGraphql(app.url, query, token, variables);
 
 const report = (user: TestUser, kind: 'posts' | 'users' | 'hubs', id: string, reason = 'spam') =>
   app.post(`/reports/${kind}/${id}`, { reason, details: 'see for yourself' }, { token: user.token });
@@ -65,7 +66,11 @@ describe('reports', () => {
       reasons: ['hate', 'spam'],
       snapshot: expect.objectContaining({ authorId: author.id, authorUsername: author.username, thoughtText: 'something reportable' }),
     });
-    expect(groups.find((g) => g.targetId === author.id)).toMatchObject({ targetType: 'user', count: 1, snapshot: { username: author.username } });
+    expect(groups.find((g) => g.targetId === author.id)).toMatchObject({
+      targetType: 'user',
+      count: 1,
+      snapshot: { username: author.username },
+    });
     // Reporting something one cannot see stays a 404, changing nothing.
     expect((await report(other, 'posts', post.id)).status).toBe(404);
   });
@@ -73,10 +78,19 @@ describe('reports', () => {
   it('resolve, dismiss and reopen through the CLI; unknown ids and bad arguments exit 1 naming the problem', async () => {
     const [target, reporter] = await Promise.all([userAtLevel(app, 2), userAtLevel(app, 2)]);
     const reportId = (await report(reporter, 'users', target.id)).body.data.reportId;
-    for (const [verb, state] of [['dismiss', 'dismissed'], ['reopen', 'open'], ['resolve', 'resolved']] as const) {
+    for (const [verb, state] of [
+      ['dismiss', 'dismissed'],
+      ['reopen', 'open'],
+      ['resolve', 'resolved'],
+    ] as const) {
       const result = await admin(['reports', verb, reportId, '--json']);
       expect(result.code, result.stderr).toBe(0);
-      expect(JSON.parse(result.stdout)).toMatchObject({ action: `${verb}_report`, targetType: 'user', targetId: target.id, reportIds: [reportId] });
+      expect(JSON.parse(result.stdout)).toMatchObject({
+        action: `${verb}_report`,
+        targetType: 'user',
+        targetId: target.id,
+        reportIds: [reportId],
+      });
       expect((await app.owner.query('select state::text from app.reports where id = $1', [reportId])).rows[0].state).toBe(state);
     }
     // Once resolved, the same reporter may file again (a new open report).
@@ -91,14 +105,20 @@ describe('reports', () => {
     const logged = async () => (await app.owner.query('select count(*)::int as n from app.moderation_log')).rows[0].n as number;
     const loggedBefore = await logged();
     for (const [args, lines] of [
-      [['reports', 'resolve'], ['missing report id', usage]],
+      [
+        ['reports', 'resolve'],
+        ['missing report id', usage],
+      ],
       [['posts', 'remove', later.body.data.reportId], ['--reason <text> is required']],
       [['users', 'suspend', target.id, '--days', 'x', '--reason', 'r'], ['--days must be a whole number from 1 to 36500']],
       [['hubs', 'remove', 'not-an-id', '--reason', 'r'], ['no hub with the id "not-an-id"']],
       // The reason's and the days' rules are the SQL functions' (VALIDATION_FAILED), named per command.
       [['posts', 'remove', later.body.data.reportId, '--reason', '   '], ['--reason must be 1 to 1000 characters, not blank']],
       [['hubs', 'remove', target.id, '--reason', 'x'.repeat(1001)], ['--reason must be 1 to 1000 characters, not blank']],
-      [['users', 'suspend', target.id, '--days', '36501', '--reason', 'r'], ['--reason must be 1 to 1000 characters, not blank, and --days a whole number from 1 to 36500']],
+      [
+        ['users', 'suspend', target.id, '--days', '36501', '--reason', 'r'],
+        ['--reason must be 1 to 1000 characters, not blank, and --days a whole number from 1 to 36500'],
+      ],
       [['reports', 'explode'], [usage]],
     ] as const) {
       const result = await admin([...args]);
@@ -108,11 +128,19 @@ describe('reports', () => {
     }
     // None of the refused commands changed anything.
     expect(await logged()).toBe(loggedBefore);
-    expect((await app.owner.query('select count(*)::int as n from app_private.account_states where user_id = $1', [target.id])).rows[0].n).toBe(0);
+    expect(
+      (await app.owner.query('select count(*)::int as n from app_private.account_states where user_id = $1', [target.id])).rows[0].n,
+    ).toBe(0);
     const unknownUser = await admin(['users', 'suspend', '00000000-0000-4000-8000-000000000000', '--reason', 'nobody']);
     expect(unknownUser.code).toBe(1);
     expect(unknownUser.stderr.trim()).toBe('no user with the id "00000000-0000-4000-8000-000000000000"');
-    expect((await app.owner.query(`select count(*)::int as n from app_private.account_states where user_id = '00000000-0000-4000-8000-000000000000'`)).rows[0].n).toBe(0);
+    expect(
+      (
+        await app.owner.query(
+          `select count(*)::int as n from app_private.account_states where user_id = '00000000-0000-4000-8000-000000000000'`,
+        )
+      ).rows[0].n,
+    ).toBe(0);
   });
 });
 
@@ -125,7 +153,12 @@ describe('removing a post', () => {
     const removed = await admin(['posts', 'remove', post.id, '--reason', 'spam ring', '--json']);
     expect(removed.code, removed.stderr).toBe(0);
     expect(JSON.parse(removed.stdout)).toEqual({
-      action: 'remove_post', targetType: 'post', targetId: post.id, reason: 'spam ring', reportIds: [reportId], createdAt: expect.any(String),
+      action: 'remove_post',
+      targetType: 'post',
+      targetId: post.id,
+      reason: 'spam ring',
+      reportIds: [reportId],
+      createdAt: expect.any(String),
     });
     expect((await app.get(`/posts/${post.id}`, { token: reader.token })).status).toBe(404);
     expect((await app.get(`/users/${author.id}/feed`, { token: reader.token })).body.data.items).toEqual([]);
@@ -157,7 +190,15 @@ describe('suspending a user', () => {
     await addMember(app, hub, user);
     const post = await createPost(app, user);
     expect((await app.post(`/users/${user.id}/follow`, undefined, { token: viewer.token })).status).toBe(200);
-    expect((await app.post('/users/me/push-devices', { provider: 'fcm', token: `suspended-${user.id}`, platform: 'android' }, { token: user.token })).status).toBe(201);
+    expect(
+      (
+        await app.post(
+          '/users/me/push-devices',
+          { provider: 'fcm', token: `suspended-${user.id}`, platform: 'android' },
+          { token: user.token },
+        )
+      ).status,
+    ).toBe(201);
     const reportId = (await report(reporter, 'users', user.id)).body.data.reportId;
     const memberCount = async () => (await app.get(`/hubs/${hub.id}`, { token: viewer.token })).body.data.memberCount;
     const members = await memberCount();
@@ -190,7 +231,10 @@ describe('suspending a user', () => {
     expect((await app.get(`/users/by-username/${user.username}`, { token: viewer.token })).status).toBe(200);
     expect((await app.get(`/posts/${post.id}`, { token: viewer.token })).status).toBe(200);
     expect(await memberCount()).toBe(members);
-    expect((await app.owner.query(`select count(*)::int as n from graphile_worker.jobs where key = $1`, [`lift_suspension:${user.id}`])).rows[0].n).toBe(0);
+    expect(
+      (await app.owner.query(`select count(*)::int as n from graphile_worker.jobs where key = $1`, [`lift_suspension:${user.id}`])).rows[0]
+        .n,
+    ).toBe(0);
     expect((await app.owner.query('select * from app_private.counter_drift()')).rows).toEqual([]);
   });
 
@@ -198,12 +242,17 @@ describe('suspending a user', () => {
     const user = await userAtLevel(app, 3);
     expect((await admin(['users', 'suspend', user.id, '--days', '1', '--reason', 'cool off'])).code).toBe(0);
     expect((await app.owner.query('select app_private.lift_suspension($1) as lifted', [user.id])).rows[0].lifted).toBe(false);
-    await app.owner.query(`update app_private.account_states set suspended_until = now() - interval '1 second' where user_id = $1`, [user.id]);
+    await app.owner.query(`update app_private.account_states set suspended_until = now() - interval '1 second' where user_id = $1`, [
+      user.id,
+    ]);
     expect((await app.owner.query('select app_private.lift_suspension($1) as lifted', [user.id])).rows[0].lifted).toBe(true);
     expect((await signIn(user)).status).toBe(200);
 
     expect((await admin(['users', 'suspend', user.id, '--reason', 'for good'])).code).toBe(0);
-    expect((await app.owner.query('select suspended_until from app_private.account_states where user_id = $1', [user.id])).rows[0].suspended_until).toBeNull();
+    expect(
+      (await app.owner.query('select suspended_until from app_private.account_states where user_id = $1', [user.id])).rows[0]
+        .suspended_until,
+    ).toBeNull();
     expect((await app.owner.query('select app_private.lift_suspension($1) as lifted', [user.id])).rows[0].lifted).toBe(false);
     expect((await signIn(user)).body.error.code).toBe('ACCOUNT_SUSPENDED');
   });
@@ -211,7 +260,9 @@ describe('suspending a user', () => {
 
 describe('removing a hub', () => {
   it('hides it from everyone, ends its memberships and resolves its reports', async () => {
-    const [owner, member, reporter, invitee, requester, linkUser] = await Promise.all(Array.from({ length: 6 }, () => userAtLevel(app, 4))) as [TestUser, TestUser, TestUser, TestUser, TestUser, TestUser];
+    const [owner, member, reporter, invitee, requester, linkUser] = (await Promise.all(
+      Array.from({ length: 6 }, () => userAtLevel(app, 4)),
+    )) as [TestUser, TestUser, TestUser, TestUser, TestUser, TestUser];
     const hub = await createHub(app, owner);
     await addMember(app, hub, member);
     await invite(app, hub, owner, invitee);
@@ -253,26 +304,46 @@ describe('internal GraphQL', () => {
     expect(queue.errors).toBeUndefined();
     expect(queue.data.openReportGroups.nodes).toContainEqual({ targetType: 'post', targetId: post.id, reportIds: [reportId], count: 1 });
 
-    const asUser = await graphql('mutation($id: UUID!) { removePost(input: { pPostId: $id, pReason: "x" }) { clientMutationId } }', user.token, { id: post.id });
+    const asUser = await graphql(
+      'mutation($id: UUID!) { removePost(input: { pPostId: $id, pReason: "x" }) { clientMutationId } }',
+      user.token,
+      { id: post.id },
+    );
     // The user schema has no mutations at all: refused before anything runs.
     expect(asUser.errors?.map((e: { message: string }) => e.message)).toEqual(['This schema has no mutation operations.']);
     expect((await app.get(`/posts/${post.id}`, { token: reporter.token })).status).toBe(200);
 
-    const removed = await graphql('mutation($id: UUID!) { removePost(input: { pPostId: $id, pReason: "by graphql" }) { result { action targetId reportIds actor } } }', adminToken, { id: post.id });
+    const removed = await graphql(
+      'mutation($id: UUID!) { removePost(input: { pPostId: $id, pReason: "by graphql" }) { result { action targetId reportIds actor } } }',
+      adminToken,
+      { id: post.id },
+    );
     expect(removed.errors).toBeUndefined();
-    expect(removed.data.removePost.result).toEqual({ action: 'remove_post', targetId: post.id, reportIds: [reportId], actor: 'admin token' });
+    expect(removed.data.removePost.result).toEqual({
+      action: 'remove_post',
+      targetId: post.id,
+      reportIds: [reportId],
+      actor: 'admin token',
+    });
     expect((await app.get(`/posts/${post.id}`, { token: reporter.token })).status).toBe(404);
 
-    const suspended = await graphql('mutation($id: UUID!) { suspendUser(input: { pUserId: $id, pDays: null, pReason: "by graphql" }) { result { action } } }', adminToken, { id: user.id });
+    const suspended = await graphql(
+      'mutation($id: UUID!) { suspendUser(input: { pUserId: $id, pDays: null, pReason: "by graphql" }) { result { action } } }',
+      adminToken,
+      { id: user.id },
+    );
     expect(suspended.errors).toBeUndefined();
     expect((await signIn(user)).body.error.code).toBe('ACCOUNT_SUSPENDED');
     const log = await graphql('{ allModerationLogs(orderBy: CREATED_AT_DESC, first: 2) { nodes { action targetId actor } } }', adminToken);
     expect(log.errors).toBeUndefined();
     expect(log.data.allModerationLogs.nodes[0]).toEqual({ action: 'suspend_user', targetId: user.id, actor: 'admin token' });
-    expect((await graphql('{ allModerationLogs { nodes { action } } }', reporter.token)).errors?.map((e: { message: string }) => e.message)).toEqual([
-      'Cannot query field "allModerationLogs" on type "Query".',
-    ]);
-    const unknown = await graphql('mutation { unsuspendUser(input: { pUserId: "00000000-0000-4000-8000-000000000000" }) { clientMutationId } }', adminToken);
+    expect(
+      (await graphql('{ allModerationLogs { nodes { action } } }', reporter.token)).errors?.map((e: { message: string }) => e.message),
+    ).toEqual(['Cannot query field "allModerationLogs" on type "Query".']);
+    const unknown = await graphql(
+      'mutation { unsuspendUser(input: { pUserId: "00000000-0000-4000-8000-000000000000" }) { clientMutationId } }',
+      adminToken,
+    );
     expect(unknown.errors?.[0]?.message).toBe('User does not exist.');
   });
 });
@@ -281,7 +352,9 @@ describe('the moderation log', () => {
   it('is append-only, for the owner too', async () => {
     const user = await userAtLevel(app, 2);
     expect((await admin(['users', 'suspend', user.id, '--reason', 'log me'])).code).toBe(0);
-    await expect(app.owner.query(`update app.moderation_log set reason = 'changed' where target_id = $1`, [user.id])).rejects.toThrow(/append-only/);
+    await expect(app.owner.query(`update app.moderation_log set reason = 'changed' where target_id = $1`, [user.id])).rejects.toThrow(
+      /append-only/,
+    );
     await expect(app.owner.query('delete from app.moderation_log where target_id = $1', [user.id])).rejects.toThrow(/append-only/);
     const entry = (await app.owner.query('select actor, reason from app.moderation_log where target_id = $1', [user.id])).rows[0];
     expect(entry).toEqual({ actor: expect.stringMatching(/^cli:/), reason: 'log me' });

@@ -49,7 +49,11 @@ describe('refusals', () => {
     for (const accept of ['application/json', 'text/html', 'text/event-stream;q=0']) {
       const refused = await openStream(app.url, user.token, { accept });
       expect(refused.status, accept).toBe(426);
-      expect(refused.body.error).toEqual({ code: 'SSE_NOT_SUPPORTED', message: 'Server-sent events are not supported by this client.', details: {} });
+      expect(refused.body.error).toEqual({
+        code: 'SSE_NOT_SUPPORTED',
+        message: 'Server-sent events are not supported by this client.',
+        details: {},
+      });
     }
     for (const accept of ['*/*', 'text/*', 'application/json, text/event-stream']) {
       const accepted = await openStream(app.url, user.token, { accept });
@@ -74,7 +78,13 @@ describe('events', () => {
     expect(event?.id).toBe(id);
     expect(event?.event).toBe('notification');
     expect(event?.data).toEqual((await listed(user))[0]);
-    expect(event?.data).toMatchObject({ id, type: 'post_voted', isRead: false, actor: { id: actor.id, username: actor.username }, hub_id: null });
+    expect(event?.data).toMatchObject({
+      id,
+      type: 'post_voted',
+      isRead: false,
+      actor: { id: actor.id, username: actor.username },
+      hub_id: null,
+    });
   });
 
   it('works with a standard EventSource client (event name, lastEventId, data)', async () => {
@@ -199,9 +209,10 @@ describe('sessions', () => {
     const stream = await streamOf(user);
     expect((await app.post('/auth/session/refresh', { refreshToken: user.refreshToken })).status).toBe(200);
     // Past the 10 s grace window, reuse revokes the family.
-    await app.owner.query(`update app_private.refresh_tokens set rotated_at = rotated_at - interval '11 seconds' where session_id = $1 and rotated_at is not null`, [
-      sessionOf(user),
-    ]);
+    await app.owner.query(
+      `update app_private.refresh_tokens set rotated_at = rotated_at - interval '11 seconds' where session_id = $1 and rotated_at is not null`,
+      [sessionOf(user)],
+    );
     expect((await app.post('/auth/session/refresh', { refreshToken: user.refreshToken })).status).toBe(401);
     expect(await endsWithin(stream, 2000)).toBe(true);
   });
@@ -270,7 +281,8 @@ describe('resume with Last-Event-ID (contract section 9)', () => {
     await stream.waitForId(live);
     expect(stream.sequence).toEqual([...missed, live]);
     const listed = await app.get('/notifications', { token: user.token });
-    for (const event of stream.events) expect(event.data).toEqual(listed.body.data.items.find((item: { id: string }) => item.id === event.id));
+    for (const event of stream.events)
+      expect(event.data).toEqual(listed.body.data.items.find((item: { id: string }) => item.id === event.id));
   });
 
   it('replays at most 500 rows, then says `: replay truncated`, then goes live', async () => {
@@ -386,7 +398,7 @@ describe('a listening connection that comes back', () => {
       while (!(await leader.query('select app_private.take_notification_dispatch() as lead')).rows[0].lead) await sleep(10);
       const missed = await insertNotification(app, user.id);
       // Announce it now, while the hub is away: the hub never hears this notify.
-      for (let announced = false; !announced; ) {
+      for (let announced = false; !announced;) {
         await leader.query('select app_private.dispatch_notifications()');
         const { rows: pending } = await app.owner.query(
           'select d.dispatched_to > n.tx_id as announced from app_private.notification_dispatch d, app.notifications n where n.id = $1',
@@ -472,21 +484,31 @@ describe('coalesced announcements', () => {
       const olderTx = BigInt((await older.query<{ t: string }>('select pg_current_xact_id()::text as t')).rows[0]?.t ?? 0);
       // 50 transactions in one round trip, so the older one is held open only briefly (xmin is
       // cluster-wide: other test files' live delivery waits while it is open).
-      const text = Array.from({ length: 50 }, () => `begin; insert into app.notifications (recipient_id, type) values ('${user.id}', 'user_followed') returning id; commit;`).join(' ');
+      const text = Array.from(
+        { length: 50 },
+        () => `begin; insert into app.notifications (recipient_id, type) values ('${user.id}', 'user_followed') returning id; commit;`,
+      ).join(' ');
       const results = (await app.owner.query(text)) as unknown as pg.QueryResult<{ id: string }>[];
       // The dispatcher runs every 50 ms: for four of its runs the 50 are committed and the older one
       // is open, and the watermark stays at or below the older one.
       await sleep(200);
-      const { rows: watermark } = await app.owner.query<{ t: string }>('select dispatched_to::text as t from app_private.notification_dispatch');
+      const { rows: watermark } = await app.owner.query<{ t: string }>(
+        'select dispatched_to::text as t from app_private.notification_dispatch',
+      );
       expect(BigInt(watermark[0]?.t ?? 0)).toBeLessThanOrEqual(olderTx);
       await older.query('commit');
       const ids = results.filter((result) => result.command === 'INSERT').map((result) => result.rows[0]?.id as string);
       expect(ids).toHaveLength(50);
       const events = await stream.waitForEvents(50, 10_000);
       expect(events.map((event) => event.id).sort()).toEqual([...ids].sort());
-      const txs = (await app.owner.query<{ t: string }>('select tx_id::text as t from app.notifications where id = any ($1) order by tx_id', [ids])).rows.map((row) => BigInt(row.t));
+      const txs = (
+        await app.owner.query<{ t: string }>('select tx_id::text as t from app.notifications where id = any ($1) order by tx_id', [ids])
+      ).rows.map((row) => BigInt(row.t));
       const [firstTx, lastTx] = [txs[0] as bigint, txs.at(-1) as bigint];
-      const ranges = () => payloads.map((payload) => JSON.parse(payload) as { from: string; to: string }).map((range) => ({ from: BigInt(range.from), to: BigInt(range.to) }));
+      const ranges = () =>
+        payloads
+          .map((payload) => JSON.parse(payload) as { from: string; to: string })
+          .map((range) => ({ from: BigInt(range.from), to: BigInt(range.to) }));
       // This listener's backend forwards the notify when it is scheduled, maybe after the hub's did.
       while (!ranges().some((range) => range.from <= lastTx && range.to > lastTx)) await sleep(10);
       for (const payload of payloads) {

@@ -54,7 +54,9 @@ describe('authentication', () => {
 
   it('answers 401 for the access token of a logged-out session', async () => {
     const user = await anonymousUser(app);
-    expect((await app.post('/auth/logout', { refreshToken: user.refreshToken, logoutFromAllDevices: false }, { token: user.token })).status).toBe(200);
+    expect(
+      (await app.post('/auth/logout', { refreshToken: user.refreshToken, logoutFromAllDevices: false }, { token: user.token })).status,
+    ).toBe(200);
     expect((await list(user)).status).toBe(401);
   });
 });
@@ -112,7 +114,10 @@ describe('GET /notifications', () => {
        select $1, 'user_followed', now() - interval '5 seconds' from generate_series(1, 3) returning id`,
       [viewer.id],
     );
-    const tied = rows.map((row) => row.id as string).sort().reverse();
+    const tied = rows
+      .map((row) => row.id as string)
+      .sort()
+      .reverse();
     const expected = [...tied, ...[...ids].reverse()];
 
     const first = await list(viewer, '?limit=3');
@@ -180,7 +185,8 @@ describe('GET /notifications', () => {
 
   it('pages unread rows only, with the unread count of every visible row', async () => {
     const viewer = await userAtLevel(app, 1);
-    for (let age = 8; age >= 1; age -= 1) await insertNotification(app, viewer.id, { ageSeconds: age, readAt: age % 2 ? new Date() : null });
+    for (let age = 8; age >= 1; age -= 1)
+      await insertNotification(app, viewer.id, { ageSeconds: age, readAt: age % 2 ? new Date() : null });
     const pages = await allPages(viewer, 'unreadOnly=true&limit=3');
     expect(pages.map((page) => page.length)).toEqual([3, 1]);
     expect((await list(viewer, '?unreadOnly=true&limit=1')).body.data.unreadCount).toBe(4);
@@ -250,7 +256,11 @@ describe('hub-scoped rows (spec 6.3 rules 3 and 5)', () => {
 describe('PATCH /notifications/read', () => {
   it('marks the listed rows read and answers how many changed', async () => {
     const viewer = await userAtLevel(app, 1);
-    const [a, b, c] = [await insertNotification(app, viewer.id), await insertNotification(app, viewer.id), await insertNotification(app, viewer.id)];
+    const [a, b, c] = [
+      await insertNotification(app, viewer.id),
+      await insertNotification(app, viewer.id),
+      await insertNotification(app, viewer.id),
+    ];
     const response = await markRead(viewer, { notificationIds: [a, b, a] });
     expect(response.status).toBe(200);
     expect(response.body.data).toEqual({ updated: 2 });

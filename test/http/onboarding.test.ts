@@ -29,7 +29,11 @@ describe('onboarding status', () => {
       nextStep: 'profile_basics',
     });
 
-    const basics = await app.put('/users/me/onboarding/profile-basics', { fullName: 'Ada Lovelace', username: nextHandle('ada'), acceptTerms: true }, { token: user.token });
+    const basics = await app.put(
+      '/users/me/onboarding/profile-basics',
+      { fullName: 'Ada Lovelace', username: nextHandle('ada'), acceptTerms: true },
+      { token: user.token },
+    );
     expect(basics.status).toBe(200);
     expect(basics.body.data).toMatchObject({ accessLevel: 2, profileBasicsCompleted: true, nextStep: 'media' });
 
@@ -51,7 +55,12 @@ describe('onboarding status', () => {
 
   it('lets a phone-first user do profile basics after the phone (contacts is independent)', async () => {
     const user = await verifyPhone(app);
-    expect(await status(user.token)).toMatchObject({ accessLevel: 1, phoneConfirmed: true, contacts_synced: false, nextStep: 'profile_basics' });
+    expect(await status(user.token)).toMatchObject({
+      accessLevel: 1,
+      phoneConfirmed: true,
+      contacts_synced: false,
+      nextStep: 'profile_basics',
+    });
     await completeBasics(app, user);
     expect(await status(user.token)).toMatchObject({ accessLevel: 2, nextStep: 'media' });
     await app.put('/users/me/onboarding/media', {}, { token: user.token });
@@ -68,7 +77,11 @@ describe('profile basics', () => {
   it('canonicalises the handle: trimmed, lowercased, leading @ removed', async () => {
     const user = await anonymousUser(app);
     const handle = nextHandle('canon');
-    const response = await app.put('/users/me/onboarding/profile-basics', { fullName: 'Canon', username: `  @${handle.toUpperCase()} `, acceptTerms: true }, { token: user.token });
+    const response = await app.put(
+      '/users/me/onboarding/profile-basics',
+      { fullName: 'Canon', username: `  @${handle.toUpperCase()} `, acceptTerms: true },
+      { token: user.token },
+    );
     expect(response.status).toBe(200);
     const profile = await app.get('/users/me/profile', { token: user.token });
     expect(profile.body.data.username).toBe(handle);
@@ -77,7 +90,11 @@ describe('profile basics', () => {
   it('answers 409 USERNAME_TAKEN for a taken handle, whatever its case', async () => {
     const first = await userAtLevel(app, 2);
     const second = await anonymousUser(app);
-    const response = await app.put('/users/me/onboarding/profile-basics', { fullName: 'Copy Cat', username: (first.username as string).toUpperCase(), acceptTerms: true }, { token: second.token });
+    const response = await app.put(
+      '/users/me/onboarding/profile-basics',
+      { fullName: 'Copy Cat', username: (first.username as string).toUpperCase(), acceptTerms: true },
+      { token: second.token },
+    );
     expect(response.status).toBe(409);
     expect(response.body.error.code).toBe('USERNAME_TAKEN');
     expect((await status(second.token)).profileBasicsCompleted).toBe(false);
@@ -85,7 +102,11 @@ describe('profile basics', () => {
 
   it('refuses reserved handles with 409 USERNAME_TAKEN', async () => {
     const user = await anonymousUser(app);
-    const response = await app.put('/users/me/onboarding/profile-basics', { fullName: 'Root', username: 'admin', acceptTerms: true }, { token: user.token });
+    const response = await app.put(
+      '/users/me/onboarding/profile-basics',
+      { fullName: 'Root', username: 'admin', acceptTerms: true },
+      { token: user.token },
+    );
     expect(response.status).toBe(409);
     expect(response.body.error.code).toBe('USERNAME_TAKEN');
   });
@@ -113,7 +134,11 @@ describe('profile basics', () => {
 describe('media and contacts', () => {
   it('completes media with no photo when omitted or null, and refuses an unusable asset with 422', async () => {
     const user = await completeBasics(app, await anonymousUser(app));
-    const unknown = await app.put('/users/me/onboarding/media', { profileAssetId: '00000000-0000-4000-8000-000000000000' }, { token: user.token });
+    const unknown = await app.put(
+      '/users/me/onboarding/media',
+      { profileAssetId: '00000000-0000-4000-8000-000000000000' },
+      { token: user.token },
+    );
     expect(unknown.status).toBe(422);
     expect(unknown.body.error.details.fields).toHaveProperty('profileAssetId');
     expect((await status(user.token)).mediaCompleted).toBe(false);
@@ -126,8 +151,12 @@ describe('media and contacts', () => {
     const anonymous = await anonymousUser(app);
     const basicsOnly = await userAtLevel(app, 2);
     const noMedia = await completeBasics(app, await verifyPhone(app));
-    expect((await app.put('/users/me/onboarding/contacts', undefined, { token: anonymous.token })).body.error.code).toBe('PROFILE_BASICS_REQUIRED');
-    expect((await app.put('/users/me/onboarding/contacts', undefined, { token: basicsOnly.token })).body.error.code).toBe('PHONE_VERIFICATION_REQUIRED');
+    expect((await app.put('/users/me/onboarding/contacts', undefined, { token: anonymous.token })).body.error.code).toBe(
+      'PROFILE_BASICS_REQUIRED',
+    );
+    expect((await app.put('/users/me/onboarding/contacts', undefined, { token: basicsOnly.token })).body.error.code).toBe(
+      'PHONE_VERIFICATION_REQUIRED',
+    );
     const response = await app.put('/users/me/onboarding/contacts', undefined, { token: noMedia.token });
     expect(response.status).toBe(403);
     expect(response.body.error.code).toBe('PHONE_VERIFICATION_REQUIRED');

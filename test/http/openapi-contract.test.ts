@@ -36,20 +36,27 @@ function planted(paths: string[], plant: (copy: Document) => void): string[] {
 }
 
 function compare(before: Document, after: Document, paths: string[]): string[] {
-  const narrow = (document: Document): Document => ({ ...document, paths: Object.fromEntries(paths.filter((p) => document.paths[p]).map((p) => [p, document.paths[p]])) });
+  const narrow = (document: Document): Document => ({
+    ...document,
+    paths: Object.fromEntries(paths.filter((p) => document.paths[p]).map((p) => [p, document.paths[p]])),
+  });
   return breakingChanges(narrow(before), narrow(after)).map((change) => change.what);
 }
 
-const body = (document: Document, path: string, method: string) => document.paths[path][method].requestBody.content['application/json'].schema;
+const body = (document: Document, path: string, method: string) =>
+  document.paths[path][method].requestBody.content['application/json'].schema;
 const parameter = (document: Document, path: string, method: string, name: string) =>
-  document.paths[path][method].parameters.find((p: Document) => p.name === name).schema ?? document.paths[path][method].parameters.find((p: Document) => p.name === name);
+  document.paths[path][method].parameters.find((p: Document) => p.name === name).schema ??
+  document.paths[path][method].parameters.find((p: Document) => p.name === name);
 const postCard = (document: Document) => document.components.schemas.PostCard;
 const post = '/posts/{postId}';
 const comments = '/posts/{postId}/comments';
 
 describe('the breaking-change check, on breaks planted in a copy of the kept document', () => {
   it('an operation removed', () => {
-    expect(planted([post], (d) => delete d.paths[post].delete)).toEqual([expect.stringMatching(/^DELETE \/posts\/\{postId\}: \[Removed\] operation/)]);
+    expect(planted([post], (d) => delete d.paths[post].delete)).toEqual([
+      expect.stringMatching(/^DELETE \/posts\/\{postId\}: \[Removed\] operation/),
+    ]);
   });
 
   it('a success status removed (the operation answers another)', () => {
@@ -91,7 +98,9 @@ describe('the breaking-change check, on breaks planted in a copy of the kept doc
 
   it('a response enum value renamed', () => {
     const changes = planted([post], (d) => {
-      postCard(d).properties.visibility.enum = postCard(d).properties.visibility.enum.map((value: string) => (value === 'public' ? 'everyone' : value));
+      postCard(d).properties.visibility.enum = postCard(d).properties.visibility.enum.map((value: string) =>
+        value === 'public' ? 'everyone' : value,
+      );
     });
     expect(changes).toContainEqual(expect.stringMatching(/^GET \/posts\/\{postId\}: .*values of `data.visibility`/));
   });
@@ -128,7 +137,10 @@ describe('the breaking-change check, on breaks planted in a copy of the kept doc
   });
 
   it('a query parameter made required', () => {
-    const changes = planted(['/posts'], (d) => (d.paths['/posts'].get.parameters.find((p: Document) => p.name === 'cursor').required = true));
+    const changes = planted(
+      ['/posts'],
+      (d) => (d.paths['/posts'].get.parameters.find((p: Document) => p.name === 'cursor').required = true),
+    );
     expect(changes).toEqual([expect.stringMatching(/^GET \/posts: \[Added\] required status to required query parameter `cursor`/)]);
   });
 
@@ -146,7 +158,9 @@ describe('the breaking-change check, on breaks planted in a copy of the kept doc
     // Planted the other way round: the kept copy has no bound on the text, the served one has.
     const unbounded = structuredClone(newest);
     delete body(unbounded, comments, 'post').properties.text.maxLength;
-    expect(compare(unbounded, newest, [comments])).toEqual([expect.stringMatching(/^POST \/posts\/\{postId\}\/comments: \[Added\] maxLength validator to `text`/)]);
+    expect(compare(unbounded, newest, [comments])).toEqual([
+      expect.stringMatching(/^POST \/posts\/\{postId\}\/comments: \[Added\] maxLength validator to `text`/),
+    ]);
   });
 
   it('a request integer narrowed: a lower maximum', () => {
@@ -163,7 +177,10 @@ describe('the breaking-change check, on breaks planted in a copy of the kept doc
   });
 
   it('a request type changed', () => {
-    const changes = planted([comments], (d) => (body(d, comments, 'post').properties.parentCommentId = { type: 'integer', format: 'int64', minimum: 1, maximum: 2 ** 53 }));
+    const changes = planted(
+      [comments],
+      (d) => (body(d, comments, 'post').properties.parentCommentId = { type: 'integer', format: 'int64', minimum: 1, maximum: 2 ** 53 }),
+    );
     expect(changes).toContainEqual(expect.stringMatching(/^POST \/posts\/\{postId\}\/comments: .*type definition of `parentCommentId`/));
   });
 });
@@ -181,9 +198,15 @@ describe('the breaking-change check lets through what a kept client survives', (
           for (const [status, response] of Object.entries(operation.responses) as [string, Document][]) {
             if (status.startsWith('2')) response.headers = { ...response.headers, ETag: { schema: { type: 'string', maxLength: 100 } } };
           }
-          operation.responses['426'] = { description: 'CLIENT_UPDATE_REQUIRED', content: { 'application/json': { schema: { type: 'object' } } } };
+          operation.responses['426'] = {
+            description: 'CLIENT_UPDATE_REQUIRED',
+            content: { 'application/json': { schema: { type: 'object' } } },
+          };
           // A new code in an error response the operation had already (inline, not the shared one).
-          const [status, shared] = Object.entries(operation.responses).find(([code]) => code === '422' || code === '404') as [string, Document];
+          const [status, shared] = Object.entries(operation.responses).find(([code]) => code === '422' || code === '404') as [
+            string,
+            Document,
+          ];
           const response = structuredClone(shared.$ref ? d.components.responses[shared.$ref.split('/').pop()] : shared);
           const error = response.content['application/json'].schema.properties.error.properties;
           error.code = { enum: [...(error.code.enum ?? [error.code.const]), 'IDEMPOTENCY_KEY_REUSED'] };

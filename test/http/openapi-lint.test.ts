@@ -20,12 +20,19 @@ describe('the OpenAPI document under Redocly CLI', () => {
       const file = path.join(folder, 'openapi.json');
       await writeFile(file, JSON.stringify(openApiDocument(allEndpoints)));
       const cli = path.join(projectRoot, 'node_modules/@redocly/cli/bin/cli.js');
-      const result = await run(process.execPath, [cli, 'lint', file, '--config', path.join(projectRoot, 'redocly.yaml'), '--format', 'json', '--max-problems', '1000'], {
-        cwd: projectRoot,
-        env: { ...process.env, REDOCLY_TELEMETRY: 'off', REDOCLY_SUPPRESS_UPDATE_NOTICE: 'true' },
-        maxBuffer: 64 * 1024 * 1024,
-      }).catch((error: { stdout?: string; stderr?: string }) => ({ stdout: error.stdout ?? '', stderr: error.stderr ?? '' }));
-      const report = JSON.parse(result.stdout) as { totals: { errors: number; warnings: number }; problems: { ruleId: string; message: string; location: { pointer: string }[] }[] };
+      const result = await run(
+        process.execPath,
+        [cli, 'lint', file, '--config', path.join(projectRoot, 'redocly.yaml'), '--format', 'json', '--max-problems', '1000'],
+        {
+          cwd: projectRoot,
+          env: { ...process.env, REDOCLY_TELEMETRY: 'off', REDOCLY_SUPPRESS_UPDATE_NOTICE: 'true' },
+          maxBuffer: 64 * 1024 * 1024,
+        },
+      ).catch((error: { stdout?: string; stderr?: string }) => ({ stdout: error.stdout ?? '', stderr: error.stderr ?? '' }));
+      const report = JSON.parse(result.stdout) as {
+        totals: { errors: number; warnings: number };
+        problems: { ruleId: string; message: string; location: { pointer: string }[] }[];
+      };
       const problems = report.problems.map((problem) => `${problem.ruleId}: ${problem.message} at ${problem.location[0]?.pointer}`);
       expect(problems.slice(0, 20), `${report.totals.errors} errors, ${report.totals.warnings} warnings`).toEqual([]);
       expect(report.totals).toMatchObject({ errors: 0, warnings: 0 });

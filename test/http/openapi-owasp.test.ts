@@ -30,10 +30,14 @@ async function lint(document: unknown): Promise<Finding[]> {
     const file = path.join(folder, 'openapi.json');
     await writeFile(file, JSON.stringify(document, null, 1));
     const cli = path.join(projectRoot, 'node_modules/@stoplight/spectral-cli/dist/index.js');
-    const result = await run(process.execPath, [cli, 'lint', file, '--ruleset', path.join(projectRoot, '.spectral.yaml'), '--format', 'json', '--quiet'], {
-      cwd: projectRoot,
-      maxBuffer: 64 * 1024 * 1024,
-    }).catch((error: { stdout?: string; stderr?: string }) => ({ stdout: error.stdout ?? '', stderr: error.stderr ?? '' }));
+    const result = await run(
+      process.execPath,
+      [cli, 'lint', file, '--ruleset', path.join(projectRoot, '.spectral.yaml'), '--format', 'json', '--quiet'],
+      {
+        cwd: projectRoot,
+        maxBuffer: 64 * 1024 * 1024,
+      },
+    ).catch((error: { stdout?: string; stderr?: string }) => ({ stdout: error.stdout ?? '', stderr: error.stderr ?? '' }));
     if (!result.stdout.trim().startsWith('[')) throw new Error(`spectral: ${result.stderr || result.stdout}`);
     return JSON.parse(result.stdout) as Finding[];
   } finally {
@@ -52,7 +56,6 @@ function withOnlyPath<T extends { paths: Record<string, unknown> }>(document: T,
 
 const describeFinding = (finding: Finding) => `${finding.code}: ${finding.message} at ${finding.path.join('/')}`;
 
-
 describe('the OpenAPI document under the OWASP API Security ruleset', () => {
   it('has no errors', { timeout: 120_000 }, async () => {
     const findings = await lint(openApiDocument(allEndpoints));
@@ -63,24 +66,43 @@ describe('the OpenAPI document under the OWASP API Security ruleset', () => {
 
   it('fails a request string, array or integer without its bound', { timeout: 120_000 }, async () => {
     const document = openApiDocument(allEndpoints) as { paths: Record<string, Record<string, Record<string, unknown>>> };
-    const comment = document.paths['/posts/{postId}/comments']?.post as { requestBody: { content: Record<string, { schema: { properties: Record<string, Record<string, unknown>> } }> } };
-    const properties = (comment.requestBody.content['application/json'] as { schema: { properties: Record<string, Record<string, unknown>> } }).schema.properties;
+    const comment = document.paths['/posts/{postId}/comments']?.post as {
+      requestBody: { content: Record<string, { schema: { properties: Record<string, Record<string, unknown>> } }> };
+    };
+    const properties = (
+      comment.requestBody.content['application/json'] as { schema: { properties: Record<string, Record<string, unknown>> } }
+    ).schema.properties;
     properties.text = { type: 'string' };
     properties.tags = { type: 'array', items: { type: 'string', maxLength: 10 } };
     properties.count = { type: 'integer', minimum: 0 };
     const errors = (await lint(withOnlyPath(document, '/posts/{postId}/comments'))).filter((finding) => finding.severity === 0);
-    const at = (name: string) => errors.filter((finding) => finding.path.join('/').endsWith(`/properties/${name}`)).map((finding) => finding.code).sort();
+    const at = (name: string) =>
+      errors
+        .filter((finding) => finding.path.join('/').endsWith(`/properties/${name}`))
+        .map((finding) => finding.code)
+        .sort();
     expect(at('text')).toEqual(['owasp:api4:2023-string-limit']);
     expect(at('tags')).toEqual(['request-array-limit']);
     expect(at('count')).toEqual(['owasp:api4:2023-integer-format', 'owasp:api4:2023-integer-limit']);
   });
 
   it('fails an answer of a counted operation without the RateLimit headers', { timeout: 120_000 }, async () => {
-    const document = openApiDocument(allEndpoints) as { paths: Record<string, Record<string, { responses: Record<string, { headers?: Record<string, unknown> }>; 'x-rate-limits'?: unknown }>> };
+    const document = openApiDocument(allEndpoints) as {
+      paths: Record<
+        string,
+        Record<string, { responses: Record<string, { headers?: Record<string, unknown> }>; 'x-rate-limits'?: unknown }>
+      >;
+    };
     const comment = document.paths['/posts/{postId}/comments']?.post;
     expect(comment?.['x-rate-limits'], 'commenting is counted by a write limit').toBeDefined();
     delete comment?.responses['201']?.headers?.RateLimit;
-    const errors = (await lint(withOnlyPath(document, '/posts/{postId}/comments'))).filter((finding) => finding.severity === 0).map(describeFinding);
-    expect(errors).toEqual([expect.stringMatching(/^counted-operation-rate-limit-headers: .*paths\/\/posts\/\{postId\}\/comments\/post\/responses\/201\/headers$/)]);
+    const errors = (await lint(withOnlyPath(document, '/posts/{postId}/comments')))
+      .filter((finding) => finding.severity === 0)
+      .map(describeFinding);
+    expect(errors).toEqual([
+      expect.stringMatching(
+        /^counted-operation-rate-limit-headers: .*paths\/\/posts\/\{postId\}\/comments\/post\/responses\/201\/headers$/,
+      ),
+    ]);
   });
 });

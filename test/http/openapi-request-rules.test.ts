@@ -42,7 +42,9 @@ describe('the request rules of the OpenAPI document', () => {
           else refused += 1;
           continue;
         }
-        const why = byDocument ? `the server refuses it: ${JSON.stringify(byServer.error?.issues.map((issue) => `${issue.path.join('.')}: ${issue.message}`))}` : `the document refuses it: ${ajv.errorsText(fits.errors)}`;
+        const why = byDocument
+          ? `the server refuses it: ${JSON.stringify(byServer.error?.issues.map((issue) => `${issue.path.join('.')}: ${issue.message}`))}`
+          : `the document refuses it: ${ajv.errorsText(fits.errors)}`;
         disagreements.push(`${definition.method} ${definition.path} ${JSON.stringify(body).slice(0, 200)}: ${why}`);
       }
     }

@@ -123,7 +123,8 @@ describe('GET /api/v1/openapi.json', () => {
 describe('named schemas and examples', () => {
   it('names the resource shapes in components.schemas and refers to them', () => {
     const names = Object.keys(document.components.schemas);
-    for (const name of ['PostCard', 'UserLite', 'Hub', 'Notification', 'Session', 'ErrorDetails', 'Comment', 'VoteSummary']) expect(names).toContain(name);
+    for (const name of ['PostCard', 'UserLite', 'Hub', 'Notification', 'Session', 'ErrorDetails', 'Comment', 'VoteSummary'])
+      expect(names).toContain(name);
     const card = document.paths['/posts/{postId}'].get.responses['200'].content['application/json'].schema.properties.data;
     expect(card).toEqual({ $ref: '#/components/schemas/PostCard' });
     expect(document.components.schemas.PostCard.properties.author).toEqual({ $ref: '#/components/schemas/UserLite' });
@@ -162,24 +163,38 @@ function examples(document: any): { where: string; schema: string; value: unknow
   const found: { where: string; schema: string; value: unknown }[] = [];
   const escape = (segment: string) => segment.replaceAll('~', '~0').replaceAll('/', '~1');
   const resolve = (response: any, pointer: string): [any, string] =>
-    response.$ref ? [document.components.responses[response.$ref.split('/').at(-1)], `/components/responses/${escape(response.$ref.split('/').at(-1))}`] : [response, pointer];
+    response.$ref
+      ? [document.components.responses[response.$ref.split('/').at(-1)], `/components/responses/${escape(response.$ref.split('/').at(-1))}`]
+      : [response, pointer];
   for (const [path, operations] of Object.entries<any>(document.paths)) {
     for (const [method, operation] of Object.entries<any>(operations)) {
       const base = `/paths/${escape(path)}/${method}`;
       const body = operation.requestBody?.content?.['application/json'];
-      if (body) found.push({ where: `${method} ${path} body`, schema: `${base}/requestBody/content/application~1json/schema`, value: body.example });
+      if (body)
+        found.push({
+          where: `${method} ${path} body`,
+          schema: `${base}/requestBody/content/application~1json/schema`,
+          value: body.example,
+        });
       operation.parameters.forEach((parameter: any, index: number) => {
-        if (parameter.example !== undefined) found.push({ where: `${method} ${path} ${parameter.name}`, schema: `${base}/parameters/${index}/schema`, value: parameter.example });
+        if (parameter.example !== undefined)
+          found.push({
+            where: `${method} ${path} ${parameter.name}`,
+            schema: `${base}/parameters/${index}/schema`,
+            value: parameter.example,
+          });
       });
       for (const [status, raw] of Object.entries<any>(operation.responses)) {
         const [response, pointer] = resolve(raw, `${base}/responses/${status}`);
         const json = response.content?.['application/json'];
-        if (json) found.push({ where: `${method} ${path} ${status}`, schema: `${pointer}/content/application~1json/schema`, value: json.example });
+        if (json)
+          found.push({ where: `${method} ${path} ${status}`, schema: `${pointer}/content/application~1json/schema`, value: json.example });
       }
     }
   }
   for (const [name, schema] of Object.entries<any>(document.components.schemas)) {
-    for (const value of schema.examples ?? []) found.push({ where: `schema ${name}`, schema: `/components/schemas/${escape(name)}`, value });
+    for (const value of schema.examples ?? [])
+      found.push({ where: `schema ${name}`, schema: `/components/schemas/${escape(name)}`, value });
   }
   return found;
 }
@@ -242,7 +257,13 @@ describe('what a generated client needs', () => {
     return schemas;
   }
   const operations = () => Object.values<any>(document.paths).flatMap((methods) => Object.values<any>(methods));
-  const successSchemas = () => operations().flatMap((operation) => Object.entries<any>(operation.responses).filter(([status]) => Number(status) < 300).map(([, response]) => response.content?.['application/json']?.schema).filter(Boolean));
+  const successSchemas = () =>
+    operations().flatMap((operation) =>
+      Object.entries<any>(operation.responses)
+        .filter(([status]) => Number(status) < 300)
+        .map(([, response]) => response.content?.['application/json']?.schema)
+        .filter(Boolean),
+    );
 
   it('responses are open to new fields; request bodies are strict', () => {
     expect(reachable(successSchemas()).filter((schema) => schema.additionalProperties === false)).toEqual([]);
@@ -271,7 +292,8 @@ describe('what a generated client needs', () => {
     expect(ids).toBeGreaterThan(30);
     expect(times).toBeGreaterThan(10);
     for (const operation of operations()) {
-      for (const parameter of operation.parameters.filter((p: any) => p.in === 'path' && /Id$/.test(p.name))) expect(parameter.schema.format).toBe('uuid');
+      for (const parameter of operation.parameters.filter((p: any) => p.in === 'path' && /Id$/.test(p.name)))
+        expect(parameter.schema.format).toBe('uuid');
     }
   });
 
@@ -290,34 +312,42 @@ describe('what a generated client needs', () => {
         for (const code of codes) expect(errorCatalog[code as keyof typeof errorCatalog][0], code).toBe(Number(status));
         const narrowed = response.content['application/json'].schema.properties.error.properties.code;
         expect(narrowed.enum ?? [narrowed.const]).toEqual(codes);
-        if (status === '429' || status === '503') expect(response.headers['Retry-After'], `${operation.operationId} ${status}`).toBeDefined();
+        if (status === '429' || status === '503')
+          expect(response.headers['Retry-After'], `${operation.operationId} ${status}`).toBeDefined();
       }
       expect(operation.parameters).toContainEqual({ $ref: '#/components/parameters/X-Request-Id' });
     }
   });
 
-  it('a client generated from the document (openapi-typescript, openapi-fetch) type-checks a journey and runs it against the server', { timeout: 60_000 }, async () => {
-    const types = astToString(await openapiTS(structuredClone(document)));
-    const journeyFile = path.join(projectRoot, 'test/openapi-client/journey.ts');
-    const apiFile = path.join(projectRoot, 'test/openapi-client/api.ts');
-    const { options } = ts.convertCompilerOptionsFromJson({ ...tsconfig.compilerOptions, noEmit: true }, projectRoot);
-    const host = ts.createCompilerHost(options);
-    const readFile = host.readFile.bind(host);
-    const fileExists = host.fileExists.bind(host);
-    host.readFile = (file) => (path.resolve(file) === apiFile ? types : readFile(file));
-    host.fileExists = (file) => path.resolve(file) === apiFile || fileExists(file);
-    const program = ts.createProgram([journeyFile], options, host);
-    const diagnostics = ts.getPreEmitDiagnostics(program).map((d) => ts.flattenDiagnosticMessageText(d.messageText, '\n'));
-    expect(diagnostics).toEqual([]);
+  it(
+    'a client generated from the document (openapi-typescript, openapi-fetch) type-checks a journey and runs it against the server',
+    { timeout: 60_000 },
+    async () => {
+      const types = astToString(await openapiTS(structuredClone(document)));
+      const journeyFile = path.join(projectRoot, 'test/openapi-client/journey.ts');
+      const apiFile = path.join(projectRoot, 'test/openapi-client/api.ts');
+      const { options } = ts.convertCompilerOptionsFromJson({ ...tsconfig.compilerOptions, noEmit: true }, projectRoot);
+      const host = ts.createCompilerHost(options);
+      const readFile = host.readFile.bind(host);
+      const fileExists = host.fileExists.bind(host);
+      host.readFile = (file) => (path.resolve(file) === apiFile ? types : readFile(file));
+      host.fileExists = (file) => path.resolve(file) === apiFile || fileExists(file);
+      const program = ts.createProgram([journeyFile], options, host);
+      const diagnostics = ts.getPreEmitDiagnostics(program).map((d) => ts.flattenDiagnosticMessageText(d.messageText, '\n'));
+      expect(diagnostics).toEqual([]);
 
-    const { journey } = (await import(journeyFile)) as { journey(baseUrl: string, deviceId: string, phone: object): Promise<any> };
-    const phone = testPhone(480);
-    const result = await journey(app.url, 'journey-device-0001', { phoneCountryCode: phone.phoneCountryCode, phoneNumber: phone.phoneNumber });
-    expect(result.logoUrl).toBe(`${app.config.publicWebBaseUrl}/logo.png`);
-    expect(result.requestId).toBe('journey-1');
-    expect(result.session.user.accessLevel).toBe(1);
-    expect(Object.keys(result.refusedFields)).toEqual(expect.arrayContaining(['username']));
-    expect(result.retryAfterSeconds).toBeGreaterThan(0);
-    expect(Array.isArray(result.cards)).toBe(true);
-  });
+      const { journey } = (await import(journeyFile)) as { journey(baseUrl: string, deviceId: string, phone: object): Promise<any> };
+      const phone = testPhone(480);
+      const result = await journey(app.url, 'journey-device-0001', {
+        phoneCountryCode: phone.phoneCountryCode,
+        phoneNumber: phone.phoneNumber,
+      });
+      expect(result.logoUrl).toBe(`${app.config.publicWebBaseUrl}/logo.png`);
+      expect(result.requestId).toBe('journey-1');
+      expect(result.session.user.accessLevel).toBe(1);
+      expect(Object.keys(result.refusedFields)).toEqual(expect.arrayContaining(['username']));
+      expect(result.retryAfterSeconds).toBeGreaterThan(0);
+      expect(Array.isArray(result.cards)).toBe(true);
+    },
+  );
 });

@@ -50,8 +50,14 @@ async function expectCleanUpright(variants: Variant[]) {
 async function completeUpload(user: TestUser, purpose: string, bytes: Buffer, contentType: string) {
   const intent = await presign(app, user, purpose, bytes, contentType);
   expect((await putObject(intent.uploadUrl, bytes, intent.headers)).status).toBe(200);
-  const { rows } = await app.owner.query<{ object_key: string }>('select object_key from app.upload_intents where id = $1', [intent.uploadId]);
-  const response = await app.post('/uploads/complete', { uploadId: intent.uploadId, purpose, checksum: sha256(bytes) }, { token: user.token });
+  const { rows } = await app.owner.query<{ object_key: string }>('select object_key from app.upload_intents where id = $1', [
+    intent.uploadId,
+  ]);
+  const response = await app.post(
+    '/uploads/complete',
+    { uploadId: intent.uploadId, purpose, checksum: sha256(bytes) },
+    { token: user.token },
+  );
   return { response, uploadId: intent.uploadId, uploadKey: (rows[0] as { object_key: string }).object_key };
 }
 
@@ -148,7 +154,11 @@ describe('HEIC', () => {
     const { response } = await completeUpload(user, 'post_image', heic, 'image/heic');
     expect(response.status, JSON.stringify(response.body)).toBe(201);
     expect(response.body.data).toMatchObject({ contentType: 'image/heic', status: 'ready', width: 640, height: 480 });
-    expect(response.body.data.variants.map((v: Variant) => [v.contentType, v.width])).toEqual([['image/webp', 320], ['image/webp', 640], ['image/jpeg', 640]]);
+    expect(response.body.data.variants.map((v: Variant) => [v.contentType, v.width])).toEqual([
+      ['image/webp', 320],
+      ['image/webp', 640],
+      ['image/jpeg', 640],
+    ]);
     const fetched = await expectCleanUpright(response.body.data.variants);
     expect((await corners(fetched[1]?.bytes as Buffer)).topLeft).toBe('marker');
   });
@@ -158,7 +168,15 @@ describe('hostile images', () => {
   const cases: [string, () => Promise<Buffer>, string, string][] = [
     // 20000 x 20000 pixels (1.2 GB decoded) in a small PNG.
     ['a decompression bomb', async () => pngBomb(20_000), 'image/png', 'IMAGE_TOO_LARGE'],
-    ['a 13000 x 10 strip', () => sharp({ create: { width: 13000, height: 10, channels: 3, background: '#fff' } }).png().toBuffer(), 'image/png', 'IMAGE_TOO_LARGE'],
+    [
+      'a 13000 x 10 strip',
+      () =>
+        sharp({ create: { width: 13000, height: 10, channels: 3, background: '#fff' } })
+          .png()
+          .toBuffer(),
+      'image/png',
+      'IMAGE_TOO_LARGE',
+    ],
     ['noise with a JPEG signature', async () => jpegNoise, 'image/jpeg', 'IMAGE_UNREADABLE'],
   ];
   for (const [name, make, contentType, code] of cases) {
@@ -169,14 +187,25 @@ describe('hostile images', () => {
       expect(response.status).toBe(422);
       expect(response.body.error.code).toBe(code);
       await expect.poll(() => app.storage.head(uploadKey), { timeout: 10_000 }).toBeNull();
-      const again = await app.post('/uploads/complete', { uploadId, purpose: 'post_image', checksum: sha256(bytes) }, { token: user.token });
+      const again = await app.post(
+        '/uploads/complete',
+        { uploadId, purpose: 'post_image', checksum: sha256(bytes) },
+        { token: user.token },
+      );
       expect(again.body.error.code).toBe('UPLOAD_ALREADY_COMPLETED');
-      const { rows } = await app.owner.query<{ id: string; status: string; error_code: string }>('select id, status, error_code from app.assets where upload_id = $1', [uploadId]);
+      const { rows } = await app.owner.query<{ id: string; status: string; error_code: string }>(
+        'select id, status, error_code from app.assets where upload_id = $1',
+        [uploadId],
+      );
       expect(rows[0]).toMatchObject({ status: 'failed', error_code: code });
       // Its GET says so; attaching it is 422 naming the field.
       const shown = await app.get(`/uploads/${rows[0]?.id}`, { token: user.token });
       expect(shown.body.data).toMatchObject({ status: 'failed', error: { code }, variants: [] });
-      const post = await app.post('/posts', { visibility: 'public', thoughtText: 'x', article: { kind: 'media', assetIds: [rows[0]?.id] } }, { token: user.token });
+      const post = await app.post(
+        '/posts',
+        { visibility: 'public', thoughtText: 'x', article: { kind: 'media', assetIds: [rows[0]?.id] } },
+        { token: user.token },
+      );
       expect(post.status).toBe(422);
       expect(post.body.error.details.fields).toHaveProperty(['article.assetIds']);
     });
@@ -208,7 +237,11 @@ describe('assets not ready', () => {
       await app.put('/users/me/onboarding/media', { profileAssetId: photo }, { token: user.token }),
       await app.patch('/users/me/profile', { profileAssetId: photo }, { token: user.token }),
       await app.post('/hubs', { name: 'Not ready hub', profileAssetId: hubPhoto }, { token: user.token }),
-      await app.post('/posts', { visibility: 'public', thoughtText: 'x', article: { kind: 'media', assetIds: [postImage] } }, { token: user.token }),
+      await app.post(
+        '/posts',
+        { visibility: 'public', thoughtText: 'x', article: { kind: 'media', assetIds: [postImage] } },
+        { token: user.token },
+      ),
       await app.get(`/uploads/${photo}/download-url`, { token: user.token }),
     ];
     for (const attempt of attempts) {
@@ -216,7 +249,11 @@ describe('assets not ready', () => {
       expect(attempt.body.error.code).toBe('ASSET_NOT_READY');
       expect(attempt.headers.get('retry-after')).toBe('1');
     }
-    expect((await app.get(`/uploads/${postImage}`, { token: user.token })).body.data).toMatchObject({ status: 'processing', variants: [], placeholder: null });
+    expect((await app.get(`/uploads/${postImage}`, { token: user.token })).body.data).toMatchObject({
+      status: 'processing',
+      variants: [],
+      placeholder: null,
+    });
   });
 });
 
@@ -231,7 +268,10 @@ describe('images uploaded before processing existed', () => {
       `update app.assets set object_key = $2, content_type = 'image/jpeg', processed_at = null, width = null, height = null, placeholder = null, variants = null, display_key = null where id = $1`,
       [assetId, legacyKey],
     );
-    await app.owner.query('update app.upload_intents set object_key = $2 where id = (select upload_id from app.assets where id = $1)', [assetId, legacyKey]);
+    await app.owner.query('update app.upload_intents set object_key = $2 where id = (select upload_id from app.assets where id = $1)', [
+      assetId,
+      legacyKey,
+    ]);
     await app.patch('/users/me/profile', { profileAssetId: assetId }, { token: user.token });
     const before = (await app.get(`/users/by-username/${user.username}`)).body.data;
     expect(before.profilePhoto).toEqual({ width: null, height: null, placeholder: null, variants: [] });
@@ -240,7 +280,11 @@ describe('images uploaded before processing existed', () => {
     // The worker's minute cron queues the backfill's batch; its process_image jobs then run.
     await app.owner.query(`select graphile_worker.add_job('process_image_backfill', '{}'::json)`);
     await app.runJobs();
-    await expect.poll(async () => (await app.owner.query('select processed_at from app.assets where id = $1', [assetId])).rows[0].processed_at, { timeout: 15_000 }).not.toBeNull();
+    await expect
+      .poll(async () => (await app.owner.query('select processed_at from app.assets where id = $1', [assetId])).rows[0].processed_at, {
+        timeout: 15_000,
+      })
+      .not.toBeNull();
     const after = (await app.get(`/users/by-username/${user.username}`)).body.data;
     expect(after.profilePhoto).toMatchObject({ width: 800, height: 1200 });
     await expectCleanUpright(after.profilePhoto.variants);

@@ -35,7 +35,11 @@ describe('DATABASE_POOLER_URL', () => {
     expect(() =>
       loadConfig({ ...base, DATABASE_URL: 'postgres://o:p@db:5432/opinion', DATABASE_POOLER_URL: 'postgres://u:p@127.0.0.1:6432/opinion' }),
     ).toThrow(/takes no user or password/);
-    const config = loadConfig({ ...base, DATABASE_URL: 'postgres://o:p@db:5432/opinion', DATABASE_POOLER_URL: 'postgres://pooler:6432/opinion' });
+    const config = loadConfig({
+      ...base,
+      DATABASE_URL: 'postgres://o:p@db:5432/opinion',
+      DATABASE_POOLER_URL: 'postgres://pooler:6432/opinion',
+    });
     expect(config.databasePoolerUrl).toBe('postgres://pooler:6432/opinion');
   });
 
@@ -50,14 +54,16 @@ describe('DATABASE_POOLER_URL', () => {
 });
 
 describe("the compose file's pooler configuration", () => {
-  it("logs the API in with the password it looks up as the owner (auth_query, SCRAM), as deploy/pgbouncer/pgbouncer.ini does", async () => {
+  it('logs the API in with the password it looks up as the owner (auth_query, SCRAM), as deploy/pgbouncer/pgbouncer.ini does', async () => {
     const lookedUp = await startPgBouncer(app.ownerUrl, { authQuery: true, poolSize: 2 });
     const client = new pg.Client({ connectionString: roleUrl(app.ownerUrl, 'authenticator', lookedUp.url) });
     try {
       await client.connect();
       const { rows } = await client.query<{ role: string }>('select current_user::text as role');
       expect(rows).toEqual([{ role: 'authenticator' }]);
-      const wrong = new pg.Client({ connectionString: roleUrl(app.ownerUrl, 'authenticator', lookedUp.url).replace(/:[^:@/]+@/, ':wrong@') });
+      const wrong = new pg.Client({
+        connectionString: roleUrl(app.ownerUrl, 'authenticator', lookedUp.url).replace(/:[^:@/]+@/, ':wrong@'),
+      });
       await expect(wrong.connect()).rejects.toThrow();
       await wrong.end().catch(() => undefined);
     } finally {

@@ -48,7 +48,9 @@ describe('post_reposted', () => {
     expect(rows.at(-1)?.hub_id).toBeNull();
     expect((await storedNotifications(app, sourceAuthor.id, 'post_shared_to_hub')).length).toBe(0);
     const shared = await storedPostNotifications(app, bystander.id, 'post_shared_to_hub');
-    expect(shared.slice(beforeShared)).toEqual([{ actor_id: reposter.id, post_id: reposted.body.data.id, comment_id: null, hub_id: hub.id }]);
+    expect(shared.slice(beforeShared)).toEqual([
+      { actor_id: reposter.id, post_id: reposted.body.data.id, comment_id: null, hub_id: hub.id },
+    ]);
     expect((await storedNotifications(app, reposter.id, 'post_shared_to_hub')).length).toBe(0);
     await app.patch(`/hubs/${hub.id}/notification-settings`, { contentMuted: false }, { token: sourceAuthor.token });
   });
@@ -81,7 +83,9 @@ describe('legacy null-hub post_reposted rows (rule 4)', () => {
       [recipient.id, reposter.id, privateRepost.id, publicRepost.id],
     );
     const visible = () =>
-      asViewer(app, 'app_user', recipient.id, (c) => rowsOrError(c, `select post_id from app.notifications where type = 'post_reposted' order by post_id`));
+      asViewer(app, 'app_user', recipient.id, (c) =>
+        rowsOrError(c, `select post_id from app.notifications where type = 'post_reposted' order by post_id`),
+      );
     expect(await visible()).toEqual([{ post_id: publicRepost.id }]);
     await addMember(app, hub, recipient);
     expect(((await visible()) as any[]).map((r) => r.post_id).sort()).toEqual([privateRepost.id, publicRepost.id].sort());

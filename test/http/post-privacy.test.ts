@@ -20,7 +20,12 @@ beforeAll(async () => {
   const hub = await createHub(app, author);
   hubId = hub.id;
   await addMember(app, hub, member);
-  post = await createPost(app, author, { thoughtText: 'Members only secret', ...slider, visibility: 'private_locked_hub', hubIds: [hub.id] });
+  post = await createPost(app, author, {
+    thoughtText: 'Members only secret',
+    ...slider,
+    visibility: 'private_locked_hub',
+    hubIds: [hub.id],
+  });
   await app.post(`/posts/${post.id}/vote`, { position: 'left' }, { token: member.token });
   await app.post(`/posts/${post.id}/comments`, { text: 'inside joke' }, { token: member.token });
 });

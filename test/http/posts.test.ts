@@ -42,7 +42,9 @@ describe('POST /posts', () => {
       feedContext: null,
     });
     expect(card.createdAt).toMatch(/\.\d{3}Z$/);
-    const { rows } = await app.owner.query('select a.kind from app.posts p join app.articles a on a.id = p.article_id where p.id = $1', [card.id]);
+    const { rows } = await app.owner.query('select a.kind from app.posts p join app.articles a on a.id = p.article_id where p.id = $1', [
+      card.id,
+    ]);
     expect(rows).toEqual([{ kind: 'media' }]);
     expect(await fetch(card.article.media[0].url).then((r) => r.status)).toBe(200);
     // The reader sees the same card without vote results (not voted, not the author).
@@ -79,7 +81,9 @@ describe('POST /posts', () => {
 
   it('gates public posts on level 3 and hub posts on level 4 with active membership of every hub', async () => {
     const basics = await userAtLevel(app, 2);
-    expect((await app.post('/posts', { thoughtText: 'x', visibility: 'public' }, { token: basics.token })).body.error.code).toBe('PHONE_VERIFICATION_REQUIRED');
+    expect((await app.post('/posts', { thoughtText: 'x', visibility: 'public' }, { token: basics.token })).body.error.code).toBe(
+      'PHONE_VERIFICATION_REQUIRED',
+    );
     const phone = await userAtLevel(app, 3);
     expect((await app.post('/posts', { thoughtText: 'x', visibility: 'public' }, { token: phone.token })).status).toBe(201);
     const hub = await createHub(app, author);
@@ -89,7 +93,11 @@ describe('POST /posts', () => {
     const notMember = await app.post('/posts', { thoughtText: 'x', visibility: 'public_hub', hubIds: [hub.id] }, { token: reader.token });
     expect(notMember.status).toBe(403);
     expect(notMember.body.error.code).toBe('HUB_MEMBERSHIP_REQUIRED');
-    const unknownHub = await app.post('/posts', { thoughtText: 'x', visibility: 'public_hub', hubIds: ['00000000-0000-4000-8000-000000000000'] }, { token: author.token });
+    const unknownHub = await app.post(
+      '/posts',
+      { thoughtText: 'x', visibility: 'public_hub', hubIds: ['00000000-0000-4000-8000-000000000000'] },
+      { token: author.token },
+    );
     expect(unknownHub.body.error.code).toBe('HUB_NOT_FOUND');
   });
 
@@ -113,13 +121,25 @@ describe('POST /posts', () => {
 
 describe('reposts (rules 4-9)', () => {
   it('creates an independent frame with its own slider and pools, counted on the source', async () => {
-    const original = await createPost(app, author, { article: { kind: 'link', url: 'https://example.com/story', title: 'Story' }, ...slider });
-    const repost = await app.post(`/posts/${original.id}/reposts`, { thoughtText: 'Look at this', visibility: 'public' }, { token: reader.token });
+    const original = await createPost(app, author, {
+      article: { kind: 'link', url: 'https://example.com/story', title: 'Story' },
+      ...slider,
+    });
+    const repost = await app.post(
+      `/posts/${original.id}/reposts`,
+      { thoughtText: 'Look at this', visibility: 'public' },
+      { token: reader.token },
+    );
     expect(repost.status).toBe(201);
     expect(repost.body.data).toMatchObject({
       article: null,
       sourcePostId: original.id,
-      sourcePost: { id: original.id, article: { kind: 'link', url: 'https://example.com/story' }, sliderText: slider.sliderText, slider: slider.slider },
+      sourcePost: {
+        id: original.id,
+        article: { kind: 'link', url: 'https://example.com/story' },
+        sliderText: slider.sliderText,
+        slider: slider.slider,
+      },
       slider: null,
     });
     // Rule 5: not votable without its own slider, even though the source has one.
@@ -140,16 +160,28 @@ describe('reposts (rules 4-9)', () => {
   it('refuses reposts of reposts, articles on reposts, and reposts of private_locked_hub posts', async () => {
     const original = await createPost(app, author);
     const repost = await app.post(`/posts/${original.id}/reposts`, { thoughtText: 'r', visibility: 'public' }, { token: reader.token });
-    const again = await app.post(`/posts/${repost.body.data.id}/reposts`, { thoughtText: 'rr', visibility: 'public' }, { token: author.token });
+    const again = await app.post(
+      `/posts/${repost.body.data.id}/reposts`,
+      { thoughtText: 'rr', visibility: 'public' },
+      { token: author.token },
+    );
     expect(again.status).toBe(409);
     expect(again.body.error.code).toBe('REPOST_NOT_ALLOWED');
-    const article = await app.post(`/posts/${original.id}/reposts`, { thoughtText: 'r', visibility: 'public', article: { kind: 'text', text: 't' } }, { token: reader.token });
+    const article = await app.post(
+      `/posts/${original.id}/reposts`,
+      { thoughtText: 'r', visibility: 'public', article: { kind: 'text', text: 't' } },
+      { token: reader.token },
+    );
     expect(article.status).toBe(422);
     expect(article.body.error.details.fields).toHaveProperty('article');
     const hub = await createHub(app, author);
     await addMember(app, hub, reader);
     const locked = await createPost(app, author, { visibility: 'private_locked_hub', hubIds: [hub.id] });
-    const lockedRepost = await app.post(`/posts/${locked.id}/reposts`, { thoughtText: 'r', visibility: 'private_locked_hub', hubIds: [hub.id] }, { token: reader.token });
+    const lockedRepost = await app.post(
+      `/posts/${locked.id}/reposts`,
+      { thoughtText: 'r', visibility: 'private_locked_hub', hubIds: [hub.id] },
+      { token: reader.token },
+    );
     expect(lockedRepost.status).toBe(409);
     expect(lockedRepost.body.error.code).toBe('REPOST_NOT_ALLOWED');
   });
@@ -201,10 +233,14 @@ describe('shares (rules 10-12)', () => {
     expect(share.status).toBe(201);
     expect(share.body.data).toEqual({ postId: post.id, hubIds: [hub.id] });
     await app.runJobs();
-    expect(await storedPostNotifications(app, member.id, 'post_shared_to_hub')).toEqual([{ actor_id: reader.id, post_id: post.id, comment_id: null, hub_id: hub.id }]);
+    expect(await storedPostNotifications(app, member.id, 'post_shared_to_hub')).toEqual([
+      { actor_id: reader.id, post_id: post.id, comment_id: null, hub_id: hub.id },
+    ]);
     expect(await storedPostNotifications(app, reader.id, 'post_shared_to_hub')).toEqual([]);
     expect(await storedPostNotifications(app, author.id, 'post_shared_to_hub')).toEqual([]);
-    expect((await app.owner.query('select 1 from app.hub_discussions where hub_id = $1 and post_id = $2', [hub.id, post.id])).rowCount).toBe(1);
+    expect(
+      (await app.owner.query('select 1 from app.hub_discussions where hub_id = $1 and post_id = $2', [hub.id, post.id])).rowCount,
+    ).toBe(1);
     const notMember = await app.post(`/posts/${post.id}/share/hubs`, { hubIds: [hub.id] }, { token: author.token });
     expect(notMember.body.error.code).toBe('HUB_MEMBERSHIP_REQUIRED');
   });
@@ -212,7 +248,10 @@ describe('shares (rules 10-12)', () => {
   it('gives public posts a share link and refuses it, hub shares and feed shares for private_locked_hub posts', async () => {
     const post = await createPost(app, author, { thoughtText: 'Share me' });
     const link = await app.get(`/posts/${post.id}/share-link`, { token: reader.token });
-    expect(link.body.data).toEqual({ url: `https://opinion.example/p/${post.id}`, shareText: `Share me https://opinion.example/p/${post.id}` });
+    expect(link.body.data).toEqual({
+      url: `https://opinion.example/p/${post.id}`,
+      shareText: `Share me https://opinion.example/p/${post.id}`,
+    });
     const hub = await createHub(app, author);
     const locked = await createPost(app, author, { visibility: 'private_locked_hub', hubIds: [hub.id] });
     for (const response of [
@@ -235,13 +274,18 @@ describe('frames and deletion (rule 13)', () => {
     expect(frames.body.data.items.map((c: any) => c.id)).toEqual([original.id, r2.body.data.id, r1.body.data.id]);
     const paged = await app.get(`/posts/${original.id}/frames?limit=2`, { token: reader.token });
     const rest = await app.get(`/posts/${original.id}/frames?limit=2&cursor=${paged.body.data.nextCursor}`, { token: reader.token });
-    expect([...paged.body.data.items, ...rest.body.data.items].map((c: any) => c.id)).toEqual([original.id, r2.body.data.id, r1.body.data.id]);
+    expect([...paged.body.data.items, ...rest.body.data.items].map((c: any) => c.id)).toEqual([
+      original.id,
+      r2.body.data.id,
+      r1.body.data.id,
+    ]);
   });
 
   it('pages frames by keyset: a repost added between two pages repeats and skips nothing', async () => {
     const original = await createPost(app, author);
     const repost = async (text: string) =>
-      (await app.post(`/posts/${original.id}/reposts`, { thoughtText: text, visibility: 'public' }, { token: reader.token })).body.data.id as string;
+      (await app.post(`/posts/${original.id}/reposts`, { thoughtText: text, visibility: 'public' }, { token: reader.token })).body.data
+        .id as string;
     const r1 = await repost('one');
     const r2 = await repost('two');
     const r3 = await repost('three');
@@ -282,7 +326,7 @@ describe('frames and deletion (rule 13)', () => {
     }
   });
 
-  it("lets only the author delete, and a deleted post answers 404 everywhere", async () => {
+  it('lets only the author delete, and a deleted post answers 404 everywhere', async () => {
     const post = await createPost(app, author, slider);
     const denied = await app.delete(`/posts/${post.id}`, { token: reader.token });
     expect(denied.status).toBe(403);

@@ -88,7 +88,11 @@ describe('own profile', () => {
     const user = await userAtLevel(app, 2);
     const oldHandle = user.username as string;
     const newHandle = nextHandle('renamed');
-    const response = await app.patch('/users/me/profile', { fullName: 'New Name', username: `@${newHandle}`, bio: 'Hello there' }, { token: user.token });
+    const response = await app.patch(
+      '/users/me/profile',
+      { fullName: 'New Name', username: `@${newHandle}`, bio: 'Hello there' },
+      { token: user.token },
+    );
     expect(response.status).toBe(200);
     expect(response.body.data.editable).toEqual({ fullName: 'New Name', username: newHandle, bio: 'Hello there', profileAssetId: null });
     const reuse = await userAtLevel(app, 2, oldHandle);
@@ -158,13 +162,20 @@ describe('Hub identity', () => {
     const response = await app.get('/users/me/hub-profile', { token: user.token });
     expect(response.status).toBe(403);
     expect(response.body.error.code).toBe('HUB_READINESS_REQUIRED');
-    expect((await app.patch('/users/me/hub-profile', { displayName: 'Zed' }, { token: user.token })).body.error.code).toBe('HUB_READINESS_REQUIRED');
+    expect((await app.patch('/users/me/hub-profile', { displayName: 'Zed' }, { token: user.token })).body.error.code).toBe(
+      'HUB_READINESS_REQUIRED',
+    );
   });
 
   it('returns the own phone and a display name defaulting to the full name; edits leave the public profile alone', async () => {
     const user = await userAtLevel(app, 4);
     const initial = await app.get('/users/me/hub-profile', { token: user.token });
-    expect(initial.body.data).toEqual({ displayName: 'Test Person', profilePhotoUrl: null, profileAssetId: null, phoneNumber: user.phone?.e164 });
+    expect(initial.body.data).toEqual({
+      displayName: 'Test Person',
+      profilePhotoUrl: null,
+      profileAssetId: null,
+      phoneNumber: user.phone?.e164,
+    });
     const edited = await app.patch('/users/me/hub-profile', { displayName: 'Hub Me' }, { token: user.token });
     expect(edited.status).toBe(200);
     expect(edited.body.data.displayName).toBe('Hub Me');

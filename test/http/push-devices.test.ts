@@ -18,11 +18,16 @@ afterAll(async () => {
 const newToken = () => `fcm-${randomBytes(48).toString('base64url')}:APA91b${randomBytes(40).toString('hex')}`;
 const register = (user: TestUser, token: string, extra: Record<string, unknown> = {}) =>
   app.post('/users/me/push-devices', { provider: 'fcm', token, platform: 'android', ...extra }, { token: user.token });
-const devices = async (user: TestUser) => (await app.get('/users/me/push-devices', { token: user.token })).body.data.items as { id: string }[];
+const devices = async (user: TestUser) =>
+  (await app.get('/users/me/push-devices', { token: user.token })).body.data.items as { id: string }[];
 const sessionOf = (user: TestUser): string => JSON.parse(Buffer.from(user.token.split('.')[1] as string, 'base64url').toString()).sid;
 const storedDevice = async (token: string) =>
-  (await app.owner.query<{ id: string; user_id: string; session_id: string; locale: string | null }>(
-    'select id, user_id, session_id, locale from app.push_devices where token = $1', [token])).rows;
+  (
+    await app.owner.query<{ id: string; user_id: string; session_id: string; locale: string | null }>(
+      'select id, user_id, session_id, locale from app.push_devices where token = $1',
+      [token],
+    )
+  ).rows;
 
 describe('POST /users/me/push-devices', () => {
   it('registers a token (201), answers the same record for it again (200, lastSeenAt refreshed), and never shows the token', async () => {
@@ -31,7 +36,12 @@ describe('POST /users/me/push-devices', () => {
     const first = await register(user, token, { platform: 'ios', locale: 'en-GB' });
     expect(first.status, JSON.stringify(first.body)).toBe(201);
     expect(first.body.data).toEqual({
-      id: expect.any(String), provider: 'fcm', platform: 'ios', tokenSuffix: token.slice(-8), createdAt: expect.any(String), lastSeenAt: first.body.data.createdAt,
+      id: expect.any(String),
+      provider: 'fcm',
+      platform: 'ios',
+      tokenSuffix: token.slice(-8),
+      createdAt: expect.any(String),
+      lastSeenAt: first.body.data.createdAt,
     });
     await new Promise((resolve) => setTimeout(resolve, 5));
     const again = await register(user, token, { platform: 'ios', locale: 'fr' });
@@ -68,7 +78,9 @@ describe('POST /users/me/push-devices', () => {
     const users = [await userAtLevel(app, 1), await userAtLevel(app, 1), await userAtLevel(app, 1)];
     for (const sameAccount of [true, false]) {
       const token = newToken();
-      const answers = await Promise.all(Array.from({ length: 12 }, (_, i) => register(sameAccount ? (users[0] as TestUser) : (users[i % 3] as TestUser), token)));
+      const answers = await Promise.all(
+        Array.from({ length: 12 }, (_, i) => register(sameAccount ? (users[0] as TestUser) : (users[i % 3] as TestUser), token)),
+      );
       expect(answers.map((answer) => answer.status).filter((status) => status !== 200 && status !== 201)).toEqual([]);
       expect(await storedDevice(token)).toHaveLength(1);
       if (sameAccount) expect(answers.filter((answer) => answer.status === 201)).toHaveLength(1);
@@ -132,27 +144,51 @@ describe('devices go with their session', () => {
     const sessions = [phone, await verifyPhone(app, phone.phone), await verifyPhone(app, phone.phone), await verifyPhone(app, phone.phone)];
     const tokens = sessions.map(() => newToken());
     for (const [i, session] of sessions.entries()) expect((await register(session, tokens[i] as string)).status).toBe(201);
-    const remaining = async () => (await app.owner.query<{ token: string }>('select token from app.push_devices where user_id = $1', [phone.id])).rows.map((row) => row.token).sort();
+    const remaining = async () =>
+      (await app.owner.query<{ token: string }>('select token from app.push_devices where user_id = $1', [phone.id])).rows
+        .map((row) => row.token)
+        .sort();
 
     // Logout of session 0.
-    expect((await app.post('/auth/logout', { refreshToken: sessions[0]?.refreshToken, logoutFromAllDevices: false }, { token: sessions[0]?.token })).status).toBe(200);
+    expect(
+      (
+        await app.post(
+          '/auth/logout',
+          { refreshToken: sessions[0]?.refreshToken, logoutFromAllDevices: false },
+          { token: sessions[0]?.token },
+        )
+      ).status,
+    ).toBe(200);
     expect(await remaining()).toEqual([tokens[1], tokens[2], tokens[3]].sort());
 
     // Refresh-token reuse revokes session 1.
     const s1 = sessions[1] as TestUser;
     const rotated = await app.post('/auth/session/refresh', { refreshToken: s1.refreshToken });
     expect(rotated.status).toBe(200);
-    await app.owner.query(`update app_private.refresh_tokens set rotated_at = now() - interval '1 hour' where session_id = $1 and rotated_at is not null`, [sessionOf(s1)]);
+    await app.owner.query(
+      `update app_private.refresh_tokens set rotated_at = now() - interval '1 hour' where session_id = $1 and rotated_at is not null`,
+      [sessionOf(s1)],
+    );
     expect((await app.post('/auth/session/refresh', { refreshToken: s1.refreshToken })).status).toBe(401);
     expect(await remaining()).toEqual([tokens[2], tokens[3]].sort());
 
     // Session 2 expires: not listed (nor pushed to) at once.
-    await app.owner.query(`update app.sessions set expires_at = now() - interval '1 second' where id = $1`, [sessionOf(sessions[2] as TestUser)]);
+    await app.owner.query(`update app.sessions set expires_at = now() - interval '1 second' where id = $1`, [
+      sessionOf(sessions[2] as TestUser),
+    ]);
     const listed = await app.get('/users/me/push-devices', { token: sessions[3]?.token });
     expect(listed.body.data.items.map((item: { tokenSuffix: string }) => item.tokenSuffix)).toEqual([(tokens[3] as string).slice(-8)]);
 
     // Logout from all devices ends the rest (the expired session is revoked too).
-    expect((await app.post('/auth/logout', { refreshToken: sessions[3]?.refreshToken, logoutFromAllDevices: true }, { token: sessions[3]?.token })).status).toBe(200);
+    expect(
+      (
+        await app.post(
+          '/auth/logout',
+          { refreshToken: sessions[3]?.refreshToken, logoutFromAllDevices: true },
+          { token: sessions[3]?.token },
+        )
+      ).status,
+    ).toBe(200);
     expect(await remaining()).toEqual([]);
   });
 
@@ -178,14 +214,24 @@ describe('the token in the database', () => {
 describe('GET/PATCH /users/me/notification-settings', () => {
   it('has every type of the enum, all on by default, and changes only what a PATCH names', async () => {
     const user = await userAtLevel(app, 1);
-    const enumTypes = (await app.owner.query<{ t: string }>('select unnest(enum_range(null::app.notification_type))::text as t')).rows.map((row) => row.t);
+    const enumTypes = (await app.owner.query<{ t: string }>('select unnest(enum_range(null::app.notification_type))::text as t')).rows.map(
+      (row) => row.t,
+    );
     const initial = await app.get('/users/me/notification-settings', { token: user.token });
     expect(initial.body.data).toEqual({ push: { enabled: true, types: Object.fromEntries(enumTypes.map((type) => [type, true])) } });
 
-    const off = await app.patch('/users/me/notification-settings', { push: { types: { post_voted: false, user_followed: false } } }, { token: user.token });
+    const off = await app.patch(
+      '/users/me/notification-settings',
+      { push: { types: { post_voted: false, user_followed: false } } },
+      { token: user.token },
+    );
     expect(off.status).toBe(200);
     expect(off.body.data.push).toMatchObject({ enabled: true, types: { post_voted: false, user_followed: false, post_commented: true } });
-    const master = await app.patch('/users/me/notification-settings', { push: { enabled: false, types: { user_followed: true } } }, { token: user.token });
+    const master = await app.patch(
+      '/users/me/notification-settings',
+      { push: { enabled: false, types: { user_followed: true } } },
+      { token: user.token },
+    );
     expect(master.body.data.push).toMatchObject({ enabled: false, types: { post_voted: false, user_followed: true } });
     expect((await app.get('/users/me/notification-settings', { token: user.token })).body.data).toEqual(master.body.data);
     expect((await app.patch('/users/me/notification-settings', {}, { token: user.token })).body.data).toEqual(master.body.data);
@@ -193,7 +239,12 @@ describe('GET/PATCH /users/me/notification-settings', () => {
 
   it('refuses unknown types and fields with 422', async () => {
     const user = await userAtLevel(app, 1);
-    for (const body of [{ push: { types: { not_a_type: false } } }, { push: { enabled: 'no' } }, { email: true }, { push: { types: { post_voted: 1 } } }]) {
+    for (const body of [
+      { push: { types: { not_a_type: false } } },
+      { push: { enabled: 'no' } },
+      { email: true },
+      { push: { types: { post_voted: 1 } } },
+    ]) {
       expect((await app.patch('/users/me/notification-settings', body, { token: user.token })).status, JSON.stringify(body)).toBe(422);
     }
   });
@@ -201,7 +252,9 @@ describe('GET/PATCH /users/me/notification-settings', () => {
   it('never fails under concurrent changes', async () => {
     const user = await userAtLevel(app, 1);
     const answers = await Promise.all(
-      ['post_voted', 'post_commented', 'user_followed', 'hub_role_changed'].map((type) => app.patch('/users/me/notification-settings', { push: { types: { [type]: false } } }, { token: user.token })),
+      ['post_voted', 'post_commented', 'user_followed', 'hub_role_changed'].map((type) =>
+        app.patch('/users/me/notification-settings', { push: { types: { [type]: false } } }, { token: user.token }),
+      ),
     );
     expect(answers.map((answer) => answer.status)).toEqual([200, 200, 200, 200]);
   });

@@ -72,8 +72,12 @@ async function pushUntil(done: () => boolean | Promise<boolean>, what: string, {
   }
 }
 const deliveryStates = async (token: string) =>
-  (await app.owner.query<{ state: string; attempts: number }>(
-    `select dl.state, dl.attempts from app_private.push_deliveries dl join app.push_devices d on d.id = dl.device_id where d.token = $1 and dl.notification_id is not null`, [token])).rows;
+  (
+    await app.owner.query<{ state: string; attempts: number }>(
+      `select dl.state, dl.attempts from app_private.push_deliveries dl join app.push_devices d on d.id = dl.device_id where d.token = $1 and dl.notification_id is not null`,
+      [token],
+    )
+  ).rows;
 
 describe('what is pushed', () => {
   it('a vote: generic text that names nobody, string-only data, the badge after it, one collapse key per post', async () => {
@@ -95,10 +99,15 @@ describe('what is pushed', () => {
     }
     const ids = new Set(messages.map((message) => message.data.notificationId));
     expect(ids.size).toBe(2);
-    const badges = to(ios).map((message) => message.data.badge).sort();
+    const badges = to(ios)
+      .map((message) => message.data.badge)
+      .sort();
     // The iPhone's badge counts the unread notifications when each is sent: the second says two,
     // the first one or two (two when both votes were in before it went).
-    expect([['1', '2'], ['2', '2']]).toContainEqual(badges);
+    expect([
+      ['1', '2'],
+      ['2', '2'],
+    ]).toContainEqual(badges);
     const iosMessage = to(ios).find((message) => message.data.badge === '2') as Record<string, any>;
     expect(iosMessage.apns).toMatchObject({ headers: { 'apns-collapse-id': `post_voted:${post.id}` }, payload: { aps: { badge: 2 } } });
     expect(iosMessage.apns.payload.aps['thread-id']).toBeUndefined();
@@ -121,15 +130,24 @@ describe('what is pushed', () => {
     await insertNotification(app, member.id, { type: 'post_shared_to_hub', hubId: hub.id });
     const role = await insertNotification(app, member.id, { type: 'hub_role_changed', hubId: hub.id });
     await pushUntil(() => to(token).length >= 1, 'the role change');
-    expect(to(token).map((message) => message.data.type).filter((type) => type !== 'badge')).toEqual(['hub_role_changed']);
-    expect(to(token).find((message) => message.data.type !== 'badge')).toMatchObject({ data: { notificationId: role, hubId: hub.id }, apns: { payload: { aps: { 'thread-id': `hub:${hub.id}` } } } });
+    expect(
+      to(token)
+        .map((message) => message.data.type)
+        .filter((type) => type !== 'badge'),
+    ).toEqual(['hub_role_changed']);
+    expect(to(token).find((message) => message.data.type !== 'badge')).toMatchObject({
+      data: { notificationId: role, hubId: hub.id },
+      apns: { payload: { aps: { 'thread-id': `hub:${hub.id}` } } },
+    });
   });
 
   it('follows the settings: nothing with push off, nothing of a type turned off', async () => {
     const [muted, picky] = [await userAtLevel(app, 1), await userAtLevel(app, 1)];
     const [mutedToken, pickyToken] = [await device(muted), await device(picky)];
     expect((await app.patch('/users/me/notification-settings', { push: { enabled: false } }, { token: muted.token })).status).toBe(200);
-    expect((await app.patch('/users/me/notification-settings', { push: { types: { user_followed: false } } }, { token: picky.token })).status).toBe(200);
+    expect(
+      (await app.patch('/users/me/notification-settings', { push: { types: { user_followed: false } } }, { token: picky.token })).status,
+    ).toBe(200);
     await insertNotification(app, muted.id, { type: 'post_commented' });
     await insertNotification(app, picky.id, { type: 'user_followed' });
     const commented = await insertNotification(app, picky.id, { type: 'post_commented' });
@@ -138,7 +156,7 @@ describe('what is pushed', () => {
     expect(to(mutedToken)).toEqual([]);
   });
 
-  it('checks visibility again at send time: a hub row of a leaver is not pushed; nor is a row of an expired session\'s device', async () => {
+  it("checks visibility again at send time: a hub row of a leaver is not pushed; nor is a row of an expired session's device", async () => {
     const owner = await userAtLevel(app, 4);
     const hub = await createHub(app, owner);
     const leaver = await userAtLevel(app, 4);
@@ -148,9 +166,13 @@ describe('what is pushed', () => {
     // One row planned (pending) while its recipient was still a member, one written just before the
     // removal: the first is checked when a claim takes it, the second when the planner takes it.
     const planned = await insertNotification(app, leaver.id, { type: 'hub_member_joined', hubId: hub.id });
-    const plannedState = async () => (await app.owner.query('select state from app_private.push_deliveries where notification_id = $1', [planned])).rows;
+    const plannedState = async () =>
+      (await app.owner.query('select state from app_private.push_deliveries where notification_id = $1', [planned])).rows;
     // Planned once every older transaction of the cluster has ended (the range ends at the oldest running one).
-    await until(async () => (await app.pools.worker.query('select * from app_private.plan_pushes(0, 3)'), (await plannedState()).length > 0), 'the row planned');
+    await until(
+      async () => (await app.pools.worker.query('select * from app_private.plan_pushes(0, 3)'), (await plannedState()).length > 0),
+      'the row planned',
+    );
     expect(await plannedState()).toEqual([{ state: 'pending' }]);
     const hidden = await insertNotification(app, leaver.id, { type: 'hub_member_joined', hubId: hub.id });
     expect((await app.post(`/hubs/${hub.id}/members/${leaver.id}/remove`, undefined, { token: owner.token })).status).toBe(200);
@@ -160,10 +182,20 @@ describe('what is pushed', () => {
     await app.owner.query(`update app.sessions set expires_at = now() where user_id = $1`, [expiring.id]);
     // The removal itself is a global row: that one goes.
     await pushUntil(() => to(token).length >= 1, 'the removal');
-    expect(to(token).map((message) => message.data.type).filter((type) => type !== 'badge')).toEqual(['hub_member_removed']);
+    expect(
+      to(token)
+        .map((message) => message.data.type)
+        .filter((type) => type !== 'badge'),
+    ).toEqual(['hub_member_removed']);
     expect(to(expiredToken)).toEqual([]);
-    const { rows } = await app.owner.query('select notification_id, state from app_private.push_deliveries where notification_id = any ($1) order by id', [[planned, hidden]]);
-    expect(rows).toEqual([{ notification_id: planned, state: 'skipped' }, { notification_id: hidden, state: 'skipped' }]);
+    const { rows } = await app.owner.query(
+      'select notification_id, state from app_private.push_deliveries where notification_id = any ($1) order by id',
+      [[planned, hidden]],
+    );
+    expect(rows).toEqual([
+      { notification_id: planned, state: 'skipped' },
+      { notification_id: hidden, state: 'skipped' },
+    ]);
   });
 });
 
@@ -184,21 +216,32 @@ describe('failures', () => {
     }
     await insertNotification(app, user.id, { type: 'user_followed' });
     await pushUntil(async () => fcm.requests.filter((request) => tokens.includes(request.token)).length >= 4, 'one answer per device');
-    const left = (await app.owner.query<{ token: string }>('select token from app.push_devices where user_id = $1', [user.id])).rows.map((row) => row.token);
+    const left = (await app.owner.query<{ token: string }>('select token from app.push_devices where user_id = $1', [user.id])).rows.map(
+      (row) => row.token,
+    );
     expect(left).toEqual([tokens[3]]);
     expect(await deliveryStates(tokens[3] as string)).toEqual([{ state: 'failed', attempts: 1 }]);
     const scraped = await scrape();
-    for (const { reason } of cases) if (reason) expect(scraped).toMatch(new RegExp(`push_devices_deleted_total\\{[^}]*reason="${reason}"[^}]*\\} [1-9]`));
+    for (const { reason } of cases)
+      if (reason) expect(scraped).toMatch(new RegExp(`push_devices_deleted_total\\{[^}]*reason="${reason}"[^}]*\\} [1-9]`));
     expect(scraped).toMatch(/push_failed_total\{[^}]*outcome="refused"[^}]*\} [1-9]/);
   });
 
   it('retries 429 and 5xx honouring Retry-After, then delivers once; gives up after 5 tries', async () => {
     const user = await userAtLevel(app, 1);
     const [patient, hopeless] = [await device(user), await device(user)];
-    fcm.script(patient, [{ status: 503, retryAfter: 1 }, { status: 429, retryAfter: 1 }]);
-    fcm.script(hopeless, Array.from({ length: 5 }, () => ({ status: 500 as const })));
+    fcm.script(patient, [
+      { status: 503, retryAfter: 1 },
+      { status: 429, retryAfter: 1 },
+    ]);
+    fcm.script(
+      hopeless,
+      Array.from({ length: 5 }, () => ({ status: 500 as const })),
+    );
     await insertNotification(app, user.id, { type: 'post_commented' });
-    await pushUntil(async () => to(patient).length === 1 && (await deliveryStates(hopeless))[0]?.state === 'given_up', 'the retries', { settleMs: 500 });
+    await pushUntil(async () => to(patient).length === 1 && (await deliveryStates(hopeless))[0]?.state === 'given_up', 'the retries', {
+      settleMs: 500,
+    });
     const tries = fcm.requests.filter((request) => request.token === patient);
     expect(tries.map((request) => request.status)).toEqual([503, 429, 200]);
     expect((tries[1] as { at: number }).at - (tries[0] as { at: number }).at).toBeGreaterThanOrEqual(950);
@@ -295,12 +338,19 @@ describe('badges', () => {
     const rows = [await insertNotification(app, user.id), await insertNotification(app, user.id)];
     await stream.waitForEvents(2);
     await pushUntil(() => to(token).length === 2, 'the two rows');
-    expect((await app.patch('/notifications/read', { notificationIds: [rows[0]] }, { token: user.token })).body.data).toEqual({ updated: 1 });
+    expect((await app.patch('/notifications/read', { notificationIds: [rows[0]] }, { token: user.token })).body.data).toEqual({
+      updated: 1,
+    });
     const badge = (await stream.waitForEvents(3))[2];
     expect(badge).toMatchObject({ id: undefined, event: 'badge', data: { unreadCount: 1, hubUnreadCount: 0 } });
     await pushUntil(() => to(token).length === 3, 'the badge push');
     const pushed = to(token)[2] as AcceptedMessage['message'];
-    expect(pushed).toEqual({ token, data: { type: 'badge', badge: '1' }, android: { collapse_key: 'badge' }, apns: { headers: { 'apns-collapse-id': 'badge', 'apns-priority': '5' }, payload: { aps: { badge: 1 } } } });
+    expect(pushed).toEqual({
+      token,
+      data: { type: 'badge', badge: '1' },
+      android: { collapse_key: 'badge' },
+      apns: { headers: { 'apns-collapse-id': 'badge', 'apns-priority': '5' }, payload: { aps: { badge: 1 } } },
+    });
     stream.close();
   });
 });

@@ -27,7 +27,8 @@ afterAll(async () => {
 
 const times = <T>(n: number, fn: () => Promise<T>) => Promise.all(Array.from({ length: n }, fn));
 const statuses = (answers: ApiResponse[]) => answers.map((a) => a.status).sort();
-const count = async (sql: string, params: unknown[]) => (await app.owner.query<{ n: number }>(`select count(*)::int as n from ${sql}`, params)).rows[0]?.n;
+const count = async (sql: string, params: unknown[]) =>
+  (await app.owner.query<{ n: number }>(`select count(*)::int as n from ${sql}`, params)).rows[0]?.n;
 const queuedJobs = (task: string, field: string, value: string) =>
   count(
     `graphile_worker._private_jobs j join graphile_worker._private_tasks t on t.id = j.task_id
@@ -36,7 +37,10 @@ const queuedJobs = (task: string, field: string, value: string) =>
   );
 /** Exactly one answer is `first`, the others `repeat`. */
 function oneThenRepeats(answers: ApiResponse[], first: number, repeat: { status: number; code: string }) {
-  expect(answers.filter((a) => a.status === first), JSON.stringify(answers.map((a) => a.body))).toHaveLength(1);
+  expect(
+    answers.filter((a) => a.status === first),
+    JSON.stringify(answers.map((a) => a.body)),
+  ).toHaveLength(1);
   for (const answer of answers.filter((a) => a.status !== first)) {
     expect(answer.status).toBe(repeat.status);
     expect(answer.body.error.code).toBe(repeat.code);
@@ -48,7 +52,9 @@ describe('hub transitions under concurrency', () => {
     const link = await app.post(`/hubs/${hub.id}/invite-links`, undefined, { token: owner.token });
     const users = await Promise.all(Array.from({ length: 10 }, () => userAtLevel(app, 4)));
     const answers = await Promise.all(
-      users.map((user) => times(10, () => app.post(`/hub-invite-links/${link.body.data.token}/join-requests`, undefined, { token: user.token }))),
+      users.map((user) =>
+        times(10, () => app.post(`/hub-invite-links/${link.body.data.token}/join-requests`, undefined, { token: user.token })),
+      ),
     );
     for (const [i, perUser] of answers.entries()) {
       expect(statuses(perUser), JSON.stringify(perUser.find((a) => a.status !== 201)?.body)).toEqual(Array(10).fill(201));
@@ -76,7 +82,9 @@ describe('hub transitions under concurrency', () => {
       const invitee = await userAtLevel(app, 4);
       const first = await invite(app, hub, owner, invitee);
       const invitations = [first, await secondInvitation(first, owner.id)];
-      const answers = await Promise.all(invitations.map((id) => app.post(`/hub-invitations/${id}/accept`, undefined, { token: invitee.token })));
+      const answers = await Promise.all(
+        invitations.map((id) => app.post(`/hub-invitations/${id}/accept`, undefined, { token: invitee.token })),
+      );
       oneThenRepeats(answers, 200, { status: 409, code: 'ALREADY_HUB_MEMBER' });
       expect(await count(`app.hub_memberships where hub_id = $1 and user_id = $2`, [hub.id, invitee.id])).toBe(1);
       const joined = await count(
@@ -110,7 +118,9 @@ describe('hub transitions under concurrency', () => {
       return { phoneCountryCode, phoneNumber };
     });
     const crossed = await Promise.all(
-      [others, [...others].reverse()].flatMap((list) => [0, 1].map(() => app.post(`/hubs/${hub.id}/invitations`, { invitees: list }, { token: owner.token }))),
+      [others, [...others].reverse()].flatMap((list) =>
+        [0, 1].map(() => app.post(`/hubs/${hub.id}/invitations`, { invitees: list }, { token: owner.token })),
+      ),
     );
     expect(statuses(crossed)).toEqual(Array(4).fill(201));
   });
@@ -121,7 +131,9 @@ describe('hub transitions under concurrency', () => {
     const invitee = await userAtLevel(app, 4);
     const first = await invite(app, hub, members[0] as TestUser, invitee);
     const second = await secondInvitation(first, (members[1] as TestUser).id);
-    const answers = await Promise.all([first, second].map((id) => app.post(`/hub-invitations/${id}/accept`, undefined, { token: invitee.token })));
+    const answers = await Promise.all(
+      [first, second].map((id) => app.post(`/hub-invitations/${id}/accept`, undefined, { token: invitee.token })),
+    );
     expect(statuses(answers)).toEqual([200, 200]);
     expect(answers.map((a) => a.body.data.viewerStatus)).toEqual(['pending_admin_approval', 'pending_admin_approval']);
     expect(await count(`app.hub_join_requests where hub_id = $1 and user_id = $2`, [hub.id, invitee.id])).toBe(1);
@@ -129,7 +141,9 @@ describe('hub transitions under concurrency', () => {
 
   it('answers one of two hubs taking one custom link at once with HUB_LINK_TAKEN', async () => {
     const hubs = [await createHub(app, owner), await createHub(app, owner)];
-    const answers = await Promise.all(hubs.map((h) => app.patch(`/hubs/${h.id}/link`, { customLink: 'race-link' }, { token: owner.token })));
+    const answers = await Promise.all(
+      hubs.map((h) => app.patch(`/hubs/${h.id}/link`, { customLink: 'race-link' }, { token: owner.token })),
+    );
     oneThenRepeats(answers, 200, { status: 409, code: 'HUB_LINK_TAKEN' });
   });
 });
@@ -158,9 +172,14 @@ describe('user writes under concurrency', () => {
     const saves = await times(10, () => app.post(`/posts/${post.id}/save`, undefined, { token: member.token }));
     expect(statuses(saves)).toEqual(Array(10).fill(200));
     expect(await count(`app.saved_posts where user_id = $1 and post_id = $2`, [member.id, post.id])).toBe(1);
-    const { rows } = await app.owner.query<{ id: string }>(`select id from app.hub_discussions where hub_id = $1 and post_id = $2`, [hub.id, post.id]);
+    const { rows } = await app.owner.query<{ id: string }>(`select id from app.hub_discussions where hub_id = $1 and post_id = $2`, [
+      hub.id,
+      post.id,
+    ]);
     const discussionId = rows[0]?.id as string;
-    const discussionSaves = await times(10, () => app.post(`/hubs/${hub.id}/discussions/${discussionId}/save`, undefined, { token: member.token }));
+    const discussionSaves = await times(10, () =>
+      app.post(`/hubs/${hub.id}/discussions/${discussionId}/save`, undefined, { token: member.token }),
+    );
     expect(statuses(discussionSaves)).toEqual(Array(10).fill(200));
     expect(await count(`app.saved_discussions where user_id = $1 and discussion_id = $2`, [member.id, discussionId])).toBe(1);
   });
@@ -179,7 +198,13 @@ describe('user writes under concurrency', () => {
   it('takes one handle once when two users ask for it at once', async () => {
     const users = [await userAtLevel(app, 1), await userAtLevel(app, 1)];
     const answers = await Promise.all(
-      users.map((u) => app.put('/users/me/onboarding/profile-basics', { fullName: 'Race Person', username: 'race_handle', acceptTerms: true }, { token: u.token })),
+      users.map((u) =>
+        app.put(
+          '/users/me/onboarding/profile-basics',
+          { fullName: 'Race Person', username: 'race_handle', acceptTerms: true },
+          { token: u.token },
+        ),
+      ),
     );
     oneThenRepeats(answers, 200, { status: 409, code: 'USERNAME_TAKEN' });
   });
@@ -188,7 +213,9 @@ describe('user writes under concurrency', () => {
 describe('sign-in under concurrency', () => {
   it('signs a new phone in once from concurrent identity-provider tokens: one user, one identity', async () => {
     const phone = nextPhone();
-    const token = idp.sign(idpClaims('opinion-test', { sub: `race-${phone.e164}`, phone_number: phone.e164, firebase: { sign_in_provider: 'phone' } }));
+    const token = idp.sign(
+      idpClaims('opinion-test', { sub: `race-${phone.e164}`, phone_number: phone.e164, firebase: { sign_in_provider: 'phone' } }),
+    );
     const answers = await times(8, () => app.post('/auth/idp/token', { idToken: token }));
     expect(statuses(answers), JSON.stringify(answers.find((a) => a.status !== 200)?.body)).toEqual(Array(8).fill(200));
     expect(new Set(answers.map((a) => a.body.data.user.id)).size).toBe(1);
@@ -199,11 +226,17 @@ describe('sign-in under concurrency', () => {
     const caller = await userAtLevel(app, 2);
     const phones = [nextPhone(), nextPhone()];
     for (const phone of phones) {
-      expect((await app.post('/auth/otp/request', { phoneCountryCode: phone.phoneCountryCode, phoneNumber: phone.phoneNumber })).status).toBe(200);
+      expect(
+        (await app.post('/auth/otp/request', { phoneCountryCode: phone.phoneCountryCode, phoneNumber: phone.phoneNumber })).status,
+      ).toBe(200);
     }
     const answers = await Promise.all(
       phones.map((phone) =>
-        app.post('/auth/otp/verify', { phoneCountryCode: phone.phoneCountryCode, phoneNumber: phone.phoneNumber, code: '1234' }, { token: caller.token }),
+        app.post(
+          '/auth/otp/verify',
+          { phoneCountryCode: phone.phoneCountryCode, phoneNumber: phone.phoneNumber, code: '1234' },
+          { token: caller.token },
+        ),
       ),
     );
     expect(statuses(answers)).toEqual([200, 200]);

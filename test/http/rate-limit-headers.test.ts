@@ -19,11 +19,14 @@ afterAll(() => app.close());
 function remaining(response: ApiResponse): Record<string, { r: number; t: number }> {
   const header = response.headers.get('ratelimit') ?? '';
   return Object.fromEntries(
-    header.split(', ').filter(Boolean).map((item) => {
-      const match = /^"([a-z_]+)";r=(\d+);t=(\d+)$/.exec(item);
-      expect(match, item).not.toBeNull();
-      return [match?.[1], { r: Number(match?.[2]), t: Number(match?.[3]) }];
-    }),
+    header
+      .split(', ')
+      .filter(Boolean)
+      .map((item) => {
+        const match = /^"([a-z_]+)";r=(\d+);t=(\d+)$/.exec(item);
+        expect(match, item).not.toBeNull();
+        return [match?.[1], { r: Number(match?.[2]), t: Number(match?.[3]) }];
+      }),
   );
 }
 
@@ -64,7 +67,11 @@ describe('a write limit', () => {
     expect(remaining(first).comments?.r).toBe(2);
     // An unknown parent comment: the handler refuses after the limit's statement ran, and the
     // transaction rolls back.
-    const failed = await app.post(`/posts/${post.id}/comments`, { text: 'reply', parentCommentId: '00000000-0000-4000-8000-000000000000' }, { token: commenter.token });
+    const failed = await app.post(
+      `/posts/${post.id}/comments`,
+      { text: 'reply', parentCommentId: '00000000-0000-4000-8000-000000000000' },
+      { token: commenter.token },
+    );
     expect(failed.status).toBe(404);
     expect(failed.body.error.code).toBe('COMMENT_NOT_FOUND');
     expect(remaining(failed).comments?.r).toBe(2);
@@ -74,7 +81,8 @@ describe('a write limit', () => {
   it('lists the per-hub limit beside the per-user one', async () => {
     const member = await userAtLevel(app, 4);
     const hub = await createHub(app, member);
-    const into = () => app.post('/posts', { thoughtText: 'into a hub', visibility: 'public_hub', hubIds: [hub.id] }, { token: member.token });
+    const into = () =>
+      app.post('/posts', { thoughtText: 'into a hub', visibility: 'public_hub', hubIds: [hub.id] }, { token: member.token });
     const first = await into();
     expect(first.status).toBe(201);
     expect(first.headers.get('ratelimit-policy')).toBe('"posts";q=5;w=3600, "hub_fanout";q=2;w=3600');
@@ -101,7 +109,8 @@ describe('a write limit', () => {
 describe('a per-address limit', () => {
   it('counts an address down from 30 to a 429 with r=0', async () => {
     const address = '2001:db8:ffff:1::1';
-    const session = (n: number, from = address) => app.post('/auth/anonymous/session', { deviceId: `ratelimit-device-${n}` }, { headers: { 'x-forwarded-for': from } });
+    const session = (n: number, from = address) =>
+      app.post('/auth/anonymous/session', { deviceId: `ratelimit-device-${n}` }, { headers: { 'x-forwarded-for': from } });
     const left = [];
     for (let n = 0; n < 30; n += 1) {
       const response = await session(n);
@@ -120,12 +129,20 @@ describe('a per-address limit', () => {
   });
 
   it('reports the address on a code request, not the per-phone limits', async () => {
-    const response = await app.post('/auth/otp/request', { phoneCountryCode: '+1', phoneNumber: '5550000490' }, { headers: { 'x-forwarded-for': '2001:db8:ffff:2::1' } });
+    const response = await app.post(
+      '/auth/otp/request',
+      { phoneCountryCode: '+1', phoneNumber: '5550000490' },
+      { headers: { 'x-forwarded-for': '2001:db8:ffff:2::1' } },
+    );
     expect(response.status).toBe(200);
     expect(response.headers.get('ratelimit-policy')).toBe('"otp_request";q=30;w=300');
     expect(remaining(response).otp_request).toEqual({ r: 29, t: 300 });
     // A second code for the phone within 60 s is refused by the phone's limit: the address's count stands.
-    const again = await app.post('/auth/otp/request', { phoneCountryCode: '+1', phoneNumber: '5550000490' }, { headers: { 'x-forwarded-for': '2001:db8:ffff:2::1' } });
+    const again = await app.post(
+      '/auth/otp/request',
+      { phoneCountryCode: '+1', phoneNumber: '5550000490' },
+      { headers: { 'x-forwarded-for': '2001:db8:ffff:2::1' } },
+    );
     expect(again.status).toBe(429);
     expect(remaining(again).otp_request?.r).toBe(28);
   });
@@ -156,7 +173,8 @@ describe('other per-user limits', () => {
 describe('the OpenAPI document', () => {
   it('documents the headers on the operations limits count, and on their 429', async () => {
     const document = (await app.get('/openapi.json')).body;
-    const resolve = (response: { $ref?: string }) => (response.$ref ? document.components.responses[response.$ref.split('/').at(-1) as string] : response);
+    const resolve = (response: { $ref?: string }) =>
+      response.$ref ? document.components.responses[response.$ref.split('/').at(-1) as string] : response;
     for (const [path, method, status, names] of [
       ['/posts/{postId}/comments', 'post', '201', ['comments']],
       ['/posts', 'post', '201', ['posts', 'hub_fanout']],
@@ -168,7 +186,9 @@ describe('the OpenAPI document', () => {
       const operation = document.paths[path][method];
       expect(operation['x-rate-limits'], path).toEqual(names);
       expect(Object.keys(operation.responses[status].headers), path).toEqual(expect.arrayContaining(['RateLimit-Policy', 'RateLimit']));
-      expect(Object.keys(resolve(operation.responses['429']).headers), path).toEqual(expect.arrayContaining(['RateLimit-Policy', 'RateLimit', 'Retry-After']));
+      expect(Object.keys(resolve(operation.responses['429']).headers), path).toEqual(
+        expect.arrayContaining(['RateLimit-Policy', 'RateLimit', 'Retry-After']),
+      );
     }
     expect(document.paths['/users/me/profile'].get.responses['200'].headers.RateLimit).toBeUndefined();
     expect(document.components.headers['RateLimit-Policy'].description).toContain('q=');

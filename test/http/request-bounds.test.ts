@@ -85,7 +85,9 @@ describe('the bounds of a request transaction', () => {
     } finally {
       await app.owner.query('drop trigger test_slow_insert on app.comments; drop function app_private.test_slow_insert()');
     }
-    expect(boundLines().at(-1)).toEqual(expect.objectContaining({ level: 40, bound: 'statement_timeout', route: '/api/v1/posts/{postId}/comments' }));
+    expect(boundLines().at(-1)).toEqual(
+      expect.objectContaining({ level: 40, bound: 'statement_timeout', route: '/api/v1/posts/{postId}/comments' }),
+    );
     expect(boundLines()).toHaveLength(2);
     const { rows } = await app.owner.query('select count(*)::int as n from app.comments where post_id = $1', [post.id]);
     expect(rows[0].n).toBe(0);
@@ -95,7 +97,9 @@ describe('the bounds of a request transaction', () => {
   it('leaves the connections healthy: none dropped, and every one of them answers again', async () => {
     expect(removed).toBe(0);
     // More requests at once than the pool has connections: each connection serves again.
-    const responses = await Promise.all(Array.from({ length: 30 }, () => client.get('/users/me/onboarding/status', { token: author.token })));
+    const responses = await Promise.all(
+      Array.from({ length: 30 }, () => client.get('/users/me/onboarding/status', { token: author.token })),
+    );
     expect(responses.map((response) => response.status)).toEqual(Array.from({ length: 30 }, () => 200));
     expect(removed).toBe(0);
   });

@@ -16,7 +16,11 @@ afterAll(() => app.close());
 describe('S3_PUBLIC_URL', () => {
   it('signs upload URLs for the public address, and uploads through it complete', async () => {
     const user = await userAtLevel(app, 2);
-    const intent = await app.post('/uploads/presign', { purpose: 'profile_photo', contentType: 'image/png', contentLength: 10 }, { token: user.token });
+    const intent = await app.post(
+      '/uploads/presign',
+      { purpose: 'profile_photo', contentType: 'image/png', contentLength: 10 },
+      { token: user.token },
+    );
     expect(intent.body.data.uploadUrl.startsWith(`${publicUrl}/`)).toBe(true);
     const assetId = await uploadAsset(app, user);
     expect(assetId).toMatch(/^[0-9a-f-]{36}$/);
@@ -31,7 +35,9 @@ describe('S3_PUBLIC_URL', () => {
   it('refuses a URL setting over 1024 characters and a TERMS_VERSION over 64 (the document bounds the URLs and the version)', async () => {
     const { loadConfig } = await import('../../config.ts');
     const long = `https://opinion.example/${'a'.repeat(1001)}`;
-    expect(() => loadConfig({ JWT_SECRET: 'x', PUBLIC_WEB_BASE_URL: long })).toThrow(/PUBLIC_WEB_BASE_URL must be an http\(s\) URL of at most 1024 characters/);
+    expect(() => loadConfig({ JWT_SECRET: 'x', PUBLIC_WEB_BASE_URL: long })).toThrow(
+      /PUBLIC_WEB_BASE_URL must be an http\(s\) URL of at most 1024 characters/,
+    );
     expect(() => loadConfig({ JWT_SECRET: 'x', S3_PUBLIC_URL: long })).toThrow(/S3_PUBLIC_URL must be/);
     expect(loadConfig({ JWT_SECRET: 'x', PUBLIC_WEB_BASE_URL: long.slice(0, 1024) }).publicWebBaseUrl).toHaveLength(1024);
     expect(() => loadConfig({ JWT_SECRET: 'x', TERMS_VERSION: 'v'.repeat(65) })).toThrow(/TERMS_VERSION must be at most 64 characters/);

@@ -22,7 +22,10 @@ beforeAll(async () => {
 afterAll(() => app.close());
 
 async function pending(postId: string, hubId: string | null = null): Promise<number> {
-  const { rows } = await app.owner.query('select count(*)::int as n from app_private.sealed_ballots where post_id = $1 and hub_id is not distinct from $2', [postId, hubId]);
+  const { rows } = await app.owner.query(
+    'select count(*)::int as n from app_private.sealed_ballots where post_id = $1 and hub_id is not distinct from $2',
+    [postId, hubId],
+  );
   return rows[0].n;
 }
 
@@ -74,10 +77,22 @@ describe('reads with pending ballots', () => {
 
     const expectEverywhere = async (counts: number[]) => {
       const total = counts.reduce((a, b) => a + b, 0);
-      const buckets = { totalVotes: total, resultsVisible: true, leftCount: counts[0]! + counts[1]!, neutralCount: counts[2], rightCount: counts[3]! + counts[4]! };
+      const buckets = {
+        totalVotes: total,
+        resultsVisible: true,
+        leftCount: counts[0]! + counts[1]!,
+        neutralCount: counts[2],
+        rightCount: counts[3]! + counts[4]!,
+      };
       const token = author.token;
-      expect((await app.get(`/posts/${post.id}/vote/summary`, { token })).body.data).toEqual({ scope: { type: 'global', hubId: null }, ...buckets });
-      expect((await app.get(`/posts/${post.id}/vote/summary?hubId=${hub.id}`, { token })).body.data).toEqual({ scope: { type: 'hub', hubId: hub.id }, ...buckets });
+      expect((await app.get(`/posts/${post.id}/vote/summary`, { token })).body.data).toEqual({
+        scope: { type: 'global', hubId: null },
+        ...buckets,
+      });
+      expect((await app.get(`/posts/${post.id}/vote/summary?hubId=${hub.id}`, { token })).body.data).toEqual({
+        scope: { type: 'hub', hubId: hub.id },
+        ...buckets,
+      });
       expect((await app.get(`/posts/${post.id}/vote/distribution`, { token })).body.data.buckets.map((b: any) => b.count)).toEqual(counts);
       expect((await app.get(`/posts/${post.id}/vote/hubs`, { token })).body.data.items).toMatchObject([{ hubId: hub.id, ...buckets }]);
       const card = (await app.get(`/posts/${post.id}`, { token })).body.data;
@@ -105,11 +120,20 @@ describe('reads with pending ballots', () => {
   it('keep the zero-vote and 3-vote rules', async () => {
     const post = await createPost(app, author, slider);
     const token = author.token;
-    expect((await app.get(`/posts/${post.id}/vote/summary`, { token })).body.data).toMatchObject({ totalVotes: 0, resultsVisible: false, leftCount: null });
+    expect((await app.get(`/posts/${post.id}/vote/summary`, { token })).body.data).toMatchObject({
+      totalVotes: 0,
+      resultsVisible: false,
+      leftCount: null,
+    });
     const [a, b, c] = await voters(3);
     await vote(app, a as TestUser, post.id, 'left');
     await vote(app, b as TestUser, post.id, 'left');
-    expect((await app.get(`/posts/${post.id}/vote/distribution`, { token })).body.data).toEqual({ totalVotes: 2, resultsVisible: false, minimumVotesToShow: 3, buckets: [] });
+    expect((await app.get(`/posts/${post.id}/vote/distribution`, { token })).body.data).toEqual({
+      totalVotes: 2,
+      resultsVisible: false,
+      minimumVotesToShow: 3,
+      buckets: [],
+    });
     await vote(app, c as TestUser, post.id, 'strong_right');
     const three = (await app.get(`/posts/${post.id}/vote/distribution`, { token })).body.data;
     expect(three.resultsVisible).toBe(true);
@@ -126,10 +150,13 @@ describe('reads with pending ballots', () => {
     const answer = await vote(app, late as TestUser, post.id, 'right');
     expect(answer.body.data.voteReceipt.hubVoteScope).toEqual({ hubIds: [hub.id] });
     expect(await pending(post.id, hub.id)).toBe(1);
-    expect((await app.get(`/posts/${post.id}/vote/summary?hubId=${hub.id}`, { token: author.token })).body.data).toMatchObject({ totalVotes: 1, rightCount: 1 });
+    expect((await app.get(`/posts/${post.id}/vote/summary?hubId=${hub.id}`, { token: author.token })).body.data).toMatchObject({
+      totalVotes: 1,
+      rightCount: 1,
+    });
   });
 
-  it("seal at once for the hubs of a voter the API knows from an earlier vote (one round trip), and again for one it does not", async () => {
+  it('seal at once for the hubs of a voter the API knows from an earlier vote (one round trip), and again for one it does not', async () => {
     const hub = await createHub(app, author);
     const [known, fresh] = await voters(2, 4);
     await addMember(app, hub, known as TestUser);
@@ -149,7 +176,10 @@ describe('reads with pending ballots', () => {
     expect(await reseals()).toBe(resealed + 1);
     expect(await pending(hubPost.id, hub.id)).toBe(1);
     expect(await pending(other.id, hub.id)).toBe(1);
-    expect((await app.get(`/posts/${other.id}/vote/summary?hubId=${hub.id}`, { token: author.token })).body.data).toMatchObject({ totalVotes: 1, leftCount: 1 });
+    expect((await app.get(`/posts/${other.id}/vote/summary?hubId=${hub.id}`, { token: author.token })).body.data).toMatchObject({
+      totalVotes: 1,
+      leftCount: 1,
+    });
   });
 });
 
@@ -174,16 +204,24 @@ describe('the tallier', () => {
     const post = await createPost(app, author, slider);
     for (const voter of await voters(app.config.ballotBatch - 1)) await vote(app, voter, post.id, 'left');
     await runTally(post.id);
-    await app.owner.query(`select graphile_worker.add_job('tally_ballots', json_build_object('postId', $1::uuid, 'hubId', null))`, [post.id]);
+    await app.owner.query(`select graphile_worker.add_job('tally_ballots', json_build_object('postId', $1::uuid, 'hubId', null))`, [
+      post.id,
+    ]);
     await app.runJobs();
     expect(await pending(post.id)).toBe(app.config.ballotBatch - 1);
     expect(await counters(post.id)).toEqual([0, 0, 0, 0, 0]);
     // Nor does the database take a smaller batch from anyone, nor a sum that is not one vote per ballot.
     const { rows } = await app.owner.query('select id from app_private.sealed_ballots where post_id = $1', [post.id]);
     const ids = rows.map((r) => r.id);
-    await expect(app.owner.query(`select app_private.tally_ballots($1, null, $2, '{0,4,0,0,0}', 5)`, [post.id, ids])).rejects.toThrow(/at least 5/);
-    await expect(app.owner.query(`select app_private.tally_ballots($1, null, $2, '{0,3,0,0,0}', 2)`, [post.id, ids])).rejects.toThrow(/at least 2/);
-    await expect(app.owner.query(`select app_private.tally_ballots($1, null, $2, '{0,1,0,0,0}', 1)`, [post.id, ids.slice(0, 1)])).rejects.toThrow(/at least 2/);
+    await expect(app.owner.query(`select app_private.tally_ballots($1, null, $2, '{0,4,0,0,0}', 5)`, [post.id, ids])).rejects.toThrow(
+      /at least 5/,
+    );
+    await expect(app.owner.query(`select app_private.tally_ballots($1, null, $2, '{0,3,0,0,0}', 2)`, [post.id, ids])).rejects.toThrow(
+      /at least 2/,
+    );
+    await expect(
+      app.owner.query(`select app_private.tally_ballots($1, null, $2, '{0,1,0,0,0}', 1)`, [post.id, ids.slice(0, 1)]),
+    ).rejects.toThrow(/at least 2/);
     expect(await pending(post.id)).toBe(app.config.ballotBatch - 1);
   });
 
@@ -200,17 +238,26 @@ describe('the tallier', () => {
     expect(await counters(post.id)).toEqual([5, 5, 5, 4, 4]);
     // A batch already folded cannot be folded again (a repeat of a committed run).
     const { rows } = await app.owner.query('select gen_random_uuid() as id from generate_series(1, 5)');
-    await expect(app.owner.query(`select app_private.tally_ballots($1, null, $2, '{1,1,1,1,1}', 5)`, [post.id, rows.map((r) => r.id)])).rejects.toThrow(/0 of 5 ballots/);
+    await expect(
+      app.owner.query(`select app_private.tally_ballots($1, null, $2, '{1,1,1,1,1}', 5)`, [post.id, rows.map((r) => r.id)]),
+    ).rejects.toThrow(/0 of 5 ballots/);
     expect(await counters(post.id)).toEqual([5, 5, 5, 4, 4]);
-    expect((await app.get(`/posts/${post.id}/vote/distribution`, { token: author.token })).body.data.buckets.map((b: any) => b.count)).toEqual([5, 5, 5, 4, 4]);
+    expect(
+      (await app.get(`/posts/${post.id}/vote/distribution`, { token: author.token })).body.data.buckets.map((b: any) => b.count),
+    ).toEqual([5, 5, 5, 4, 4]);
   });
 
   it('is queued by the vote that completes a batch, with a payload naming the post and scope only', async () => {
     const post = await createPost(app, author, slider);
     const group = await voters(app.config.ballotBatch);
     const queued = async () =>
-      (await app.owner.query(`select payload from graphile_worker._private_jobs j join graphile_worker._private_tasks t on t.id = j.task_id
-                               where t.identifier = 'tally_ballots' and j.payload ->> 'postId' = $1`, [post.id])).rows.map((r) => r.payload);
+      (
+        await app.owner.query(
+          `select payload from graphile_worker._private_jobs j join graphile_worker._private_tasks t on t.id = j.task_id
+                               where t.identifier = 'tally_ballots' and j.payload ->> 'postId' = $1`,
+          [post.id],
+        )
+      ).rows.map((r) => r.payload);
     for (const voter of group.slice(0, -1)) await vote(app, voter, post.id, 'neutral');
     expect(await queued()).toEqual([]);
     await vote(app, group.at(-1) as TestUser, post.id, 'neutral');

@@ -27,17 +27,27 @@ describe('search words under concurrent renames', () => {
     // Each user and hub renamed three times at once; whichever commits last is the name.
     await Promise.all([
       ...users.flatMap((user, i) =>
-        ['Wordy Alpha', 'Wordy Beta-Gamma', `Wordy Final${i}`].map((fullName) => app.patch('/users/me/profile', { fullName }, { token: user.token }))),
+        ['Wordy Alpha', 'Wordy Beta-Gamma', `Wordy Final${i}`].map((fullName) =>
+          app.patch('/users/me/profile', { fullName }, { token: user.token }),
+        ),
+      ),
       ...hubs.flatMap((hub, i) =>
-        ['Quill First', 'Quill Second Words', `Quill Last${i}`].map((name) => app.patch(`/hubs/${hub.id}`, { name }, { token: owner.token }))),
+        ['Quill First', 'Quill Second Words', `Quill Last${i}`].map((name) =>
+          app.patch(`/hubs/${hub.id}`, { name }, { token: owner.token }),
+        ),
+      ),
     ]);
     expect(await drift()).toEqual([]);
-    const { rows } = await app.owner.query<{ id: string; full_name: string }>('select id, full_name from app.users where id = any ($1)', [users.map((u) => u.id)]);
+    const { rows } = await app.owner.query<{ id: string; full_name: string }>('select id, full_name from app.users where id = any ($1)', [
+      users.map((u) => u.id),
+    ]);
     for (const row of rows) {
       const word = (row.full_name.split(/[^A-Za-z0-9]+/)[1] as string).toLowerCase();
       expect(ids(await app.get(`/search/users?q=wordy%20${word}&limit=50`)), row.full_name).toContain(row.id);
     }
-    const named = await app.owner.query<{ id: string; name: string }>('select id, name from app.hubs where id = any ($1)', [hubs.map((h) => h.id)]);
+    const named = await app.owner.query<{ id: string; name: string }>('select id, name from app.hubs where id = any ($1)', [
+      hubs.map((h) => h.id),
+    ]);
     for (const row of named.rows) {
       expect(ids(await app.get(`/search/hubs?q=${encodeURIComponent(row.name)}`, { token: owner.token })), row.name).toContain(row.id);
     }
@@ -48,7 +58,12 @@ describe('search words under concurrent renames', () => {
     await app.owner.query(`delete from app.user_name_words where user_id = $1`, [user.id]);
     await app.owner.query(`insert into app.hub_name_words (hub_id, word) values ($1, 'stale')`, [hub.id]);
     const found = await drift();
-    expect(found.map((row) => [row.kind, row.id]).sort()).toEqual([['hub', hub.id], ['user', user.id]].sort());
+    expect(found.map((row) => [row.kind, row.id]).sort()).toEqual(
+      [
+        ['hub', hub.id],
+        ['user', user.id],
+      ].sort(),
+    );
     expect(found.find((row) => row.kind === 'user')?.kept).toBeNull();
     await app.owner.query('select app_private.rebuild_user_name_words(), app_private.rebuild_hub_name_words()');
     expect(await drift()).toEqual([]);

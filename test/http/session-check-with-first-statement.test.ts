@@ -55,7 +55,11 @@ describe('a refused session on a one-round-trip endpoint', () => {
     const post = await createPost(app, author, slider);
     const before = await voteWrites(post.id);
     const revoked = await loggedOut(2);
-    for (const [postId, position] of [[post.id, 'left'], [post.id, 'far_left'], ['nope', 'left']] as const) {
+    for (const [postId, position] of [
+      [post.id, 'left'],
+      [post.id, 'far_left'],
+      ['nope', 'left'],
+    ] as const) {
       const response = await vote(app, revoked, postId, position);
       expect(response.status).toBe(401);
       expect(response.body.error.code).toBe('UNAUTHORIZED');
@@ -116,7 +120,14 @@ describe('app.session_gate in SQL', () => {
       expect(await gate(4, 1)).toBe(4);
       await client.query('savepoint codes');
       const codes: string[] = [];
-      for (const [level, required] of [[null, 1], [1, 2], [1, 4], [2, 3], [2, 4], [3, 4]] as const) {
+      for (const [level, required] of [
+        [null, 1],
+        [1, 2],
+        [1, 4],
+        [2, 3],
+        [2, 4],
+        [3, 4],
+      ] as const) {
         const failure = await client.query('select app.session_gate($1, $2)', [level, required]).then(
           () => 'passed',
           (error: { code?: string; message: string }) => `${error.code} ${error.message}`,
@@ -139,10 +150,20 @@ describe('app.session_gate in SQL', () => {
 describe('one write, one round trip: the whole request transaction on one connection', () => {
   const castVote = 'select voted_at, hub_ids, global_tally from app.cast_vote($1, $2, $3, $4, $5, $6)';
   /** The sealed vote's parameters, as the API sends them for a post placed in no hub. */
-  const sealed = (postId: string) => [postId, app.services.ballots.keyId, app.services.ballots.seal(postId, null, 'left').toString('hex'), '{}', '{}', '5'];
+  const sealed = (postId: string) => [
+    postId,
+    app.services.ballots.keyId,
+    app.services.ballots.seal(postId, null, 'left').toString('hex'),
+    '{}',
+    '{}',
+    '5',
+  ];
 
   async function sessionOf(user: TestUser): Promise<string> {
-    const { rows } = await app.owner.query<{ id: string }>('select id from app.sessions where user_id = $1 order by created_at desc limit 1', [user.id]);
+    const { rows } = await app.owner.query<{ id: string }>(
+      'select id from app.sessions where user_id = $1 order by created_at desc limit 1',
+      [user.id],
+    );
     return (rows[0] as { id: string }).id;
   }
 
@@ -204,7 +225,8 @@ describe('one write, one round trip: the whole request transaction on one connec
   it('commits or rolls back: no setting, role, bound or prepared statement outlives its request on the connection', async () => {
     const pool = authenticatorPool();
     try {
-      const probe = "select current_user::text as role, current_setting('app.user_id', true) as user_id, current_setting('app.session_id', true) as session_id";
+      const probe =
+        "select current_user::text as role, current_setting('app.user_id', true) as user_id, current_setting('app.session_id', true) as session_id";
       const revoked = await loggedOut(1);
       // A refused gate first, on a fresh connection: the statement behind it changes nothing.
       expect(await run(pool, revoked, 1, 'select * from app.onboarding_status()', [])).toBe('UNAUTHORIZED');

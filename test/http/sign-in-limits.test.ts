@@ -22,7 +22,11 @@ const anonymous = (client: Pick<TestApp, 'post'>, address: string) => {
 };
 const otpRequest = (n: number, address: string) => {
   const phone = testPhone(n);
-  return app.post('/auth/otp/request', { phoneCountryCode: phone.phoneCountryCode, phoneNumber: phone.phoneNumber }, { headers: { 'x-forwarded-for': address } });
+  return app.post(
+    '/auth/otp/request',
+    { phoneCountryCode: phone.phoneCountryCode, phoneNumber: phone.phoneNumber },
+    { headers: { 'x-forwarded-for': address } },
+  );
 };
 
 function expectRateLimited(response: ApiResponse, atMostSeconds: number): number {
@@ -135,9 +139,15 @@ describe('per phone', () => {
     );
     expect(expectRateLimited(await otpRequest(450, nextClientAddress()), 11)).toBeGreaterThanOrEqual(9);
     // Out of the window: one more code, which verifies.
-    await app.owner.query(`update app_private.sliding_limits set hits[1] = now() - interval '25 hours' where key = $1`, [`phone_codes:${phone.e164}`]);
+    await app.owner.query(`update app_private.sliding_limits set hits[1] = now() - interval '25 hours' where key = $1`, [
+      `phone_codes:${phone.e164}`,
+    ]);
     expect((await otpRequest(450, nextClientAddress())).status).toBe(200);
-    const verify = await app.post('/auth/otp/verify', { phoneCountryCode: phone.phoneCountryCode, phoneNumber: phone.phoneNumber, code: testOtpCode });
+    const verify = await app.post('/auth/otp/verify', {
+      phoneCountryCode: phone.phoneCountryCode,
+      phoneNumber: phone.phoneNumber,
+      code: testOtpCode,
+    });
     expect(verify.status).toBe(200);
   });
 
@@ -148,7 +158,11 @@ describe('per phone', () => {
       const request = await otpRequest(460, nextClientAddress());
       if (request.status === 429) break;
       for (let attempt = 0; attempt < 6; attempt += 1) {
-        const guess = await app.post('/auth/otp/verify', { phoneCountryCode: phone.phoneCountryCode, phoneNumber: phone.phoneNumber, code: '0000' });
+        const guess = await app.post('/auth/otp/verify', {
+          phoneCountryCode: phone.phoneCountryCode,
+          phoneNumber: phone.phoneNumber,
+          code: '0000',
+        });
         if (guess.status === 400) guesses += 1;
         else expect(guess.status).toBe(429);
       }

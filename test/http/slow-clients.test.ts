@@ -73,7 +73,10 @@ describe('slow clients', () => {
       expect(client.received).toMatch(/^HTTP\/1\.1 408 Request Timeout\r\n/);
       expect(client.received).toMatch(/\r\nX-Request-Id: [0-9a-f-]{36}\r\n/);
       const body = client.received.slice(client.received.indexOf('\r\n\r\n') + 4);
-      expect(JSON.parse(body)).toEqual({ success: false, error: { code: 'REQUEST_TIMEOUT', message: 'The request was not received in time.', details: {} } });
+      expect(JSON.parse(body)).toEqual({
+        success: false,
+        error: { code: 'REQUEST_TIMEOUT', message: 'The request was not received in time.', details: {} },
+      });
     }
   });
 
@@ -122,7 +125,9 @@ describe('a received request', () => {
     socket.setEncoding('utf8');
     socket.on('data', (chunk: string) => (received += chunk));
     socket.on('close', () => (closed = true));
-    socket.write(`GET /api/v1/notifications/stream HTTP/1.1\r\nHost: x\r\nAccept: text/event-stream\r\nAuthorization: Bearer ${user.token}\r\n\r\n`);
+    socket.write(
+      `GET /api/v1/notifications/stream HTTP/1.1\r\nHost: x\r\nAccept: text/event-stream\r\nAuthorization: Bearer ${user.token}\r\n\r\n`,
+    );
     await new Promise((resolve) => setTimeout(resolve, timeouts.requestMs + 3 * timeouts.checkEveryMs + 500));
     expect(closed).toBe(false);
     expect(received).toMatch(/^HTTP\/1\.1 200 /);
@@ -130,7 +135,8 @@ describe('a received request', () => {
     const follower = await userAtLevel(app, 2);
     const before = received.length;
     expect((await app.post(`/users/${user.id}/follow`, undefined, { token: follower.token })).status).toBe(200);
-    for (let i = 0; i < 50 && !received.slice(before).includes('user_followed'); i += 1) await new Promise((resolve) => setTimeout(resolve, 100));
+    for (let i = 0; i < 50 && !received.slice(before).includes('user_followed'); i += 1)
+      await new Promise((resolve) => setTimeout(resolve, 100));
     expect(received.slice(before)).toContain('user_followed');
     expect(closed).toBe(false);
     socket.destroy();

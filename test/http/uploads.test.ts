@@ -22,7 +22,11 @@ describe('presign → PUT → complete', () => {
     expect(Date.parse(intent.expiresAt) - Date.now()).toBeLessThanOrEqual(15 * 60 * 1000);
     expect(intent.uploadUrl).not.toContain(user.id.replace(/-/g, '') + 'x');
     expect((await put(intent.uploadUrl, png, intent.headers)).status).toBe(200);
-    const complete = await app.post('/uploads/complete', { uploadId: intent.uploadId, purpose: 'profile_photo', checksum: sha256(png).toUpperCase() }, { token: user.token });
+    const complete = await app.post(
+      '/uploads/complete',
+      { uploadId: intent.uploadId, purpose: 'profile_photo', checksum: sha256(png).toUpperCase() },
+      { token: user.token },
+    );
     expect(complete.status).toBe(201);
     expect(complete.body.data).toEqual({
       assetId: expect.any(String),
@@ -59,10 +63,22 @@ describe('presign → PUT → complete', () => {
       expect(response.status, JSON.stringify(body)).toBe(422);
       expect(response.body.error.details.fields, JSON.stringify(body)).toHaveProperty(field);
     }
-    const pdf = await app.post('/uploads/presign', { purpose: 'document', contentType: 'application/pdf', contentLength: 25 * 1024 * 1024 }, { token: user.token });
+    const pdf = await app.post(
+      '/uploads/presign',
+      { purpose: 'document', contentType: 'application/pdf', contentLength: 25 * 1024 * 1024 },
+      { token: user.token },
+    );
     expect(pdf.status).toBe(200);
     const anonymous = await anonymousUser(app);
-    expect((await app.post('/uploads/presign', { purpose: 'profile_photo', contentType: 'image/png', contentLength: 10 }, { token: anonymous.token })).body.error.code).toBe('PROFILE_BASICS_REQUIRED');
+    expect(
+      (
+        await app.post(
+          '/uploads/presign',
+          { purpose: 'profile_photo', contentType: 'image/png', contentLength: 10 },
+          { token: anonymous.token },
+        )
+      ).body.error.code,
+    ).toBe('PROFILE_BASICS_REQUIRED');
   });
 
   it('answers every completion failure with its 409 code and creates no asset', async () => {
@@ -75,7 +91,9 @@ describe('presign → PUT → complete', () => {
 
     const wrongBytes = await presign(user);
     await put(wrongBytes.uploadUrl, png, wrongBytes.headers);
-    expect((await complete(wrongBytes.uploadId, 'profile_photo', sha256(Buffer.from('other')))).body.error.code).toBe('UPLOAD_CHECKSUM_MISMATCH');
+    expect((await complete(wrongBytes.uploadId, 'profile_photo', sha256(Buffer.from('other')))).body.error.code).toBe(
+      'UPLOAD_CHECKSUM_MISMATCH',
+    );
     expect((await complete(wrongBytes.uploadId, 'hub_photo', sha256(png))).body.error.code).toBe('UPLOAD_PURPOSE_MISMATCH');
 
     const expired = await presign(user);
@@ -119,9 +137,17 @@ describe('presign → PUT → complete', () => {
       expect((await put(intent.uploadUrl, bytes, intent.headers)).status).toBe(200);
       const { rows: keys } = await app.owner.query('select object_key from app.upload_intents where id = $1', [intent.uploadId]);
       expect(await app.storage.head(keys[0].object_key)).not.toBeNull();
-      const response = await app.post('/uploads/complete', { uploadId: intent.uploadId, purpose, checksum: sha256(bytes) }, { token: user.token });
+      const response = await app.post(
+        '/uploads/complete',
+        { uploadId: intent.uploadId, purpose, checksum: sha256(bytes) },
+        { token: user.token },
+      );
       expect(response.status, contentType).toBe(409);
-      expect(response.body.error).toEqual({ code: 'UPLOAD_CONTENT_MISMATCH', message: 'Uploaded file is not of the declared type.', details: {} });
+      expect(response.body.error).toEqual({
+        code: 'UPLOAD_CONTENT_MISMATCH',
+        message: 'Uploaded file is not of the declared type.',
+        details: {},
+      });
       expect(await app.storage.head(keys[0].object_key)).toBeNull();
     }
     const { rows } = await app.owner.query('select count(*)::int as n from app.assets where owner_id = $1', [user.id]);
@@ -187,7 +213,14 @@ describe('profile photos', () => {
     expect(image.status).toBe(200);
     // The 256 px WebP variant, or the largest below it: here the image's own 1 x 1.
     expect(image.headers.get('content-type')).toBe('image/webp');
-    expect(profile.body.data.profilePhoto).toMatchObject({ width: 1, height: 1, variants: [{ width: 1, contentType: 'image/webp' }, { width: 1, contentType: 'image/jpeg' }] });
+    expect(profile.body.data.profilePhoto).toMatchObject({
+      width: 1,
+      height: 1,
+      variants: [
+        { width: 1, contentType: 'image/webp' },
+        { width: 1, contentType: 'image/jpeg' },
+      ],
+    });
     expect(profile.body.data.profilePhoto.variants[0].url).toBe(profile.body.data.profilePhotoUrl);
   });
 
@@ -211,7 +244,9 @@ describe('profile photos', () => {
     const { rows } = await app.owner.query('select object_key from app.assets where id = $1', [first]);
     const firstKey = rows[0].object_key as string;
     await app.patch('/users/me/profile', { profileAssetId: second }, { token: user.token });
-    const jobs = await app.owner.query(`select t.identifier, j.payload from graphile_worker._private_jobs j join graphile_worker._private_tasks t on t.id = j.task_id`);
+    const jobs = await app.owner.query(
+      `select t.identifier, j.payload from graphile_worker._private_jobs j join graphile_worker._private_tasks t on t.id = j.task_id`,
+    );
     expect(jobs.rows).toContainEqual({ identifier: 'delete_asset', payload: { assetId: first } });
     expect(await app.storage.head(firstKey)).not.toBeNull();
     await app.runJobs();
@@ -244,7 +279,10 @@ describe('the embedded S3 store', () => {
     const bytes = Buffer.alloc(200_000, 7);
     for (let i = 0; i < 20; i++) {
       await app.storage.putImmutable(`race/${i}/first`, bytes, 'application/octet-stream');
-      await Promise.all([app.storage.delete(`race/${i}/first`), app.storage.putImmutable(`race/${i}/second`, bytes, 'application/octet-stream')]);
+      await Promise.all([
+        app.storage.delete(`race/${i}/first`),
+        app.storage.putImmutable(`race/${i}/second`, bytes, 'application/octet-stream'),
+      ]);
       expect(await app.storage.head(`race/${i}/first`)).toBeNull();
       expect((await app.storage.head(`race/${i}/second`))?.size).toBe(bytes.length);
     }

@@ -39,7 +39,9 @@ async function copyEveryTable(): Promise<Copy> {
   );
   const copy: Copy = new Map();
   for (const { name } of tables) {
-    const { rows } = await app.owner.query<{ xmin: string; row: Record<string, unknown> }>(`select t.xmin::text as xmin, to_jsonb(t) as row from ${name} t`);
+    const { rows } = await app.owner.query<{ xmin: string; row: Record<string, unknown> }>(
+      `select t.xmin::text as xmin, to_jsonb(t) as row from ${name} t`,
+    );
     copy.set(name, rows);
   }
   return copy;
@@ -77,8 +79,13 @@ function ownerAttack(): { claims: Map<string, string>; batches: string[][] } {
     const byXmin = changedXmins.flatMap((x) => (receipts.has(x) ? [receipts.get(x) as string] : []));
     // Voters whose vote is in the counters by now: every receipt but those with a pending ballot
     // (same xmin), less the voters of earlier changes.
-    const pending = new Set((after.get('app_private.sealed_ballots') ?? []).filter((r) => r.row.post_id === post.id && r.row.hub_id === null).map((r) => r.xmin));
-    const counted = [...receipts].filter(([xmin]) => !pending.has(xmin)).map(([, voter]) => voter).filter((voter) => !attributed.has(voter));
+    const pending = new Set(
+      (after.get('app_private.sealed_ballots') ?? []).filter((r) => r.row.post_id === post.id && r.row.hub_id === null).map((r) => r.xmin),
+    );
+    const counted = [...receipts]
+      .filter(([xmin]) => !pending.has(xmin))
+      .map(([, voter]) => voter)
+      .filter((voter) => !attributed.has(voter));
     const voters = [...new Set([...byXmin, ...counted])];
     for (const voter of voters) attributed.add(voter);
     batches.push(voters);
@@ -107,7 +114,9 @@ beforeAll(async () => {
     const profileBefore = await app.get(`/users/by-username/${user.username}`, { token: observer.token });
     // Sent as the app's retry layer sends it: with an Idempotency-Key, so the copies hold its kept answer.
     const position = voters.find((v) => v.user === user)?.position;
-    expect((await app.post(`/posts/${post.id}/vote`, { position }, { token: user.token, headers: { 'Idempotency-Key': randomUUID() } })).status).toBe(201);
+    expect(
+      (await app.post(`/posts/${post.id}/vote`, { position }, { token: user.token, headers: { 'Idempotency-Key': randomUUID() } })).status,
+    ).toBe(201);
     // Whatever tally is due runs now: the copy below sees the database as soon after each vote as can be.
     await app.runJobs();
     copies.push(await copyEveryTable());
@@ -138,7 +147,9 @@ describe('vote anonymity: the attacks of issue 9, each recovering nothing', () =
       for (const actor of step.newActorIds) if (actor !== null) recovered.set(actor, step.grew);
     }
     expect(recovered.size).toBe(0);
-    const stored = await app.owner.query(`select count(*)::int as n from app.notifications where type = 'post_voted' and actor_id is not null`);
+    const stored = await app.owner.query(
+      `select count(*)::int as n from app.notifications where type = 'post_voted' and actor_id is not null`,
+    );
     expect(stored.rows[0].n).toBe(0);
   });
 
@@ -159,7 +170,10 @@ describe('vote anonymity: the attacks of issue 9, each recovering nothing', () =
     // The attack had its signal: the counters moved, in batches the copies name...
     expect(batches.length, JSON.stringify(batches)).toBeGreaterThan(0);
     // ...each of at least k voters (BALLOT_BATCH, default 5), never one vote's transaction...
-    expect(batches.map((b) => b.length).every((n) => n >= app.config.ballotBatch), JSON.stringify(batches)).toBe(true);
+    expect(
+      batches.map((b) => b.length).every((n) => n >= app.config.ballotBatch),
+      JSON.stringify(batches),
+    ).toBe(true);
     expect(batches.flat().length).toBe(20);
     // ...and, every batch holding several positions, not one voter is paired with a position.
     expect(claims.size).toBe(0);
@@ -181,7 +195,11 @@ describe('vote anonymity: the attacks of issue 9, each recovering nothing', () =
 
   it('the kept answers of the votes (Idempotency-Key) give the owner neither a tally after each vote nor a position', async () => {
     const voterIds = new Set(voters.map((v) => v.user.id));
-    const candidates = positions.map((position) => createHash('sha256').update(`POST\n/api/v1/posts/${post.id}/vote\n${JSON.stringify({ position })}`).digest('hex'));
+    const candidates = positions.map((position) =>
+      createHash('sha256')
+        .update(`POST\n/api/v1/posts/${post.id}/vote\n${JSON.stringify({ position })}`)
+        .digest('hex'),
+    );
     let seen = 0;
     for (const copy of copies) {
       for (const { row } of copy.get('app_private.idempotent_answers') ?? []) {
@@ -193,7 +211,16 @@ describe('vote anonymity: the attacks of issue 9, each recovering nothing', () =
         for (const text of ['Count', 'totalVotes', 'position', post.id, ...positions]) expect(body.includes(text)).toBe(false);
         // The fingerprint is no plain hash of one of the five possible requests.
         expect(candidates).not.toContain(String(row.fingerprint).slice(2));
-        expect(Object.keys(row).sort()).toEqual(['body', 'created_at', 'expires_at', 'fingerprint', 'headers', 'key_digest', 'status', 'user_id']);
+        expect(Object.keys(row).sort()).toEqual([
+          'body',
+          'created_at',
+          'expires_at',
+          'fingerprint',
+          'headers',
+          'key_digest',
+          'status',
+          'user_id',
+        ]);
       }
     }
     // The attack had every vote's kept answer to work on.

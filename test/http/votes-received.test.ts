@@ -17,12 +17,27 @@ beforeAll(async () => {
 }, 60_000);
 afterAll(() => app.close());
 
-const drift = async () => (await app.owner.query(`select counter, subject, kept, counted from app_private.counter_drift() where counter in ('user_votes_received', 'user_votes_cast')`)).rows;
+const drift = async () =>
+  (
+    await app.owner.query(
+      `select counter, subject, kept, counted from app_private.counter_drift() where counter in ('user_votes_received', 'user_votes_cast')`,
+    )
+  ).rows;
 const received = async (user: TestUser) => (await app.get(`/users/by-username/${user.username}`)).body.data.stats.votesReceived as number;
 const recount = async (user: TestUser) =>
-  (await app.owner.query<{ n: number }>('select count(*)::int as n from app.vote_receipts r join app.posts p on p.id = r.post_id where p.author_id = $1 and p.deleted_at is null', [user.id])).rows[0]?.n;
+  (
+    await app.owner.query<{ n: number }>(
+      'select count(*)::int as n from app.vote_receipts r join app.posts p on p.id = r.post_id where p.author_id = $1 and p.deleted_at is null',
+      [user.id],
+    )
+  ).rows[0]?.n;
 const counterSlots = async (counter: string, subject: string) =>
-  (await app.owner.query<{ n: number }>(`select coalesce(sum(n), 0)::int as n from app_private.counters where counter = $1::app_private.counter and subject = $2`, [counter, subject])).rows[0]?.n;
+  (
+    await app.owner.query<{ n: number }>(
+      `select coalesce(sum(n), 0)::int as n from app_private.counters where counter = $1::app_private.counter and subject = $2`,
+      [counter, subject],
+    )
+  ).rows[0]?.n;
 
 describe('votes received and cast', () => {
   it('count every vote on posts that are not deleted, through concurrent votes and deletions', async () => {
@@ -30,12 +45,16 @@ describe('votes received and cast', () => {
     const deleted = posts.slice(0, 2);
     // Every voter on every post, while the author deletes two of the posts.
     const statuses = await Promise.all([
-      ...crowd.flatMap((voter, i) => posts.map((post, j) => vote(app, voter, post.id, ['left', 'right'][(i + j) % 2]).then((r) => r.status))),
+      ...crowd.flatMap((voter, i) =>
+        posts.map((post, j) => vote(app, voter, post.id, ['left', 'right'][(i + j) % 2]).then((r) => r.status)),
+      ),
       ...deleted.map((post) => app.delete(`/posts/${post.id}`, { token: author.token }).then((r) => r.status)),
     ]);
     // A vote that reached a post before its deletion counted (201); one after it is a 404.
     expect(statuses.every((status) => status === 201 || status === 200 || status === 404)).toBe(true);
-    const { rows } = await app.owner.query<{ n: number }>('select count(*)::int as n from app.vote_receipts where post_id = any ($1)', [posts.slice(2).map((p) => p.id)]);
+    const { rows } = await app.owner.query<{ n: number }>('select count(*)::int as n from app.vote_receipts where post_id = any ($1)', [
+      posts.slice(2).map((p) => p.id),
+    ]);
     expect(rows[0]?.n).toBe(crowd.length * 4);
 
     expect(await drift()).toEqual([]);
@@ -43,7 +62,8 @@ describe('votes received and cast', () => {
     expect(await recount(author)).toBe(crowd.length * 4);
     for (const voter of crowd) {
       const own = (await app.get('/users/me/profile', { token: voter.token })).body.data.stats;
-      const cast = (await app.owner.query<{ n: number }>('select count(*)::int as n from app.vote_receipts where user_id = $1', [voter.id])).rows[0]?.n;
+      const cast = (await app.owner.query<{ n: number }>('select count(*)::int as n from app.vote_receipts where user_id = $1', [voter.id]))
+        .rows[0]?.n;
       expect(own.votesCast).toBe(cast);
       // Another viewer never sees someone's votes cast.
       expect((await app.get(`/users/by-username/${voter.username}`, { token: author.token })).body.data.stats.votesCast).toBeNull();
@@ -76,7 +96,9 @@ describe('votes received and cast', () => {
       await vote1.query('insert into app.vote_receipts (post_id, user_id) values ($1, $2)', [post.id, voterA.id]);
       await deletion.query('begin');
       await deletion.query(`set local lock_timeout = '300ms'`);
-      await expect(deletion.query('update app.posts set deleted_at = now() where id = $1', [post.id])).rejects.toMatchObject({ code: '55P03' });
+      await expect(deletion.query('update app.posts set deleted_at = now() where id = $1', [post.id])).rejects.toMatchObject({
+        code: '55P03',
+      });
       await deletion.query('rollback');
       // Once it commits, the deletion counts it and takes it away.
       await deletion.query('begin');
@@ -89,7 +111,9 @@ describe('votes received and cast', () => {
       // A deletion not committed yet: a receipt on its post waits for it, then counts nothing.
       await vote1.query('begin');
       await vote1.query(`set local lock_timeout = '300ms'`);
-      await expect(vote1.query('insert into app.vote_receipts (post_id, user_id) values ($1, $2)', [post.id, voterB.id])).rejects.toMatchObject({ code: '55P03' });
+      await expect(
+        vote1.query('insert into app.vote_receipts (post_id, user_id) values ($1, $2)', [post.id, voterB.id]),
+      ).rejects.toMatchObject({ code: '55P03' });
       await vote1.query('rollback');
       await vote1.query('begin');
       const late = vote1.query('insert into app.vote_receipts (post_id, user_id) values ($1, $2)', [post.id, voterB.id]);

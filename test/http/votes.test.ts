@@ -61,7 +61,11 @@ describe('POST /posts/{postId}/vote', () => {
     const repeat = await vote(app, voter, post.id, 'right');
     expect(repeat.status).toBe(409);
     expect(repeat.body.error).toEqual({ code: 'VOTE_ALREADY_CAST', message: 'You already voted on this post.', details: {} });
-    expect((await app.get(`/posts/${post.id}/vote/summary`, { token: voter.token })).body.data).toMatchObject({ totalVotes: 1, leftCount: 1, rightCount: 0 });
+    expect((await app.get(`/posts/${post.id}/vote/summary`, { token: voter.token })).body.data).toMatchObject({
+      totalVotes: 1,
+      leftCount: 1,
+      rightCount: 0,
+    });
   });
 
   it('counts in hub pools where the post is placed and the voter is an active member, at vote time only', async () => {
@@ -76,14 +80,28 @@ describe('POST /posts/{postId}/vote', () => {
     // Joining hub B later does not backfill the earlier vote.
     await addMember(app, hubB, member);
     const hubB_summary = await app.get(`/posts/${post.id}/vote/summary?hubId=${hubB.id}`, { token: member.token });
-    expect(hubB_summary.body.data).toEqual({ scope: { type: 'hub', hubId: hubB.id }, totalVotes: 0, resultsVisible: false, leftCount: null, neutralCount: null, rightCount: null });
+    expect(hubB_summary.body.data).toEqual({
+      scope: { type: 'hub', hubId: hubB.id },
+      totalVotes: 0,
+      resultsVisible: false,
+      leftCount: null,
+      neutralCount: null,
+      rightCount: null,
+    });
     const hubA_summary = await app.get(`/posts/${post.id}/vote/summary?hubId=${hubA.id}`, { token: member.token });
     expect(hubA_summary.body.data).toMatchObject({ scope: { type: 'hub', hubId: hubA.id }, totalVotes: 1, rightCount: 1 });
     const global = await app.get(`/posts/${post.id}/vote/summary`, { token: member.token });
     expect(global.body.data).toMatchObject({ scope: { type: 'global', hubId: null }, totalVotes: 2, leftCount: 1, rightCount: 1 });
     const hubs = await app.get(`/posts/${post.id}/vote/hubs`, { token: member.token });
-    expect(hubs.body.data.items.map((i: any) => [i.hubId, i.totalVotes]).sort()).toEqual([[hubA.id, 1], [hubB.id, 0]].sort());
-    expect((await app.get(`/posts/${post.id}/vote/summary?hubId=${hubB.id}`, { token: outsider.token })).body.error.code).toBe('HUB_MEMBERSHIP_REQUIRED');
+    expect(hubs.body.data.items.map((i: any) => [i.hubId, i.totalVotes]).sort()).toEqual(
+      [
+        [hubA.id, 1],
+        [hubB.id, 0],
+      ].sort(),
+    );
+    expect((await app.get(`/posts/${post.id}/vote/summary?hubId=${hubB.id}`, { token: outsider.token })).body.error.code).toBe(
+      'HUB_MEMBERSHIP_REQUIRED',
+    );
     // A share into a hub after the vote does not backfill either.
     const hubC = await createHub(app, member);
     await app.post(`/posts/${post.id}/share/hubs`, { hubIds: [hubC.id] }, { token: member.token });
@@ -148,7 +166,9 @@ describe('results', () => {
     ]);
     const plain = await createPost(app, author);
     expect((await app.get(`/posts/${plain.id}/vote/distribution`, { token: author.token })).body.error.code).toBe('POST_NOT_VOTABLE');
-    expect((await app.get('/posts/00000000-0000-4000-8000-000000000000/vote/distribution', { token: author.token })).body.error.code).toBe('POST_NOT_FOUND');
+    expect((await app.get('/posts/00000000-0000-4000-8000-000000000000/vote/distribution', { token: author.token })).body.error.code).toBe(
+      'POST_NOT_FOUND',
+    );
     expect((await app.get(`/posts/${post.id}/vote/distribution`, { token: 'bad' })).status).toBe(401);
   });
 });
@@ -204,6 +224,8 @@ describe('anonymity by construction', () => {
     const { rows } = await app.owner.query(`
       select unnest(s.setconfig) as setting from pg_db_role_setting s join pg_roles r on r.oid = s.setrole where r.rolname = 'authenticator'`);
     const settings = rows.map((r) => r.setting);
-    expect(settings).toEqual(expect.arrayContaining(['log_parameter_max_length=0', 'log_parameter_max_length_on_error=0', 'log_statement=none']));
+    expect(settings).toEqual(
+      expect.arrayContaining(['log_parameter_max_length=0', 'log_parameter_max_length_on_error=0', 'log_statement=none']),
+    );
   });
 });

@@ -108,7 +108,11 @@ describe('the share page of a post', () => {
     const hub = await createHub(app, author);
     const member = await userAtLevel(app, 4);
     await addMember(app, hub, member);
-    const locked = await createPost(app, author, { thoughtText: 'Members only: the secret plan', visibility: 'private_locked_hub', hubIds: [hub.id] });
+    const locked = await createPost(app, author, {
+      thoughtText: 'Members only: the secret plan',
+      visibility: 'private_locked_hub',
+      hubIds: [hub.id],
+    });
     const deleted = await createPost(app, author, { thoughtText: 'Soon gone' });
     expect((await app.delete(`/posts/${deleted.id}`, { token: author.token })).status).toBe(200);
     const base = app.config.publicWebBaseUrl;
@@ -206,10 +210,13 @@ describe('app-link files', () => {
     const server = bare.listen(0, '127.0.0.1');
     await new Promise((resolve) => server.once('listening', resolve));
     const base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
-    for (const file of ['apple-app-site-association', 'assetlinks.json']) expect((await fetch(`${base}/.well-known/${file}`)).status).toBe(404);
+    for (const file of ['apple-app-site-association', 'assetlinks.json'])
+      expect((await fetch(`${base}/.well-known/${file}`)).status).toBe(404);
     server.close();
     expect(() => loadConfig({ JWT_SECRET: 'x', IOS_APP_IDS: 'com.example.opinion' })).toThrow(/^IOS_APP_IDS must list/);
     expect(() => loadConfig({ JWT_SECRET: 'x', ANDROID_APP_PACKAGE: 'com.example.opinion' })).toThrow(/go together/);
-    expect(() => loadConfig({ JWT_SECRET: 'x', ANDROID_APP_PACKAGE: 'com.example.opinion', ANDROID_CERT_SHA256: 'AB:CD' })).toThrow(/^ANDROID_CERT_SHA256 must list/);
+    expect(() => loadConfig({ JWT_SECRET: 'x', ANDROID_APP_PACKAGE: 'com.example.opinion', ANDROID_CERT_SHA256: 'AB:CD' })).toThrow(
+      /^ANDROID_CERT_SHA256 must list/,
+    );
   });
 });

@@ -44,13 +44,18 @@ describe('write limit declarations', () => {
       { name: 'hub_fanout', max: writeLimitDefaults.hub_fanout.max, windowSeconds: 3600, per: 'user and hub' },
     ]);
     expect(posts.description).toContain('Write limit: `posts`, at most 30 in any 1 hour(s) per user');
-    const tooMany = posts.responses['429'].$ref ? document.components.responses[posts.responses['429'].$ref.split('/').at(-1)] : posts.responses['429'];
+    const tooMany = posts.responses['429'].$ref
+      ? document.components.responses[posts.responses['429'].$ref.split('/').at(-1)]
+      : posts.responses['429'];
     expect(tooMany['x-error-codes']).toEqual(['RATE_LIMITED']);
     expect(document.paths['/posts/{postId}/vote'].post['x-write-limits']).toBeUndefined();
   });
 
   it('take their sizes from WRITE_LIMITS, and refuse unknown names or malformed entries at startup', () => {
-    expect(resolveWriteLimits(loadConfig({ NODE_ENV: 'test', WRITE_LIMITS: 'posts=5/60' }).writeLimits).posts).toEqual({ max: 5, windowSeconds: 60 });
+    expect(resolveWriteLimits(loadConfig({ NODE_ENV: 'test', WRITE_LIMITS: 'posts=5/60' }).writeLimits).posts).toEqual({
+      max: 5,
+      windowSeconds: 60,
+    });
     expect(() => resolveWriteLimits({ nonsense: { max: 1, windowSeconds: 1 } })).toThrow(StartupError);
     expect(() => loadConfig({ NODE_ENV: 'test', WRITE_LIMITS: 'posts=0/60' })).toThrow(StartupError);
   });
@@ -61,10 +66,15 @@ describe('a write limit reached', () => {
     const author = await userAtLevel(app, 3);
     const post = await createPost(app, author);
     const commenter = await userAtLevel(app, 2);
-    for (const text of ['one', 'two']) expect((await app.post(`/posts/${post.id}/comments`, { text }, { token: commenter.token })).status).toBe(201);
+    for (const text of ['one', 'two'])
+      expect((await app.post(`/posts/${post.id}/comments`, { text }, { token: commenter.token })).status).toBe(201);
     const refused = await app.post(`/posts/${post.id}/comments`, { text: 'three' }, { token: commenter.token });
     expect(refused.status).toBe(429);
-    expect(refused.body.error).toEqual({ code: 'RATE_LIMITED', message: 'Too many requests. Try again later.', details: { retryAfterSeconds: expect.any(Number) } });
+    expect(refused.body.error).toEqual({
+      code: 'RATE_LIMITED',
+      message: 'Too many requests. Try again later.',
+      details: { retryAfterSeconds: expect.any(Number) },
+    });
     expect(refused.body.error.details.retryAfterSeconds).toBeLessThanOrEqual(60);
     expect(refused.headers.get('retry-after')).toBe(String(refused.body.error.details.retryAfterSeconds));
     const { rows } = await app.owner.query('select text from app.comments where author_id = $1 order by created_at', [commenter.id]);
@@ -77,7 +87,8 @@ describe('a write limit reached', () => {
   it('counts writes into a hub per hub: the first hub is full, the second is not', async () => {
     const member = await userAtLevel(app, 4);
     const hubs = [(await createHub(app, member)).id, (await createHub(app, member)).id];
-    const into = (hubIds: string[]) => app.post('/posts', { thoughtText: 'into hubs', visibility: 'public_hub', hubIds }, { token: member.token });
+    const into = (hubIds: string[]) =>
+      app.post('/posts', { thoughtText: 'into hubs', visibility: 'public_hub', hubIds }, { token: member.token });
     expect((await into([hubs[0] as string])).status).toBe(201);
     expect((await into(hubs)).status).toBe(429);
     expect((await into([hubs[1] as string])).status).toBe(201);
@@ -92,7 +103,12 @@ describe('app.consume_write_limit in SQL', () => {
     const first = await asViewer(app, 'app_user', user.id, (c) => rowsOrError(c, call));
     expect(first).toHaveLength(1);
     await app.owner.query(`insert into app_private.sliding_limits (key, hits) values ('write:reports:' || $1, array[now()])`, [user.id]);
-    const error = await asViewer(app, 'app_user', user.id, (c) => c.query(call).then(() => null, (e: { message: string; detail: string }) => e));
+    const error = await asViewer(app, 'app_user', user.id, (c) =>
+      c.query(call).then(
+        () => null,
+        (e: { message: string; detail: string }) => e,
+      ),
+    );
     expect(error?.message).toBe('RATE_LIMITED');
     expect(Number(error?.detail)).toBeGreaterThan(50);
     expect(await asViewer(app, 'app_anonymous', null, (c) => rowsOrError(c, call))).toBe('42501');
@@ -103,8 +119,15 @@ describe('app.consume_write_limit in SQL', () => {
     const call = `select * from app.take_write_limit('blocks', 2, 60)`;
     const counted = await asViewer(app, 'app_user', user.id, (c) => rowsOrError(c, call));
     expect(counted).toEqual([{ rate_limit: 'blocks', quota: 2, window_seconds: 60, remaining: 1, reset_seconds: 60 }]);
-    await app.owner.query(`insert into app_private.sliding_limits (key, hits) values ('write:blocks:' || $1, array[now(), now()])`, [user.id]);
-    const error = await asViewer(app, 'app_user', user.id, (c) => c.query(call).then(() => null, (e: { message: string; detail: string; hint: string }) => e));
+    await app.owner.query(`insert into app_private.sliding_limits (key, hits) values ('write:blocks:' || $1, array[now(), now()])`, [
+      user.id,
+    ]);
+    const error = await asViewer(app, 'app_user', user.id, (c) =>
+      c.query(call).then(
+        () => null,
+        (e: { message: string; detail: string; hint: string }) => e,
+      ),
+    );
     expect(error?.message).toBe('RATE_LIMITED');
     expect(JSON.parse(error?.hint ?? '{}')).toEqual({ rateLimit: 'blocks', quota: 2, windowSeconds: 60 });
   });

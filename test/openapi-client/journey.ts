@@ -18,7 +18,11 @@ export interface JourneyResult {
   cards: PostCard[];
 }
 
-export async function journey(baseUrl: string, deviceId: string, phone: { phoneCountryCode: string; phoneNumber: string }): Promise<JourneyResult> {
+export async function journey(
+  baseUrl: string,
+  deviceId: string,
+  phone: { phoneCountryCode: string; phoneNumber: string },
+): Promise<JourneyResult> {
   const api = createClient<paths>({ baseUrl: `${baseUrl}/api/v1` });
 
   const config = await api.GET('/auth/login-config', { params: { header: { 'X-Request-Id': 'journey-1' } } });
@@ -33,7 +37,10 @@ export async function journey(baseUrl: string, deviceId: string, phone: { phoneC
   const headers = { authorization: `${session.tokenType} ${session.accessToken}` };
 
   // A refused body names each field it refuses: details.fields is typed.
-  const basics = await api.PUT('/users/me/onboarding/profile-basics', { headers, body: { fullName: 'Jo', username: 'x!', acceptTerms: true } });
+  const basics = await api.PUT('/users/me/onboarding/profile-basics', {
+    headers,
+    body: { fullName: 'Jo', username: 'x!', acceptTerms: true },
+  });
   let refusedFields: Record<string, string> = {};
   if (basics.error && basics.error.error.code === 'VALIDATION_FAILED') refusedFields = basics.error.error.details.fields ?? {};
 

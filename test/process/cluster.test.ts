@@ -31,7 +31,12 @@ beforeAll(async () => {
   await admin.query(`create database ${database}`); // empty: `npm run migrate` brings it up to date
   await admin.end();
   const bucket = database.replaceAll('_', '-');
-  const s3 = new S3Client({ endpoint: inject('s3Endpoint'), region: 'us-east-1', forcePathStyle: true, credentials: { accessKeyId: 'S3RVER', secretAccessKey: 'S3RVER' } });
+  const s3 = new S3Client({
+    endpoint: inject('s3Endpoint'),
+    region: 'us-east-1',
+    forcePathStyle: true,
+    credentials: { accessKeyId: 'S3RVER', secretAccessKey: 'S3RVER' },
+  });
   await s3.send(new CreateBucketCommand({ Bucket: bucket }));
   s3.destroy();
   const env = {

@@ -45,21 +45,29 @@ const summary = (round: FaultRound) =>
   `failures ${JSON.stringify(Object.fromEntries(round.failures))}\n${services.api.output().slice(-3000)}`;
 
 describe('losing the primary under load', () => {
-  it('kill -9 of the leader: a new leader takes writes; only 503 with Retry-After meanwhile; the old leader rejoins', { timeout: 120_000 }, async () => {
-    const round = await faultRound(cluster, load, 'kill', 0);
-    expect(round.badFailures, summary(round)).toEqual([]);
-    expectNothingLost(round);
-    // The killed node comes back as a standby of the new leader (pg_rewind when it had diverged).
-    expect(await cluster.waitHealthy()).toBe(round.newLeader);
-    expect((await cluster.members()).find((member) => member.name === round.leader)?.role).not.toBe('leader');
-  });
+  it(
+    'kill -9 of the leader: a new leader takes writes; only 503 with Retry-After meanwhile; the old leader rejoins',
+    { timeout: 120_000 },
+    async () => {
+      const round = await faultRound(cluster, load, 'kill', 0);
+      expect(round.badFailures, summary(round)).toEqual([]);
+      expectNothingLost(round);
+      // The killed node comes back as a standby of the new leader (pg_rewind when it had diverged).
+      expect(await cluster.waitHealthy()).toBe(round.newLeader);
+      expect((await cluster.members()).find((member) => member.name === round.leader)?.role).not.toBe('leader');
+    },
+  );
 
-  it('a frozen leader (SIGSTOP): HAProxy cuts its sessions, a new leader takes writes; only 503 with Retry-After', { timeout: 120_000 }, async () => {
-    const round = await faultRound(cluster, load, 'freeze', 1);
-    expect(round.badFailures, summary(round)).toEqual([]);
-    expectNothingLost(round);
-    expect(await cluster.waitHealthy()).toBe(round.newLeader);
-  });
+  it(
+    'a frozen leader (SIGSTOP): HAProxy cuts its sessions, a new leader takes writes; only 503 with Retry-After',
+    { timeout: 120_000 },
+    async () => {
+      const round = await faultRound(cluster, load, 'freeze', 1);
+      expect(round.badFailures, summary(round)).toEqual([]);
+      expectNothingLost(round);
+      expect(await cluster.waitHealthy()).toBe(round.newLeader);
+    },
+  );
 
   it('a planned switchover fails no keyed write and no read: they wait and are retried by the server', { timeout: 120_000 }, async () => {
     const round = await faultRound(cluster, load, 'switchover', 2);

@@ -61,7 +61,10 @@ describe('a problem the operator can fix: one line, exit 1, nothing left running
     const { port } = taken.address() as net.AddressInfo;
     try {
       for (const setting of ['PORT', 'S3_PORT', 'METRICS_PORT']) {
-        const run = await expectOneLineFailure({ ...(await ports()), [setting]: String(port) }, new RegExp(`^port ${port} is already in use: set ${setting} to a free port`));
+        const run = await expectOneLineFailure(
+          { ...(await ports()), [setting]: String(port) },
+          new RegExp(`^port ${port} is already in use: set ${setting} to a free port`),
+        );
         expect(run.output()).not.toContain('embedded PostgreSQL');
       }
     } finally {
@@ -104,48 +107,67 @@ describe('signals', () => {
     expect(npm.problems()).toEqual([]);
   });
 
-  it('after a kill -9 of the app, its PostgreSQL left running is taken over by the next start on the same data folder; a start beside a running service is refused', { timeout: 90_000 }, async () => {
-    const env = { ...(await ports()), DATA_DIR: dataDir, DATABASE_URL: '' };
-    const killed = startProcess(process.execPath, ['main.ts'], env);
-    await killed.waitFor(() => answers(`http://127.0.0.1:${env.PORT}/healthz`), 'the service');
-    await killed.waitFor(() => registeredWorker(killed) !== undefined, 'its worker to register');
-    killed.child.kill('SIGKILL');
-    await killed.exited;
-    const clusterDir = path.join(dataDir, 'pg');
-    expect(clusterRunning(clusterDir)).toBe(true); // the orphan
+  it(
+    'after a kill -9 of the app, its PostgreSQL left running is taken over by the next start on the same data folder; a start beside a running service is refused',
+    { timeout: 90_000 },
+    async () => {
+      const env = { ...(await ports()), DATA_DIR: dataDir, DATABASE_URL: '' };
+      const killed = startProcess(process.execPath, ['main.ts'], env);
+      await killed.waitFor(() => answers(`http://127.0.0.1:${env.PORT}/healthz`), 'the service');
+      await killed.waitFor(() => registeredWorker(killed) !== undefined, 'its worker to register');
+      killed.child.kill('SIGKILL');
+      await killed.exited;
+      const clusterDir = path.join(dataDir, 'pg');
+      expect(clusterRunning(clusterDir)).toBe(true); // the orphan
 
-    // The next start takes back the killed worker's jobs (silent, its connection gone), here after
-    // 1 s: nothing of the killed run is left for the tests after this one.
-    const nextEnv = { ...env, ...(await ports()), WORKER_DEAD_AFTER_SECONDS: '1' };
-    const next = startProcess(process.execPath, ['main.ts'], nextEnv);
-    await next.waitFor(() => answers(`http://127.0.0.1:${nextEnv.PORT}/healthz`), 'the next start');
-    await next.waitFor(() => next.problems().length === 2, "the killed worker's jobs to be taken back");
-    const takeover = next.problems();
-    expect(takeover, next.output()).toEqual(
-      expect.arrayContaining([
-        expect.objectContaining({ level: 40, msg: expect.stringMatching(/was left running by a process that ended without stopping it .*: stopping it and starting again$/) }),
-        expect.objectContaining({ level: 40, msg: 'took back the jobs of 1 worker(s) silent for over 1 s', workers: [registeredWorker(killed)] }),
-      ]),
-    );
+      // The next start takes back the killed worker's jobs (silent, its connection gone), here after
+      // 1 s: nothing of the killed run is left for the tests after this one.
+      const nextEnv = { ...env, ...(await ports()), WORKER_DEAD_AFTER_SECONDS: '1' };
+      const next = startProcess(process.execPath, ['main.ts'], nextEnv);
+      await next.waitFor(() => answers(`http://127.0.0.1:${nextEnv.PORT}/healthz`), 'the next start');
+      await next.waitFor(() => next.problems().length === 2, "the killed worker's jobs to be taken back");
+      const takeover = next.problems();
+      expect(takeover, next.output()).toEqual(
+        expect.arrayContaining([
+          expect.objectContaining({
+            level: 40,
+            msg: expect.stringMatching(/was left running by a process that ended without stopping it .*: stopping it and starting again$/),
+          }),
+          expect.objectContaining({
+            level: 40,
+            msg: 'took back the jobs of 1 worker(s) silent for over 1 s',
+            workers: [registeredWorker(killed)],
+          }),
+        ]),
+      );
 
-    // While that service runs, a second start on its folder is refused, and leaves it running.
-    const second = await expectOneLineFailure(await ports(), /^the embedded PostgreSQL of .* belongs to a process that is running \(pid \d+\): stop that process first, or use another DATA_DIR$/, { clusterStopped: false });
-    expect(second.output()).not.toMatch(/kill/);
-    expect((await fetch(`http://127.0.0.1:${nextEnv.PORT}/readyz`)).status).toBe(200);
-    next.child.kill('SIGTERM');
-    expect(await next.exited).toBe(0);
-    expect(clusterRunning(clusterDir)).toBe(false);
-  });
+      // While that service runs, a second start on its folder is refused, and leaves it running.
+      const second = await expectOneLineFailure(
+        await ports(),
+        /^the embedded PostgreSQL of .* belongs to a process that is running \(pid \d+\): stop that process first, or use another DATA_DIR$/,
+        { clusterStopped: false },
+      );
+      expect(second.output()).not.toMatch(/kill/);
+      expect((await fetch(`http://127.0.0.1:${nextEnv.PORT}/readyz`)).status).toBe(200);
+      next.child.kill('SIGTERM');
+      expect(await next.exited).toBe(0);
+      expect(clusterRunning(clusterDir)).toBe(false);
+    },
+  );
 
-  it('Ctrl-C (SIGINT to the whole foreground group) reaches the app only: it closes its connections before its database stops', { timeout: 90_000 }, async () => {
-    const env = { ...(await ports()), DATA_DIR: dataDir, DATABASE_URL: '' };
-    const npm = startProcess('npm', ['start'], env);
-    await npm.waitFor(() => answers(`http://127.0.0.1:${env.PORT}/healthz`), 'the service');
-    process.kill(-(npm.child.pid as number), 'SIGINT');
-    await npm.exited;
-    await npm.waitFor(() => npm.output().includes('"stopped"'), 'the app to stop');
-    expect(clusterRunning(path.join(dataDir, 'pg'))).toBe(false);
-    expect(npm.output()).not.toMatch(/UNLISTEN|terminating connection/);
-    expect(npm.problems()).toEqual([]);
-  });
+  it(
+    'Ctrl-C (SIGINT to the whole foreground group) reaches the app only: it closes its connections before its database stops',
+    { timeout: 90_000 },
+    async () => {
+      const env = { ...(await ports()), DATA_DIR: dataDir, DATABASE_URL: '' };
+      const npm = startProcess('npm', ['start'], env);
+      await npm.waitFor(() => answers(`http://127.0.0.1:${env.PORT}/healthz`), 'the service');
+      process.kill(-(npm.child.pid as number), 'SIGINT');
+      await npm.exited;
+      await npm.waitFor(() => npm.output().includes('"stopped"'), 'the app to stop');
+      expect(clusterRunning(path.join(dataDir, 'pg'))).toBe(false);
+      expect(npm.output()).not.toMatch(/UNLISTEN|terminating connection/);
+      expect(npm.problems()).toEqual([]);
+    },
+  );
 });

@@ -65,7 +65,9 @@ async function holdComments(): Promise<pg.Client> {
 /** The backend waiting for a lock (the held request's), once there is one. */
 async function lockWaiter(): Promise<number> {
   for (;;) {
-    const { rows } = await app.owner.query(`select pid from pg_stat_activity where datname = current_database() and wait_event_type = 'Lock'`);
+    const { rows } = await app.owner.query(
+      `select pid from pg_stat_activity where datname = current_database() and wait_event_type = 'Lock'`,
+    );
     if (rows[0]) return rows[0].pid as number;
     await new Promise((resolve) => setTimeout(resolve, 20));
   }
@@ -85,93 +87,118 @@ describe('Idempotency-Key across API processes', () => {
     author = await userAtLevel(app, 3);
   }, 90_000);
 
-  it('runs concurrent retries sent to two processes once: the others answer 409 IN_USE, then the kept answer', { timeout: 60_000 }, async () => {
-    const post = await createPost(app, author);
-    const user = await userAtLevel(app, 2);
-    const key = randomUUID();
-    const send = (client: Client) => client.post(`/posts/${post.id}/comments`, { text: 'one of six' }, { token: user.token, headers: keyed(key) });
-    const holder = await holdComments();
-    try {
-      const first = send(a.client);
-      await lockWaiter();
-      const retries = await Promise.all([b.client, a.client, b.client, a.client, b.client].map(send));
-      for (const retry of retries) {
-        expect(retry.status).toBe(409);
-        expect(retry.body.error.code).toBe('IDEMPOTENCY_KEY_IN_USE');
-        expect(retry.headers.get('retry-after')).toBe('1');
+  it(
+    'runs concurrent retries sent to two processes once: the others answer 409 IN_USE, then the kept answer',
+    { timeout: 60_000 },
+    async () => {
+      const post = await createPost(app, author);
+      const user = await userAtLevel(app, 2);
+      const key = randomUUID();
+      const send = (client: Client) =>
+        client.post(`/posts/${post.id}/comments`, { text: 'one of six' }, { token: user.token, headers: keyed(key) });
+      const holder = await holdComments();
+      try {
+        const first = send(a.client);
+        await lockWaiter();
+        const retries = await Promise.all([b.client, a.client, b.client, a.client, b.client].map(send));
+        for (const retry of retries) {
+          expect(retry.status).toBe(409);
+          expect(retry.body.error.code).toBe('IDEMPOTENCY_KEY_IN_USE');
+          expect(retry.headers.get('retry-after')).toBe('1');
+        }
+        await holder.query('commit');
+        const answered = await first;
+        expect(answered.status).toBe(201);
+        for (const client of [a.client, b.client]) {
+          const replay = await send(client);
+          expect(replay.text).toBe(answered.text);
+          expect(replay.headers.get('idempotent-replayed')).toBe('true');
+        }
+      } finally {
+        await holder.end();
       }
-      await holder.query('commit');
-      const answered = await first;
-      expect(answered.status).toBe(201);
-      for (const client of [a.client, b.client]) {
-        const replay = await send(client);
-        expect(replay.text).toBe(answered.text);
-        expect(replay.headers.get('idempotent-replayed')).toBe('true');
+      expect(await comments(post.id)).toBe(1);
+    },
+  );
+
+  it(
+    'leaves nothing when the process dies mid-transaction: the retry through the other process runs once',
+    { timeout: 60_000 },
+    async () => {
+      const doomed = await startApi();
+      const post = await createPost(app, author);
+      const user = await userAtLevel(app, 2);
+      const key = randomUUID();
+      const holder = await holdComments();
+      let backend: number;
+      try {
+        void doomed.client
+          .post(`/posts/${post.id}/comments`, { text: 'after a crash' }, { token: user.token, headers: keyed(key) })
+          .catch(() => undefined);
+        backend = await lockWaiter();
+        await killed(doomed.running);
+      } finally {
+        await holder.query('commit');
+        await holder.end();
       }
-    } finally {
-      await holder.end();
-    }
-    expect(await comments(post.id)).toBe(1);
-  });
-
-  it('leaves nothing when the process dies mid-transaction: the retry through the other process runs once', { timeout: 60_000 }, async () => {
-    const doomed = await startApi();
-    const post = await createPost(app, author);
-    const user = await userAtLevel(app, 2);
-    const key = randomUUID();
-    const holder = await holdComments();
-    let backend: number;
-    try {
-      void doomed.client.post(`/posts/${post.id}/comments`, { text: 'after a crash' }, { token: user.token, headers: keyed(key) }).catch(() => undefined);
-      backend = await lockWaiter();
-      await killed(doomed.running);
-    } finally {
-      await holder.query('commit');
-      await holder.end();
-    }
-    // The dead process's backend ends its transaction (rolled back) and its key's lock with it.
-    await b.running.waitFor(async () => (await count('select count(*)::int as n from pg_stat_activity where pid = $1', [backend])) === 0, 'the dead backend');
-    expect(await comments(post.id)).toBe(0);
-    const retry = await b.client.post(`/posts/${post.id}/comments`, { text: 'after a crash' }, { token: user.token, headers: keyed(key) });
-    expect(retry.status).toBe(201);
-    expect(retry.headers.get('idempotent-replayed')).toBeNull();
-    expect(await comments(post.id)).toBe(1);
-  });
-
-  it('replays through the other process when the process died after the commit, before the phone read the answer', { timeout: 60_000 }, async () => {
-    const doomed = await startApi();
-    const post = await createPost(app, author);
-    const user = await userAtLevel(app, 2);
-    const key = randomUUID();
-    const body = JSON.stringify({ text: 'answer lost' });
-    // A phone on a bad network: the request leaves, the answer is never read.
-    const socket = net.connect(doomed.port, '127.0.0.1');
-    socket.pause();
-    socket.on('error', () => undefined);
-    socket.write(
-      `POST /api/v1/posts/${post.id}/comments HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer ${user.token}\r\n` +
-        `Idempotency-Key: ${key}\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`,
-    );
-    // The effect and its kept answer commit together: every look (one snapshot each) sees both or neither.
-    const seen: string[] = [];
-    await doomed.running.waitFor(async () => {
-      const { rows } = await app.owner.query(
-        `select (select count(*)::int from app.comments where post_id = $1) as comments,
-                (select count(*)::int from app_private.idempotent_answers where user_id = $2) as kept`,
-        [post.id, user.id],
+      // The dead process's backend ends its transaction (rolled back) and its key's lock with it.
+      await b.running.waitFor(
+        async () => (await count('select count(*)::int as n from pg_stat_activity where pid = $1', [backend])) === 0,
+        'the dead backend',
       );
-      seen.push(`${rows[0].comments}/${rows[0].kept}`);
-      return rows[0].kept === 1;
-    }, 'the commit');
-    expect(seen.every((look) => look === '0/0' || look === '1/1'), seen.join(' ')).toBe(true);
-    await killed(doomed.running);
-    socket.destroy();
-    const stored = (await app.owner.query('select id from app.comments where post_id = $1', [post.id])).rows;
-    expect(stored).toHaveLength(1);
-    const retry = await b.client.post(`/posts/${post.id}/comments`, { text: 'answer lost' }, { token: user.token, headers: keyed(key) });
-    expect(retry.status).toBe(201);
-    expect(retry.headers.get('idempotent-replayed')).toBe('true');
-    expect(retry.body.data.id).toBe(stored[0].id);
-    expect(await comments(post.id)).toBe(1);
-  });
+      expect(await comments(post.id)).toBe(0);
+      const retry = await b.client.post(
+        `/posts/${post.id}/comments`,
+        { text: 'after a crash' },
+        { token: user.token, headers: keyed(key) },
+      );
+      expect(retry.status).toBe(201);
+      expect(retry.headers.get('idempotent-replayed')).toBeNull();
+      expect(await comments(post.id)).toBe(1);
+    },
+  );
+
+  it(
+    'replays through the other process when the process died after the commit, before the phone read the answer',
+    { timeout: 60_000 },
+    async () => {
+      const doomed = await startApi();
+      const post = await createPost(app, author);
+      const user = await userAtLevel(app, 2);
+      const key = randomUUID();
+      const body = JSON.stringify({ text: 'answer lost' });
+      // A phone on a bad network: the request leaves, the answer is never read.
+      const socket = net.connect(doomed.port, '127.0.0.1');
+      socket.pause();
+      socket.on('error', () => undefined);
+      socket.write(
+        `POST /api/v1/posts/${post.id}/comments HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer ${user.token}\r\n` +
+          `Idempotency-Key: ${key}\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`,
+      );
+      // The effect and its kept answer commit together: every look (one snapshot each) sees both or neither.
+      const seen: string[] = [];
+      await doomed.running.waitFor(async () => {
+        const { rows } = await app.owner.query(
+          `select (select count(*)::int from app.comments where post_id = $1) as comments,
+                (select count(*)::int from app_private.idempotent_answers where user_id = $2) as kept`,
+          [post.id, user.id],
+        );
+        seen.push(`${rows[0].comments}/${rows[0].kept}`);
+        return rows[0].kept === 1;
+      }, 'the commit');
+      expect(
+        seen.every((look) => look === '0/0' || look === '1/1'),
+        seen.join(' '),
+      ).toBe(true);
+      await killed(doomed.running);
+      socket.destroy();
+      const stored = (await app.owner.query('select id from app.comments where post_id = $1', [post.id])).rows;
+      expect(stored).toHaveLength(1);
+      const retry = await b.client.post(`/posts/${post.id}/comments`, { text: 'answer lost' }, { token: user.token, headers: keyed(key) });
+      expect(retry.status).toBe(201);
+      expect(retry.headers.get('idempotent-replayed')).toBe('true');
+      expect(retry.body.data.id).toBe(stored[0].id);
+      expect(await comments(post.id)).toBe(1);
+    },
+  );
 });

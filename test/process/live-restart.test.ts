@@ -54,7 +54,15 @@ beforeAll(async () => {
   apiUrl = `http://127.0.0.1:${port}`;
   api = spawn(process.execPath, ['main.ts', '--only=api'], {
     cwd: path.resolve(import.meta.dirname, '../..'),
-    env: { ...process.env, PORT: String(port), DATABASE_URL: ownerUrl, S3_ENDPOINT: inject('s3Endpoint'), S3_BUCKET: bucket, JWT_SECRET: 'restart-test', LOG_LEVEL: 'info' },
+    env: {
+      ...process.env,
+      PORT: String(port),
+      DATABASE_URL: ownerUrl,
+      S3_ENDPOINT: inject('s3Endpoint'),
+      S3_BUCKET: bucket,
+      JWT_SECRET: 'restart-test',
+      LOG_LEVEL: 'info',
+    },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   api.stdout?.on('data', (chunk) => (output += chunk));
@@ -108,7 +116,8 @@ function resumingClient(token: string) {
     async waitFor(ids: string[], timeoutMs = 20_000) {
       const started = Date.now();
       while (!ids.every((id) => received().includes(id))) {
-        if (Date.now() - started > timeoutMs) throw new Error(`missing ${ids.filter((id) => !received().includes(id)).join(', ')}\n${output.slice(-3000)}`);
+        if (Date.now() - started > timeoutMs)
+          throw new Error(`missing ${ids.filter((id) => !received().includes(id)).join(', ')}\n${output.slice(-3000)}`);
         await sleep(20);
       }
     },
@@ -121,7 +130,11 @@ function resumingClient(token: string) {
 }
 
 const insert = async (recipientId: string): Promise<string> =>
-  (await owner.query<{ id: string }>(`insert into app.notifications (recipient_id, type) values ($1, 'user_followed') returning id`, [recipientId])).rows[0]!.id;
+  (
+    await owner.query<{ id: string }>(`insert into app.notifications (recipient_id, type) values ($1, 'user_followed') returning id`, [
+      recipientId,
+    ])
+  ).rows[0]!.id;
 
 /** Inserts as soon as the restarted database accepts connections. */
 async function insertWhenUp(recipientId: string): Promise<string> {
@@ -135,35 +148,39 @@ async function insertWhenUp(recipientId: string): Promise<string> {
 }
 
 describe('a database restart', () => {
-  it('loses nothing: rows committed before, right after and well after each restart reach a resuming client once each, in order', { timeout: 120_000 }, async () => {
-    const session = await fetch(`${apiUrl}/api/v1/auth/anonymous/session`, {
-      method: 'POST',
-      headers: { 'content-type': 'application/json' },
-      body: JSON.stringify({ deviceId: `restart-${randomUUID()}` }),
-    }).then((response) => response.json());
-    const userId: string = session.data.user.id;
-    const client = resumingClient(session.data.accessToken);
-    try {
-      while (client.connections() === 0) await sleep(20);
-      const written: string[] = [];
-      for (let round = 0; round < 2; round += 1) {
-        const before = [await insert(userId), await insert(userId)];
-        written.push(...before);
-        await client.waitFor(before);
-        // Committed just before the database goes down: perhaps not yet announced, perhaps not yet read.
-        written.push(await insert(userId), await insert(userId));
-        await (cluster as EmbeddedDatabase).stop();
-        await startCluster();
-        // Committed while the API's connections are still coming back.
-        written.push(await insertWhenUp(userId), await insertWhenUp(userId));
-        await client.waitFor(written);
-        const after = await insert(userId);
-        written.push(after);
-        await client.waitFor([after]);
+  it(
+    'loses nothing: rows committed before, right after and well after each restart reach a resuming client once each, in order',
+    { timeout: 120_000 },
+    async () => {
+      const session = await fetch(`${apiUrl}/api/v1/auth/anonymous/session`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ deviceId: `restart-${randomUUID()}` }),
+      }).then((response) => response.json());
+      const userId: string = session.data.user.id;
+      const client = resumingClient(session.data.accessToken);
+      try {
+        while (client.connections() === 0) await sleep(20);
+        const written: string[] = [];
+        for (let round = 0; round < 2; round += 1) {
+          const before = [await insert(userId), await insert(userId)];
+          written.push(...before);
+          await client.waitFor(before);
+          // Committed just before the database goes down: perhaps not yet announced, perhaps not yet read.
+          written.push(await insert(userId), await insert(userId));
+          await (cluster as EmbeddedDatabase).stop();
+          await startCluster();
+          // Committed while the API's connections are still coming back.
+          written.push(await insertWhenUp(userId), await insertWhenUp(userId));
+          await client.waitFor(written);
+          const after = await insert(userId);
+          written.push(after);
+          await client.waitFor([after]);
+        }
+        expect(client.received()).toEqual(written);
+      } finally {
+        await client.stop();
       }
-      expect(client.received()).toEqual(written);
-    } finally {
-      await client.stop();
-    }
-  });
+    },
+  );
 });

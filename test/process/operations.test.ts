@@ -91,7 +91,8 @@ describe('a process reaching the database through a proxy', () => {
     const direct = databaseUrl(adminUrl, database);
     const proxied = new URL(direct);
     proxied.host = `127.0.0.1:${proxy.port}`;
-    for (const role of ['authenticator', 'app_worker'] as const) expect(rolePassword(proxied.toString(), role)).toBe(rolePassword(direct, role));
+    for (const role of ['authenticator', 'app_worker'] as const)
+      expect(rolePassword(proxied.toString(), role)).toBe(rolePassword(direct, role));
     // This file's process migrated through the proxy at startup; a direct login still works.
     const client = new pg.Client({ connectionString: roleUrl(direct, 'authenticator') });
     await client.connect();
@@ -112,7 +113,9 @@ describe('health, readiness and metrics', () => {
   it('serves Prometheus metrics on METRICS_PORT, on loopback only (METRICS_HOST), not on the public port', async () => {
     expect((await fetch(`${base}/metrics`)).status).toBe(404);
     // The machine's other addresses reach the API but not the metrics.
-    const external = Object.values(os.networkInterfaces()).flat().find((address) => address && address.family === 'IPv4' && !address.internal);
+    const external = Object.values(os.networkInterfaces())
+      .flat()
+      .find((address) => address && address.family === 'IPv4' && !address.internal);
     if (external) {
       expect(await answers(`http://${external.address}:${new URL(base).port}/healthz`)).toBe(true);
       expect(await answers(`http://${external.address}:${new URL(metricsUrl).port}/metrics`)).toBe(false);
@@ -134,39 +137,67 @@ describe('health, readiness and metrics', () => {
 });
 
 describe('a database outage', () => {
-  it('answers 503, and logs one warning and one recovery line for each component (API, notification hub, worker)', { timeout: 60_000 }, async () => {
-    type Line = { level: number; msg: string; component?: string; refusedRequests?: number; reconnectAttempts?: number; failures?: number };
-    const lines = () => service.output().split('\n').filter((line) => line.startsWith('{')).map((line) => JSON.parse(line) as Line);
-    const before = lines().length;
-    const during = () => lines().slice(before);
-    const components = ['api', 'notification-hub', 'worker'];
-    await proxy.cut();
-    // Each read is retried for its bound (server/http/failover-retry.ts) before it answers 503: at once.
-    const statuses = await Promise.all(Array.from({ length: 20 }, async () => (await fetch(`${base}/api/v1/users/by-username/nobody_here`)).status));
-    expect(statuses).toEqual(Array(20).fill(503));
-    expect((await fetch(`${base}/readyz`)).status).toBe(503);
-    // The worker polls for jobs every second: once it has noticed, the hub has retried several times.
-    await service.waitFor(() => components.every((component) => during().some((line) => line.component === component && line.level === 40)), 'a warning from each component');
-    // The outage lasts 3 s more: each component keeps failing meanwhile (the hub reconnects every
-    // second at most, the worker polls every second), and none of that reaches the log.
-    await new Promise((resolve) => setTimeout(resolve, 3000));
+  it(
+    'answers 503, and logs one warning and one recovery line for each component (API, notification hub, worker)',
+    { timeout: 60_000 },
+    async () => {
+      type Line = {
+        level: number;
+        msg: string;
+        component?: string;
+        refusedRequests?: number;
+        reconnectAttempts?: number;
+        failures?: number;
+      };
+      const lines = () =>
+        service
+          .output()
+          .split('\n')
+          .filter((line) => line.startsWith('{'))
+          .map((line) => JSON.parse(line) as Line);
+      const before = lines().length;
+      const during = () => lines().slice(before);
+      const components = ['api', 'notification-hub', 'worker'];
+      await proxy.cut();
+      // Each read is retried for its bound (server/http/failover-retry.ts) before it answers 503: at once.
+      const statuses = await Promise.all(
+        Array.from({ length: 20 }, async () => (await fetch(`${base}/api/v1/users/by-username/nobody_here`)).status),
+      );
+      expect(statuses).toEqual(Array(20).fill(503));
+      expect((await fetch(`${base}/readyz`)).status).toBe(503);
+      // The worker polls for jobs every second: once it has noticed, the hub has retried several times.
+      await service.waitFor(
+        () => components.every((component) => during().some((line) => line.component === component && line.level === 40)),
+        'a warning from each component',
+      );
+      // The outage lasts 3 s more: each component keeps failing meanwhile (the hub reconnects every
+      // second at most, the worker polls every second), and none of that reaches the log.
+      await new Promise((resolve) => setTimeout(resolve, 3000));
 
-    await proxy.open();
-    await service.waitFor(async () => (await fetch(`${base}/readyz`)).status === 200, 'readiness after the outage');
-    expect((await fetch(`${base}/api/v1/users/by-username/nobody_here`)).status).toBe(404);
-    const recovered = () => during().filter((line) => line.msg === 'database available again');
-    await service.waitFor(() => components.every((component) => recovered().some((line) => line.component === component)), 'a recovery line from each component');
+      await proxy.open();
+      await service.waitFor(async () => (await fetch(`${base}/readyz`)).status === 200, 'readiness after the outage');
+      expect((await fetch(`${base}/api/v1/users/by-username/nobody_here`)).status).toBe(404);
+      const recovered = () => during().filter((line) => line.msg === 'database available again');
+      await service.waitFor(
+        () => components.every((component) => recovered().some((line) => line.component === component)),
+        'a recovery line from each component',
+      );
 
-    const problems = during().filter((line) => line.level >= 40);
-    expect(problems.map((line) => `${line.component}: ${line.msg}`).sort()).toEqual([
-      'api: database unavailable: answering 503 until it is back',
-      'notification-hub: database unavailable: live notifications wait until it is back (streams stay open)',
-      'worker: database unavailable: jobs wait until it is back',
-    ]);
-    expect(recovered().map((line) => line.component).sort()).toEqual(components);
-    expect(recovered().find((line) => line.component === 'api')?.refusedRequests).toBeGreaterThanOrEqual(20);
-    expect(recovered().find((line) => line.component === 'notification-hub')?.reconnectAttempts).toBeGreaterThan(1);
-    expect(recovered().find((line) => line.component === 'worker')?.failures).toBeGreaterThan(1);
-    expect(JSON.stringify(during())).not.toContain('stack'); // no stack traces, at any level
-  });
+      const problems = during().filter((line) => line.level >= 40);
+      expect(problems.map((line) => `${line.component}: ${line.msg}`).sort()).toEqual([
+        'api: database unavailable: answering 503 until it is back',
+        'notification-hub: database unavailable: live notifications wait until it is back (streams stay open)',
+        'worker: database unavailable: jobs wait until it is back',
+      ]);
+      expect(
+        recovered()
+          .map((line) => line.component)
+          .sort(),
+      ).toEqual(components);
+      expect(recovered().find((line) => line.component === 'api')?.refusedRequests).toBeGreaterThanOrEqual(20);
+      expect(recovered().find((line) => line.component === 'notification-hub')?.reconnectAttempts).toBeGreaterThan(1);
+      expect(recovered().find((line) => line.component === 'worker')?.failures).toBeGreaterThan(1);
+      expect(JSON.stringify(during())).not.toContain('stack'); // no stack traces, at any level
+    },
+  );
 });

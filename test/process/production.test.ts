@@ -23,7 +23,18 @@ const adminUrl = inject('adminUrl');
 const database = `opinion_prod_${randomBytes(4).toString('hex')}`;
 /** Every setting production reads, blank: the test's own environment must not fill one in. */
 const blank = Object.fromEntries(
-  ['DATABASE_URL', 'S3_ENDPOINT', 'S3_BUCKET', 'S3_ACCESS_KEY_ID', 'S3_SECRET_ACCESS_KEY', 'JWT_SECRET', 'BALLOT_KEY', 'OTP_SENDER', 'OTP_SENDER_MODULE', 'OTP_TEST_CODES'].map((name) => [name, '']),
+  [
+    'DATABASE_URL',
+    'S3_ENDPOINT',
+    'S3_BUCKET',
+    'S3_ACCESS_KEY_ID',
+    'S3_SECRET_ACCESS_KEY',
+    'JWT_SECRET',
+    'BALLOT_KEY',
+    'OTP_SENDER',
+    'OTP_SENDER_MODULE',
+    'OTP_TEST_CODES',
+  ].map((name) => [name, '']),
 );
 let dataDir: string;
 let twilio: TwilioStandIn;
@@ -40,7 +51,12 @@ beforeAll(async () => {
   await admin.query(`create database ${database}`); // empty: the migration job makes the schema
   await admin.end();
   const bucket = database.replaceAll('_', '-');
-  const s3 = new S3Client({ endpoint: inject('s3Endpoint'), region: 'us-east-1', forcePathStyle: true, credentials: { accessKeyId: 'S3RVER', secretAccessKey: 'S3RVER' } });
+  const s3 = new S3Client({
+    endpoint: inject('s3Endpoint'),
+    region: 'us-east-1',
+    forcePathStyle: true,
+    credentials: { accessKeyId: 'S3RVER', secretAccessKey: 'S3RVER' },
+  });
   await s3.send(new CreateBucketCommand({ Bucket: bucket }));
   s3.destroy();
   const port = await freePort();
@@ -87,13 +103,27 @@ afterAll(async () => {
 
 describe('NODE_ENV=production without its settings', () => {
   it('names every missing setting in one line, exits 1 and starts nothing', async () => {
-    const run = startProcess(process.execPath, [...asProductionInstall, 'main.ts'], { ...blank, NODE_ENV: 'production', DATA_DIR: dataDir, PORT: String(await freePort()) });
+    const run = startProcess(process.execPath, [...asProductionInstall, 'main.ts'], {
+      ...blank,
+      NODE_ENV: 'production',
+      DATA_DIR: dataDir,
+      PORT: String(await freePort()),
+    });
     expect(await run.exited, run.output()).toBe(1);
     expect(run.problems(), run.output()).toHaveLength(1);
     const [line] = run.problems();
     expect(line?.level).toBe(60);
     expect(line?.msg).toMatch(/^NODE_ENV=production needs /);
-    for (const setting of ['DATABASE_URL', 'S3_ENDPOINT', 'S3_BUCKET', 'S3_ACCESS_KEY_ID', 'S3_SECRET_ACCESS_KEY', 'JWT_SECRET', 'BALLOT_KEY', 'OTP_SENDER=twilio or OTP_SENDER_MODULE']) {
+    for (const setting of [
+      'DATABASE_URL',
+      'S3_ENDPOINT',
+      'S3_BUCKET',
+      'S3_ACCESS_KEY_ID',
+      'S3_SECRET_ACCESS_KEY',
+      'JWT_SECRET',
+      'BALLOT_KEY',
+      'OTP_SENDER=twilio or OTP_SENDER_MODULE',
+    ]) {
       expect(line?.msg).toContain(setting);
     }
     expect(run.output().split('\n').filter(Boolean), run.output()).toHaveLength(1);
@@ -104,7 +134,12 @@ describe('NODE_ENV=production without its settings', () => {
     // Development runs (they may keep development secrets): a data folder of their own.
     const developmentDir = await mkdtemp(path.join(os.tmpdir(), 'opinion-production-dev-'));
     onTestFinished(() => rm(developmentDir, { recursive: true, force: true }));
-    const twilioRun = startProcess(process.execPath, ['main.ts'], { ...blank, DATA_DIR: developmentDir, OTP_SENDER: 'twilio', TWILIO_ACCOUNT_SID: 'AC1' });
+    const twilioRun = startProcess(process.execPath, ['main.ts'], {
+      ...blank,
+      DATA_DIR: developmentDir,
+      OTP_SENDER: 'twilio',
+      TWILIO_ACCOUNT_SID: 'AC1',
+    });
     expect(await twilioRun.exited).toBe(1);
     expect(twilioRun.problems().map((line) => line.msg)).toEqual(['OTP_SENDER=twilio needs TWILIO_AUTH_TOKEN, TWILIO_FROM']);
     const moduleRun = startProcess(process.execPath, ['main.ts', '--only=api'], {
@@ -117,7 +152,9 @@ describe('NODE_ENV=production without its settings', () => {
       OTP_SENDER_MODULE: '/app/otp-sender.js',
     });
     expect(await moduleRun.exited).toBe(1);
-    expect(moduleRun.problems().map((line) => line.msg)).toEqual([expect.stringMatching(/^OTP_SENDER_MODULE \/app\/otp-sender\.js cannot be loaded: Cannot find module/)]);
+    expect(moduleRun.problems().map((line) => line.msg)).toEqual([
+      expect.stringMatching(/^OTP_SENDER_MODULE \/app\/otp-sender\.js cannot be loaded: Cannot find module/),
+    ]);
     expect(moduleRun.output()).not.toMatch(/\n\s+at /);
   });
 });
@@ -144,7 +181,10 @@ describe('a production install with real settings', () => {
     try {
       const { rows } = await owner.query<{ id: string }>("select id from graphile_worker.add_job('purge_expired_uploads', '{}'::json)");
       const job = rows[0]?.id;
-      await worker.waitFor(async () => (await owner.query('select 1 from graphile_worker._private_jobs where id = $1', [job])).rowCount === 0, 'the job to be done');
+      await worker.waitFor(
+        async () => (await owner.query('select 1 from graphile_worker._private_jobs where id = $1', [job])).rowCount === 0,
+        'the job to be done',
+      );
       expect(worker.problems(), worker.output()).toEqual([]);
     } finally {
       await owner.end();

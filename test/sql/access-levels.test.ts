@@ -64,5 +64,10 @@ it('app.require_level answers what the TypeScript gate answers for a viewer at e
 });
 
 it('lacking level 1 is 401, lacking any level above it is 403', () => {
-  expect(accessLevels.map((step) => [step.level, errorCatalog[step.missing][0]])).toEqual([[1, 401], [2, 403], [3, 403], [4, 403]]);
+  expect(accessLevels.map((step) => [step.level, errorCatalog[step.missing][0]])).toEqual([
+    [1, 401],
+    [2, 403],
+    [3, 403],
+    [4, 403],
+  ]);
 });

@@ -65,7 +65,9 @@ describe('hidden accounts', () => {
     expect(await visible(viewer)).toEqual(before);
     expect(await visible(null)).toEqual(guestBefore);
     // The post its author had deleted before stays deleted.
-    expect((await app.owner.query('select deleted_at is not null as deleted from app.posts where id = $1', [ownDeletedId])).rows[0].deleted).toBe(true);
+    expect(
+      (await app.owner.query('select deleted_at is not null as deleted from app.posts where id = $1', [ownDeletedId])).rows[0].deleted,
+    ).toBe(true);
     expect((await app.owner.query('select * from app_private.counter_drift()')).rows).toEqual([]);
   });
 

@@ -69,7 +69,9 @@ async function raisedCodes(client: pg.Client): Promise<Map<string, Set<string>>>
 }
 
 async function codesOutsideTheCatalog(client: pg.Client): Promise<string[]> {
-  return [...(await raisedCodes(client))].filter(([code]) => !Object.hasOwn(errorCatalog, code)).map(([code, fns]) => `${code} (${[...fns].join(', ')})`);
+  return [...(await raisedCodes(client))]
+    .filter(([code]) => !Object.hasOwn(errorCatalog, code))
+    .map(([code, fns]) => `${code} (${[...fns].join(', ')})`);
 }
 
 /** Indexes of one table with the same columns, operator classes, collations, options, expressions and predicate. */
@@ -142,7 +144,10 @@ async function overlappingPermissivePolicies(client: pg.Client): Promise<string[
 
 describe('the migrated schema', () => {
   it('sets a search_path of pg_catalog and our schemas on every security definer function', async () => {
-    const { rows } = await db.query(`select count(*)::int as n from pg_proc p join pg_namespace n on n.oid = p.pronamespace where p.prosecdef and n.nspname = any ($1)`, [ourSchemas]);
+    const { rows } = await db.query(
+      `select count(*)::int as n from pg_proc p join pg_namespace n on n.oid = p.pronamespace where p.prosecdef and n.nspname = any ($1)`,
+      [ourSchemas],
+    );
     expect(rows[0].n).toBeGreaterThan(100);
     expect(await definersWithoutSafeSearchPath(db)).toEqual([]);
   });
@@ -150,8 +155,11 @@ describe('the migrated schema', () => {
   it('raises only error codes the API catalog knows', async () => {
     const raised = await raisedCodes(db);
     // The level ladder's codes come out of a `case`, and the write limit raises without app.fail.
-    for (const code of ['UNAUTHORIZED', 'PROFILE_BASICS_REQUIRED', 'HUB_READINESS_REQUIRED', 'RATE_LIMITED', 'VOTE_NOT_ALLOWED']) expect([...raised.keys()]).toContain(code);
-    expect(await codesOutsideTheCatalog(db), 'add the code to server/http/catalog.ts (and the contract), or raise one it knows').toEqual([]);
+    for (const code of ['UNAUTHORIZED', 'PROFILE_BASICS_REQUIRED', 'HUB_READINESS_REQUIRED', 'RATE_LIMITED', 'VOTE_NOT_ALLOWED'])
+      expect([...raised.keys()]).toContain(code);
+    expect(await codesOutsideTheCatalog(db), 'add the code to server/http/catalog.ts (and the contract), or raise one it knows').toEqual(
+      [],
+    );
   });
 
   it('has the unique constraints and indexes the API maps to codes', async () => {
@@ -195,21 +203,39 @@ describe('each lint', () => {
   }
 
   it('finds what it forbids', async () => {
-    expect(await planted(`create function app.lint_probe() returns int language sql security definer as 'select 1'`, definersWithoutSafeSearchPath)).toEqual([
-      'app.lint_probe(): no search_path',
+    expect(
+      await planted(
+        `create function app.lint_probe() returns int language sql security definer as 'select 1'`,
+        definersWithoutSafeSearchPath,
+      ),
+    ).toEqual(['app.lint_probe(): no search_path']);
+    expect(
+      await planted(
+        `create function app.lint_probe() returns int language sql security definer set search_path = public as 'select 1'`,
+        definersWithoutSafeSearchPath,
+      ),
+    ).toEqual(['app.lint_probe(): public']);
+    expect(
+      await planted(
+        `create function app.lint_probe() returns void language plpgsql as $$ begin perform app.fail(case when random() < 0.5 then 'HUB_NOT_FOUND' else 'NOT_A_CODE' end); end $$`,
+        codesOutsideTheCatalog,
+      ),
+    ).toEqual(['NOT_A_CODE (app.lint_probe())']);
+    expect(
+      await planted(
+        `create function app.lint_probe(p_at timestamptz) returns text language sql immutable as $$
+      select to_char(p_at at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') $$`,
+        functionsSharingABody,
+      ),
+    ).toEqual(['app.lint_probe(timestamp with time zone) = app_private.iso(timestamp with time zone)']);
+    expect(await planted(`create function app.lint_probe() returns int language sql as 'select 2'`, uncommentedObjects)).toEqual([
+      'function app.lint_probe()',
     ]);
-    expect(await planted(`create function app.lint_probe() returns int language sql security definer set search_path = public as 'select 1'`, definersWithoutSafeSearchPath)).toEqual([
-      'app.lint_probe(): public',
+    expect(await planted(`create index lint_probe on app.users (username)`, duplicateIndexes)).toEqual([
+      'app.lint_probe = app.users_username_key',
     ]);
-    expect(await planted(`create function app.lint_probe() returns void language plpgsql as $$ begin perform app.fail(case when random() < 0.5 then 'HUB_NOT_FOUND' else 'NOT_A_CODE' end); end $$`, codesOutsideTheCatalog)).toEqual([
-      'NOT_A_CODE (app.lint_probe())',
-    ]);
-    expect(await planted(`create function app.lint_probe(p_at timestamptz) returns text language sql immutable as $$
-      select to_char(p_at at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') $$`, functionsSharingABody)).toEqual(['app.lint_probe(timestamp with time zone) = app_private.iso(timestamp with time zone)']);
-    expect(await planted(`create function app.lint_probe() returns int language sql as 'select 2'`, uncommentedObjects)).toEqual(['function app.lint_probe()']);
-    expect(await planted(`create index lint_probe on app.users (username)`, duplicateIndexes)).toEqual(['app.lint_probe = app.users_username_key']);
-    expect(await planted(`create policy lint_probe on app.phone_identities for all to public using (true)`, overlappingPermissivePolicies)).toEqual([
-      'app.phone_identities app_user select: lint_probe, phone_identities_select_self_or_co_members',
-    ]);
+    expect(
+      await planted(`create policy lint_probe on app.phone_identities for all to public using (true)`, overlappingPermissivePolicies),
+    ).toEqual(['app.phone_identities app_user select: lint_probe, phone_identities_select_self_or_co_members']);
   });
 });

@@ -27,14 +27,26 @@ describe('the API roles', () => {
 
   it('may not select the columns REST shows nobody who may read the row', async () => {
     const hidden = [
-      'hub_invitations.invitee_id', 'hub_invitations.phone_e164', 'hub_memberships.joined_at', 'hub_memberships.content_muted',
-      'assets.owner_id', 'users.created_at', 'users.terms_version', 'phone_identities.verified_at',
-      'hub_invite_links.token', 'hub_join_requests.decided_by', 'posts.deleted_at', 'comments.deleted_at', 'reports.details',
+      'hub_invitations.invitee_id',
+      'hub_invitations.phone_e164',
+      'hub_memberships.joined_at',
+      'hub_memberships.content_muted',
+      'assets.owner_id',
+      'users.created_at',
+      'users.terms_version',
+      'phone_identities.verified_at',
+      'hub_invite_links.token',
+      'hub_join_requests.decided_by',
+      'posts.deleted_at',
+      'comments.deleted_at',
+      'reports.details',
     ];
     for (const column of hidden) {
       const [table, name] = column.split('.') as [string, string];
       for (const role of ['app_anonymous', 'app_user'] as const) {
-        const result = await asViewer(app, role, role === 'app_user' ? user.id : null, (c) => rowsOrError(c, `select ${name} from app.${table} limit 0`));
+        const result = await asViewer(app, role, role === 'app_user' ? user.id : null, (c) =>
+          rowsOrError(c, `select ${name} from app.${table} limit 0`),
+        );
         expect(result, `${role} ${column}`).toBe('42501');
       }
     }
@@ -42,7 +54,10 @@ describe('the API roles', () => {
 
   it('may not insert a report directly, not even as its reporter (reports go through app.report_*)', async () => {
     const result = await asViewer(app, 'app_user', user.id, (c) =>
-      rowsOrError(c, `insert into app.reports (reporter_id, target_type, target_id, reason) values ($1, 'user', $1, 'spam') returning id`, [user.id]));
+      rowsOrError(c, `insert into app.reports (reporter_id, target_type, target_id, reason) values ($1, 'user', $1, 'spam') returning id`, [
+        user.id,
+      ]),
+    );
     expect(result).toBe('42501');
     const { rows } = await app.owner.query(`select count(*)::int as n from app.reports`);
     expect(rows[0].n).toBe(0);

@@ -12,11 +12,13 @@ let app: TestApp;
 let clients: pg.Client[];
 beforeAll(async () => {
   app = await startTestApp();
-  clients = await Promise.all(Array.from({ length: 17 }, async () => {
-    const client = new pg.Client({ connectionString: app.ownerUrl });
-    await client.connect();
-    return client;
-  }));
+  clients = await Promise.all(
+    Array.from({ length: 17 }, async () => {
+      const client = new pg.Client({ connectionString: app.ownerUrl });
+      await client.connect();
+      return client;
+    }),
+  );
 });
 afterAll(async () => {
   await Promise.all(clients.map((client) => client.end()));

@@ -26,15 +26,31 @@ const mirrored: Record<string, { lists: Record<string, readonly string[]>; order
   'app.upload_purpose': { lists: { 'uploadRules keys': Object.keys(uploadRules) }, ordered: true },
   'app.asset_status': { lists: { assetStatuses }, ordered: true },
   'app.report_reason': { lists: { reportReasons }, ordered: true },
-  'app.post_visibility': { lists: { visibilities, 'request visibility': visibility.options, 'PostCard visibility': postCard.shape.visibility.options }, ordered: true },
-  'app.article_kind': { lists: { articleKinds, 'request article kind': article.shape.kind.options, 'PostCard article kind': postCard.shape.article.unwrap().shape.kind.options }, ordered: true },
+  'app.post_visibility': {
+    lists: { visibilities, 'request visibility': visibility.options, 'PostCard visibility': postCard.shape.visibility.options },
+    ordered: true,
+  },
+  'app.article_kind': {
+    lists: {
+      articleKinds,
+      'request article kind': article.shape.kind.options,
+      'PostCard article kind': postCard.shape.article.unwrap().shape.kind.options,
+    },
+    ordered: true,
+  },
   'app.join_request_source': { lists: { joinRequestSources }, ordered: true },
   'app.invitation_status': { lists: { invitationStatuses }, ordered: true },
 };
 /** Read and written by SQL only: no TypeScript list of their values exists. */
 const sqlOnly = [
-  'app.activity_kind', 'app.join_request_status', 'app.moderation_action', 'app.post_hub_kind', 'app.report_state', 'app.report_target',
-  'app_private.counter', 'app_private.push_state',
+  'app.activity_kind',
+  'app.join_request_status',
+  'app.moderation_action',
+  'app.post_hub_kind',
+  'app.report_state',
+  'app.report_target',
+  'app_private.counter',
+  'app_private.push_state',
 ];
 
 const database = `opinion_enums_${randomBytes(6).toString('hex')}`;

@@ -53,7 +53,10 @@ function retiredOf(text: string): Set<string> {
 
 function previousRelease(): Release {
   const show = (file: string) => git('show', `${previous}:${file}`);
-  const list = (dir: string) => git('ls-tree', '--name-only', `${previous}`, `${dir}/`).split('\n').filter((name) => name.endsWith('.sql'));
+  const list = (dir: string) =>
+    git('ls-tree', '--name-only', `${previous}`, `${dir}/`)
+      .split('\n')
+      .filter((name) => name.endsWith('.sql'));
   // reset.sql was the old runner's way to take away what no file defined; it defines nothing.
   const sql = list('db/sql')
     .filter((name) => path.basename(name) !== 'reset.sql')
@@ -104,12 +107,24 @@ function definedBy(statements: string[]): Set<string> {
 /** What one statement takes away, by identity (empty when it only adds or changes). */
 export function removedBy(statement: string): string[] {
   const rules: [RegExp, (m: RegExpExecArray) => string][] = [
-    [/^drop (table|view|materialized view|index|type|sequence|schema)(?: concurrently)?(?: if exists)? ([a-z0-9_.]+)/, (m) => `${m[1]} ${m[2]}`],
+    [
+      /^drop (table|view|materialized view|index|type|sequence|schema)(?: concurrently)?(?: if exists)? ([a-z0-9_.]+)/,
+      (m) => `${m[1]} ${m[2]}`,
+    ],
     [/^drop function(?: if exists)? ([a-z0-9_.]+\([^)]*\))/, (m) => `function ${m[1]}`],
     [/^drop (policy|trigger)(?: if exists)? ([a-z0-9_]+) on ([a-z0-9_.]+)/, (m) => `${m[1]} ${m[2]} on ${m[3]}`],
-    [/^alter table(?: if exists)?(?: only)? ([a-z0-9_.]+) drop(?: column)?(?: if exists)? (?!constraint )([a-z0-9_]+)/, (m) => `column ${m[1]}.${m[2]}`],
-    [/^alter table(?: if exists)?(?: only)? ([a-z0-9_.]+) alter(?: column)? ([a-z0-9_]+) (?:set data type|type|set not null)/, (m) => `column ${m[1]}.${m[2]}`],
-    [/^alter table(?: if exists)?(?: only)? ([a-z0-9_.]+) rename(?: column)? ([a-z0-9_]+) to /, (m) => (m[2] === 'to' ? `table ${m[1]}` : `column ${m[1]}.${m[2]}`)],
+    [
+      /^alter table(?: if exists)?(?: only)? ([a-z0-9_.]+) drop(?: column)?(?: if exists)? (?!constraint )([a-z0-9_]+)/,
+      (m) => `column ${m[1]}.${m[2]}`,
+    ],
+    [
+      /^alter table(?: if exists)?(?: only)? ([a-z0-9_.]+) alter(?: column)? ([a-z0-9_]+) (?:set data type|type|set not null)/,
+      (m) => `column ${m[1]}.${m[2]}`,
+    ],
+    [
+      /^alter table(?: if exists)?(?: only)? ([a-z0-9_.]+) rename(?: column)? ([a-z0-9_]+) to /,
+      (m) => (m[2] === 'to' ? `table ${m[1]}` : `column ${m[1]}.${m[2]}`),
+    ],
     [/^alter (table|view|index|function) ([a-z0-9_.]+(?:\([^)]*\))?) rename to /, (m) => `${m[1]} ${m[2]}`],
     [/^revoke (.+?) on (.+?) from ([a-z0-9_, ]+)$/, (m) => `grant ${m[1]} on ${m[2]} to ${m[3]}`],
   ];
@@ -132,13 +147,16 @@ export function contractions(previous: Release, current: Release): string[] {
   const now = definedBy(after);
   for (const identity of definedBy(before)) if (!now.has(identity)) removed.set(identity, 'no longer defined by db/sql');
   const known = new Set(before);
-  for (const statement of after.filter((text) => !known.has(text))) for (const identity of removedBy(statement)) removed.set(identity, 'removed by db/sql');
+  for (const statement of after.filter((text) => !known.has(text)))
+    for (const identity of removedBy(statement)) removed.set(identity, 'removed by db/sql');
   const landed = new Set(previous.migrations.map(({ file }) => file));
   for (const migration of current.migrations.filter(({ file }) => !landed.has(file))) {
-    for (const statement of statementsOf([migration])) for (const identity of removedBy(statement)) removed.set(normalise(identity), `removed by migrations/${migration.file}`);
+    for (const statement of statementsOf([migration]))
+      for (const identity of removedBy(statement)) removed.set(normalise(identity), `removed by migrations/${migration.file}`);
   }
   for (const [identity, how] of removed) {
-    if (!previous.retired.has(normalise(identity))) problems.push(`${identity}: ${how}, but the previous release did not list it in db/retired.txt (it may still use it)`);
+    if (!previous.retired.has(normalise(identity)))
+      problems.push(`${identity}: ${how}, but the previous release did not list it in db/retired.txt (it may still use it)`);
   }
   return problems;
 }
@@ -154,7 +172,10 @@ const release = (sql: Record<string, string>, migrations: Record<string, string>
 describe('this release against the previous one', () => {
   it('names a previous release present in the repository history', () => {
     expect(previous, 'deploy/previous-release must name a commit').toMatch(/^[0-9a-f]{40}$/);
-    expect(() => git('cat-file', '-e', `${previous}^{commit}`), `the previous release ${previous} is not in this clone's history`).not.toThrow();
+    expect(
+      () => git('cat-file', '-e', `${previous}^{commit}`),
+      `the previous release ${previous} is not in this clone's history`,
+    ).not.toThrow();
   });
 
   it('removes only what the previous release declared retired', () => {
@@ -165,9 +186,13 @@ describe('this release against the previous one', () => {
     const before = previousRelease();
     const current = currentRelease();
     // File by file, whatever order each release lists its files in (git's, or the runner's).
-    const byFile = (files: Release['sql']) => JSON.stringify([...files].sort((a, b) => a.file.localeCompare(b.file)).map((file) => [file.file, statementsOf([file])]));
+    const byFile = (files: Release['sql']) =>
+      JSON.stringify([...files].sort((a, b) => a.file.localeCompare(b.file)).map((file) => [file.file, statementsOf([file])]));
     const changed = byFile(before.sql) !== byFile(current.sql);
-    if (changed) expect(current.sqlLevel, 'db/sql differs from the previous release: raise sqlLevel in db/migrate.ts').toBeGreaterThan(before.sqlLevel);
+    if (changed)
+      expect(current.sqlLevel, 'db/sql differs from the previous release: raise sqlLevel in db/migrate.ts').toBeGreaterThan(
+        before.sqlLevel,
+      );
     else expect(current.sqlLevel).toBeGreaterThanOrEqual(before.sqlLevel);
   });
 
@@ -178,9 +203,12 @@ describe('this release against the previous one', () => {
     };
     const before = tasksOf(git('show', `${previous}:worker/runner.ts`));
     const now = new Set(tasksOf(readFileSync(path.join(root, 'worker', 'runner.ts'), 'utf8')));
-    expect(before.length, 'the previous release\'s task list was not found').toBeGreaterThan(5);
+    expect(before.length, "the previous release's task list was not found").toBeGreaterThan(5);
     const retired = previousRelease().retired;
-    expect(before.filter((task) => !now.has(task) && !retired.has(`task ${task}`)), 'a task the previous release queues is gone: keep it until a release after it was listed as retired').toEqual([]);
+    expect(
+      before.filter((task) => !now.has(task) && !retired.has(`task ${task}`)),
+      'a task the previous release queues is gone: keep it until a release after it was listed as retired',
+    ).toEqual([]);
   });
 
   it('uses nothing it lists as retired', () => {
@@ -195,7 +223,9 @@ describe('this release against the previous one', () => {
       const m = /^(function|view|table) ([a-z0-9_]+)\.([a-z0-9_]+)/.exec(identity);
       if (!m) continue; // columns, indexes, policies, triggers and grants: named too generally to search for.
       const name = m[3] as string;
-      const own = new RegExp(`^(create or replace (function|view)|comment on (function|view)|grant .* on( function)?|revoke .* on( function)?|alter (function|view)) ${m[2]}\\.${name}\\b`);
+      const own = new RegExp(
+        `^(create or replace (function|view)|comment on (function|view)|grant .* on( function)?|revoke .* on( function)?|alter (function|view)) ${m[2]}\\.${name}\\b`,
+      );
       const users = sql.filter((statement) => statement.includes(name) && !own.test(statement));
       expect(users, `${identity} is listed as retired but db/sql still uses it`).toEqual([]);
       expect(new RegExp(`\\b${name}\\b`).test(code), `${identity} is listed as retired but TypeScript still names it`).toBe(false);
@@ -213,7 +243,10 @@ grant select (a, b) on app.t to app_user;`,
   });
 
   it('finds nothing when a release only adds', () => {
-    const next = release({ 'a.sql': `${base.sql[0]?.sql}\ncreate policy q on app.t for select to app_admin using (true);` }, { '0400_add.sql': '-- Up Migration\nalter table app.t add column c text;' });
+    const next = release(
+      { 'a.sql': `${base.sql[0]?.sql}\ncreate policy q on app.t for select to app_admin using (true);` },
+      { '0400_add.sql': '-- Up Migration\nalter table app.t add column c text;' },
+    );
     expect(contractions(base, next)).toEqual([]);
   });
 
@@ -254,7 +287,12 @@ alter table app.t drop constraint t_check;`;
   });
 
   it('finds a drop function or revoke added to db/sql', () => {
-    const next = release({ 'a.sql': `${base.sql[0]?.sql}\ndrop function if exists app.f(uuid);\nrevoke execute on function app.h(int) from app_user;` });
-    expect(contractions(base, next).map((line) => line.split(':')[0])).toEqual(['function app.f(uuid)', 'grant execute on function app.h(int) to app_user']);
+    const next = release({
+      'a.sql': `${base.sql[0]?.sql}\ndrop function if exists app.f(uuid);\nrevoke execute on function app.h(int) from app_user;`,
+    });
+    expect(contractions(base, next).map((line) => line.split(':')[0])).toEqual([
+      'function app.f(uuid)',
+      'grant execute on function app.h(int) to app_user',
+    ]);
   });
 });

@@ -17,7 +17,12 @@ let hub: TestHub;
 const post: Record<string, string> = {};
 beforeAll(async () => {
   app = await startTestApp();
-  [viewer, author, member, outsider] = await Promise.all([userAtLevel(app, 4), userAtLevel(app, 3), userAtLevel(app, 4), userAtLevel(app, 4)]);
+  [viewer, author, member, outsider] = await Promise.all([
+    userAtLevel(app, 4),
+    userAtLevel(app, 3),
+    userAtLevel(app, 4),
+    userAtLevel(app, 4),
+  ]);
   hub = await createHub(app, member);
   await addMember(app, hub, viewer);
   expect((await app.post(`/users/${author.id}/follow`, undefined, { token: viewer.token })).status).toBe(200);
@@ -85,8 +90,13 @@ describe('app.home_feed over a large set of followed users (the time-ordered bra
       [many.slice(0, 4)],
     );
     // one of them votes (an activity event) on an outsider's post
-    await app.owner.query(`insert into app.activity_events (actor_id, post_id, kind) values ($1, $2, 'post_voted')`, [many[10], post.outsiders]);
-    const expected = posts.filter((row) => row.visibility !== 'private_locked_hub').map((row) => ({ post_id: row.id, context: 'followed_author' }));
+    await app.owner.query(`insert into app.activity_events (actor_id, post_id, kind) values ($1, $2, 'post_voted')`, [
+      many[10],
+      post.outsiders,
+    ]);
+    const expected = posts
+      .filter((row) => row.visibility !== 'private_locked_hub')
+      .map((row) => ({ post_id: row.id, context: 'followed_author' }));
     expect(await run(fan, home)).toEqual([{ post_id: post.outsiders, context: 'friend_interaction' }, ...expected]);
   });
 });
@@ -100,13 +110,15 @@ describe('app.hub_feed and app.profile_feed', () => {
       ),
     );
     expect(message).toBe('HUB_MEMBERSHIP_REQUIRED');
-    expect(await run(member, `select post_id from app.hub_feed($1, now(), now(), 'ffffffff-ffff-ffff-ffff-ffffffffffff', 20)`, [hub.id])).toEqual([
-      { post_id: post.locked },
-    ]);
+    expect(
+      await run(member, `select post_id from app.hub_feed($1, now(), now(), 'ffffffff-ffff-ffff-ffff-ffffffffffff', 20)`, [hub.id]),
+    ).toEqual([{ post_id: post.locked }]);
   });
 
   it('leave private_locked_hub posts out of the profile feed, even for members', async () => {
-    expect(await run(member, `select post_id from app.profile_feed($1, now(), now(), 'ffffffff-ffff-ffff-ffff-ffffffffffff', 20)`, [member.id])).toEqual([]);
+    expect(
+      await run(member, `select post_id from app.profile_feed($1, now(), now(), 'ffffffff-ffff-ffff-ffff-ffffffffffff', 20)`, [member.id]),
+    ).toEqual([]);
   });
 });
 
@@ -118,7 +130,9 @@ describe('grants', () => {
       expect(await run(user, 'select * from app_private.home_sources()')).toBe('42501');
       expect(await run(user, 'select app.add_default_feed_user($1)', [viewer.username])).toBe('42501');
     }
-    expect(await run(null, `select * from app.hub_feed($1, now(), now(), 'ffffffff-ffff-ffff-ffff-ffffffffffff', 20)`, [hub.id])).toBe('42501');
+    expect(await run(null, `select * from app.hub_feed($1, now(), now(), 'ffffffff-ffff-ffff-ffff-ffffffffffff', 20)`, [hub.id])).toBe(
+      '42501',
+    );
   });
 
   it('let app_admin list them', async () => {

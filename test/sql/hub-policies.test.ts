@@ -28,7 +28,8 @@ beforeAll(async () => {
 });
 afterAll(() => app.close());
 
-const read = (user: TestUser, sql: string, params: unknown[] = []) => asViewer(app, 'app_user', user.id, (c) => rowsOrError(c, sql, params));
+const read = (user: TestUser, sql: string, params: unknown[] = []) =>
+  asViewer(app, 'app_user', user.id, (c) => rowsOrError(c, sql, params));
 
 describe('a non-member', () => {
   it('reads no membership, invitation, join request, invite link or phone of the hub', async () => {
@@ -36,14 +37,19 @@ describe('a non-member', () => {
     expect(await read(outsider, 'select id from app.hub_invitations where hub_id = $1', [hub.id])).toEqual([]);
     expect(await read(outsider, 'select id from app.hub_join_requests where hub_id = $1', [hub.id])).toEqual([]);
     expect(await read(outsider, 'select id from app.hub_invite_links where hub_id = $1', [hub.id])).toEqual([]);
-    expect(await read(outsider, 'select phone_e164 from app.phone_identities where user_id = any($1)', [[owner.id, member.id]])).toEqual([]);
+    expect(await read(outsider, 'select phone_e164 from app.phone_identities where user_id = any($1)', [[owner.id, member.id]])).toEqual(
+      [],
+    );
     expect(await read(outsider, 'select display_name from app.hub_profiles where user_id = $1', [member.id])).toEqual([]);
   });
 
   it('never reads raw invitation phones or invitees, even as a member', async () => {
     expect(await read(member, 'select phone_e164 from app.hub_invitations')).toBe('42501');
     expect(await read(member, 'select invitee_id from app.hub_invitations')).toBe('42501');
-    const masked = (await read(member, 'select id, masked_phone from app.hub_invitations where hub_id = $1 order by id', [hub.id])) as { id: string; masked_phone: string }[];
+    const masked = (await read(member, 'select id, masked_phone from app.hub_invitations where hub_id = $1 order by id', [hub.id])) as {
+      id: string;
+      masked_phone: string;
+    }[];
     const { rows: all } = await app.owner.query('select id from app.hub_invitations where hub_id = $1 order by id', [hub.id]);
     expect(masked.map((row) => row.id)).toEqual(all.map((row) => row.id));
     expect(masked.map((row) => row.id)).toContain(invitationId);
@@ -73,8 +79,12 @@ describe('an invited user', () => {
 
 describe('an active member', () => {
   it("reads co-members' phones and nothing of admins' queues", async () => {
-    const phones = await read(member, 'select user_id from app.phone_identities where user_id = any($1) order by user_id', [[owner.id, member.id, invited.id, outsider.id]]);
-    expect(phones, 'their own and the co-member owner, not the invited user or an outsider').toEqual([owner.id, member.id].sort().map((user_id) => ({ user_id })));
+    const phones = await read(member, 'select user_id from app.phone_identities where user_id = any($1) order by user_id', [
+      [owner.id, member.id, invited.id, outsider.id],
+    ]);
+    expect(phones, 'their own and the co-member owner, not the invited user or an outsider').toEqual(
+      [owner.id, member.id].sort().map((user_id) => ({ user_id })),
+    );
     expect(await read(member, 'select id from app.hub_join_requests where hub_id = $1', [hub.id])).toEqual([]);
     expect(await read(owner, 'select user_id from app.hub_join_requests where hub_id = $1', [hub.id])).toEqual([{ user_id: requester.id }]);
     expect(await read(member, 'select id from app.hub_invite_links where hub_id = $1', [hub.id])).toEqual([]);
@@ -94,16 +104,32 @@ describe('hub-scoped notifications (spec 6.3 rule 3)', () => {
   it('are visible only while the recipient is an active member; leaving hides, rejoining reveals', async () => {
     const user = await userAtLevel(app, 4);
     await addMember(app, hub, user);
-    await app.owner.query(`insert into app.notifications (recipient_id, type, hub_id) values ($1, 'hub_role_changed', $2), ($1, 'user_followed', null)`, [user.id, hub.id]);
-    const visible = () => read(user, `select type from app.notifications where type in ('hub_role_changed', 'user_followed', 'hub_member_joined') order by type::text`);
+    await app.owner.query(
+      `insert into app.notifications (recipient_id, type, hub_id) values ($1, 'hub_role_changed', $2), ($1, 'user_followed', null)`,
+      [user.id, hub.id],
+    );
+    const visible = () =>
+      read(
+        user,
+        `select type from app.notifications where type in ('hub_role_changed', 'user_followed', 'hub_member_joined') order by type::text`,
+      );
     expect(await visible()).toEqual([{ type: 'hub_role_changed' }, { type: 'user_followed' }]);
     await app.delete(`/hubs/${hub.id}/membership`, { token: user.token });
     expect(await visible()).toEqual([{ type: 'user_followed' }]);
-    expect((await app.owner.query(`select count(*)::int as n from app.notifications where recipient_id = $1 and type = 'hub_role_changed'`, [user.id])).rows[0].n).toBe(1);
+    expect(
+      (
+        await app.owner.query(`select count(*)::int as n from app.notifications where recipient_id = $1 and type = 'hub_role_changed'`, [
+          user.id,
+        ])
+      ).rows[0].n,
+    ).toBe(1);
     await addMember(app, hub, user);
     expect(await visible()).toEqual([{ type: 'hub_role_changed' }, { type: 'user_followed' }]);
     // Rows of a hub that does not exist fail closed.
-    await app.owner.query(`insert into app.notifications (recipient_id, type, hub_id) values ($1, 'hub_member_joined', gen_random_uuid())`, [user.id]);
+    await app.owner.query(
+      `insert into app.notifications (recipient_id, type, hub_id) values ($1, 'hub_member_joined', gen_random_uuid())`,
+      [user.id],
+    );
     expect(await visible()).toEqual([{ type: 'hub_role_changed' }, { type: 'user_followed' }]);
   });
 });

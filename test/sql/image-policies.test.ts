@@ -45,7 +45,12 @@ async function imageAsset(owner: TestUser, status: 'processing' | 'ready' | 'fai
 }
 
 const imageKey = async (id: string) =>
-  (await app.owner.query<{ key: string | null }>('select app.image_key(status, display_key, object_key) as key from app.assets where id = $1', [id])).rows[0]?.key;
+  (
+    await app.owner.query<{ key: string | null }>(
+      'select app.image_key(status, display_key, object_key) as key from app.assets where id = $1',
+      [id],
+    )
+  ).rows[0]?.key;
 
 describe('app.image_key', () => {
   it('shows the display variant once processed, the upload of an older image until then, and nothing while processing or failed', async () => {
@@ -73,7 +78,9 @@ describe('attaching assets', () => {
     expect(await check([processing.id])).toEqual([{ one: true, processing: true }]);
     expect(await check([failed.id])).toEqual([{ one: false, processing: false }]);
     // Whoever writes the column: the trigger refuses the failed one.
-    expect(await asViewer(app, 'app_user', alice.id, (c) => rowsOrError(c, 'select app.complete_media($1) as ok', [failed.id]))).toEqual([{ ok: false }]);
+    expect(await asViewer(app, 'app_user', alice.id, (c) => rowsOrError(c, 'select app.complete_media($1) as ok', [failed.id]))).toEqual([
+      { ok: false },
+    ]);
   });
 });
 
@@ -100,7 +107,9 @@ describe('recording processing', () => {
       await worker.end();
       await listener.end();
     }
-    const { rows } = await app.owner.query('select status, width, object_key, display_key, error_code from app.assets where id = $1', [asset.id]);
+    const { rows } = await app.owner.query('select status, width, object_key, display_key, error_code from app.assets where id = $1', [
+      asset.id,
+    ]);
     expect(rows[0]).toEqual({ status: 'ready', width: 800, object_key: 'j', display_key: 'd', error_code: null });
     // The upload's deletion was queued with the record: the app's worker deletes it.
     await expect.poll(() => app.storage.head(asset.upload), { timeout: 10_000 }).toBeNull();
@@ -111,11 +120,16 @@ describe('objects of an image', () => {
   it('all go when the asset is unused (object_key, upload, variants), none while it is used', async () => {
     const bob = await userAtLevel(app, 2);
     const asset = await imageAsset(bob, 'ready', true);
-    const keys = async () => (await app.owner.query<{ key: string }>('select key from app_private.unused_asset_keys($1) key order by 1', [asset.id])).rows.map((r) => r.key);
+    const keys = async () =>
+      (await app.owner.query<{ key: string }>('select key from app_private.unused_asset_keys($1) key order by 1', [asset.id])).rows.map(
+        (r) => r.key,
+      );
     await app.owner.query('update app.users set profile_asset_id = $1 where id = $2', [asset.id, bob.id]);
     expect(await keys()).toEqual([]);
     await app.owner.query('update app.users set profile_asset_id = null where id = $1', [bob.id]);
-    expect(await keys()).toEqual([`images/${asset.id}.jpg`, `images/${asset.id}/128x128.webp`, `images/${asset.id}/256x256.webp`, asset.upload].sort());
+    expect(await keys()).toEqual(
+      [`images/${asset.id}.jpg`, `images/${asset.id}/128x128.webp`, `images/${asset.id}/256x256.webp`, asset.upload].sort(),
+    );
   });
 
   it("are all listed for an account's purge", async () => {
@@ -126,7 +140,16 @@ describe('objects of an image', () => {
        on conflict (user_id) do update set purge_started_at = now()`,
       [carol.id],
     );
-    const { rows } = await app.owner.query<{ object_key: string }>('select object_key from app_private.purge_account_object_keys($1)', [carol.id]);
-    expect(rows.map((r) => r.object_key)).toEqual(expect.arrayContaining([asset.upload, `images/${asset.id}.jpg`, `images/${asset.id}/128x128.webp`, `images/${asset.id}/256x256.webp`]));
+    const { rows } = await app.owner.query<{ object_key: string }>('select object_key from app_private.purge_account_object_keys($1)', [
+      carol.id,
+    ]);
+    expect(rows.map((r) => r.object_key)).toEqual(
+      expect.arrayContaining([
+        asset.upload,
+        `images/${asset.id}.jpg`,
+        `images/${asset.id}/128x128.webp`,
+        `images/${asset.id}/256x256.webp`,
+      ]),
+    );
   });
 });

@@ -13,7 +13,16 @@ import pg from 'pg';
 import { Logger, runMigrations as runWorkerMigrations } from 'graphile-worker';
 import { runner } from 'node-pg-migrate';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
-import { baselineMigration, frozenMigrations, migrate, shippedMigrations, shippedSqlFiles, sqlDir, sqlFiles, sqlLevel } from '../../db/migrate.ts';
+import {
+  baselineMigration,
+  frozenMigrations,
+  migrate,
+  shippedMigrations,
+  shippedSqlFiles,
+  sqlDir,
+  sqlFiles,
+  sqlLevel,
+} from '../../db/migrate.ts';
 import { acrossMajors, currentSchema, schemaFileMajor, schemaFilePath } from '../../db/schema/schema-file.ts';
 import { databaseUrl } from '../helpers/global-setup.ts';
 
@@ -99,7 +108,10 @@ it('the baseline is the first versioned migration', () => {
 
 describe('db/sql', () => {
   it('is applied in the order sqlFiles gives, which names every file of the folder once', () => {
-    const present = readdirSync(sqlDir).filter((file) => file.endsWith('.sql')).map((file) => file.slice(0, -'.sql'.length)).sort();
+    const present = readdirSync(sqlDir)
+      .filter((file) => file.endsWith('.sql'))
+      .map((file) => file.slice(0, -'.sql'.length))
+      .sort();
     expect([...sqlFiles].sort()).toEqual(present);
     expect(new Set(sqlFiles).size).toBe(sqlFiles.length);
   });
@@ -107,7 +119,11 @@ describe('db/sql', () => {
   it('is recorded file by file with its content hash', async () => {
     const url = await newDatabase(inject('templateDatabase'));
     const rows = await query<{ file: string; sha256: string }>(url, 'select file, sha256 from public.sql_files order by file');
-    expect(rows).toEqual(shippedSqlFiles().map(({ file, sha256 }) => ({ file, sha256 })).sort((a, b) => (a.file < b.file ? -1 : 1)));
+    expect(rows).toEqual(
+      shippedSqlFiles()
+        .map(({ file, sha256 }) => ({ file, sha256 }))
+        .sort((a, b) => (a.file < b.file ? -1 : 1)),
+    );
     expect(await query(url, 'select level from public.sql_levels')).toEqual([{ level: sqlLevel }]);
   });
 
@@ -115,7 +131,10 @@ describe('db/sql', () => {
     const url = await newDatabase(inject('templateDatabase'));
     await query(url, `insert into public.sql_levels (level, sha256, applied_at) values (${sqlLevel + 1}, 'newer', now())`);
     await expect(migrate(url)).rejects.toThrow(`this release's db/sql is level ${sqlLevel}, but the database has level ${sqlLevel + 1}`);
-    await query(url, `delete from public.sql_levels where level > ${sqlLevel}; insert into public.pgmigrations (name, run_on) values ('9999_newer', now())`);
+    await query(
+      url,
+      `delete from public.sql_levels where level > ${sqlLevel}; insert into public.pgmigrations (name, run_on) values ('9999_newer', now())`,
+    );
     await expect(migrate(url)).rejects.toThrow('migration 9999_newer ran, but this release does not ship it');
   });
 
@@ -147,5 +166,4 @@ describe('db/sql', () => {
     await query(url, 'drop policy stray on app.posts; drop trigger stray on app.follows');
     await expectCurrentSchema(url, 'db/sql applied again must give db/schema.sql');
   });
-
 });

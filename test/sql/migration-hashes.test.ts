@@ -12,17 +12,26 @@ const landedHint =
 
 it('every migration file has a committed hash', () => {
   const listed = committedHashes();
-  expect(migrationFiles().filter((file) => !listed.has(file)), addHint).toEqual([]);
+  expect(
+    migrationFiles().filter((file) => !listed.has(file)),
+    addHint,
+  ).toEqual([]);
 });
 
 it('no listed migration is gone', () => {
   const present = new Set(migrationFiles());
-  expect([...committedHashes().keys()].filter((file) => !present.has(file)), landedHint).toEqual([]);
+  expect(
+    [...committedHashes().keys()].filter((file) => !present.has(file)),
+    landedHint,
+  ).toEqual([]);
 });
 
 it('every landed migration has the content it was committed with', () => {
   const changed = [...committedHashes()].filter(([file, hash]) => migrationFiles().includes(file) && hashOf(file) !== hash);
-  expect(changed.map(([file]) => file), landedHint).toEqual([]);
+  expect(
+    changed.map(([file]) => file),
+    landedHint,
+  ).toEqual([]);
 });
 
 // docs/database.md: down sections are never run, so a migration has none (found as node-pg-migrate
@@ -31,6 +40,8 @@ it('every landed migration has the content it was committed with', () => {
 // and stay as landed.
 it('no migration outside migrations/frozen/ has a down section', () => {
   const later = migrationFiles().filter((file) => !file.startsWith('migrations/frozen/'));
-  const withDown = later.filter((file) => /^\s*--[\s-]*down\s+migration/im.test(readFileSync(new URL(`../../${file}`, import.meta.url), 'utf8')));
+  const withDown = later.filter((file) =>
+    /^\s*--[\s-]*down\s+migration/im.test(readFileSync(new URL(`../../${file}`, import.meta.url), 'utf8')),
+  );
   expect(withDown, 'a new migration has no `-- Down Migration` section (docs/database.md)').toEqual([]);
 });

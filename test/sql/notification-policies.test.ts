@@ -37,7 +37,8 @@ afterAll(async () => {
 
 const insufficientPrivilege = '42501';
 const sessionOf = (user: TestUser): string => JSON.parse(Buffer.from(user.token.split('.')[1] as string, 'base64url').toString()).sid;
-const read = (user: TestUser, sql: string, params: unknown[] = []) => asViewer(app, 'app_user', user.id, (c) => rowsOrError(c, sql, params));
+const read = (user: TestUser, sql: string, params: unknown[] = []) =>
+  asViewer(app, 'app_user', user.id, (c) => rowsOrError(c, sql, params));
 
 async function errorOf(run: Promise<unknown>): Promise<{ code?: string; message: string } | undefined> {
   return run.then(
@@ -57,7 +58,9 @@ describe('grants', () => {
     ]) {
       expect(await read(member, sql), sql).toBe(insufficientPrivilege);
     }
-    expect(await asViewer(app, 'app_anonymous', null, (c) => rowsOrError(c, 'select id from app.notifications'))).toBe(insufficientPrivilege);
+    expect(await asViewer(app, 'app_anonymous', null, (c) => rowsOrError(c, 'select id from app.notifications'))).toBe(
+      insufficientPrivilege,
+    );
   });
 
   it('keeps the delivery functions to the authenticator login: no API role may call them', async () => {
@@ -71,7 +74,9 @@ describe('grants', () => {
     ]) {
       expect(await read(member, sql), sql).toBe(insufficientPrivilege);
     }
-    expect(await asViewer(app, 'app_anonymous', null, (c) => rowsOrError(c, 'select app.mark_notifications_read(null, true)'))).toBe(insufficientPrivilege);
+    expect(await asViewer(app, 'app_anonymous', null, (c) => rowsOrError(c, 'select app.mark_notifications_read(null, true)'))).toBe(
+      insufficientPrivilege,
+    );
   });
 
   it('gives the authenticator login itself no access to notification rows', async () => {
@@ -102,7 +107,8 @@ describe('app.notification_rows', () => {
     const shown = await insertNotification(app, member.id, { actorId: actor.id });
     const blockedActor = await insertNotification(app, blocker.id, { actorId: actor.id });
     const hidden = await insertNotification(app, outsider.id, { type: 'hub_post_created', hubId: hub.id, actorId: actor.id });
-    const rowsFor = (user: TestUser) => read(user, 'select notification_id, actor_id, actor_username from app.notification_rows($1)', [[shown, blockedActor, hidden]]);
+    const rowsFor = (user: TestUser) =>
+      read(user, 'select notification_id, actor_id, actor_username from app.notification_rows($1)', [[shown, blockedActor, hidden]]);
     expect(await rowsFor(member)).toEqual([{ notification_id: shown, actor_id: actor.id, actor_username: actor.username }]);
     expect(await rowsFor(blocker)).toEqual([{ notification_id: blockedActor, actor_id: null, actor_username: null }]);
     expect(await rowsFor(outsider)).toEqual([]);
@@ -146,8 +152,10 @@ describe('the dispatcher', () => {
       return { from: BigInt(parsed.from), to: BigInt(parsed.to) };
     });
   const dispatch = () => authenticator.query('select app_private.dispatch_notifications()');
-  const txOf = async (id: string) => BigInt((await app.owner.query('select tx_id::text as tx from app.notifications where id = $1', [id])).rows[0].tx);
-  const watermark = async () => BigInt((await app.owner.query('select dispatched_to::text as w from app_private.notification_dispatch')).rows[0].w);
+  const txOf = async (id: string) =>
+    BigInt((await app.owner.query('select tx_id::text as tx from app.notifications where id = $1', [id])).rows[0].tx);
+  const watermark = async () =>
+    BigInt((await app.owner.query('select dispatched_to::text as w from app_private.notification_dispatch')).rows[0].w);
 
   it('announces only ranges that hold rows, and moves no watermark when nothing was written', async () => {
     // First every row written so far is announced (xmin is cluster-wide: other files' transactions may hold it).
@@ -177,53 +185,65 @@ describe('the dispatcher', () => {
     }
   });
 
-  it('covers every committed row by exactly one announced range, also when an older transaction commits last', { timeout: 40_000 }, async () => {
-    await dispatch();
-    const listener = await listenTo(app, 'notifications');
-    const slow = new pg.Client({ connectionString: app.ownerUrl });
-    await slow.connect();
-    try {
-      await slow.query('begin');
-      const late = (await slow.query(`insert into app.notifications (recipient_id, type) values ($1, 'user_followed') returning id`, [outsider.id])).rows[0].id;
-      // Another recipient: a row for the same one would add to the same unread counter, and when both
-      // picked the same of its random slots this insert would wait for the open transaction for ever.
-      const early = await insertNotification(app, member.id);
+  it(
+    'covers every committed row by exactly one announced range, also when an older transaction commits last',
+    { timeout: 40_000 },
+    async () => {
       await dispatch();
-      await sleep(50);
-      // While the older transaction runs, no range reaches the committed newer row.
-      const earlyTx = await txOf(early);
-      expect(ranges(listener.payloads).every((range) => range.to <= earlyTx)).toBe(true);
-      await slow.query('commit');
-      const lateTx = await txOf(late);
-      expect(lateTx).toBeLessThan(earlyTx);
-      const covering = (tx: bigint) => ranges(listener.payloads).filter((range) => range.from <= tx && tx < range.to);
-      // Until xmin passes both (it is cluster-wide: other test files' transactions hold it too, for
-      // example graphql-bounds' table lock for its 5 s statement timeout). Bounded below the test's
-      // timeout: a loop left running after a timeout would keep dispatching on the shared
-      // authenticator connection under the file's next tests, and its finally would never close
-      // the clients.
-      const deadline = Date.now() + 25_000;
-      while (covering(earlyTx).length === 0 || covering(lateTx).length === 0) {
-        if (Date.now() > deadline) throw new Error(`no range covered ${lateTx} and ${earlyTx} within 25 s; announced: ${ranges(listener.payloads).map((range) => `${range.from}-${range.to}`).join(', ')}`);
+      const listener = await listenTo(app, 'notifications');
+      const slow = new pg.Client({ connectionString: app.ownerUrl });
+      await slow.connect();
+      try {
+        await slow.query('begin');
+        const late = (
+          await slow.query(`insert into app.notifications (recipient_id, type) values ($1, 'user_followed') returning id`, [outsider.id])
+        ).rows[0].id;
+        // Another recipient: a row for the same one would add to the same unread counter, and when both
+        // picked the same of its random slots this insert would wait for the open transaction for ever.
+        const early = await insertNotification(app, member.id);
         await dispatch();
-        await sleep(20);
+        await sleep(50);
+        // While the older transaction runs, no range reaches the committed newer row.
+        const earlyTx = await txOf(early);
+        expect(ranges(listener.payloads).every((range) => range.to <= earlyTx)).toBe(true);
+        await slow.query('commit');
+        const lateTx = await txOf(late);
+        expect(lateTx).toBeLessThan(earlyTx);
+        const covering = (tx: bigint) => ranges(listener.payloads).filter((range) => range.from <= tx && tx < range.to);
+        // Until xmin passes both (it is cluster-wide: other test files' transactions hold it too, for
+        // example graphql-bounds' table lock for its 5 s statement timeout). Bounded below the test's
+        // timeout: a loop left running after a timeout would keep dispatching on the shared
+        // authenticator connection under the file's next tests, and its finally would never close
+        // the clients.
+        const deadline = Date.now() + 25_000;
+        while (covering(earlyTx).length === 0 || covering(lateTx).length === 0) {
+          if (Date.now() > deadline)
+            throw new Error(
+              `no range covered ${lateTx} and ${earlyTx} within 25 s; announced: ${ranges(listener.payloads)
+                .map((range) => `${range.from}-${range.to}`)
+                .join(', ')}`,
+            );
+          await dispatch();
+          await sleep(20);
+        }
+        expect(covering(lateTx)).toHaveLength(1);
+        expect(covering(earlyTx)).toHaveLength(1);
+        // Consecutive ranges: each starts where the previous ended.
+        const announced = ranges(listener.payloads);
+        for (let i = 1; i < announced.length; i += 1) expect(announced[i]?.from).toBe(announced[i - 1]?.to);
+      } finally {
+        await slow.end();
+        await listener.end();
       }
-      expect(covering(lateTx)).toHaveLength(1);
-      expect(covering(earlyTx)).toHaveLength(1);
-      // Consecutive ranges: each starts where the previous ended.
-      const announced = ranges(listener.payloads);
-      for (let i = 1; i < announced.length; i += 1) expect(announced[i]?.from).toBe(announced[i - 1]?.to);
-    } finally {
-      await slow.end();
-      await listener.end();
-    }
-  });
+    },
+  );
 
   it('is led by one connection at a time, and passes on when that connection ends', async () => {
     const other = new pg.Client({ connectionString: roleUrl(app.ownerUrl, 'authenticator') });
     await other.connect();
     try {
-      const take = async (client: pg.Client) => (await client.query('select app_private.take_notification_dispatch() as lead')).rows[0].lead;
+      const take = async (client: pg.Client) =>
+        (await client.query('select app_private.take_notification_dispatch() as lead')).rows[0].lead;
       expect(await take(authenticator)).toBe(true);
       expect(await take(other)).toBe(false);
       const third = new pg.Client({ connectionString: roleUrl(app.ownerUrl, 'authenticator') });
@@ -276,7 +296,10 @@ describe('app_private.live_notifications', () => {
   it("returns, in one statement for every session, the range's rows its user may see now in (tx_id, id) order, and whether the session is live", async () => {
     const from = await xmin();
     const anonymous = await anonymousUser(app);
-    const memberRows = [await insertNotification(app, member.id, { ageSeconds: 1 }), await insertNotification(app, member.id, { type: 'hub_post_created', hubId: hub.id })];
+    const memberRows = [
+      await insertNotification(app, member.id, { ageSeconds: 1 }),
+      await insertNotification(app, member.id, { type: 'hub_post_created', hubId: hub.id }),
+    ];
     const hidden = await insertNotification(app, outsider.id, { type: 'hub_post_created', hubId: hub.id });
     const anonymousRow = await insertNotification(app, anonymous.id);
     await app.owner.query('update app.sessions set revoked_at = now() where id = $1', [sessionOf(anonymous)]);
@@ -322,7 +345,10 @@ describe('app_private.live_notifications', () => {
     // Removed (the member's last stream closed): nothing for that session any more.
     expect(await batch(from, to, [sessionOf(outsider)])).toEqual([]);
     // The table belongs to the function's owner: the login role can neither read nor change it itself.
-    for (const sql of ['select id from pg_temp.live_open_sessions', `insert into pg_temp.live_open_sessions values ('${sessionOf(member)}')`]) {
+    for (const sql of [
+      'select id from pg_temp.live_open_sessions',
+      `insert into pg_temp.live_open_sessions values ('${sessionOf(member)}')`,
+    ]) {
       expect((await errorOf(authenticator.query(sql)))?.code, sql).toBe(insufficientPrivilege);
     }
     // Another connection has a table of its own: empty until it syncs, so it reads nothing for anyone.
@@ -330,7 +356,9 @@ describe('app_private.live_notifications', () => {
     await other.connect();
     try {
       await other.query('select app_private.live_sessions_sync($1::uuid[], $2::uuid[])', [[], []]);
-      expect((await other.query('select * from app_private.live_notifications($1::xid8, $2::xid8)', [from.toString(), to.toString()])).rows).toEqual([]);
+      expect(
+        (await other.query('select * from app_private.live_notifications($1::xid8, $2::xid8)', [from.toString(), to.toString()])).rows,
+      ).toEqual([]);
     } finally {
       await other.end();
     }
@@ -365,7 +393,9 @@ describe('app_private.live_notifications', () => {
     const ended = await anonymousUser(app);
     await app.post('/auth/logout', { refreshToken: ended.refreshToken, logoutFromAllDevices: false }, { token: ended.token });
     const unknown = randomUUID();
-    const { rows } = await authenticator.query('select id from app_private.ended_sessions($1::uuid[]) as id', [[sessionOf(live), sessionOf(ended), unknown]]);
+    const { rows } = await authenticator.query('select id from app_private.ended_sessions($1::uuid[]) as id', [
+      [sessionOf(live), sessionOf(ended), unknown],
+    ]);
     expect(rows.map((row) => row.id).sort()).toEqual([sessionOf(ended), unknown].sort());
   });
 });
@@ -377,19 +407,27 @@ describe('app.notification_replay', () => {
       expect(row?.place === null).toBe(row?.ids === null);
       return row?.ids;
     });
-  const txOf = async (id: string) => BigInt((await app.owner.query('select tx_id::text as t from app.notifications where id = $1', [id])).rows[0].t);
+  const txOf = async (id: string) =>
+    BigInt((await app.owner.query('select tx_id::text as t from app.notifications where id = $1', [id])).rows[0].t);
   const beyond = async () => BigInt((await app.owner.query('select pg_current_xact_id()::text as t')).rows[0].t) + 1n;
 
   it("returns the viewer's rows after the given one in (tx_id, id) order, below the bound, at most the limit", async () => {
     const user = await anonymousUser(app);
-    const [a, b, c, d] = [await insertNotification(app, user.id), await insertNotification(app, user.id), await insertNotification(app, user.id), await insertNotification(app, user.id)] as string[];
+    const [a, b, c, d] = [
+      await insertNotification(app, user.id),
+      await insertNotification(app, user.id),
+      await insertNotification(app, user.id),
+      await insertNotification(app, user.id),
+    ] as string[];
     await insertNotification(app, outsider.id);
     const bound = await beyond();
     expect(await replay(user, a as string, bound)).toEqual([b, c, d]);
     expect(await replay(user, a as string, bound, 2)).toEqual([b, c]);
     expect(await replay(user, a as string, await txOf(c as string))).toEqual([b]);
     expect(await replay(user, d as string, bound)).toEqual([]);
-    expect(await read(user, 'select place::text from app.notification_replay($1, $2::xid8, 1)', [b, bound.toString()])).toEqual([{ place: (await txOf(b as string)).toString() }]);
+    expect(await read(user, 'select place::text from app.notification_replay($1, $2::xid8, 1)', [b, bound.toString()])).toEqual([
+      { place: (await txOf(b as string)).toString() },
+    ]);
   });
 
   it('applies hub visibility at replay time: a leaver gets none of that hub, also when the place is a hub row', async () => {

@@ -45,13 +45,17 @@ describe('posts', () => {
     // someone takes its handle meanwhile, and it is shown again (restored): the memberships come
     // back, the handle does not (it must choose another), so the account is at level 1.
     // Spec 2.3 rule 14 and part 5 ask for an active, Hub-ready member.
-    const { rows: [held] } = await app.owner.query<{ username: string }>('select username from app.users where id = $1', [member.id]);
+    const {
+      rows: [held],
+    } = await app.owner.query<{ username: string }>('select username from app.users where id = $1', [member.id]);
     await app.owner.query('select app_private.hide_account($1)', [member.id]);
     await app.owner.query('update app.users set username = $1 where id = $2', [held?.username, outsider.id]);
     expect((await app.owner.query('select app_private.show_account($1) as shown', [member.id])).rows[0].shown).toBe(true);
     try {
       expect((await app.owner.query('select app.user_access_level($1) as level', [member.id])).rows[0].level).toBeLessThan(4);
-      expect((await app.owner.query('select count(*)::int as n from app.hub_memberships where user_id = $1', [member.id])).rows[0].n).toBe(1);
+      expect((await app.owner.query('select count(*)::int as n from app.hub_memberships where user_id = $1', [member.id])).rows[0].n).toBe(
+        1,
+      );
       expect(await read(member, 'select id from app.posts where id = $1', [lockedId])).toEqual([]);
       expect(await read(member, 'select text from app.comments where post_id = $1', [lockedId])).toEqual([]);
       expect(await read(member, 'select app.can_see_post($1) as visible', [lockedId])).toEqual([{ visible: false }]);
@@ -71,7 +75,9 @@ describe('posts', () => {
 
   it('cannot be written directly', async () => {
     expect(await read(author, `update app.posts set thought_text = 'x' where id = $1 returning id`, [publicId])).toBe('42501');
-    expect(await read(author, `insert into app.comments (post_id, author_id, text) values ($1, $2, 'x') returning id`, [publicId, author.id])).toBe('42501');
+    expect(
+      await read(author, `insert into app.comments (post_id, author_id, text) values ($1, $2, 'x') returning id`, [publicId, author.id]),
+    ).toBe('42501');
   });
 });
 
@@ -92,7 +98,9 @@ describe('votes', () => {
       expect(await read(viewer, `select app_private.tally_ballots($1, null, '{}', '{0,0,0,0,0}', 5)`, [publicId])).toBe('42501');
     }
     expect(await read(member, 'select * from app.activity_events')).toBe('42501');
-    expect(await read(author, `insert into app.vote_receipts (post_id, user_id) values ($1, $2) returning post_id`, [publicId, author.id])).toBe('42501');
+    expect(
+      await read(author, `insert into app.vote_receipts (post_id, user_id) values ($1, $2) returning post_id`, [publicId, author.id]),
+    ).toBe('42501');
   });
 
   it('tally only posts the viewer can see', async () => {
@@ -107,10 +115,14 @@ describe('votes', () => {
 });
 
 describe('saved posts', () => {
-  it("are private to their owner, and only visible posts can be saved", async () => {
+  it('are private to their owner, and only visible posts can be saved', async () => {
     expect(await read(outsider, 'select post_id from app.saved_posts where user_id = $1', [member.id])).toEqual([]);
     expect(await read(member, 'select post_id from app.saved_posts')).toEqual([{ post_id: publicId }]);
-    expect(await read(outsider, `insert into app.saved_posts (user_id, post_id) values ($1, $2) returning post_id`, [outsider.id, lockedId])).toBe('42501');
-    expect(await read(outsider, `insert into app.saved_posts (user_id, post_id) values ($1, $2) returning post_id`, [member.id, publicId])).toBe('42501');
+    expect(
+      await read(outsider, `insert into app.saved_posts (user_id, post_id) values ($1, $2) returning post_id`, [outsider.id, lockedId]),
+    ).toBe('42501');
+    expect(
+      await read(outsider, `insert into app.saved_posts (user_id, post_id) values ($1, $2) returning post_id`, [member.id, publicId]),
+    ).toBe('42501');
   });
 });

@@ -58,16 +58,96 @@ interface Read {
 }
 
 const reads: Read[] = [
-  { name: 'comments page 1', viewer, sql: commentPageSql(false), params: [post, null, null, page + 1], table: 'comments', bound: page + 1, rows: page + 1 },
-  { name: 'replies page 1', viewer, sql: commentPageSql(true), params: [replied, root, null, null, page + 1], table: 'comments', bound: page + 1, rows: page + 1 },
-  { name: 'followers page 1', viewer, sql: followPageSql('follower_id', false), params: [star, null, page + 1], table: 'follows', bound: page + 1, rows: page + 1 },
-  { name: 'followers q=zzzz', viewer, sql: followPageSql('follower_id', true), params: [star, null, 'zzzz', page + 1], table: 'follows', bound: followScanCap, widest: followScanCap },
-  { name: 'following page 1', viewer, sql: followPageSql('followee_id', false), params: [fan, null, page + 1], table: 'follows', bound: page + 1, rows: page },
-  { name: 'messages page 1', viewer, sql: messagePageSql(false), params: [discussion, null, null, page + 1], table: 'hub_discussion_messages', bound: page + 1, rows: page + 1 },
-  { name: 'thread replies page 1', viewer, sql: messagePageSql(true), params: [firstMessage, null, null, page + 1], table: 'hub_discussion_messages', bound: page + 1, rows: page + 1 },
-  { name: `people search q=${hotNameWord} (every name)`, viewer: null, sql: peopleSearchSql, params: [hotNameWord, -1, '', null, page + 1], table: 'user_name_words', bound: 2 * (page + 1), rows: page + 1 },
-  { name: 'people search q=anna', viewer: null, sql: peopleSearchSql, params: ['anna', -1, '', null, page + 1], table: 'user_name_words', bound: 2 * (page + 1), rows: page + 1 },
-  { name: 'hub search q=garden', viewer, sql: hubSearchSql, params: ['garden', null, null, page + 1], table: 'hub_name_words', bound: 2 * (page + 1), rows: page + 1 },
+  {
+    name: 'comments page 1',
+    viewer,
+    sql: commentPageSql(false),
+    params: [post, null, null, page + 1],
+    table: 'comments',
+    bound: page + 1,
+    rows: page + 1,
+  },
+  {
+    name: 'replies page 1',
+    viewer,
+    sql: commentPageSql(true),
+    params: [replied, root, null, null, page + 1],
+    table: 'comments',
+    bound: page + 1,
+    rows: page + 1,
+  },
+  {
+    name: 'followers page 1',
+    viewer,
+    sql: followPageSql('follower_id', false),
+    params: [star, null, page + 1],
+    table: 'follows',
+    bound: page + 1,
+    rows: page + 1,
+  },
+  {
+    name: 'followers q=zzzz',
+    viewer,
+    sql: followPageSql('follower_id', true),
+    params: [star, null, 'zzzz', page + 1],
+    table: 'follows',
+    bound: followScanCap,
+    widest: followScanCap,
+  },
+  {
+    name: 'following page 1',
+    viewer,
+    sql: followPageSql('followee_id', false),
+    params: [fan, null, page + 1],
+    table: 'follows',
+    bound: page + 1,
+    rows: page,
+  },
+  {
+    name: 'messages page 1',
+    viewer,
+    sql: messagePageSql(false),
+    params: [discussion, null, null, page + 1],
+    table: 'hub_discussion_messages',
+    bound: page + 1,
+    rows: page + 1,
+  },
+  {
+    name: 'thread replies page 1',
+    viewer,
+    sql: messagePageSql(true),
+    params: [firstMessage, null, null, page + 1],
+    table: 'hub_discussion_messages',
+    bound: page + 1,
+    rows: page + 1,
+  },
+  {
+    name: `people search q=${hotNameWord} (every name)`,
+    viewer: null,
+    sql: peopleSearchSql,
+    params: [hotNameWord, -1, '', null, page + 1],
+    table: 'user_name_words',
+    bound: 2 * (page + 1),
+    rows: page + 1,
+  },
+  {
+    name: 'people search q=anna',
+    viewer: null,
+    sql: peopleSearchSql,
+    params: ['anna', -1, '', null, page + 1],
+    table: 'user_name_words',
+    bound: 2 * (page + 1),
+    rows: page + 1,
+  },
+  {
+    name: 'hub search q=garden',
+    viewer,
+    sql: hubSearchSql,
+    params: ['garden', null, null, page + 1],
+    table: 'hub_name_words',
+    bound: 2 * (page + 1),
+    rows: page + 1,
+  },
 ];
 
 /** Rows of a table the planner may read for an estimate (get_actual_variable_range: a probe of each end of an index). */
@@ -101,7 +181,15 @@ async function checkReads() {
   expect(failures).toEqual([]);
 }
 
-const hotTables = ['app.comments', 'app.follows', 'app.hub_discussion_messages', 'app.users', 'app.user_name_words', 'app.hub_name_words', 'app.hub_memberships'];
+const hotTables = [
+  'app.comments',
+  'app.follows',
+  'app.hub_discussion_messages',
+  'app.users',
+  'app.user_name_words',
+  'app.hub_name_words',
+  'app.hub_memberships',
+];
 
 describe('list reads on hot values, the planner free', () => {
   it('the data set is hot: one value holds every row of the columns the reads test', async () => {
@@ -138,8 +226,11 @@ describe('list reads on hot values, the planner free', () => {
   it('read about a page with no column statistics', async (context) => {
     await app.owner.query(`analyze ${hotTables.join(', ')}`);
     const cleared = await clearColumnStatistics();
-    if (!cleared) context.skip('before PostgreSQL 18 only a superuser clears column statistics (pg_statistic), and this connection is not one');
-    const { rows } = await app.owner.query(`select from pg_stats where schemaname = 'app' and tablename = any ($1)`, [hotTables.map((t) => t.slice(4))]);
+    if (!cleared)
+      context.skip('before PostgreSQL 18 only a superuser clears column statistics (pg_statistic), and this connection is not one');
+    const { rows } = await app.owner.query(`select from pg_stats where schemaname = 'app' and tablename = any ($1)`, [
+      hotTables.map((t) => t.slice(4)),
+    ]);
     expect(rows).toHaveLength(0);
     await checkReads();
     await checkMembers();

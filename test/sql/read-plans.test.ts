@@ -14,7 +14,18 @@ import { followPageSql, followScanCap } from '../../server/users/follows.ts';
 import { myHubPageSql } from '../../server/users/my-hubs.ts';
 import { benchId, generate, space, subject as s } from '../bench/scale-data.ts';
 import { startTestApp, type TestApp } from '../helpers/app.ts';
-import { buffers, describePlan, explain, nodes, readsInTransaction, rowsRead, rowsReadInTransaction, scansOf, type PlanNode, vacuumUntilAllVisible } from '../helpers/plans.ts';
+import {
+  buffers,
+  describePlan,
+  explain,
+  nodes,
+  readsInTransaction,
+  rowsRead,
+  rowsReadInTransaction,
+  scansOf,
+  type PlanNode,
+  vacuumUntilAllVisible,
+} from '../helpers/plans.ts';
 import { asViewer } from '../helpers/sql.ts';
 
 const n = 2_000;
@@ -81,8 +92,11 @@ describe('GET /posts/{postId}/comments', () => {
     const first = await planAs(viewer, commentPageSql(false), [post, null, null, page + 1]);
     expect(first['Actual Rows']).toBe(page + 1);
     expectReads(first, 'comments', page + 1);
-    const middle = await app.owner.query(`select (extract(epoch from created_at) * 1000000)::bigint as us, id from app.comments
-                                         where post_id = $1 order by created_at, id offset ${n / 2} limit 1`, [post]);
+    const middle = await app.owner.query(
+      `select (extract(epoch from created_at) * 1000000)::bigint as us, id from app.comments
+                                         where post_id = $1 order by created_at, id offset ${n / 2} limit 1`,
+      [post],
+    );
     const later = await planAs(viewer, commentPageSql(false), [post, middle.rows[0].us, middle.rows[0].id, page + 1]);
     expect(later['Actual Rows']).toBe(page + 1);
     expectReads(later, 'comments', page + 1);
@@ -96,7 +110,10 @@ describe('GET /posts/{postId}/comments', () => {
 
   it('counts comments and replies without reading them', async () => {
     const many = await planAs(viewer, 'select app.post_comment_count($1), app.comment_reply_count($2)', [post, root]);
-    const few = await planAs(viewer, 'select app.post_comment_count($1), app.comment_reply_count($2)', [benchId(space.post, s.sharedPost), benchId(space.comment, s.comments + 1)]);
+    const few = await planAs(viewer, 'select app.post_comment_count($1), app.comment_reply_count($2)', [
+      benchId(space.post, s.sharedPost),
+      benchId(space.comment, s.comments + 1),
+    ]);
     expect(buffers(many) - buffers(few)).toBeLessThanOrEqual(4);
   });
 });
@@ -108,7 +125,10 @@ describe('GET /users/by-username/{username} and /users/me/profile (stats and cou
     // The votes author received 2,000 votes; the prolific author wrote 2,000 posts; the viewer neither.
     const votesAuthor = user(s.votesAuthor);
     const prolific = user(s.prolificAuthor);
-    const { rows } = await app.owner.query<{ n: number }>('select count(*)::int as n from app.vote_receipts r join app.posts p on p.id = r.post_id where p.author_id = $1', [votesAuthor]);
+    const { rows } = await app.owner.query<{ n: number }>(
+      'select count(*)::int as n from app.vote_receipts r join app.posts p on p.id = r.post_id where p.author_id = $1',
+      [votesAuthor],
+    );
     expect(rows[0]?.n).toBe(n);
     const quiet = await planAs(viewer, profile, [viewer]);
     for (const subject of [votesAuthor, prolific]) {
@@ -118,7 +138,10 @@ describe('GET /users/by-username/{username} and /users/me/profile (stats and cou
       const read = await asViewer(app, 'app_user', subject, async (client) => {
         const before = [await rowsReadInTransaction(client, 'app.vote_receipts'), await rowsReadInTransaction(client, 'app.posts')];
         await client.query(profile, [subject]);
-        return [(await rowsReadInTransaction(client, 'app.vote_receipts')) - (before[0] as number), (await rowsReadInTransaction(client, 'app.posts')) - (before[1] as number)];
+        return [
+          (await rowsReadInTransaction(client, 'app.vote_receipts')) - (before[0] as number),
+          (await rowsReadInTransaction(client, 'app.posts')) - (before[1] as number),
+        ];
       });
       expect(read).toEqual([0, 0]);
     }
@@ -128,7 +151,8 @@ describe('GET /users/by-username/{username} and /users/me/profile (stats and cou
 });
 
 describe('GET /search/users', () => {
-  const search = (q: string, after: [number, string, string | null] = [-1, '', null]) => planAs(null, peopleSearchSql, [q, ...after, page + 1]);
+  const search = (q: string, after: [number, string, string | null] = [-1, '', null]) =>
+    planAs(null, peopleSearchSql, [q, ...after, page + 1]);
 
   it('reads about a page of users and name words for a name many people have', async () => {
     // "anna": a first name of about 1 person in 40, so about 100 of the data set's users.
@@ -171,7 +195,10 @@ describe('GET /users/{userId}/followers and /following with q', () => {
   const fan = user(s.fan);
 
   it(`reads at most ${followScanCap} rows of the list, for a q that no one in it matches`, async () => {
-    for (const [side, subject] of [['follower_id', star], ['followee_id', fan]] as const) {
+    for (const [side, subject] of [
+      ['follower_id', star],
+      ['followee_id', fan],
+    ] as const) {
       const plan = await planAs(viewer, followPageSql(side, true), [subject, null, 'zzzz', page + 1]);
       expect(read(plan, 'follows'), describePlan(plan)).toBeLessThanOrEqual(followScanCap);
       expect(read(plan, 'users'), describePlan(plan)).toBeLessThanOrEqual(followScanCap);
@@ -210,7 +237,7 @@ describe('activeUsers24h (GET /hubs/{hubId}, GET /search/hubs)', () => {
             const before = await activityRead(client);
             const { rows } = await client.query<{ n: number }>('select app.hub_active_users($1) as n', [hub]);
             expect(rows[0]?.n).toBe(count);
-            expect(await activityRead(client) - before, `hub ${hub}, call ${call}`).toBeLessThanOrEqual(bound);
+            expect((await activityRead(client)) - before, `hub ${hub}, call ${call}`).toBeLessThanOrEqual(bound);
           } finally {
             await client.query('rollback');
           }
@@ -219,7 +246,9 @@ describe('activeUsers24h (GET /hubs/{hubId}, GET /search/hubs)', () => {
     } finally {
       client.release();
     }
-    const answer = await asViewer(app, 'app_user', viewer, (c) => c.query('select app.hub_active_users($1) as n', [benchId(space.hub, s.hub)]));
+    const answer = await asViewer(app, 'app_user', viewer, (c) =>
+      c.query('select app.hub_active_users($1) as n', [benchId(space.hub, s.hub)]),
+    );
     expect(answer.rows[0].n).toBe(1000);
   });
 });
@@ -283,10 +312,13 @@ describe('GET /search/hubs', () => {
 });
 
 describe('GET /hubs/{hubId}/discussions/{discussionId}/messages', () => {
-  it('reads one page of a discussion\'s messages and of a thread\'s replies', async () => {
+  it("reads one page of a discussion's messages and of a thread's replies", async () => {
     // The newest hub post's discussion has 2,000 messages; its first message has 2,000 replies.
     const discussion = benchId(space.discussion, s.hubPosts + n);
-    for (const [sql, key] of [[messagePageSql(false), discussion], [messagePageSql(true), benchId(space.message, 1)]] as const) {
+    for (const [sql, key] of [
+      [messagePageSql(false), discussion],
+      [messagePageSql(true), benchId(space.message, 1)],
+    ] as const) {
       const plan = await planAs(viewer, sql, [key, null, null, page + 1]);
       expect(plan['Actual Rows']).toBe(page + 1);
       expectReads(plan, 'hub_discussion_messages', page + 1);
@@ -295,7 +327,7 @@ describe('GET /hubs/{hubId}/discussions/{discussionId}/messages', () => {
 });
 
 describe('GET /users/me/saved-discussions', () => {
-  it('reads one page of saved rows and their discussions, not the discussions of the viewer\'s hubs', async () => {
+  it("reads one page of saved rows and their discussions, not the discussions of the viewer's hubs", async () => {
     // The saver saved 2,000 discussions of hub 1, which has 2,000 discussions.
     const plan = await planAs(user(s.saver), savedDiscussionPageSql, [null, null, page + 1]);
     expect(plan['Actual Rows']).toBe(page + 1);
@@ -313,7 +345,7 @@ describe('co-member policies of Hub identities and phone identities (0310)', () 
   const members = [user(s.firstPerson), user(s.firstPerson + n / 2), user(s.firstPerson + n - 1)];
   const strangers = [user(s.firstPerson + n + 1), user(s.firstPerson + n + 2)];
 
-  it('probe the few rows a statement tests, not every member of the viewer\'s hubs', async () => {
+  it("probe the few rows a statement tests, not every member of the viewer's hubs", async () => {
     // The viewer is a member of hub 1 (2,000 members) and hubs 2 and 3.
     for (const table of ['app.hub_profiles', 'app.phone_identities']) {
       const { seen, read } = await asViewer(app, 'app_user', viewer, async (client) => {
@@ -328,17 +360,22 @@ describe('co-member policies of Hub identities and phone identities (0310)', () 
     }
   });
 
-  it('answer exactly the set of the viewer\'s co-members, for every user and several viewers', async () => {
+  it("answer exactly the set of the viewer's co-members, for every user and several viewers", async () => {
     const { rows: everyone } = await app.owner.query<{ id: string }>('select id from app.users');
     for (const who of [viewer, user(s.joiner), user(s.hubOwner), strangers[0]!]) {
       // The set, read by the owner: every member of every hub of the viewer, at access level 4.
       const { rows: set } = await app.owner.query<{ ids: string[] }>(
         `select coalesce(array_agg(distinct other.user_id), '{}') as ids
          from app.hub_memberships mine join app.hub_memberships other on other.hub_id = mine.hub_id
-         where mine.user_id = $1 and (select l.level from app_private.user_level($1) l) >= 4`, [who]);
+         where mine.user_id = $1 and (select l.level from app_private.user_level($1) l) >= 4`,
+        [who],
+      );
       const differ = await asViewer(app, 'app_user', who, (client) =>
-        client.query(`select u from unnest($1::uuid[]) u where app.viewer_shares_hub_with(u) is distinct from (u = any ($2::uuid[]))`,
-          [everyone.map((row) => row.id), set[0]?.ids]));
+        client.query(`select u from unnest($1::uuid[]) u where app.viewer_shares_hub_with(u) is distinct from (u = any ($2::uuid[]))`, [
+          everyone.map((row) => row.id),
+          set[0]?.ids,
+        ]),
+      );
       expect(differ.rows, who).toEqual([]);
     }
   });
@@ -362,7 +399,9 @@ describe('GET /posts/{postId}/vote/hubs (app.vote_tally, 0311)', () => {
   it('sums the same counters as before: the global scope only its own rows, a hub scope only its own', async () => {
     const post = benchId(space.post, s.votesPosts + 1);
     const expected = await app.owner.query(
-      `select coalesce(sum(left_count), 0)::int as l, coalesce(sum(right_count), 0)::int as r from app.vote_counters where post_id = $1 and hub_id is null`, [post]);
+      `select coalesce(sum(left_count), 0)::int as l, coalesce(sum(right_count), 0)::int as r from app.vote_counters where post_id = $1 and hub_id is null`,
+      [post],
+    );
     const answer = await asViewer(app, 'app_user', viewer, (client) => client.query('select app.vote_tally($1, null) as tally', [post]));
     expect(answer.rows[0].tally.c).toEqual([0, expected.rows[0].l, 0, expected.rows[0].r, 0]);
     expect(expected.rows[0].l + expected.rows[0].r).toBeGreaterThan(0);
@@ -379,7 +418,9 @@ describe('GET /users/me/hubs (app.my_hub_page, 0330)', () => {
     try {
       await client.query('begin');
       await client.query(`select set_config('app.user_id', $1, true)`, [joiner]);
-      const { rows } = await client.query<{ body: string }>(`select prosrc as body from pg_proc where oid = 'app.my_hub_page(timestamptz, uuid, int)'::regprocedure`);
+      const { rows } = await client.query<{ body: string }>(
+        `select prosrc as body from pg_proc where oid = 'app.my_hub_page(timestamptz, uuid, int)'::regprocedure`,
+      );
       return await explain(client, rows[0]?.body as string, params);
     } finally {
       await client.query('rollback');
@@ -391,12 +432,21 @@ describe('GET /users/me/hubs (app.my_hub_page, 0330)', () => {
     const first = await pagePlan([null, null, page + 1]);
     expect(first['Actual Rows']).toBe(page + 1);
     const scans = scansOf(first, 'hub_list_entries');
-    expect(scans.map((scan) => [scan['Node Type'], scan['Index Name']]), describePlan(first)).toEqual([['Index Scan', 'hub_list_entries_page']]);
-    expect(nodes(first).filter((node) => node['Node Type'] === 'Sort'), describePlan(first)).toEqual([]);
+    expect(
+      scans.map((scan) => [scan['Node Type'], scan['Index Name']]),
+      describePlan(first),
+    ).toEqual([['Index Scan', 'hub_list_entries_page']]);
+    expect(
+      nodes(first).filter((node) => node['Node Type'] === 'Sort'),
+      describePlan(first),
+    ).toEqual([]);
     expectReads(first, 'hub_list_entries', page + 1);
     expectReads(first, 'hubs', page + 1);
-    const middle = await app.owner.query(`select activity_at, hub_id from app_private.hub_list_entries where user_id = $1
-                                          order by activity_at desc, hub_id desc offset ${n / 2} limit 1`, [joiner]);
+    const middle = await app.owner.query(
+      `select activity_at, hub_id from app_private.hub_list_entries where user_id = $1
+                                          order by activity_at desc, hub_id desc offset ${n / 2} limit 1`,
+      [joiner],
+    );
     const later = await pagePlan([middle.rows[0].activity_at, middle.rows[0].hub_id, page + 1]);
     expect(later['Actual Rows']).toBe(page + 1);
     expectReads(later, 'hub_list_entries', page + 1);
@@ -405,7 +455,9 @@ describe('GET /users/me/hubs (app.my_hub_page, 0330)', () => {
   it("reads a page of rows as a request runs it, not the viewer's memberships or the hubs' activity", async () => {
     // By oid: the viewer's role may not name a table of app_private.
     const tables = ['app_private.hub_list_entries', 'app.hub_memberships', 'app.hub_activity', 'app.hubs'];
-    const oids = (await app.owner.query<{ oid: string }>('select unnest($1::regclass[])::oid::text as oid', [tables])).rows.map((row) => row.oid);
+    const oids = (await app.owner.query<{ oid: string }>('select unnest($1::regclass[])::oid::text as oid', [tables])).rows.map(
+      (row) => row.oid,
+    );
     const { rows, read } = await asViewer(app, 'app_user', joiner, async (client) => {
       const before = await Promise.all(oids.map((oid) => rowsReadInTransaction(client, oid)));
       const { rows } = await client.query(myHubPageSql, [null, null, page + 1]);
@@ -429,7 +481,9 @@ describe('GET /notifications (app.notification_page, app.notification_rows, 0331
   const author = user(s.votesAuthor);
 
   it('keeps one plan for the page ids, which reads a page of rows on every call', async () => {
-    const { rows } = await app.owner.query(`select proconfig from pg_proc where oid = 'app.notification_page(timestamptz, uuid, boolean, int)'::regprocedure`);
+    const { rows } = await app.owner.query(
+      `select proconfig from pg_proc where oid = 'app.notification_page(timestamptz, uuid, boolean, int)'::regprocedure`,
+    );
     expect(rows[0].proconfig).toContain('plan_cache_mode=force_generic_plan');
     const notifications = (await app.owner.query(`select 'app.notifications'::regclass::oid::text as oid`)).rows[0].oid;
     const reads = await asViewer(app, 'app_user', author, async (client) => {
@@ -438,7 +492,10 @@ describe('GET /notifications (app.notification_page, app.notification_rows, 0331
       for (let i = 0; i < 8; i += 1) {
         for (const unreadOnly of [false, true]) {
           const before = await rowsReadInTransaction(client, notifications);
-          const { rows: page1 } = await client.query('select p.id from app.notification_page(null, null, $1, $2) p', [unreadOnly, page + 1]);
+          const { rows: page1 } = await client.query('select p.id from app.notification_page(null, null, $1, $2) p', [
+            unreadOnly,
+            page + 1,
+          ]);
           expect(page1).toHaveLength(page + 1);
           counts.push((await rowsReadInTransaction(client, notifications)) - before);
         }
@@ -454,10 +511,15 @@ describe('GET /notifications (app.notification_page, app.notification_rows, 0331
     // to the photo that is not skipped for a row without an actor scans the assets per row.
     const { rows } = await app.owner.query(`select prosrc from pg_proc where oid = 'app.notification_rows(uuid[])'::regprocedure`);
     const body = (rows[0].prosrc as string).replaceAll('p_ids', '$1');
-    const planners = ['', 'set local enable_memoize = off; set local enable_hashjoin = off; set local enable_mergejoin = off; set local enable_indexscan = off'];
+    const planners = [
+      '',
+      'set local enable_memoize = off; set local enable_hashjoin = off; set local enable_mergejoin = off; set local enable_indexscan = off',
+    ];
     for (const planner of planners) {
       const plan = await asViewer(app, 'app_user', author, async (client) => {
-        const ids = (await client.query('select p.id from app.notification_page(null, null, false, $1) p', [page + 1])).rows.map((row) => row.id as string);
+        const ids = (await client.query('select p.id from app.notification_page(null, null, false, $1) p', [page + 1])).rows.map(
+          (row) => row.id as string,
+        );
         await client.query('set local plan_cache_mode = force_generic_plan');
         if (planner) await client.query(planner);
         await client.query(`prepare notification_rows_plan(uuid[]) as ${body}`);
@@ -468,7 +530,10 @@ describe('GET /notifications (app.notification_page, app.notification_rows, 0331
         }
       });
       expect(plan['Actual Rows']).toBe(page + 1);
-      expect(scansOf(plan, 'notifications').map((scan) => scan['Node Type']), describePlan(plan)).not.toContain('Seq Scan');
+      expect(
+        scansOf(plan, 'notifications').map((scan) => scan['Node Type']),
+        describePlan(plan),
+      ).not.toContain('Seq Scan');
       expectReads(plan, 'notifications', page + 1);
       expectReads(plan, 'users', 0);
       expectReads(plan, 'assets', 0);

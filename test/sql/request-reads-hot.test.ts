@@ -58,7 +58,10 @@ beforeAll(async () => {
     const query = connection.query.bind(connection) as (...args: unknown[]) => unknown;
     (connection as { query: unknown }).query = (...args: unknown[]) => {
       const [first, second] = args as [string | { text: string; values?: unknown[] }, unknown];
-      const sent: Sent = typeof first === 'string' ? { text: first, ...(Array.isArray(second) ? { values: second } : {}) } : { text: first.text, ...(first.values ? { values: first.values } : {}) };
+      const sent: Sent =
+        typeof first === 'string'
+          ? { text: first, ...(Array.isArray(second) ? { values: second } : {}) }
+          : { text: first.text, ...(first.values ? { values: first.values } : {}) };
       recording?.push(sent);
       return query(...args);
     };
@@ -67,11 +70,17 @@ beforeAll(async () => {
 afterAll(() => app.close());
 
 /** A statement without the transaction control around it (the opening is `begin; select set_config(...)`). */
-const withoutControl = (text: string) => text.replace(/^\s*begin\s*;/i, '').replace(/^\s*(commit|rollback)\s*;?\s*$/i, '').trim();
+const withoutControl = (text: string) =>
+  text
+    .replace(/^\s*begin\s*;/i, '')
+    .replace(/^\s*(commit|rollback)\s*;?\s*$/i, '')
+    .trim();
 
 /** The statements of `sent`, again, `times` transactions on one connection; the rows read per table in the last. */
 async function readsOf(sent: Sent[], times = 6): Promise<Map<string, number>> {
-  const statements = sent.map((statement) => ({ ...statement, text: withoutControl(statement.text) })).filter((statement) => statement.text !== '');
+  const statements = sent
+    .map((statement) => ({ ...statement, text: withoutControl(statement.text) }))
+    .filter((statement) => statement.text !== '');
   const client = new pg.Client({ connectionString: app.ownerUrl });
   await client.connect();
   try {
@@ -85,10 +94,14 @@ async function readsOf(sent: Sent[], times = 6): Promise<Map<string, number>> {
         // answer) fails again: its reads count, and the next statement runs as it did.
         for (const statement of statements) {
           await client.query('savepoint replayed');
-          await client.query(statement.text, statement.values as unknown[] | undefined).catch(() => client.query('rollback to savepoint replayed'));
+          await client
+            .query(statement.text, statement.values as unknown[] | undefined)
+            .catch(() => client.query('rollback to savepoint replayed'));
         }
         const end = await readsInTransaction(client);
-        reads = new Map([...end].map(([relation, rows]) => [relation, rows - (start.get(relation) ?? 0)] as const).filter(([, read]) => read > 0));
+        reads = new Map(
+          [...end].map(([relation, rows]) => [relation, rows - (start.get(relation) ?? 0)] as const).filter(([, read]) => read > 0),
+        );
       } finally {
         await client.query('rollback');
       }

@@ -24,7 +24,10 @@ it('db/schema.sql is the schema the migrations produce', async () => {
     const produced = await currentSchema(databaseUrl(adminUrl, database), major);
     const committed = await readFile(schemaFilePath, 'utf8');
     if (major === schemaFileMajor) expect(produced, regenerate).toBe(committed);
-    else expect(acrossMajors(produced), `${regenerate} (compared across PostgreSQL ${major} and ${schemaFileMajor})`).toBe(acrossMajors(committed));
+    else
+      expect(acrossMajors(produced), `${regenerate} (compared across PostgreSQL ${major} and ${schemaFileMajor})`).toBe(
+        acrossMajors(committed),
+      );
   } finally {
     await admin.query(`drop database if exists ${database} with (force)`);
     await admin.end();

@@ -11,7 +11,9 @@ beforeAll(async () => {
 afterAll(() => app.close());
 
 const consume = (key: string, limit: number, window: string) =>
-  app.owner.query<{ wait: number }>('select app_private.consume_sliding_limit($1, $2, $3::interval) as wait', [key, limit, window]).then((r) => r.rows[0]?.wait);
+  app.owner
+    .query<{ wait: number }>('select app_private.consume_sliding_limit($1, $2, $3::interval) as wait', [key, limit, window])
+    .then((r) => r.rows[0]?.wait);
 
 describe('sliding windows', () => {
   it('allow `limit` hits in any window and answer the seconds until the oldest leaves', async () => {
@@ -30,12 +32,18 @@ describe('sliding windows', () => {
   });
 
   it('are reached by API roles only through app.consume_address_limit, for the two sign-in buckets', async () => {
-    const allowed = await asViewer(app, 'app_anonymous', null, (c) => rowsOrError(c, `select app.consume_address_limit('otp_request', '192.0.2.1') as wait`));
+    const allowed = await asViewer(app, 'app_anonymous', null, (c) =>
+      rowsOrError(c, `select app.consume_address_limit('otp_request', '192.0.2.1') as wait`),
+    );
     expect(allowed).toEqual([{ wait: 0 }]);
-    const unknown = await asViewer(app, 'app_anonymous', null, (c) => rowsOrError(c, `select app.consume_address_limit('other', '192.0.2.1')`));
+    const unknown = await asViewer(app, 'app_anonymous', null, (c) =>
+      rowsOrError(c, `select app.consume_address_limit('other', '192.0.2.1')`),
+    );
     expect(unknown).toBe('P0001');
     for (const role of ['app_anonymous', 'app_user'] as const) {
-      const direct = await asViewer(app, role, null, (c) => rowsOrError(c, `select app_private.consume_sliding_limit('x', 1000, '1 second')`));
+      const direct = await asViewer(app, role, null, (c) =>
+        rowsOrError(c, `select app_private.consume_sliding_limit('x', 1000, '1 second')`),
+      );
       expect(direct).toBe('42501');
     }
   });
@@ -59,7 +67,9 @@ describe('sliding windows', () => {
     const waits: number[] = [];
     for (let i = 0; i < 31; i += 1) {
       const address = i % 2 ? `2001:db8:9:9::${i + 1}` : `2001:db8:9:9:${i + 1}::1`;
-      const { rows } = await app.owner.query<{ wait: number }>(`select app.consume_address_limit('anonymous_session', $1) as wait`, [address]);
+      const { rows } = await app.owner.query<{ wait: number }>(`select app.consume_address_limit('anonymous_session', $1) as wait`, [
+        address,
+      ]);
       waits.push(rows[0]?.wait ?? -1);
     }
     expect(waits.slice(0, 30)).toEqual(Array(30).fill(0));
@@ -71,7 +81,9 @@ describe('sliding windows', () => {
     await consume('test:recent', 5, '24 hours');
     await app.owner.query(`update app_private.sliding_limits set hits = array[now() - interval '25 hours'] where key = 'test:old'`);
     await app.owner.query('select app_private.purge_expired_auth()');
-    const { rows } = await app.owner.query(`select key from app_private.sliding_limits where key in ('test:old', 'test:recent') order by key`);
+    const { rows } = await app.owner.query(
+      `select key from app_private.sliding_limits where key in ('test:old', 'test:recent') order by key`,
+    );
     expect(rows.map((r) => r.key)).toEqual(['test:recent']);
   });
 });

@@ -25,7 +25,10 @@ beforeAll(async () => {
   hubs = [];
   for (let i = 0; i < 3; i++) hubs.push((await createHub(app, owner)).id);
   const source = (
-    await app.owner.query<{ id: string }>(`insert into app.posts (author_id, thought_text, visibility) values ($1, 'source', 'public') returning id`, [owner.id])
+    await app.owner.query<{ id: string }>(
+      `insert into app.posts (author_id, thought_text, visibility) values ($1, 'source', 'public') returning id`,
+      [owner.id],
+    )
   ).rows[0]?.id;
   reposts = [];
   for (const visibility of ['public', 'public_hub', 'private_locked_hub', 'public']) {
@@ -35,13 +38,25 @@ beforeAll(async () => {
     );
     reposts.push(rows[0]?.id as string);
   }
-  await app.owner.query(`insert into app.post_hubs (post_id, hub_id, kind, added_by) values ($1, $2, 'target', $3)`, [reposts[2], hubs[0], owner.id]);
+  await app.owner.query(`insert into app.post_hubs (post_id, hub_id, kind, added_by) values ($1, $2, 'target', $3)`, [
+    reposts[2],
+    hubs[0],
+    owner.id,
+  ]);
 }, 60_000);
 afterAll(async () => {
   await app.close();
 });
 
-const types = ['post_voted', 'user_followed', 'post_reposted', 'post_reposted', 'post_reposted', 'hub_post_created', 'hub_member_joined'] as const;
+const types = [
+  'post_voted',
+  'user_followed',
+  'post_reposted',
+  'post_reposted',
+  'post_reposted',
+  'hub_post_created',
+  'hub_member_joined',
+] as const;
 
 type Command =
   | { op: 'insert'; user: number; type: (typeof types)[number]; hub: number | null; post: number | null; read: boolean; rows: number }
@@ -57,7 +72,18 @@ type Command =
 const user = fc.integer({ min: 0, max: 1 });
 const hub = fc.integer({ min: 0, max: 2 });
 const command: fc.Arbitrary<Command> = fc.oneof(
-  { weight: 5, arbitrary: fc.record({ op: fc.constant('insert' as const), user, type: fc.constantFrom(...types), hub: fc.option(hub, { freq: 1 }), post: fc.option(fc.integer({ min: 0, max: 4 }), { freq: 6 }), read: fc.boolean(), rows: fc.integer({ min: 1, max: 3 }) }) },
+  {
+    weight: 5,
+    arbitrary: fc.record({
+      op: fc.constant('insert' as const),
+      user,
+      type: fc.constantFrom(...types),
+      hub: fc.option(hub, { freq: 1 }),
+      post: fc.option(fc.integer({ min: 0, max: 4 }), { freq: 6 }),
+      read: fc.boolean(),
+      rows: fc.integer({ min: 1, max: 3 }),
+    }),
+  },
   { weight: 1, arbitrary: fc.record({ op: fc.constant('markAll' as const), user }) },
   { weight: 2, arbitrary: fc.record({ op: fc.constant('markSome' as const), user, pick: fc.nat() }) },
   { weight: 1, arbitrary: fc.record({ op: fc.constant('unread' as const), pick: fc.nat() }) },
@@ -65,7 +91,14 @@ const command: fc.Arbitrary<Command> = fc.oneof(
   { weight: 2, arbitrary: fc.record({ op: fc.constant('join' as const), user, hub }) },
   { weight: 2, arbitrary: fc.record({ op: fc.constant('leave' as const), user, hub }) },
   { weight: 1, arbitrary: fc.record({ op: fc.constant('level' as const), user, hubReady: fc.boolean() }) },
-  { weight: 3, arbitrary: fc.record({ op: fc.constant('repost' as const), post: fc.integer({ min: 0, max: 3 }), change: fc.constantFrom('delete' as const, 'restore' as const, 'private' as const, 'public' as const, 'remove' as const) }) },
+  {
+    weight: 3,
+    arbitrary: fc.record({
+      op: fc.constant('repost' as const),
+      post: fc.integer({ min: 0, max: 3 }),
+      change: fc.constantFrom('delete' as const, 'restore' as const, 'private' as const, 'public' as const, 'remove' as const),
+    }),
+  },
 );
 
 async function asUser<T>(client: pg.PoolClient, userId: string, read: () => Promise<T>): Promise<T> {
@@ -79,7 +112,10 @@ async function asUser<T>(client: pg.PoolClient, userId: string, read: () => Prom
 
 async function apply(client: pg.PoolClient, c: Command): Promise<void> {
   const idOf = async (pick: number, userId?: string) => {
-    const { rows } = await client.query<{ id: string }>('select id from app.notifications where $1::uuid is null or recipient_id = $1 order by id', [userId ?? null]);
+    const { rows } = await client.query<{ id: string }>(
+      'select id from app.notifications where $1::uuid is null or recipient_id = $1 order by id',
+      [userId ?? null],
+    );
     return rows.length ? (rows[pick % rows.length] as { id: string }).id : undefined;
   };
   switch (c.op) {
@@ -113,13 +149,22 @@ async function apply(client: pg.PoolClient, c: Command): Promise<void> {
       return;
     }
     case 'join':
-      await client.query('insert into app.hub_memberships (hub_id, user_id) values ($1, $2) on conflict do nothing', [hubs[c.hub], (recipients[c.user] as TestUser).id]);
+      await client.query('insert into app.hub_memberships (hub_id, user_id) values ($1, $2) on conflict do nothing', [
+        hubs[c.hub],
+        (recipients[c.user] as TestUser).id,
+      ]);
       return;
     case 'leave':
-      await client.query('delete from app.hub_memberships where hub_id = $1 and user_id = $2', [hubs[c.hub], (recipients[c.user] as TestUser).id]);
+      await client.query('delete from app.hub_memberships where hub_id = $1 and user_id = $2', [
+        hubs[c.hub],
+        (recipients[c.user] as TestUser).id,
+      ]);
       return;
     case 'level':
-      await client.query('update app.users set contacts_synced_at = case when $2 then now() end where id = $1', [(recipients[c.user] as TestUser).id, c.hubReady]);
+      await client.query('update app.users set contacts_synced_at = case when $2 then now() end where id = $1', [
+        (recipients[c.user] as TestUser).id,
+        c.hubReady,
+      ]);
       return;
     case 'repost': {
       const id = reposts[c.post];
@@ -210,7 +255,10 @@ describe('under concurrent writers', () => {
           client.release();
         }
         // A repost stops and starts being visible to everyone (and one is deleted) while rows about it are written and read.
-        await app.owner.query(`update app.posts set visibility = case when visibility = 'public' then 'private_locked_hub' else 'public' end::app.post_visibility where id = $1`, [reposts[0]]);
+        await app.owner.query(
+          `update app.posts set visibility = case when visibility = 'public' then 'private_locked_hub' else 'public' end::app.post_visibility where id = $1`,
+          [reposts[0]],
+        );
         if (i === 7) await app.owner.query('update app.posts set deleted_at = now() where id = $1', [reposts[3]]);
       }
     })();
@@ -222,11 +270,16 @@ describe('under concurrent writers', () => {
 
   it('are set right again by the rebuild after a drift', async () => {
     const [recipient] = recipients as [TestUser];
-    const count = async () => (await app.owner.query<{ n: number }>('select coalesce(sum(unread), 0)::int as n from app_private.unread_counts($1)', [recipient.id])).rows[0]?.n;
+    const count = async () =>
+      (await app.owner.query<{ n: number }>('select coalesce(sum(unread), 0)::int as n from app_private.unread_counts($1)', [recipient.id]))
+        .rows[0]?.n;
     const right = await count();
     await app.owner.query(`update app_private.unread_counters set unread = unread + 5 where user_id = $1`, [recipient.id]);
-    await app.owner.query(`insert into app_private.unread_counters (user_id, kind, scope_id, slot, unread) values ($1, 'g', null, 31, 3)
-                           on conflict (user_id, kind, scope_id, slot) do update set unread = app_private.unread_counters.unread + 3`, [recipient.id]);
+    await app.owner.query(
+      `insert into app_private.unread_counters (user_id, kind, scope_id, slot, unread) values ($1, 'g', null, 31, 3)
+                           on conflict (user_id, kind, scope_id, slot) do update set unread = app_private.unread_counters.unread + 3`,
+      [recipient.id],
+    );
     expect((await app.owner.query('select * from app_private.unread_counter_drift()')).rows.length).toBeGreaterThan(0);
     expect(await count()).not.toBe(right);
     await app.owner.query('select app_private.rebuild_unread_counters()');
@@ -250,7 +303,7 @@ describe('cost', () => {
     }
   }
 
-  it('follows the viewer\'s scopes, not their rows: counts and pages of 20,000 rows cost what those of 40 do', async () => {
+  it("follows the viewer's scopes, not their rows: counts and pages of 20,000 rows cost what those of 40 do", async () => {
     const [small, large] = [await userAtLevel(app, 4), await userAtLevel(app, 4)];
     const left = hubs[2] as string;
     for (const target of [small, large]) {

@@ -31,13 +31,17 @@ afterAll(() => app.close());
 
 describe('upload intents', () => {
   it('are visible to their owner only, and to no anonymous request', async () => {
-    expect(await asViewer(app, 'app_user', alice.id, (c) => rowsOrError(c, 'select id from app.upload_intents'))).toEqual([{ id: intentId }]);
+    expect(await asViewer(app, 'app_user', alice.id, (c) => rowsOrError(c, 'select id from app.upload_intents'))).toEqual([
+      { id: intentId },
+    ]);
     expect(await asViewer(app, 'app_user', bob.id, (c) => rowsOrError(c, 'select id from app.upload_intents'))).toEqual([]);
     expect(await asViewer(app, 'app_anonymous', null, (c) => rowsOrError(c, 'select id from app.upload_intents'))).toBe('42501');
   });
 
   it('cannot be written directly', async () => {
-    const write = await asViewer(app, 'app_user', alice.id, (c) => rowsOrError(c, `update app.upload_intents set completed_at = now() returning id`));
+    const write = await asViewer(app, 'app_user', alice.id, (c) =>
+      rowsOrError(c, `update app.upload_intents set completed_at = now() returning id`),
+    );
     expect(write).toBe('42501');
   });
 });
@@ -59,13 +63,21 @@ describe('profile photos', () => {
   it("accept only the user's own profile_photo assets, whoever writes the column", async () => {
     const carol = await userAtLevel(app, 4);
     // Alice's asset as Carol's photo, written straight into the column (the grant allows the column).
-    expect(await asViewer(app, 'app_user', carol.id, (c) => rowsOrError(c, 'update app.users set profile_asset_id = $1 where id = $2 returning id', [assetId, carol.id]))).toBe('P0001');
+    expect(
+      await asViewer(app, 'app_user', carol.id, (c) =>
+        rowsOrError(c, 'update app.users set profile_asset_id = $1 where id = $2 returning id', [assetId, carol.id]),
+      ),
+    ).toBe('P0001');
     expect(
       await asViewer(app, 'app_user', carol.id, (c) =>
         rowsOrError(c, 'insert into app.hub_profiles (user_id, profile_asset_id) values ($1, $2) returning user_id', [carol.id, assetId]),
       ),
     ).toBe('P0001');
     // Alice's own asset is fine.
-    expect(await asViewer(app, 'app_user', alice.id, (c) => rowsOrError(c, 'update app.users set profile_asset_id = $1 where id = $2 returning id', [assetId, alice.id]))).toEqual([{ id: alice.id }]);
+    expect(
+      await asViewer(app, 'app_user', alice.id, (c) =>
+        rowsOrError(c, 'update app.users set profile_asset_id = $1 where id = $2 returning id', [assetId, alice.id]),
+      ),
+    ).toEqual([{ id: alice.id }]);
   });
 });

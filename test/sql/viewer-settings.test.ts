@@ -44,7 +44,10 @@ it('a transaction begun as a user is that user and session to the SQL, and passe
 });
 
 it('an anonymous transaction has no viewer, and a session that is not live fails the gate', async () => {
-  const seen = await asViewer<{ role: string; user_id: string | null }>([beginAs(anonymousViewer), 'select current_user as role, app.viewer_id() as user_id;']);
+  const seen = await asViewer<{ role: string; user_id: string | null }>([
+    beginAs(anonymousViewer),
+    'select current_user as role, app.viewer_id() as user_id;',
+  ]);
   expect(seen).toEqual([{ role: 'app_anonymous', user_id: null }]);
   await expect(asViewer([beginAs(userViewer(randomUUID(), randomUUID())), sessionGate(2)])).rejects.toThrow('UNAUTHORIZED');
 });

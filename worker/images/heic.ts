@@ -55,7 +55,17 @@ export async function heicToJpeg(bytes: Buffer, dir: string, memoryMb: number): 
   await writeFile(input, bytes);
   try {
     await new Promise<void>((resolve, reject) => {
-      const args = ['-c', 'ulimit -v "$0" && exec "$@"', String(memoryMb * 1024), tool, '--quiet', '-q', intermediateQuality, input, output];
+      const args = [
+        '-c',
+        'ulimit -v "$0" && exec "$@"',
+        String(memoryMb * 1024),
+        tool,
+        '--quiet',
+        '-q',
+        intermediateQuality,
+        input,
+        output,
+      ];
       execFile('/bin/sh', args, { maxBuffer: 1024 * 1024 }, (error, _stdout, stderr) => {
         if (error) reject(new ImageRefusal('IMAGE_UNREADABLE', `${tool}: ${(stderr || error.message).trim().split('\n')[0]}`));
         else resolve();

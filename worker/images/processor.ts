@@ -86,7 +86,8 @@ function cpuSeconds(pid: number): number {
     const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
     total += (Number(fields[11]) + Number(fields[12])) / ticksPerSecond; // utime, stime
     for (const task of readdirSync(`/proc/${pid}/task`)) {
-      for (const child of readFileSync(`/proc/${pid}/task/${task}/children`, 'utf8').split(' ').filter(Boolean)) total += cpuSeconds(Number(child));
+      for (const child of readFileSync(`/proc/${pid}/task/${task}/children`, 'utf8').split(' ').filter(Boolean))
+        total += cpuSeconds(Number(child));
     }
   } catch {
     // the process ended meanwhile
@@ -101,7 +102,8 @@ function residentKb(pid: number): number {
     const status = readFileSync(`/proc/${pid}/status`, 'utf8');
     total += Number(/^VmRSS:\s+(\d+)/m.exec(status)?.[1] ?? 0);
     for (const task of readdirSync(`/proc/${pid}/task`)) {
-      for (const child of readFileSync(`/proc/${pid}/task/${task}/children`, 'utf8').split(' ').filter(Boolean)) total += residentKb(Number(child));
+      for (const child of readFileSync(`/proc/${pid}/task/${task}/children`, 'utf8').split(' ').filter(Boolean))
+        total += residentKb(Number(child));
     }
   } catch {
     // the process ended meanwhile
@@ -142,8 +144,14 @@ export function startImageProcessor(options: ImageProcessorOptions): ImageProces
 
   /** A decoder that did not finish in wall time without using its CPU bound: the machine's fault, not the image's. */
   function replaceStarved(slot: Slot): void {
-    log.warn({ pid: slot.child.pid, contentType: slot.job?.contentType }, `image decoder process replaced: no answer within ${timeoutMs * wallBoundFactor} ms`);
-    retire(slot, new Error(`the image decoder did not answer within ${timeoutMs * wallBoundFactor} ms (starved of CPU or stuck): tried again later`));
+    log.warn(
+      { pid: slot.child.pid, contentType: slot.job?.contentType },
+      `image decoder process replaced: no answer within ${timeoutMs * wallBoundFactor} ms`,
+    );
+    retire(
+      slot,
+      new Error(`the image decoder did not answer within ${timeoutMs * wallBoundFactor} ms (starved of CPU or stuck): tried again later`),
+    );
     kill(slot);
     dispatch();
   }
@@ -191,7 +199,13 @@ export function startImageProcessor(options: ImageProcessorOptions): ImageProces
       child.channel?.unref();
       if ('image' in answer) {
         const { image } = answer;
-        job.resolve({ ...image, variants: image.variants.map((variant) => ({ ...variant, bytes: Buffer.from(variant.bytes.buffer, variant.bytes.byteOffset, variant.bytes.byteLength) })) });
+        job.resolve({
+          ...image,
+          variants: image.variants.map((variant) => ({
+            ...variant,
+            bytes: Buffer.from(variant.bytes.buffer, variant.bytes.byteOffset, variant.bytes.byteLength),
+          })),
+        });
       } else if ('refusal' in answer) {
         job.reject(new ImageRefusal(answer.refusal.code, answer.refusal.message));
       } else {
@@ -208,10 +222,17 @@ export function startImageProcessor(options: ImageProcessorOptions): ImageProces
           // It never started: the environment is at fault, not an image. Every waiting image fails with a plain Error (retried later).
           log.error({ code, signal, stderr: slot.stderr }, 'image decoder process failed to start');
           retire(slot, undefined);
-          for (const job of queue.splice(0)) job.reject(new Error(`image decoder process failed to start (${signal ?? code}): ${slot.stderr.trim().split('\n').pop() ?? ''}`));
+          for (const job of queue.splice(0))
+            job.reject(
+              new Error(`image decoder process failed to start (${signal ?? code}): ${slot.stderr.trim().split('\n').pop() ?? ''}`),
+            );
           return;
         }
-        if (slot.job) log.warn({ pid: child.pid, code, signal, stderr: slot.stderr, contentType: slot.job.contentType }, 'image decoder process ended mid-image');
+        if (slot.job)
+          log.warn(
+            { pid: child.pid, code, signal, stderr: slot.stderr, contentType: slot.job.contentType },
+            'image decoder process ended mid-image',
+          );
         retire(slot, new ImageRefusal('IMAGE_UNREADABLE', `the decoder ended (${signal ?? code})`));
         dispatch();
       });
@@ -259,7 +280,8 @@ export function startImageProcessor(options: ImageProcessorOptions): ImageProces
     process(bytes, contentType, shape) {
       if (closed) return Promise.reject(new Error('image processor closed'));
       // An upload presigned before HEIC was turned off (or before its tools went missing) cannot be decoded here.
-      if (contentType === 'image/heic' && !heic.available) return Promise.reject(new ImageRefusal('IMAGE_UNREADABLE', `HEIC is not decoded here: ${heic.reason}`));
+      if (contentType === 'image/heic' && !heic.available)
+        return Promise.reject(new ImageRefusal('IMAGE_UNREADABLE', `HEIC is not decoded here: ${heic.reason}`));
       return new Promise<ProcessedImage>((resolve, reject) => {
         queue.push({ id: nextId++, bytes, contentType, shape, resolve, reject });
         dispatch();

@@ -24,7 +24,9 @@ export function configureSharp(): void {
   sharp.block({ operation: ['VipsForeignLoad'] });
   // The HEIF loader only ever reads headers (heicHeader): render() decodes nothing but the three
   // formats above, and this libvips has no HEVC decoder in any case.
-  sharp.unblock({ operation: ['VipsForeignLoadJpegBuffer', 'VipsForeignLoadPngBuffer', 'VipsForeignLoadWebpBuffer', 'VipsForeignLoadHeifBuffer'] });
+  sharp.unblock({
+    operation: ['VipsForeignLoadJpegBuffer', 'VipsForeignLoadPngBuffer', 'VipsForeignLoadWebpBuffer', 'VipsForeignLoadHeifBuffer'],
+  });
 }
 
 const webp = { quality: 80, effort: 2 } as const;
@@ -51,7 +53,8 @@ export async function heicHeader(bytes: Buffer): Promise<void> {
   } catch (error) {
     throw unreadable(error);
   }
-  if (header.format !== 'heif' || header.compression !== 'hevc') throw new ImageRefusal('IMAGE_UNREADABLE', `not a HEIC image (${header.format ?? 'unknown'} ${header.compression ?? ''})`);
+  if (header.format !== 'heif' || header.compression !== 'hevc')
+    throw new ImageRefusal('IMAGE_UNREADABLE', `not a HEIC image (${header.format ?? 'unknown'} ${header.compression ?? ''})`);
   if ((header.pages ?? 1) !== 1) throw new ImageRefusal('IMAGE_UNREADABLE', `not a HEIC photo (${header.pages} top-level images)`);
   if (!header.width || !header.height) throw new ImageRefusal('IMAGE_UNREADABLE', 'no size in the header');
   if (tooLarge(header.width, header.height)) {
@@ -72,7 +75,8 @@ export async function render(bytes: Buffer, type: SharpInput, shape: ImageShape,
   } catch (error) {
     throw unreadable(error);
   }
-  if (header.format !== formats[type]) throw new ImageRefusal('IMAGE_UNREADABLE', `not a ${formats[type]} image (${header.format ?? 'unknown'})`);
+  if (header.format !== formats[type])
+    throw new ImageRefusal('IMAGE_UNREADABLE', `not a ${formats[type]} image (${header.format ?? 'unknown'})`);
   if (!header.width || !header.height) throw new ImageRefusal('IMAGE_UNREADABLE', 'no size in the header');
   if (tooLarge(header.width, header.height)) {
     throw new ImageRefusal('IMAGE_TOO_LARGE', `${header.width}x${header.height} is over 50 megapixels or 12000 px on a side`);

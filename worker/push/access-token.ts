@@ -37,9 +37,13 @@ export class AccessTokens {
 
   async #exchange(): Promise<string> {
     const now = Math.floor(Date.now() / 1000);
-    const assertion = jwt.sign({ iss: this.#fcm.clientEmail, scope: fcmScope, aud: this.#fcm.tokenUri, iat: now, exp: now + 3600 }, this.#fcm.privateKey, {
-      algorithm: 'RS256',
-    });
+    const assertion = jwt.sign(
+      { iss: this.#fcm.clientEmail, scope: fcmScope, aud: this.#fcm.tokenUri, iat: now, exp: now + 3600 },
+      this.#fcm.privateKey,
+      {
+        algorithm: 'RS256',
+      },
+    );
     let status: number;
     let body: { access_token?: unknown; expires_in?: unknown; error?: unknown; error_description?: unknown };
     try {
@@ -57,7 +61,9 @@ export class AccessTokens {
       throw new AccessTokenError(`the token endpoint ${this.#fcm.tokenUri} could not be reached (${(error as Error).message})`);
     }
     if (status !== 200 || typeof body.access_token !== 'string') {
-      throw new AccessTokenError(`the token endpoint answered ${status} ${String(body.error ?? '')} ${String(body.error_description ?? '')}`.trim());
+      throw new AccessTokenError(
+        `the token endpoint answered ${status} ${String(body.error ?? '')} ${String(body.error_description ?? '')}`.trim(),
+      );
     }
     const expiresIn = typeof body.expires_in === 'number' ? body.expires_in : 3600;
     this.#current = { value: body.access_token, expiresAt: Date.now() + expiresIn * 1000 };

@@ -49,7 +49,8 @@ export function classify(status: number, body: FcmErrorBody, retryAfter: number 
   if (status === 404 && (fcmCode === 'UNREGISTERED' || fcmCode === 'NOT_FOUND')) return { kind: 'dead', reason: 'unregistered' };
   if (status === 400 && fcmCode === 'INVALID_ARGUMENT' && namesToken) return { kind: 'dead', reason: 'invalid_token' };
   if (status === 403 && fcmCode === 'SENDER_ID_MISMATCH') return { kind: 'dead', reason: 'sender_mismatch' };
-  if (status === 401 || (status === 403 && fcmCode === 'THIRD_PARTY_AUTH_ERROR')) return { kind: 'unauthorized', detail: `${status} ${body.error?.status ?? ''}`.trim() };
+  if (status === 401 || (status === 403 && fcmCode === 'THIRD_PARTY_AUTH_ERROR'))
+    return { kind: 'unauthorized', detail: `${status} ${body.error?.status ?? ''}`.trim() };
   if (status === 429) return { kind: 'retry', reason: 'rate_limited', retryAfterMs: retryAfter };
   if (status >= 500) return { kind: 'retry', reason: 'unavailable', retryAfterMs: retryAfter };
   return { kind: 'failed', reason: `${status} ${fcmCode ?? ''}`.trim() };

@@ -67,7 +67,10 @@ export class Pusher {
   }
 
   start(): void {
-    this.#timers.push(setInterval(() => void this.#plan(), planEveryMs), setInterval(() => void this.#claim(), pollEveryMs));
+    this.#timers.push(
+      setInterval(() => void this.#plan(), planEveryMs),
+      setInterval(() => void this.#claim(), pollEveryMs),
+    );
     void this.#plan();
   }
 
@@ -102,7 +105,10 @@ export class Pusher {
     // While FCM refuses the credentials (401), plan without claiming: nothing is sent until the pause ends.
     const room = Date.now() < this.#pausedUntil ? 0 : Math.max(0, this.#room());
     try {
-      const { rows } = await this.#pool.query<ClaimedDelivery>('select * from app_private.plan_pushes($1, $2)', [room, Math.ceil(this.#fcm.leaseSeconds)]);
+      const { rows } = await this.#pool.query<ClaimedDelivery>('select * from app_private.plan_pushes($1, $2)', [
+        room,
+        Math.ceil(this.#fcm.leaseSeconds),
+      ]);
       if (rows.length > 0) {
         this.#queue.push(...rows);
         this.#pump();
@@ -129,7 +135,10 @@ export class Pusher {
     this.#claimAgain = false;
     let claimed = 0;
     try {
-      const { rows } = await this.#pool.query<ClaimedDelivery>('select * from app_private.claim_pushes($1, $2)', [room, Math.ceil(this.#fcm.leaseSeconds)]);
+      const { rows } = await this.#pool.query<ClaimedDelivery>('select * from app_private.claim_pushes($1, $2)', [
+        room,
+        Math.ceil(this.#fcm.leaseSeconds),
+      ]);
       claimed = rows.length;
       this.#queue.push(...rows);
     } catch (error) {
@@ -147,7 +156,12 @@ export class Pusher {
       this.#inFlight += 1;
       void this.#client
         .send(buildMessage(delivery))
-        .catch((error: unknown): SendOutcome => ({ kind: 'retry', reason: 'network', retryAfterMs: undefined, ...{ detail: String(error) } }))
+        .catch((error: unknown): SendOutcome => ({
+          kind: 'retry',
+          reason: 'network',
+          retryAfterMs: undefined,
+          ...{ detail: String(error) },
+        }))
         .then((outcome) => {
           this.#inFlight -= 1;
           this.#results.push({ delivery, outcome });
@@ -222,7 +236,16 @@ export class Pusher {
           break;
       }
     }
-    await this.#pool.query('select app_private.record_pushes($1, $2, $3, $4, $5, $6, $7, $8)', [sent, retry, retryMs, givenUp, failed, released, releaseMs, dead]);
+    await this.#pool.query('select app_private.record_pushes($1, $2, $3, $4, $5, $6, $7, $8)', [
+      sent,
+      retry,
+      retryMs,
+      givenUp,
+      failed,
+      released,
+      releaseMs,
+      dead,
+    ]);
     for (const { delivery, outcome } of batch) this.#observe(delivery, outcome, releaseMs);
   }
 
@@ -232,7 +255,9 @@ export class Pusher {
       this.#pausedUntil = Date.now() + releaseMs;
       if (!this.#outage) {
         this.#outage = true;
-        this.#log.error(`FCM refuses the service account's credentials (${outcome.detail}): pushes wait until it accepts them; check FCM_SERVICE_ACCOUNT_FILE`);
+        this.#log.error(
+          `FCM refuses the service account's credentials (${outcome.detail}): pushes wait until it accepts them; check FCM_SERVICE_ACCOUNT_FILE`,
+        );
       }
       return;
     }

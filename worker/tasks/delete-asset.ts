@@ -7,7 +7,9 @@ import type { ObjectStore } from '../object-store.ts';
 export function deleteAsset(storage: ObjectStore): Task {
   return async (payload, { withPgClient }) => {
     const { assetId } = payload as { assetId: string };
-    const { rows } = await withPgClient((client) => client.query<{ key: string }>('select key from app_private.unused_asset_keys($1) key', [assetId]));
+    const { rows } = await withPgClient((client) =>
+      client.query<{ key: string }>('select key from app_private.unused_asset_keys($1) key', [assetId]),
+    );
     if (rows.length === 0) return;
     for (const { key } of rows) await storage.delete(key);
     await withPgClient((client) => client.query('select app_private.forget_asset($1)', [assetId]));

@@ -36,7 +36,8 @@ export function processImage(storage: ObjectStore, images: ImageProcessor): Task
     );
     const upload = rows[0];
     if (!upload) return;
-    const fail = (code: ImageRefusal['code']) => withPgClient((client) => client.query('select app_private.fail_image($1, $2)', [assetId, code]));
+    const fail = (code: ImageRefusal['code']) =>
+      withPgClient((client) => client.query('select app_private.fail_image($1, $2)', [assetId, code]));
     const bytes = await storage.get(upload.upload_key);
     if (bytes === null) {
       await fail('IMAGE_UNREADABLE');

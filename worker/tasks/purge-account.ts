@@ -11,7 +11,9 @@ export function purgeAccount(storage: ObjectStore): Task {
   return async (payload, { withPgClient }) => {
     const { userId } = payload as { userId: string };
     const step = async (fn: string) => {
-      const { rows } = await withPgClient((client) => client.query<{ result: unknown }>(`select app_private.${fn}($1) as result`, [userId]));
+      const { rows } = await withPgClient((client) =>
+        client.query<{ result: unknown }>(`select app_private.${fn}($1) as result`, [userId]),
+      );
       return rows[0]?.result;
     };
     if (!(await step('purge_account_begin'))) return;

@@ -36,7 +36,13 @@ export function tallyBallots(box: BallotBox, batch: number): Task {
           const index = box.open(postId, hubId, row.key_id, Buffer.from(row.sealed, 'base64'));
           counts[index] = (counts[index] ?? 0) + 1;
         }
-        await client.query('select app_private.tally_ballots($1, $2, $3, $4, $5)', [postId, hubId, taken.map((row) => row.id), counts, batch]);
+        await client.query('select app_private.tally_ballots($1, $2, $3, $4, $5)', [
+          postId,
+          hubId,
+          taken.map((row) => row.id),
+          counts,
+          batch,
+        ]);
         if (taken.length < rows.length) await client.query('select app_private.queue_tally($1, $2)', [postId, hubId]);
         await client.query('commit');
       } catch (error) {

@@ -9,7 +9,13 @@ import { thumbHashToApproximateAspectRatio, thumbHashToAverageRGBA } from 'thumb
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createLogger } from '../../../logger.ts';
 import { planVariants } from '../../../worker/images/image.ts';
-import { heicSupport, ImageRefusal, startImageProcessor, type ImageProcessor, type ProcessedImage } from '../../../worker/images/processor.ts';
+import {
+  heicSupport,
+  ImageRefusal,
+  startImageProcessor,
+  type ImageProcessor,
+  type ProcessedImage,
+} from '../../../worker/images/processor.ts';
 import {
   bandedImage,
   colours,
@@ -71,14 +77,24 @@ async function refusal(promise: Promise<unknown>): Promise<ImageRefusal> {
 const formatOf = { 'image/webp': 'webp', 'image/jpeg': 'jpeg' } as const;
 
 /** Every variant is what it says (type, size), carries no metadata and has the marker (or nothing but background) where `expected` says. */
-async function checkVariants(image: ProcessedImage, expected: Partial<Record<'topLeft' | 'topRight' | 'bottomLeft' | 'bottomRight', string>>) {
+async function checkVariants(
+  image: ProcessedImage,
+  expected: Partial<Record<'topLeft' | 'topRight' | 'bottomLeft' | 'bottomRight', string>>,
+) {
   const metadata = await readMetadataOfEach(image.variants.map((variant) => variant.bytes));
   for (const [index, variant] of image.variants.entries()) {
     const label = `${variant.width}x${variant.height} ${variant.contentType}`;
     const meta = await sharp(variant.bytes).metadata();
     expect(meta.format, label).toBe(formatOf[variant.contentType]);
     expect([meta.width, meta.height, meta.orientation, meta.exif, meta.icc, meta.xmp, meta.iptc, meta.comments], label).toEqual([
-      variant.width, variant.height, undefined, undefined, undefined, undefined, undefined, undefined,
+      variant.width,
+      variant.height,
+      undefined,
+      undefined,
+      undefined,
+      undefined,
+      undefined,
+      undefined,
     ]);
     expect(revealingTags(metadata[index] as Record<string, unknown>), label).toEqual([]);
     expect(await corners(variant.bytes), label).toMatchObject({ width: variant.width, height: variant.height, ...expected });
@@ -97,7 +113,8 @@ function placeholderOf(image: ProcessedImage) {
 
 describe('variant sizes', () => {
   it('fits post images within 320, 640, 1280 and 2048 px plus a JPEG within 1280, and squares at 128, 256, 512 plus a JPEG 512', () => {
-    const list = (w: number, h: number, shape: 'fit' | 'square') => planVariants(w, h, shape).map((v) => `${v.width}x${v.height} ${v.contentType.slice(6)}`);
+    const list = (w: number, h: number, shape: 'fit' | 'square') =>
+      planVariants(w, h, shape).map((v) => `${v.width}x${v.height} ${v.contentType.slice(6)}`);
     expect(list(4000, 3000, 'fit')).toEqual(['320x240 webp', '640x480 webp', '1280x960 webp', '1280x960 jpeg', '2048x1536 webp']);
     expect(list(3000, 4000, 'fit')).toEqual(['240x320 webp', '480x640 webp', '960x1280 webp', '960x1280 jpeg', '1536x2048 webp']);
     // Nothing enlarged: the sizes above the image's own become one at its own size, without duplicates.
@@ -129,28 +146,40 @@ describe('image processor', () => {
     { orientation: 8, corner: 'bottomLeft', turned: true }, // rotate 270 CW
   ] as const;
 
-  it.each(orientations)('turns a phone JPEG with EXIF orientation $orientation upright and strips everything but its pixels', async ({ orientation, corner, turned }) => {
-    const upload = await withPhoneMetadata(await markedImage(1600, 1200).jpeg({ quality: 92 }).toBuffer(), orientation);
-    // The upload carries what a phone writes: the test would prove nothing otherwise.
-    const carried = revealingTags(await readMetadata(upload)).join(' ');
-    for (const tag of ['EXIF:Orientation', 'EXIF:GPSLatitude', 'EXIF:Make', 'XMP:Creator', 'IPTC:Keywords', 'File:Comment', 'EXIF:UserComment', 'EXIF:ThumbnailImage']) {
-      expect(carried).toContain(tag);
-    }
+  it.each(orientations)(
+    'turns a phone JPEG with EXIF orientation $orientation upright and strips everything but its pixels',
+    async ({ orientation, corner, turned }) => {
+      const upload = await withPhoneMetadata(await markedImage(1600, 1200).jpeg({ quality: 92 }).toBuffer(), orientation);
+      // The upload carries what a phone writes: the test would prove nothing otherwise.
+      const carried = revealingTags(await readMetadata(upload)).join(' ');
+      for (const tag of [
+        'EXIF:Orientation',
+        'EXIF:GPSLatitude',
+        'EXIF:Make',
+        'XMP:Creator',
+        'IPTC:Keywords',
+        'File:Comment',
+        'EXIF:UserComment',
+        'EXIF:ThumbnailImage',
+      ]) {
+        expect(carried).toContain(tag);
+      }
 
-    const image = await processor.process(upload, 'image/jpeg', 'fit');
-    expect([image.width, image.height]).toEqual(turned ? [1200, 1600] : [1600, 1200]);
-    expect(sizes(image)).toEqual(
-      turned
-        ? ['240x320 image/webp', '480x640 image/webp', '960x1280 image/webp', '960x1280 image/jpeg', '1200x1600 image/webp']
-        : ['320x240 image/webp', '640x480 image/webp', '1280x960 image/webp', '1280x960 image/jpeg', '1600x1200 image/webp'],
-    );
-    const others = (['topLeft', 'topRight', 'bottomLeft', 'bottomRight'] as const).filter((c) => c !== corner);
-    await checkVariants(image, { [corner]: 'marker', ...Object.fromEntries(others.map((c) => [c, 'background'])) });
-    // The placeholder is of the upright image: its shape and its colour (mostly background).
-    const placeholder = placeholderOf(image);
-    expect(placeholder.aspect).toBeCloseTo(image.width / image.height, 0);
-    expect(Math.abs(placeholder.average.b - colours.background.b)).toBeLessThan(40);
-  });
+      const image = await processor.process(upload, 'image/jpeg', 'fit');
+      expect([image.width, image.height]).toEqual(turned ? [1200, 1600] : [1600, 1200]);
+      expect(sizes(image)).toEqual(
+        turned
+          ? ['240x320 image/webp', '480x640 image/webp', '960x1280 image/webp', '960x1280 image/jpeg', '1200x1600 image/webp']
+          : ['320x240 image/webp', '640x480 image/webp', '1280x960 image/webp', '1280x960 image/jpeg', '1600x1200 image/webp'],
+      );
+      const others = (['topLeft', 'topRight', 'bottomLeft', 'bottomRight'] as const).filter((c) => c !== corner);
+      await checkVariants(image, { [corner]: 'marker', ...Object.fromEntries(others.map((c) => [c, 'background'])) });
+      // The placeholder is of the upright image: its shape and its colour (mostly background).
+      const placeholder = placeholderOf(image);
+      expect(placeholder.aspect).toBeCloseTo(image.width / image.height, 0);
+      expect(Math.abs(placeholder.average.b - colours.background.b)).toBeLessThan(40);
+    },
+  );
 
   it('crops profile and hub photos to the centred square at 128, 256 and 512 px plus a JPEG 512', async () => {
     // 1000 x 600 with 150 px bands on each side: the centred 600 x 600 square holds none of them.
@@ -161,7 +190,11 @@ describe('image processor', () => {
     expect(placeholderOf(image).aspect).toBeCloseTo(1, 1); // of the square crop
 
     // Upright first, then cropped: the marker of a sideways phone photo lands top right.
-    const turned = await processor.process(await withPhoneMetadata(await markedImage(700, 700).jpeg().toBuffer(), 6), 'image/jpeg', 'square');
+    const turned = await processor.process(
+      await withPhoneMetadata(await markedImage(700, 700).jpeg().toBuffer(), 6),
+      'image/jpeg',
+      'square',
+    );
     expect(sizes(turned)).toEqual(['128x128 image/webp', '256x256 image/webp', '512x512 image/webp', '512x512 image/jpeg']);
     await checkVariants(turned, { topLeft: 'background', topRight: 'marker', bottomLeft: 'background' });
   });
@@ -176,7 +209,9 @@ describe('image processor', () => {
   });
 
   it('keeps transparency in WebP and flattens it onto white in the JPEG', async () => {
-    const transparent = await sharp({ create: { width: 300, height: 200, channels: 4, background: { r: 0, g: 0, b: 0, alpha: 0 } } }).png().toBuffer();
+    const transparent = await sharp({ create: { width: 300, height: 200, channels: 4, background: { r: 0, g: 0, b: 0, alpha: 0 } } })
+      .png()
+      .toBuffer();
     const image = await processor.process(transparent, 'image/png', 'fit');
     const [webp, jpeg] = image.variants;
     expect((await sharp(webp?.bytes).metadata()).hasAlpha).toBe(true);
@@ -219,20 +254,33 @@ describe('image processor', () => {
     it('refuses a HEIC over the caps from its header, one of several images, and bytes that are not HEIC', async () => {
       // A header claiming 20000 x 20000 (1.2 GB decoded) and one claiming a 13000 x 10 strip.
       const heic = await heicFrom(await markedImage(64, 64).jpeg().toBuffer());
-      for (const [width, height] of [[20_000, 20_000], [13_000, 10]] as const) {
+      for (const [width, height] of [
+        [20_000, 20_000],
+        [13_000, 10],
+      ] as const) {
         expect((await refusal(processor.process(withClaimedSize(heic, width, height), 'image/heic', 'fit'))).code).toBe('IMAGE_TOO_LARGE');
       }
-      expect((await refusal(processor.process(await markedImage(64, 64).jpeg().toBuffer(), 'image/heic', 'fit'))).code).toBe('IMAGE_UNREADABLE');
+      expect((await refusal(processor.process(await markedImage(64, 64).jpeg().toBuffer(), 'image/heic', 'fit'))).code).toBe(
+        'IMAGE_UNREADABLE',
+      );
       // heif-convert would decode every top-level image: a HEIC photo has one.
       const two = await heicFrom(await markedImage(64, 64).jpeg().toBuffer(), [], 2);
       expect((await refusal(processor.process(two, 'image/heic', 'fit'))).code).toBe('IMAGE_UNREADABLE');
       // AVIF is HEIF too, but not HEIC.
-      expect((await refusal(processor.process(await markedImage(64, 64).avif().toBuffer(), 'image/heic', 'fit'))).code).toBe('IMAGE_UNREADABLE');
+      expect((await refusal(processor.process(await markedImage(64, 64).avif().toBuffer(), 'image/heic', 'fit'))).code).toBe(
+        'IMAGE_UNREADABLE',
+      );
     });
 
     it('is refused where it is turned off, and the start log says why once', async () => {
       const lines: string[] = [];
-      const off = startImageProcessor({ concurrency: 1, memoryMb: 512, timeoutMs: 30_000, heic: false, log: createLogger('info', { write: (line: string) => void lines.push(line) }) });
+      const off = startImageProcessor({
+        concurrency: 1,
+        memoryMb: 512,
+        timeoutMs: 30_000,
+        heic: false,
+        log: createLogger('info', { write: (line: string) => void lines.push(line) }),
+      });
       try {
         expect(off.heic).toBe(false);
         expect(lines.map((line) => JSON.parse(line).msg)).toEqual(['HEIC uploads are refused: IMAGE_HEIC is off']);
@@ -263,7 +311,9 @@ describe('image processor', () => {
         const decoders = decoderPids();
         // 7100 x 7100 is under the side cap and over 50 megapixels.
         expect(await refusal(tight.process(pngBomb(7100), 'image/png', 'square'))).toMatchObject({ code: 'IMAGE_TOO_LARGE' });
-        const strip = await sharp({ create: { width: 13_000, height: 10, channels: 3, background: colours.background } }).jpeg().toBuffer();
+        const strip = await sharp({ create: { width: 13_000, height: 10, channels: 3, background: colours.background } })
+          .jpeg()
+          .toBuffer();
         expect(await refusal(tight.process(strip, 'image/jpeg', 'fit'))).toMatchObject({ code: 'IMAGE_TOO_LARGE' });
         // Refusals are answers, not crashes: the decoder that gave them processes the next image.
         expect((await tight.process(await markedImage(64, 48).jpeg().toBuffer(), 'image/jpeg', 'fit')).width).toBe(64);
@@ -276,7 +326,9 @@ describe('image processor', () => {
     it('refuses noise behind a JPEG signature, a truncated JPEG and content of another type than declared', async () => {
       expect((await refusal(processor.process(noiseWithJpegSignature(200_000), 'image/jpeg', 'fit'))).code).toBe('IMAGE_UNREADABLE');
       const jpeg = await markedImage(800, 600).jpeg().toBuffer();
-      expect((await refusal(processor.process(jpeg.subarray(0, Math.floor(jpeg.length / 2)), 'image/jpeg', 'fit'))).code).toBe('IMAGE_UNREADABLE');
+      expect((await refusal(processor.process(jpeg.subarray(0, Math.floor(jpeg.length / 2)), 'image/jpeg', 'fit'))).code).toBe(
+        'IMAGE_UNREADABLE',
+      );
       expect((await refusal(processor.process(jpeg, 'image/png', 'fit'))).code).toBe('IMAGE_UNREADABLE');
       // Decoders outside the allowlist never run, even for a well-formed file: GIF, TIFF.
       for (const format of ['gif', 'tiff'] as const) {
@@ -312,7 +364,10 @@ describe('decoder processes', () => {
       const pids = decoderPids();
       expect(pids).toHaveLength(2);
       // /proc/<pid>/stat field 41, the scheduling policy: 5 is SCHED_IDLE.
-      const policy = (pid: number) => { const stat = readFileSync(`/proc/${pid}/stat`, 'utf8'); return Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[38]); };
+      const policy = (pid: number) => {
+        const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+        return Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[38]);
+      };
       for (const pid of pids) expect(policy(pid)).toBe(5);
     } finally {
       await processor.close();
@@ -354,7 +409,10 @@ describe('decoder processes', () => {
       const next = processor.process(await small(), 'image/jpeg', 'fit');
       await until(() => residentMb(pid) > restMb + 20, 'the decoder decoding the photo');
       process.kill(pid, 'SIGSTOP'); // no more progress and no CPU used, as a decoder starved or stuck waiting
-      const error = await stuck.then(() => undefined, (failure: unknown) => failure);
+      const error = await stuck.then(
+        () => undefined,
+        (failure: unknown) => failure,
+      );
       expect(error).toBeInstanceOf(Error);
       expect(error).not.toBeInstanceOf(ImageRefusal);
       expect((error as Error).message).toMatch(/did not answer within 6000 ms/);
