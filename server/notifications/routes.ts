@@ -15,6 +15,17 @@ import { notification, shapeNotification, type NotificationRow } from '../shapes
 
 const tag = 'Notifications';
 
+/**
+ * GET /notifications: the page's ids from app.notification_page (db/sql/notifications.sql: one
+ * index range per scope the viewer may see), the rows from app.notification_rows as the viewer,
+ * under the policy. Parameters: the cursor's time (microseconds) and id, unread only, the page
+ * size plus one. The plan tests run it as it is (test/sql/read-plans-hot.test.ts).
+ */
+export const notificationListSql = `select r.*, ${micros('r.created_at')} as created_us
+  from app.notification_rows(array(
+    select p.id from app.notification_page(${fromMicros('$1')}, $2::uuid, $3, $4) p)) r
+  order by r.created_at desc, r.notification_id desc`;
+
 const listQuery = pageQuery(50, ['timestamp', 'id']).extend({ unreadOnly: queryBoolean.default(false) });
 
 const markReadBody = z
@@ -76,15 +87,12 @@ export const notificationEndpoints = [
     }),
     async handler({ query, tx, services: { storage } }) {
       const [beforeUs, beforeId] = (query.cursor ?? [null, null]) as [number | null, string | null];
-      // The page's ids come from app.notification_page (db/sql/notifications.sql: one index range per scope
-      // the viewer may see), the rows from app.notification_rows as the viewer, under the policy.
-      const { rows } = await tx.query<NotificationRow & { created_us: number }>(
-        `select r.*, ${micros('r.created_at')} as created_us
-         from app.notification_rows(array(
-           select p.id from app.notification_page(${fromMicros('$1')}, $2::uuid, $3, $4) p)) r
-         order by r.created_at desc, r.notification_id desc`,
-        [beforeUs, beforeId, query.unreadOnly, query.limit + 1],
-      );
+      const { rows } = await tx.query<NotificationRow & { created_us: number }>(notificationListSql, [
+        beforeUs,
+        beforeId,
+        query.unreadOnly,
+        query.limit + 1,
+      ]);
       const page = toPage(
         rows,
         query.limit,

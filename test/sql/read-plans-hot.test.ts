@@ -13,6 +13,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { commentPageSql } from '../../server/comments/routes.ts';
 import { messagePageSql } from '../../server/discussions/routes.ts';
 import { hubSearchSql, peopleSearchSql } from '../../server/search/routes.ts';
+import { notificationListSql } from '../../server/notifications/routes.ts';
 import { followPageSql, followScanCap } from '../../server/users/follows.ts';
 import { benchId, generate, hotNameWord, space, subject as s } from '../bench/scale-data.ts';
 import { startTestApp, type TestApp } from '../helpers/app.ts';
@@ -27,6 +28,14 @@ beforeAll(async () => {
   const client = await app.owner.connect();
   try {
     await generate(client, { name: 'plans-hot', shape: 'hot', n, users: 2 * n + 100, votes: n }, () => {});
+    // The votes' author also followed back by every user three times over: their notifications
+    // (one per vote on their posts, and these) are most of the table.
+    await client.query(
+      `insert into app.notifications (recipient_id, type, actor_id, created_at)
+       select $1, 'user_followed', u.id, now() - (g * 1000 + abs(hashtext(u.id::text)) % 1000) * interval '1 minute'
+       from app.users u, generate_series(1, 3) g where u.id <> $1`,
+      [votesAuthor],
+    );
     await vacuumUntilAllVisible(client);
   } finally {
     client.release();
@@ -40,6 +49,7 @@ const post = benchId(space.post, s.commentedPost);
 const replied = benchId(space.post, s.repliedPost);
 const root = benchId(space.comment, s.rootComment);
 const star = user(s.star);
+const votesAuthor = user(s.votesAuthor);
 const fan = user(s.fan);
 const discussion = benchId(space.discussion, s.hubPosts + n);
 const firstMessage = benchId(space.message, 1);
@@ -148,6 +158,16 @@ const reads: Read[] = [
     bound: 2 * (page + 1),
     rows: page + 1,
   },
+  {
+    // The votes' author holds most notifications (beforeAll): the page ids, then the page's rows.
+    name: 'notifications page 1',
+    viewer: votesAuthor,
+    sql: notificationListSql,
+    params: [null, null, false, page + 1],
+    table: 'notifications',
+    bound: 2 * (page + 1),
+    rows: page + 1,
+  },
 ];
 
 /** Rows of a table the planner may read for an estimate (get_actual_variable_range: a probe of each end of an index). */
@@ -183,6 +203,7 @@ async function checkReads() {
 
 const hotTables = [
   'app.comments',
+  'app.notifications',
   'app.follows',
   'app.hub_discussion_messages',
   'app.users',
@@ -199,6 +220,11 @@ describe('list reads on hot values, the planner free', () => {
         and (tablename, attname) in (('comments', 'author_id'), ('follows', 'followee_id'), ('hub_discussion_messages', 'author_id'))`,
     );
     expect(rows).toHaveLength(3);
+    const { rows: notified } = await app.owner.query<{ share: number }>(
+      `select (count(*) filter (where recipient_id = $1))::real / count(*) as share from app.notifications`,
+      [votesAuthor],
+    );
+    expect(notified[0]?.share, 'the votes author holds most notifications').toBeGreaterThan(0.5);
     for (const row of rows) expect(row.top, `${row.tablename}.${row.attname}`).toBeGreaterThan(0.98);
   });
 
