@@ -1,13 +1,16 @@
-// Layering (npm run lint): dependencies run one way, main.ts → worker/, server/ → db/ → config.ts,
-// logger.ts, and no module reaches itself again through its imports (type-only imports included).
+// Layering (npm run lint): dependencies run one way, main.ts → worker/, server/ → db/ → the base
+// files beside main.ts (config.ts, logger.ts, bounded-map.ts: what every layer may use), and no
+// module reaches itself again through its imports (type-only imports included).
 // Inside server/, the endpoint framework (http/) does not import the services or the app that use it.
 // Inside server/, the folders import one way (serverFolders below), so no two of them import each
-// other, directly or through a third. Tests may use every layer; no layer uses the tests.
+// other, directly or through a third. Inside worker/, the feature folders of worker/tasks import
+// none of each other; what they share sits in worker/ itself (object-store.ts, feature.ts). Tests
+// may use every layer; no layer uses the tests.
 const layers = [
-  { name: 'config', path: '^(config|logger)\\.ts$', below: [] },
-  { name: 'db', path: '^db/', below: ['config'] },
-  { name: 'server', path: '^server/', below: ['db', 'config'] },
-  { name: 'worker', path: '^worker/', below: ['db', 'config'] },
+  { name: 'base', path: '^(config|logger|bounded-map)\\.ts$', below: [] },
+  { name: 'db', path: '^db/', below: ['base'] },
+  { name: 'server', path: '^server/', below: ['db', 'base'] },
+  { name: 'worker', path: '^worker/', below: ['db', 'base'] },
 ];
 const layerPath = Object.fromEntries(layers.map((layer) => [layer.name, layer.path]));
 
@@ -56,7 +59,7 @@ export default {
       severity: 'error',
       from: { path: layer.path },
       to: {
-        path: '^(config\\.ts|logger\\.ts|main\\.ts|db/|server/|worker/|test/)',
+        path: '^(config\\.ts|logger\\.ts|bounded-map\\.ts|main\\.ts|db/|server/|worker/|test/)',
         pathNot: [layer.path, ...layer.below.map((name) => layerPath[name])],
       },
     })),
@@ -74,6 +77,13 @@ export default {
       from: { path: folderPath([folder]) },
       to: { path: folderPath(serverFolders.slice(index + 1)) },
     })),
+    {
+      name: 'worker-features-apart',
+      comment: 'A feature folder of worker/tasks imports no other one: what two share belongs in worker/ itself.',
+      severity: 'error',
+      from: { path: '^worker/tasks/([^/]+)/' },
+      to: { path: '^worker/tasks/', pathNot: '^worker/tasks/$1/' },
+    },
     {
       name: 'server-folder-listed',
       comment: 'Every folder of server/ that imports another has its place in serverFolders.',

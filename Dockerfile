@@ -11,7 +11,7 @@ WORKDIR /app
 ENV NODE_ENV=production
 COPY package.json package-lock.json ./
 RUN npm ci --omit=dev --no-audit --no-fund && npm cache clean --force
-COPY config.ts logger.ts main.ts ./
+COPY config.ts logger.ts bounded-map.ts main.ts ./
 COPY db ./db
 COPY migrations ./migrations
 COPY server ./server

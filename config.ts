@@ -40,7 +40,7 @@ export interface Config {
   replicaMaxLagMillis: number;
   jwtSecret: string;
   /**
-   * The keys that seal and open vote ballots (BALLOT_KEY, db/ballots.ts): the first seals, all
+   * The keys that seal and open vote ballots (BALLOT_KEY, server/votes/ballots.ts): the first seals, all
    * open. Development: one key kept in a local secret file, as JWT_SECRET's.
    */
   ballotKeys: { id: string; key: Buffer }[];
@@ -93,7 +93,7 @@ export interface Config {
   logLevel: string;
   /** Push through FCM HTTP v1 (contract 12); undefined: no service account, push is off. */
   fcm: FcmConfig | undefined;
-  /** The worker's image processing (worker/images, docs/photos.md). */
+  /** The worker's image processing (worker/tasks/uploads/images, docs/photos.md). */
   images: ImageConfig;
 }
 

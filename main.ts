@@ -10,14 +10,14 @@ import { loadConfig, StartupError, type Config } from './config.ts';
 import { createLogger } from './logger.ts';
 import { openDatabase } from './db/database.ts';
 import { createPools } from './db/pools.ts';
-import { BallotBox } from './db/ballots.ts';
+import { BallotBox } from './server/votes/ballots.ts';
 import { roleUrl } from './db/roles.ts';
 import { createServices } from './server/services.ts';
 import { createServer, basePath } from './server/app.ts';
 import { internalGraphqlPath } from './server/graphql/mount.ts';
-import { heicSupport, startImageProcessor } from './worker/images/processor.ts';
+import { heicSupport, startImageProcessor } from './worker/tasks/uploads/images/processor.ts';
 import { startWorker } from './worker/runner.ts';
-import { Pusher } from './worker/push/pusher.ts';
+import { Pusher } from './worker/tasks/push/pusher.ts';
 import { embeddedStoreBinding, openStorage } from './server/uploads/open-storage.ts';
 import { createMetrics } from './server/metrics.ts';
 import { checkPorts, close, listen, type Binding } from './server/listen.ts';
@@ -117,7 +117,7 @@ async function start(): Promise<void> {
     );
   }
   if (only !== 'api' && !stopping) {
-    // Images are decoded in processes this worker owns, never in this one (worker/images).
+    // Images are decoded in processes this worker owns, never in this one (worker/tasks/uploads/images).
     const processor = startImageProcessor({ ...config.images, log });
     closers.push(() => processor.close());
     const images = { processor, backfillPerMinute: config.images.backfillPerMinute };

@@ -1,10 +1,12 @@
-// What a limit's statement answers about its limit, for the RateLimit headers
-// (server/http/rate-limit-headers.ts). The functions that count a hit (app.take_write_limit,
-// app.take_rate_limit, app.take_address_limit, app.start_data_export) answer the columns
-// `rate_limit, quota, window_seconds, remaining, reset_seconds` (and `wait` when they answer a
-// refusal instead of raising it): any result of a request's transaction with a `rate_limit` column
-// is one, wherever the statement travelled (the opening, the prelude, a statement, the last one).
-// A refusal raised (RATE_LIMITED) names its limit in the error's HINT instead.
+// Database code: what the database reports about a limit, read for the RateLimit headers
+// (server/http/rate-limit-headers.ts); it lives in db/ because the request transaction
+// (db/request-transaction.ts) collects these answers as its statements run. The functions that
+// count a hit (app.take_write_limit, app.take_rate_limit, app.take_address_limit,
+// app.start_data_export) answer the columns `rate_limit, quota, window_seconds, remaining,
+// reset_seconds` (and `wait` when they answer a refusal instead of raising it): any result of a
+// request's transaction with a `rate_limit` column is one, wherever the statement travelled (the
+// opening, the prelude, a statement, the last one). A refusal raised (RATE_LIMITED) names its
+// limit in the error's HINT (SQLSTATE details) instead.
 import type pg from 'pg';
 
 export interface LimitCount {

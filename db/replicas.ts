@@ -28,7 +28,7 @@
 // one replica's replay position only moves forward, so reads that alternate between it and the
 // primary never go back in time, where two replicas at different positions could.
 import pg from 'pg';
-import { setBounded } from './bounded-map.ts';
+import { setBounded } from '../bounded-map.ts';
 import { connectionBounds } from './connection-bounds.ts';
 import { roleUrl } from './roles.ts';
 

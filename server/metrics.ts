@@ -11,7 +11,7 @@ import type { Pools } from '../db/pools.ts';
 import type { ReplicaStatus } from '../db/replicas.ts';
 import { routePattern } from './http/route-name.ts';
 
-/** Push outcomes, as the push worker reports them (worker/push/pusher.ts). */
+/** Push outcomes, as the push worker reports them (worker/tasks/push/pusher.ts). */
 export interface PushCounters {
   sent(kind: 'notification' | 'badge', lagSeconds: number): void;
   failed(outcome: 'given_up' | 'refused'): void;
@@ -36,7 +36,7 @@ export interface Metrics {
   requests(): express.RequestHandler;
   watchLive(live: LiveStatus): void;
   watchWorker(events: WorkerEvents): void;
-  /** What the push worker reports (worker/push/pusher.ts PushObserver). */
+  /** What the push worker reports (worker/tasks/push/pusher.ts PushObserver). */
   push: PushCounters;
   votes: VoteCounters;
   /** The metrics endpoint's app: GET /metrics. */

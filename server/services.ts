@@ -2,7 +2,7 @@
 import type { Config } from '../config.ts';
 import type { Log } from '../logger.ts';
 import type { Pools } from '../db/pools.ts';
-import { BallotBox } from '../db/ballots.ts';
+import { BallotBox } from './votes/ballots.ts';
 import { createIdpVerifier, type IdpVerifier } from './auth/idp.ts';
 import { createOtp, loadOtpSender, type Otp, type OtpSender } from './auth/otp.ts';
 import { createTokens, type Tokens } from './auth/tokens.ts';
@@ -32,7 +32,7 @@ export interface Services {
   outage: DatabaseOutage;
   /** The per-user write limits in force (defaults and WRITE_LIMITS). */
   writeLimits: WriteLimits;
-  /** Seals vote positions and opens pending ballots at read time (BALLOT_KEY: db/ballots.ts). */
+  /** Seals vote positions and opens pending ballots at read time (BALLOT_KEY: server/votes/ballots.ts). */
   ballots: BallotBox;
   /** What uploads may be: HEIC only where the worker can decode it (IMAGE_HEIC and libheif's tools). */
   images: { heic: boolean };

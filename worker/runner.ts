@@ -1,68 +1,44 @@
-// The graphile-worker runner: the task list (one file per task in worker/tasks), the schedule, and
-// the liveness that takes back a dead worker's jobs within seconds, whatever the task
-// (worker/liveness.ts): a job may run again after its worker died, so every task is idempotent per
-// effect (a key per effect, `on conflict`).
-import { run, type Runner, type TaskList, type WorkerEvents } from 'graphile-worker';
+// The graphile-worker runner: the tasks and schedules every feature contributes (its folder
+// worker/tasks/<feature>/, collected from the one list below), and the liveness that takes back a
+// dead worker's jobs within seconds, whatever the task (worker/liveness.ts): a job may run again
+// after its worker died, so every task is idempotent per effect (a key per effect, `on conflict`).
+import { run, type Runner, type Task, type TaskList, type WorkerEvents } from 'graphile-worker';
 import type pg from 'pg';
 import { OutageLog, workerLogger, type Log } from '../logger.ts';
+import type { WorkerDeps, WorkerFeature } from './feature.ts';
 import { workerLiveness } from './liveness.ts';
-import type { ObjectStore } from './object-store.ts';
-import type { ImageProcessor } from './images/processor.ts';
-import { deleteAsset } from './tasks/delete-asset.ts';
-import { deleteObject } from './tasks/delete-object.ts';
-import { exportAccount } from './tasks/export-account.ts';
-import { hubNotificationFanout } from './tasks/hub-notification-fanout.ts';
-import { liftSuspension } from './tasks/lift-suspension.ts';
-import { propagateHubActivity } from './tasks/propagate-hub-activity.ts';
-import { purgeAccount } from './tasks/purge-account.ts';
-import { purgeExpiredAuth } from './tasks/purge-expired-auth.ts';
-import { purgeExpiredUploads } from './tasks/purge-expired-uploads.ts';
-import { purgeIdempotentAnswers } from './tasks/purge-idempotent-answers.ts';
-import { sweepSessionReadFloors } from './tasks/sweep-session-read-floors.ts';
-import { processImage, processImageBackfill } from './tasks/process-image.ts';
-import { purgePush } from './tasks/purge-push.ts';
-import { tallyBallots, tallySweep } from './tasks/tally-ballots.ts';
-import type { BallotBox } from '../db/ballots.ts';
+import { accounts } from './tasks/accounts/index.ts';
+import { auth } from './tasks/auth/index.ts';
+import { hubs } from './tasks/hubs/index.ts';
+import { http } from './tasks/http/index.ts';
+import { notifications } from './tasks/notifications/index.ts';
+import { push } from './tasks/push/index.ts';
+import { reports } from './tasks/reports/index.ts';
+import { uploads } from './tasks/uploads/index.ts';
+import { votes } from './tasks/votes/index.ts';
 
-export interface WorkerDeps {
-  storage: ObjectStore;
-  /** Opens sealed ballots for the tallier (BALLOT_KEY), and its batch size k (BALLOT_BATCH). */
-  ballots: { box: BallotBox; batch: number };
-  /** Decodes uploaded images in processes of its own (worker/images); the images the backfill queues a minute. */
-  images: { processor: ImageProcessor; backfillPerMinute: number };
+/** Every folder of worker/tasks: each names its tasks and schedules in its index.ts. */
+const features: WorkerFeature[] = [accounts, auth, hubs, http, notifications, push, reports, uploads, votes];
+
+const tasks = new Map<string, (deps: WorkerDeps) => Task>();
+for (const feature of features) {
+  for (const [name, make] of Object.entries(feature.tasks)) {
+    if (tasks.has(name)) throw new Error(`two features of worker/tasks name the task ${name}`);
+    tasks.set(name, make);
+  }
 }
 
-export function createTaskList({ storage, ballots, images }: WorkerDeps): TaskList {
-  return {
-    tally_ballots: tallyBallots(ballots.box, ballots.batch),
-    tally_sweep: tallySweep(ballots.batch),
-    delete_asset: deleteAsset(storage),
-    delete_object: deleteObject(storage),
-    process_image: processImage(storage, images.processor),
-    process_image_backfill: processImageBackfill(images.backfillPerMinute),
-    export_account: exportAccount(storage),
-    hub_notification_fanout: hubNotificationFanout,
-    lift_suspension: liftSuspension,
-    propagate_hub_activity: propagateHubActivity,
-    purge_account: purgeAccount(storage),
-    purge_expired_auth: purgeExpiredAuth,
-    purge_expired_uploads: purgeExpiredUploads(storage),
-    purge_push: purgePush,
-    purge_idempotent_answers: purgeIdempotentAnswers,
-    sweep_session_read_floors: sweepSessionReadFloors,
-  };
+/** The names jobs are queued under (a contract with the database), of every feature. */
+export const taskNames: readonly string[] = [...tasks.keys()];
+
+export function createTaskList(deps: WorkerDeps): TaskList {
+  return Object.fromEntries([...tasks].map(([name, make]) => [name, make(deps)]));
 }
 
-const crontab = [
-  '0 * * * * purge_expired_auth ?max=1',
-  '*/15 * * * * purge_expired_uploads ?max=1',
-  '30 * * * * purge_push ?max=1',
-  '45 * * * * purge_idempotent_answers ?max=1',
-  '*/15 * * * * sweep_session_read_floors ?max=1',
-  '* * * * * tally_sweep ?max=1',
-  '* * * * * propagate_hub_activity ?max=1',
-  '* * * * * process_image_backfill ?max=1',
-].join('\n');
+// `?max=1`: a scheduled run is tried once; the next run is its retry.
+const crontab = features
+  .flatMap((feature) => Object.entries(feature.schedules ?? {}).map(([task, time]) => `${time} ${task} ?max=1`))
+  .join('\n');
 
 /**
  * `watch` receives the runner's events (main.ts counts jobs for the metrics); `deadAfterSeconds`:

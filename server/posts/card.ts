@@ -3,7 +3,7 @@
 // vote results only when the viewer voted on the frame or wrote it, never a position.
 import { z } from 'zod';
 import type { RequestTransaction } from '../../db/request-transaction.ts';
-import type { BallotBox, SealedTally } from '../../db/ballots.ts';
+import type { BallotBox, SealedTally } from '../votes/ballots.ts';
 import type { Storage } from '../uploads/storage.ts';
 import { shapeUserLite, userLite } from '../shapes/user-lite.ts';
 import { distribute, distributionBucket, positions, summarize, tallySql, voteSummary } from '../votes/summary.ts';

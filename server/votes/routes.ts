@@ -1,13 +1,13 @@
 // Slider votes (spec 2.4, 4.5; contract section 7). The position travels from the request body
-// into sealed ballots (db/ballots.ts) and nowhere else: the database, responses, logs, jobs and
+// into sealed ballots (ballots.ts) and nowhere else: the database, responses, logs, jobs and
 // notifications never see it in the clear.
 import { z } from 'zod';
 import { endpoint } from '../http/endpoint.ts';
 import { ApiError } from '../http/errors.ts';
 import { isUuid } from '../http/ids.ts';
 import { RequestTransaction } from '../../db/request-transaction.ts';
-import { setBounded } from '../../db/bounded-map.ts';
-import type { BallotBox, SealedTally } from '../../db/ballots.ts';
+import { setBounded } from '../../bounded-map.ts';
+import type { BallotBox, SealedTally } from './ballots.ts';
 import type { Viewer } from '../../db/viewer.ts';
 import type { Services } from '../http/endpoint.ts';
 import { distribute, distributionBucket, positions, summarize, tallySql, voteSummary, type Position } from './summary.ts';

@@ -1,8 +1,8 @@
 // Vote tallies as the API shows them (spec 2.4, 4.5; contract section 7). A tally is the anonymous
-// counters plus the scope's pending sealed ballots, opened here (app.vote_tally, db/ballots.ts):
+// counters plus the scope's pending sealed ballots, opened here (app.vote_tally, ballots.ts):
 // five counts in position order, exact as of the statement that read them.
 import { z } from 'zod';
-import { ballotPositions } from '../../db/ballots.ts';
+import { ballotPositions } from './ballots.ts';
 
 /** The five positions, in order (the order of a sealed ballot's index and of app.vote_position). */
 export const positions = ballotPositions;

@@ -1,6 +1,6 @@
 // Media benchmark: `npm run bench -- media`. Not part of `npm test`.
 //
-// 1. The image engine alone (worker/images, decoder processes forked from this process, the
+// 1. The image engine alone (worker/tasks/uploads/images, decoder processes forked from this process, the
 //    IMAGE_* settings of the environment): a 12-megapixel JPEG (4000 x 3000, photo-like, made by
 //    test/helpers/images.ts) processed one at a time, the same photo as HEIC, the 20000 x 20000 PNG
 //    bomb refused, BENCH_MEDIA_BURST photos at once with the decoders' peak resident memory, and the
@@ -33,7 +33,7 @@ import { loadConfig } from '../../config.ts';
 import { startEmbeddedPostgres } from '../../db/embedded.ts';
 import { freePort } from '../../db/free-port.ts';
 import { createLogger } from '../../logger.ts';
-import { startImageProcessor } from '../../worker/images/processor.ts';
+import { startImageProcessor } from '../../worker/tasks/uploads/images/processor.ts';
 import { heicFrom, markedImage, photo12mp, pngBomb } from '../helpers/images.ts';
 import { cleanUp, stopOnExit } from './cleanup.ts';
 import type { MediaLoadResult, MediaLoadStart } from './media-load.ts';

@@ -27,8 +27,8 @@ import { loadConfig, type FcmConfig } from '../../config.ts';
 import { startEmbeddedPostgres } from '../../db/embedded.ts';
 import { freePort } from '../../db/free-port.ts';
 import { createTokens } from '../../server/auth/tokens.ts';
-import { AccessTokens } from '../../worker/push/access-token.ts';
-import { FcmClient } from '../../worker/push/fcm.ts';
+import { AccessTokens } from '../../worker/tasks/push/access-token.ts';
+import { FcmClient } from '../../worker/tasks/push/fcm.ts';
 import { cpuDelta, cpuSeconds } from './backend-cpu.ts';
 import { startPhase } from './phase-start.ts';
 

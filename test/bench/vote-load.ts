@@ -12,7 +12,7 @@ import pg from 'pg';
 import { RequestTransaction } from '../../db/request-transaction.ts';
 import { anonymousViewer, beginAs, sqlLiteral, userViewer } from '../../db/viewer.ts';
 import { benchBallotKey, gatePipeline, sealedVoteParams, sealedVoteText } from './vote-wire.ts';
-import type { BallotPosition } from '../../db/ballots.ts';
+import type { BallotPosition } from '../../server/votes/ballots.ts';
 import { cpuDelta, cpuSeconds } from './backend-cpu.ts';
 
 export interface LoadItem {

@@ -3,7 +3,7 @@
 // cast_vote and `commit`, pipelined in one write, three answers.
 import type pg from 'pg';
 import { beginAs, sessionGate, type Viewer } from '../../db/viewer.ts';
-import { BallotBox, type BallotPosition } from '../../db/ballots.ts';
+import { BallotBox, type BallotPosition } from '../../server/votes/ballots.ts';
 
 export async function gatePipeline(pool: pg.Pool, viewer: Viewer, text: string, values: string[]): Promise<void> {
   const client = await pool.connect();

@@ -42,7 +42,7 @@ import { createTokens } from '../../server/auth/tokens.ts';
 import { cpuDelta, cpuSeconds } from './backend-cpu.ts';
 import { startPhase } from './phase-start.ts';
 import { makePosts, seed, type BenchData } from './vote-data.ts';
-import type { BallotPosition } from '../../db/ballots.ts';
+import type { BallotPosition } from '../../server/votes/ballots.ts';
 import type { LoadItem, LoadJob, SessionCheck } from './vote-load.ts';
 import { benchBallotKey } from './vote-wire.ts';
 

@@ -17,7 +17,7 @@ import { run, runOnce, type Runner } from 'graphile-worker';
 import { createServices, type ServiceOverrides, type Services } from '../../server/services.ts';
 import { openStorage } from '../../server/uploads/open-storage.ts';
 import { s3Client, type Storage } from '../../server/uploads/storage.ts';
-import { heicSupport, startImageProcessor, type ImageProcessor } from '../../worker/images/processor.ts';
+import { heicSupport, startImageProcessor, type ImageProcessor } from '../../worker/tasks/uploads/images/processor.ts';
 import { createTaskList } from '../../worker/runner.ts';
 import { databaseUrl } from './global-setup.ts';
 import { createClient, type Client } from './client.ts';

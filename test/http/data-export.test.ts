@@ -1,4 +1,4 @@
-// Data export (contract 13, migrations/frozen/0263, worker/tasks/export-account.ts): 202 and a pending
+// Data export (contract 13, migrations/frozen/0263, worker/tasks/accounts/export-account.ts): 202 and a pending
 // export, one per 24 hours (429, also when racing itself), the worker's archive in the object store
 // behind a 15-minute signed URL, another user's or an unknown id 404 EXPORT_NOT_FOUND. The archive
 // holds the user's data and never a vote position, a push token or another user's phone number.

@@ -9,7 +9,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadConfig, type FcmConfig } from '../../config.ts';
 import { createLogger } from '../../logger.ts';
 import { createMetrics } from '../../server/metrics.ts';
-import { Pusher } from '../../worker/push/pusher.ts';
+import { Pusher } from '../../worker/tasks/push/pusher.ts';
 import { startTestApp, type TestApp } from '../helpers/app.ts';
 import { startFcmStandIn, type AcceptedMessage, type FcmStandIn } from '../helpers/fcm.ts';
 import { addMember, createHub } from '../helpers/hubs.ts';

@@ -9,7 +9,7 @@ import { startTestApp, type TestApp } from '../helpers/app.ts';
 import { addMember, createHub } from '../helpers/hubs.ts';
 import { createPost, slider, vote } from '../helpers/posts.ts';
 import { userAtLevel, type TestUser } from '../helpers/users.ts';
-import { tallyBallots } from '../../worker/tasks/tally-ballots.ts';
+import { tallyBallots } from '../../worker/tasks/votes/tally-ballots.ts';
 
 const positions = ['strong_left', 'left', 'neutral', 'right', 'strong_right'];
 let app: TestApp;

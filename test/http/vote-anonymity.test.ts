@@ -5,7 +5,7 @@
 // the WAL would hold them) and the tallier runs whatever is due.
 import { createHash, randomBytes, randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { BallotBox } from '../../db/ballots.ts';
+import { BallotBox } from '../../server/votes/ballots.ts';
 import { startTestApp, type TestApp } from '../helpers/app.ts';
 import { createPost, slider, vote } from '../helpers/posts.ts';
 import { userAtLevel, type TestUser } from '../helpers/users.ts';

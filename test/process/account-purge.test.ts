@@ -1,4 +1,4 @@
-// The purge of a deleted account (contract 13, migrations/frozen/0264, worker/tasks/purge-account.ts), run
+// The purge of a deleted account (contract 13, migrations/frozen/0264, worker/tasks/accounts/purge-account.ts), run
 // by a real worker process: begun by hand (the first steps run, as if a worker died after them),
 // finished by the worker's job, then run again by a second job, which changes nothing. Afterwards
 // the account, its content, its frames and its stored objects are gone, its hub passed to the

@@ -1,7 +1,7 @@
 // The tallier killed (kill -9) mid-batch, with 400 votes on one post, 50 at a time: the batch it
 // held never commits (its ballots stay pending, the counters unchanged), the dead worker's job is
 // taken back, two worker processes then tally side by side, and the totals are exact: every ballot
-// counted once (contract 7 "Vote anonymity", migrations/frozen/0290, worker/tasks/tally-ballots.ts).
+// counted once (contract 7 "Vote anonymity", migrations/frozen/0290, worker/tasks/votes/tally-ballots.ts).
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { freePort } from '../../db/free-port.ts';

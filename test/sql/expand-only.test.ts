@@ -11,6 +11,7 @@ import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { shippedSqlFiles, sqlLevel } from '../../db/migrate.ts';
 import { splitStatements } from '../../db/sql-statements.ts';
+import { taskNames } from '../../worker/runner.ts';
 
 const root = path.join(import.meta.dirname, '..', '..');
 const git = (...args: string[]) => execFileSync('git', args, { cwd: root, encoding: 'utf8', maxBuffer: 64 * 1024 * 1024 });
@@ -21,6 +22,23 @@ const previous = readFileSync(path.join(root, 'deploy', 'previous-release'), 'ut
   .map((line) => line.trim())
   .filter((line) => line && !line.startsWith('#'))
   .at(-1) as string;
+
+/**
+ * The worker's task names in a release's source (`files`: its paths under worker/): the keys of
+ * `tasks` in each worker/tasks/<feature>/index.ts, or, in a release from before the feature
+ * folders, the keys createTaskList returned in worker/runner.ts.
+ */
+function workerTasksOf(files: string[], read: (file: string) => string): string[] {
+  const features = files.filter((file) => /^worker\/tasks\/[^/]+\/index\.ts$/.test(file));
+  if (features.length === 0) {
+    const body = /export function createTaskList[\s\S]*?return \{([\s\S]*?)\n {2}\};/.exec(read('worker/runner.ts'))?.[1] ?? '';
+    return [...body.matchAll(/^\s+([a-z_]+):/gm)].map((m) => m[1] as string);
+  }
+  return features.flatMap((file) => {
+    const body = /\n {2}tasks: \{([\s\S]*?)\n {2}\},?\n/.exec(read(file))?.[1] ?? '';
+    return [...body.matchAll(/^ {4}([a-z_]+):/gm)].map((m) => m[1] as string);
+  });
+}
 
 interface Release {
   /** db/sql files: name and content. */
@@ -197,18 +215,22 @@ describe('this release against the previous one', () => {
   });
 
   it('runs every worker task the previous release queues (a job queued by one release runs on the other)', () => {
-    const tasksOf = (source: string) => {
-      const body = /export function createTaskList[\s\S]*?return \{([\s\S]*?)\n {2}\};/.exec(source)?.[1] ?? '';
-      return [...body.matchAll(/^\s+([a-z_]+):/gm)].map((m) => m[1] as string);
-    };
-    const before = tasksOf(git('show', `${previous}:worker/runner.ts`));
-    const now = new Set(tasksOf(readFileSync(path.join(root, 'worker', 'runner.ts'), 'utf8')));
+    const before = workerTasksOf(git('ls-tree', '-r', '--name-only', previous, 'worker').split('\n'), (file) =>
+      git('show', `${previous}:${file}`),
+    );
+    const now = new Set(taskNames);
     expect(before.length, "the previous release's task list was not found").toBeGreaterThan(5);
     const retired = previousRelease().retired;
     expect(
       before.filter((task) => !now.has(task) && !retired.has(`task ${task}`)),
       'a task the previous release queues is gone: keep it until a release after it was listed as retired',
     ).toEqual([]);
+  });
+
+  it("reads this release's worker tasks from its source as it will once this is the previous release", () => {
+    const files = git('ls-files', '--cached', '--others', '--exclude-standard', 'worker').split('\n');
+    const read = (file: string) => readFileSync(path.join(root, file), 'utf8');
+    expect(workerTasksOf(files, read).sort()).toEqual([...taskNames].sort());
   });
 
   it('uses nothing it lists as retired', () => {

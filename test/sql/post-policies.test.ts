@@ -1,7 +1,7 @@
 // Post, comment, vote and bookmark policies, tested directly in SQL.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestApp, type TestApp } from '../helpers/app.ts';
-import type { SealedTally } from '../../db/ballots.ts';
+import type { SealedTally } from '../../server/votes/ballots.ts';
 import { addMember, createHub } from '../helpers/hubs.ts';
 import { createPost, slider, vote } from '../helpers/posts.ts';
 import { asViewer, rowsOrError } from '../helpers/sql.ts';

@@ -8,14 +8,14 @@ import sharp from 'sharp';
 import { thumbHashToApproximateAspectRatio, thumbHashToAverageRGBA } from 'thumbhash';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createLogger } from '../../../logger.ts';
-import { planVariants } from '../../../worker/images/image.ts';
+import { planVariants } from '../../../worker/tasks/uploads/images/image.ts';
 import {
   heicSupport,
   ImageRefusal,
   startImageProcessor,
   type ImageProcessor,
   type ProcessedImage,
-} from '../../../worker/images/processor.ts';
+} from '../../../worker/tasks/uploads/images/processor.ts';
 import {
   bandedImage,
   colours,
@@ -34,7 +34,7 @@ import {
 } from '../../helpers/images.ts';
 
 const silent = createLogger('silent');
-const decoderEntry = 'worker/images/child.ts';
+const decoderEntry = 'worker/tasks/uploads/images/child.ts';
 
 /** The decoder processes this test process started (Linux /proc: parent pid and command line). */
 function decoderPids(): number[] {

@@ -2,7 +2,7 @@
 // each only while nothing uses the asset any more (queued by the replacement's transaction,
 // db/sql/uploads.sql).
 import type { Task } from 'graphile-worker';
-import type { ObjectStore } from '../object-store.ts';
+import type { ObjectStore } from '../../object-store.ts';
 
 export function deleteAsset(storage: ObjectStore): Task {
   return async (payload, { withPgClient }) => {

@@ -1,6 +1,6 @@
 // Removes upload intents that expired without completion, with any object the client did PUT.
 import type { Task } from 'graphile-worker';
-import type { ObjectStore } from '../object-store.ts';
+import type { ObjectStore } from '../../object-store.ts';
 
 const batch = 500;
 

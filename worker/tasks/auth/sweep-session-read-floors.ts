@@ -1,5 +1,5 @@
-// Every 15 minutes, the read floors of sessions untouched for an hour go (db/replicas.ts; crontab in
-// worker/runner.ts): batches of a bounded size, each its own transaction, until one comes back short.
+// Every 15 minutes, the read floors of sessions untouched for an hour go (db/replicas.ts; schedule in
+// index.ts): batches of a bounded size, each its own transaction, until one comes back short.
 import type { Task } from 'graphile-worker';
 
 const batch = 5000;

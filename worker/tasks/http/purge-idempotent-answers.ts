@@ -1,5 +1,5 @@
 // Hourly sweep of kept answers past their 24 hours (Idempotency-Key, server/http/idempotency.ts;
-// crontab in worker/runner.ts): batches of a bounded size, each its own transaction, until one
+// schedule in index.ts): batches of a bounded size, each its own transaction, until one
 // comes back short.
 import type { Task } from 'graphile-worker';
 

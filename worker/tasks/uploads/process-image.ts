@@ -1,12 +1,12 @@
 // Processes one uploaded image (queued by app.complete_upload, or by the backfill for images from
-// before processing existed; db/sql/uploads.sql): its decoder process (worker/images) turns the
+// before processing existed; db/sql/uploads.sql): its decoder process (images/) turns the
 // upload into upright, metadata-free variants, which are written under keys of the asset's own
 // that never change (images/<assetId>.jpg, images/<assetId>/<w>x<h>.webp), then recorded; the upload is deleted by the job the record queues. An image
 // the decoder refuses fails with its code. Idempotent: a job that runs again finds the asset done
 // (app_private.image_to_process answers nothing) or rewrites the same variant keys before recording.
 import type { Task } from 'graphile-worker';
-import { ImageRefusal, type ImageProcessor, type ImageVariant } from '../images/processor.ts';
-import type { ObjectStore } from '../object-store.ts';
+import { ImageRefusal, type ImageProcessor, type ImageVariant } from './images/processor.ts';
+import type { ObjectStore } from '../../object-store.ts';
 
 /** The variant lists and cards show: the largest WebP within this many pixels on its longest side. */
 const displaySide = { post_image: 1280, profile_photo: 256, hub_photo: 256 } as const;

@@ -4,9 +4,10 @@
 // and scope bound as associated data, so a sealed ballot opens only as a vote on that post in that
 // scope. The ciphertext is one byte (the position's index) and a 16-byte tag: every ballot has the
 // same length. The API opens a scope's pending ballots at read time, the tallier when it folds a
-// batch of them into the counters. Nothing here logs, and no error names a position.
+// batch of them into the counters (worker/tasks/votes/tally-ballots.ts, handed this box by main.ts
+// as the BallotOpener it states). Nothing here logs, and no error names a position.
 import { createCipheriv, createDecipheriv, randomBytes } from 'node:crypto';
-import { setBounded } from './bounded-map.ts';
+import { setBounded } from '../../bounded-map.ts';
 
 export const ballotPositions = ['strong_left', 'left', 'neutral', 'right', 'strong_right'] as const;
 export type BallotPosition = (typeof ballotPositions)[number];

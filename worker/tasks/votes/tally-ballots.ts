@@ -6,7 +6,7 @@
 // finds the ballots gone (or waits for the lock and finds fewer than k): each ballot is counted
 // once. The payload names the post and scope only; nothing here logs a position.
 import type { Task } from 'graphile-worker';
-import type { BallotBox } from '../../db/ballots.ts';
+import type { BallotOpener } from './ballot-opener.ts';
 
 export interface TallyPayload {
   postId: string;
@@ -16,7 +16,7 @@ export interface TallyPayload {
 /** Ballots folded per run, at most: a scope with more pending is queued again (the rest, when at least k). */
 const maxBatch = 5000;
 
-export function tallyBallots(box: BallotBox, batch: number): Task {
+export function tallyBallots(box: BallotOpener, batch: number): Task {
   return async (payload, { withPgClient }) => {
     const { postId, hubId } = payload as TallyPayload;
     await withPgClient(async (client) => {

@@ -3,7 +3,7 @@
 // (app_private.queue_object_deletion, db/sql/uploads.sql). Deleting a missing object succeeds, so
 // a job that runs again changes nothing.
 import type { Task } from 'graphile-worker';
-import type { ObjectStore } from '../object-store.ts';
+import type { ObjectStore } from '../../object-store.ts';
 
 export function deleteObject(storage: ObjectStore): Task {
   return async (payload) => {

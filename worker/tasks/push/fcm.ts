@@ -10,7 +10,7 @@
 //     is deleted and the try does not count;
 //   * any other 4xx: this message was refused (a bug of ours, not of the device): failed.
 import { request, type Dispatcher } from 'undici';
-import type { FcmConfig } from '../../config.ts';
+import type { FcmConfig } from '../../../config.ts';
 import { AccessTokenError, type AccessTokens } from './access-token.ts';
 import type { FcmMessage } from './message.ts';
 

@@ -1,4 +1,4 @@
-// Hourly housekeeping of push delivery (crontab in worker/runner.ts): old deliveries and badge
+// Hourly housekeeping of push delivery (schedule in index.ts): old deliveries and badge
 // changes, pending deliveries past their age, devices of ended sessions (db/sql/push.sql).
 import type { Task } from 'graphile-worker';
 

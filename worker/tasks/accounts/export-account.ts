@@ -4,7 +4,7 @@
 // overwrites the same object), and the export marked ready once. On its last attempt a failure
 // marks the export failed, so the user may ask again.
 import type { Task } from 'graphile-worker';
-import type { ObjectStore } from '../object-store.ts';
+import type { ObjectStore } from '../../object-store.ts';
 
 export function exportAccount(storage: ObjectStore): Task {
   return async (payload, { withPgClient, job }) => {

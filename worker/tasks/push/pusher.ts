@@ -11,8 +11,8 @@
 // a few seconds; the first success after it logs one line.
 import type pg from 'pg';
 import { Agent } from 'undici';
-import type { FcmConfig } from '../../config.ts';
-import type { Log } from '../../logger.ts';
+import type { FcmConfig } from '../../../config.ts';
+import type { Log } from '../../../logger.ts';
 import { AccessTokens } from './access-token.ts';
 import { FcmClient, type SendOutcome } from './fcm.ts';
 import { buildMessage, type ClaimedDelivery } from './message.ts';

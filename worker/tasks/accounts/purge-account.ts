@@ -5,7 +5,7 @@
 // listing them and deleting their rows. A crash, a retry or a second job resumes where the last run
 // stopped; an account restored before the purge began is left alone.
 import type { Task } from 'graphile-worker';
-import type { ObjectStore } from '../object-store.ts';
+import type { ObjectStore } from '../../object-store.ts';
 
 export function purgeAccount(storage: ObjectStore): Task {
   return async (payload, { withPgClient }) => {

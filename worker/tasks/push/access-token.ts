@@ -4,7 +4,7 @@
 // minute before it expires. One exchange at a time: concurrent senders wait for the same one.
 import jwt from 'jsonwebtoken';
 import { request, type Dispatcher } from 'undici';
-import type { FcmConfig } from '../../config.ts';
+import type { FcmConfig } from '../../../config.ts';
 
 export const fcmScope = 'https://www.googleapis.com/auth/firebase.messaging';
 const refreshBeforeMs = 60_000;

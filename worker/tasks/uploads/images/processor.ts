@@ -13,7 +13,7 @@ import { fork, type ChildProcess } from 'node:child_process';
 import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import type { Log } from '../../logger.ts';
+import type { Log } from '../../../../logger.ts';
 import type { ChildAnswer, ChildJob } from './child.ts';
 import { heicSupport } from './heic.ts';
 import { ImageRefusal, type ImageShape, type ProcessedImage } from './image.ts';

@@ -1,4 +1,4 @@
-// Hourly housekeeping of expired sign-in secrets (crontab in worker/runner.ts).
+// Hourly housekeeping of expired sign-in secrets (schedule in index.ts).
 import type { Task } from 'graphile-worker';
 
 export const purgeExpiredAuth: Task = async (_payload, { withPgClient }) => {
