@@ -2673,10 +2673,30 @@ COMMENT ON FUNCTION app.notification_visible_to(p_notification app.notifications
 --
 
 CREATE FUNCTION app.onboarding_status() RETURNS TABLE(access_level integer, profile_basics_completed boolean, media_completed boolean, phone_confirmed boolean, contacts_synced_at timestamp with time zone)
+    LANGUAGE sql STABLE
+    SET search_path TO 'pg_catalog'
+    AS $$ select * from app.onboarding_status_gated(null) $$;
+
+
+--
+-- Name: FUNCTION onboarding_status(); Type: COMMENT; Schema: app; Owner: -
+--
+
+COMMENT ON FUNCTION app.onboarding_status() IS 'The viewer''s onboarding progress and access level, one row (app.onboarding_status_gated without a session check: the request checked it). Called by the onboarding writes (PUT /users/me/onboarding/...); also a GraphQL field (server/graphql/exposure.ts).';
+
+
+--
+-- Name: onboarding_status_gated(integer); Type: FUNCTION; Schema: app; Owner: -
+--
+
+CREATE FUNCTION app.onboarding_status_gated(p_required integer) RETURNS TABLE(access_level integer, profile_basics_completed boolean, media_completed boolean, phone_confirmed boolean, contacts_synced_at timestamp with time zone)
     LANGUAGE plpgsql STABLE SECURITY DEFINER
     SET search_path TO 'pg_catalog'
     AS $$
 begin
+  if p_required is not null then
+    perform app.viewer_session_gate(p_required);
+  end if;
   return query
   select app.access_level_of(u.full_name, u.username, u.terms_accepted_at, p.user_id is not null, u.media_completed_at, u.contacts_synced_at),
          u.full_name is not null and u.username is not null and u.terms_accepted_at is not null,
@@ -2691,10 +2711,10 @@ $$;
 
 
 --
--- Name: FUNCTION onboarding_status(); Type: COMMENT; Schema: app; Owner: -
+-- Name: FUNCTION onboarding_status_gated(p_required integer); Type: COMMENT; Schema: app; Owner: -
 --
 
-COMMENT ON FUNCTION app.onboarding_status() IS 'The viewer''s onboarding progress and access level, one row. Called by GET /users/me/onboarding/status; also a GraphQL field (server/graphql/exposure.ts).';
+COMMENT ON FUNCTION app.onboarding_status_gated(p_required integer) IS 'The viewer''s onboarding progress and access level, one row, after the session check at level p_required (app.viewer_session_gate; none when null). Called by GET /users/me/onboarding/status.';
 
 
 --
@@ -15511,6 +15531,14 @@ GRANT ALL ON FUNCTION app.notification_visible_to(p_notification app.notificatio
 
 REVOKE ALL ON FUNCTION app.onboarding_status() FROM PUBLIC;
 GRANT ALL ON FUNCTION app.onboarding_status() TO app_user;
+
+
+--
+-- Name: FUNCTION onboarding_status_gated(p_required integer); Type: ACL; Schema: app; Owner: -
+--
+
+REVOKE ALL ON FUNCTION app.onboarding_status_gated(p_required integer) FROM PUBLIC;
+GRANT ALL ON FUNCTION app.onboarding_status_gated(p_required integer) TO app_user;
 
 
 --

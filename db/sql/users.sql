@@ -14,13 +14,20 @@ $$;
 comment on function app_private.users_reject_reserved_handle() is
   'Keeps reserved handles out of app.users.username (USERNAME_TAKEN), whoever writes the handle. Runs from the trigger users_reserved_handle, on the writes of PUT /users/me/onboarding/profile-basics and PATCH /users/me/profile.';
 
-create or replace function app.onboarding_status()
+-- The viewer's onboarding progress. GET /users/me/onboarding/status sends its session check inside
+-- this statement (p_required, the endpoint's level: the gate runs first, before any read, and
+-- aborts the transaction when the session may not act), so the request is one statement; the
+-- writes' answers and GraphQL read it through app.onboarding_status() with no gate of its own.
+create or replace function app.onboarding_status_gated(p_required int)
   returns table (access_level int, profile_basics_completed boolean, media_completed boolean,
                  phone_confirmed boolean, contacts_synced_at timestamptz)
   language plpgsql stable security definer
   set search_path = pg_catalog
   as $$
 begin
+  if p_required is not null then
+    perform app.viewer_session_gate(p_required);
+  end if;
   return query
   select app.access_level_of(u.full_name, u.username, u.terms_accepted_at, p.user_id is not null, u.media_completed_at, u.contacts_synced_at),
          u.full_name is not null and u.username is not null and u.terms_accepted_at is not null,
@@ -32,8 +39,18 @@ begin
   where u.id = app.viewer_id();
 end
 $$;
+comment on function app.onboarding_status_gated(integer) is
+  'The viewer''s onboarding progress and access level, one row, after the session check at level p_required (app.viewer_session_gate; none when null). Called by GET /users/me/onboarding/status.';
+grant execute on function app.onboarding_status_gated(int) to app_user;
+
+create or replace function app.onboarding_status()
+  returns table (access_level int, profile_basics_completed boolean, media_completed boolean,
+                 phone_confirmed boolean, contacts_synced_at timestamptz)
+  language sql stable
+  set search_path = pg_catalog
+  as $$ select * from app.onboarding_status_gated(null) $$;
 comment on function app.onboarding_status() is
-  'The viewer''s onboarding progress and access level, one row. Called by GET /users/me/onboarding/status; also a GraphQL field (server/graphql/exposure.ts).';
+  'The viewer''s onboarding progress and access level, one row (app.onboarding_status_gated without a session check: the request checked it). Called by the onboarding writes (PUT /users/me/onboarding/...); also a GraphQL field (server/graphql/exposure.ts).';
 grant execute on function app.onboarding_status() to app_user;
 
 create or replace function app_private.merge_user(p_source uuid, p_target uuid)

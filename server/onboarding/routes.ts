@@ -21,15 +21,23 @@ const onboardingStatus = z
   })
   .meta({ id: 'OnboardingStatus' });
 
-/** The status as the request's last statement, committed in the same round trip. */
-async function readStatus(tx: RequestTransaction): Promise<z.input<typeof onboardingStatus>> {
+/**
+ * The status as the request's last statement, committed in the same round trip. `gateLevel`: the
+ * session check travels inside the statement (app.onboarding_status_gated runs it first), in place
+ * of a deferred check of its own.
+ */
+async function readStatus(tx: RequestTransaction, gateLevel?: number): Promise<z.input<typeof onboardingStatus>> {
   const { rows } = await tx.queryAndCommit<{
     access_level: number;
     profile_basics_completed: boolean;
     media_completed: boolean;
     phone_confirmed: boolean;
     contacts_synced_at: Date | null;
-  }>('select * from app.onboarding_status()');
+  }>(
+    gateLevel === undefined ? 'select * from app.onboarding_status()' : 'select * from app.onboarding_status_gated($1)',
+    gateLevel === undefined ? [] : [gateLevel],
+    gateLevel,
+  );
   const row = rows[0];
   if (!row) throw new ApiError('USER_NOT_FOUND');
   const nextStep = !row.profile_basics_completed
@@ -61,7 +69,7 @@ export const onboardingEndpoints = [
     auth: 'bearer',
     sessionCheckWithFirstStatement: true,
     response: onboardingStatus,
-    handler: ({ tx }) => readStatus(tx),
+    handler: ({ tx, level }) => readStatus(tx, level),
   }),
 
   endpoint({

@@ -1,7 +1,8 @@
 // Endpoints whose session check travels with their first statement (sessionCheckWithFirstStatement:
 // the vote and the onboarding status): the same 401/403/422 answers in the same order as every
 // other endpoint, nothing written when the session is refused, and connections left clean. The
-// vote's check is inside app.cast_vote (db/sql/votes.sql), and both requests are one round trip: the
+// vote's check is inside app.cast_vote (db/sql/votes.sql), the status's inside
+// app.onboarding_status_gated (db/sql/users.sql), and both requests are one round trip: the
 // opening, the statement and `commit` pipelined in one write (db/request-transaction.ts), nothing of
 // which outlives the transaction on the connection.
 import pg from 'pg';
@@ -214,6 +215,29 @@ describe('one write, one round trip: the whole request transaction on one connec
       await tx.finish(commit);
       expect(await voteWrites(post.id)).toEqual(commit ? expect.objectContaining({ receipts: 1, counted: 1 }) : before);
     }
+  });
+
+  it("runs the onboarding status's own gate first, in place of the deferred check", async () => {
+    const gated = 'select access_level from app.onboarding_status_gated($1)';
+    const open = async (user: TestUser, level: number) => {
+      const tx = new RequestTransaction(app.pools.api, anonymousViewer);
+      tx.deferSession(userViewer(user.id, await sessionOf(user)), level);
+      return tx;
+    };
+    // The deferred check is left out (the statement carries it), so the statement's gate is what refuses.
+    const revoked = await loggedOut(1);
+    await expect((await open(revoked, 1)).queryAndCommit(gated, [1], 1)).rejects.toThrow('UNAUTHORIZED');
+    const basic = await userAtLevel(app, 1);
+    await expect((await open(basic, 2)).queryAndCommit(gated, [2], 2)).rejects.toThrow('PROFILE_BASICS_REQUIRED');
+    expect((await (await open(author, 1)).queryAndCommit(gated, [1], 1)).rows).toEqual([{ access_level: 4 }]);
+    // Without a level, no gate: the writes' answers read it after their own check.
+    const ungated = await asViewer(
+      app,
+      'app_user',
+      revoked.id,
+      async (client) => (await client.query('select access_level from app.onboarding_status_gated(null)')).rows,
+    );
+    expect(ungated).toEqual([{ access_level: 1 }]);
   });
 
   it('refuses to leave out the gate for a statement that checks a lower level than the request needs', async () => {
