@@ -659,26 +659,26 @@ CREATE FUNCTION app.cast_vote(p_post_id uuid, p_key_id text, p_global text, p_hu
 declare
   v_viewer uuid := app.viewer_id();
   v_author uuid;
-  v_visibility app.post_visibility;
   v_votable boolean;
   v_visible boolean;
+  v_reaches boolean;
   v_level int;
   v_missing uuid[];
   v_scope uuid;
 begin
   -- The session first (contract order 401, 403, then the request), as 0170.
   v_level := app.viewer_session_gate(2);
-  select p.author_id, p.visibility, p.slider_text is not null, app.post_visible_to(p, v_viewer, app.viewer_block_list()),
+  -- (A post that stays in its hubs takes votes from whom it reaches: app.post_reaches, the
+  -- locked-post rule, which app.post_visible_to applies too; the contract answers VOTE_NOT_ALLOWED.)
+  select p.author_id, p.slider_text is not null, app.post_visible_to(p, v_viewer, app.viewer_block_list()), app.post_reaches(p, v_viewer),
          (select coalesce(array_agg(ph.hub_id order by ph.hub_id), '{}') from app.post_hubs ph
           where ph.post_id = p.id and app.is_active_member(ph.hub_id, v_viewer))
-    into v_author, v_visibility, v_votable, v_visible, hub_ids
+    into v_author, v_votable, v_visible, v_reaches, hub_ids
     from app.posts p where p.id = p_post_id;
   if not coalesce(v_visible, false) then
     perform app.fail('POST_NOT_FOUND');
   end if;
-  if v_visibility = 'private_locked_hub' and v_author <> v_viewer
-     and not exists (select from app.post_hubs ph where ph.post_id = p_post_id and ph.kind = 'target'
-                     and app.is_active_member(ph.hub_id, v_viewer)) then
+  if not v_reaches then
     perform app.fail('VOTE_NOT_ALLOWED');
   end if;
   if not v_votable then
@@ -1327,7 +1327,7 @@ declare
   v_notify_source boolean;
 begin
   v_source := app_private.visible_post(p_source_id);
-  if v_source.source_post_id is not null or v_source.visibility = 'private_locked_hub' then
+  if v_source.source_post_id is not null or app.post_stays_in_hubs(v_source.visibility) then
     perform app.fail('REPOST_NOT_ALLOWED');
   end if;
   perform app_private.check_post_audience(p_visibility, coalesce(p_hub_ids, '{}'));
@@ -1336,7 +1336,7 @@ begin
     returning id into v_repost;
   perform app_private.record_activity(p_source_id, 'post_reposted');
   v_notify_source := v_source.author_id <> app.viewer_id();
-  if v_notify_source and p_visibility <> 'private_locked_hub' then
+  if v_notify_source and not app.post_stays_in_hubs(p_visibility) then
     insert into app.notifications (recipient_id, type, actor_id, post_id)
       values (v_source.author_id, 'post_reposted', app.viewer_id(), v_repost);
   elsif v_notify_source then
@@ -2289,7 +2289,7 @@ $$;
 -- Name: FUNCTION is_member_of_post_target(p_post_id uuid, p_user_id uuid); Type: COMMENT; Schema: app; Owner: -
 --
 
-COMMENT ON FUNCTION app.is_member_of_post_target(p_post_id uuid, p_user_id uuid) IS 'Whether a user is an active member (a membership, at access level 4) of a hub the post was targeted to (spec 2.3 rule 14, part 5; a security-definer probe, so the posts policy reads memberships the viewer may not). Used by app.post_visible_to.';
+COMMENT ON FUNCTION app.is_member_of_post_target(p_post_id uuid, p_user_id uuid) IS 'Whether a user is an active member (a membership, at access level 4) of a hub the post was targeted to (spec 2.3 rule 14, part 5; a security-definer probe, so the posts policy reads memberships the viewer may not). Used by app.post_reaches.';
 
 
 --
@@ -2787,23 +2787,6 @@ COMMENT ON FUNCTION app.post_hub_discussion_message(p_hub_id uuid, p_discussion_
 
 
 --
--- Name: post_repost_count(uuid); Type: FUNCTION; Schema: app; Owner: -
---
-
-CREATE FUNCTION app.post_repost_count(p_post_id uuid) RETURNS integer
-    LANGUAGE plpgsql STABLE SECURITY DEFINER
-    SET search_path TO 'pg_catalog'
-    AS $$ begin return app_private.counter_value('post_reposts', p_post_id); end $$;
-
-
---
--- Name: FUNCTION post_repost_count(p_post_id uuid); Type: COMMENT; Schema: app; Owner: -
---
-
-COMMENT ON FUNCTION app.post_repost_count(p_post_id uuid) IS 'A post''s repost count (repostCount) for any id: callers read it only for posts they have read through the posts policy, and a number shows nothing of the reposts. Read by every post card (server/posts/card.ts: GET /posts, GET /posts/{postId}, the feeds, saved posts) and by the view app.post_stats (internal GraphQL).';
-
-
---
 -- Name: posts; Type: TABLE; Schema: app; Owner: -
 --
 
@@ -2832,6 +2815,59 @@ ALTER TABLE ONLY app.posts FORCE ROW LEVEL SECURITY;
 
 
 --
+-- Name: post_reaches(app.posts, uuid); Type: FUNCTION; Schema: app; Owner: -
+--
+
+CREATE FUNCTION app.post_reaches(p_post app.posts, p_viewer uuid) RETURNS boolean
+    LANGUAGE sql STABLE
+    AS $$
+  select not app.post_stays_in_hubs(p_post.visibility)
+      or p_post.author_id = p_viewer
+      or app.is_member_of_post_target(p_post.id, p_viewer)
+$$;
+
+
+--
+-- Name: FUNCTION post_reaches(p_post app.posts, p_viewer uuid); Type: COMMENT; Schema: app; Owner: -
+--
+
+COMMENT ON FUNCTION app.post_reaches(p_post app.posts, p_viewer uuid) IS 'Whether a post reaches a viewer under the locked-post rule (app.post_stays_in_hubs): a post that stays in its hubs reaches its author and the active members of its target hubs only, any other post everyone. Used by app.post_visible_to and app.cast_vote (VOTE_NOT_ALLOWED).';
+
+
+--
+-- Name: post_repost_count(uuid); Type: FUNCTION; Schema: app; Owner: -
+--
+
+CREATE FUNCTION app.post_repost_count(p_post_id uuid) RETURNS integer
+    LANGUAGE plpgsql STABLE SECURITY DEFINER
+    SET search_path TO 'pg_catalog'
+    AS $$ begin return app_private.counter_value('post_reposts', p_post_id); end $$;
+
+
+--
+-- Name: FUNCTION post_repost_count(p_post_id uuid); Type: COMMENT; Schema: app; Owner: -
+--
+
+COMMENT ON FUNCTION app.post_repost_count(p_post_id uuid) IS 'A post''s repost count (repostCount) for any id: callers read it only for posts they have read through the posts policy, and a number shows nothing of the reposts. Read by every post card (server/posts/card.ts: GET /posts, GET /posts/{postId}, the feeds, saved posts) and by the view app.post_stats (internal GraphQL).';
+
+
+--
+-- Name: post_stays_in_hubs(app.post_visibility); Type: FUNCTION; Schema: app; Owner: -
+--
+
+CREATE FUNCTION app.post_stays_in_hubs(p_visibility app.post_visibility) RETURNS boolean
+    LANGUAGE sql IMMUTABLE
+    AS $$ select p_visibility = 'private_locked_hub' $$;
+
+
+--
+-- Name: FUNCTION post_stays_in_hubs(p_visibility app.post_visibility); Type: COMMENT; Schema: app; Owner: -
+--
+
+COMMENT ON FUNCTION app.post_stays_in_hubs(p_visibility app.post_visibility) IS 'The locked-post rule: whether a post of this visibility stays in its hubs (private_locked_hub): it reaches only its author and its target hubs'' active members (app.post_reaches), and is never reposted, shared, counted in user_posts or listed in a follower''s or profile feed. Used by app.post_reaches, app.create_repost, app.share_post_to_feed, app.share_post_to_hubs, app.cast_vote, app_private.repost_visible, app_private.counted_by_post, the feed functions and GET /posts/{postId}/share-link.';
+
+
+--
 -- Name: post_visible_to(app.posts, uuid, uuid[]); Type: FUNCTION; Schema: app; Owner: -
 --
 
@@ -2840,9 +2876,7 @@ CREATE FUNCTION app.post_visible_to(p_post app.posts, p_viewer uuid, p_block_lis
     AS $$
   select p_post.deleted_at is null
      and not (p_post.author_id = any (p_block_list))
-     and (p_post.visibility <> 'private_locked_hub'
-          or p_post.author_id = p_viewer
-          or app.is_member_of_post_target(p_post.id, p_viewer))
+     and app.post_reaches(p_post, p_viewer)
 $$;
 
 
@@ -2850,7 +2884,7 @@ $$;
 -- Name: FUNCTION post_visible_to(p_post app.posts, p_viewer uuid, p_block_list uuid[]); Type: COMMENT; Schema: app; Owner: -
 --
 
-COMMENT ON FUNCTION app.post_visible_to(p_post app.posts, p_viewer uuid, p_block_list uuid[]) IS 'The one rule of post visibility: not deleted, the author not blocked with the viewer either way, and not private_locked_hub unless the viewer is the author or a member of a target hub. Inlined into the policy posts_select_visible and the feed functions (GET /posts, GET /users/{userId}/feed, GET /hubs/{hubId}/feed); app.can_see_post applies it to one post.';
+COMMENT ON FUNCTION app.post_visible_to(p_post app.posts, p_viewer uuid, p_block_list uuid[]) IS 'The one rule of post visibility: not deleted, the author not blocked with the viewer either way, and the post reaches the viewer (app.post_reaches: a post that stays in its hubs only its author and its target hubs'' members). Inlined into the policy posts_select_visible and the feed functions (GET /posts, GET /users/{userId}/feed, GET /hubs/{hubId}/feed); app.can_see_post applies it to one post.';
 
 
 --
@@ -3751,7 +3785,7 @@ declare
   v_post app.posts;
 begin
   v_post := app_private.visible_post(p_post_id);
-  if v_post.visibility = 'private_locked_hub' then
+  if app.post_stays_in_hubs(v_post.visibility) then
     perform app.fail('SHARE_NOT_ALLOWED');
   end if;
   insert into app.post_shares (post_id, user_id) values (p_post_id, app.viewer_id()) returning id, created_at into share_id, shared_at;
@@ -3784,7 +3818,7 @@ declare
   v_hub uuid;
 begin
   v_post := app_private.visible_post(p_post_id);
-  if v_post.visibility = 'private_locked_hub' then
+  if app.post_stays_in_hubs(v_post.visibility) then
     perform app.fail('SHARE_NOT_ALLOWED');
   end if;
   foreach v_hub in array p_hub_ids loop
@@ -5512,7 +5546,7 @@ CREATE FUNCTION app_private.counted_by_post(p_row app.posts) RETURNS TABLE(count
     AS $$
   select x.counter, x.subject
   from (values ('post_reposts'::app_private.counter, p_row.source_post_id, p_row.deleted_at is null and p_row.source_post_id is not null),
-               ('user_posts', p_row.author_id, p_row.deleted_at is null and p_row.visibility <> 'private_locked_hub')) x (counter, subject, counted)
+               ('user_posts', p_row.author_id, p_row.deleted_at is null and not app.post_stays_in_hubs(p_row.visibility))) x (counter, subject, counted)
   where x.counted
 $$;
 
@@ -5521,7 +5555,7 @@ $$;
 -- Name: FUNCTION counted_by_post(p_row app.posts); Type: COMMENT; Schema: app_private; Owner: -
 --
 
-COMMENT ON FUNCTION app_private.counted_by_post(p_row app.posts) IS 'What one post counts towards (post_reposts of the post it reposts, user_posts of its author unless its visibility is private_locked_hub; a deleted post nothing): the single definition of these counters, used by the trigger function app_private.count_posts and by the recount app_private.counted_now.';
+COMMENT ON FUNCTION app_private.counted_by_post(p_row app.posts) IS 'What one post counts towards (post_reposts of the post it reposts, user_posts of its author unless it stays in its hubs (app.post_stays_in_hubs); a deleted post nothing): the single definition of these counters, used by the trigger function app_private.count_posts and by the recount app_private.counted_now.';
 
 
 --
@@ -6328,7 +6362,7 @@ CREATE FUNCTION app_private.home_card_events_since_cursor(p_post_id uuid, p_visi
     and (e.created_at, e.post_id) >= (p_after_at, p_after_id)
     and not (e.actor_id = any (p_blocks))
     and ((e.kind = 'post_shared_to_hub' and e.hub_id = any (p_hubs))
-         or (e.kind <> 'post_shared_to_hub' and p_visibility <> 'private_locked_hub'
+         or (e.kind <> 'post_shared_to_hub' and not app.post_stays_in_hubs(p_visibility)
              and (e.actor_id in (select u from app_private.followees_of(p_viewer) u)
                   or e.actor_id in (select u from app_private.co_members_of(p_hubs, p_viewer) u))))
 $$;
@@ -6413,7 +6447,7 @@ CREATE FUNCTION app_private.home_events(p_viewer uuid, p_blocks uuid[], p_hubs u
        select e.post_id, e.created_at, p.visibility
        from app.activity_events e join app.posts p on p.id = e.post_id
        where e.actor_id = actor.id and e.kind <> 'post_shared_to_hub'
-         and p.visibility <> 'private_locked_hub' and app.post_visible_to(p, p_viewer, p_blocks)
+         and not app.post_stays_in_hubs(p.visibility) and app.post_visible_to(p, p_viewer, p_blocks)
          and e.created_at <= p_after_at and (e.created_at, e.post_id) < (p_after_at, p_after_id)
        order by e.created_at desc, e.post_id desc limit p_window) a
      where not (s.many_followees or s.many_co_members)
@@ -6424,7 +6458,7 @@ CREATE FUNCTION app_private.home_events(p_viewer uuid, p_blocks uuid[], p_hubs u
      where (s.many_followees or s.many_co_members) and e.kind <> 'post_shared_to_hub' and not (e.actor_id = any (p_blocks))
        and (e.actor_id in (select u from app_private.followees_of(p_viewer) u)
             or e.actor_id in (select u from app_private.co_members_of(p_hubs, p_viewer) u))
-       and p.visibility <> 'private_locked_hub' and app.post_visible_to(p, p_viewer, p_blocks)
+       and not app.post_stays_in_hubs(p.visibility) and app.post_visible_to(p, p_viewer, p_blocks)
        and e.created_at <= p_after_at and (e.created_at, e.post_id) < (p_after_at, p_after_id)
      order by e.created_at desc, e.post_id desc limit p_window)
     union all
@@ -7912,7 +7946,7 @@ CREATE FUNCTION app_private.profile_events(p_subject uuid, p_viewer uuid, p_bloc
   from (
     (select 1 as src, p.id as post_id, p.created_at as at, p.visibility
      from app.posts p
-     where p.author_id = p_subject and p.visibility <> 'private_locked_hub' and app.post_visible_to(p, p_viewer, p_blocks)
+     where p.author_id = p_subject and not app.post_stays_in_hubs(p.visibility) and app.post_visible_to(p, p_viewer, p_blocks)
        and p.created_at <= p_after_at and (p.created_at, p.id) < (p_after_at, p_after_id)
      order by p.created_at desc, p.id desc limit p_window)
     union all
@@ -7920,7 +7954,7 @@ CREATE FUNCTION app_private.profile_events(p_subject uuid, p_viewer uuid, p_bloc
      from app.activity_events e join app.posts p on p.id = e.post_id
      where e.actor_id = p_subject and e.kind in ('post_shared_to_feed', 'post_shared_to_hub')
        and (e.kind = 'post_shared_to_feed' or e.hub_id = any (p_hubs))
-       and p.visibility <> 'private_locked_hub' and app.post_visible_to(p, p_viewer, p_blocks)
+       and not app.post_stays_in_hubs(p.visibility) and app.post_visible_to(p, p_viewer, p_blocks)
        and e.created_at <= p_after_at and (e.created_at, e.post_id) < (p_after_at, p_after_id)
      order by e.created_at desc, e.post_id desc limit p_window)
   ) ev
@@ -8889,13 +8923,10 @@ CREATE FUNCTION app_private.repost_visible(p_repost app.posts, p_user_id uuid) R
     LANGUAGE sql STABLE
     AS $$
   select p_repost.deleted_at is null
-     and case p_repost.visibility
-           when 'public' then true
-           when 'public_hub' then true
-           when 'private_locked_hub' then exists (
-             select from app.post_hubs ph
-             where ph.post_id = p_repost.id and ph.kind = 'target' and app.is_active_member(ph.hub_id, p_user_id))
-           else false
+     and case when app.post_stays_in_hubs(p_repost.visibility) then exists (
+                select from app.post_hubs ph
+                where ph.post_id = p_repost.id and ph.kind = 'target' and app.is_active_member(ph.hub_id, p_user_id))
+              else p_repost.visibility is not null
          end
 $$;
 
@@ -15547,15 +15578,6 @@ GRANT ALL ON FUNCTION app.post_hub_discussion_message(p_hub_id uuid, p_discussio
 
 
 --
--- Name: FUNCTION post_repost_count(p_post_id uuid); Type: ACL; Schema: app; Owner: -
---
-
-REVOKE ALL ON FUNCTION app.post_repost_count(p_post_id uuid) FROM PUBLIC;
-GRANT ALL ON FUNCTION app.post_repost_count(p_post_id uuid) TO app_anonymous;
-GRANT ALL ON FUNCTION app.post_repost_count(p_post_id uuid) TO app_admin;
-
-
---
 -- Name: TABLE posts; Type: ACL; Schema: app; Owner: -
 --
 
@@ -15630,6 +15652,31 @@ GRANT SELECT(source_post_id) ON TABLE app.posts TO app_anonymous;
 --
 
 GRANT SELECT(created_at) ON TABLE app.posts TO app_anonymous;
+
+
+--
+-- Name: FUNCTION post_reaches(p_post app.posts, p_viewer uuid); Type: ACL; Schema: app; Owner: -
+--
+
+REVOKE ALL ON FUNCTION app.post_reaches(p_post app.posts, p_viewer uuid) FROM PUBLIC;
+GRANT ALL ON FUNCTION app.post_reaches(p_post app.posts, p_viewer uuid) TO app_anonymous;
+
+
+--
+-- Name: FUNCTION post_repost_count(p_post_id uuid); Type: ACL; Schema: app; Owner: -
+--
+
+REVOKE ALL ON FUNCTION app.post_repost_count(p_post_id uuid) FROM PUBLIC;
+GRANT ALL ON FUNCTION app.post_repost_count(p_post_id uuid) TO app_anonymous;
+GRANT ALL ON FUNCTION app.post_repost_count(p_post_id uuid) TO app_admin;
+
+
+--
+-- Name: FUNCTION post_stays_in_hubs(p_visibility app.post_visibility); Type: ACL; Schema: app; Owner: -
+--
+
+REVOKE ALL ON FUNCTION app.post_stays_in_hubs(p_visibility app.post_visibility) FROM PUBLIC;
+GRANT ALL ON FUNCTION app.post_stays_in_hubs(p_visibility app.post_visibility) TO app_anonymous;
 
 
 --

@@ -26,26 +26,26 @@ create or replace function app.cast_vote(p_post_id uuid, p_key_id text, p_global
 declare
   v_viewer uuid := app.viewer_id();
   v_author uuid;
-  v_visibility app.post_visibility;
   v_votable boolean;
   v_visible boolean;
+  v_reaches boolean;
   v_level int;
   v_missing uuid[];
   v_scope uuid;
 begin
   -- The session first (contract order 401, 403, then the request), as 0170.
   v_level := app.viewer_session_gate(2);
-  select p.author_id, p.visibility, p.slider_text is not null, app.post_visible_to(p, v_viewer, app.viewer_block_list()),
+  -- (A post that stays in its hubs takes votes from whom it reaches: app.post_reaches, the
+  -- locked-post rule, which app.post_visible_to applies too; the contract answers VOTE_NOT_ALLOWED.)
+  select p.author_id, p.slider_text is not null, app.post_visible_to(p, v_viewer, app.viewer_block_list()), app.post_reaches(p, v_viewer),
          (select coalesce(array_agg(ph.hub_id order by ph.hub_id), '{}') from app.post_hubs ph
           where ph.post_id = p.id and app.is_active_member(ph.hub_id, v_viewer))
-    into v_author, v_visibility, v_votable, v_visible, hub_ids
+    into v_author, v_votable, v_visible, v_reaches, hub_ids
     from app.posts p where p.id = p_post_id;
   if not coalesce(v_visible, false) then
     perform app.fail('POST_NOT_FOUND');
   end if;
-  if v_visibility = 'private_locked_hub' and v_author <> v_viewer
-     and not exists (select from app.post_hubs ph where ph.post_id = p_post_id and ph.kind = 'target'
-                     and app.is_active_member(ph.hub_id, v_viewer)) then
+  if not v_reaches then
     perform app.fail('VOTE_NOT_ALLOWED');
   end if;
   if not v_votable then

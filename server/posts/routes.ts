@@ -273,13 +273,13 @@ export const postEndpoints = [
     response: z.object({ url: text(textMax.url), shareText: text(textMax.shareText) }),
     errors: ['SHARE_NOT_ALLOWED'],
     async handler({ params, tx, services: { config } }) {
-      const { rows } = await tx.query<{ visibility: string; title: string | null }>(
-        'select visibility, coalesce(slider_text, thought_text) as title from app.posts where id = $1',
+      const { rows } = await tx.query<{ stays_in_hubs: boolean; title: string | null }>(
+        'select app.post_stays_in_hubs(visibility) as stays_in_hubs, coalesce(slider_text, thought_text) as title from app.posts where id = $1',
         [params.postId],
       );
       const post = rows[0];
       if (!post) throw new ApiError('POST_NOT_FOUND');
-      if (post.visibility === 'private_locked_hub') throw new ApiError('SHARE_NOT_ALLOWED');
+      if (post.stays_in_hubs) throw new ApiError('SHARE_NOT_ALLOWED');
       const url = `${config.publicWebBaseUrl}/p/${params.postId}`;
       return { url, shareText: post.title ? `${post.title.slice(0, 120)} ${url}` : url };
     },

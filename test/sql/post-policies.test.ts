@@ -68,6 +68,45 @@ describe('posts', () => {
     expect(await read(member, 'select id from app.posts where id = $1', [lockedId])).toEqual([{ id: lockedId }]);
   });
 
+  it('state the locked-post rule once: app.post_stays_in_hubs, which every function asks', async () => {
+    const { rows } = await app.owner.query<{ visibility: string; stays: boolean }>(
+      `select v::text as visibility, app.post_stays_in_hubs(v) as stays from unnest(enum_range(null::app.post_visibility)) v`,
+    );
+    expect(rows).toEqual([
+      { visibility: 'public', stays: false },
+      { visibility: 'public_hub', stays: false },
+      { visibility: 'private_locked_hub', stays: true },
+    ]);
+    // No other function body compares a visibility with the literal (comments aside).
+    const { rows: bodies } = await app.owner.query<{ name: string; body: string }>(
+      `select p.oid::regprocedure::text as name, p.prosrc as body from pg_proc p
+       where p.pronamespace in ('app'::regnamespace, 'app_private'::regnamespace) and p.prosrc like '%private_locked_hub%'`,
+    );
+    const stating = bodies.filter(({ body }) => body.replace(/--[^\n]*/g, '').includes("'private_locked_hub'")).map(({ name }) => name);
+    expect(stating).toEqual(['app.post_stays_in_hubs(app.post_visibility)']);
+  });
+
+  it('inline the locked-post rule into the feed functions: their plans compare the visibility, calling no rule function', async () => {
+    // Inlinable: plain SQL, no security definer, no settings, immutable or stable as their bodies are.
+    const { rows } = await app.owner.query<{ name: string; volatility: string; definer: boolean; config: string[] | null }>(
+      `select p.proname::text as name, p.provolatile::text as volatility, p.prosecdef as definer, p.proconfig as config
+       from pg_proc p where p.oid in ('app.post_stays_in_hubs(app.post_visibility)'::regprocedure, 'app.post_reaches(app.posts, uuid)'::regprocedure)
+       order by 1`,
+    );
+    expect(rows).toEqual([
+      { name: 'post_reaches', volatility: 's', definer: false, config: null },
+      { name: 'post_stays_in_hubs', volatility: 'i', definer: false, config: null },
+    ]);
+    const { rows: plan } = await app.owner.query<{ 'QUERY PLAN': string }>(
+      `explain (verbose, costs off) select p.id from app.posts p
+       where not app.post_stays_in_hubs(p.visibility) and app.post_visible_to(p, $1::uuid, '{}')`,
+      [member.id],
+    );
+    const text = plan.map((row) => row['QUERY PLAN']).join('\n');
+    expect(text).toContain("<> 'private_locked_hub'::app.post_visibility");
+    expect(text).not.toMatch(/post_stays_in_hubs|post_reaches|post_visible_to/);
+  });
+
   it('hide comments of posts the viewer cannot see', async () => {
     expect(await read(outsider, 'select text from app.comments where post_id = $1', [lockedId])).toEqual([]);
     expect(await read(member, 'select text from app.comments where post_id = $1', [lockedId])).toEqual([{ text: 'members only' }]);
