@@ -9466,7 +9466,7 @@ declare
   v_updated int;
   v_slot smallint := floor(random() * 16)::smallint;
 begin
-  if not app_private.batch_ready(cardinality(p_ids), p_batch) or cardinality(p_counts) <> 5
+  if not app_private.batch_ready(cardinality(p_ids), p_batch) or cardinality(p_counts) <> cardinality(enum_range(null::app.vote_position))
      or (select sum(n) from unnest(p_counts) n) <> cardinality(p_ids) or exists (select from unnest(p_counts) n where n < 0) then
     raise exception 'tally_ballots: not a batch of at least % ballots', greatest(p_batch, 2);
   end if;

@@ -205,6 +205,9 @@ $$;
 comment on function app_private.post_hubs_seed_vote_counters() is
   'Trigger function: the hub counter rows of a slider post placed in a hub (trigger post_hubs_seed_vote_counters; POST /posts with hubs, POST /posts/{postId}/share/hubs).';
 
+-- The counts are the five counter columns in the order of app.vote_position, the one list of the
+-- positions in SQL (db/ballots.ts ballotPositions in TypeScript; test/sql/enums.test.ts holds the
+-- enum, the columns and the list equal).
 -- Two branches, one per kind of scope; the one that does not apply is cut off by its constant
 -- test (a hub branch with a null p_hub_id matches nothing). Called, not inlined (its subqueries keep
 -- PostgreSQL from inlining a scalar SQL function).
@@ -304,7 +307,7 @@ declare
   v_updated int;
   v_slot smallint := floor(random() * 16)::smallint;
 begin
-  if not app_private.batch_ready(cardinality(p_ids), p_batch) or cardinality(p_counts) <> 5
+  if not app_private.batch_ready(cardinality(p_ids), p_batch) or cardinality(p_counts) <> cardinality(enum_range(null::app.vote_position))
      or (select sum(n) from unnest(p_counts) n) <> cardinality(p_ids) or exists (select from unnest(p_counts) n where n < 0) then
     raise exception 'tally_ballots: not a batch of at least % ballots', greatest(p_batch, 2);
   end if;
