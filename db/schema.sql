@@ -384,7 +384,7 @@ CREATE FUNCTION app.accept_invitation(p_invitation_id uuid, OUT hub_id uuid, OUT
 declare
   v_invitation app.hub_invitations;
 begin
-  perform app.require_level(4);
+  perform app.require_level(app.access_level('hub_ready'));
   v_invitation := app_private.pending_invitation(p_invitation_id);
   hub_id := v_invitation.hub_id;
   if exists (select from app.hub_memberships m where m.hub_id = v_invitation.hub_id and m.user_id = app.viewer_id()) then
@@ -408,6 +408,31 @@ $$;
 --
 
 COMMENT ON FUNCTION app.accept_invitation(p_invitation_id uuid, OUT hub_id uuid, OUT viewer_status text) IS 'Accepts the viewer''s invitation (level 4): membership for an admin''s invitation, a join request for a member''s. Called by POST /hub-invitations/{invitationId}/accept.';
+
+
+--
+-- Name: access_level(text); Type: FUNCTION; Schema: app; Owner: -
+--
+
+CREATE FUNCTION app.access_level(p_name text) RETURNS integer
+    LANGUAGE plpgsql IMMUTABLE
+    AS $$
+begin
+  case p_name
+    when 'anonymous' then return 1;
+    when 'profile' then return 2;
+    when 'phone' then return 3;
+    when 'hub_ready' then return 4;
+  end case;
+end
+$$;
+
+
+--
+-- Name: FUNCTION access_level(p_name text); Type: COMMENT; Schema: app; Owner: -
+--
+
+COMMENT ON FUNCTION app.access_level(p_name text) IS 'An access level by name (anonymous 1, profile 2, phone 3, hub_ready 4; any other name raises): what the SQL functions require (app.require_level, app.viewer_has_level, app.viewer_session_gate, app_private.active_member). Its TypeScript form is server/http/access-levels.ts levels; test/sql/access-levels.test.ts holds them equal.';
 
 
 --
@@ -442,7 +467,7 @@ CREATE FUNCTION app.acknowledge_contacts() RETURNS void
     SET search_path TO 'pg_catalog'
     AS $$
 begin
-  perform app.require_level(3);
+  perform app.require_level(app.access_level('phone'));
   update app.users set contacts_synced_at = coalesce(contacts_synced_at, now()) where id = app.viewer_id();
 end
 $$;
@@ -667,7 +692,7 @@ declare
   v_scope uuid;
 begin
   -- The session first (contract order 401, 403, then the request), as 0170.
-  v_level := app.viewer_session_gate(2);
+  v_level := app.viewer_session_gate(app.access_level('profile'));
   -- (A post that stays in its hubs takes votes from whom it reaches: app.post_reaches, the
   -- locked-post rule, which app.post_visible_to applies too; the contract answers VOTE_NOT_ALLOWED.)
   select p.author_id, p.slider_text is not null, app.post_visible_to(p, v_viewer, app.viewer_block_list()), app.post_reaches(p, v_viewer),
@@ -742,7 +767,7 @@ begin
   -- The voter's hubs, when few: the API seals the voter's next votes for them at once (one round
   -- trip, where a post it has not seen yet would otherwise cost an OBS01 answer and a second try).
   -- Hubs where a later vote does not count cost only their dropped ballots.
-  if v_level >= 4 then  -- (the session's level is the user's: hub membership counts from level 4)
+  if v_level >= app.access_level('hub_ready') then  -- (the session's level is the user's: hub membership counts from Hub-ready)
     -- (At most 17 index entries, in no order: a member of many hubs costs no more.)
     voter_hub_ids := array(select m.hub_id from app.hub_memberships m where m.user_id = v_viewer limit 17);
     if cardinality(voter_hub_ids) > 16 then
@@ -1189,7 +1214,7 @@ declare
   v_comment uuid;
 begin
   v_author := (app_private.visible_post(p_post_id)).author_id;
-  perform app.require_level(2);
+  perform app.require_level(app.access_level('profile'));
   if p_parent_id is not null then
     select coalesce(c.parent_id, c.id) into v_root from app.comments c
       where c.id = p_parent_id and c.post_id = p_post_id and c.deleted_at is null
@@ -1228,7 +1253,7 @@ CREATE FUNCTION app.create_hub(p_name text, p_description text, p_asset_id uuid,
 declare
   v_hub uuid;
 begin
-  perform app.require_level(4);
+  perform app.require_level(app.access_level('hub_ready'));
   if not app.hub_asset_usable(p_asset_id) then
     perform app.fail('VALIDATION_FAILED');
   end if;
@@ -3450,7 +3475,7 @@ CREATE FUNCTION app.request_to_join(p_token text, OUT request_id uuid, OUT hub_i
 declare
   v_link app.hub_invite_links := app_private.usable_invite_link(p_token);
 begin
-  perform app.require_level(4);
+  perform app.require_level(app.access_level('hub_ready'));
   hub_id := v_link.hub_id;
   if exists (select from app.hub_memberships m where m.hub_id = v_link.hub_id and m.user_id = app.viewer_id()) then
     perform app.fail('ALREADY_HUB_MEMBER');
@@ -3482,7 +3507,7 @@ begin
     perform app.fail('HUB_NOT_FOUND');
   end if;
   select m.role into v_role from app.hub_memberships m where m.hub_id = p_hub_id and m.user_id = app.viewer_id();
-  if v_role is null or not app.viewer_has_level(4) then
+  if v_role is null or not app.viewer_has_level(app.access_level('hub_ready')) then
     perform app.fail(case when 'member' = any (p_roles) then 'HUB_MEMBERSHIP_REQUIRED' else 'HUB_ADMIN_REQUIRED' end);
   end if;
   if not v_role = any (p_roles) then
@@ -4381,7 +4406,7 @@ CREATE FUNCTION app.viewer_active_hub_ids() RETURNS uuid[]
     AS $$
 begin
   return (select coalesce(array_agg(m.hub_id), '{}') from app.hub_memberships m
-          where m.user_id = app.viewer_id() and app.viewer_has_level(4));
+          where m.user_id = app.viewer_id() and app.viewer_has_level(app.access_level('hub_ready')));
 end
 $$;
 
@@ -4403,7 +4428,7 @@ CREATE FUNCTION app.viewer_admin_hub_ids() RETURNS uuid[]
     AS $$
 begin
   return (select coalesce(array_agg(m.hub_id), '{}') from app.hub_memberships m
-          where m.user_id = app.viewer_id() and m.role in ('admin', 'super_admin') and app.viewer_has_level(4));
+          where m.user_id = app.viewer_id() and m.role in ('admin', 'super_admin') and app.viewer_has_level(app.access_level('hub_ready')));
 end
 $$;
 
@@ -4505,7 +4530,7 @@ begin
   if not exists (select from app.hubs h where h.id = p_hub_id) then
     perform app.fail('HUB_NOT_FOUND');
   end if;
-  if not app.viewer_has_level(4) then
+  if not app.viewer_has_level(app.access_level('hub_ready')) then
     return null;
   end if;
   -- The relation as GET /users/me/hubs shows it (member before a pending request before an invitation).
@@ -4553,7 +4578,7 @@ CREATE FUNCTION app.viewer_related_hub_ids() RETURNS uuid[]
     union all
     select r.hub_id from app.hub_join_requests r where r.user_id = app.viewer_id() and r.status = 'pending'
   ) related
-  where app.viewer_has_level(4)
+  where app.viewer_has_level(app.access_level('hub_ready'))
 $$;
 
 
@@ -4605,7 +4630,7 @@ CREATE FUNCTION app.viewer_shares_hub_with(p_user_id uuid) RETURNS boolean
     SET search_path TO 'pg_catalog'
     AS $$
 begin
-  return app.viewer_has_level(4)
+  return app.viewer_has_level(app.access_level('hub_ready'))
      and exists (select from app.hub_memberships mine
                  join app.hub_memberships other on other.hub_id = mine.hub_id and other.user_id = p_user_id
                  where mine.user_id = app.viewer_id());
@@ -4669,7 +4694,7 @@ CREATE FUNCTION app_private.active_member(p_hub_id uuid, p_user_id uuid) RETURNS
     LANGUAGE sql STABLE
     AS $$
   select exists (select from app.hub_memberships m where m.hub_id = p_hub_id and m.user_id = p_user_id)
-     and coalesce((select l.level from app_private.user_level(p_user_id) l) >= 4, false)
+     and coalesce((select l.level from app_private.user_level(p_user_id) l) >= app.access_level('hub_ready'), false)
 $$;
 
 
@@ -4985,13 +5010,13 @@ declare
   v_hub uuid;
 begin
   if p_visibility = 'public' then
-    perform app.require_level(3);
+    perform app.require_level(app.access_level('phone'));
     if coalesce(array_length(p_hub_ids, 1), 0) > 0 then
       perform app.fail('VALIDATION_FAILED');
     end if;
     return;
   end if;
-  perform app.require_level(4);
+  perform app.require_level(app.access_level('hub_ready'));
   if coalesce(array_length(p_hub_ids, 1), 0) not between 1 and 10 then
     perform app.fail('VALIDATION_FAILED');
   end if;
@@ -6488,7 +6513,7 @@ begin
   followees := '{}';
   co_members := '{}';
   default_authors := '{}';
-  if app.viewer_has_level(2) then
+  if app.viewer_has_level(app.access_level('profile')) then
     followees := array(select f.followee_id from app.follows f where f.follower_id = p_viewer and not (f.followee_id = any (p_blocks)) limit 101);
     -- Membership rows, not users: at most 100 rows hold at most 100 users.
     co_members := array(select m.user_id from app.hub_memberships m
@@ -14704,6 +14729,15 @@ REVOKE ALL ON FUNCTION public.gtrgm_out(public.gtrgm) FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION app.accept_invitation(p_invitation_id uuid, OUT hub_id uuid, OUT viewer_status text) FROM PUBLIC;
 GRANT ALL ON FUNCTION app.accept_invitation(p_invitation_id uuid, OUT hub_id uuid, OUT viewer_status text) TO app_user;
+
+
+--
+-- Name: FUNCTION access_level(p_name text); Type: ACL; Schema: app; Owner: -
+--
+
+REVOKE ALL ON FUNCTION app.access_level(p_name text) FROM PUBLIC;
+GRANT ALL ON FUNCTION app.access_level(p_name text) TO app_anonymous;
+GRANT ALL ON FUNCTION app.access_level(p_name text) TO app_worker;
 
 
 --

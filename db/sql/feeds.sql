@@ -47,7 +47,7 @@ begin
   followees := '{}';
   co_members := '{}';
   default_authors := '{}';
-  if app.viewer_has_level(2) then
+  if app.viewer_has_level(app.access_level('profile')) then
     followees := array(select f.followee_id from app.follows f where f.follower_id = p_viewer and not (f.followee_id = any (p_blocks)) limit 101);
     -- Membership rows, not users: at most 100 rows hold at most 100 users.
     co_members := array(select m.user_id from app.hub_memberships m

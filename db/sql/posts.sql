@@ -115,13 +115,13 @@ declare
   v_hub uuid;
 begin
   if p_visibility = 'public' then
-    perform app.require_level(3);
+    perform app.require_level(app.access_level('phone'));
     if coalesce(array_length(p_hub_ids, 1), 0) > 0 then
       perform app.fail('VALIDATION_FAILED');
     end if;
     return;
   end if;
-  perform app.require_level(4);
+  perform app.require_level(app.access_level('hub_ready'));
   if coalesce(array_length(p_hub_ids, 1), 0) not between 1 and 10 then
     perform app.fail('VALIDATION_FAILED');
   end if;

@@ -102,7 +102,7 @@ create or replace function app.acknowledge_contacts()
   set search_path = pg_catalog
   as $$
 begin
-  perform app.require_level(3);
+  perform app.require_level(app.access_level('phone'));
   update app.users set contacts_synced_at = coalesce(contacts_synced_at, now()) where id = app.viewer_id();
 end
 $$;

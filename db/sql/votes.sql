@@ -34,7 +34,7 @@ declare
   v_scope uuid;
 begin
   -- The session first (contract order 401, 403, then the request), as 0170.
-  v_level := app.viewer_session_gate(2);
+  v_level := app.viewer_session_gate(app.access_level('profile'));
   -- (A post that stays in its hubs takes votes from whom it reaches: app.post_reaches, the
   -- locked-post rule, which app.post_visible_to applies too; the contract answers VOTE_NOT_ALLOWED.)
   select p.author_id, p.slider_text is not null, app.post_visible_to(p, v_viewer, app.viewer_block_list()), app.post_reaches(p, v_viewer),
@@ -109,7 +109,7 @@ begin
   -- The voter's hubs, when few: the API seals the voter's next votes for them at once (one round
   -- trip, where a post it has not seen yet would otherwise cost an OBS01 answer and a second try).
   -- Hubs where a later vote does not count cost only their dropped ballots.
-  if v_level >= 4 then  -- (the session's level is the user's: hub membership counts from level 4)
+  if v_level >= app.access_level('hub_ready') then  -- (the session's level is the user's: hub membership counts from Hub-ready)
     -- (At most 17 index entries, in no order: a member of many hubs costs no more.)
     voter_hub_ids := array(select m.hub_id from app.hub_memberships m where m.user_id = v_viewer limit 17);
     if cardinality(voter_hub_ids) > 16 then

@@ -8,6 +8,7 @@ import { postCard, readCard, readCards } from './card.ts';
 import { article, checkFrame, frameFields, frameRules, idList, postHubsMax, requires, visibility } from './fields.ts';
 import { text, textMax } from '../http/text.ts';
 import { requireUsableAssets } from '../uploads/images.ts';
+import { levels } from '../http/access-levels.ts';
 
 const tag = 'Posts';
 const ids = { postId: 'POST_NOT_FOUND' } as const;
@@ -60,7 +61,7 @@ export const postEndpoints = [
       "article takes the author's completed post_image assets. Members of target hubs get hub_post_created.",
     auth: 'bearer',
     limit: { name: 'posts', hubsIn: 'hubIds' },
-    level: 3,
+    level: levels.phone,
     status: 201,
     body: z
       .strictObject({ article: article.optional(), ...frameFields, visibility })
@@ -188,7 +189,7 @@ export const postEndpoints = [
       'belong to); target hub members get post_shared_to_hub.',
     auth: 'bearer',
     limit: { name: 'posts', hubsIn: 'hubIds' },
-    level: 2,
+    level: levels.profile,
     status: 201,
     ids,
     body: z
@@ -230,7 +231,7 @@ export const postEndpoints = [
       'repost count. Not for private_locked_hub posts (SHARE_NOT_ALLOWED). The frame author gets post_shared_to_feed.',
     auth: 'bearer',
     limit: 'shares',
-    level: 2,
+    level: levels.profile,
     status: 201,
     ids,
     response: shareResult,
@@ -248,7 +249,7 @@ export const postEndpoints = [
       'each hub (not the sharer) get post_shared_to_hub.',
     auth: 'bearer',
     limit: { name: 'shares', hubsIn: 'hubIds' },
-    level: 4,
+    level: levels.hubReady,
     status: 201,
     ids,
     body: z.strictObject({ hubIds: idList(postHubsMax).min(1) }),
@@ -268,7 +269,7 @@ export const postEndpoints = [
     summary: 'A public link and share text for the device share sheet',
     description: 'Not for private_locked_hub posts (SHARE_NOT_ALLOWED).',
     auth: 'bearer',
-    level: 2,
+    level: levels.profile,
     ids,
     response: z.object({ url: text(textMax.url), shareText: text(textMax.shareText) }),
     errors: ['SHARE_NOT_ALLOWED'],
@@ -292,7 +293,7 @@ export const postEndpoints = [
     summary: 'Bookmark a post (idempotent)',
     auth: 'bearer',
     limit: 'other_writes',
-    level: 2,
+    level: levels.profile,
     ids,
     response: z.object({ saved: z.literal(true) }),
     async handler({ params, tx }) {
@@ -310,7 +311,7 @@ export const postEndpoints = [
     summary: 'Remove a bookmark (a no-op when not saved)',
     auth: 'bearer',
     limit: 'other_writes',
-    level: 2,
+    level: levels.profile,
     ids,
     response: z.object({ saved: z.literal(false) }),
     async handler({ params, tx }) {
