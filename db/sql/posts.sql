@@ -105,7 +105,9 @@ comment on function app_private.visible_post(uuid) is
   'A post the viewer may see (app.post_visible_to), by id, else POST_NOT_FOUND. Read first by app.create_repost, app.share_post_to_feed, app.share_post_to_hubs, app.delete_post and app.create_comment.';
 
 -- The level a visibility needs, and the target hubs: public needs level 3 and no hubs; hub
--- visibilities need level 4 and 1-10 hubs where the author is an active member.
+-- visibilities need level 4 and 1-10 hubs where the author is an active member. The SQL form of
+-- the audience table of server/posts/fields.ts (audiences), from which the request validator and
+-- the OpenAPI document are made; test/sql/post-policies.test.ts holds the two equal.
 create or replace function app_private.check_post_audience(p_visibility app.post_visibility, p_hub_ids uuid[])
   returns void
   language plpgsql stable

@@ -5,7 +5,7 @@ import { ApiError } from '../http/errors.ts';
 import { fromMicros, micros, pageQuery, pageSchema, toPage } from '../http/paging.ts';
 import type { RequestTransaction } from '../../db/request-transaction.ts';
 import { postCard, readCard, readCards } from './card.ts';
-import { article, checkFrame, frameFields, frameRules, idList, postHubsMax, requires, visibility } from './fields.ts';
+import { article, audienceText, checkFrame, frameFields, frameRules, idList, postHubsMax, requires, visibility } from './fields.ts';
 import { text, textMax } from '../http/text.ts';
 import { requireUsableAssets } from '../uploads/images.ts';
 import { levels } from '../http/access-levels.ts';
@@ -56,7 +56,7 @@ export const postEndpoints = [
     summary: 'Publish a post',
     description:
       'Needs at least one of article, thoughtText, sliderText; slider and sliderText go together (a post without a slider is ' +
-      'not votable). public needs level 3 and no hubIds; public_hub and private_locked_hub need level 4 and 1-10 hubIds where ' +
+      `not votable). ${audienceText} where ` +
       'the author is an active member (the level is checked after the body, since it depends on visibility). A media ' +
       "article takes the author's completed post_image assets. Members of target hubs get hub_post_created.",
     auth: 'bearer',

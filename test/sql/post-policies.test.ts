@@ -1,4 +1,5 @@
 // Post, comment, vote and bookmark policies, tested directly in SQL.
+import { z } from 'zod';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestApp, type TestApp } from '../helpers/app.ts';
 import type { SealedTally } from '../../db/ballots.ts';
@@ -6,6 +7,8 @@ import { addMember, createHub } from '../helpers/hubs.ts';
 import { createPost, slider, vote } from '../helpers/posts.ts';
 import { asViewer, rowsOrError } from '../helpers/sql.ts';
 import { userAtLevel, type TestUser } from '../helpers/users.ts';
+import { missingLevelCode } from '../../server/http/access-levels.ts';
+import { audiences, checkFrame, frameFields, postHubsMax, visibilities, visibility } from '../../server/posts/fields.ts';
 
 let app: TestApp;
 let author: TestUser;
@@ -163,5 +166,44 @@ describe('saved posts', () => {
     expect(
       await read(outsider, `insert into app.saved_posts (user_id, post_id) values ($1, $2) returning post_id`, [member.id, publicId]),
     ).toBe('42501');
+  });
+});
+
+describe('the audience rule', () => {
+  it('answers in SQL (app_private.check_post_audience) what the TypeScript table says, for every visibility, hub count and level', async () => {
+    // The author is a member of postHubsMax hubs (one made above), so hub counts up to the most are
+    // valid for them, and one more is not.
+    const hubs: string[] = [];
+    for (let i = 0; i < postHubsMax; i++) {
+      await app.owner.query(`delete from app_private.sliding_limits where key like '%' || $1`, [author.id]);
+      hubs.push((await createHub(app, author)).id);
+    }
+    const viewers = [await userAtLevel(app, 2), await userAtLevel(app, 3), author];
+    const frame = z.strictObject({ ...frameFields, visibility }).superRefine(checkFrame);
+    const extra = '00000000-0000-4000-8000-000000000000';
+    const client = await app.owner.connect();
+    try {
+      for (const viewer of viewers) {
+        const level = (await client.query('select app.user_access_level($1) as level', [viewer.id])).rows[0].level as number;
+        for (const name of visibilities) {
+          for (const count of [0, 1, 2, postHubsMax, postHubsMax + 1]) {
+            const hubIds = count > postHubsMax ? [...hubs, extra] : hubs.slice(0, count);
+            const valid = frame.safeParse({ visibility: name, hubIds }).success;
+            const expected = missingLevelCode(level, audiences[name].level) ?? (valid ? null : 'VALIDATION_FAILED');
+            await client.query('begin');
+            await client.query(`select set_config('app.user_id', $1, true)`, [viewer.id]);
+            const answer = await client
+              .query('select app_private.check_post_audience($1, $2)', [name, hubIds])
+              .then(() => null)
+              .catch((error: Error) => error.message);
+            await client.query('rollback');
+            expect(answer, `${name} with ${count} hubs at level ${level}`).toBe(expected);
+          }
+        }
+      }
+    } finally {
+      await client.query('rollback').catch(() => undefined);
+      client.release();
+    }
   });
 });
