@@ -1368,7 +1368,7 @@ begin
     insert into app.notifications (recipient_id, type, actor_id, post_id, hub_id)
       select v_source.author_id, 'post_reposted', app.viewer_id(), v_repost, m.hub_id
       from app.hub_memberships m
-      where m.user_id = v_source.author_id and m.hub_id = any (p_hub_ids) and not m.content_muted
+      where m.user_id = v_source.author_id and m.hub_id = any (p_hub_ids) and not app_private.content_mute_silences(m.content_muted, 'post_reposted')
         and app.is_active_member(m.hub_id, m.user_id);
   end if;
   perform app_private.place_post_in_hubs(v_repost, coalesce(p_hub_ids, '{}'), 'target', 'post_shared_to_hub', v_source.author_id);
@@ -5243,6 +5243,22 @@ COMMENT ON FUNCTION app_private.consume_sliding_limit(p_key text, p_limit intege
 
 
 --
+-- Name: content_mute_silences(boolean, app.notification_type); Type: FUNCTION; Schema: app_private; Owner: -
+--
+
+CREATE FUNCTION app_private.content_mute_silences(p_muted boolean, p_type app.notification_type) RETURNS boolean
+    LANGUAGE sql IMMUTABLE
+    AS $$ select p_muted and (app_private.is_publication(p_type) or p_type = 'post_reposted') $$;
+
+
+--
+-- Name: FUNCTION content_mute_silences(p_muted boolean, p_type app.notification_type); Type: COMMENT; Schema: app_private; Owner: -
+--
+
+COMMENT ON FUNCTION app_private.content_mute_silences(p_muted boolean, p_type app.notification_type) IS 'The content mute: whether a membership''s content_muted silences a hub notification of this type (publication alerts and hub-scoped post_reposted). Used by app_private.fan_out_hub_notification (worker task hub_notification_fanout) and app.create_repost.';
+
+
+--
 -- Name: count_comments(); Type: FUNCTION; Schema: app_private; Owner: -
 --
 
@@ -6050,7 +6066,7 @@ begin
   where m.hub_id = (p_payload ->> 'hubId')::uuid
     and not m.user_id = any (coalesce(array(select jsonb_array_elements_text(p_payload -> 'except'))::uuid[], '{}'))
     and (p_payload ->> 'audience' = 'members' or m.role in ('admin', 'super_admin'))
-    and not (m.content_muted and v_type in ('hub_post_created', 'post_shared_to_hub', 'post_reposted'))
+    and not app_private.content_mute_silences(m.content_muted, v_type)
   on conflict (fanout_key, recipient_id) where fanout_key is not null do nothing;
   get diagnostics v_count = row_count;
   return v_count;
@@ -6940,6 +6956,22 @@ $$;
 --
 
 COMMENT ON FUNCTION app_private.invite_phones(p_hub_id uuid, p_phones text[], p_requires_approval boolean) IS 'Invites phone numbers to a hub: reuses an unexpired pending invitation of the same kind, else creates one and notifies a known invitee (hub_invite_received); one transaction at a time per hub and phone (advisory lock). Called by app.create_hub (POST /hubs) and app.invite_to_hub (POST /hubs/{hubId}/invitations).';
+
+
+--
+-- Name: is_publication(app.notification_type); Type: FUNCTION; Schema: app_private; Owner: -
+--
+
+CREATE FUNCTION app_private.is_publication(p_type app.notification_type) RETURNS boolean
+    LANGUAGE sql IMMUTABLE
+    AS $$ select p_type in ('hub_post_created', 'post_shared_to_hub') $$;
+
+
+--
+-- Name: FUNCTION is_publication(p_type app.notification_type); Type: COMMENT; Schema: app_private; Owner: -
+--
+
+COMMENT ON FUNCTION app_private.is_publication(p_type app.notification_type) IS 'Whether a notification type is a publication alert (hub_post_created, post_shared_to_hub; spec part 6): never pushed, silenced by a hub''s content mute. Used by app_private.pushed_type and app_private.content_mute_silences.';
 
 
 --
@@ -8449,7 +8481,7 @@ COMMENT ON FUNCTION app_private.push_max_age() IS 'How old a notification may be
 
 CREATE FUNCTION app_private.pushed_type(p_type app.notification_type) RETURNS boolean
     LANGUAGE sql IMMUTABLE
-    AS $$ select p_type not in ('hub_post_created', 'post_shared_to_hub') $$;
+    AS $$ select not app_private.is_publication(p_type) $$;
 
 
 --
@@ -16459,6 +16491,13 @@ REVOKE ALL ON FUNCTION app_private.consume_sliding_limit(p_key text, p_limit int
 
 
 --
+-- Name: FUNCTION content_mute_silences(p_muted boolean, p_type app.notification_type); Type: ACL; Schema: app_private; Owner: -
+--
+
+REVOKE ALL ON FUNCTION app_private.content_mute_silences(p_muted boolean, p_type app.notification_type) FROM PUBLIC;
+
+
+--
 -- Name: FUNCTION count_comments(); Type: ACL; Schema: app_private; Owner: -
 --
 
@@ -17013,6 +17052,13 @@ GRANT SELECT(expires_at) ON TABLE app.hub_invitations TO app_user;
 --
 
 REVOKE ALL ON FUNCTION app_private.invite_phones(p_hub_id uuid, p_phones text[], p_requires_approval boolean) FROM PUBLIC;
+
+
+--
+-- Name: FUNCTION is_publication(p_type app.notification_type); Type: ACL; Schema: app_private; Owner: -
+--
+
+REVOKE ALL ON FUNCTION app_private.is_publication(p_type app.notification_type) FROM PUBLIC;
 
 
 --

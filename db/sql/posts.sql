@@ -227,7 +227,7 @@ begin
     insert into app.notifications (recipient_id, type, actor_id, post_id, hub_id)
       select v_source.author_id, 'post_reposted', app.viewer_id(), v_repost, m.hub_id
       from app.hub_memberships m
-      where m.user_id = v_source.author_id and m.hub_id = any (p_hub_ids) and not m.content_muted
+      where m.user_id = v_source.author_id and m.hub_id = any (p_hub_ids) and not app_private.content_mute_silences(m.content_muted, 'post_reposted')
         and app.is_active_member(m.hub_id, m.user_id);
   end if;
   perform app_private.place_post_in_hubs(v_repost, coalesce(p_hub_ids, '{}'), 'target', 'post_shared_to_hub', v_source.author_id);

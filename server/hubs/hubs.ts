@@ -20,6 +20,7 @@ import {
 import { text, textMax } from '../http/text.ts';
 import { requireUsableAssets } from '../uploads/images.ts';
 import { levels } from '../http/access-levels.ts';
+import { publicationTypes } from '../shapes/notification.ts';
 
 const tag = 'Hubs';
 const ids = { hubId: 'HUB_NOT_FOUND' } as const;
@@ -185,7 +186,7 @@ export const hubCoreEndpoints = [
     tag,
     summary: 'Mute or unmute hub content notifications',
     description:
-      'contentMuted=true suppresses hub_post_created, post_shared_to_hub and hub-scoped post_reposted for this hub: no row, ' +
+      `contentMuted=true suppresses ${publicationTypes.join(', ')} and hub-scoped post_reposted for this hub: no row, ` +
       'no stream event. It never mutes invitations, join requests, approvals, rejections, joins, removals, role changes or ' +
       'global notifications, and does not change feeds.',
     auth: 'bearer',
