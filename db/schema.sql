@@ -6798,12 +6798,7 @@ CREATE FUNCTION app_private.hub_name_words_sync() RETURNS trigger
     SET search_path TO 'pg_catalog'
     AS $$
 begin
-  if tg_op = 'UPDATE' then
-    delete from app.hub_name_words w where w.hub_id = new.id and not (w.word = any (app_private.name_words(new.name)));
-  end if;
-  insert into app.hub_name_words (hub_id, word)
-    select new.id, w from unnest(app_private.name_words(new.name)) w
-    on conflict do nothing;
+  perform app_private.keep_name_words('app.hub_name_words', 'hub_id', new.id, new.name, tg_op = 'UPDATE');
   return null;
 end
 $$;
@@ -6813,7 +6808,7 @@ $$;
 -- Name: FUNCTION hub_name_words_sync(); Type: COMMENT; Schema: app_private; Owner: -
 --
 
-COMMENT ON FUNCTION app_private.hub_name_words_sync() IS 'Keeps app.hub_name_words equal to the words of the hub''s name, in the statement that writes the name (POST /hubs, PATCH /hubs/{hubId}). Runs from the triggers hubs_name_words_insert and hubs_name_words_update.';
+COMMENT ON FUNCTION app_private.hub_name_words_sync() IS 'Keeps app.hub_name_words equal to the words of the hub''s name (app_private.keep_name_words), in the statement that writes the name (POST /hubs, PATCH /hubs/{hubId}). Runs from the triggers hubs_name_words_insert and hubs_name_words_update.';
 
 
 --
@@ -6988,6 +6983,33 @@ CREATE FUNCTION app_private.iso(p_at timestamp with time zone) RETURNS text
 --
 
 COMMENT ON FUNCTION app_private.iso(p_at timestamp with time zone) IS 'A timestamp as ISO 8601 text in UTC, the form the API answers. Used where SQL writes JSON the API hands out as is (the data export of POST /users/me/exports, built by the worker task export_account).';
+
+
+--
+-- Name: keep_name_words(regclass, text, uuid, text, boolean); Type: FUNCTION; Schema: app_private; Owner: -
+--
+
+CREATE FUNCTION app_private.keep_name_words(p_words regclass, p_owner text, p_id uuid, p_name text, p_replace boolean) RETURNS void
+    LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog'
+    AS $_$
+declare
+  v_words text[] := app_private.name_words(p_name);
+begin
+  if p_replace then
+    execute format('delete from %s w where w.%I = $1 and not (w.word = any ($2))', p_words, p_owner) using p_id, v_words;
+  end if;
+  execute format('insert into %s (%I, word) select $1, w from unnest($2::text[]) w on conflict do nothing', p_words, p_owner)
+    using p_id, v_words;
+end
+$_$;
+
+
+--
+-- Name: FUNCTION keep_name_words(p_words regclass, p_owner text, p_id uuid, p_name text, p_replace boolean); Type: COMMENT; Schema: app_private; Owner: -
+--
+
+COMMENT ON FUNCTION app_private.keep_name_words(p_words regclass, p_owner text, p_id uuid, p_name text, p_replace boolean) IS 'The sync of a name-word index, written once: inserts the words of a row''s new name into the words table (p_words, row column p_owner) and, on a change, deletes the words it no longer has. Called by the trigger functions app_private.user_name_words_sync and app_private.hub_name_words_sync.';
 
 
 --
@@ -7508,6 +7530,33 @@ $$;
 --
 
 COMMENT ON FUNCTION app_private.move_votes_received() IS 'Trigger function: a post whose votes start or stop counting (deleted, restored, purged, moved by an account merge) moves its receipts'' number between authors'' votesReceived. Triggers posts_votes_received_delete and posts_votes_received_update.';
+
+
+--
+-- Name: name_word_drift(regclass, text, regclass, text); Type: FUNCTION; Schema: app_private; Owner: -
+--
+
+CREATE FUNCTION app_private.name_word_drift(p_words regclass, p_owner text, p_source regclass, p_name text) RETURNS TABLE(id uuid, kept text[], named text[])
+    LANGUAGE plpgsql STABLE
+    SET search_path TO 'pg_catalog'
+    AS $_$
+begin
+  return query execute format(
+    'with kept as (select w.%1$I as id, array_agg(w.word order by w.word) as words from %2$s w group by w.%1$I),
+          named as (select s.id, (select array_agg(x order by x collate "C") from unnest(app_private.name_words(s.%4$I)) x) as words
+                    from %3$s s where s.%4$I is not null)
+     select coalesce(k.id, n.id), k.words::text[], n.words::text[]
+     from kept k full join named n on n.id = k.id
+     where k.words::text[] is distinct from n.words::text[]', p_owner, p_words, p_source, p_name);
+end
+$_$;
+
+
+--
+-- Name: FUNCTION name_word_drift(p_words regclass, p_owner text, p_source regclass, p_name text); Type: COMMENT; Schema: app_private; Owner: -
+--
+
+COMMENT ON FUNCTION app_private.name_word_drift(p_words regclass, p_owner text, p_source regclass, p_name text) IS 'The drift check of a name-word index, written once: every row whose kept words (p_words, row column p_owner) differ from the words of its name now (p_source.p_name). Called by app_private.search_word_drift.';
 
 
 --
@@ -8713,23 +8762,40 @@ COMMENT ON FUNCTION app_private.rebuild_hub_list_entries() IS 'Sets every kept r
 --
 
 CREATE FUNCTION app_private.rebuild_hub_name_words() RETURNS void
-    LANGUAGE plpgsql
+    LANGUAGE sql
     SET search_path TO 'pg_catalog'
-    AS $$
-begin
-  lock table app.hub_name_words in exclusive mode;
-  truncate app.hub_name_words;
-  insert into app.hub_name_words (hub_id, word)
-    select h.id, w from app.hubs h, unnest(app_private.name_words(h.name)) w;
-end
-$$;
+    AS $$ select app_private.rebuild_name_words('app.hub_name_words', 'hub_id', 'app.hubs', 'name') $$;
 
 
 --
 -- Name: FUNCTION rebuild_hub_name_words(); Type: COMMENT; Schema: app_private; Owner: -
 --
 
-COMMENT ON FUNCTION app_private.rebuild_hub_name_words() IS 'Sets every hub''s name words from the names: the repair after a bulk load made with triggers off. Called by the scale benchmark (every app_private.rebuild_*) and test/http/search-words.test.ts.';
+COMMENT ON FUNCTION app_private.rebuild_hub_name_words() IS 'Sets every hub''s name words from the names (app_private.rebuild_name_words): the repair after a bulk load made with triggers off. Called by the scale benchmark (every app_private.rebuild_*) and test/http/search-words.test.ts.';
+
+
+--
+-- Name: rebuild_name_words(regclass, text, regclass, text); Type: FUNCTION; Schema: app_private; Owner: -
+--
+
+CREATE FUNCTION app_private.rebuild_name_words(p_words regclass, p_owner text, p_source regclass, p_name text) RETURNS void
+    LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog'
+    AS $$
+begin
+  execute format('lock table %s in exclusive mode', p_words);
+  execute format('truncate %s', p_words);
+  execute format('insert into %s (%I, word) select s.id, w from %s s, unnest(app_private.name_words(s.%I)) w where s.%I is not null',
+    p_words, p_owner, p_source, p_name, p_name);
+end
+$$;
+
+
+--
+-- Name: FUNCTION rebuild_name_words(p_words regclass, p_owner text, p_source regclass, p_name text); Type: COMMENT; Schema: app_private; Owner: -
+--
+
+COMMENT ON FUNCTION app_private.rebuild_name_words(p_words regclass, p_owner text, p_source regclass, p_name text) IS 'The rebuild of a name-word index, written once: sets the words table (p_words, row column p_owner) from the names (p_source.p_name). Called by app_private.rebuild_user_name_words and app_private.rebuild_hub_name_words.';
 
 
 --
@@ -8764,24 +8830,16 @@ COMMENT ON FUNCTION app_private.rebuild_unread_counters() IS 'Sets every unread 
 --
 
 CREATE FUNCTION app_private.rebuild_user_name_words() RETURNS void
-    LANGUAGE plpgsql
+    LANGUAGE sql
     SET search_path TO 'pg_catalog'
-    AS $$
-begin
-  lock table app.user_name_words in exclusive mode;
-  truncate app.user_name_words;
-  insert into app.user_name_words (user_id, word)
-    select u.id, w from app.users u, unnest(app_private.name_words(u.full_name)) w
-    where u.full_name is not null;
-end
-$$;
+    AS $$ select app_private.rebuild_name_words('app.user_name_words', 'user_id', 'app.users', 'full_name') $$;
 
 
 --
 -- Name: FUNCTION rebuild_user_name_words(); Type: COMMENT; Schema: app_private; Owner: -
 --
 
-COMMENT ON FUNCTION app_private.rebuild_user_name_words() IS 'Sets every user''s name words from the names: the repair after a bulk load made with triggers off. Called by the scale benchmark (every app_private.rebuild_*) and test/http/search-words.test.ts.';
+COMMENT ON FUNCTION app_private.rebuild_user_name_words() IS 'Sets every user''s name words from the names (app_private.rebuild_name_words): the repair after a bulk load made with triggers off. Called by the scale benchmark (every app_private.rebuild_*) and test/http/search-words.test.ts.';
 
 
 --
@@ -9098,19 +9156,9 @@ CREATE FUNCTION app_private.search_word_drift() RETURNS TABLE(kind text, id uuid
     LANGUAGE sql STABLE
     SET search_path TO 'pg_catalog'
     AS $$
-  with kept_users as (select w.user_id as id, array_agg(w.word order by w.word) as words from app.user_name_words w group by w.user_id),
-       named_users as (select u.id, (select array_agg(x order by x collate "C") from unnest(app_private.name_words(u.full_name)) x) as words
-                       from app.users u where u.full_name is not null),
-       kept_hubs as (select w.hub_id as id, array_agg(w.word order by w.word) as words from app.hub_name_words w group by w.hub_id),
-       named_hubs as (select h.id, (select array_agg(x order by x collate "C") from unnest(app_private.name_words(h.name)) x) as words
-                      from app.hubs h)
-  select 'user', coalesce(k.id, n.id), k.words::text[], n.words::text[]
-  from kept_users k full join named_users n on n.id = k.id
-  where k.words::text[] is distinct from n.words::text[]
+  select 'user', d.id, d.kept, d.named from app_private.name_word_drift('app.user_name_words', 'user_id', 'app.users', 'full_name') d
   union all
-  select 'hub', coalesce(k.id, n.id), k.words::text[], n.words::text[]
-  from kept_hubs k full join named_hubs n on n.id = k.id
-  where k.words::text[] is distinct from n.words::text[]
+  select 'hub', d.id, d.kept, d.named from app_private.name_word_drift('app.hub_name_words', 'hub_id', 'app.hubs', 'name') d
 $$;
 
 
@@ -9776,12 +9824,7 @@ CREATE FUNCTION app_private.user_name_words_sync() RETURNS trigger
     SET search_path TO 'pg_catalog'
     AS $$
 begin
-  if tg_op = 'UPDATE' then
-    delete from app.user_name_words w where w.user_id = new.id and not (w.word = any (app_private.name_words(new.full_name)));
-  end if;
-  insert into app.user_name_words (user_id, word)
-    select new.id, w from unnest(app_private.name_words(new.full_name)) w
-    on conflict do nothing;
+  perform app_private.keep_name_words('app.user_name_words', 'user_id', new.id, new.full_name, tg_op = 'UPDATE');
   return null;
 end
 $$;
@@ -9791,7 +9834,7 @@ $$;
 -- Name: FUNCTION user_name_words_sync(); Type: COMMENT; Schema: app_private; Owner: -
 --
 
-COMMENT ON FUNCTION app_private.user_name_words_sync() IS 'Keeps app.user_name_words equal to the words of the user''s full name, in the statement that writes the name (onboarding, PATCH /users/me/profile, a merge, tooling). Runs from the triggers users_name_words_insert and users_name_words_update.';
+COMMENT ON FUNCTION app_private.user_name_words_sync() IS 'Keeps app.user_name_words equal to the words of the user''s full name (app_private.keep_name_words), in the statement that writes the name (onboarding, PATCH /users/me/profile, a merge, tooling). Runs from the triggers users_name_words_insert and users_name_words_update.';
 
 
 --
@@ -17069,6 +17112,13 @@ REVOKE ALL ON FUNCTION app_private.iso(p_at timestamp with time zone) FROM PUBLI
 
 
 --
+-- Name: FUNCTION keep_name_words(p_words regclass, p_owner text, p_id uuid, p_name text, p_replace boolean); Type: ACL; Schema: app_private; Owner: -
+--
+
+REVOKE ALL ON FUNCTION app_private.keep_name_words(p_words regclass, p_owner text, p_id uuid, p_name text, p_replace boolean) FROM PUBLIC;
+
+
+--
 -- Name: FUNCTION lift_suspension(p_user_id uuid); Type: ACL; Schema: app_private; Owner: -
 --
 
@@ -17210,6 +17260,13 @@ REVOKE ALL ON FUNCTION app_private.move_repost_unread() FROM PUBLIC;
 --
 
 REVOKE ALL ON FUNCTION app_private.move_votes_received() FROM PUBLIC;
+
+
+--
+-- Name: FUNCTION name_word_drift(p_words regclass, p_owner text, p_source regclass, p_name text); Type: ACL; Schema: app_private; Owner: -
+--
+
+REVOKE ALL ON FUNCTION app_private.name_word_drift(p_words regclass, p_owner text, p_source regclass, p_name text) FROM PUBLIC;
 
 
 --
@@ -17547,6 +17604,13 @@ REVOKE ALL ON FUNCTION app_private.rebuild_hub_list_entries() FROM PUBLIC;
 --
 
 REVOKE ALL ON FUNCTION app_private.rebuild_hub_name_words() FROM PUBLIC;
+
+
+--
+-- Name: FUNCTION rebuild_name_words(p_words regclass, p_owner text, p_source regclass, p_name text); Type: ACL; Schema: app_private; Owner: -
+--
+
+REVOKE ALL ON FUNCTION app_private.rebuild_name_words(p_words regclass, p_owner text, p_source regclass, p_name text) FROM PUBLIC;
 
 
 --

@@ -807,41 +807,28 @@ comment on function app.hub_member_page(uuid, timestamp with time zone, uuid, ap
   'One page of a hub''s members as the policy hub_memberships_select_related shows them, in join order after a cursor, optionally by role, read from an index whatever the hub''s size. Called by GET /hubs/{hubId}/members and GET /hubs/{hubId}/admins.';
 grant execute on function app.hub_member_page(uuid, timestamp with time zone, uuid, app.hub_role[], integer) to app_user;
 
--- Keeps a hub's words with every insert and change of its name, in the statement that writes it.
+-- Keeps a hub's words with every insert and change of its name, in the statement that writes it
+-- (the name-word indexes' bookkeeping is written once: db/sql/users.sql, app_private.keep_name_words).
 create or replace function app_private.hub_name_words_sync()
   returns trigger
   language plpgsql security definer
   set search_path = pg_catalog
   as $$
 begin
-  if tg_op = 'UPDATE' then
-    delete from app.hub_name_words w where w.hub_id = new.id and not (w.word = any (app_private.name_words(new.name)));
-  end if;
-  insert into app.hub_name_words (hub_id, word)
-    select new.id, w from unnest(app_private.name_words(new.name)) w
-    on conflict do nothing;
+  perform app_private.keep_name_words('app.hub_name_words', 'hub_id', new.id, new.name, tg_op = 'UPDATE');
   return null;
 end
 $$;
 comment on function app_private.hub_name_words_sync() is
-  'Keeps app.hub_name_words equal to the words of the hub''s name, in the statement that writes the name (POST /hubs, PATCH /hubs/{hubId}). Runs from the triggers hubs_name_words_insert and hubs_name_words_update.';
+  'Keeps app.hub_name_words equal to the words of the hub''s name (app_private.keep_name_words), in the statement that writes the name (POST /hubs, PATCH /hubs/{hubId}). Runs from the triggers hubs_name_words_insert and hubs_name_words_update.';
 
--- Sets every hub's words from the names: the repair after a bulk load
--- made with triggers off (the scale benchmark calls every app_private.rebuild_*).
 create or replace function app_private.rebuild_hub_name_words()
   returns void
-  language plpgsql volatile
+  language sql volatile
   set search_path = pg_catalog
-  as $$
-begin
-  lock table app.hub_name_words in exclusive mode;
-  truncate app.hub_name_words;
-  insert into app.hub_name_words (hub_id, word)
-    select h.id, w from app.hubs h, unnest(app_private.name_words(h.name)) w;
-end
-$$;
+  as $$ select app_private.rebuild_name_words('app.hub_name_words', 'hub_id', 'app.hubs', 'name') $$;
 comment on function app_private.rebuild_hub_name_words() is
-  'Sets every hub''s name words from the names: the repair after a bulk load made with triggers off. Called by the scale benchmark (every app_private.rebuild_*) and test/http/search-words.test.ts.';
+  'Sets every hub''s name words from the names (app_private.rebuild_name_words): the repair after a bulk load made with triggers off. Called by the scale benchmark (every app_private.rebuild_*) and test/http/search-words.test.ts.';
 
 -- The hubs with a name word starting with the first word of p_query (as typed), by that word and hub
 -- id after (p_after_word, p_after_id) (null: from the first), each hub once, rechecked with
