@@ -6464,7 +6464,7 @@ CREATE FUNCTION app_private.home_events(p_viewer uuid, p_blocks uuid[], p_hubs u
     (select 4, p.id, p.created_at, 'followed_author', p.visibility
      from app.posts p
      where s.many_followees and (p.author_id in (select u from app_private.followees_of(p_viewer) u)) is true
-       and p.visibility in ('public', 'public_hub') and app.post_visible_to(p, p_viewer, p_blocks)
+       and not app.post_stays_in_hubs(p.visibility) and app.post_visible_to(p, p_viewer, p_blocks)
        and p.created_at <= p_after_at and (p.created_at, p.id) < (p_after_at, p_after_id)
      order by p.created_at desc, p.id desc limit p_window)
     union all
@@ -6476,7 +6476,7 @@ CREATE FUNCTION app_private.home_events(p_viewer uuid, p_blocks uuid[], p_hubs u
     (select 5, p.id, p.created_at, 'hub_co_member_author', p.visibility
      from app.posts p
      where s.many_co_members and (p.author_id in (select u from app_private.co_members_of(p_hubs, p_viewer) u)) is true
-       and p.visibility in ('public', 'public_hub') and app.post_visible_to(p, p_viewer, p_blocks)
+       and not app.post_stays_in_hubs(p.visibility) and app.post_visible_to(p, p_viewer, p_blocks)
        and p.created_at <= p_after_at and (p.created_at, p.id) < (p_after_at, p_after_id)
      order by p.created_at desc, p.id desc limit p_window)
     union all
