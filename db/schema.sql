@@ -384,7 +384,7 @@ CREATE FUNCTION app.accept_invitation(p_invitation_id uuid, OUT hub_id uuid, OUT
 declare
   v_invitation app.hub_invitations;
 begin
-  perform app.require_level(4);
+  perform app.require_level(app.access_level('hub_ready'));
   v_invitation := app_private.pending_invitation(p_invitation_id);
   hub_id := v_invitation.hub_id;
   if exists (select from app.hub_memberships m where m.hub_id = v_invitation.hub_id and m.user_id = app.viewer_id()) then
@@ -408,6 +408,31 @@ $$;
 --
 
 COMMENT ON FUNCTION app.accept_invitation(p_invitation_id uuid, OUT hub_id uuid, OUT viewer_status text) IS 'Accepts the viewer''s invitation (level 4): membership for an admin''s invitation, a join request for a member''s. Called by POST /hub-invitations/{invitationId}/accept.';
+
+
+--
+-- Name: access_level(text); Type: FUNCTION; Schema: app; Owner: -
+--
+
+CREATE FUNCTION app.access_level(p_name text) RETURNS integer
+    LANGUAGE plpgsql IMMUTABLE
+    AS $$
+begin
+  case p_name
+    when 'anonymous' then return 1;
+    when 'profile' then return 2;
+    when 'phone' then return 3;
+    when 'hub_ready' then return 4;
+  end case;
+end
+$$;
+
+
+--
+-- Name: FUNCTION access_level(p_name text); Type: COMMENT; Schema: app; Owner: -
+--
+
+COMMENT ON FUNCTION app.access_level(p_name text) IS 'An access level by name (anonymous 1, profile 2, phone 3, hub_ready 4; any other name raises): what the SQL functions require (app.require_level, app.viewer_has_level, app.viewer_session_gate, app_private.active_member). Its TypeScript form is server/http/access-levels.ts levels; test/sql/access-levels.test.ts holds them equal.';
 
 
 --
@@ -442,7 +467,7 @@ CREATE FUNCTION app.acknowledge_contacts() RETURNS void
     SET search_path TO 'pg_catalog'
     AS $$
 begin
-  perform app.require_level(3);
+  perform app.require_level(app.access_level('phone'));
   update app.users set contacts_synced_at = coalesce(contacts_synced_at, now()) where id = app.viewer_id();
 end
 $$;
@@ -659,26 +684,26 @@ CREATE FUNCTION app.cast_vote(p_post_id uuid, p_key_id text, p_global text, p_hu
 declare
   v_viewer uuid := app.viewer_id();
   v_author uuid;
-  v_visibility app.post_visibility;
   v_votable boolean;
   v_visible boolean;
+  v_reaches boolean;
   v_level int;
   v_missing uuid[];
   v_scope uuid;
 begin
   -- The session first (contract order 401, 403, then the request), as 0170.
-  v_level := app.viewer_session_gate(2);
-  select p.author_id, p.visibility, p.slider_text is not null, app.post_visible_to(p, v_viewer, app.viewer_block_list()),
+  v_level := app.viewer_session_gate(app.access_level('profile'));
+  -- (A post that stays in its hubs takes votes from whom it reaches: app.post_reaches, the
+  -- locked-post rule, which app.post_visible_to applies too; the contract answers VOTE_NOT_ALLOWED.)
+  select p.author_id, p.slider_text is not null, app.post_visible_to(p, v_viewer, app.viewer_block_list()), app.post_reaches(p, v_viewer),
          (select coalesce(array_agg(ph.hub_id order by ph.hub_id), '{}') from app.post_hubs ph
           where ph.post_id = p.id and app.is_active_member(ph.hub_id, v_viewer))
-    into v_author, v_visibility, v_votable, v_visible, hub_ids
+    into v_author, v_votable, v_visible, v_reaches, hub_ids
     from app.posts p where p.id = p_post_id;
   if not coalesce(v_visible, false) then
     perform app.fail('POST_NOT_FOUND');
   end if;
-  if v_visibility = 'private_locked_hub' and v_author <> v_viewer
-     and not exists (select from app.post_hubs ph where ph.post_id = p_post_id and ph.kind = 'target'
-                     and app.is_active_member(ph.hub_id, v_viewer)) then
+  if not v_reaches then
     perform app.fail('VOTE_NOT_ALLOWED');
   end if;
   if not v_votable then
@@ -742,7 +767,7 @@ begin
   -- The voter's hubs, when few: the API seals the voter's next votes for them at once (one round
   -- trip, where a post it has not seen yet would otherwise cost an OBS01 answer and a second try).
   -- Hubs where a later vote does not count cost only their dropped ballots.
-  if v_level >= 4 then  -- (the session's level is the user's: hub membership counts from level 4)
+  if v_level >= app.access_level('hub_ready') then  -- (the session's level is the user's: hub membership counts from Hub-ready)
     -- (At most 17 index entries, in no order: a member of many hubs costs no more.)
     voter_hub_ids := array(select m.hub_id from app.hub_memberships m where m.user_id = v_viewer limit 17);
     if cardinality(voter_hub_ids) > 16 then
@@ -1189,7 +1214,7 @@ declare
   v_comment uuid;
 begin
   v_author := (app_private.visible_post(p_post_id)).author_id;
-  perform app.require_level(2);
+  perform app.require_level(app.access_level('profile'));
   if p_parent_id is not null then
     select coalesce(c.parent_id, c.id) into v_root from app.comments c
       where c.id = p_parent_id and c.post_id = p_post_id and c.deleted_at is null
@@ -1228,7 +1253,7 @@ CREATE FUNCTION app.create_hub(p_name text, p_description text, p_asset_id uuid,
 declare
   v_hub uuid;
 begin
-  perform app.require_level(4);
+  perform app.require_level(app.access_level('hub_ready'));
   if not app.hub_asset_usable(p_asset_id) then
     perform app.fail('VALIDATION_FAILED');
   end if;
@@ -1327,7 +1352,7 @@ declare
   v_notify_source boolean;
 begin
   v_source := app_private.visible_post(p_source_id);
-  if v_source.source_post_id is not null or v_source.visibility = 'private_locked_hub' then
+  if v_source.source_post_id is not null or app.post_stays_in_hubs(v_source.visibility) then
     perform app.fail('REPOST_NOT_ALLOWED');
   end if;
   perform app_private.check_post_audience(p_visibility, coalesce(p_hub_ids, '{}'));
@@ -1336,14 +1361,14 @@ begin
     returning id into v_repost;
   perform app_private.record_activity(p_source_id, 'post_reposted');
   v_notify_source := v_source.author_id <> app.viewer_id();
-  if v_notify_source and p_visibility <> 'private_locked_hub' then
+  if v_notify_source and not app.post_stays_in_hubs(p_visibility) then
     insert into app.notifications (recipient_id, type, actor_id, post_id)
       values (v_source.author_id, 'post_reposted', app.viewer_id(), v_repost);
   elsif v_notify_source then
     insert into app.notifications (recipient_id, type, actor_id, post_id, hub_id)
       select v_source.author_id, 'post_reposted', app.viewer_id(), v_repost, m.hub_id
       from app.hub_memberships m
-      where m.user_id = v_source.author_id and m.hub_id = any (p_hub_ids) and not m.content_muted
+      where m.user_id = v_source.author_id and m.hub_id = any (p_hub_ids) and not app_private.content_mute_silences(m.content_muted, 'post_reposted')
         and app.is_active_member(m.hub_id, m.user_id);
   end if;
   perform app_private.place_post_in_hubs(v_repost, coalesce(p_hub_ids, '{}'), 'target', 'post_shared_to_hub', v_source.author_id);
@@ -2289,7 +2314,7 @@ $$;
 -- Name: FUNCTION is_member_of_post_target(p_post_id uuid, p_user_id uuid); Type: COMMENT; Schema: app; Owner: -
 --
 
-COMMENT ON FUNCTION app.is_member_of_post_target(p_post_id uuid, p_user_id uuid) IS 'Whether a user is an active member (a membership, at access level 4) of a hub the post was targeted to (spec 2.3 rule 14, part 5; a security-definer probe, so the posts policy reads memberships the viewer may not). Used by app.post_visible_to.';
+COMMENT ON FUNCTION app.is_member_of_post_target(p_post_id uuid, p_user_id uuid) IS 'Whether a user is an active member (a membership, at access level 4) of a hub the post was targeted to (spec 2.3 rule 14, part 5; a security-definer probe, so the posts policy reads memberships the viewer may not). Used by app.post_reaches.';
 
 
 --
@@ -2807,23 +2832,6 @@ COMMENT ON FUNCTION app.post_hub_discussion_message(p_hub_id uuid, p_discussion_
 
 
 --
--- Name: post_repost_count(uuid); Type: FUNCTION; Schema: app; Owner: -
---
-
-CREATE FUNCTION app.post_repost_count(p_post_id uuid) RETURNS integer
-    LANGUAGE plpgsql STABLE SECURITY DEFINER
-    SET search_path TO 'pg_catalog'
-    AS $$ begin return app_private.counter_value('post_reposts', p_post_id); end $$;
-
-
---
--- Name: FUNCTION post_repost_count(p_post_id uuid); Type: COMMENT; Schema: app; Owner: -
---
-
-COMMENT ON FUNCTION app.post_repost_count(p_post_id uuid) IS 'A post''s repost count (repostCount) for any id: callers read it only for posts they have read through the posts policy, and a number shows nothing of the reposts. Read by every post card (server/posts/card.ts: GET /posts, GET /posts/{postId}, the feeds, saved posts) and by the view app.post_stats (internal GraphQL).';
-
-
---
 -- Name: posts; Type: TABLE; Schema: app; Owner: -
 --
 
@@ -2852,6 +2860,59 @@ ALTER TABLE ONLY app.posts FORCE ROW LEVEL SECURITY;
 
 
 --
+-- Name: post_reaches(app.posts, uuid); Type: FUNCTION; Schema: app; Owner: -
+--
+
+CREATE FUNCTION app.post_reaches(p_post app.posts, p_viewer uuid) RETURNS boolean
+    LANGUAGE sql STABLE
+    AS $$
+  select not app.post_stays_in_hubs(p_post.visibility)
+      or p_post.author_id = p_viewer
+      or app.is_member_of_post_target(p_post.id, p_viewer)
+$$;
+
+
+--
+-- Name: FUNCTION post_reaches(p_post app.posts, p_viewer uuid); Type: COMMENT; Schema: app; Owner: -
+--
+
+COMMENT ON FUNCTION app.post_reaches(p_post app.posts, p_viewer uuid) IS 'Whether a post reaches a viewer under the locked-post rule (app.post_stays_in_hubs): a post that stays in its hubs reaches its author and the active members of its target hubs only, any other post everyone. Used by app.post_visible_to and app.cast_vote (VOTE_NOT_ALLOWED).';
+
+
+--
+-- Name: post_repost_count(uuid); Type: FUNCTION; Schema: app; Owner: -
+--
+
+CREATE FUNCTION app.post_repost_count(p_post_id uuid) RETURNS integer
+    LANGUAGE plpgsql STABLE SECURITY DEFINER
+    SET search_path TO 'pg_catalog'
+    AS $$ begin return app_private.counter_value('post_reposts', p_post_id); end $$;
+
+
+--
+-- Name: FUNCTION post_repost_count(p_post_id uuid); Type: COMMENT; Schema: app; Owner: -
+--
+
+COMMENT ON FUNCTION app.post_repost_count(p_post_id uuid) IS 'A post''s repost count (repostCount) for any id: callers read it only for posts they have read through the posts policy, and a number shows nothing of the reposts. Read by every post card (server/posts/card.ts: GET /posts, GET /posts/{postId}, the feeds, saved posts) and by the view app.post_stats (internal GraphQL).';
+
+
+--
+-- Name: post_stays_in_hubs(app.post_visibility); Type: FUNCTION; Schema: app; Owner: -
+--
+
+CREATE FUNCTION app.post_stays_in_hubs(p_visibility app.post_visibility) RETURNS boolean
+    LANGUAGE sql IMMUTABLE
+    AS $$ select p_visibility = 'private_locked_hub' $$;
+
+
+--
+-- Name: FUNCTION post_stays_in_hubs(p_visibility app.post_visibility); Type: COMMENT; Schema: app; Owner: -
+--
+
+COMMENT ON FUNCTION app.post_stays_in_hubs(p_visibility app.post_visibility) IS 'The locked-post rule: whether a post of this visibility stays in its hubs (private_locked_hub): it reaches only its author and its target hubs'' active members (app.post_reaches), and is never reposted, shared, counted in user_posts or listed in a follower''s or profile feed. Used by app.post_reaches, app.create_repost, app.share_post_to_feed, app.share_post_to_hubs, app.cast_vote, app_private.repost_visible, app_private.counted_by_post, the feed functions and GET /posts/{postId}/share-link.';
+
+
+--
 -- Name: post_visible_to(app.posts, uuid, uuid[]); Type: FUNCTION; Schema: app; Owner: -
 --
 
@@ -2860,9 +2921,7 @@ CREATE FUNCTION app.post_visible_to(p_post app.posts, p_viewer uuid, p_block_lis
     AS $$
   select p_post.deleted_at is null
      and not (p_post.author_id = any (p_block_list))
-     and (p_post.visibility <> 'private_locked_hub'
-          or p_post.author_id = p_viewer
-          or app.is_member_of_post_target(p_post.id, p_viewer))
+     and app.post_reaches(p_post, p_viewer)
 $$;
 
 
@@ -2870,7 +2929,7 @@ $$;
 -- Name: FUNCTION post_visible_to(p_post app.posts, p_viewer uuid, p_block_list uuid[]); Type: COMMENT; Schema: app; Owner: -
 --
 
-COMMENT ON FUNCTION app.post_visible_to(p_post app.posts, p_viewer uuid, p_block_list uuid[]) IS 'The one rule of post visibility: not deleted, the author not blocked with the viewer either way, and not private_locked_hub unless the viewer is the author or a member of a target hub. Inlined into the policy posts_select_visible and the feed functions (GET /posts, GET /users/{userId}/feed, GET /hubs/{hubId}/feed); app.can_see_post applies it to one post.';
+COMMENT ON FUNCTION app.post_visible_to(p_post app.posts, p_viewer uuid, p_block_list uuid[]) IS 'The one rule of post visibility: not deleted, the author not blocked with the viewer either way, and the post reaches the viewer (app.post_reaches: a post that stays in its hubs only its author and its target hubs'' members). Inlined into the policy posts_select_visible and the feed functions (GET /posts, GET /users/{userId}/feed, GET /hubs/{hubId}/feed); app.can_see_post applies it to one post.';
 
 
 --
@@ -3436,7 +3495,7 @@ CREATE FUNCTION app.request_to_join(p_token text, OUT request_id uuid, OUT hub_i
 declare
   v_link app.hub_invite_links := app_private.usable_invite_link(p_token);
 begin
-  perform app.require_level(4);
+  perform app.require_level(app.access_level('hub_ready'));
   hub_id := v_link.hub_id;
   if exists (select from app.hub_memberships m where m.hub_id = v_link.hub_id and m.user_id = app.viewer_id()) then
     perform app.fail('ALREADY_HUB_MEMBER');
@@ -3468,7 +3527,7 @@ begin
     perform app.fail('HUB_NOT_FOUND');
   end if;
   select m.role into v_role from app.hub_memberships m where m.hub_id = p_hub_id and m.user_id = app.viewer_id();
-  if v_role is null or not app.viewer_has_level(4) then
+  if v_role is null or not app.viewer_has_level(app.access_level('hub_ready')) then
     perform app.fail(case when 'member' = any (p_roles) then 'HUB_MEMBERSHIP_REQUIRED' else 'HUB_ADMIN_REQUIRED' end);
   end if;
   if not v_role = any (p_roles) then
@@ -3771,7 +3830,7 @@ declare
   v_post app.posts;
 begin
   v_post := app_private.visible_post(p_post_id);
-  if v_post.visibility = 'private_locked_hub' then
+  if app.post_stays_in_hubs(v_post.visibility) then
     perform app.fail('SHARE_NOT_ALLOWED');
   end if;
   insert into app.post_shares (post_id, user_id) values (p_post_id, app.viewer_id()) returning id, created_at into share_id, shared_at;
@@ -3804,7 +3863,7 @@ declare
   v_hub uuid;
 begin
   v_post := app_private.visible_post(p_post_id);
-  if v_post.visibility = 'private_locked_hub' then
+  if app.post_stays_in_hubs(v_post.visibility) then
     perform app.fail('SHARE_NOT_ALLOWED');
   end if;
   foreach v_hub in array p_hub_ids loop
@@ -4367,7 +4426,7 @@ CREATE FUNCTION app.viewer_active_hub_ids() RETURNS uuid[]
     AS $$
 begin
   return (select coalesce(array_agg(m.hub_id), '{}') from app.hub_memberships m
-          where m.user_id = app.viewer_id() and app.viewer_has_level(4));
+          where m.user_id = app.viewer_id() and app.viewer_has_level(app.access_level('hub_ready')));
 end
 $$;
 
@@ -4389,7 +4448,7 @@ CREATE FUNCTION app.viewer_admin_hub_ids() RETURNS uuid[]
     AS $$
 begin
   return (select coalesce(array_agg(m.hub_id), '{}') from app.hub_memberships m
-          where m.user_id = app.viewer_id() and m.role in ('admin', 'super_admin') and app.viewer_has_level(4));
+          where m.user_id = app.viewer_id() and m.role in ('admin', 'super_admin') and app.viewer_has_level(app.access_level('hub_ready')));
 end
 $$;
 
@@ -4491,7 +4550,7 @@ begin
   if not exists (select from app.hubs h where h.id = p_hub_id) then
     perform app.fail('HUB_NOT_FOUND');
   end if;
-  if not app.viewer_has_level(4) then
+  if not app.viewer_has_level(app.access_level('hub_ready')) then
     return null;
   end if;
   -- The relation as GET /users/me/hubs shows it (member before a pending request before an invitation).
@@ -4539,7 +4598,7 @@ CREATE FUNCTION app.viewer_related_hub_ids() RETURNS uuid[]
     union all
     select r.hub_id from app.hub_join_requests r where r.user_id = app.viewer_id() and r.status = 'pending'
   ) related
-  where app.viewer_has_level(4)
+  where app.viewer_has_level(app.access_level('hub_ready'))
 $$;
 
 
@@ -4591,7 +4650,7 @@ CREATE FUNCTION app.viewer_shares_hub_with(p_user_id uuid) RETURNS boolean
     SET search_path TO 'pg_catalog'
     AS $$
 begin
-  return app.viewer_has_level(4)
+  return app.viewer_has_level(app.access_level('hub_ready'))
      and exists (select from app.hub_memberships mine
                  join app.hub_memberships other on other.hub_id = mine.hub_id and other.user_id = p_user_id
                  where mine.user_id = app.viewer_id());
@@ -4655,7 +4714,7 @@ CREATE FUNCTION app_private.active_member(p_hub_id uuid, p_user_id uuid) RETURNS
     LANGUAGE sql STABLE
     AS $$
   select exists (select from app.hub_memberships m where m.hub_id = p_hub_id and m.user_id = p_user_id)
-     and coalesce((select l.level from app_private.user_level(p_user_id) l) >= 4, false)
+     and coalesce((select l.level from app_private.user_level(p_user_id) l) >= app.access_level('hub_ready'), false)
 $$;
 
 
@@ -4971,13 +5030,13 @@ declare
   v_hub uuid;
 begin
   if p_visibility = 'public' then
-    perform app.require_level(3);
+    perform app.require_level(app.access_level('phone'));
     if coalesce(array_length(p_hub_ids, 1), 0) > 0 then
       perform app.fail('VALIDATION_FAILED');
     end if;
     return;
   end if;
-  perform app.require_level(4);
+  perform app.require_level(app.access_level('hub_ready'));
   if coalesce(array_length(p_hub_ids, 1), 0) not between 1 and 10 then
     perform app.fail('VALIDATION_FAILED');
   end if;
@@ -5201,6 +5260,22 @@ CREATE FUNCTION app_private.consume_sliding_limit(p_key text, p_limit integer, p
 --
 
 COMMENT ON FUNCTION app_private.consume_sliding_limit(p_key text, p_limit integer, p_window interval) IS 'app_private.take_sliding_limit''s wait alone: 0 when the hit is counted, else the seconds to wait. Used by app.request_otp.';
+
+
+--
+-- Name: content_mute_silences(boolean, app.notification_type); Type: FUNCTION; Schema: app_private; Owner: -
+--
+
+CREATE FUNCTION app_private.content_mute_silences(p_muted boolean, p_type app.notification_type) RETURNS boolean
+    LANGUAGE sql IMMUTABLE
+    AS $$ select p_muted and (app_private.is_publication(p_type) or p_type = 'post_reposted') $$;
+
+
+--
+-- Name: FUNCTION content_mute_silences(p_muted boolean, p_type app.notification_type); Type: COMMENT; Schema: app_private; Owner: -
+--
+
+COMMENT ON FUNCTION app_private.content_mute_silences(p_muted boolean, p_type app.notification_type) IS 'The content mute: whether a membership''s content_muted silences a hub notification of this type (publication alerts and hub-scoped post_reposted). Used by app_private.fan_out_hub_notification (worker task hub_notification_fanout) and app.create_repost.';
 
 
 --
@@ -5532,7 +5607,7 @@ CREATE FUNCTION app_private.counted_by_post(p_row app.posts) RETURNS TABLE(count
     AS $$
   select x.counter, x.subject
   from (values ('post_reposts'::app_private.counter, p_row.source_post_id, p_row.deleted_at is null and p_row.source_post_id is not null),
-               ('user_posts', p_row.author_id, p_row.deleted_at is null and p_row.visibility <> 'private_locked_hub')) x (counter, subject, counted)
+               ('user_posts', p_row.author_id, p_row.deleted_at is null and not app.post_stays_in_hubs(p_row.visibility))) x (counter, subject, counted)
   where x.counted
 $$;
 
@@ -5541,7 +5616,7 @@ $$;
 -- Name: FUNCTION counted_by_post(p_row app.posts); Type: COMMENT; Schema: app_private; Owner: -
 --
 
-COMMENT ON FUNCTION app_private.counted_by_post(p_row app.posts) IS 'What one post counts towards (post_reposts of the post it reposts, user_posts of its author unless its visibility is private_locked_hub; a deleted post nothing): the single definition of these counters, used by the trigger function app_private.count_posts and by the recount app_private.counted_now.';
+COMMENT ON FUNCTION app_private.counted_by_post(p_row app.posts) IS 'What one post counts towards (post_reposts of the post it reposts, user_posts of its author unless it stays in its hubs (app.post_stays_in_hubs); a deleted post nothing): the single definition of these counters, used by the trigger function app_private.count_posts and by the recount app_private.counted_now.';
 
 
 --
@@ -6011,7 +6086,7 @@ begin
   where m.hub_id = (p_payload ->> 'hubId')::uuid
     and not m.user_id = any (coalesce(array(select jsonb_array_elements_text(p_payload -> 'except'))::uuid[], '{}'))
     and (p_payload ->> 'audience' = 'members' or m.role in ('admin', 'super_admin'))
-    and not (m.content_muted and v_type in ('hub_post_created', 'post_shared_to_hub', 'post_reposted'))
+    and not app_private.content_mute_silences(m.content_muted, v_type)
   on conflict (fanout_key, recipient_id) where fanout_key is not null do nothing;
   get diagnostics v_count = row_count;
   return v_count;
@@ -6348,7 +6423,7 @@ CREATE FUNCTION app_private.home_card_events_since_cursor(p_post_id uuid, p_visi
     and (e.created_at, e.post_id) >= (p_after_at, p_after_id)
     and not (e.actor_id = any (p_blocks))
     and ((e.kind = 'post_shared_to_hub' and e.hub_id = any (p_hubs))
-         or (e.kind <> 'post_shared_to_hub' and p_visibility <> 'private_locked_hub'
+         or (e.kind <> 'post_shared_to_hub' and not app.post_stays_in_hubs(p_visibility)
              and (e.actor_id in (select u from app_private.followees_of(p_viewer) u)
                   or e.actor_id in (select u from app_private.co_members_of(p_hubs, p_viewer) u))))
 $$;
@@ -6409,7 +6484,7 @@ CREATE FUNCTION app_private.home_events(p_viewer uuid, p_blocks uuid[], p_hubs u
     (select 4, p.id, p.created_at, 'followed_author', p.visibility
      from app.posts p
      where s.many_followees and (p.author_id in (select u from app_private.followees_of(p_viewer) u)) is true
-       and p.visibility in ('public', 'public_hub') and app.post_visible_to(p, p_viewer, p_blocks)
+       and not app.post_stays_in_hubs(p.visibility) and app.post_visible_to(p, p_viewer, p_blocks)
        and p.created_at <= p_after_at and (p.created_at, p.id) < (p_after_at, p_after_id)
      order by p.created_at desc, p.id desc limit p_window)
     union all
@@ -6421,7 +6496,7 @@ CREATE FUNCTION app_private.home_events(p_viewer uuid, p_blocks uuid[], p_hubs u
     (select 5, p.id, p.created_at, 'hub_co_member_author', p.visibility
      from app.posts p
      where s.many_co_members and (p.author_id in (select u from app_private.co_members_of(p_hubs, p_viewer) u)) is true
-       and p.visibility in ('public', 'public_hub') and app.post_visible_to(p, p_viewer, p_blocks)
+       and not app.post_stays_in_hubs(p.visibility) and app.post_visible_to(p, p_viewer, p_blocks)
        and p.created_at <= p_after_at and (p.created_at, p.id) < (p_after_at, p_after_id)
      order by p.created_at desc, p.id desc limit p_window)
     union all
@@ -6433,7 +6508,7 @@ CREATE FUNCTION app_private.home_events(p_viewer uuid, p_blocks uuid[], p_hubs u
        select e.post_id, e.created_at, p.visibility
        from app.activity_events e join app.posts p on p.id = e.post_id
        where e.actor_id = actor.id and e.kind <> 'post_shared_to_hub'
-         and p.visibility <> 'private_locked_hub' and app.post_visible_to(p, p_viewer, p_blocks)
+         and not app.post_stays_in_hubs(p.visibility) and app.post_visible_to(p, p_viewer, p_blocks)
          and e.created_at <= p_after_at and (e.created_at, e.post_id) < (p_after_at, p_after_id)
        order by e.created_at desc, e.post_id desc limit p_window) a
      where not (s.many_followees or s.many_co_members)
@@ -6444,7 +6519,7 @@ CREATE FUNCTION app_private.home_events(p_viewer uuid, p_blocks uuid[], p_hubs u
      where (s.many_followees or s.many_co_members) and e.kind <> 'post_shared_to_hub' and not (e.actor_id = any (p_blocks))
        and (e.actor_id in (select u from app_private.followees_of(p_viewer) u)
             or e.actor_id in (select u from app_private.co_members_of(p_hubs, p_viewer) u))
-       and p.visibility <> 'private_locked_hub' and app.post_visible_to(p, p_viewer, p_blocks)
+       and not app.post_stays_in_hubs(p.visibility) and app.post_visible_to(p, p_viewer, p_blocks)
        and e.created_at <= p_after_at and (e.created_at, e.post_id) < (p_after_at, p_after_id)
      order by e.created_at desc, e.post_id desc limit p_window)
     union all
@@ -6474,7 +6549,7 @@ begin
   followees := '{}';
   co_members := '{}';
   default_authors := '{}';
-  if app.viewer_has_level(2) then
+  if app.viewer_has_level(app.access_level('profile')) then
     followees := array(select f.followee_id from app.follows f where f.follower_id = p_viewer and not (f.followee_id = any (p_blocks)) limit 101);
     -- Membership rows, not users: at most 100 rows hold at most 100 users.
     co_members := array(select m.user_id from app.hub_memberships m
@@ -6743,12 +6818,7 @@ CREATE FUNCTION app_private.hub_name_words_sync() RETURNS trigger
     SET search_path TO 'pg_catalog'
     AS $$
 begin
-  if tg_op = 'UPDATE' then
-    delete from app.hub_name_words w where w.hub_id = new.id and not (w.word = any (app_private.name_words(new.name)));
-  end if;
-  insert into app.hub_name_words (hub_id, word)
-    select new.id, w from unnest(app_private.name_words(new.name)) w
-    on conflict do nothing;
+  perform app_private.keep_name_words('app.hub_name_words', 'hub_id', new.id, new.name, tg_op = 'UPDATE');
   return null;
 end
 $$;
@@ -6758,7 +6828,7 @@ $$;
 -- Name: FUNCTION hub_name_words_sync(); Type: COMMENT; Schema: app_private; Owner: -
 --
 
-COMMENT ON FUNCTION app_private.hub_name_words_sync() IS 'Keeps app.hub_name_words equal to the words of the hub''s name, in the statement that writes the name (POST /hubs, PATCH /hubs/{hubId}). Runs from the triggers hubs_name_words_insert and hubs_name_words_update.';
+COMMENT ON FUNCTION app_private.hub_name_words_sync() IS 'Keeps app.hub_name_words equal to the words of the hub''s name (app_private.keep_name_words), in the statement that writes the name (POST /hubs, PATCH /hubs/{hubId}). Runs from the triggers hubs_name_words_insert and hubs_name_words_update.';
 
 
 --
@@ -6904,6 +6974,22 @@ COMMENT ON FUNCTION app_private.invite_phones(p_hub_id uuid, p_phones text[], p_
 
 
 --
+-- Name: is_publication(app.notification_type); Type: FUNCTION; Schema: app_private; Owner: -
+--
+
+CREATE FUNCTION app_private.is_publication(p_type app.notification_type) RETURNS boolean
+    LANGUAGE sql IMMUTABLE
+    AS $$ select p_type in ('hub_post_created', 'post_shared_to_hub') $$;
+
+
+--
+-- Name: FUNCTION is_publication(p_type app.notification_type); Type: COMMENT; Schema: app_private; Owner: -
+--
+
+COMMENT ON FUNCTION app_private.is_publication(p_type app.notification_type) IS 'Whether a notification type is a publication alert (hub_post_created, post_shared_to_hub; spec part 6): never pushed, silenced by a hub''s content mute. Used by app_private.pushed_type and app_private.content_mute_silences.';
+
+
+--
 -- Name: iso(timestamp with time zone); Type: FUNCTION; Schema: app_private; Owner: -
 --
 
@@ -6917,6 +7003,33 @@ CREATE FUNCTION app_private.iso(p_at timestamp with time zone) RETURNS text
 --
 
 COMMENT ON FUNCTION app_private.iso(p_at timestamp with time zone) IS 'A timestamp as ISO 8601 text in UTC, the form the API answers. Used where SQL writes JSON the API hands out as is (the data export of POST /users/me/exports, built by the worker task export_account).';
+
+
+--
+-- Name: keep_name_words(regclass, text, uuid, text, boolean); Type: FUNCTION; Schema: app_private; Owner: -
+--
+
+CREATE FUNCTION app_private.keep_name_words(p_words regclass, p_owner text, p_id uuid, p_name text, p_replace boolean) RETURNS void
+    LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog'
+    AS $_$
+declare
+  v_words text[] := app_private.name_words(p_name);
+begin
+  if p_replace then
+    execute format('delete from %s w where w.%I = $1 and not (w.word = any ($2))', p_words, p_owner) using p_id, v_words;
+  end if;
+  execute format('insert into %s (%I, word) select $1, w from unnest($2::text[]) w on conflict do nothing', p_words, p_owner)
+    using p_id, v_words;
+end
+$_$;
+
+
+--
+-- Name: FUNCTION keep_name_words(p_words regclass, p_owner text, p_id uuid, p_name text, p_replace boolean); Type: COMMENT; Schema: app_private; Owner: -
+--
+
+COMMENT ON FUNCTION app_private.keep_name_words(p_words regclass, p_owner text, p_id uuid, p_name text, p_replace boolean) IS 'The sync of a name-word index, written once: inserts the words of a row''s new name into the words table (p_words, row column p_owner) and, on a change, deletes the words it no longer has. Called by the trigger functions app_private.user_name_words_sync and app_private.hub_name_words_sync.';
 
 
 --
@@ -7440,6 +7553,33 @@ COMMENT ON FUNCTION app_private.move_votes_received() IS 'Trigger function: a po
 
 
 --
+-- Name: name_word_drift(regclass, text, regclass, text); Type: FUNCTION; Schema: app_private; Owner: -
+--
+
+CREATE FUNCTION app_private.name_word_drift(p_words regclass, p_owner text, p_source regclass, p_name text) RETURNS TABLE(id uuid, kept text[], named text[])
+    LANGUAGE plpgsql STABLE
+    SET search_path TO 'pg_catalog'
+    AS $_$
+begin
+  return query execute format(
+    'with kept as (select w.%1$I as id, array_agg(w.word order by w.word) as words from %2$s w group by w.%1$I),
+          named as (select s.id, (select array_agg(x order by x collate "C") from unnest(app_private.name_words(s.%4$I)) x) as words
+                    from %3$s s where s.%4$I is not null)
+     select coalesce(k.id, n.id), k.words::text[], n.words::text[]
+     from kept k full join named n on n.id = k.id
+     where k.words::text[] is distinct from n.words::text[]', p_owner, p_words, p_source, p_name);
+end
+$_$;
+
+
+--
+-- Name: FUNCTION name_word_drift(p_words regclass, p_owner text, p_source regclass, p_name text); Type: COMMENT; Schema: app_private; Owner: -
+--
+
+COMMENT ON FUNCTION app_private.name_word_drift(p_words regclass, p_owner text, p_source regclass, p_name text) IS 'The drift check of a name-word index, written once: every row whose kept words (p_words, row column p_owner) differ from the words of its name now (p_source.p_name). Called by app_private.search_word_drift.';
+
+
+--
 -- Name: name_words(text); Type: FUNCTION; Schema: app_private; Owner: -
 --
 
@@ -7932,7 +8072,7 @@ CREATE FUNCTION app_private.profile_events(p_subject uuid, p_viewer uuid, p_bloc
   from (
     (select 1 as src, p.id as post_id, p.created_at as at, p.visibility
      from app.posts p
-     where p.author_id = p_subject and p.visibility <> 'private_locked_hub' and app.post_visible_to(p, p_viewer, p_blocks)
+     where p.author_id = p_subject and not app.post_stays_in_hubs(p.visibility) and app.post_visible_to(p, p_viewer, p_blocks)
        and p.created_at <= p_after_at and (p.created_at, p.id) < (p_after_at, p_after_id)
      order by p.created_at desc, p.id desc limit p_window)
     union all
@@ -7940,7 +8080,7 @@ CREATE FUNCTION app_private.profile_events(p_subject uuid, p_viewer uuid, p_bloc
      from app.activity_events e join app.posts p on p.id = e.post_id
      where e.actor_id = p_subject and e.kind in ('post_shared_to_feed', 'post_shared_to_hub')
        and (e.kind = 'post_shared_to_feed' or e.hub_id = any (p_hubs))
-       and p.visibility <> 'private_locked_hub' and app.post_visible_to(p, p_viewer, p_blocks)
+       and not app.post_stays_in_hubs(p.visibility) and app.post_visible_to(p, p_viewer, p_blocks)
        and e.created_at <= p_after_at and (e.created_at, e.post_id) < (p_after_at, p_after_id)
      order by e.created_at desc, e.post_id desc limit p_window)
   ) ev
@@ -8410,7 +8550,7 @@ COMMENT ON FUNCTION app_private.push_max_age() IS 'How old a notification may be
 
 CREATE FUNCTION app_private.pushed_type(p_type app.notification_type) RETURNS boolean
     LANGUAGE sql IMMUTABLE
-    AS $$ select p_type not in ('hub_post_created', 'post_shared_to_hub') $$;
+    AS $$ select not app_private.is_publication(p_type) $$;
 
 
 --
@@ -8642,23 +8782,40 @@ COMMENT ON FUNCTION app_private.rebuild_hub_list_entries() IS 'Sets every kept r
 --
 
 CREATE FUNCTION app_private.rebuild_hub_name_words() RETURNS void
-    LANGUAGE plpgsql
+    LANGUAGE sql
     SET search_path TO 'pg_catalog'
-    AS $$
-begin
-  lock table app.hub_name_words in exclusive mode;
-  truncate app.hub_name_words;
-  insert into app.hub_name_words (hub_id, word)
-    select h.id, w from app.hubs h, unnest(app_private.name_words(h.name)) w;
-end
-$$;
+    AS $$ select app_private.rebuild_name_words('app.hub_name_words', 'hub_id', 'app.hubs', 'name') $$;
 
 
 --
 -- Name: FUNCTION rebuild_hub_name_words(); Type: COMMENT; Schema: app_private; Owner: -
 --
 
-COMMENT ON FUNCTION app_private.rebuild_hub_name_words() IS 'Sets every hub''s name words from the names: the repair after a bulk load made with triggers off. Called by the scale benchmark (every app_private.rebuild_*) and test/http/search-words.test.ts.';
+COMMENT ON FUNCTION app_private.rebuild_hub_name_words() IS 'Sets every hub''s name words from the names (app_private.rebuild_name_words): the repair after a bulk load made with triggers off. Called by the scale benchmark (every app_private.rebuild_*) and test/http/search-words.test.ts.';
+
+
+--
+-- Name: rebuild_name_words(regclass, text, regclass, text); Type: FUNCTION; Schema: app_private; Owner: -
+--
+
+CREATE FUNCTION app_private.rebuild_name_words(p_words regclass, p_owner text, p_source regclass, p_name text) RETURNS void
+    LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog'
+    AS $$
+begin
+  execute format('lock table %s in exclusive mode', p_words);
+  execute format('truncate %s', p_words);
+  execute format('insert into %s (%I, word) select s.id, w from %s s, unnest(app_private.name_words(s.%I)) w where s.%I is not null',
+    p_words, p_owner, p_source, p_name, p_name);
+end
+$$;
+
+
+--
+-- Name: FUNCTION rebuild_name_words(p_words regclass, p_owner text, p_source regclass, p_name text); Type: COMMENT; Schema: app_private; Owner: -
+--
+
+COMMENT ON FUNCTION app_private.rebuild_name_words(p_words regclass, p_owner text, p_source regclass, p_name text) IS 'The rebuild of a name-word index, written once: sets the words table (p_words, row column p_owner) from the names (p_source.p_name). Called by app_private.rebuild_user_name_words and app_private.rebuild_hub_name_words.';
 
 
 --
@@ -8693,24 +8850,16 @@ COMMENT ON FUNCTION app_private.rebuild_unread_counters() IS 'Sets every unread 
 --
 
 CREATE FUNCTION app_private.rebuild_user_name_words() RETURNS void
-    LANGUAGE plpgsql
+    LANGUAGE sql
     SET search_path TO 'pg_catalog'
-    AS $$
-begin
-  lock table app.user_name_words in exclusive mode;
-  truncate app.user_name_words;
-  insert into app.user_name_words (user_id, word)
-    select u.id, w from app.users u, unnest(app_private.name_words(u.full_name)) w
-    where u.full_name is not null;
-end
-$$;
+    AS $$ select app_private.rebuild_name_words('app.user_name_words', 'user_id', 'app.users', 'full_name') $$;
 
 
 --
 -- Name: FUNCTION rebuild_user_name_words(); Type: COMMENT; Schema: app_private; Owner: -
 --
 
-COMMENT ON FUNCTION app_private.rebuild_user_name_words() IS 'Sets every user''s name words from the names: the repair after a bulk load made with triggers off. Called by the scale benchmark (every app_private.rebuild_*) and test/http/search-words.test.ts.';
+COMMENT ON FUNCTION app_private.rebuild_user_name_words() IS 'Sets every user''s name words from the names (app_private.rebuild_name_words): the repair after a bulk load made with triggers off. Called by the scale benchmark (every app_private.rebuild_*) and test/http/search-words.test.ts.';
 
 
 --
@@ -8909,13 +9058,10 @@ CREATE FUNCTION app_private.repost_visible(p_repost app.posts, p_user_id uuid) R
     LANGUAGE sql STABLE
     AS $$
   select p_repost.deleted_at is null
-     and case p_repost.visibility
-           when 'public' then true
-           when 'public_hub' then true
-           when 'private_locked_hub' then exists (
-             select from app.post_hubs ph
-             where ph.post_id = p_repost.id and ph.kind = 'target' and app.is_active_member(ph.hub_id, p_user_id))
-           else false
+     and case when app.post_stays_in_hubs(p_repost.visibility) then exists (
+                select from app.post_hubs ph
+                where ph.post_id = p_repost.id and ph.kind = 'target' and app.is_active_member(ph.hub_id, p_user_id))
+              else p_repost.visibility is not null
          end
 $$;
 
@@ -9030,19 +9176,9 @@ CREATE FUNCTION app_private.search_word_drift() RETURNS TABLE(kind text, id uuid
     LANGUAGE sql STABLE
     SET search_path TO 'pg_catalog'
     AS $$
-  with kept_users as (select w.user_id as id, array_agg(w.word order by w.word) as words from app.user_name_words w group by w.user_id),
-       named_users as (select u.id, (select array_agg(x order by x collate "C") from unnest(app_private.name_words(u.full_name)) x) as words
-                       from app.users u where u.full_name is not null),
-       kept_hubs as (select w.hub_id as id, array_agg(w.word order by w.word) as words from app.hub_name_words w group by w.hub_id),
-       named_hubs as (select h.id, (select array_agg(x order by x collate "C") from unnest(app_private.name_words(h.name)) x) as words
-                      from app.hubs h)
-  select 'user', coalesce(k.id, n.id), k.words::text[], n.words::text[]
-  from kept_users k full join named_users n on n.id = k.id
-  where k.words::text[] is distinct from n.words::text[]
+  select 'user', d.id, d.kept, d.named from app_private.name_word_drift('app.user_name_words', 'user_id', 'app.users', 'full_name') d
   union all
-  select 'hub', coalesce(k.id, n.id), k.words::text[], n.words::text[]
-  from kept_hubs k full join named_hubs n on n.id = k.id
-  where k.words::text[] is distinct from n.words::text[]
+  select 'hub', d.id, d.kept, d.named from app_private.name_word_drift('app.hub_name_words', 'hub_id', 'app.hubs', 'name') d
 $$;
 
 
@@ -9455,7 +9591,7 @@ declare
   v_updated int;
   v_slot smallint := floor(random() * 16)::smallint;
 begin
-  if not app_private.batch_ready(cardinality(p_ids), p_batch) or cardinality(p_counts) <> 5
+  if not app_private.batch_ready(cardinality(p_ids), p_batch) or cardinality(p_counts) <> cardinality(enum_range(null::app.vote_position))
      or (select sum(n) from unnest(p_counts) n) <> cardinality(p_ids) or exists (select from unnest(p_counts) n where n < 0) then
     raise exception 'tally_ballots: not a batch of at least % ballots', greatest(p_batch, 2);
   end if;
@@ -9708,12 +9844,7 @@ CREATE FUNCTION app_private.user_name_words_sync() RETURNS trigger
     SET search_path TO 'pg_catalog'
     AS $$
 begin
-  if tg_op = 'UPDATE' then
-    delete from app.user_name_words w where w.user_id = new.id and not (w.word = any (app_private.name_words(new.full_name)));
-  end if;
-  insert into app.user_name_words (user_id, word)
-    select new.id, w from unnest(app_private.name_words(new.full_name)) w
-    on conflict do nothing;
+  perform app_private.keep_name_words('app.user_name_words', 'user_id', new.id, new.full_name, tg_op = 'UPDATE');
   return null;
 end
 $$;
@@ -9723,7 +9854,7 @@ $$;
 -- Name: FUNCTION user_name_words_sync(); Type: COMMENT; Schema: app_private; Owner: -
 --
 
-COMMENT ON FUNCTION app_private.user_name_words_sync() IS 'Keeps app.user_name_words equal to the words of the user''s full name, in the statement that writes the name (onboarding, PATCH /users/me/profile, a merge, tooling). Runs from the triggers users_name_words_insert and users_name_words_update.';
+COMMENT ON FUNCTION app_private.user_name_words_sync() IS 'Keeps app.user_name_words equal to the words of the user''s full name (app_private.keep_name_words), in the statement that writes the name (onboarding, PATCH /users/me/profile, a merge, tooling). Runs from the triggers users_name_words_insert and users_name_words_update.';
 
 
 --
@@ -14696,6 +14827,15 @@ GRANT ALL ON FUNCTION app.accept_invitation(p_invitation_id uuid, OUT hub_id uui
 
 
 --
+-- Name: FUNCTION access_level(p_name text); Type: ACL; Schema: app; Owner: -
+--
+
+REVOKE ALL ON FUNCTION app.access_level(p_name text) FROM PUBLIC;
+GRANT ALL ON FUNCTION app.access_level(p_name text) TO app_anonymous;
+GRANT ALL ON FUNCTION app.access_level(p_name text) TO app_worker;
+
+
+--
 -- Name: FUNCTION access_level_of(p_full_name text, p_username text, p_terms_accepted_at timestamp with time zone, p_has_phone boolean, p_media_completed_at timestamp with time zone, p_contacts_synced_at timestamp with time zone); Type: ACL; Schema: app; Owner: -
 --
 
@@ -15575,15 +15715,6 @@ GRANT ALL ON FUNCTION app.post_hub_discussion_message(p_hub_id uuid, p_discussio
 
 
 --
--- Name: FUNCTION post_repost_count(p_post_id uuid); Type: ACL; Schema: app; Owner: -
---
-
-REVOKE ALL ON FUNCTION app.post_repost_count(p_post_id uuid) FROM PUBLIC;
-GRANT ALL ON FUNCTION app.post_repost_count(p_post_id uuid) TO app_anonymous;
-GRANT ALL ON FUNCTION app.post_repost_count(p_post_id uuid) TO app_admin;
-
-
---
 -- Name: TABLE posts; Type: ACL; Schema: app; Owner: -
 --
 
@@ -15658,6 +15789,31 @@ GRANT SELECT(source_post_id) ON TABLE app.posts TO app_anonymous;
 --
 
 GRANT SELECT(created_at) ON TABLE app.posts TO app_anonymous;
+
+
+--
+-- Name: FUNCTION post_reaches(p_post app.posts, p_viewer uuid); Type: ACL; Schema: app; Owner: -
+--
+
+REVOKE ALL ON FUNCTION app.post_reaches(p_post app.posts, p_viewer uuid) FROM PUBLIC;
+GRANT ALL ON FUNCTION app.post_reaches(p_post app.posts, p_viewer uuid) TO app_anonymous;
+
+
+--
+-- Name: FUNCTION post_repost_count(p_post_id uuid); Type: ACL; Schema: app; Owner: -
+--
+
+REVOKE ALL ON FUNCTION app.post_repost_count(p_post_id uuid) FROM PUBLIC;
+GRANT ALL ON FUNCTION app.post_repost_count(p_post_id uuid) TO app_anonymous;
+GRANT ALL ON FUNCTION app.post_repost_count(p_post_id uuid) TO app_admin;
+
+
+--
+-- Name: FUNCTION post_stays_in_hubs(p_visibility app.post_visibility); Type: ACL; Schema: app; Owner: -
+--
+
+REVOKE ALL ON FUNCTION app.post_stays_in_hubs(p_visibility app.post_visibility) FROM PUBLIC;
+GRANT ALL ON FUNCTION app.post_stays_in_hubs(p_visibility app.post_visibility) TO app_anonymous;
 
 
 --
@@ -16406,6 +16562,13 @@ REVOKE ALL ON FUNCTION app_private.consume_sliding_limit(p_key text, p_limit int
 
 
 --
+-- Name: FUNCTION content_mute_silences(p_muted boolean, p_type app.notification_type); Type: ACL; Schema: app_private; Owner: -
+--
+
+REVOKE ALL ON FUNCTION app_private.content_mute_silences(p_muted boolean, p_type app.notification_type) FROM PUBLIC;
+
+
+--
 -- Name: FUNCTION count_comments(); Type: ACL; Schema: app_private; Owner: -
 --
 
@@ -16963,10 +17126,24 @@ REVOKE ALL ON FUNCTION app_private.invite_phones(p_hub_id uuid, p_phones text[],
 
 
 --
+-- Name: FUNCTION is_publication(p_type app.notification_type); Type: ACL; Schema: app_private; Owner: -
+--
+
+REVOKE ALL ON FUNCTION app_private.is_publication(p_type app.notification_type) FROM PUBLIC;
+
+
+--
 -- Name: FUNCTION iso(p_at timestamp with time zone); Type: ACL; Schema: app_private; Owner: -
 --
 
 REVOKE ALL ON FUNCTION app_private.iso(p_at timestamp with time zone) FROM PUBLIC;
+
+
+--
+-- Name: FUNCTION keep_name_words(p_words regclass, p_owner text, p_id uuid, p_name text, p_replace boolean); Type: ACL; Schema: app_private; Owner: -
+--
+
+REVOKE ALL ON FUNCTION app_private.keep_name_words(p_words regclass, p_owner text, p_id uuid, p_name text, p_replace boolean) FROM PUBLIC;
 
 
 --
@@ -17111,6 +17288,13 @@ REVOKE ALL ON FUNCTION app_private.move_repost_unread() FROM PUBLIC;
 --
 
 REVOKE ALL ON FUNCTION app_private.move_votes_received() FROM PUBLIC;
+
+
+--
+-- Name: FUNCTION name_word_drift(p_words regclass, p_owner text, p_source regclass, p_name text); Type: ACL; Schema: app_private; Owner: -
+--
+
+REVOKE ALL ON FUNCTION app_private.name_word_drift(p_words regclass, p_owner text, p_source regclass, p_name text) FROM PUBLIC;
 
 
 --
@@ -17448,6 +17632,13 @@ REVOKE ALL ON FUNCTION app_private.rebuild_hub_list_entries() FROM PUBLIC;
 --
 
 REVOKE ALL ON FUNCTION app_private.rebuild_hub_name_words() FROM PUBLIC;
+
+
+--
+-- Name: FUNCTION rebuild_name_words(p_words regclass, p_owner text, p_source regclass, p_name text); Type: ACL; Schema: app_private; Owner: -
+--
+
+REVOKE ALL ON FUNCTION app_private.rebuild_name_words(p_words regclass, p_owner text, p_source regclass, p_name text) FROM PUBLIC;
 
 
 --

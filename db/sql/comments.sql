@@ -14,7 +14,7 @@ declare
   v_comment uuid;
 begin
   v_author := (app_private.visible_post(p_post_id)).author_id;
-  perform app.require_level(2);
+  perform app.require_level(app.access_level('profile'));
   if p_parent_id is not null then
     select coalesce(c.parent_id, c.id) into v_root from app.comments c
       where c.id = p_parent_id and c.post_id = p_post_id and c.deleted_at is null

@@ -85,10 +85,10 @@ create or replace function app_private.counted_by_post(p_row app.posts)
   as $$
   select x.counter, x.subject
   from (values ('post_reposts'::app_private.counter, p_row.source_post_id, p_row.deleted_at is null and p_row.source_post_id is not null),
-               ('user_posts', p_row.author_id, p_row.deleted_at is null and p_row.visibility <> 'private_locked_hub')) x (counter, subject, counted)
+               ('user_posts', p_row.author_id, p_row.deleted_at is null and not app.post_stays_in_hubs(p_row.visibility))) x (counter, subject, counted)
   where x.counted
 $$;
-comment on function app_private.counted_by_post(app.posts) is 'What one post counts towards (post_reposts of the post it reposts, user_posts of its author unless its visibility is private_locked_hub; a deleted post nothing): the single definition of these counters, used by the trigger function app_private.count_posts and by the recount app_private.counted_now.';
+comment on function app_private.counted_by_post(app.posts) is 'What one post counts towards (post_reposts of the post it reposts, user_posts of its author unless it stays in its hubs (app.post_stays_in_hubs); a deleted post nothing): the single definition of these counters, used by the trigger function app_private.count_posts and by the recount app_private.counted_now.';
 
 -- Whether a post's votes count towards its author's votesReceived (the single definition, used by
 -- the receipts' counting below and by the posts' trigger app_private.move_votes_received, votes.sql).

@@ -47,7 +47,7 @@ begin
   followees := '{}';
   co_members := '{}';
   default_authors := '{}';
-  if app.viewer_has_level(2) then
+  if app.viewer_has_level(app.access_level('profile')) then
     followees := array(select f.followee_id from app.follows f where f.follower_id = p_viewer and not (f.followee_id = any (p_blocks)) limit 101);
     -- Membership rows, not users: at most 100 rows hold at most 100 users.
     co_members := array(select m.user_id from app.hub_memberships m
@@ -84,7 +84,7 @@ create or replace function app_private.home_card_events_since_cursor(p_post_id u
     and (e.created_at, e.post_id) >= (p_after_at, p_after_id)
     and not (e.actor_id = any (p_blocks))
     and ((e.kind = 'post_shared_to_hub' and e.hub_id = any (p_hubs))
-         or (e.kind <> 'post_shared_to_hub' and p_visibility <> 'private_locked_hub'
+         or (e.kind <> 'post_shared_to_hub' and not app.post_stays_in_hubs(p_visibility)
              and (e.actor_id in (select u from app_private.followees_of(p_viewer) u)
                   or e.actor_id in (select u from app_private.co_members_of(p_hubs, p_viewer) u))))
 $$;
@@ -170,7 +170,7 @@ create or replace function app_private.home_events(p_viewer uuid, p_blocks uuid[
     (select 4, p.id, p.created_at, 'followed_author', p.visibility
      from app.posts p
      where s.many_followees and (p.author_id in (select u from app_private.followees_of(p_viewer) u)) is true
-       and p.visibility in ('public', 'public_hub') and app.post_visible_to(p, p_viewer, p_blocks)
+       and not app.post_stays_in_hubs(p.visibility) and app.post_visible_to(p, p_viewer, p_blocks)
        and p.created_at <= p_after_at and (p.created_at, p.id) < (p_after_at, p_after_id)
      order by p.created_at desc, p.id desc limit p_window)
     union all
@@ -182,7 +182,7 @@ create or replace function app_private.home_events(p_viewer uuid, p_blocks uuid[
     (select 5, p.id, p.created_at, 'hub_co_member_author', p.visibility
      from app.posts p
      where s.many_co_members and (p.author_id in (select u from app_private.co_members_of(p_hubs, p_viewer) u)) is true
-       and p.visibility in ('public', 'public_hub') and app.post_visible_to(p, p_viewer, p_blocks)
+       and not app.post_stays_in_hubs(p.visibility) and app.post_visible_to(p, p_viewer, p_blocks)
        and p.created_at <= p_after_at and (p.created_at, p.id) < (p_after_at, p_after_id)
      order by p.created_at desc, p.id desc limit p_window)
     union all
@@ -194,7 +194,7 @@ create or replace function app_private.home_events(p_viewer uuid, p_blocks uuid[
        select e.post_id, e.created_at, p.visibility
        from app.activity_events e join app.posts p on p.id = e.post_id
        where e.actor_id = actor.id and e.kind <> 'post_shared_to_hub'
-         and p.visibility <> 'private_locked_hub' and app.post_visible_to(p, p_viewer, p_blocks)
+         and not app.post_stays_in_hubs(p.visibility) and app.post_visible_to(p, p_viewer, p_blocks)
          and e.created_at <= p_after_at and (e.created_at, e.post_id) < (p_after_at, p_after_id)
        order by e.created_at desc, e.post_id desc limit p_window) a
      where not (s.many_followees or s.many_co_members)
@@ -205,7 +205,7 @@ create or replace function app_private.home_events(p_viewer uuid, p_blocks uuid[
      where (s.many_followees or s.many_co_members) and e.kind <> 'post_shared_to_hub' and not (e.actor_id = any (p_blocks))
        and (e.actor_id in (select u from app_private.followees_of(p_viewer) u)
             or e.actor_id in (select u from app_private.co_members_of(p_hubs, p_viewer) u))
-       and p.visibility <> 'private_locked_hub' and app.post_visible_to(p, p_viewer, p_blocks)
+       and not app.post_stays_in_hubs(p.visibility) and app.post_visible_to(p, p_viewer, p_blocks)
        and e.created_at <= p_after_at and (e.created_at, e.post_id) < (p_after_at, p_after_id)
      order by e.created_at desc, e.post_id desc limit p_window)
     union all
@@ -243,7 +243,7 @@ create or replace function app_private.profile_events(p_subject uuid, p_viewer u
   from (
     (select 1 as src, p.id as post_id, p.created_at as at, p.visibility
      from app.posts p
-     where p.author_id = p_subject and p.visibility <> 'private_locked_hub' and app.post_visible_to(p, p_viewer, p_blocks)
+     where p.author_id = p_subject and not app.post_stays_in_hubs(p.visibility) and app.post_visible_to(p, p_viewer, p_blocks)
        and p.created_at <= p_after_at and (p.created_at, p.id) < (p_after_at, p_after_id)
      order by p.created_at desc, p.id desc limit p_window)
     union all
@@ -251,7 +251,7 @@ create or replace function app_private.profile_events(p_subject uuid, p_viewer u
      from app.activity_events e join app.posts p on p.id = e.post_id
      where e.actor_id = p_subject and e.kind in ('post_shared_to_feed', 'post_shared_to_hub')
        and (e.kind = 'post_shared_to_feed' or e.hub_id = any (p_hubs))
-       and p.visibility <> 'private_locked_hub' and app.post_visible_to(p, p_viewer, p_blocks)
+       and not app.post_stays_in_hubs(p.visibility) and app.post_visible_to(p, p_viewer, p_blocks)
        and e.created_at <= p_after_at and (e.created_at, e.post_id) < (p_after_at, p_after_id)
      order by e.created_at desc, e.post_id desc limit p_window)
   ) ev

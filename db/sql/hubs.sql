@@ -8,7 +8,7 @@ create or replace function app.viewer_active_hub_ids()
   as $$
 begin
   return (select coalesce(array_agg(m.hub_id), '{}') from app.hub_memberships m
-          where m.user_id = app.viewer_id() and app.viewer_has_level(4));
+          where m.user_id = app.viewer_id() and app.viewer_has_level(app.access_level('hub_ready')));
 end
 $$;
 comment on function app.viewer_active_hub_ids() is
@@ -22,7 +22,7 @@ create or replace function app.viewer_admin_hub_ids()
   as $$
 begin
   return (select coalesce(array_agg(m.hub_id), '{}') from app.hub_memberships m
-          where m.user_id = app.viewer_id() and m.role in ('admin', 'super_admin') and app.viewer_has_level(4));
+          where m.user_id = app.viewer_id() and m.role in ('admin', 'super_admin') and app.viewer_has_level(app.access_level('hub_ready')));
 end
 $$;
 comment on function app.viewer_admin_hub_ids() is
@@ -89,7 +89,7 @@ create or replace function app.viewer_related_hub_ids()
     union all
     select r.hub_id from app.hub_join_requests r where r.user_id = app.viewer_id() and r.status = 'pending'
   ) related
-  where app.viewer_has_level(4)
+  where app.viewer_has_level(app.access_level('hub_ready'))
 $$;
 comment on function app.viewer_related_hub_ids() is
   'The hubs the viewer (at access level 4) is related to: active member, invited (pending, unexpired) or waiting for admin approval; such viewers see the hub''s member list. Used by the policy hub_memberships_select_related and app.hub_member_page.';
@@ -110,7 +110,7 @@ begin
     perform app.fail('HUB_NOT_FOUND');
   end if;
   select m.role into v_role from app.hub_memberships m where m.hub_id = p_hub_id and m.user_id = app.viewer_id();
-  if v_role is null or not app.viewer_has_level(4) then
+  if v_role is null or not app.viewer_has_level(app.access_level('hub_ready')) then
     perform app.fail(case when 'member' = any (p_roles) then 'HUB_MEMBERSHIP_REQUIRED' else 'HUB_ADMIN_REQUIRED' end);
   end if;
   if not v_role = any (p_roles) then
@@ -176,7 +176,7 @@ create or replace function app.create_hub(p_name text, p_description text, p_ass
 declare
   v_hub uuid;
 begin
-  perform app.require_level(4);
+  perform app.require_level(app.access_level('hub_ready'));
   if not app.hub_asset_usable(p_asset_id) then
     perform app.fail('VALIDATION_FAILED');
   end if;
@@ -328,7 +328,7 @@ create or replace function app.accept_invitation(p_invitation_id uuid, out hub_i
 declare
   v_invitation app.hub_invitations;
 begin
-  perform app.require_level(4);
+  perform app.require_level(app.access_level('hub_ready'));
   v_invitation := app_private.pending_invitation(p_invitation_id);
   hub_id := v_invitation.hub_id;
   if exists (select from app.hub_memberships m where m.hub_id = v_invitation.hub_id and m.user_id = app.viewer_id()) then
@@ -429,7 +429,7 @@ create or replace function app.request_to_join(p_token text, out request_id uuid
 declare
   v_link app.hub_invite_links := app_private.usable_invite_link(p_token);
 begin
-  perform app.require_level(4);
+  perform app.require_level(app.access_level('hub_ready'));
   hub_id := v_link.hub_id;
   if exists (select from app.hub_memberships m where m.hub_id = v_link.hub_id and m.user_id = app.viewer_id()) then
     perform app.fail('ALREADY_HUB_MEMBER');
@@ -702,7 +702,7 @@ begin
   if not exists (select from app.hubs h where h.id = p_hub_id) then
     perform app.fail('HUB_NOT_FOUND');
   end if;
-  if not app.viewer_has_level(4) then
+  if not app.viewer_has_level(app.access_level('hub_ready')) then
     return null;
   end if;
   -- The relation as GET /users/me/hubs shows it (member before a pending request before an invitation).
@@ -750,7 +750,7 @@ create or replace function app_private.active_member(p_hub_id uuid, p_user_id uu
   language sql stable
   as $$
   select exists (select from app.hub_memberships m where m.hub_id = p_hub_id and m.user_id = p_user_id)
-     and coalesce((select l.level from app_private.user_level(p_user_id) l) >= 4, false)
+     and coalesce((select l.level from app_private.user_level(p_user_id) l) >= app.access_level('hub_ready'), false)
 $$;
 comment on function app_private.active_member(uuid, uuid) is
   'The active membership rule, written once: a membership row, and the member at access level 4. Read by app.is_active_member and app.is_member_of_post_target.';
@@ -807,41 +807,28 @@ comment on function app.hub_member_page(uuid, timestamp with time zone, uuid, ap
   'One page of a hub''s members as the policy hub_memberships_select_related shows them, in join order after a cursor, optionally by role, read from an index whatever the hub''s size. Called by GET /hubs/{hubId}/members and GET /hubs/{hubId}/admins.';
 grant execute on function app.hub_member_page(uuid, timestamp with time zone, uuid, app.hub_role[], integer) to app_user;
 
--- Keeps a hub's words with every insert and change of its name, in the statement that writes it.
+-- Keeps a hub's words with every insert and change of its name, in the statement that writes it
+-- (the name-word indexes' bookkeeping is written once: db/sql/users.sql, app_private.keep_name_words).
 create or replace function app_private.hub_name_words_sync()
   returns trigger
   language plpgsql security definer
   set search_path = pg_catalog
   as $$
 begin
-  if tg_op = 'UPDATE' then
-    delete from app.hub_name_words w where w.hub_id = new.id and not (w.word = any (app_private.name_words(new.name)));
-  end if;
-  insert into app.hub_name_words (hub_id, word)
-    select new.id, w from unnest(app_private.name_words(new.name)) w
-    on conflict do nothing;
+  perform app_private.keep_name_words('app.hub_name_words', 'hub_id', new.id, new.name, tg_op = 'UPDATE');
   return null;
 end
 $$;
 comment on function app_private.hub_name_words_sync() is
-  'Keeps app.hub_name_words equal to the words of the hub''s name, in the statement that writes the name (POST /hubs, PATCH /hubs/{hubId}). Runs from the triggers hubs_name_words_insert and hubs_name_words_update.';
+  'Keeps app.hub_name_words equal to the words of the hub''s name (app_private.keep_name_words), in the statement that writes the name (POST /hubs, PATCH /hubs/{hubId}). Runs from the triggers hubs_name_words_insert and hubs_name_words_update.';
 
--- Sets every hub's words from the names: the repair after a bulk load
--- made with triggers off (the scale benchmark calls every app_private.rebuild_*).
 create or replace function app_private.rebuild_hub_name_words()
   returns void
-  language plpgsql volatile
+  language sql volatile
   set search_path = pg_catalog
-  as $$
-begin
-  lock table app.hub_name_words in exclusive mode;
-  truncate app.hub_name_words;
-  insert into app.hub_name_words (hub_id, word)
-    select h.id, w from app.hubs h, unnest(app_private.name_words(h.name)) w;
-end
-$$;
+  as $$ select app_private.rebuild_name_words('app.hub_name_words', 'hub_id', 'app.hubs', 'name') $$;
 comment on function app_private.rebuild_hub_name_words() is
-  'Sets every hub''s name words from the names: the repair after a bulk load made with triggers off. Called by the scale benchmark (every app_private.rebuild_*) and test/http/search-words.test.ts.';
+  'Sets every hub''s name words from the names (app_private.rebuild_name_words): the repair after a bulk load made with triggers off. Called by the scale benchmark (every app_private.rebuild_*) and test/http/search-words.test.ts.';
 
 -- The hubs with a name word starting with the first word of p_query (as typed), by that word and hub
 -- id after (p_after_word, p_after_id) (null: from the first), each hub once, rechecked with
@@ -922,7 +909,7 @@ create or replace function app.viewer_shares_hub_with(p_user_id uuid)
   set search_path = pg_catalog
   as $$
 begin
-  return app.viewer_has_level(4)
+  return app.viewer_has_level(app.access_level('hub_ready'))
      and exists (select from app.hub_memberships mine
                  join app.hub_memberships other on other.hub_id = mine.hub_id and other.user_id = p_user_id
                  where mine.user_id = app.viewer_id());

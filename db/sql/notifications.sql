@@ -134,6 +134,28 @@ $$;
 comment on function app_private.queue_hub_fanout(uuid, app.notification_type, text, uuid[], uuid, uuid, uuid) is
   'Queues the worker task hub_notification_fanout for a hub notification to its members (an audience, the recipients to skip, the actor, the post): called by the hub actions that notify members (posting into a hub, joining, invitations, join requests).';
 
+-- Publication alerts (spec part 6): a post reached a hub (hub_post_created, post_shared_to_hub).
+-- They are never pushed (app_private.pushed_type) and a hub's content mute silences them
+-- (app_private.content_mute_silences). server/shapes/notification.ts publicationTypes is the
+-- TypeScript list; test/sql/notification-policies.test.ts holds them equal. Plain immutable SQL,
+-- inlined where it is used.
+create or replace function app_private.is_publication(p_type app.notification_type)
+  returns boolean
+  language sql immutable
+  as $$ select p_type in ('hub_post_created', 'post_shared_to_hub') $$;
+comment on function app_private.is_publication(app.notification_type) is
+  'Whether a notification type is a publication alert (hub_post_created, post_shared_to_hub; spec part 6): never pushed, silenced by a hub''s content mute. Used by app_private.pushed_type and app_private.content_mute_silences.';
+
+-- The content mute, written once: a member who muted a hub's content (hub_memberships.content_muted,
+-- PATCH /hubs/{hubId}/notification-settings) gets no publication alert from that hub and no
+-- hub-scoped post_reposted row for it; every other notification still comes.
+create or replace function app_private.content_mute_silences(p_muted boolean, p_type app.notification_type)
+  returns boolean
+  language sql immutable
+  as $$ select p_muted and (app_private.is_publication(p_type) or p_type = 'post_reposted') $$;
+comment on function app_private.content_mute_silences(boolean, app.notification_type) is
+  'The content mute: whether a membership''s content_muted silences a hub notification of this type (publication alerts and hub-scoped post_reposted). Used by app_private.fan_out_hub_notification (worker task hub_notification_fanout) and app.create_repost.';
+
 -- The fan-out (worker/tasks/hub-notification-fanout.ts): one set-based insert over the hub's
 -- current members, skipping every recipient this fan-out's key already reached. A payload without
 -- a key (queued by an older version) inserts as before.
@@ -153,7 +175,7 @@ begin
   where m.hub_id = (p_payload ->> 'hubId')::uuid
     and not m.user_id = any (coalesce(array(select jsonb_array_elements_text(p_payload -> 'except'))::uuid[], '{}'))
     and (p_payload ->> 'audience' = 'members' or m.role in ('admin', 'super_admin'))
-    and not (m.content_muted and v_type in ('hub_post_created', 'post_shared_to_hub', 'post_reposted'))
+    and not app_private.content_mute_silences(m.content_muted, v_type)
   on conflict (fanout_key, recipient_id) where fanout_key is not null do nothing;
   get diagnostics v_count = row_count;
   return v_count;

@@ -2,9 +2,22 @@
 -- (app.post_visible_to, app.can_see_post), saved posts. What app_user may do with posts and hub posts
 -- is in the grants and policies at the end.
 
+-- The locked-post rule, written once: a private_locked_hub post stays in its hubs. It reaches only
+-- its author and the active members of its target hubs (app.post_reaches), and it is never reposted,
+-- shared, counted in its author's posts, or listed in a follower's or a profile feed. A plain
+-- immutable SQL function, inlined wherever it is used (policies and feed functions plan exactly
+-- the comparison it holds). The TypeScript asks it (GET /posts/{postId}/share-link).
+create or replace function app.post_stays_in_hubs(p_visibility app.post_visibility)
+  returns boolean
+  language sql immutable
+  as $$ select p_visibility = 'private_locked_hub' $$;
+comment on function app.post_stays_in_hubs(app.post_visibility) is
+  'The locked-post rule: whether a post of this visibility stays in its hubs (private_locked_hub): it reaches only its author and its target hubs'' active members (app.post_reaches), and is never reposted, shared, counted in user_posts or listed in a follower''s or profile feed. Used by app.post_reaches, app.create_repost, app.share_post_to_feed, app.share_post_to_hubs, app.cast_vote, app_private.repost_visible, app_private.counted_by_post, the feed functions and GET /posts/{postId}/share-link.';
+grant execute on function app.post_stays_in_hubs(app.post_visibility) to app_anonymous;
+
 -- An active member (app_private.active_member, the one rule: a membership and access level 4,
 -- Hub-ready; spec 2.3 rule 14, part 5) of a hub the post was targeted to. Asked only for
--- private_locked_hub posts of other authors (app.post_visible_to asks for nothing else), never per
+-- posts that stay in their hubs, of other authors (app.post_reaches asks for nothing else), never per
 -- row of a public list; the level is read only for a user with a membership of a target hub.
 create or replace function app.is_member_of_post_target(p_post_id uuid, p_user_id uuid)
   returns boolean
@@ -19,8 +32,24 @@ begin
 end
 $$;
 comment on function app.is_member_of_post_target(uuid, uuid) is
-  'Whether a user is an active member (a membership, at access level 4) of a hub the post was targeted to (spec 2.3 rule 14, part 5; a security-definer probe, so the posts policy reads memberships the viewer may not). Used by app.post_visible_to.';
+  'Whether a user is an active member (a membership, at access level 4) of a hub the post was targeted to (spec 2.3 rule 14, part 5; a security-definer probe, so the posts policy reads memberships the viewer may not). Used by app.post_reaches.';
 grant execute on function app.is_member_of_post_target(uuid, uuid) to app_anonymous;
+
+-- Whom a post reaches under the locked-post rule (app.post_stays_in_hubs): a post that stays in
+-- its hubs, only its author and the active members of a hub it was targeted to
+-- (app.is_member_of_post_target, asked for no other post); any other post, everyone. A plain SQL
+-- function, inlined where app.post_visible_to is.
+create or replace function app.post_reaches(p_post app.posts, p_viewer uuid)
+  returns boolean
+  language sql stable
+  as $$
+  select not app.post_stays_in_hubs(p_post.visibility)
+      or p_post.author_id = p_viewer
+      or app.is_member_of_post_target(p_post.id, p_viewer)
+$$;
+comment on function app.post_reaches(app.posts, uuid) is
+  'Whether a post reaches a viewer under the locked-post rule (app.post_stays_in_hubs): a post that stays in its hubs reaches its author and the active members of its target hubs only, any other post everyone. Used by app.post_visible_to and app.cast_vote (VOTE_NOT_ALLOWED).';
+grant execute on function app.post_reaches(app.posts, uuid) to app_anonymous;
 
 -- The one rule of post visibility (spec 2.3 rule 14, 2.8; contract section 5 blocks): not deleted,
 -- the author not blocked with the viewer either way, and public or public_hub, or the viewer is the
@@ -36,12 +65,10 @@ create or replace function app.post_visible_to(p_post app.posts, p_viewer uuid, 
   as $$
   select p_post.deleted_at is null
      and not (p_post.author_id = any (p_block_list))
-     and (p_post.visibility <> 'private_locked_hub'
-          or p_post.author_id = p_viewer
-          or app.is_member_of_post_target(p_post.id, p_viewer))
+     and app.post_reaches(p_post, p_viewer)
 $$;
 comment on function app.post_visible_to(app.posts, uuid, uuid[]) is
-  'The one rule of post visibility: not deleted, the author not blocked with the viewer either way, and not private_locked_hub unless the viewer is the author or a member of a target hub. Inlined into the policy posts_select_visible and the feed functions (GET /posts, GET /users/{userId}/feed, GET /hubs/{hubId}/feed); app.can_see_post applies it to one post.';
+  'The one rule of post visibility: not deleted, the author not blocked with the viewer either way, and the post reaches the viewer (app.post_reaches: a post that stays in its hubs only its author and its target hubs'' members). Inlined into the policy posts_select_visible and the feed functions (GET /posts, GET /users/{userId}/feed, GET /hubs/{hubId}/feed); app.can_see_post applies it to one post.';
 grant execute on function app.post_visible_to(app.posts, uuid, uuid[]) to app_anonymous;
 
 create or replace function app.can_see_post(p_post_id uuid)
@@ -78,7 +105,9 @@ comment on function app_private.visible_post(uuid) is
   'A post the viewer may see (app.post_visible_to), by id, else POST_NOT_FOUND. Read first by app.create_repost, app.share_post_to_feed, app.share_post_to_hubs, app.delete_post and app.create_comment.';
 
 -- The level a visibility needs, and the target hubs: public needs level 3 and no hubs; hub
--- visibilities need level 4 and 1-10 hubs where the author is an active member.
+-- visibilities need level 4 and 1-10 hubs where the author is an active member. The SQL form of
+-- the audience table of server/posts/fields.ts (audiences), from which the request validator and
+-- the OpenAPI document are made; test/sql/post-policies.test.ts holds the two equal.
 create or replace function app_private.check_post_audience(p_visibility app.post_visibility, p_hub_ids uuid[])
   returns void
   language plpgsql stable
@@ -88,13 +117,13 @@ declare
   v_hub uuid;
 begin
   if p_visibility = 'public' then
-    perform app.require_level(3);
+    perform app.require_level(app.access_level('phone'));
     if coalesce(array_length(p_hub_ids, 1), 0) > 0 then
       perform app.fail('VALIDATION_FAILED');
     end if;
     return;
   end if;
-  perform app.require_level(4);
+  perform app.require_level(app.access_level('hub_ready'));
   if coalesce(array_length(p_hub_ids, 1), 0) not between 1 and 10 then
     perform app.fail('VALIDATION_FAILED');
   end if;
@@ -182,7 +211,7 @@ declare
   v_notify_source boolean;
 begin
   v_source := app_private.visible_post(p_source_id);
-  if v_source.source_post_id is not null or v_source.visibility = 'private_locked_hub' then
+  if v_source.source_post_id is not null or app.post_stays_in_hubs(v_source.visibility) then
     perform app.fail('REPOST_NOT_ALLOWED');
   end if;
   perform app_private.check_post_audience(p_visibility, coalesce(p_hub_ids, '{}'));
@@ -191,14 +220,14 @@ begin
     returning id into v_repost;
   perform app_private.record_activity(p_source_id, 'post_reposted');
   v_notify_source := v_source.author_id <> app.viewer_id();
-  if v_notify_source and p_visibility <> 'private_locked_hub' then
+  if v_notify_source and not app.post_stays_in_hubs(p_visibility) then
     insert into app.notifications (recipient_id, type, actor_id, post_id)
       values (v_source.author_id, 'post_reposted', app.viewer_id(), v_repost);
   elsif v_notify_source then
     insert into app.notifications (recipient_id, type, actor_id, post_id, hub_id)
       select v_source.author_id, 'post_reposted', app.viewer_id(), v_repost, m.hub_id
       from app.hub_memberships m
-      where m.user_id = v_source.author_id and m.hub_id = any (p_hub_ids) and not m.content_muted
+      where m.user_id = v_source.author_id and m.hub_id = any (p_hub_ids) and not app_private.content_mute_silences(m.content_muted, 'post_reposted')
         and app.is_active_member(m.hub_id, m.user_id);
   end if;
   perform app_private.place_post_in_hubs(v_repost, coalesce(p_hub_ids, '{}'), 'target', 'post_shared_to_hub', v_source.author_id);
@@ -219,7 +248,7 @@ declare
   v_post app.posts;
 begin
   v_post := app_private.visible_post(p_post_id);
-  if v_post.visibility = 'private_locked_hub' then
+  if app.post_stays_in_hubs(v_post.visibility) then
     perform app.fail('SHARE_NOT_ALLOWED');
   end if;
   insert into app.post_shares (post_id, user_id) values (p_post_id, app.viewer_id()) returning id, created_at into share_id, shared_at;
@@ -246,7 +275,7 @@ declare
   v_hub uuid;
 begin
   v_post := app_private.visible_post(p_post_id);
-  if v_post.visibility = 'private_locked_hub' then
+  if app.post_stays_in_hubs(v_post.visibility) then
     perform app.fail('SHARE_NOT_ALLOWED');
   end if;
   foreach v_hub in array p_hub_ids loop
@@ -311,13 +340,10 @@ create or replace function app_private.repost_visible(p_repost app.posts, p_user
   language sql stable
   as $$
   select p_repost.deleted_at is null
-     and case p_repost.visibility
-           when 'public' then true
-           when 'public_hub' then true
-           when 'private_locked_hub' then exists (
-             select from app.post_hubs ph
-             where ph.post_id = p_repost.id and ph.kind = 'target' and app.is_active_member(ph.hub_id, p_user_id))
-           else false
+     and case when app.post_stays_in_hubs(p_repost.visibility) then exists (
+                select from app.post_hubs ph
+                where ph.post_id = p_repost.id and ph.kind = 'target' and app.is_active_member(ph.hub_id, p_user_id))
+              else p_repost.visibility is not null
          end
 $$;
 comment on function app_private.repost_visible(app.posts, uuid) is

@@ -81,11 +81,11 @@ end
 $$;
 comment on function app_private.forget_revoked_session_devices() is 'A revoked session takes its push devices with it, whichever path revoked it (POST /auth/logout, a reused refresh token, account hiding, merge or purge): the function of the trigger sessions_forget_push_devices.';
 
--- Publication alerts are rows and stream events only (spec part 6): never pushed.
+-- Publication alerts (app_private.is_publication) are rows and stream events only (spec part 6): never pushed.
 create or replace function app_private.pushed_type(p_type app.notification_type)
   returns boolean
   language sql immutable
-  as $$ select p_type not in ('hub_post_created', 'post_shared_to_hub') $$;
+  as $$ select not app_private.is_publication(p_type) $$;
 comment on function app_private.pushed_type(app.notification_type) is 'Whether a notification type is ever pushed: publication alerts (hub_post_created, post_shared_to_hub) are rows and stream events only (spec part 6). Used by app_private.push_allowed.';
 
 -- Whether a user's settings (0204) let a push of this type through (p_type null: a badge push,

@@ -119,7 +119,7 @@ create or replace function app.acknowledge_contacts()
   set search_path = pg_catalog
   as $$
 begin
-  perform app.require_level(3);
+  perform app.require_level(app.access_level('phone'));
   update app.users set contacts_synced_at = coalesce(contacts_synced_at, now()) where id = app.viewer_id();
 end
 $$;
@@ -507,6 +507,74 @@ $$;
 comment on function app_private.name_words(text) is
   'The distinct words of a name, normalised as search queries are (app.search_text). Used by the name-word triggers of users and hubs, their rebuild functions and app_private.search_word_drift.';
 
+-- The name-word indexes (app.user_name_words of app.users.full_name, app.hub_name_words of
+-- app.hubs.name) keep the distinct words of each row's name (app_private.name_words), so a name
+-- search reads words from an index (app.user_name_matches, app.hub_name_matches). Their
+-- bookkeeping is written once, over the index's tables and columns given as arguments: the sync in
+-- the statement that writes a name (app_private.keep_name_words, from each table's trigger
+-- functions), the rebuild after a bulk load (app_private.rebuild_name_words) and the drift check
+-- (app_private.name_word_drift). Each index's names (words table, row column, source table, name
+-- column) are written in its trigger function, its rebuild and app_private.search_word_drift.
+
+-- A row's words after its name was written: the words of the new name are inserted, and on a
+-- change (p_replace) the words the name no longer has are deleted. Dynamic SQL over the index's
+-- words table (p_words) and row column (p_owner); the caller is a security definer trigger function.
+create or replace function app_private.keep_name_words(p_words regclass, p_owner text, p_id uuid, p_name text, p_replace boolean)
+  returns void
+  language plpgsql volatile
+  set search_path = pg_catalog
+  as $$
+declare
+  v_words text[] := app_private.name_words(p_name);
+begin
+  if p_replace then
+    execute format('delete from %s w where w.%I = $1 and not (w.word = any ($2))', p_words, p_owner) using p_id, v_words;
+  end if;
+  execute format('insert into %s (%I, word) select $1, w from unnest($2::text[]) w on conflict do nothing', p_words, p_owner)
+    using p_id, v_words;
+end
+$$;
+comment on function app_private.keep_name_words(regclass, text, uuid, text, boolean) is
+  'The sync of a name-word index, written once: inserts the words of a row''s new name into the words table (p_words, row column p_owner) and, on a change, deletes the words it no longer has. Called by the trigger functions app_private.user_name_words_sync and app_private.hub_name_words_sync.';
+
+-- Sets a name-word index from the names (every row of p_source with a name): the repair after a
+-- bulk load made with triggers off (the scale benchmark calls every app_private.rebuild_*).
+create or replace function app_private.rebuild_name_words(p_words regclass, p_owner text, p_source regclass, p_name text)
+  returns void
+  language plpgsql volatile
+  set search_path = pg_catalog
+  as $$
+begin
+  execute format('lock table %s in exclusive mode', p_words);
+  execute format('truncate %s', p_words);
+  execute format('insert into %s (%I, word) select s.id, w from %s s, unnest(app_private.name_words(s.%I)) w where s.%I is not null',
+    p_words, p_owner, p_source, p_name, p_name);
+end
+$$;
+comment on function app_private.rebuild_name_words(regclass, text, regclass, text) is
+  'The rebuild of a name-word index, written once: sets the words table (p_words, row column p_owner) from the names (p_source.p_name). Called by app_private.rebuild_user_name_words and app_private.rebuild_hub_name_words.';
+
+-- The drift check of a name-word index: every row whose kept words differ from the words of its
+-- name now (kept null: no words kept; named null: no row or no name). A full scan: for a check or a
+-- repair, never for a request.
+create or replace function app_private.name_word_drift(p_words regclass, p_owner text, p_source regclass, p_name text)
+  returns table (id uuid, kept text[], named text[])
+  language plpgsql stable
+  set search_path = pg_catalog
+  as $$
+begin
+  return query execute format(
+    'with kept as (select w.%1$I as id, array_agg(w.word order by w.word) as words from %2$s w group by w.%1$I),
+          named as (select s.id, (select array_agg(x order by x collate "C") from unnest(app_private.name_words(s.%4$I)) x) as words
+                    from %3$s s where s.%4$I is not null)
+     select coalesce(k.id, n.id), k.words::text[], n.words::text[]
+     from kept k full join named n on n.id = k.id
+     where k.words::text[] is distinct from n.words::text[]', p_owner, p_words, p_source, p_name);
+end
+$$;
+comment on function app_private.name_word_drift(regclass, text, regclass, text) is
+  'The drift check of a name-word index, written once: every row whose kept words (p_words, row column p_owner) differ from the words of its name now (p_source.p_name). Called by app_private.search_word_drift.';
+
 -- Keeps a user's words with every insert and every change of full_name (by the user, internal
 -- tooling or an account merge), in the statement that writes the name.
 create or replace function app_private.user_name_words_sync()
@@ -515,58 +583,32 @@ create or replace function app_private.user_name_words_sync()
   set search_path = pg_catalog
   as $$
 begin
-  if tg_op = 'UPDATE' then
-    delete from app.user_name_words w where w.user_id = new.id and not (w.word = any (app_private.name_words(new.full_name)));
-  end if;
-  insert into app.user_name_words (user_id, word)
-    select new.id, w from unnest(app_private.name_words(new.full_name)) w
-    on conflict do nothing;
+  perform app_private.keep_name_words('app.user_name_words', 'user_id', new.id, new.full_name, tg_op = 'UPDATE');
   return null;
 end
 $$;
 comment on function app_private.user_name_words_sync() is
-  'Keeps app.user_name_words equal to the words of the user''s full name, in the statement that writes the name (onboarding, PATCH /users/me/profile, a merge, tooling). Runs from the triggers users_name_words_insert and users_name_words_update.';
+  'Keeps app.user_name_words equal to the words of the user''s full name (app_private.keep_name_words), in the statement that writes the name (onboarding, PATCH /users/me/profile, a merge, tooling). Runs from the triggers users_name_words_insert and users_name_words_update.';
 
--- Sets every user's words from the names: the repair after a bulk load made
--- with triggers off (the scale benchmark calls every app_private.rebuild_*).
 create or replace function app_private.rebuild_user_name_words()
   returns void
-  language plpgsql volatile
+  language sql volatile
   set search_path = pg_catalog
-  as $$
-begin
-  lock table app.user_name_words in exclusive mode;
-  truncate app.user_name_words;
-  insert into app.user_name_words (user_id, word)
-    select u.id, w from app.users u, unnest(app_private.name_words(u.full_name)) w
-    where u.full_name is not null;
-end
-$$;
+  as $$ select app_private.rebuild_name_words('app.user_name_words', 'user_id', 'app.users', 'full_name') $$;
 comment on function app_private.rebuild_user_name_words() is
-  'Sets every user''s name words from the names: the repair after a bulk load made with triggers off. Called by the scale benchmark (every app_private.rebuild_*) and test/http/search-words.test.ts.';
+  'Sets every user''s name words from the names (app_private.rebuild_name_words): the repair after a bulk load made with triggers off. Called by the scale benchmark (every app_private.rebuild_*) and test/http/search-words.test.ts.';
 
--- The reconciliation check of the search words (0223, 0225): every user and hub whose kept words
--- differ from the words of its name now. No rows: the words agree with the names. A full scan of
--- users and hubs: for a check or a repair (app_private.rebuild_user_name_words,
--- app_private.rebuild_hub_name_words), never for a request.
+-- The reconciliation check of the search words: every user and hub whose kept words differ from
+-- the words of its name now (app_private.name_word_drift of each index). No rows: the words agree
+-- with the names.
 create or replace function app_private.search_word_drift()
   returns table (kind text, id uuid, kept text[], named text[])
   language sql stable
   set search_path = pg_catalog
   as $$
-  with kept_users as (select w.user_id as id, array_agg(w.word order by w.word) as words from app.user_name_words w group by w.user_id),
-       named_users as (select u.id, (select array_agg(x order by x collate "C") from unnest(app_private.name_words(u.full_name)) x) as words
-                       from app.users u where u.full_name is not null),
-       kept_hubs as (select w.hub_id as id, array_agg(w.word order by w.word) as words from app.hub_name_words w group by w.hub_id),
-       named_hubs as (select h.id, (select array_agg(x order by x collate "C") from unnest(app_private.name_words(h.name)) x) as words
-                      from app.hubs h)
-  select 'user', coalesce(k.id, n.id), k.words::text[], n.words::text[]
-  from kept_users k full join named_users n on n.id = k.id
-  where k.words::text[] is distinct from n.words::text[]
+  select 'user', d.id, d.kept, d.named from app_private.name_word_drift('app.user_name_words', 'user_id', 'app.users', 'full_name') d
   union all
-  select 'hub', coalesce(k.id, n.id), k.words::text[], n.words::text[]
-  from kept_hubs k full join named_hubs n on n.id = k.id
-  where k.words::text[] is distinct from n.words::text[]
+  select 'hub', d.id, d.kept, d.named from app_private.name_word_drift('app.hub_name_words', 'hub_id', 'app.hubs', 'name') d
 $$;
 comment on function app_private.search_word_drift() is
   'The reconciliation check of the search words: every user and hub whose kept words differ from its name now (no rows: in agreement). A full scan for checks and repairs only, run by the tests; never by a request.';

@@ -26,26 +26,26 @@ create or replace function app.cast_vote(p_post_id uuid, p_key_id text, p_global
 declare
   v_viewer uuid := app.viewer_id();
   v_author uuid;
-  v_visibility app.post_visibility;
   v_votable boolean;
   v_visible boolean;
+  v_reaches boolean;
   v_level int;
   v_missing uuid[];
   v_scope uuid;
 begin
   -- The session first (contract order 401, 403, then the request), as 0170.
-  v_level := app.viewer_session_gate(2);
-  select p.author_id, p.visibility, p.slider_text is not null, app.post_visible_to(p, v_viewer, app.viewer_block_list()),
+  v_level := app.viewer_session_gate(app.access_level('profile'));
+  -- (A post that stays in its hubs takes votes from whom it reaches: app.post_reaches, the
+  -- locked-post rule, which app.post_visible_to applies too; the contract answers VOTE_NOT_ALLOWED.)
+  select p.author_id, p.slider_text is not null, app.post_visible_to(p, v_viewer, app.viewer_block_list()), app.post_reaches(p, v_viewer),
          (select coalesce(array_agg(ph.hub_id order by ph.hub_id), '{}') from app.post_hubs ph
           where ph.post_id = p.id and app.is_active_member(ph.hub_id, v_viewer))
-    into v_author, v_visibility, v_votable, v_visible, hub_ids
+    into v_author, v_votable, v_visible, v_reaches, hub_ids
     from app.posts p where p.id = p_post_id;
   if not coalesce(v_visible, false) then
     perform app.fail('POST_NOT_FOUND');
   end if;
-  if v_visibility = 'private_locked_hub' and v_author <> v_viewer
-     and not exists (select from app.post_hubs ph where ph.post_id = p_post_id and ph.kind = 'target'
-                     and app.is_active_member(ph.hub_id, v_viewer)) then
+  if not v_reaches then
     perform app.fail('VOTE_NOT_ALLOWED');
   end if;
   if not v_votable then
@@ -109,7 +109,7 @@ begin
   -- The voter's hubs, when few: the API seals the voter's next votes for them at once (one round
   -- trip, where a post it has not seen yet would otherwise cost an OBS01 answer and a second try).
   -- Hubs where a later vote does not count cost only their dropped ballots.
-  if v_level >= 4 then  -- (the session's level is the user's: hub membership counts from level 4)
+  if v_level >= app.access_level('hub_ready') then  -- (the session's level is the user's: hub membership counts from Hub-ready)
     -- (At most 17 index entries, in no order: a member of many hubs costs no more.)
     voter_hub_ids := array(select m.hub_id from app.hub_memberships m where m.user_id = v_viewer limit 17);
     if cardinality(voter_hub_ids) > 16 then
@@ -205,6 +205,9 @@ $$;
 comment on function app_private.post_hubs_seed_vote_counters() is
   'Trigger function: the hub counter rows of a slider post placed in a hub (trigger post_hubs_seed_vote_counters; POST /posts with hubs, POST /posts/{postId}/share/hubs).';
 
+-- The counts are the five counter columns in the order of app.vote_position, the one list of the
+-- positions in SQL (db/ballots.ts ballotPositions in TypeScript; test/sql/enums.test.ts holds the
+-- enum, the columns and the list equal).
 -- Two branches, one per kind of scope; the one that does not apply is cut off by its constant
 -- test (a hub branch with a null p_hub_id matches nothing). Called, not inlined (its subqueries keep
 -- PostgreSQL from inlining a scalar SQL function).
@@ -304,7 +307,7 @@ declare
   v_updated int;
   v_slot smallint := floor(random() * 16)::smallint;
 begin
-  if not app_private.batch_ready(cardinality(p_ids), p_batch) or cardinality(p_counts) <> 5
+  if not app_private.batch_ready(cardinality(p_ids), p_batch) or cardinality(p_counts) <> cardinality(enum_range(null::app.vote_position))
      or (select sum(n) from unnest(p_counts) n) <> cardinality(p_ids) or exists (select from unnest(p_counts) n where n < 0) then
     raise exception 'tally_ballots: not a batch of at least % ballots', greatest(p_batch, 2);
   end if;

@@ -11,6 +11,7 @@ import { maintainedCount } from '../http/counts.ts';
 import { trimmedText } from '../http/validation.ts';
 import { text, textMax } from '../http/text.ts';
 import { imageKeySql } from '../uploads/images.ts';
+import { levels } from '../http/access-levels.ts';
 
 const tag = 'Comments';
 
@@ -120,7 +121,7 @@ export const commentEndpoints = [
       'between the commenter and the post author answers like a missing post.',
     auth: 'bearer',
     limit: 'comments',
-    level: 2,
+    level: levels.profile,
     status: 201,
     ids: { postId: 'POST_NOT_FOUND' },
     body: z.strictObject({ text: trimmedText(1, textMax.comment), parentCommentId: z.string().max(64).optional() }),

@@ -12,6 +12,7 @@ import { discussionMessage, messageAuthor, messageColumns, shapeMessage, type Me
 import { maintainedCount } from '../http/counts.ts';
 import { trimmedText } from '../http/validation.ts';
 import { textMax } from '../http/text.ts';
+import { levels } from '../http/access-levels.ts';
 
 const tag = 'Hub discussions';
 const ids = { hubId: 'HUB_NOT_FOUND' } as const;
@@ -94,7 +95,7 @@ export const discussionEndpoints = [
       '(or placement). A discussion whose activity changes while you page moves to the top: read the first page again to see it. ' +
       'Discussions of posts you may not see (deleted, blocked author) are left out.',
     auth: 'bearer',
-    level: 4,
+    level: levels.hubReady,
     ids,
     query: pageQuery(50, ['timestamp', 'id']),
     response: pageSchema(discussionItem),
@@ -156,7 +157,7 @@ export const discussionEndpoints = [
       'lists the thread it belongs to). MESSAGE_NOT_FOUND for a message of another discussion or an unknown one. Messages of ' +
       'users blocked with you either way are left out. author.phoneNumber is set only for active members of this hub.',
     auth: 'bearer',
-    level: 4,
+    level: levels.hubReady,
     ids,
     query: pageQuery(100, ['timestamp', 'id']).extend({ parentMessageId: z.string().max(64).optional() }),
     response: pageSchema(discussionMessage),
@@ -187,7 +188,7 @@ export const discussionEndpoints = [
       'their lists (lastActivityAt of GET /users/me/hubs) and creates no notification and no stream event.',
     auth: 'bearer',
     limit: 'discussion_messages',
-    level: 4,
+    level: levels.hubReady,
     status: 201,
     ids,
     body: z.strictObject({ text: trimmedText(1, textMax.discussionMessage), parentMessageId: z.string().max(64).optional() }),
@@ -213,7 +214,7 @@ export const discussionEndpoints = [
     description: `${access} Saved discussions are listed by GET /users/me/saved-discussions, apart from saved posts.`,
     auth: 'bearer',
     limit: 'other_writes',
-    level: 4,
+    level: levels.hubReady,
     ids,
     response: z.object({ saved: z.literal(true) }),
     errors: ['HUB_MEMBERSHIP_REQUIRED', 'DISCUSSION_NOT_FOUND'],
@@ -231,7 +232,7 @@ export const discussionEndpoints = [
     description: access,
     auth: 'bearer',
     limit: 'other_writes',
-    level: 4,
+    level: levels.hubReady,
     ids,
     response: z.object({ saved: z.literal(false) }),
     errors: ['HUB_MEMBERSHIP_REQUIRED', 'DISCUSSION_NOT_FOUND'],

@@ -6,6 +6,7 @@ import { endpoint } from '../http/endpoint.ts';
 import { fromMicros, micros, pageQuery, pageSchema, toPage } from '../http/paging.ts';
 import { discussionMessage, readPreviews } from './messages.ts';
 import { text, textMax } from '../http/text.ts';
+import { levels } from '../http/access-levels.ts';
 
 /** Saved discussion preview: up to 3 earliest messages (spec part 8). */
 const previewSize = 3;
@@ -50,7 +51,7 @@ export const savedDiscussionEndpoints = [
       'discussions of posts you may no longer see. preview holds the first three top-level messages of the discussion, oldest ' +
       'first, with the same authors as GET .../messages.',
     auth: 'bearer',
-    level: 4,
+    level: levels.hubReady,
     query: pageQuery(50, ['timestamp', 'id']),
     response: pageSchema(savedDiscussion),
     async handler({ query, tx, services: { storage } }) {

@@ -5,6 +5,7 @@ import { ApiError } from '../http/errors.ts';
 import { pageSchema } from '../http/paging.ts';
 import { postCard } from '../posts/card.ts';
 import { feedQuery, readFeedPage } from './page.ts';
+import { levels } from '../http/access-levels.ts';
 
 const tag = 'Feeds';
 const paging =
@@ -65,7 +66,7 @@ export const feedEndpoints = [
       'the hub, newest placement first (a repeated share moves the card up), once each; feedContext joined_hub_post or ' +
       `shared_to_hub; voteSummary and voteDistribution in this hub's vote scope. ${paging}`,
     auth: 'bearer',
-    level: 4,
+    level: levels.hubReady,
     ids: { hubId: 'HUB_NOT_FOUND' },
     query: feedQuery,
     response: pageSchema(postCard),

@@ -5,11 +5,18 @@
 // test/sql/access-levels.test.ts holds the two equal for every level and requirement.
 import type { ErrorCode } from './catalog.ts';
 
+/**
+ * The levels by name: what an endpoint declaration requires (`level: levels.hubReady`). The SQL
+ * functions ask app.access_level with the same names in snake case ('hub_ready');
+ * test/sql/access-levels.test.ts holds the two equal.
+ */
+export const levels = { anonymous: 1, profile: 2, phone: 3, hubReady: 4 } as const;
+
 export const accessLevels = [
-  { level: 1, means: 'anonymous', missing: 'UNAUTHORIZED' },
-  { level: 2, means: 'registered public profile', missing: 'PROFILE_BASICS_REQUIRED' },
-  { level: 3, means: 'phone-confirmed', missing: 'PHONE_VERIFICATION_REQUIRED' },
-  { level: 4, means: 'Hub-ready', missing: 'HUB_READINESS_REQUIRED' },
+  { level: levels.anonymous, means: 'anonymous', missing: 'UNAUTHORIZED' },
+  { level: levels.profile, means: 'registered public profile', missing: 'PROFILE_BASICS_REQUIRED' },
+  { level: levels.phone, means: 'phone-confirmed', missing: 'PHONE_VERIFICATION_REQUIRED' },
+  { level: levels.hubReady, means: 'Hub-ready', missing: 'HUB_READINESS_REQUIRED' },
 ] as const satisfies readonly { level: number; means: string; missing: ErrorCode }[];
 
 /** The access levels an endpoint can require. */

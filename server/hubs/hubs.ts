@@ -19,6 +19,8 @@ import {
 } from './shape.ts';
 import { text, textMax } from '../http/text.ts';
 import { requireUsableAssets } from '../uploads/images.ts';
+import { levels } from '../http/access-levels.ts';
+import { publicationTypes } from '../shapes/notification.ts';
 
 const tag = 'Hubs';
 const ids = { hubId: 'HUB_NOT_FOUND' } as const;
@@ -45,7 +47,7 @@ export const hubCoreEndpoints = [
       "creator's own are skipped. The API never receives a contact book, only the selected phone numbers. Hub-ready users only.",
     auth: 'bearer',
     limit: 'hubs',
-    level: 4,
+    level: levels.hubReady,
     status: 201,
     body: z.strictObject({
       name: hubName,
@@ -89,7 +91,7 @@ export const hubCoreEndpoints = [
     summary: 'A hub as the viewer sees it',
     description: 'viewerStatus and viewerRole are null when the viewer has no relationship (viewerRole is set for members only).',
     auth: 'bearer',
-    level: 4,
+    level: levels.hubReady,
     ids,
     response: hubResponse,
     handler: ({ params, tx, services: { storage } }) => readHub(tx, storage, params.hubId as string),
@@ -102,7 +104,7 @@ export const hubCoreEndpoints = [
     summary: "Edit a hub's name, description or image (admins)",
     auth: 'bearer',
     limit: 'hub_admin',
-    level: 4,
+    level: levels.hubReady,
     ids,
     body: z
       .strictObject({ name: hubName.optional(), description: hubDescription.optional(), profileAssetId: z.string().max(64).optional() })
@@ -130,7 +132,7 @@ export const hubCoreEndpoints = [
     description: 'Links are unique case-insensitively and stored lowercase.',
     auth: 'bearer',
     limit: 'hub_admin',
-    level: 4,
+    level: levels.hubReady,
     ids,
     body: z.strictObject({ customLink }),
     response: z.object({ customLink: text(textMax.customLink) }),
@@ -149,7 +151,7 @@ export const hubCoreEndpoints = [
     description: 'The super_admin cannot leave (409 SUPER_ADMIN_CANNOT_LEAVE).',
     auth: 'bearer',
     limit: 'other_writes',
-    level: 4,
+    level: levels.hubReady,
     ids,
     response: z.object({ left: z.literal(true) }),
     errors: ['HUB_MEMBERSHIP_REQUIRED', 'SUPER_ADMIN_CANNOT_LEAVE'],
@@ -165,7 +167,7 @@ export const hubCoreEndpoints = [
     tag,
     summary: "The viewer's notification settings for a hub (active members)",
     auth: 'bearer',
-    level: 4,
+    level: levels.hubReady,
     ids,
     response: notificationSettings,
     errors: ['HUB_MEMBERSHIP_REQUIRED'],
@@ -184,12 +186,12 @@ export const hubCoreEndpoints = [
     tag,
     summary: 'Mute or unmute hub content notifications',
     description:
-      'contentMuted=true suppresses hub_post_created, post_shared_to_hub and hub-scoped post_reposted for this hub: no row, ' +
+      `contentMuted=true suppresses ${publicationTypes.join(', ')} and hub-scoped post_reposted for this hub: no row, ` +
       'no stream event. It never mutes invitations, join requests, approvals, rejections, joins, removals, role changes or ' +
       'global notifications, and does not change feeds.',
     auth: 'bearer',
     limit: 'other_writes',
-    level: 4,
+    level: levels.hubReady,
     ids,
     body: z.strictObject({ contentMuted: z.boolean() }),
     response: notificationSettings,

@@ -8,6 +8,7 @@ import { fromMicros, micros, pageQuery, pageSchema, toPage } from '../http/pagin
 import { shapeUserLite, userLite, type UserLiteRow } from '../shapes/user-lite.ts';
 import { invitationResult, inviteesMax, requireHubRole, shapeInvitation, type InvitationRow } from './shape.ts';
 import { text, textMax } from '../http/text.ts';
+import { levels } from '../http/access-levels.ts';
 
 const tag = 'Hub invitations';
 
@@ -40,7 +41,7 @@ export const hubInvitationEndpoints = [
       'Invitations expire after 7 days.',
     auth: 'bearer',
     limit: 'invitations',
-    level: 4,
+    level: levels.hubReady,
     status: 201,
     ids: { hubId: 'HUB_NOT_FOUND' },
     body: z.strictObject({ invitees: z.array(phoneInput).min(1).max(inviteesMax) }),
@@ -63,7 +64,7 @@ export const hubInvitationEndpoints = [
     tag,
     summary: "A hub's invitations, newest first, with masked phone numbers (active members)",
     auth: 'bearer',
-    level: 4,
+    level: levels.hubReady,
     ids: { hubId: 'HUB_NOT_FOUND' },
     query: pageQuery(100, ['timestamp', 'id']),
     response: pageSchema(invitationListItem),
@@ -119,7 +120,7 @@ export const hubInvitationEndpoints = [
       'invitation creates a join request (pending_admin_approval; hub_join_request_created to the admins). Expired: 410.',
     auth: 'bearer',
     limit: 'join_requests',
-    level: 4,
+    level: levels.hubReady,
     ids: { invitationId: 'INVITATION_NOT_FOUND' },
     response: z.object({ hubId: z.string(), viewerStatus: z.enum(['member', 'pending_admin_approval']) }),
     errors: ['INVITATION_NOT_PENDING', 'INVITATION_EXPIRED', 'ALREADY_HUB_MEMBER'],
@@ -142,7 +143,7 @@ export const hubInvitationEndpoints = [
     description: 'The invitation ends as declined; nobody is notified.',
     auth: 'bearer',
     limit: 'join_requests',
-    level: 4,
+    level: levels.hubReady,
     ids: { invitationId: 'INVITATION_NOT_FOUND' },
     response: z.object({ hubId: z.string(), status: z.literal('declined') }),
     errors: ['INVITATION_NOT_PENDING', 'INVITATION_EXPIRED'],

@@ -5,6 +5,7 @@ import { z } from 'zod';
 import { endpoint } from '../http/endpoint.ts';
 import { maintainedCount } from '../http/counts.ts';
 import { nullableText, text, textMax } from '../http/text.ts';
+import { levels } from '../http/access-levels.ts';
 
 const tag = 'Hub invite links';
 
@@ -29,7 +30,7 @@ export const hubInviteLinkEndpoints = [
     summary: 'Create an invite link (admins); it lasts 7 days',
     auth: 'bearer',
     limit: 'invite_links',
-    level: 4,
+    level: levels.hubReady,
     status: 201,
     ids: { hubId: 'HUB_NOT_FOUND' },
     response: z.object({ token: text(tokenMaxLength), url: text(textMax.url), expiresAt: z.string() }),
@@ -90,7 +91,7 @@ export const hubInviteLinkEndpoints = [
       'returned again.',
     auth: 'bearer',
     limit: 'join_requests',
-    level: 4,
+    level: levels.hubReady,
     status: 201,
     response: z.object({ requestId: z.string(), hubId: z.string(), viewerStatus: z.literal('pending_admin_approval') }),
     errors: ['INVITE_LINK_NOT_FOUND', 'INVITE_LINK_EXPIRED', 'ALREADY_HUB_MEMBER'],

@@ -4,6 +4,7 @@ import { endpoint } from '../http/endpoint.ts';
 import { fromMicros, micros, pageQuery, pageSchema, toPage } from '../http/paging.ts';
 import { shapeUserLite, userLite, type UserLiteRow } from '../shapes/user-lite.ts';
 import { requireHubRole } from './shape.ts';
+import { levels } from '../http/access-levels.ts';
 
 const tag = 'Hub join requests';
 const requestIds = { hubId: 'HUB_NOT_FOUND', requestId: 'JOIN_REQUEST_NOT_FOUND' } as const;
@@ -18,7 +19,7 @@ export const hubJoinRequestEndpoints = [
     tag,
     summary: 'Pending join requests, oldest first (admins)',
     auth: 'bearer',
-    level: 4,
+    level: levels.hubReady,
     ids: { hubId: 'HUB_NOT_FOUND' },
     query: pageQuery(100, ['timestamp', 'id']),
     response: pageSchema(z.object({ id: z.string(), user: userLite, source: z.enum(joinRequestSources), createdAt: z.string() })),
@@ -63,7 +64,7 @@ export const hubJoinRequestEndpoints = [
       'hub_member_joined. Two admins deciding at once: one succeeds, the other gets JOIN_REQUEST_NOT_PENDING.',
     auth: 'bearer',
     limit: 'hub_admin',
-    level: 4,
+    level: levels.hubReady,
     ids: requestIds,
     response: z.object({ requestId: z.string(), status: z.literal('approved') }),
     errors: ['HUB_ADMIN_REQUIRED', 'JOIN_REQUEST_NOT_PENDING'],
@@ -81,7 +82,7 @@ export const hubJoinRequestEndpoints = [
     description: 'The requester gets hub_join_request_rejected (a global notification: they are not a member).',
     auth: 'bearer',
     limit: 'hub_admin',
-    level: 4,
+    level: levels.hubReady,
     ids: requestIds,
     response: z.object({ requestId: z.string(), status: z.literal('rejected') }),
     errors: ['HUB_ADMIN_REQUIRED', 'JOIN_REQUEST_NOT_PENDING'],

@@ -9,6 +9,7 @@ import type { Storage } from '../uploads/storage.ts';
 import { hubRoles, requireHubRelationship } from './shape.ts';
 import { nullableText, textMax } from '../http/text.ts';
 import { imageKeySql } from '../uploads/images.ts';
+import { levels } from '../http/access-levels.ts';
 
 const tag = 'Hub members';
 const ids = { hubId: 'HUB_NOT_FOUND' } as const;
@@ -117,7 +118,7 @@ export const hubMemberEndpoints = [
       'fewer than limit items, even none, and still have a nextCursor, which goes on where the reading stopped; the list has ' +
       'been read to its end when nextCursor is null.',
     auth: 'bearer',
-    level: 4,
+    level: levels.hubReady,
     ids,
     query: pageQuery(100, ['timestamp', 'id']).extend({ q: searchQuery.optional(), role: z.enum(hubRoles).optional() }),
     response: pageSchema(memberItem),
@@ -161,7 +162,7 @@ export const hubMemberEndpoints = [
       'hub_member_removed as a global notification (hub_id null), since they can no longer see hub-scoped rows.',
     auth: 'bearer',
     limit: 'hub_admin',
-    level: 4,
+    level: levels.hubReady,
     ids: memberIds,
     response: z.object({ removed: z.literal(true) }),
     errors: ['HUB_ADMIN_REQUIRED', 'FORBIDDEN', 'SUPER_ADMIN_CANNOT_LEAVE'],
@@ -177,7 +178,7 @@ export const hubMemberEndpoints = [
     tag,
     summary: 'Admins and the super_admin (shown as manager) of a hub',
     auth: 'bearer',
-    level: 4,
+    level: levels.hubReady,
     ids,
     query: pageQuery(100, ['timestamp', 'id']),
     response: pageSchema(adminItem),
@@ -210,7 +211,7 @@ export const hubMemberEndpoints = [
     description: 'Promoting an admin again is a no-op. The target gets hub_role_changed.',
     auth: 'bearer',
     limit: 'hub_admin',
-    level: 4,
+    level: levels.hubReady,
     ids,
     body: z.strictObject({ userId: z.string().max(64) }),
     response: z.object({ userId: z.string(), role: z.enum(hubRoles) }),
@@ -230,7 +231,7 @@ export const hubMemberEndpoints = [
     description: 'The super_admin cannot be demoted (SUPER_ADMIN_CANNOT_LEAVE). The target gets hub_role_changed.',
     auth: 'bearer',
     limit: 'hub_admin',
-    level: 4,
+    level: levels.hubReady,
     ids: memberIds,
     response: z.object({ userId: z.string(), role: z.enum(hubRoles) }),
     errors: ['HUB_ADMIN_REQUIRED', 'FORBIDDEN', 'SUPER_ADMIN_CANNOT_LEAVE'],

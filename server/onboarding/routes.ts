@@ -6,6 +6,7 @@ import { ApiError } from '../http/errors.ts';
 import { isUuid } from '../http/ids.ts';
 import { fullName, handle } from '../users/fields.ts';
 import { requireUsableAssets } from '../uploads/images.ts';
+import { levels } from '../http/access-levels.ts';
 
 const tag = 'Onboarding';
 
@@ -122,7 +123,7 @@ export const onboardingEndpoints = [
       'permission changes do not clear the acknowledgement.',
     auth: 'bearer',
     limit: 'other_writes',
-    level: 3,
+    level: levels.phone,
     response: onboardingStatus,
     async handler({ tx }) {
       await tx.query('select app.acknowledge_contacts()');

@@ -1,5 +1,6 @@
 // Post request fields (spec 2.3; contract section 7).
 import { z } from 'zod';
+import { levels, type AccessLevel } from '../http/access-levels.ts';
 import { idField } from '../http/ids.ts';
 import { textMax } from '../http/text.ts';
 
@@ -39,22 +40,55 @@ export function requires(...names: string[]) {
   return { required: names, properties: Object.fromEntries(names.map((name) => [name, {}])) };
 }
 
+/**
+ * The audience rule of a post (spec 2.3), written once for TypeScript: per visibility, the level
+ * its author needs and how many hubIds it takes (hub visibilities: hubs where the author is an
+ * active member). checkFrame (zod), frameRules (the OpenAPI document's JSON Schema) and the POST
+ * /posts description are made from it; app_private.check_post_audience is its SQL form, and
+ * test/sql/post-policies.test.ts feeds every visibility, hub count and level through both.
+ */
+export const audiences = {
+  public: { level: levels.phone, hubs: { min: 0, max: 0 } },
+  public_hub: { level: levels.hubReady, hubs: { min: 1, max: postHubsMax } },
+  private_locked_hub: { level: levels.hubReady, hubs: { min: 1, max: postHubsMax } },
+} as const satisfies Record<Visibility, { level: AccessLevel; hubs: { min: number; max: number } }>;
+
+/** The visibilities that share one audience rule, in the order of `visibilities`. */
+const audienceGroups = visibilities.reduce<{ members: Visibility[]; level: AccessLevel; min: number; max: number }[]>((groups, name) => {
+  const { level, hubs } = audiences[name];
+  const group = groups.find((g) => g.level === level && g.min === hubs.min && g.max === hubs.max);
+  if (group) group.members.push(name);
+  else groups.push({ members: [name], level, min: hubs.min, max: hubs.max });
+  return groups;
+}, []);
+
+const hubCountText = (min: number, max: number) => (max === 0 ? 'no hubIds' : `${min}-${max} hubIds`);
+
+/** "public needs level 3 and no hubIds; public_hub and private_locked_hub need level 4 and 1-10 hubIds", for descriptions. */
+export const audienceText = audienceGroups
+  .map(
+    ({ members, level, min, max }) =>
+      `${members.join(' and ')} ${members.length > 1 ? 'need' : 'needs'} level ${level} and ${hubCountText(min, max)}`,
+  )
+  .join('; ');
+
+/** JSON Schema: the visibility is one of these. */
+const visibilityIs = (members: Visibility[]) => ({
+  required: ['visibility'],
+  properties: { visibility: members.length === 1 ? { const: members[0] } : { enum: members } },
+});
+
 /** checkFrame's rules in JSON Schema, for the OpenAPI document (zod .meta of the bodies using it). */
 export const frameRules = {
   dependentRequired: { slider: ['sliderText'], sliderText: ['slider'] },
-  allOf: [
-    {
-      if: { required: ['visibility'], properties: { visibility: { const: 'public' } } },
-      then: { properties: { hubIds: { maxItems: 0 } } },
-    },
-    {
-      if: { required: ['visibility'], properties: { visibility: { enum: ['public_hub', 'private_locked_hub'] } } },
-      then: { required: ['hubIds'], properties: { hubIds: { minItems: 1 } } },
-    },
-  ],
+  // (The most hubIds of any audience is the field's own maxItems.)
+  allOf: audienceGroups.map(({ members, min, max }) => ({
+    if: visibilityIs(members),
+    then: max === 0 ? { properties: { hubIds: { maxItems: 0 } } } : { required: ['hubIds'], properties: { hubIds: { minItems: min } } },
+  })),
 };
 
-/** The slider needs its prompt and the reverse; public takes no hubs; hub visibilities take 1-10. */
+/** The slider needs its prompt and the reverse; each visibility takes the hubs of its audience. */
 export function checkFrame(value: FrameInput, ctx: z.RefinementCtx): void {
   if ((value.slider === undefined) !== (value.sliderText === undefined)) {
     ctx.addIssue({
@@ -63,11 +97,12 @@ export function checkFrame(value: FrameInput, ctx: z.RefinementCtx): void {
       message: 'slider and sliderText go together',
     });
   }
-  if (value.visibility === 'public' && (value.hubIds?.length ?? 0) > 0) {
-    ctx.addIssue({ code: 'custom', path: ['hubIds'], message: 'A public post has no hubs' });
-  }
-  if ((value.visibility === 'public_hub' || value.visibility === 'private_locked_hub') && (value.hubIds?.length ?? 0) === 0) {
-    ctx.addIssue({ code: 'custom', path: ['hubIds'], message: '1-10 hubs for a hub visibility' });
+  const audience = value.visibility === undefined ? undefined : audiences[value.visibility as Visibility];
+  const hubCount = value.hubIds?.length ?? 0;
+  if (audience && audience.hubs.max === 0 && hubCount > 0) {
+    ctx.addIssue({ code: 'custom', path: ['hubIds'], message: `A ${value.visibility} post has no hubs` });
+  } else if (audience && hubCount < audience.hubs.min) {
+    ctx.addIssue({ code: 'custom', path: ['hubIds'], message: `${audience.hubs.min}-${audience.hubs.max} hubs for a hub visibility` });
   }
 }
 

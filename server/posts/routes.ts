@@ -5,9 +5,10 @@ import { ApiError } from '../http/errors.ts';
 import { fromMicros, micros, pageQuery, pageSchema, toPage } from '../http/paging.ts';
 import type { RequestTransaction } from '../../db/request-transaction.ts';
 import { postCard, readCard, readCards } from './card.ts';
-import { article, checkFrame, frameFields, frameRules, idList, postHubsMax, requires, visibility } from './fields.ts';
+import { article, audienceText, checkFrame, frameFields, frameRules, idList, postHubsMax, requires, visibility } from './fields.ts';
 import { text, textMax } from '../http/text.ts';
 import { requireUsableAssets } from '../uploads/images.ts';
+import { levels } from '../http/access-levels.ts';
 
 const tag = 'Posts';
 const ids = { postId: 'POST_NOT_FOUND' } as const;
@@ -55,12 +56,12 @@ export const postEndpoints = [
     summary: 'Publish a post',
     description:
       'Needs at least one of article, thoughtText, sliderText; slider and sliderText go together (a post without a slider is ' +
-      'not votable). public needs level 3 and no hubIds; public_hub and private_locked_hub need level 4 and 1-10 hubIds where ' +
+      `not votable). ${audienceText} where ` +
       'the author is an active member (the level is checked after the body, since it depends on visibility). A media ' +
       "article takes the author's completed post_image assets. Members of target hubs get hub_post_created.",
     auth: 'bearer',
     limit: { name: 'posts', hubsIn: 'hubIds' },
-    level: 3,
+    level: levels.phone,
     status: 201,
     body: z
       .strictObject({ article: article.optional(), ...frameFields, visibility })
@@ -188,7 +189,7 @@ export const postEndpoints = [
       'belong to); target hub members get post_shared_to_hub.',
     auth: 'bearer',
     limit: { name: 'posts', hubsIn: 'hubIds' },
-    level: 2,
+    level: levels.profile,
     status: 201,
     ids,
     body: z
@@ -230,7 +231,7 @@ export const postEndpoints = [
       'repost count. Not for private_locked_hub posts (SHARE_NOT_ALLOWED). The frame author gets post_shared_to_feed.',
     auth: 'bearer',
     limit: 'shares',
-    level: 2,
+    level: levels.profile,
     status: 201,
     ids,
     response: shareResult,
@@ -248,7 +249,7 @@ export const postEndpoints = [
       'each hub (not the sharer) get post_shared_to_hub.',
     auth: 'bearer',
     limit: { name: 'shares', hubsIn: 'hubIds' },
-    level: 4,
+    level: levels.hubReady,
     status: 201,
     ids,
     body: z.strictObject({ hubIds: idList(postHubsMax).min(1) }),
@@ -268,18 +269,18 @@ export const postEndpoints = [
     summary: 'A public link and share text for the device share sheet',
     description: 'Not for private_locked_hub posts (SHARE_NOT_ALLOWED).',
     auth: 'bearer',
-    level: 2,
+    level: levels.profile,
     ids,
     response: z.object({ url: text(textMax.url), shareText: text(textMax.shareText) }),
     errors: ['SHARE_NOT_ALLOWED'],
     async handler({ params, tx, services: { config } }) {
-      const { rows } = await tx.query<{ visibility: string; title: string | null }>(
-        'select visibility, coalesce(slider_text, thought_text) as title from app.posts where id = $1',
+      const { rows } = await tx.query<{ stays_in_hubs: boolean; title: string | null }>(
+        'select app.post_stays_in_hubs(visibility) as stays_in_hubs, coalesce(slider_text, thought_text) as title from app.posts where id = $1',
         [params.postId],
       );
       const post = rows[0];
       if (!post) throw new ApiError('POST_NOT_FOUND');
-      if (post.visibility === 'private_locked_hub') throw new ApiError('SHARE_NOT_ALLOWED');
+      if (post.stays_in_hubs) throw new ApiError('SHARE_NOT_ALLOWED');
       const url = `${config.publicWebBaseUrl}/p/${params.postId}`;
       return { url, shareText: post.title ? `${post.title.slice(0, 120)} ${url}` : url };
     },
@@ -292,7 +293,7 @@ export const postEndpoints = [
     summary: 'Bookmark a post (idempotent)',
     auth: 'bearer',
     limit: 'other_writes',
-    level: 2,
+    level: levels.profile,
     ids,
     response: z.object({ saved: z.literal(true) }),
     async handler({ params, tx }) {
@@ -310,7 +311,7 @@ export const postEndpoints = [
     summary: 'Remove a bookmark (a no-op when not saved)',
     auth: 'bearer',
     limit: 'other_writes',
-    level: 2,
+    level: levels.profile,
     ids,
     response: z.object({ saved: z.literal(false) }),
     async handler({ params, tx }) {

@@ -6,6 +6,7 @@ import { activeUsers24h } from '../hubs/shape.ts';
 import { searchQuery, type UserListRow } from '../shapes/user-list-item.ts';
 import { nullableText, text, textMax } from '../http/text.ts';
 import { imageKeySql } from '../uploads/images.ts';
+import { levels } from '../http/access-levels.ts';
 
 const tag = 'Search';
 
@@ -132,7 +133,7 @@ export const searchEndpoints = [
     description:
       'Case- and accent-insensitive; matches come by the matched name word, then id. isRecommended is an admin-set flag; activeUsers24h counts members active in the last 24 hours, up to 1,000 (1,000 means at least 1,000).',
     auth: 'bearer',
-    level: 4,
+    level: levels.hubReady,
     query: pageQuery(50, ['text', 'id']).extend({ q: searchQuery.default('') }),
     response: pageSchema(
       z.object({ id: z.string(), name: text(textMax.hubName), activeUsers24h: activeUsers24h(), isRecommended: z.boolean() }),

@@ -10,6 +10,7 @@ import { RequestTransaction } from '../../db/request-transaction.ts';
 import type { Viewer } from '../../db/viewer.ts';
 import { assetNotReady, imageColumnsSql, mediaLayout, shapeImage, type ImageColumns } from './images.ts';
 import type { Storage } from './storage.ts';
+import { levels } from '../http/access-levels.ts';
 
 const tag = 'Uploads';
 const mib = 1024 * 1024;
@@ -119,7 +120,7 @@ export const uploadEndpoints = [
       'then call /uploads/complete. Needs profile basics (level 2).',
     auth: 'bearer',
     limit: 'uploads',
-    level: 2,
+    level: levels.profile,
     body: z
       .strictObject({
         purpose,
@@ -190,7 +191,7 @@ export const uploadEndpoints = [
       'one over 50 megapixels or 12,000 px on a side 422 IMAGE_TOO_LARGE: its object is deleted and the upload is spent.',
     auth: 'bearer',
     limit: 'uploads',
-    level: 2,
+    level: levels.profile,
     // The session check travels with the intent's read, and again with the completion: the store is
     // read between the two with no connection or lock held (a burst of one user's uploads would
     // otherwise queue on the user's write-limit row for as long as each object is hashed).

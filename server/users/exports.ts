@@ -6,6 +6,7 @@ import { z } from 'zod';
 import { endpoint } from '../http/endpoint.ts';
 import { ApiError } from '../http/errors.ts';
 import { text, textMax } from '../http/text.ts';
+import { levels } from '../http/access-levels.ts';
 
 const tag = 'Users';
 /** How long the archive's signed URL works. */
@@ -26,7 +27,7 @@ export const exportEndpoints = [
       'memberships, notification settings, push devices without their tokens, and the posts voted on with the time of ' +
       'each vote, never the position. One export per 24 hours: another answers 429 RATE_LIMITED with retryAfterSeconds.',
     auth: 'bearer',
-    level: 2,
+    level: levels.profile,
     limit: 'other_writes',
     status: 202,
     message: 'Accepted',

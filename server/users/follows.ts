@@ -7,6 +7,7 @@ import { encodeCursor, pageQuery, pageSchema, toPage } from '../http/paging.ts';
 import type { Storage } from '../uploads/storage.ts';
 import { followListItem, searchQuery, shapeFollowListItem, type UserListRow } from '../shapes/user-list-item.ts';
 import { imageKeySql } from '../uploads/images.ts';
+import { levels } from '../http/access-levels.ts';
 
 const tag = 'Follows';
 const ids = { userId: 'USER_NOT_FOUND' } as const;
@@ -111,7 +112,7 @@ export const followEndpoints = [
       'Needs profile basics (no phone). A user blocked either way answers like an unknown user (404). Notifies the followed user.',
     auth: 'bearer',
     limit: 'follows',
-    level: 2,
+    level: levels.profile,
     ids,
     response: z.object({ following: z.literal(true) }),
     errors: ['ALREADY_FOLLOWING', 'CANNOT_FOLLOW_SELF'],
@@ -128,7 +129,7 @@ export const followEndpoints = [
     summary: 'Stop following a user (a no-op when not following)',
     auth: 'bearer',
     limit: 'other_writes',
-    level: 2,
+    level: levels.profile,
     ids,
     response: z.object({ following: z.literal(false) }),
     async handler({ params, tx }) {

@@ -7,6 +7,7 @@ import { hubRoles, viewerStatuses } from '../hubs/shape.ts';
 import { maintainedCount } from '../http/counts.ts';
 import { nullableText, text, textMax } from '../http/text.ts';
 import { imageKeySql } from '../uploads/images.ts';
+import { levels } from '../http/access-levels.ts';
 
 const myHub = z
   .object({
@@ -63,7 +64,7 @@ export const myHubEndpoints = [
       '(lastActivityAt, id): no hub is listed twice in one walk through the pages; a hub whose activity moves it above ' +
       'the cursor during the walk is not listed by the later pages (it is at the top of a new first page).',
     auth: 'bearer',
-    level: 4,
+    level: levels.hubReady,
     query: pageQuery(50, ['timestamp', 'id']),
     response: pageSchema(myHub),
     async handler({ query, tx, services: { storage } }) {

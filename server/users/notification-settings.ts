@@ -3,7 +3,7 @@
 // types turned off, so a type added to the enum later is on). They decide push only.
 import { z } from 'zod';
 import { endpoint } from '../http/endpoint.ts';
-import { notificationTypes, type NotificationType } from '../shapes/notification.ts';
+import { notificationTypes, publicationTypes, type NotificationType } from '../shapes/notification.ts';
 
 const tag = 'Push';
 
@@ -42,7 +42,7 @@ function shape(rows: SettingRow[]): z.input<typeof settings> {
 
 const description =
   'They decide push only: rows, the list, the stream and the badges are the same whatever they say (hub contentMuted, ' +
-  'which writes no row at all, keeps its meaning). hub_post_created and post_shared_to_hub are never pushed, whatever ' +
+  `which writes no row at all, keeps its meaning). ${publicationTypes.join(' and ')} are never pushed, whatever ` +
   'their flag says (publication alerts are rows and stream events only). Every type is on until turned off.';
 
 export const notificationSettingsEndpoints = [

@@ -11,6 +11,7 @@ import type { RequestTransaction } from '../../db/request-transaction.ts';
 import type { Storage } from '../uploads/storage.ts';
 import { nullableText, text, textMax } from '../http/text.ts';
 import { imageKeySql, requireUsableAssets } from '../uploads/images.ts';
+import { levels } from '../http/access-levels.ts';
 
 const tag = 'Users';
 
@@ -125,7 +126,7 @@ export const userEndpoints = [
       'At least one field. The handle is canonicalised like in profile basics. A new profileAssetId replaces the previous image.',
     auth: 'bearer',
     limit: 'other_writes',
-    level: 2,
+    level: levels.profile,
     body: z
       .strictObject({
         fullName: fullName.optional(),
@@ -176,7 +177,7 @@ export const userEndpoints = [
     summary: 'The private Hub identity',
     description: 'Display name (defaults to the public full name), Hub image and the own phone number. Hub-ready users only.',
     auth: 'bearer',
-    level: 4,
+    level: levels.hubReady,
     response: hubProfile,
     handler: ({ tx, services: { storage } }) => readHubProfile(tx, storage),
   }),
@@ -188,7 +189,7 @@ export const userEndpoints = [
     summary: 'Edit the private Hub identity (the public profile is unchanged)',
     auth: 'bearer',
     limit: 'other_writes',
-    level: 4,
+    level: levels.hubReady,
     body: z
       .strictObject({ displayName: trimmedText(2, textMax.name).optional(), profileAssetId: z.string().max(64).optional() })
       .refine((value) => Object.keys(value).length > 0, { message: 'At least one field is required' })

@@ -2,6 +2,7 @@
 import { endpoint } from '../http/endpoint.ts';
 import { fromMicros, micros, pageQuery, pageSchema, toPage } from '../http/paging.ts';
 import { postCard, readCards } from '../posts/card.ts';
+import { levels } from '../http/access-levels.ts';
 
 export const savedPostEndpoints = [
   endpoint({
@@ -11,7 +12,7 @@ export const savedPostEndpoints = [
     summary: 'Your bookmarked posts, newest save first',
     description: 'Posts you can no longer see (deleted, blocked author, left hub) are left out.',
     auth: 'bearer',
-    level: 2,
+    level: levels.profile,
     query: pageQuery(50, ['timestamp', 'id']),
     response: pageSchema(postCard),
     async handler({ query, tx, services: { storage, ballots } }) {

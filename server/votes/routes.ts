@@ -2,6 +2,7 @@
 // into sealed ballots (ballots.ts) and nowhere else: the database, responses, logs, jobs and
 // notifications never see it in the clear.
 import { z } from 'zod';
+import { levels } from '../http/access-levels.ts';
 import { endpoint } from '../http/endpoint.ts';
 import { ApiError } from '../http/errors.ts';
 import { isUuid } from '../http/ids.ts';
@@ -45,8 +46,11 @@ const scopesMax = 10_000;
 /** Hub ids of both lists, once each, sorted. */
 const union = (a: readonly string[], b: readonly string[]) => [...new Set([...a, ...b])].sort();
 
-/** The level a vote needs (profile basics), checked by app.cast_vote itself, first. */
-const voteLevel = 2;
+/**
+ * The level a vote needs (profile basics), checked by app.cast_vote itself, first: its gate asks
+ * app.access_level('profile'), and test/sql/access-levels.test.ts holds the two equal.
+ */
+export const voteLevel = levels.profile;
 
 interface CastVote {
   voted_at: Date;

@@ -5,7 +5,8 @@
 // code, or both let the request through.
 import type pg from 'pg';
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import { accessLevels, missingLevelCode, type AccessLevel } from '../../server/http/access-levels.ts';
+import { accessLevels, levels, missingLevelCode, type AccessLevel } from '../../server/http/access-levels.ts';
+import { voteLevel } from '../../server/votes/routes.ts';
 import { errorCatalog } from '../../server/http/catalog.ts';
 import { startTestApp, type TestApp } from '../helpers/app.ts';
 import { asViewer } from '../helpers/sql.ts';
@@ -70,4 +71,34 @@ it('lacking level 1 is 401, lacking any level above it is 403', () => {
     [3, 403],
     [4, 403],
   ]);
+});
+
+/** The SQL name of a level (app.access_level) from its TypeScript name: hubReady is 'hub_ready'. */
+const sqlName = (name: string) => name.replace(/[A-Z]/g, (letter) => `_${letter.toLowerCase()}`);
+
+it('app.access_level names the levels server/http/access-levels.ts names, and refuses any other name', async () => {
+  const { rows } = await app.owner.query<{ name: string; level: number }>(
+    'select n as name, app.access_level(n) as level from unnest($1::text[]) n',
+    [Object.keys(levels).map(sqlName)],
+  );
+  expect(rows).toEqual(Object.entries(levels).map(([name, level]) => ({ name: sqlName(name), level })));
+  await expect(app.owner.query(`select app.access_level('hub-ready')`)).rejects.toMatchObject({ code: '20000' });
+});
+
+it('app.cast_vote requires the level the vote endpoint declares', async () => {
+  const { rows } = await app.owner.query<{ body: string }>(`select pg_get_functiondef('app.cast_vote'::regproc) as body`);
+  const gates = [...(rows[0]?.body ?? '').matchAll(/viewer_session_gate\(app\.access_level\('([a-z_]+)'\)\)/g)].map((match) => match[1]);
+  expect(gates).toHaveLength(1);
+  const named = Object.entries(levels).find(([name]) => sqlName(name) === gates[0]);
+  expect(named?.[1]).toBe(voteLevel);
+});
+
+it('no SQL function states a level as a number: each asks app.access_level by name', async () => {
+  const { rows } = await app.owner.query<{ name: string }>(
+    `select p.oid::regprocedure::text as name from pg_proc p
+     where p.pronamespace in ('app'::regnamespace, 'app_private'::regnamespace)
+       and regexp_replace(p.prosrc, '--[^\n]*', '', 'g') ~ '(require_level|viewer_has_level|viewer_session_gate)\\(\\d|level\\)? *>= *\\d'
+     order by 1`,
+  );
+  expect(rows).toEqual([]);
 });

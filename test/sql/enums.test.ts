@@ -95,3 +95,14 @@ it('the TypeScript lists hold exactly the values of their enum', async () => {
     }
   }
 });
+
+it('the vote counters hold one count per position, in the order of app.vote_position (sealed_tally and tally_ballots read them so)', async () => {
+  const { rows } = await db.query<{ name: string }>(
+    `select a.attname::text as name from pg_attribute a
+     where a.attrelid = 'app.vote_counters'::regclass and a.attnum > 0 and not a.attisdropped and a.attname like '%\\_count'
+     order by a.attnum`,
+  );
+  const labels = (await databaseEnums()).get('app.vote_position') as string[];
+  expect(rows.map((row) => row.name)).toEqual(labels.map((label) => `${label}_count`));
+  expect([...positions]).toEqual(labels);
+});

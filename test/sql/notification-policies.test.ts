@@ -7,6 +7,7 @@ import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { roleUrl } from '../../db/roles.ts';
 import { LiveReader } from '../../server/sse/reader.ts';
+import { notificationTypes, publicationTypes } from '../../server/shapes/notification.ts';
 import { startTestApp, type TestApp } from '../helpers/app.ts';
 import { addMember, createHub, type TestHub } from '../helpers/hubs.ts';
 import { insertNotification, listenTo, sleep } from '../helpers/notifications.ts';
@@ -471,5 +472,28 @@ describe('session revocation announcements', () => {
     } finally {
       await listener.end();
     }
+  });
+});
+
+describe('publication alerts and the content mute', () => {
+  it('are the types server/shapes/notification.ts names (app_private.is_publication, app_private.content_mute_silences, pushed_type)', async () => {
+    const { rows } = await app.owner.query<{ type: string; publication: boolean; muted: boolean; unmuted: boolean; pushed: boolean }>(
+      `select t as type, app_private.is_publication(t::app.notification_type) as publication,
+              app_private.content_mute_silences(true, t::app.notification_type) as muted,
+              app_private.content_mute_silences(false, t::app.notification_type) as unmuted,
+              app_private.pushed_type(t::app.notification_type) as pushed
+       from unnest($1::text[]) t`,
+      [notificationTypes],
+    );
+    const publication = new Set<string>(publicationTypes);
+    expect(rows).toEqual(
+      notificationTypes.map((type) => ({
+        type,
+        publication: publication.has(type),
+        muted: publication.has(type) || type === 'post_reposted',
+        unmuted: false,
+        pushed: !publication.has(type),
+      })),
+    );
   });
 });

@@ -1,4 +1,5 @@
 // Post, comment, vote and bookmark policies, tested directly in SQL.
+import { z } from 'zod';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestApp, type TestApp } from '../helpers/app.ts';
 import type { SealedTally } from '../../server/votes/ballots.ts';
@@ -6,6 +7,8 @@ import { addMember, createHub } from '../helpers/hubs.ts';
 import { createPost, slider, vote } from '../helpers/posts.ts';
 import { asViewer, rowsOrError } from '../helpers/sql.ts';
 import { userAtLevel, type TestUser } from '../helpers/users.ts';
+import { missingLevelCode } from '../../server/http/access-levels.ts';
+import { audiences, checkFrame, frameFields, postHubsMax, visibilities, visibility } from '../../server/posts/fields.ts';
 
 let app: TestApp;
 let author: TestUser;
@@ -68,6 +71,45 @@ describe('posts', () => {
     expect(await read(member, 'select id from app.posts where id = $1', [lockedId])).toEqual([{ id: lockedId }]);
   });
 
+  it('state the locked-post rule once: app.post_stays_in_hubs, which every function asks', async () => {
+    const { rows } = await app.owner.query<{ visibility: string; stays: boolean }>(
+      `select v::text as visibility, app.post_stays_in_hubs(v) as stays from unnest(enum_range(null::app.post_visibility)) v`,
+    );
+    expect(rows).toEqual([
+      { visibility: 'public', stays: false },
+      { visibility: 'public_hub', stays: false },
+      { visibility: 'private_locked_hub', stays: true },
+    ]);
+    // No other function body compares a visibility with the literal (comments aside).
+    const { rows: bodies } = await app.owner.query<{ name: string; body: string }>(
+      `select p.oid::regprocedure::text as name, p.prosrc as body from pg_proc p
+       where p.pronamespace in ('app'::regnamespace, 'app_private'::regnamespace) and p.prosrc like '%private_locked_hub%'`,
+    );
+    const stating = bodies.filter(({ body }) => body.replace(/--[^\n]*/g, '').includes("'private_locked_hub'")).map(({ name }) => name);
+    expect(stating).toEqual(['app.post_stays_in_hubs(app.post_visibility)']);
+  });
+
+  it('inline the locked-post rule into the feed functions: their plans compare the visibility, calling no rule function', async () => {
+    // Inlinable: plain SQL, no security definer, no settings, immutable or stable as their bodies are.
+    const { rows } = await app.owner.query<{ name: string; volatility: string; definer: boolean; config: string[] | null }>(
+      `select p.proname::text as name, p.provolatile::text as volatility, p.prosecdef as definer, p.proconfig as config
+       from pg_proc p where p.oid in ('app.post_stays_in_hubs(app.post_visibility)'::regprocedure, 'app.post_reaches(app.posts, uuid)'::regprocedure)
+       order by 1`,
+    );
+    expect(rows).toEqual([
+      { name: 'post_reaches', volatility: 's', definer: false, config: null },
+      { name: 'post_stays_in_hubs', volatility: 'i', definer: false, config: null },
+    ]);
+    const { rows: plan } = await app.owner.query<{ 'QUERY PLAN': string }>(
+      `explain (verbose, costs off) select p.id from app.posts p
+       where not app.post_stays_in_hubs(p.visibility) and app.post_visible_to(p, $1::uuid, '{}')`,
+      [member.id],
+    );
+    const text = plan.map((row) => row['QUERY PLAN']).join('\n');
+    expect(text).toContain("<> 'private_locked_hub'::app.post_visibility");
+    expect(text).not.toMatch(/post_stays_in_hubs|post_reaches|post_visible_to/);
+  });
+
   it('hide comments of posts the viewer cannot see', async () => {
     expect(await read(outsider, 'select text from app.comments where post_id = $1', [lockedId])).toEqual([]);
     expect(await read(member, 'select text from app.comments where post_id = $1', [lockedId])).toEqual([{ text: 'members only' }]);
@@ -124,5 +166,44 @@ describe('saved posts', () => {
     expect(
       await read(outsider, `insert into app.saved_posts (user_id, post_id) values ($1, $2) returning post_id`, [member.id, publicId]),
     ).toBe('42501');
+  });
+});
+
+describe('the audience rule', () => {
+  it('answers in SQL (app_private.check_post_audience) what the TypeScript table says, for every visibility, hub count and level', async () => {
+    // The author is a member of postHubsMax hubs (one made above), so hub counts up to the most are
+    // valid for them, and one more is not.
+    const hubs: string[] = [];
+    for (let i = 0; i < postHubsMax; i++) {
+      await app.owner.query(`delete from app_private.sliding_limits where key like '%' || $1`, [author.id]);
+      hubs.push((await createHub(app, author)).id);
+    }
+    const viewers = [await userAtLevel(app, 2), await userAtLevel(app, 3), author];
+    const frame = z.strictObject({ ...frameFields, visibility }).superRefine(checkFrame);
+    const extra = '00000000-0000-4000-8000-000000000000';
+    const client = await app.owner.connect();
+    try {
+      for (const viewer of viewers) {
+        const level = (await client.query('select app.user_access_level($1) as level', [viewer.id])).rows[0].level as number;
+        for (const name of visibilities) {
+          for (const count of [0, 1, 2, postHubsMax, postHubsMax + 1]) {
+            const hubIds = count > postHubsMax ? [...hubs, extra] : hubs.slice(0, count);
+            const valid = frame.safeParse({ visibility: name, hubIds }).success;
+            const expected = missingLevelCode(level, audiences[name].level) ?? (valid ? null : 'VALIDATION_FAILED');
+            await client.query('begin');
+            await client.query(`select set_config('app.user_id', $1, true)`, [viewer.id]);
+            const answer = await client
+              .query('select app_private.check_post_audience($1, $2)', [name, hubIds])
+              .then(() => null)
+              .catch((error: Error) => error.message);
+            await client.query('rollback');
+            expect(answer, `${name} with ${count} hubs at level ${level}`).toBe(expected);
+          }
+        }
+      }
+    } finally {
+      await client.query('rollback').catch(() => undefined);
+      client.release();
+    }
   });
 });
