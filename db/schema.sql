@@ -666,7 +666,7 @@ declare
   v_missing uuid[];
   v_scope uuid;
 begin
-  -- The session first (contract order 401, 403, then the request), as 0170.
+  -- The session first (contract order 401, 403, then the request).
   v_level := app.viewer_session_gate(2);
   select p.author_id, p.visibility, p.slider_text is not null, app.post_visible_to(p, v_viewer, app.viewer_block_list()),
          (select coalesce(array_agg(ph.hub_id order by ph.hub_id), '{}') from app.post_hubs ph
@@ -692,8 +692,8 @@ begin
     -- Not an API error (the API seals again and retries): a SQLSTATE of its own, never answered to a client.
     raise exception using errcode = 'OBS01', message = 'cast_vote: hubs without a sealed ballot', detail = array_to_string(v_missing, ',');
   end if;
-  -- Every write in one statement, as 0170, with a sealed ballot per pool where the counter slot
-  -- update was. The tally is the snapshot's, before this vote.
+  -- Every write in one statement: the receipt, a scope receipt and a sealed ballot per pool, the
+  -- author's notification. The tally is the snapshot's, before this vote.
   with receipt as (
     insert into app.vote_receipts (post_id, user_id) values (p_post_id, v_viewer)
       on conflict do nothing
@@ -4543,7 +4543,7 @@ CREATE FUNCTION app.viewer_session_gate(p_required integer) RETURNS integer
 -- Name: FUNCTION viewer_session_gate(p_required integer); Type: COMMENT; Schema: app; Owner: -
 --
 
-COMMENT ON FUNCTION app.viewer_session_gate(p_required integer) IS 'The session check of the transaction''s own viewer at a required level: UNAUTHORIZED when the session is not live, else the 403 code of the first missing level; answers the level. Sent with the first statement of a signed-in request (db/viewer.ts sessionGate, db/single-sync.ts) and run first by app.cast_vote (POST /posts/{postId}/vote).';
+COMMENT ON FUNCTION app.viewer_session_gate(p_required integer) IS 'The session check of the transaction''s own viewer at a required level: UNAUTHORIZED when the session is not live, else the 403 code of the first missing level; answers the level. Sent with the first statement of a signed-in request (db/viewer.ts sessionGate, db/request-transaction.ts) and run first by app.cast_vote (POST /posts/{postId}/vote).';
 
 
 --
@@ -5708,7 +5708,7 @@ CREATE FUNCTION app_private.data_export_archive(p_export_id uuid) RETURNS TABLE(
   from app_private.data_exports e
   join app.users u on u.id = e.user_id
   where e.id = p_export_id and e.status = 'pending'
-    -- nothing for an account being purged (0264): the purge deletes its archives
+    -- nothing for an account being purged (purge_started_at): the purge deletes its archives
     and not exists (select from app_private.account_states s where s.user_id = e.user_id and s.purge_started_at is not null)
 $$;
 
@@ -9156,7 +9156,7 @@ begin
   insert into app.hub_memberships
     select m.* from app_private.hidden_rows h cross join lateral jsonb_populate_record(null::app.hub_memberships, h.data) m
     where h.user_id = p_user_id and h.kind = 'membership'
-      -- removed_at: a hub internal tooling removed meanwhile (column of 0262)
+      -- removed_at: a hub internal tooling removed meanwhile (app.hubs.removed_at)
       and exists (select from app.hubs x where x.id = m.hub_id and x.removed_at is null)
     on conflict do nothing;
   insert into app.hub_activity
