@@ -12,8 +12,8 @@ import ts from 'typescript';
 
 const root = path.resolve(import.meta.dirname, '..');
 
-/** A migration number: four digits starting with 0, not part of a longer number, a version or a path. */
-const migrationNumber = /(?<![\w.:/-])0\d{3}(?![\d.:])/g;
+/** A migration number: four digits starting with 0, alone or in migrations/ (not part of a longer number, a version or another path). */
+const migrationNumber = /(?<![\w.:-])(?<!(?<!migrations|frozen)\/)0\d{3}(?![\d.:])/g;
 /** A file mode (`mode 0600`) is not a migration. */
 const fileMode = /\bmodes?\s+$/i;
 /** A path of this project: a top-level folder, then a file name with an extension. */
