@@ -27,6 +27,8 @@ import { ensureDebianPackages } from './debian-packages.ts';
 const root = path.resolve(import.meta.dirname, '..');
 const sqlRoot = path.join(root, 'db', 'sql');
 const pgFormat = '/usr/bin/pg_format';
+/** The pgFormatter the files are formatted with (Debian 12's pgformatter 5.5-1): another version may lay them out otherwise. */
+const formatterVersion = '5.5';
 const config = path.join(root, '.pg_format');
 /** .pg_format's wrap-limit. */
 const lineWidth = 140;
@@ -216,8 +218,10 @@ function main(): void {
     else writeFileSync(full, formatted);
   }
   if (unformatted.length > 0) {
+    const version = /\d+(\.\d+)+/.exec(execFileSync(pgFormat, ['--version'], { encoding: 'utf8' }))?.[0];
+    const other = version === formatterVersion ? '' : ` (this is pg_format ${version}; the files are formatted with ${formatterVersion})`;
     process.stderr.write(
-      `SQL not formatted (run npm run format, which runs tools/format-sql.ts):\n${unformatted.map((f) => `  ${f}\n`).join('')}`,
+      `SQL not formatted${other} (run npm run format, which runs tools/format-sql.ts):\n${unformatted.map((f) => `  ${f}\n`).join('')}`,
     );
     process.exitCode = 1;
   }
