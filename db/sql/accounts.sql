@@ -10,8 +10,8 @@ create or replace function app_private.account_hidden(p_user_id uuid)
 comment on function app_private.account_hidden(uuid) is 'The rule of account hiding: an account is hidden (deletion requested and/or suspended) while it has a row in app_private.account_states. Called by app_private.show_account and app.restore_post.';
 
 -- Hides an account (idempotent: an account already hidden stays as it is). Signs it out everywhere
--- (the sessions trigger of 0203 removes each session's push devices; the account's devices are
--- removed here as well, whatever session they hang on).
+-- (the trigger sessions_forget_push_devices removes each session's push devices; the account's
+-- devices are removed here as well, whatever session they hang on).
 create or replace function app_private.hide_account(p_user_id uuid)
   returns void
   language plpgsql volatile
@@ -91,7 +91,7 @@ begin
   insert into app.hub_memberships
     select m.* from app_private.hidden_rows h cross join lateral jsonb_populate_record(null::app.hub_memberships, h.data) m
     where h.user_id = p_user_id and h.kind = 'membership'
-      -- removed_at: a hub internal tooling removed meanwhile (column of 0262)
+      -- removed_at: a hub internal tooling removed meanwhile (app.hubs.removed_at)
       and exists (select from app.hubs x where x.id = m.hub_id and x.removed_at is null)
     on conflict do nothing;
   insert into app.hub_activity
@@ -239,7 +239,7 @@ create or replace function app_private.data_export_archive(p_export_id uuid)
   from app_private.data_exports e
   join app.users u on u.id = e.user_id
   where e.id = p_export_id and e.status = 'pending'
-    -- nothing for an account being purged (0264): the purge deletes its archives
+    -- nothing for an account being purged (purge_started_at): the purge deletes its archives
     and not exists (select from app_private.account_states s where s.user_id = e.user_id and s.purge_started_at is not null)
 $$;
 comment on function app_private.data_export_archive(uuid) is 'The archive of one pending export: what the user gave the service and what it keeps about them, shaped for people, never a vote position or a push token; nothing for an export done already or an account being purged. Read by the worker task export_account (worker/tasks/export-account.ts).';

@@ -1,8 +1,8 @@
 -- Shared by every domain: the schema grants, the error raiser (app.fail) and small helpers.
 
--- app.search_text (text as searches compare it: unaccented, lower case) is defined in the baseline
--- (migrations/0000_baseline.sql), not here: the search indexes are built from it, so changing it
--- is a migration that also rebuilds them.
+-- app.search_text (text as searches compare it: unaccented, lower case) is defined by the baseline
+-- migration, not here: the search indexes are built from it, so changing it is a migration that
+-- also rebuilds them.
 comment on function app.search_text(text) is
   'Text as searches compare it: unaccented, lower case. The trigram indexes on user and hub names are built from it, so it lives in the baseline and changes only with a migration that rebuilds them. Used by app.name_words_match, app_private.name_words (the search words of users and hubs) and the searches GET /search/users and GET /search/hubs.';
 grant execute on function app.search_text(text) to app_anonymous;

@@ -224,7 +224,8 @@ end
 $$;
 comment on function app_private.count_memberships() is 'Keeps the counters of app.hub_memberships in step with its rows, in the statement that writes them (joining, leaving and removal of members, hub removal, account hiding and purge): adds what new rows count and takes away what old rows counted. The function of the three statement triggers *_counted_insert, *_counted_update and *_counted_delete on app.hub_memberships.';
 
--- The recount behind the reconciliation check (0220's, with the receipts).
+-- The recount behind the reconciliation check: every counter as its rows count it now, the vote
+-- receipts included.
 create or replace function app_private.counted_now()
   returns table (counter app_private.counter, subject uuid, n bigint)
   language sql stable

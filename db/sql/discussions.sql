@@ -136,7 +136,9 @@ comment on function app.post_hub_discussion_message(uuid, uuid, text, uuid) is
 grant execute on function app.post_hub_discussion_message(uuid, uuid, text, uuid) to app_user;
 
 -- A discussion message of an author the viewer cannot see (deleted or suspended account, blocked
--- user) shows as from an anonymous former member, without id. Otherwise as 0081 wrote it.
+-- user) shows as from an anonymous former member, without id. An active member of the hub shows
+-- with their hub profile (name, photo) and phone number; a member who left, with their account's
+-- name, handle and photo.
 create or replace function app.hub_discussion_author(p_hub_id uuid, p_author_id uuid)
   returns table (author jsonb)
   language sql stable

@@ -36,7 +36,7 @@ comment on function app.remove_default_feed_user(text) is
 grant execute on function app.remove_default_feed_user(text) to app_admin;
 
 -- The Home sources of the viewer (p_blocks, p_hubs: the viewer's block list and active hubs), by
--- access level (spec 2.8), as in 0140.
+-- access level (spec 2.8).
 create or replace function app_private.home_sources(p_viewer uuid, p_blocks uuid[], p_hubs uuid[],
   out own uuid, out followees uuid[], out many_followees boolean,
   out co_members uuid[], out many_co_members boolean, out friends uuid[], out default_authors uuid[])
@@ -121,7 +121,7 @@ comment on function app_private.posts_by_authors(uuid[], app.post_visibility[], 
   'Visible posts of a set of authors before the cursor, newest first, at most p_window (per author for a small set, one time-ordered scan for a large one). Used by app_private.home_events (GET /posts).';
 
 -- Home events before the cursor, at most p_window per source, newest first (src numbers the
--- source), as in 0140, with the post's visibility (for the shown-earlier test). A source over a set
+-- source), with the post's visibility (for the shown-earlier test). A source over a set
 -- of users has two branches, per user (small set) and by time with index probes (large set); the
 -- unused one is skipped as a one-time filter.
 create or replace function app_private.home_events(p_viewer uuid, p_blocks uuid[], p_hubs uuid[], p_after_at timestamptz,
@@ -217,7 +217,7 @@ $$;
 comment on function app_private.home_events(uuid, uuid[], uuid[], timestamp with time zone, uuid, integer) is
   'The Home candidates before the cursor, at most p_window per source, newest first, with each post''s visibility. Used by app_private.feed_page for GET /posts.';
 
--- Profile feed of p_subject (as in 0071): their original posts and reposts, and their repeatable
+-- Profile feed of p_subject: their original posts and reposts, and their repeatable
 -- feed and hub shares (spec 2.8); never private_locked_hub. A hub share counts only for viewers who
 -- are active members of that hub now (p_hubs). Cards carry no context (no share-by attribution).
 create or replace function app_private.profile_card_events_since_cursor(p_subject uuid, p_post_id uuid, p_hubs uuid[], p_snapshot timestamptz,
@@ -298,8 +298,8 @@ comment on function app_private.hub_events(uuid, uuid, uuid[], timestamp with ti
 -- One page of a feed (p_feed: home, profile or hub): the newest event of each frame among the
 -- sources' windows, skipping frames shown on earlier pages. A source that filled its window may
 -- hold older events beyond it, so only candidates at or after the newest such window end are
--- certain; when fewer than a page are certain, the windows double and the query runs again (as in
--- 0140). The shown-earlier test runs last, on the certain candidates in page order, until the page
+-- certain; when fewer than a page are certain, the windows double and the query runs again. The
+-- shown-earlier test runs last, on the certain candidates in page order, until the page
 -- is full (the first page, its cursor id the largest uuid, skips it).
 create or replace function app_private.feed_page(p_feed text, p_subject uuid, p_snapshot timestamptz, p_after_at timestamptz,
   p_after_id uuid, p_limit int)

@@ -266,10 +266,10 @@ $$;
 comment on function app_private.start_membership(uuid, uuid) is
   'Makes a user a member of a hub (false when already one), records their hub activity and queues the hub_member_joined fan-out. Called by app.accept_invitation and app.approve_join_request.';
 
--- A join request sent concurrently by one user answered 500: two requests both saw no pending
--- request, both inserted, and the second broke hub_join_requests_one_pending. The insert now skips
--- on that conflict (waiting for the first to commit) and answers the request that is pending, as a
--- second request answers it; the admins' fan-out is queued only by the request that inserted.
+-- Opens a user's join request, or answers the one pending. Two requests of one user may both see
+-- no pending request, so the insert skips on hub_join_requests_one_pending (waiting for the first
+-- to commit) and answers the request that is pending, as a later request does; the admins'
+-- fan-out is queued only by the request that inserted.
 create or replace function app_private.open_join_request(p_hub_id uuid, p_source app.join_request_source,
   p_invitation_id uuid, p_invite_link_id uuid)
   returns uuid
@@ -744,7 +744,7 @@ create or replace function app_private.co_members_of(p_hubs uuid[], p_viewer uui
 comment on function app_private.co_members_of(uuid[], uuid) is
   'The co-members of a viewer, given the viewer''s active hubs. Used by the home feed''s functions app_private.home_card_events_since_cursor and app_private.home_events (GET /posts).';
 
--- Active membership (0030/0033): a membership row, and the member is Hub-ready (level 4).
+-- Active membership: a membership row, and the member is Hub-ready (level 4).
 create or replace function app_private.active_member(p_hub_id uuid, p_user_id uuid)
   returns table (active boolean)
   language sql stable
@@ -1133,7 +1133,8 @@ comment on policy hub_memberships_select_related on app.hub_memberships is
 grant select on app.hub_memberships to app_admin;
 grant select (hub_id, user_id, role) on app.hub_memberships to app_user;
 
--- As public as the hub names they come from: every hub is visible to signed-in users (0033).
+-- As public as the hub names they come from: every hub is visible to signed-in users
+-- (hubs_select_signed_in).
 create policy hub_name_words_select_signed_in on app.hub_name_words for select to app_user using (true);
 comment on policy hub_name_words_select_signed_in on app.hub_name_words is
   'Hub name words are as public as hub names: every signed-in user reads them. Serves GET /search/hubs.';
@@ -1174,8 +1175,8 @@ create policy hubs_select_signed_in on app.hubs for select to app_user using (re
 comment on policy hubs_select_signed_in on app.hubs is
   'Every hub that is not removed is visible to signed-in users. Serves GET /hubs/{hubId}, GET /search/hubs, GET /users/me/hubs and the hubs named in cards and lists.';
 
--- Every change goes through the stored functions of 0032; internal tooling sets the
--- recommended flag (GET /search/hubs with an empty q lists recommended hubs).
+-- Every other change goes through the hub functions (app.create_hub, app.update_hub, ...);
+-- internal tooling sets the recommended flag (GET /search/hubs with an empty q lists recommended hubs).
 create policy hubs_update_recommended_admin on app.hubs for update to app_admin using (true) with check (true);
 comment on policy hubs_update_recommended_admin on app.hubs is
   'Admin tooling sets the recommended flag of a hub (the only column granted to app_admin); every other change goes through the hub functions. GET /search/hubs with an empty q lists recommended hubs.';

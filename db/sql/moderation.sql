@@ -230,7 +230,7 @@ comment on function app.restore_post(uuid) is 'Restores a removed post: shown ag
 grant execute on function app.restore_post(uuid) to app_admin;
 
 -- Suspends a user for p_days days (null: for good): signed out everywhere, push devices removed,
--- hidden like a deleted account (0261), sign-in and refresh refused with ACCOUNT_SUSPENDED. A
+-- hidden like a deleted account (app_private.hide_account), sign-in and refresh refused with ACCOUNT_SUSPENDED. A
 -- suspension for a time ends by itself (worker task lift_suspension at its end; a sign-in after the
 -- end lifts it as well). Suspending a suspended user sets the new term.
 create or replace function app.suspend_user(p_user_id uuid, p_days integer, p_reason text)

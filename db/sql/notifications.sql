@@ -90,8 +90,8 @@ comment on function app_private.take_notification_dispatch() is
   'Leadership of the notification dispatcher: a session advisory lock one connection of one API process holds (server/sse/dispatcher.ts, every second).';
 grant execute on function app_private.take_notification_dispatch() to authenticator;
 
--- The dispatcher of 0020, announcing ranges that hold new rows or badge changes; the payload says
--- which ({"from", "to"} as before, plus "badges": true when the range holds badge changes).
+-- The dispatcher, announcing ranges that hold new rows or badge changes; the payload says which
+-- ({"from", "to"}, plus "badges": true when the range holds badge changes).
 create or replace function app_private.dispatch_notifications()
   returns void
   language plpgsql volatile security definer
@@ -193,7 +193,7 @@ grant execute on function app_private.fan_out_hub_notification(jsonb) to app_wor
 --     expired); rows of a session that is not are not sent, its streams close;
 --   * the actor is shown when the users policy would show that user to the recipient (a public
 --     profile or the recipient themself, and no block either way), its photo with it: the columns
---     of app.notification_rows (0020), which the list reads as the viewer.
+--     of app.notification_rows, which the list reads as the viewer.
 -- Ordered by session, then (tx_id, id).
 create or replace function app_private.live_notifications(p_from xid8, p_to xid8)
   returns table (session_id uuid, live boolean, tx_id xid8, notification_id uuid, type app.notification_type,
@@ -264,7 +264,7 @@ comment on function app_private.notification_dispatched_to() is
   'The dispatcher''s watermark: every range below it has been announced. Read by a stream process whose listening connection was down (server/sse/hub.ts).';
 grant execute on function app_private.notification_dispatched_to() to authenticator;
 
--- The rule of 0180, written through the scope: the recipient's own row whose scope is visible.
+-- The notification rule, written through the scope: the recipient's own row whose scope is visible.
 create or replace function app_private.notification_visible(p_notification app.notifications, p_user_id uuid)
   returns boolean
   language sql stable
@@ -286,7 +286,7 @@ $$;
 comment on function app_private.notification_scope_kind(app.notification_type, uuid) is
   'The scope kind of a row for counting: ''h'' a hub row, ''r'' a global post_reposted row, ''g'' any other global row. Used by app_private.unread_bucket and app_private.notification_visible.';
 
--- The counting bucket of a row now: its scope (0200), with global post_reposted rows of a repost
+-- The counting bucket of a row now: its scope (app_private.notification_scope_kind), with global post_reposted rows of a repost
 -- visible to everyone counted in 'g'. An 'r' row without a post_id (it fails closed) is counted
 -- under the nil uuid, which names no post.
 create or replace function app_private.unread_bucket(p_type app.notification_type, p_hub_id uuid, p_post_id uuid)
@@ -365,7 +365,7 @@ comment on function app_private.move_repost_unread() is
   'Trigger function: when a repost stops (or starts again) being visible to everyone, its unread global post_reposted rows move between each recipient''s buckets. Triggers posts_move_repost_unread and posts_move_repost_unread_on_delete.';
 
 -- The visible unread rows of p_user_id, per hub (hub_id null: rows without a hub): the buckets'
--- sums, each bucket kept when its scope is visible to the user now (0200). One index range of the
+-- sums, each bucket kept when its scope is visible to the user now. One index range of the
 -- user's counter rows: at most 32 per bucket.
 create or replace function app_private.unread_counts(p_user_id uuid)
   returns table (hub_id uuid, unread bigint)
@@ -560,9 +560,9 @@ $$;
 comment on function app_private.record_badge_changes() is
   'Trigger function: rows of a user that went from unread to read in one statement make one badge change for that user, which the stream delivers (GET /notifications/stream). Trigger notifications_record_badge_changes.';
 
--- For the reader connection of an API process (0182): the badges of the users with a badge change
+-- For the reader connection of an API process (server/sse): the badges of the users with a badge change
 -- in [p_from, p_to) and a live session with a stream open in this process (pg_temp.live_open_sessions),
--- per session: the app-icon and hub footer badges (app_private.unread_counts, 0201).
+-- per session: the app-icon and hub footer badges (app_private.unread_counts).
 create or replace function app_private.live_badges(p_from xid8, p_to xid8)
   returns table (session_id uuid, unread bigint, hub_unread bigint)
   language plpgsql stable security definer

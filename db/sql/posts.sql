@@ -375,10 +375,10 @@ create or replace function app_private.lock_reposts(p_post_ids uuid[])
 comment on function app_private.lock_reposts(uuid[]) is
   'Share-locks reposts, in id order, so a repost''s visibility cannot change between reading it for an unread bucket and committing. Called by app_private.count_unread (the unread counting triggers on app.notifications).';
 
--- The purge (0264) deletes posts and empty hubs; since 0290 their pending sealed ballots (fewer than
--- k, waiting for the tallier) live in app_private.sealed_ballots, which has no foreign keys. They go
--- with the post or hub: a tallier folding them later would write counters for a post or hub that
--- no longer exists. Otherwise as 0264 wrote them.
+-- Deletes posts with every row that refers to them (the account purge). The pending sealed ballots
+-- (fewer than k, waiting for the tallier) live in app_private.sealed_ballots, which has no foreign
+-- keys, so they are deleted here too (and with a deleted hub, app_private.delete_hub): a tallier
+-- folding them later would write counters for a post or hub that does not exist.
 create or replace function app_private.delete_posts(p_posts uuid[])
   returns void
   language plpgsql volatile
@@ -415,7 +415,7 @@ comment on function app_private.delete_posts(uuid[]) is
 -- columns a user token may not read, so a function of the whole row (a computed field) would fail
 -- for it: their counts come as views of their own, keyed like the row, whose rows are the rows the
 -- caller may see (security_invoker: the table's policy decides): PostStat, CommentStat and HubStat
--- (HubDiscussionStat keeps the discussion counts, which stay in their rows: see 0220).
+-- (HubDiscussionStat keeps the discussion counts, which stay in their rows: app.hub_discussion_stats).
 -- (Each reads its counts in a lateral subquery: a view over two relations is printed alike by every
 -- PostgreSQL major, which db/schema.sql's test compares.)
 create or replace view app.post_stats with (security_invoker = true) as

@@ -88,7 +88,7 @@ create or replace function app_private.pushed_type(p_type app.notification_type)
   as $$ select not app_private.is_publication(p_type) $$;
 comment on function app_private.pushed_type(app.notification_type) is 'Whether a notification type is ever pushed: publication alerts (hub_post_created, post_shared_to_hub) are rows and stream events only (spec part 6). Used by app_private.push_allowed.';
 
--- Whether a user's settings (0204) let a push of this type through (p_type null: a badge push,
+-- Whether a user's settings (app_private.notification_settings) let a push of this type through (p_type null: a badge push,
 -- which follows the master switch only).
 create or replace function app_private.push_allowed(p_settings app_private.notification_settings, p_type app.notification_type)
   returns boolean

@@ -69,7 +69,8 @@ $$;
 comment on function app_private.start_session(uuid, bytea) is
   'Every sign-in''s session (OTP, identity provider, anonymous): refuses a suspended account (ACCOUNT_SUSPENDED), restores one whose deletion was requested, stores the refresh token''s hash. Called by app.verify_otp (POST /auth/otp/verify), app.idp_session (POST /auth/idp/token) and app.anonymous_session (POST /auth/anonymous/session).';
 
--- Refresh of a suspended account: 403 ACCOUNT_SUSPENDED. Otherwise as 0241 left it.
+-- Rotates a refresh token: the old one stays valid for a grace window, and its reuse after that
+-- revokes the session. A suspended account gets 403 ACCOUNT_SUSPENDED.
 create or replace function app.refresh_session(p_refresh_hash bytea, p_new_refresh_hash bytea, out user_id uuid, out session_id uuid, out outcome text, out issued_at timestamptz)
   returns record
   language plpgsql security definer
@@ -181,7 +182,7 @@ comment on function app.viewer_has_level(integer) is
   'Whether the viewer''s account is at a level: used by policies and readers that show more to a user at level 4 (hub membership lists, feeds).';
 grant execute on function app.viewer_has_level(integer) to app_anonymous;
 
--- Issues a code for a phone (replaces 0010's version). Returns 0 when the code was stored, or the
+-- Issues a code for a phone. Returns 0 when the code was stored, or the
 -- seconds to wait: while the previous code is younger than 60 s, or when the phone already got 10
 -- codes in the last 24 hours (until the oldest of them leaves the window). A request refused by the
 -- 60 s rule issues no code and does not count. The advisory lock serialises requests for one phone.
@@ -418,8 +419,8 @@ comment on function app.require_level(integer) is
   'Raises the 403 code of the first access level the viewer lacks below p_level (contract section 2), through app.session_gate (the viewer''s level, 0 without a user). Called first by the write functions of every domain and by internal GraphQL''s mutations.';
 grant execute on function app.require_level(integer) to app_anonymous;
 
--- Housekeeping (replaces 0015's version): also forgets limit keys with no hit in the last 24 hours
--- (the longest window).
+-- Housekeeping: expired codes, refresh tokens of sessions over for a day, finished rate-limit
+-- windows, and limit keys with no hit in the last 24 hours (the longest window).
 create or replace function app_private.purge_expired_auth()
   returns void
   language sql volatile security definer
@@ -587,15 +588,15 @@ grant execute on function app.access_level(text) to app_anonymous, app_worker;
 
 -- The session check of the transaction's own viewer (app.viewer_session_id, app.viewer_id) at a
 -- required level: the one form every caller uses. The request's deferred check sends it after the
--- viewer's settings (db/viewer.ts sessionGate), the one-Sync batch as a named statement
--- (db/single-sync.ts), and app.cast_vote runs it first. Plain SQL, so it is inlined into the
+-- viewer's settings, with the request's first statement (db/viewer.ts sessionGate,
+-- db/request-transaction.ts), and app.cast_vote runs it first. Plain SQL, so it is inlined into the
 -- caller's expression: no call of its own.
 create or replace function app.viewer_session_gate(p_required int)
   returns int
   language sql volatile
   as $$ select app.session_gate(app.session_access_level(app.viewer_session_id(), app.viewer_id()), p_required) $$;
 comment on function app.viewer_session_gate(integer) is
-  'The session check of the transaction''s own viewer at a required level: UNAUTHORIZED when the session is not live, else the 403 code of the first missing level; answers the level. Sent with the first statement of a signed-in request (db/viewer.ts sessionGate, db/single-sync.ts) and run first by app.cast_vote (POST /posts/{postId}/vote).';
+  'The session check of the transaction''s own viewer at a required level: UNAUTHORIZED when the session is not live, else the 403 code of the first missing level; answers the level. Sent with the first statement of a signed-in request (db/viewer.ts sessionGate, db/request-transaction.ts) and run first by app.cast_vote (POST /posts/{postId}/vote).';
 grant execute on function app.viewer_session_gate(int) to app_user;
 
 -- The session check of a request whose first statement travels with it (one round trip
@@ -629,7 +630,7 @@ comment on function app.session_gate(integer, integer) is
 grant execute on function app.session_gate(integer, integer) to app_anonymous;
 
 -- A user's access level (contract section 2) over the columns it reads: the level rule is
--- app.access_level_of (0105); this is how its inputs are read. No row: no such user.
+-- app.access_level_of; this is how its inputs are read. No row: no such user.
 create or replace function app_private.user_level(p_user_id uuid)
   returns table (level int)
   language sql stable

@@ -71,7 +71,8 @@ $$;
 comment on function app_private.merge_user(uuid, uuid) is
   'Merges a second account into the one a sign-in found: runs each step of app_private.user_merge_steps in order, marks the source merged and revokes its sessions. Called by app_private.sign_in_phone (POST /auth/otp/verify, POST /auth/idp/token).';
 
--- The profile reads the counters (0221's function otherwise unchanged).
+-- A profile's counts, read from the maintained counters (not counted), the hubs the user
+-- administers, and the viewer's follow and block relation to the user.
 create or replace function app.profile_social(p_user_id uuid,
   out followers bigint, out following bigint, out posts bigint, out votes_cast bigint, out votes_received bigint, out admin_hubs jsonb,
   out viewer_follows boolean, out viewer_followed_by boolean, out viewer_blocked boolean)
@@ -128,7 +129,7 @@ comment on function app.acknowledge_contacts() is
 grant execute on function app.acknowledge_contacts() to app_user;
 
 -- Handle alternatives always long enough: the numeric suffix is 2 to 4 digits, so a one-letter
--- base ("a!" typed, "a" usable) still yields 3-character handles. Replaces 0014's version.
+-- base ("a!" typed, "a" usable) still yields 3-character handles.
 create or replace function app.handle_availability(p_handle text,
   out available boolean, out reason text, out alternatives text[])
   language plpgsql volatile security definer
@@ -481,7 +482,8 @@ grant execute on function app.user_visible(uuid, text, uuid, uuid[]) to app_anon
 comment on function app.user_visible(uuid, text, uuid, uuid[]) is
   'Whether a user is visible to a viewer: a handle, or the viewer themself, and not on the viewer''s block list. Used by the policy users_select_public (every read of users: profiles, lists, search, cards), by app_private.live_notifications (the actor of each row in the notification stream, GET /notifications/stream), and by app.follow_user and app.report_user for their target.';
 
--- The users p_user_id has blocked or is blocked by (the block rule, 0021/0150), as one array.
+-- The users p_user_id has blocked or is blocked by (the block rule: a block hides both ways), as one
+-- array.
 create or replace function app_private.block_list(p_user_id uuid)
   returns table (ids uuid[])
   language sql stable
@@ -600,7 +602,8 @@ comment on function app_private.rebuild_user_name_words() is
 
 -- The reconciliation check of the search words: every user and hub whose kept words differ from
 -- the words of its name now (app_private.name_word_drift of each index). No rows: the words agree
--- with the names.
+-- with the names. A full scan of users and hubs: for a check or a repair
+-- (app_private.rebuild_user_name_words, app_private.rebuild_hub_name_words), never for a request.
 create or replace function app_private.search_word_drift()
   returns table (kind text, id uuid, kept text[], named text[])
   language sql stable

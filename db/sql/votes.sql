@@ -33,7 +33,7 @@ declare
   v_missing uuid[];
   v_scope uuid;
 begin
-  -- The session first (contract order 401, 403, then the request), as 0170.
+  -- The session first (contract order 401, 403, then the request).
   v_level := app.viewer_session_gate(app.access_level('profile'));
   -- (A post that stays in its hubs takes votes from whom it reaches: app.post_reaches, the
   -- locked-post rule, which app.post_visible_to applies too; the contract answers VOTE_NOT_ALLOWED.)
@@ -59,8 +59,8 @@ begin
     -- Not an API error (the API seals again and retries): a SQLSTATE of its own, never answered to a client.
     raise exception using errcode = 'OBS01', message = 'cast_vote: hubs without a sealed ballot', detail = array_to_string(v_missing, ',');
   end if;
-  -- Every write in one statement, as 0170, with a sealed ballot per pool where the counter slot
-  -- update was. The tally is the snapshot's, before this vote.
+  -- Every write in one statement: the receipt, a scope receipt and a sealed ballot per pool, the
+  -- author's notification. The tally is the snapshot's, before this vote.
   with receipt as (
     insert into app.vote_receipts (post_id, user_id) values (p_post_id, v_viewer)
       on conflict do nothing
@@ -124,12 +124,11 @@ comment on function app.cast_vote(uuid, text, text, uuid[], text[], integer) is
   'The vote, and every row it writes, in one statement: the receipt and a scope receipt per pool (global and each hub where the voter is an active member), a sealed ballot per pool, the author''s post_voted notification without actor, and through the one activity writers the voter''s activity event and hub activity; queues a scope''s tally when its pending ballots fill a batch. Checks the session first (app.viewer_session_gate, level 2). POST /posts/{postId}/vote.';
 grant execute on function app.cast_vote(uuid, text, text, uuid[], text[], integer) to app_user;
 
--- Merging an anonymous caller into a phone identity (0009, 0057) moves the caller's vote receipts
--- to the target user for the posts the target has not voted on. The target was read first and
--- written after: when the target voted on one of those posts meanwhile (a vote committed between
--- the read and the insert, or still open when the insert came), the insert broke
--- vote_receipts_pkey and the sign-in answered 500. The insert now skips a post the target holds a
--- receipt for by then (waiting for an open vote to end), and only the receipts it moved take their
+-- Merging an anonymous caller into a phone identity moves the caller's vote receipts to the target
+-- user for the posts the target has not voted on. The target may vote on one of those posts while
+-- the merge runs (a vote committed between the read and the insert, or still open when the insert
+-- comes), so the insert skips a post the target holds a receipt for by then (waiting for an open
+-- vote to end) rather than break vote_receipts_pkey, and only the receipts it moved take their
 -- scope receipts along and leave the caller: a post both voted on keeps both votes, as when the
 -- target had voted before the merge began. A vote of the target that comes after the insert waits
 -- for the merge and answers VOTE_ALREADY_CAST (app.cast_vote's own `on conflict do nothing`).

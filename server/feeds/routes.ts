@@ -1,5 +1,5 @@
 // Feeds: GET /posts (Home), GET /users/{userId}/feed (profile), GET /hubs/{hubId}/feed (spec 2.8,
-// 4.4; contract section 7 "Feeds"). Which frames a viewer gets is decided in SQL (0071_feeds.sql).
+// 4.4; contract section 7 "Feeds"). Which frames a viewer gets is decided in SQL (db/sql/feeds.sql).
 import { endpoint } from '../http/endpoint.ts';
 import { ApiError } from '../http/errors.ts';
 import { pageSchema } from '../http/paging.ts';

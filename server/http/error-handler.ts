@@ -1,6 +1,6 @@
 // Every failure ends here and leaves as a catalogued error envelope: body parser failures (400, 413),
 // paths that are not valid percent-encoding (400),
-// catalogued ApiErrors, database errors mapped by db/errors.ts, and anything else as a bare 500.
+// catalogued ApiErrors, database errors mapped by server/http/database-errors.ts, and anything else as a bare 500.
 import type { NextFunction, Request, Response } from 'express';
 import { timeoutOf, translateDatabaseError } from './database-errors.ts';
 import { routePattern } from './route-name.ts';

@@ -6,7 +6,7 @@
 // each write alternately without and with a new key (so both kinds meet the same machine at the
 // same moment), and measures each request's time from send to last byte:
 //   comment  POST /posts/{postId}/comments (a handler statement, then its commit);
-//   vote     POST /posts/{postId}/vote (one round trip without a key: db/single-sync.ts), each on a
+//   vote     POST /posts/{postId}/vote (one round trip without a key: db/request-transaction.ts), each on a
 //            post of its own;
 //   replay   the same comment request again with its key (the kept answer, nothing runs).
 // Every repeat prints the median of each; the goals compare medians of the same repeats.

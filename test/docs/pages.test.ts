@@ -30,7 +30,8 @@ describe('README and docs', () => {
 
   it('README keeps to what a newcomer and an operator need, and lists every docs page', () => {
     const readme = read('README.md');
-    expect(readme.split('\n').length).toBeLessThan(262);
+    // The configuration table (npm run docs:config) has one row per environment variable.
+    expect(readme.split('\n').length).toBeLessThan(280);
     for (const page of pages.filter((name) => name.startsWith('docs/'))) expect(readme, page).toContain(`](${page})`);
   });
 });

@@ -3,7 +3,7 @@
 //
 // startServices: `npm run migrate`, then one API process and one worker process (`node main.ts
 // --only=...`) with DATABASE_URL on HAProxy's leader port and DATABASE_REPLICA_URLS on its standby
-// port, as deploy/docker-compose.patroni.yml runs them.
+// port, as docker-compose.patroni.yml runs them.
 //
 // FailoverLoad: an author with a post and a notification stream open on it (resumed with
 // Last-Event-ID whenever it ends), and `clients` commenters, each looping over: a comment with an

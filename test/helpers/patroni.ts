@@ -260,7 +260,7 @@ export async function startPatroniCluster({ timing = 'test' as keyof typeof timi
 
   try {
     const dcsApi = (await fixedEtcd3Client()) ? 'etcd3' : 'etcd';
-    // etcd: one member (the production shape has three: deploy/docker-compose.patroni.yml).
+    // etcd: one member (the production shape has three: docker-compose.patroni.yml).
     const etcd = spawn(
       engines.etcd,
       [
