@@ -4674,7 +4674,7 @@ $$;
 -- Name: FUNCTION add_counts(p_changes app_private.counter_change[]); Type: COMMENT; Schema: app_private; Owner: -
 --
 
-COMMENT ON FUNCTION app_private.add_counts(p_changes app_private.counter_change[]) IS 'The one writer of app_private.counters: adds each change to one of the subject''s 16 slot rows (one no other open transaction is writing, for a statement of at most 32 changes; else a random one), in (counter, subject) order, so writers of one popular subject rarely wait on each other and never deadlock. Called by the counting trigger functions of this file and by app_private.move_votes_received (votes).';
+COMMENT ON FUNCTION app_private.add_counts(p_changes app_private.counter_change[]) IS 'The one writer of app_private.counters: adds each change to one of the subject''s 16 slot rows (one no other open transaction is writing, for a statement of at most 32 changes; else a random one), in (counter, subject) order, so writers of one popular subject rarely wait on each other and never deadlock. Called by the counting trigger function app_private.count_rows and by app_private.move_votes_received (votes).';
 
 
 --
@@ -5184,156 +5184,31 @@ COMMENT ON FUNCTION app_private.consume_sliding_limit(p_key text, p_limit intege
 
 
 --
--- Name: count_comments(); Type: FUNCTION; Schema: app_private; Owner: -
+-- Name: count_rows(); Type: FUNCTION; Schema: app_private; Owner: -
 --
 
-CREATE FUNCTION app_private.count_comments() RETURNS trigger
+CREATE FUNCTION app_private.count_rows() RETURNS trigger
     LANGUAGE plpgsql SECURITY DEFINER
     SET search_path TO 'pg_catalog'
     AS $$
+declare
+  v_added text := format('select (k.counter, k.subject, 1)::app_private.counter_change from new_rows r, app_private.counted_by(r::%s) k', tg_relid::regclass);
+  v_taken text := format('select (k.counter, k.subject, -1)::app_private.counter_change from old_rows r, app_private.counted_by(r::%s) k', tg_relid::regclass);
 begin
-  if tg_op = 'INSERT' then
-    perform app_private.add_counts(array(select (k.counter, k.subject, 1)::app_private.counter_change from new_rows r, app_private.counted_by_comment(r) k));
-  elsif tg_op = 'DELETE' then
-    perform app_private.add_counts(array(select (k.counter, k.subject, -1)::app_private.counter_change from old_rows r, app_private.counted_by_comment(r) k));
-  else
-    perform app_private.add_counts(array(select (k.counter, k.subject, 1)::app_private.counter_change from new_rows r, app_private.counted_by_comment(r) k
-                                         union all
-                                         select (k.counter, k.subject, -1)::app_private.counter_change from old_rows r, app_private.counted_by_comment(r) k));
-  end if;
+  -- Transition tables exist only for the events that have them: new_rows for inserts and updates,
+  -- old_rows for updates and deletes.
+  execute format('select app_private.add_counts(array(%s))',
+                 case tg_op when 'INSERT' then v_added when 'DELETE' then v_taken else v_added || ' union all ' || v_taken end);
   return null;
 end
 $$;
 
 
 --
--- Name: FUNCTION count_comments(); Type: COMMENT; Schema: app_private; Owner: -
+-- Name: FUNCTION count_rows(); Type: COMMENT; Schema: app_private; Owner: -
 --
 
-COMMENT ON FUNCTION app_private.count_comments() IS 'Keeps the counters of app.comments in step with its rows, in the statement that writes them (POST /posts/{postId}/comments, DELETE /comments/{commentId}, account hiding and purge): adds what new rows count and takes away what old rows counted. The function of the three statement triggers *_counted_insert, *_counted_update and *_counted_delete on app.comments.';
-
-
---
--- Name: count_follows(); Type: FUNCTION; Schema: app_private; Owner: -
---
-
-CREATE FUNCTION app_private.count_follows() RETURNS trigger
-    LANGUAGE plpgsql SECURITY DEFINER
-    SET search_path TO 'pg_catalog'
-    AS $$
-begin
-  if tg_op = 'INSERT' then
-    perform app_private.add_counts(array(select (k.counter, k.subject, 1)::app_private.counter_change from new_rows r, app_private.counted_by_follow(r) k));
-  elsif tg_op = 'DELETE' then
-    perform app_private.add_counts(array(select (k.counter, k.subject, -1)::app_private.counter_change from old_rows r, app_private.counted_by_follow(r) k));
-  else
-    perform app_private.add_counts(array(select (k.counter, k.subject, 1)::app_private.counter_change from new_rows r, app_private.counted_by_follow(r) k
-                                         union all
-                                         select (k.counter, k.subject, -1)::app_private.counter_change from old_rows r, app_private.counted_by_follow(r) k));
-  end if;
-  return null;
-end
-$$;
-
-
---
--- Name: FUNCTION count_follows(); Type: COMMENT; Schema: app_private; Owner: -
---
-
-COMMENT ON FUNCTION app_private.count_follows() IS 'Keeps the counters of app.follows in step with its rows, in the statement that writes them (POST and DELETE /users/{userId}/follow, POST /users/{userId}/block, account hiding and purge): adds what new rows count and takes away what old rows counted. The function of the three statement triggers *_counted_insert, *_counted_update and *_counted_delete on app.follows.';
-
-
---
--- Name: count_memberships(); Type: FUNCTION; Schema: app_private; Owner: -
---
-
-CREATE FUNCTION app_private.count_memberships() RETURNS trigger
-    LANGUAGE plpgsql SECURITY DEFINER
-    SET search_path TO 'pg_catalog'
-    AS $$
-begin
-  if tg_op = 'INSERT' then
-    perform app_private.add_counts(array(select (k.counter, k.subject, 1)::app_private.counter_change from new_rows r, app_private.counted_by_membership(r) k));
-  elsif tg_op = 'DELETE' then
-    perform app_private.add_counts(array(select (k.counter, k.subject, -1)::app_private.counter_change from old_rows r, app_private.counted_by_membership(r) k));
-  else
-    perform app_private.add_counts(array(select (k.counter, k.subject, 1)::app_private.counter_change from new_rows r, app_private.counted_by_membership(r) k
-                                         union all
-                                         select (k.counter, k.subject, -1)::app_private.counter_change from old_rows r, app_private.counted_by_membership(r) k));
-  end if;
-  return null;
-end
-$$;
-
-
---
--- Name: FUNCTION count_memberships(); Type: COMMENT; Schema: app_private; Owner: -
---
-
-COMMENT ON FUNCTION app_private.count_memberships() IS 'Keeps the counters of app.hub_memberships in step with its rows, in the statement that writes them (joining, leaving and removal of members, hub removal, account hiding and purge): adds what new rows count and takes away what old rows counted. The function of the three statement triggers *_counted_insert, *_counted_update and *_counted_delete on app.hub_memberships.';
-
-
---
--- Name: count_posts(); Type: FUNCTION; Schema: app_private; Owner: -
---
-
-CREATE FUNCTION app_private.count_posts() RETURNS trigger
-    LANGUAGE plpgsql SECURITY DEFINER
-    SET search_path TO 'pg_catalog'
-    AS $$
-begin
-  if tg_op = 'INSERT' then
-    perform app_private.add_counts(array(select (k.counter, k.subject, 1)::app_private.counter_change from new_rows r, app_private.counted_by_post(r) k));
-  elsif tg_op = 'DELETE' then
-    perform app_private.add_counts(array(select (k.counter, k.subject, -1)::app_private.counter_change from old_rows r, app_private.counted_by_post(r) k));
-  else
-    perform app_private.add_counts(array(select (k.counter, k.subject, 1)::app_private.counter_change from new_rows r, app_private.counted_by_post(r) k
-                                         union all
-                                         select (k.counter, k.subject, -1)::app_private.counter_change from old_rows r, app_private.counted_by_post(r) k));
-  end if;
-  return null;
-end
-$$;
-
-
---
--- Name: FUNCTION count_posts(); Type: COMMENT; Schema: app_private; Owner: -
---
-
-COMMENT ON FUNCTION app_private.count_posts() IS 'Keeps the counters of app.posts in step with its rows, in the statement that writes them (POST /posts, POST /posts/{postId}/reposts, DELETE /posts/{postId}, post removal by moderation, account hiding and purge): adds what new rows count and takes away what old rows counted. The function of the three statement triggers *_counted_insert, *_counted_update and *_counted_delete on app.posts.';
-
-
---
--- Name: count_receipts(); Type: FUNCTION; Schema: app_private; Owner: -
---
-
-CREATE FUNCTION app_private.count_receipts() RETURNS trigger
-    LANGUAGE plpgsql SECURITY DEFINER
-    SET search_path TO 'pg_catalog'
-    AS $$
-begin
-  if tg_op = 'INSERT' then
-    perform app_private.lock_votes_received(array(select distinct r.post_id from new_rows r), false);
-    perform app_private.add_counts(array(select (k.counter, k.subject, 1)::app_private.counter_change from new_rows r, app_private.counted_by_receipt(r) k));
-  elsif tg_op = 'DELETE' then
-    perform app_private.lock_votes_received(array(select distinct r.post_id from old_rows r), false);
-    perform app_private.add_counts(array(select (k.counter, k.subject, -1)::app_private.counter_change from old_rows r, app_private.counted_by_receipt(r) k));
-  else
-    perform app_private.lock_votes_received(array(select r.post_id from new_rows r union select r.post_id from old_rows r), false);
-    perform app_private.add_counts(array(select (k.counter, k.subject, 1)::app_private.counter_change from new_rows r, app_private.counted_by_receipt(r) k
-                                         union all
-                                         select (k.counter, k.subject, -1)::app_private.counter_change from old_rows r, app_private.counted_by_receipt(r) k));
-  end if;
-  return null;
-end
-$$;
-
-
---
--- Name: FUNCTION count_receipts(); Type: COMMENT; Schema: app_private; Owner: -
---
-
-COMMENT ON FUNCTION app_private.count_receipts() IS 'Keeps user_votes_cast (of the voter) and user_votes_received (of the post''s author, if the post counts votes) in step with app.vote_receipts, in the statement that writes them (POST /posts/{postId}/vote, the account merge of a phone sign-in, the account purge); takes the posts'' votes-received locks first (app_private.lock_votes_received). The function of the three vote_receipts_counted_* statement triggers.';
+COMMENT ON FUNCTION app_private.count_rows() IS 'The counting rule of every counted table (app.comments, app.posts, app.follows, app.hub_memberships, app.vote_receipts): keeps its counters in step with its rows in the statement that writes them, adding what new rows count and taking away what old rows counted (app_private.counted_by). The function of the statement triggers _500_count_insert, _500_count_update and _500_count_delete of those tables.';
 
 
 --
@@ -5396,10 +5271,10 @@ ALTER TABLE ONLY app.comments FORCE ROW LEVEL SECURITY;
 
 
 --
--- Name: counted_by_comment(app.comments); Type: FUNCTION; Schema: app_private; Owner: -
+-- Name: counted_by(app.comments); Type: FUNCTION; Schema: app_private; Owner: -
 --
 
-CREATE FUNCTION app_private.counted_by_comment(p_row app.comments) RETURNS TABLE(counter app_private.counter, subject uuid)
+CREATE FUNCTION app_private.counted_by(p_row app.comments) RETURNS TABLE(counter app_private.counter, subject uuid)
     LANGUAGE sql IMMUTABLE
     AS $$
   select x.counter, x.subject
@@ -5410,10 +5285,10 @@ $$;
 
 
 --
--- Name: FUNCTION counted_by_comment(p_row app.comments); Type: COMMENT; Schema: app_private; Owner: -
+-- Name: FUNCTION counted_by(p_row app.comments); Type: COMMENT; Schema: app_private; Owner: -
 --
 
-COMMENT ON FUNCTION app_private.counted_by_comment(p_row app.comments) IS 'What one comment counts towards (post_comments of its post, comment_replies of its parent; a deleted comment nothing): the single definition of these counters, used by the trigger function app_private.count_comments and by the recount app_private.counted_now.';
+COMMENT ON FUNCTION app_private.counted_by(p_row app.comments) IS 'What one comment counts towards (post_comments of its post, comment_replies of its parent; a deleted comment nothing): the single definition of these counters, used by the counting triggers (app_private.count_rows) and by the recount app_private.counted_now.';
 
 
 --
@@ -5432,10 +5307,10 @@ ALTER TABLE ONLY app.follows FORCE ROW LEVEL SECURITY;
 
 
 --
--- Name: counted_by_follow(app.follows); Type: FUNCTION; Schema: app_private; Owner: -
+-- Name: counted_by(app.follows); Type: FUNCTION; Schema: app_private; Owner: -
 --
 
-CREATE FUNCTION app_private.counted_by_follow(p_row app.follows) RETURNS TABLE(counter app_private.counter, subject uuid)
+CREATE FUNCTION app_private.counted_by(p_row app.follows) RETURNS TABLE(counter app_private.counter, subject uuid)
     LANGUAGE sql IMMUTABLE
     AS $$
   select x.counter, x.subject
@@ -5444,10 +5319,30 @@ $$;
 
 
 --
--- Name: FUNCTION counted_by_follow(p_row app.follows); Type: COMMENT; Schema: app_private; Owner: -
+-- Name: FUNCTION counted_by(p_row app.follows); Type: COMMENT; Schema: app_private; Owner: -
 --
 
-COMMENT ON FUNCTION app_private.counted_by_follow(p_row app.follows) IS 'What one follow counts towards (user_followers of the followee, user_following of the follower): the single definition of these counters, used by the trigger function app_private.count_follows and by the recount app_private.counted_now.';
+COMMENT ON FUNCTION app_private.counted_by(p_row app.follows) IS 'What one follow counts towards (user_followers of the followee, user_following of the follower): the single definition of these counters, used by the counting triggers (app_private.count_rows) and by the recount app_private.counted_now.';
+
+
+--
+-- Name: counted_by(app.hub_discussion_messages); Type: FUNCTION; Schema: app_private; Owner: -
+--
+
+CREATE FUNCTION app_private.counted_by(p_row app.hub_discussion_messages) RETURNS TABLE(counter app_private.counter, subject uuid)
+    LANGUAGE sql IMMUTABLE
+    AS $$
+  select x.counter, x.subject
+  from (values ('discussion_messages'::app_private.counter, p_row.discussion_id), ('message_replies', p_row.parent_id)) x (counter, subject)
+  where x.subject is not null
+$$;
+
+
+--
+-- Name: FUNCTION counted_by(p_row app.hub_discussion_messages); Type: COMMENT; Schema: app_private; Owner: -
+--
+
+COMMENT ON FUNCTION app_private.counted_by(p_row app.hub_discussion_messages) IS 'What one discussion message counts towards (discussion_messages of its discussion, message_replies of its parent): kept in their own rows by the discussions triggers, so only the recount app_private.counted_now uses this definition, to check them.';
 
 
 --
@@ -5466,10 +5361,10 @@ ALTER TABLE ONLY app.hub_memberships FORCE ROW LEVEL SECURITY;
 
 
 --
--- Name: counted_by_membership(app.hub_memberships); Type: FUNCTION; Schema: app_private; Owner: -
+-- Name: counted_by(app.hub_memberships); Type: FUNCTION; Schema: app_private; Owner: -
 --
 
-CREATE FUNCTION app_private.counted_by_membership(p_row app.hub_memberships) RETURNS TABLE(counter app_private.counter, subject uuid)
+CREATE FUNCTION app_private.counted_by(p_row app.hub_memberships) RETURNS TABLE(counter app_private.counter, subject uuid)
     LANGUAGE sql IMMUTABLE
     AS $$
   select 'hub_members'::app_private.counter, p_row.hub_id
@@ -5477,37 +5372,17 @@ $$;
 
 
 --
--- Name: FUNCTION counted_by_membership(p_row app.hub_memberships); Type: COMMENT; Schema: app_private; Owner: -
+-- Name: FUNCTION counted_by(p_row app.hub_memberships); Type: COMMENT; Schema: app_private; Owner: -
 --
 
-COMMENT ON FUNCTION app_private.counted_by_membership(p_row app.hub_memberships) IS 'What one hub membership counts towards (hub_members of its hub): the single definition of this counter, used by the trigger function app_private.count_memberships and by the recount app_private.counted_now.';
-
-
---
--- Name: counted_by_message(app.hub_discussion_messages); Type: FUNCTION; Schema: app_private; Owner: -
---
-
-CREATE FUNCTION app_private.counted_by_message(p_row app.hub_discussion_messages) RETURNS TABLE(counter app_private.counter, subject uuid)
-    LANGUAGE sql IMMUTABLE
-    AS $$
-  select x.counter, x.subject
-  from (values ('discussion_messages'::app_private.counter, p_row.discussion_id), ('message_replies', p_row.parent_id)) x (counter, subject)
-  where x.subject is not null
-$$;
+COMMENT ON FUNCTION app_private.counted_by(p_row app.hub_memberships) IS 'What one hub membership counts towards (hub_members of its hub): the single definition of this counter, used by the counting triggers (app_private.count_rows) and by the recount app_private.counted_now.';
 
 
 --
--- Name: FUNCTION counted_by_message(p_row app.hub_discussion_messages); Type: COMMENT; Schema: app_private; Owner: -
+-- Name: counted_by(app.posts); Type: FUNCTION; Schema: app_private; Owner: -
 --
 
-COMMENT ON FUNCTION app_private.counted_by_message(p_row app.hub_discussion_messages) IS 'What one discussion message counts towards (discussion_messages of its discussion, message_replies of its parent): kept in their own rows by the discussions triggers, so only the recount app_private.counted_now uses this definition, to check them.';
-
-
---
--- Name: counted_by_post(app.posts); Type: FUNCTION; Schema: app_private; Owner: -
---
-
-CREATE FUNCTION app_private.counted_by_post(p_row app.posts) RETURNS TABLE(counter app_private.counter, subject uuid)
+CREATE FUNCTION app_private.counted_by(p_row app.posts) RETURNS TABLE(counter app_private.counter, subject uuid)
     LANGUAGE sql IMMUTABLE
     AS $$
   select x.counter, x.subject
@@ -5518,10 +5393,10 @@ $$;
 
 
 --
--- Name: FUNCTION counted_by_post(p_row app.posts); Type: COMMENT; Schema: app_private; Owner: -
+-- Name: FUNCTION counted_by(p_row app.posts); Type: COMMENT; Schema: app_private; Owner: -
 --
 
-COMMENT ON FUNCTION app_private.counted_by_post(p_row app.posts) IS 'What one post counts towards (post_reposts of the post it reposts, user_posts of its author unless its visibility is private_locked_hub; a deleted post nothing): the single definition of these counters, used by the trigger function app_private.count_posts and by the recount app_private.counted_now.';
+COMMENT ON FUNCTION app_private.counted_by(p_row app.posts) IS 'What one post counts towards (post_reposts of the post it reposts, user_posts of its author unless its visibility is private_locked_hub; a deleted post nothing): the single definition of these counters, used by the counting triggers (app_private.count_rows) and by the recount app_private.counted_now.';
 
 
 --
@@ -5546,10 +5421,10 @@ COMMENT ON TABLE app.vote_receipts IS '@foreignKey (post_id) references app.post
 
 
 --
--- Name: counted_by_receipt(app.vote_receipts); Type: FUNCTION; Schema: app_private; Owner: -
+-- Name: counted_by(app.vote_receipts); Type: FUNCTION; Schema: app_private; Owner: -
 --
 
-CREATE FUNCTION app_private.counted_by_receipt(p_row app.vote_receipts) RETURNS TABLE(counter app_private.counter, subject uuid)
+CREATE FUNCTION app_private.counted_by(p_row app.vote_receipts) RETURNS TABLE(counter app_private.counter, subject uuid)
     LANGUAGE sql STABLE
     AS $$
   select x.counter, x.subject
@@ -5560,10 +5435,10 @@ $$;
 
 
 --
--- Name: FUNCTION counted_by_receipt(p_row app.vote_receipts); Type: COMMENT; Schema: app_private; Owner: -
+-- Name: FUNCTION counted_by(p_row app.vote_receipts); Type: COMMENT; Schema: app_private; Owner: -
 --
 
-COMMENT ON FUNCTION app_private.counted_by_receipt(p_row app.vote_receipts) IS 'What one vote receipt counts towards (user_votes_cast of its voter; user_votes_received of its post''s author unless the post is deleted): the single definition of these counters, used by the trigger function app_private.count_receipts and by the recount app_private.counted_now.';
+COMMENT ON FUNCTION app_private.counted_by(p_row app.vote_receipts) IS 'What one vote receipt counts towards (user_votes_cast of its voter; user_votes_received of its post''s author unless the post is deleted): the single definition of these counters, used by the counting triggers (app_private.count_rows) and by the recount app_private.counted_now.';
 
 
 --
@@ -5598,12 +5473,12 @@ CREATE FUNCTION app_private.counted_now() RETURNS TABLE(counter app_private.coun
     SET search_path TO 'pg_catalog'
     AS $$
   select k.counter, k.subject, count(*)
-  from (select k.* from app.comments r, app_private.counted_by_comment(r) k
-        union all select k.* from app.posts r, app_private.counted_by_post(r) k
-        union all select k.* from app.follows r, app_private.counted_by_follow(r) k
-        union all select k.* from app.hub_memberships r, app_private.counted_by_membership(r) k
-        union all select k.* from app.hub_discussion_messages r, app_private.counted_by_message(r) k
-        union all select k.* from app.vote_receipts r, app_private.counted_by_receipt(r) k) k
+  from (select k.* from app.comments r, app_private.counted_by(r) k
+        union all select k.* from app.posts r, app_private.counted_by(r) k
+        union all select k.* from app.follows r, app_private.counted_by(r) k
+        union all select k.* from app.hub_memberships r, app_private.counted_by(r) k
+        union all select k.* from app.hub_discussion_messages r, app_private.counted_by(r) k
+        union all select k.* from app.vote_receipts r, app_private.counted_by(r) k) k
   group by k.counter, k.subject
 $$;
 
@@ -7018,6 +6893,34 @@ COMMENT ON FUNCTION app_private.live_sessions_sync(p_add uuid[], p_remove uuid[]
 
 
 --
+-- Name: lock_receipt_posts(); Type: FUNCTION; Schema: app_private; Owner: -
+--
+
+CREATE FUNCTION app_private.lock_receipt_posts() RETURNS trigger
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog'
+    AS $$
+begin
+  if tg_op = 'INSERT' then
+    perform app_private.lock_votes_received(array(select distinct r.post_id from new_rows r), false);
+  elsif tg_op = 'DELETE' then
+    perform app_private.lock_votes_received(array(select distinct r.post_id from old_rows r), false);
+  else
+    perform app_private.lock_votes_received(array(select r.post_id from new_rows r union select r.post_id from old_rows r), false);
+  end if;
+  return null;
+end
+$$;
+
+
+--
+-- Name: FUNCTION lock_receipt_posts(); Type: COMMENT; Schema: app_private; Owner: -
+--
+
+COMMENT ON FUNCTION app_private.lock_receipt_posts() IS 'Takes the shared votes-received locks of the posts of the receipts a statement writes (POST /posts/{postId}/vote, the account merge of a phone sign-in, the account purge), before the receipts are counted (app_private.lock_votes_received). The function of the statement triggers _490_lock_posts_insert, _490_lock_posts_update and _490_lock_posts_delete on app.vote_receipts.';
+
+
+--
 -- Name: lock_reposts(uuid[]); Type: FUNCTION; Schema: app_private; Owner: -
 --
 
@@ -7798,7 +7701,7 @@ CREATE FUNCTION app_private.post_counts_votes(p_row app.posts) RETURNS boolean
 -- Name: FUNCTION post_counts_votes(p_row app.posts); Type: COMMENT; Schema: app_private; Owner: -
 --
 
-COMMENT ON FUNCTION app_private.post_counts_votes(p_row app.posts) IS 'Whether a post''s receipts count towards its author''s votesReceived (not deleted). Used by app_private.counted_by_receipt (the receipts'' trigger and the recount) and app_private.move_votes_received (the posts'' trigger, votes.sql).';
+COMMENT ON FUNCTION app_private.post_counts_votes(p_row app.posts) IS 'Whether a post''s receipts count towards its author''s votesReceived (not deleted). Used by app_private.counted_by(app.vote_receipts) (the receipts'' counting triggers and the recount) and app_private.move_votes_received (the posts'' trigger, votes.sql).';
 
 
 --
@@ -12400,6 +12303,258 @@ CREATE INDEX jobs_no_queue_index ON graphile_worker._private_jobs USING btree (p
 
 
 --
+-- Name: vote_receipts _490_lock_posts_delete; Type: TRIGGER; Schema: app; Owner: -
+--
+
+CREATE TRIGGER _490_lock_posts_delete AFTER DELETE ON app.vote_receipts REFERENCING OLD TABLE AS old_rows FOR EACH STATEMENT EXECUTE FUNCTION app_private.lock_receipt_posts();
+
+
+--
+-- Name: TRIGGER _490_lock_posts_delete ON vote_receipts; Type: COMMENT; Schema: app; Owner: -
+--
+
+COMMENT ON TRIGGER _490_lock_posts_delete ON app.vote_receipts IS 'Takes the deleted receipts'' posts'' votes-received locks before they are counted (app_private.lock_receipt_posts).';
+
+
+--
+-- Name: vote_receipts _490_lock_posts_insert; Type: TRIGGER; Schema: app; Owner: -
+--
+
+CREATE TRIGGER _490_lock_posts_insert AFTER INSERT ON app.vote_receipts REFERENCING NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION app_private.lock_receipt_posts();
+
+
+--
+-- Name: TRIGGER _490_lock_posts_insert ON vote_receipts; Type: COMMENT; Schema: app; Owner: -
+--
+
+COMMENT ON TRIGGER _490_lock_posts_insert ON app.vote_receipts IS 'Takes the inserted receipts'' posts'' votes-received locks before they are counted (app_private.lock_receipt_posts).';
+
+
+--
+-- Name: vote_receipts _490_lock_posts_update; Type: TRIGGER; Schema: app; Owner: -
+--
+
+CREATE TRIGGER _490_lock_posts_update AFTER UPDATE ON app.vote_receipts REFERENCING OLD TABLE AS old_rows NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION app_private.lock_receipt_posts();
+
+
+--
+-- Name: TRIGGER _490_lock_posts_update ON vote_receipts; Type: COMMENT; Schema: app; Owner: -
+--
+
+COMMENT ON TRIGGER _490_lock_posts_update ON app.vote_receipts IS 'Takes the updated receipts'' posts'' votes-received locks before they are counted (app_private.lock_receipt_posts).';
+
+
+--
+-- Name: comments _500_count_delete; Type: TRIGGER; Schema: app; Owner: -
+--
+
+CREATE TRIGGER _500_count_delete AFTER DELETE ON app.comments REFERENCING OLD TABLE AS old_rows FOR EACH STATEMENT EXECUTE FUNCTION app_private.count_rows();
+
+
+--
+-- Name: TRIGGER _500_count_delete ON comments; Type: COMMENT; Schema: app; Owner: -
+--
+
+COMMENT ON TRIGGER _500_count_delete ON app.comments IS 'Takes what the deleted rows counted away from post_comments and comment_replies (app_private.count_rows).';
+
+
+--
+-- Name: follows _500_count_delete; Type: TRIGGER; Schema: app; Owner: -
+--
+
+CREATE TRIGGER _500_count_delete AFTER DELETE ON app.follows REFERENCING OLD TABLE AS old_rows FOR EACH STATEMENT EXECUTE FUNCTION app_private.count_rows();
+
+
+--
+-- Name: TRIGGER _500_count_delete ON follows; Type: COMMENT; Schema: app; Owner: -
+--
+
+COMMENT ON TRIGGER _500_count_delete ON app.follows IS 'Takes what the deleted rows counted away from user_followers and user_following (app_private.count_rows).';
+
+
+--
+-- Name: hub_memberships _500_count_delete; Type: TRIGGER; Schema: app; Owner: -
+--
+
+CREATE TRIGGER _500_count_delete AFTER DELETE ON app.hub_memberships REFERENCING OLD TABLE AS old_rows FOR EACH STATEMENT EXECUTE FUNCTION app_private.count_rows();
+
+
+--
+-- Name: TRIGGER _500_count_delete ON hub_memberships; Type: COMMENT; Schema: app; Owner: -
+--
+
+COMMENT ON TRIGGER _500_count_delete ON app.hub_memberships IS 'Takes what the deleted rows counted away from hub_members (app_private.count_rows).';
+
+
+--
+-- Name: posts _500_count_delete; Type: TRIGGER; Schema: app; Owner: -
+--
+
+CREATE TRIGGER _500_count_delete AFTER DELETE ON app.posts REFERENCING OLD TABLE AS old_rows FOR EACH STATEMENT EXECUTE FUNCTION app_private.count_rows();
+
+
+--
+-- Name: TRIGGER _500_count_delete ON posts; Type: COMMENT; Schema: app; Owner: -
+--
+
+COMMENT ON TRIGGER _500_count_delete ON app.posts IS 'Takes what the deleted rows counted away from post_reposts and user_posts (app_private.count_rows).';
+
+
+--
+-- Name: vote_receipts _500_count_delete; Type: TRIGGER; Schema: app; Owner: -
+--
+
+CREATE TRIGGER _500_count_delete AFTER DELETE ON app.vote_receipts REFERENCING OLD TABLE AS old_rows FOR EACH STATEMENT EXECUTE FUNCTION app_private.count_rows();
+
+
+--
+-- Name: TRIGGER _500_count_delete ON vote_receipts; Type: COMMENT; Schema: app; Owner: -
+--
+
+COMMENT ON TRIGGER _500_count_delete ON app.vote_receipts IS 'Takes what the deleted rows counted away from user_votes_cast and user_votes_received (app_private.count_rows).';
+
+
+--
+-- Name: comments _500_count_insert; Type: TRIGGER; Schema: app; Owner: -
+--
+
+CREATE TRIGGER _500_count_insert AFTER INSERT ON app.comments REFERENCING NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION app_private.count_rows();
+
+
+--
+-- Name: TRIGGER _500_count_insert ON comments; Type: COMMENT; Schema: app; Owner: -
+--
+
+COMMENT ON TRIGGER _500_count_insert ON app.comments IS 'Adds what the inserted rows count to post_comments and comment_replies (app_private.count_rows).';
+
+
+--
+-- Name: follows _500_count_insert; Type: TRIGGER; Schema: app; Owner: -
+--
+
+CREATE TRIGGER _500_count_insert AFTER INSERT ON app.follows REFERENCING NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION app_private.count_rows();
+
+
+--
+-- Name: TRIGGER _500_count_insert ON follows; Type: COMMENT; Schema: app; Owner: -
+--
+
+COMMENT ON TRIGGER _500_count_insert ON app.follows IS 'Adds what the inserted rows count to user_followers and user_following (app_private.count_rows).';
+
+
+--
+-- Name: hub_memberships _500_count_insert; Type: TRIGGER; Schema: app; Owner: -
+--
+
+CREATE TRIGGER _500_count_insert AFTER INSERT ON app.hub_memberships REFERENCING NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION app_private.count_rows();
+
+
+--
+-- Name: TRIGGER _500_count_insert ON hub_memberships; Type: COMMENT; Schema: app; Owner: -
+--
+
+COMMENT ON TRIGGER _500_count_insert ON app.hub_memberships IS 'Adds what the inserted rows count to hub_members (app_private.count_rows).';
+
+
+--
+-- Name: posts _500_count_insert; Type: TRIGGER; Schema: app; Owner: -
+--
+
+CREATE TRIGGER _500_count_insert AFTER INSERT ON app.posts REFERENCING NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION app_private.count_rows();
+
+
+--
+-- Name: TRIGGER _500_count_insert ON posts; Type: COMMENT; Schema: app; Owner: -
+--
+
+COMMENT ON TRIGGER _500_count_insert ON app.posts IS 'Adds what the inserted rows count to post_reposts and user_posts (app_private.count_rows).';
+
+
+--
+-- Name: vote_receipts _500_count_insert; Type: TRIGGER; Schema: app; Owner: -
+--
+
+CREATE TRIGGER _500_count_insert AFTER INSERT ON app.vote_receipts REFERENCING NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION app_private.count_rows();
+
+
+--
+-- Name: TRIGGER _500_count_insert ON vote_receipts; Type: COMMENT; Schema: app; Owner: -
+--
+
+COMMENT ON TRIGGER _500_count_insert ON app.vote_receipts IS 'Adds what the inserted rows count to user_votes_cast and user_votes_received (app_private.count_rows).';
+
+
+--
+-- Name: comments _500_count_update; Type: TRIGGER; Schema: app; Owner: -
+--
+
+CREATE TRIGGER _500_count_update AFTER UPDATE ON app.comments REFERENCING OLD TABLE AS old_rows NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION app_private.count_rows();
+
+
+--
+-- Name: TRIGGER _500_count_update ON comments; Type: COMMENT; Schema: app; Owner: -
+--
+
+COMMENT ON TRIGGER _500_count_update ON app.comments IS 'Adds what the new rows count to, and takes what the old rows counted away from, post_comments and comment_replies (app_private.count_rows).';
+
+
+--
+-- Name: follows _500_count_update; Type: TRIGGER; Schema: app; Owner: -
+--
+
+CREATE TRIGGER _500_count_update AFTER UPDATE ON app.follows REFERENCING OLD TABLE AS old_rows NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION app_private.count_rows();
+
+
+--
+-- Name: TRIGGER _500_count_update ON follows; Type: COMMENT; Schema: app; Owner: -
+--
+
+COMMENT ON TRIGGER _500_count_update ON app.follows IS 'Adds what the new rows count to, and takes what the old rows counted away from, user_followers and user_following (app_private.count_rows).';
+
+
+--
+-- Name: hub_memberships _500_count_update; Type: TRIGGER; Schema: app; Owner: -
+--
+
+CREATE TRIGGER _500_count_update AFTER UPDATE ON app.hub_memberships REFERENCING OLD TABLE AS old_rows NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION app_private.count_rows();
+
+
+--
+-- Name: TRIGGER _500_count_update ON hub_memberships; Type: COMMENT; Schema: app; Owner: -
+--
+
+COMMENT ON TRIGGER _500_count_update ON app.hub_memberships IS 'Adds what the new rows count to, and takes what the old rows counted away from, hub_members (app_private.count_rows).';
+
+
+--
+-- Name: posts _500_count_update; Type: TRIGGER; Schema: app; Owner: -
+--
+
+CREATE TRIGGER _500_count_update AFTER UPDATE ON app.posts REFERENCING OLD TABLE AS old_rows NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION app_private.count_rows();
+
+
+--
+-- Name: TRIGGER _500_count_update ON posts; Type: COMMENT; Schema: app; Owner: -
+--
+
+COMMENT ON TRIGGER _500_count_update ON app.posts IS 'Adds what the new rows count to, and takes what the old rows counted away from, post_reposts and user_posts (app_private.count_rows).';
+
+
+--
+-- Name: vote_receipts _500_count_update; Type: TRIGGER; Schema: app; Owner: -
+--
+
+CREATE TRIGGER _500_count_update AFTER UPDATE ON app.vote_receipts REFERENCING OLD TABLE AS old_rows NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION app_private.count_rows();
+
+
+--
+-- Name: TRIGGER _500_count_update ON vote_receipts; Type: COMMENT; Schema: app; Owner: -
+--
+
+COMMENT ON TRIGGER _500_count_update ON app.vote_receipts IS 'Adds what the new rows count to, and takes what the old rows counted away from, user_votes_cast and user_votes_received (app_private.count_rows).';
+
+
+--
 -- Name: blocks blocks_remove_follows; Type: TRIGGER; Schema: app; Owner: -
 --
 
@@ -12411,90 +12566,6 @@ CREATE TRIGGER blocks_remove_follows AFTER INSERT ON app.blocks FOR EACH ROW EXE
 --
 
 COMMENT ON TRIGGER blocks_remove_follows ON app.blocks IS 'A block ends the follows between the two users (app_private.blocks_remove_follows).';
-
-
---
--- Name: comments comments_counted_delete; Type: TRIGGER; Schema: app; Owner: -
---
-
-CREATE TRIGGER comments_counted_delete AFTER DELETE ON app.comments REFERENCING OLD TABLE AS old_rows FOR EACH STATEMENT EXECUTE FUNCTION app_private.count_comments();
-
-
---
--- Name: TRIGGER comments_counted_delete ON comments; Type: COMMENT; Schema: app; Owner: -
---
-
-COMMENT ON TRIGGER comments_counted_delete ON app.comments IS 'Once per statement, takes what the deleted rows counted away from post_comments and comment_replies (app_private.count_comments).';
-
-
---
--- Name: comments comments_counted_insert; Type: TRIGGER; Schema: app; Owner: -
---
-
-CREATE TRIGGER comments_counted_insert AFTER INSERT ON app.comments REFERENCING NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION app_private.count_comments();
-
-
---
--- Name: TRIGGER comments_counted_insert ON comments; Type: COMMENT; Schema: app; Owner: -
---
-
-COMMENT ON TRIGGER comments_counted_insert ON app.comments IS 'Once per statement, adds what the inserted rows count to post_comments and comment_replies (app_private.count_comments).';
-
-
---
--- Name: comments comments_counted_update; Type: TRIGGER; Schema: app; Owner: -
---
-
-CREATE TRIGGER comments_counted_update AFTER UPDATE ON app.comments REFERENCING OLD TABLE AS old_rows NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION app_private.count_comments();
-
-
---
--- Name: TRIGGER comments_counted_update ON comments; Type: COMMENT; Schema: app; Owner: -
---
-
-COMMENT ON TRIGGER comments_counted_update ON app.comments IS 'Once per statement, adds what the new rows count to, and takes what the old rows counted away from, post_comments and comment_replies (app_private.count_comments).';
-
-
---
--- Name: follows follows_counted_delete; Type: TRIGGER; Schema: app; Owner: -
---
-
-CREATE TRIGGER follows_counted_delete AFTER DELETE ON app.follows REFERENCING OLD TABLE AS old_rows FOR EACH STATEMENT EXECUTE FUNCTION app_private.count_follows();
-
-
---
--- Name: TRIGGER follows_counted_delete ON follows; Type: COMMENT; Schema: app; Owner: -
---
-
-COMMENT ON TRIGGER follows_counted_delete ON app.follows IS 'Once per statement, takes what the deleted rows counted away from user_followers and user_following (app_private.count_follows).';
-
-
---
--- Name: follows follows_counted_insert; Type: TRIGGER; Schema: app; Owner: -
---
-
-CREATE TRIGGER follows_counted_insert AFTER INSERT ON app.follows REFERENCING NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION app_private.count_follows();
-
-
---
--- Name: TRIGGER follows_counted_insert ON follows; Type: COMMENT; Schema: app; Owner: -
---
-
-COMMENT ON TRIGGER follows_counted_insert ON app.follows IS 'Once per statement, adds what the inserted rows count to user_followers and user_following (app_private.count_follows).';
-
-
---
--- Name: follows follows_counted_update; Type: TRIGGER; Schema: app; Owner: -
---
-
-CREATE TRIGGER follows_counted_update AFTER UPDATE ON app.follows REFERENCING OLD TABLE AS old_rows NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION app_private.count_follows();
-
-
---
--- Name: TRIGGER follows_counted_update ON follows; Type: COMMENT; Schema: app; Owner: -
---
-
-COMMENT ON TRIGGER follows_counted_update ON app.follows IS 'Once per statement, adds what the new rows count to, and takes what the old rows counted away from, user_followers and user_following (app_private.count_follows).';
 
 
 --
@@ -12565,48 +12636,6 @@ CREATE TRIGGER hub_join_requests_list_entry AFTER INSERT OR DELETE OR UPDATE OF 
 --
 
 COMMENT ON TRIGGER hub_join_requests_list_entry ON app.hub_join_requests IS 'Keeps the kept rows of GET /users/me/hubs with each join request change (app_private.hub_list_relation_changed).';
-
-
---
--- Name: hub_memberships hub_memberships_counted_delete; Type: TRIGGER; Schema: app; Owner: -
---
-
-CREATE TRIGGER hub_memberships_counted_delete AFTER DELETE ON app.hub_memberships REFERENCING OLD TABLE AS old_rows FOR EACH STATEMENT EXECUTE FUNCTION app_private.count_memberships();
-
-
---
--- Name: TRIGGER hub_memberships_counted_delete ON hub_memberships; Type: COMMENT; Schema: app; Owner: -
---
-
-COMMENT ON TRIGGER hub_memberships_counted_delete ON app.hub_memberships IS 'Once per statement, takes what the deleted rows counted away from hub_members (app_private.count_memberships).';
-
-
---
--- Name: hub_memberships hub_memberships_counted_insert; Type: TRIGGER; Schema: app; Owner: -
---
-
-CREATE TRIGGER hub_memberships_counted_insert AFTER INSERT ON app.hub_memberships REFERENCING NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION app_private.count_memberships();
-
-
---
--- Name: TRIGGER hub_memberships_counted_insert ON hub_memberships; Type: COMMENT; Schema: app; Owner: -
---
-
-COMMENT ON TRIGGER hub_memberships_counted_insert ON app.hub_memberships IS 'Once per statement, adds what the inserted rows count to hub_members (app_private.count_memberships).';
-
-
---
--- Name: hub_memberships hub_memberships_counted_update; Type: TRIGGER; Schema: app; Owner: -
---
-
-CREATE TRIGGER hub_memberships_counted_update AFTER UPDATE ON app.hub_memberships REFERENCING OLD TABLE AS old_rows NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION app_private.count_memberships();
-
-
---
--- Name: TRIGGER hub_memberships_counted_update ON hub_memberships; Type: COMMENT; Schema: app; Owner: -
---
-
-COMMENT ON TRIGGER hub_memberships_counted_update ON app.hub_memberships IS 'Once per statement, adds what the new rows count to, and takes what the old rows counted away from, hub_members (app_private.count_memberships).';
 
 
 --
@@ -12792,48 +12821,6 @@ COMMENT ON TRIGGER post_hubs_seed_vote_counters ON app.post_hubs IS 'Seeds the h
 
 
 --
--- Name: posts posts_counted_delete; Type: TRIGGER; Schema: app; Owner: -
---
-
-CREATE TRIGGER posts_counted_delete AFTER DELETE ON app.posts REFERENCING OLD TABLE AS old_rows FOR EACH STATEMENT EXECUTE FUNCTION app_private.count_posts();
-
-
---
--- Name: TRIGGER posts_counted_delete ON posts; Type: COMMENT; Schema: app; Owner: -
---
-
-COMMENT ON TRIGGER posts_counted_delete ON app.posts IS 'Once per statement, takes what the deleted rows counted away from post_reposts and user_posts (app_private.count_posts).';
-
-
---
--- Name: posts posts_counted_insert; Type: TRIGGER; Schema: app; Owner: -
---
-
-CREATE TRIGGER posts_counted_insert AFTER INSERT ON app.posts REFERENCING NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION app_private.count_posts();
-
-
---
--- Name: TRIGGER posts_counted_insert ON posts; Type: COMMENT; Schema: app; Owner: -
---
-
-COMMENT ON TRIGGER posts_counted_insert ON app.posts IS 'Once per statement, adds what the inserted rows count to post_reposts and user_posts (app_private.count_posts).';
-
-
---
--- Name: posts posts_counted_update; Type: TRIGGER; Schema: app; Owner: -
---
-
-CREATE TRIGGER posts_counted_update AFTER UPDATE ON app.posts REFERENCING OLD TABLE AS old_rows NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION app_private.count_posts();
-
-
---
--- Name: TRIGGER posts_counted_update ON posts; Type: COMMENT; Schema: app; Owner: -
---
-
-COMMENT ON TRIGGER posts_counted_update ON app.posts IS 'Once per statement, adds what the new rows count to, and takes what the old rows counted away from, post_reposts and user_posts (app_private.count_posts).';
-
-
---
 -- Name: posts posts_move_repost_unread; Type: TRIGGER; Schema: app; Owner: -
 --
 
@@ -13013,48 +13000,6 @@ CREATE TRIGGER users_reserved_handle BEFORE INSERT OR UPDATE OF username ON app.
 --
 
 COMMENT ON TRIGGER users_reserved_handle ON app.users IS 'Rejects a reserved handle on insert and on a handle change (app_private.users_reject_reserved_handle).';
-
-
---
--- Name: vote_receipts vote_receipts_counted_delete; Type: TRIGGER; Schema: app; Owner: -
---
-
-CREATE TRIGGER vote_receipts_counted_delete AFTER DELETE ON app.vote_receipts REFERENCING OLD TABLE AS old_rows FOR EACH STATEMENT EXECUTE FUNCTION app_private.count_receipts();
-
-
---
--- Name: TRIGGER vote_receipts_counted_delete ON vote_receipts; Type: COMMENT; Schema: app; Owner: -
---
-
-COMMENT ON TRIGGER vote_receipts_counted_delete ON app.vote_receipts IS 'Once per statement, takes what the deleted rows counted away from user_votes_cast and user_votes_received (app_private.count_receipts).';
-
-
---
--- Name: vote_receipts vote_receipts_counted_insert; Type: TRIGGER; Schema: app; Owner: -
---
-
-CREATE TRIGGER vote_receipts_counted_insert AFTER INSERT ON app.vote_receipts REFERENCING NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION app_private.count_receipts();
-
-
---
--- Name: TRIGGER vote_receipts_counted_insert ON vote_receipts; Type: COMMENT; Schema: app; Owner: -
---
-
-COMMENT ON TRIGGER vote_receipts_counted_insert ON app.vote_receipts IS 'Once per statement, adds what the inserted rows count to user_votes_cast and user_votes_received (app_private.count_receipts).';
-
-
---
--- Name: vote_receipts vote_receipts_counted_update; Type: TRIGGER; Schema: app; Owner: -
---
-
-CREATE TRIGGER vote_receipts_counted_update AFTER UPDATE ON app.vote_receipts REFERENCING OLD TABLE AS old_rows NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION app_private.count_receipts();
-
-
---
--- Name: TRIGGER vote_receipts_counted_update ON vote_receipts; Type: COMMENT; Schema: app; Owner: -
---
-
-COMMENT ON TRIGGER vote_receipts_counted_update ON app.vote_receipts IS 'Once per statement, adds what the new rows count to, and takes what the old rows counted away from, user_votes_cast and user_votes_received (app_private.count_receipts).';
 
 
 --
@@ -16378,38 +16323,10 @@ REVOKE ALL ON FUNCTION app_private.consume_sliding_limit(p_key text, p_limit int
 
 
 --
--- Name: FUNCTION count_comments(); Type: ACL; Schema: app_private; Owner: -
+-- Name: FUNCTION count_rows(); Type: ACL; Schema: app_private; Owner: -
 --
 
-REVOKE ALL ON FUNCTION app_private.count_comments() FROM PUBLIC;
-
-
---
--- Name: FUNCTION count_follows(); Type: ACL; Schema: app_private; Owner: -
---
-
-REVOKE ALL ON FUNCTION app_private.count_follows() FROM PUBLIC;
-
-
---
--- Name: FUNCTION count_memberships(); Type: ACL; Schema: app_private; Owner: -
---
-
-REVOKE ALL ON FUNCTION app_private.count_memberships() FROM PUBLIC;
-
-
---
--- Name: FUNCTION count_posts(); Type: ACL; Schema: app_private; Owner: -
---
-
-REVOKE ALL ON FUNCTION app_private.count_posts() FROM PUBLIC;
-
-
---
--- Name: FUNCTION count_receipts(); Type: ACL; Schema: app_private; Owner: -
---
-
-REVOKE ALL ON FUNCTION app_private.count_receipts() FROM PUBLIC;
+REVOKE ALL ON FUNCTION app_private.count_rows() FROM PUBLIC;
 
 
 --
@@ -16462,10 +16379,10 @@ GRANT SELECT(created_at) ON TABLE app.comments TO app_anonymous;
 
 
 --
--- Name: FUNCTION counted_by_comment(p_row app.comments); Type: ACL; Schema: app_private; Owner: -
+-- Name: FUNCTION counted_by(p_row app.comments); Type: ACL; Schema: app_private; Owner: -
 --
 
-REVOKE ALL ON FUNCTION app_private.counted_by_comment(p_row app.comments) FROM PUBLIC;
+REVOKE ALL ON FUNCTION app_private.counted_by(p_row app.comments) FROM PUBLIC;
 
 
 --
@@ -16497,10 +16414,17 @@ GRANT SELECT(seq) ON TABLE app.follows TO app_anonymous;
 
 
 --
--- Name: FUNCTION counted_by_follow(p_row app.follows); Type: ACL; Schema: app_private; Owner: -
+-- Name: FUNCTION counted_by(p_row app.follows); Type: ACL; Schema: app_private; Owner: -
 --
 
-REVOKE ALL ON FUNCTION app_private.counted_by_follow(p_row app.follows) FROM PUBLIC;
+REVOKE ALL ON FUNCTION app_private.counted_by(p_row app.follows) FROM PUBLIC;
+
+
+--
+-- Name: FUNCTION counted_by(p_row app.hub_discussion_messages); Type: ACL; Schema: app_private; Owner: -
+--
+
+REVOKE ALL ON FUNCTION app_private.counted_by(p_row app.hub_discussion_messages) FROM PUBLIC;
 
 
 --
@@ -16532,24 +16456,17 @@ GRANT SELECT(role) ON TABLE app.hub_memberships TO app_user;
 
 
 --
--- Name: FUNCTION counted_by_membership(p_row app.hub_memberships); Type: ACL; Schema: app_private; Owner: -
+-- Name: FUNCTION counted_by(p_row app.hub_memberships); Type: ACL; Schema: app_private; Owner: -
 --
 
-REVOKE ALL ON FUNCTION app_private.counted_by_membership(p_row app.hub_memberships) FROM PUBLIC;
-
-
---
--- Name: FUNCTION counted_by_message(p_row app.hub_discussion_messages); Type: ACL; Schema: app_private; Owner: -
---
-
-REVOKE ALL ON FUNCTION app_private.counted_by_message(p_row app.hub_discussion_messages) FROM PUBLIC;
+REVOKE ALL ON FUNCTION app_private.counted_by(p_row app.hub_memberships) FROM PUBLIC;
 
 
 --
--- Name: FUNCTION counted_by_post(p_row app.posts); Type: ACL; Schema: app_private; Owner: -
+-- Name: FUNCTION counted_by(p_row app.posts); Type: ACL; Schema: app_private; Owner: -
 --
 
-REVOKE ALL ON FUNCTION app_private.counted_by_post(p_row app.posts) FROM PUBLIC;
+REVOKE ALL ON FUNCTION app_private.counted_by(p_row app.posts) FROM PUBLIC;
 
 
 --
@@ -16574,10 +16491,10 @@ GRANT SELECT(voted_at) ON TABLE app.vote_receipts TO app_user;
 
 
 --
--- Name: FUNCTION counted_by_receipt(p_row app.vote_receipts); Type: ACL; Schema: app_private; Owner: -
+-- Name: FUNCTION counted_by(p_row app.vote_receipts); Type: ACL; Schema: app_private; Owner: -
 --
 
-REVOKE ALL ON FUNCTION app_private.counted_by_receipt(p_row app.vote_receipts) FROM PUBLIC;
+REVOKE ALL ON FUNCTION app_private.counted_by(p_row app.vote_receipts) FROM PUBLIC;
 
 
 --
@@ -16971,6 +16888,13 @@ GRANT ALL ON FUNCTION app_private.live_notifications(p_from xid8, p_to xid8) TO 
 
 REVOKE ALL ON FUNCTION app_private.live_sessions_sync(p_add uuid[], p_remove uuid[]) FROM PUBLIC;
 GRANT ALL ON FUNCTION app_private.live_sessions_sync(p_add uuid[], p_remove uuid[]) TO authenticator;
+
+
+--
+-- Name: FUNCTION lock_receipt_posts(); Type: ACL; Schema: app_private; Owner: -
+--
+
+REVOKE ALL ON FUNCTION app_private.lock_receipt_posts() FROM PUBLIC;
 
 
 --
