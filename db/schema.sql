@@ -623,7 +623,7 @@ $$;
 -- Name: FUNCTION block_user(p_target uuid); Type: COMMENT; Schema: app; Owner: -
 --
 
-COMMENT ON FUNCTION app.block_user(p_target uuid) IS 'Blocks a user (not oneself; ALREADY_BLOCKED when blocked already); the trigger blocks_remove_follows drops the follows between the two. Called by POST /users/{userId}/block.';
+COMMENT ON FUNCTION app.block_user(p_target uuid) IS 'Blocks a user (not oneself; ALREADY_BLOCKED when blocked already); the trigger _300_remove_follows on app.blocks drops the follows between the two. Called by POST /users/{userId}/block.';
 
 
 --
@@ -4730,7 +4730,7 @@ $$;
 -- Name: FUNCTION announce_session_revoked(); Type: COMMENT; Schema: app_private; Owner: -
 --
 
-COMMENT ON FUNCTION app_private.announce_session_revoked() IS 'Trigger function: notifies ''session_revoked'' with the session id when a session becomes revoked, after commit, so every process closes that session''s streams (GET /notifications/stream). Trigger sessions_announce_revoked.';
+COMMENT ON FUNCTION app_private.announce_session_revoked() IS 'Trigger function: notifies ''session_revoked'' with the session id when a session becomes revoked, after commit, so every process closes that session''s streams (GET /notifications/stream). Trigger _800_announce_revoked on app.sessions.';
 
 
 --
@@ -4835,7 +4835,7 @@ $$;
 -- Name: FUNCTION attach_phone_invitations(); Type: COMMENT; Schema: app_private; Owner: -
 --
 
-COMMENT ON FUNCTION app_private.attach_phone_invitations() IS 'A verified phone picks up the pending invitations that waited for it, each with its hub_invite_received notification. Runs from the trigger phone_identities_attach_invitations (app_private.sign_in_phone: POST /auth/otp/verify, POST /auth/idp/token).';
+COMMENT ON FUNCTION app_private.attach_phone_invitations() IS 'A verified phone picks up the pending invitations that waited for it, each with its hub_invite_received notification. Runs from the trigger _300_attach_invitations on app.phone_identities (app_private.sign_in_phone: POST /auth/otp/verify, POST /auth/idp/token).';
 
 
 --
@@ -4936,7 +4936,7 @@ $$;
 -- Name: FUNCTION blocks_remove_follows(); Type: COMMENT; Schema: app_private; Owner: -
 --
 
-COMMENT ON FUNCTION app_private.blocks_remove_follows() IS 'A block ends the follows between the two users, both ways, in the block transaction. Runs from the trigger blocks_remove_follows (POST /users/{userId}/block, and the block merge of app_private.merge_user).';
+COMMENT ON FUNCTION app_private.blocks_remove_follows() IS 'A block ends the follows between the two users, both ways, in the block transaction. Runs from the trigger _300_remove_follows on app.blocks (POST /users/{userId}/block, and the block merge of app_private.merge_user).';
 
 
 --
@@ -4998,7 +4998,7 @@ $$;
 -- Name: FUNCTION check_profile_asset(); Type: COMMENT; Schema: app_private; Owner: -
 --
 
-COMMENT ON FUNCTION app_private.check_profile_asset() IS 'A profile image must be the user''s own profile photo (VALIDATION_FAILED otherwise), whoever writes it. Runs from the triggers users_check_profile_asset (tg_argv: id) and hub_profiles_check_profile_asset (user_id).';
+COMMENT ON FUNCTION app_private.check_profile_asset() IS 'A profile image must be the user''s own profile photo (VALIDATION_FAILED otherwise), whoever writes it. Runs from the triggers _100_check_profile_asset on app.users (tg_argv: id) and on app.hub_profiles (user_id).';
 
 
 --
@@ -5249,7 +5249,7 @@ $$;
 -- Name: FUNCTION count_unread(); Type: COMMENT; Schema: app_private; Owner: -
 --
 
-COMMENT ON FUNCTION app_private.count_unread() IS 'Trigger function: keeps the unread counters (app_private.unread_counters, through app_private.add_unread) of inserted, read and deleted rows per bucket. Triggers notifications_count_unread_inserts, _changes and _deletes.';
+COMMENT ON FUNCTION app_private.count_unread() IS 'Trigger function: keeps the unread counters (app_private.unread_counters, through app_private.add_unread) of inserted, read and deleted rows per bucket. Triggers _500_count_unread_insert, _update and _delete on app.notifications.';
 
 
 --
@@ -6084,7 +6084,7 @@ $$;
 -- Name: FUNCTION forget_revoked_session_devices(); Type: COMMENT; Schema: app_private; Owner: -
 --
 
-COMMENT ON FUNCTION app_private.forget_revoked_session_devices() IS 'A revoked session takes its push devices with it, whichever path revoked it (POST /auth/logout, a reused refresh token, account hiding, merge or purge): the function of the trigger sessions_forget_push_devices.';
+COMMENT ON FUNCTION app_private.forget_revoked_session_devices() IS 'A revoked session takes its push devices with it, whichever path revoked it (POST /auth/logout, a reused refresh token, account hiding, merge or purge): the function of the trigger _300_forget_push_devices on app.sessions.';
 
 
 --
@@ -6387,7 +6387,7 @@ $$;
 -- Name: FUNCTION hub_activity_moved(); Type: COMMENT; Schema: app_private; Owner: -
 --
 
-COMMENT ON FUNCTION app_private.hub_activity_moved() IS 'Trigger function: activity in a hub moves the actors'' own rows of the hub list (app_private.hub_list_entries, GET /users/me/hubs) at once and marks the hub for the sweep that moves the other members'' rows. Triggers hub_activity_list_inserts and hub_activity_list_updates.';
+COMMENT ON FUNCTION app_private.hub_activity_moved() IS 'Trigger function: activity in a hub moves the actors'' own rows of the hub list (app_private.hub_list_entries, GET /users/me/hubs) at once and marks the hub for the sweep that moves the other members'' rows. Triggers _300_hub_lists_insert and _300_hub_lists_update on app.hub_activity.';
 
 
 --
@@ -6434,7 +6434,7 @@ $$;
 -- Name: FUNCTION hub_discussion_messages_count(); Type: COMMENT; Schema: app_private; Owner: -
 --
 
-COMMENT ON FUNCTION app_private.hub_discussion_messages_count() IS 'Keeps a discussion''s message count and last activity, and the root''s reply count, with every message inserted. Runs from the trigger hub_discussion_messages_count.';
+COMMENT ON FUNCTION app_private.hub_discussion_messages_count() IS 'Keeps a discussion''s message count and last activity, and the root''s reply count, with every message inserted. Runs from the trigger _400_count_message on app.hub_discussion_messages.';
 
 
 --
@@ -6556,7 +6556,7 @@ $$;
 -- Name: FUNCTION hub_list_relation_changed(); Type: COMMENT; Schema: app_private; Owner: -
 --
 
-COMMENT ON FUNCTION app_private.hub_list_relation_changed() IS 'Refreshes the kept rows of GET /users/me/hubs for the (user, hub) pairs a change touches, before and after. Runs from the triggers hub_memberships_list_entry, hub_join_requests_list_entry and hub_invitations_list_entry.';
+COMMENT ON FUNCTION app_private.hub_list_relation_changed() IS 'Refreshes the kept rows of GET /users/me/hubs for the (user, hub) pairs a change touches, before and after. Runs from the triggers _300_list_entry on app.hub_memberships, app.hub_join_requests and app.hub_invitations.';
 
 
 --
@@ -6613,7 +6613,7 @@ $$;
 -- Name: FUNCTION hub_name_words_sync(); Type: COMMENT; Schema: app_private; Owner: -
 --
 
-COMMENT ON FUNCTION app_private.hub_name_words_sync() IS 'Keeps app.hub_name_words equal to the words of the hub''s name, in the statement that writes the name (POST /hubs, PATCH /hubs/{hubId}). Runs from the triggers hubs_name_words_insert and hubs_name_words_update.';
+COMMENT ON FUNCTION app_private.hub_name_words_sync() IS 'Keeps app.hub_name_words equal to the words of the hub''s name, in the statement that writes the name (POST /hubs, PATCH /hubs/{hubId}). Runs from the triggers _300_name_words_insert and _300_name_words_update on app.hubs.';
 
 
 --
@@ -7220,7 +7220,7 @@ CREATE FUNCTION app_private.moderation_log_append_only() RETURNS trigger
 -- Name: FUNCTION moderation_log_append_only(); Type: COMMENT; Schema: app_private; Owner: -
 --
 
-COMMENT ON FUNCTION app_private.moderation_log_append_only() IS 'Makes the moderation log append-only, for the owner too: any update, delete or truncate fails. The function of the triggers moderation_log_append_only and moderation_log_no_truncate.';
+COMMENT ON FUNCTION app_private.moderation_log_append_only() IS 'Makes the moderation log append-only, for the owner too: any update, delete or truncate fails. The function of the triggers _100_append_only and _100_no_truncate on app.moderation_log.';
 
 
 --
@@ -7273,7 +7273,7 @@ $$;
 -- Name: FUNCTION move_repost_unread(); Type: COMMENT; Schema: app_private; Owner: -
 --
 
-COMMENT ON FUNCTION app_private.move_repost_unread() IS 'Trigger function: when a repost stops (or starts again) being visible to everyone, its unread global post_reposted rows move between each recipient''s buckets. Triggers posts_move_repost_unread and posts_move_repost_unread_on_delete.';
+COMMENT ON FUNCTION app_private.move_repost_unread() IS 'Trigger function: when a repost stops (or starts again) being visible to everyone, its unread global post_reposted rows move between each recipient''s buckets. Triggers _400_move_repost_unread and _400_move_repost_unread_delete on app.posts.';
 
 
 --
@@ -7319,7 +7319,7 @@ $$;
 -- Name: FUNCTION move_votes_received(); Type: COMMENT; Schema: app_private; Owner: -
 --
 
-COMMENT ON FUNCTION app_private.move_votes_received() IS 'Trigger function: a post whose votes start or stop counting (deleted, restored, purged, moved by an account merge) moves its receipts'' number between authors'' votesReceived. Triggers posts_votes_received_delete and posts_votes_received_update.';
+COMMENT ON FUNCTION app_private.move_votes_received() IS 'Trigger function: a post whose votes start or stop counting (deleted, restored, purged, moved by an account merge) moves its receipts'' number between authors'' votesReceived. Triggers _510_move_votes_received_delete and _510_move_votes_received_update on app.posts.';
 
 
 --
@@ -7725,7 +7725,7 @@ $$;
 -- Name: FUNCTION post_hubs_seed_vote_counters(); Type: COMMENT; Schema: app_private; Owner: -
 --
 
-COMMENT ON FUNCTION app_private.post_hubs_seed_vote_counters() IS 'Trigger function: the hub counter rows of a slider post placed in a hub (trigger post_hubs_seed_vote_counters; POST /posts with hubs, POST /posts/{postId}/share/hubs).';
+COMMENT ON FUNCTION app_private.post_hubs_seed_vote_counters() IS 'Trigger function: the hub counter rows of a slider post placed in a hub (trigger _300_seed_vote_counters on app.post_hubs; POST /posts with hubs, POST /posts/{postId}/share/hubs).';
 
 
 --
@@ -7780,7 +7780,7 @@ $$;
 -- Name: FUNCTION posts_seed_vote_counters(); Type: COMMENT; Schema: app_private; Owner: -
 --
 
-COMMENT ON FUNCTION app_private.posts_seed_vote_counters() IS 'Trigger function: the global counter rows of a new slider post (trigger posts_seed_vote_counters; POST /posts).';
+COMMENT ON FUNCTION app_private.posts_seed_vote_counters() IS 'Trigger function: the global counter rows of a new slider post (trigger _300_seed_vote_counters on app.posts; POST /posts).';
 
 
 --
@@ -8436,7 +8436,7 @@ $$;
 -- Name: FUNCTION queue_replaced_asset(); Type: COMMENT; Schema: app_private; Owner: -
 --
 
-COMMENT ON FUNCTION app_private.queue_replaced_asset() IS 'Replacing a profile image queues the delete_asset job for the old asset in the same transaction, so the job exists exactly when the replacement committed. Runs from the triggers users_queue_replaced_photo and hub_profiles_queue_replaced_photo.';
+COMMENT ON FUNCTION app_private.queue_replaced_asset() IS 'Replacing a profile image queues the delete_asset job for the old asset in the same transaction, so the job exists exactly when the replacement committed. Runs from the triggers _800_queue_replaced_photo on app.users and app.hub_profiles.';
 
 
 --
@@ -8637,7 +8637,7 @@ $$;
 -- Name: FUNCTION record_badge_changes(); Type: COMMENT; Schema: app_private; Owner: -
 --
 
-COMMENT ON FUNCTION app_private.record_badge_changes() IS 'Trigger function: rows of a user that went from unread to read in one statement make one badge change for that user, which the stream delivers (GET /notifications/stream). Trigger notifications_record_badge_changes.';
+COMMENT ON FUNCTION app_private.record_badge_changes() IS 'Trigger function: rows of a user that went from unread to read in one statement make one badge change for that user, which the stream delivers (GET /notifications/stream). Trigger _800_record_badge_changes on app.notifications.';
 
 
 --
@@ -8726,7 +8726,7 @@ $$;
 -- Name: FUNCTION report_filed(); Type: COMMENT; Schema: app_private; Owner: -
 --
 
-COMMENT ON FUNCTION app_private.report_filed() IS 'A new report is open, undecided and carries the snapshot of its target (app_private.report_snapshot), whatever the insert said: the function of the trigger reports_snapshot.';
+COMMENT ON FUNCTION app_private.report_filed() IS 'A new report is open, undecided and carries the snapshot of its target (app_private.report_snapshot), whatever the insert said: the function of the trigger _200_snapshot on app.reports.';
 
 
 --
@@ -8963,7 +8963,7 @@ $$;
 -- Name: FUNCTION seed_vote_counters(p_post_id uuid, p_hub_id uuid); Type: COMMENT; Schema: app_private; Owner: -
 --
 
-COMMENT ON FUNCTION app_private.seed_vote_counters(p_post_id uuid, p_hub_id uuid) IS 'Makes the 16 counter slot rows of a post and scope, seeded to sum to zero, when the scope is created (a slider post, its placement in a hub); a vote never inserts a counter row. Called by the triggers posts_seed_vote_counters and post_hubs_seed_vote_counters (POST /posts, POST /posts/{postId}/share/hubs).';
+COMMENT ON FUNCTION app_private.seed_vote_counters(p_post_id uuid, p_hub_id uuid) IS 'Makes the 16 counter slot rows of a post and scope, seeded to sum to zero, when the scope is created (a slider post, its placement in a hub); a vote never inserts a counter row. Called by the triggers _300_seed_vote_counters on app.posts and app.post_hubs (POST /posts, POST /posts/{postId}/share/hubs).';
 
 
 --
@@ -9606,7 +9606,7 @@ $$;
 -- Name: FUNCTION user_name_words_sync(); Type: COMMENT; Schema: app_private; Owner: -
 --
 
-COMMENT ON FUNCTION app_private.user_name_words_sync() IS 'Keeps app.user_name_words equal to the words of the user''s full name, in the statement that writes the name (onboarding, PATCH /users/me/profile, a merge, tooling). Runs from the triggers users_name_words_insert and users_name_words_update.';
+COMMENT ON FUNCTION app_private.user_name_words_sync() IS 'Keeps app.user_name_words equal to the words of the user''s full name, in the statement that writes the name (onboarding, PATCH /users/me/profile, a merge, tooling). Runs from the triggers _300_name_words_insert and _300_name_words_update on app.users.';
 
 
 --
@@ -9629,7 +9629,7 @@ $$;
 -- Name: FUNCTION users_reject_reserved_handle(); Type: COMMENT; Schema: app_private; Owner: -
 --
 
-COMMENT ON FUNCTION app_private.users_reject_reserved_handle() IS 'Keeps reserved handles out of app.users.username (USERNAME_TAKEN), whoever writes the handle. Runs from the trigger users_reserved_handle, on the writes of PUT /users/me/onboarding/profile-basics and PATCH /users/me/profile.';
+COMMENT ON FUNCTION app_private.users_reject_reserved_handle() IS 'Keeps reserved handles out of app.users.username (USERNAME_TAKEN), whoever writes the handle. Runs from the trigger _110_reject_reserved_handle on app.users, on the writes of PUT /users/me/onboarding/profile-basics and PATCH /users/me/profile.';
 
 
 --
@@ -12303,6 +12303,328 @@ CREATE INDEX jobs_no_queue_index ON graphile_worker._private_jobs USING btree (p
 
 
 --
+-- Name: moderation_log _100_append_only; Type: TRIGGER; Schema: app; Owner: -
+--
+
+CREATE TRIGGER _100_append_only BEFORE DELETE OR UPDATE ON app.moderation_log FOR EACH ROW EXECUTE FUNCTION app_private.moderation_log_append_only();
+
+
+--
+-- Name: TRIGGER _100_append_only ON moderation_log; Type: COMMENT; Schema: app; Owner: -
+--
+
+COMMENT ON TRIGGER _100_append_only ON app.moderation_log IS 'Refuses every update and delete of a log row (app_private.moderation_log_append_only): the log is append-only, for the owner too.';
+
+
+--
+-- Name: hub_profiles _100_check_profile_asset; Type: TRIGGER; Schema: app; Owner: -
+--
+
+CREATE TRIGGER _100_check_profile_asset BEFORE INSERT OR UPDATE OF profile_asset_id ON app.hub_profiles FOR EACH ROW EXECUTE FUNCTION app_private.check_profile_asset('user_id');
+
+
+--
+-- Name: TRIGGER _100_check_profile_asset ON hub_profiles; Type: COMMENT; Schema: app; Owner: -
+--
+
+COMMENT ON TRIGGER _100_check_profile_asset ON app.hub_profiles IS 'A hub profile''s image must be the user''s own profile photo (app_private.check_profile_asset).';
+
+
+--
+-- Name: users _100_check_profile_asset; Type: TRIGGER; Schema: app; Owner: -
+--
+
+CREATE TRIGGER _100_check_profile_asset BEFORE UPDATE OF profile_asset_id ON app.users FOR EACH ROW EXECUTE FUNCTION app_private.check_profile_asset('id');
+
+
+--
+-- Name: TRIGGER _100_check_profile_asset ON users; Type: COMMENT; Schema: app; Owner: -
+--
+
+COMMENT ON TRIGGER _100_check_profile_asset ON app.users IS 'A user''s profile image must be their own profile photo (app_private.check_profile_asset).';
+
+
+--
+-- Name: moderation_log _100_no_truncate; Type: TRIGGER; Schema: app; Owner: -
+--
+
+CREATE TRIGGER _100_no_truncate BEFORE TRUNCATE ON app.moderation_log FOR EACH STATEMENT EXECUTE FUNCTION app_private.moderation_log_append_only();
+
+
+--
+-- Name: TRIGGER _100_no_truncate ON moderation_log; Type: COMMENT; Schema: app; Owner: -
+--
+
+COMMENT ON TRIGGER _100_no_truncate ON app.moderation_log IS 'Refuses a truncate of the log (app_private.moderation_log_append_only): the log is append-only, for the owner too.';
+
+
+--
+-- Name: users _110_reject_reserved_handle; Type: TRIGGER; Schema: app; Owner: -
+--
+
+CREATE TRIGGER _110_reject_reserved_handle BEFORE INSERT OR UPDATE OF username ON app.users FOR EACH ROW EXECUTE FUNCTION app_private.users_reject_reserved_handle();
+
+
+--
+-- Name: TRIGGER _110_reject_reserved_handle ON users; Type: COMMENT; Schema: app; Owner: -
+--
+
+COMMENT ON TRIGGER _110_reject_reserved_handle ON app.users IS 'Rejects a reserved handle on insert and on a handle change (app_private.users_reject_reserved_handle).';
+
+
+--
+-- Name: reports _200_snapshot; Type: TRIGGER; Schema: app; Owner: -
+--
+
+CREATE TRIGGER _200_snapshot BEFORE INSERT ON app.reports FOR EACH ROW EXECUTE FUNCTION app_private.report_filed();
+
+
+--
+-- Name: TRIGGER _200_snapshot ON reports; Type: COMMENT; Schema: app; Owner: -
+--
+
+COMMENT ON TRIGGER _200_snapshot ON app.reports IS 'Every new report starts open, undecided, with the snapshot of its target (app_private.report_filed), whoever inserts it.';
+
+
+--
+-- Name: phone_identities _300_attach_invitations; Type: TRIGGER; Schema: app; Owner: -
+--
+
+CREATE TRIGGER _300_attach_invitations AFTER INSERT ON app.phone_identities FOR EACH ROW EXECUTE FUNCTION app_private.attach_phone_invitations();
+
+
+--
+-- Name: TRIGGER _300_attach_invitations ON phone_identities; Type: COMMENT; Schema: app; Owner: -
+--
+
+COMMENT ON TRIGGER _300_attach_invitations ON app.phone_identities IS 'A newly verified phone picks up the invitations that waited for it (app_private.attach_phone_invitations).';
+
+
+--
+-- Name: sessions _300_forget_push_devices; Type: TRIGGER; Schema: app; Owner: -
+--
+
+CREATE TRIGGER _300_forget_push_devices AFTER UPDATE OF revoked_at ON app.sessions FOR EACH ROW WHEN (((old.revoked_at IS NULL) AND (new.revoked_at IS NOT NULL))) EXECUTE FUNCTION app_private.forget_revoked_session_devices();
+
+
+--
+-- Name: TRIGGER _300_forget_push_devices ON sessions; Type: COMMENT; Schema: app; Owner: -
+--
+
+COMMENT ON TRIGGER _300_forget_push_devices ON app.sessions IS 'When a session is revoked, its push devices are deleted (app_private.forget_revoked_session_devices): a signed-out device gets no more pushes.';
+
+
+--
+-- Name: hub_activity _300_hub_lists_insert; Type: TRIGGER; Schema: app; Owner: -
+--
+
+CREATE TRIGGER _300_hub_lists_insert AFTER INSERT ON app.hub_activity REFERENCING NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION app_private.hub_activity_moved();
+
+
+--
+-- Name: TRIGGER _300_hub_lists_insert ON hub_activity; Type: COMMENT; Schema: app; Owner: -
+--
+
+COMMENT ON TRIGGER _300_hub_lists_insert ON app.hub_activity IS 'First activity of a user in a hub: moves the hub list rows (app_private.hub_activity_moved).';
+
+
+--
+-- Name: hub_activity _300_hub_lists_update; Type: TRIGGER; Schema: app; Owner: -
+--
+
+CREATE TRIGGER _300_hub_lists_update AFTER UPDATE ON app.hub_activity REFERENCING NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION app_private.hub_activity_moved();
+
+
+--
+-- Name: TRIGGER _300_hub_lists_update ON hub_activity; Type: COMMENT; Schema: app; Owner: -
+--
+
+COMMENT ON TRIGGER _300_hub_lists_update ON app.hub_activity IS 'Later activity of a user in a hub: moves the hub list rows (app_private.hub_activity_moved).';
+
+
+--
+-- Name: hub_invitations _300_list_entry; Type: TRIGGER; Schema: app; Owner: -
+--
+
+CREATE TRIGGER _300_list_entry AFTER INSERT OR DELETE OR UPDATE OF status, hub_id, invitee_id, expires_at ON app.hub_invitations FOR EACH ROW EXECUTE FUNCTION app_private.hub_list_relation_changed('invitee_id');
+
+
+--
+-- Name: TRIGGER _300_list_entry ON hub_invitations; Type: COMMENT; Schema: app; Owner: -
+--
+
+COMMENT ON TRIGGER _300_list_entry ON app.hub_invitations IS 'Keeps the kept rows of GET /users/me/hubs with each invitation change (app_private.hub_list_relation_changed, on invitee_id).';
+
+
+--
+-- Name: hub_join_requests _300_list_entry; Type: TRIGGER; Schema: app; Owner: -
+--
+
+CREATE TRIGGER _300_list_entry AFTER INSERT OR DELETE OR UPDATE OF status, hub_id, user_id ON app.hub_join_requests FOR EACH ROW EXECUTE FUNCTION app_private.hub_list_relation_changed('user_id');
+
+
+--
+-- Name: TRIGGER _300_list_entry ON hub_join_requests; Type: COMMENT; Schema: app; Owner: -
+--
+
+COMMENT ON TRIGGER _300_list_entry ON app.hub_join_requests IS 'Keeps the kept rows of GET /users/me/hubs with each join request change (app_private.hub_list_relation_changed).';
+
+
+--
+-- Name: hub_memberships _300_list_entry; Type: TRIGGER; Schema: app; Owner: -
+--
+
+CREATE TRIGGER _300_list_entry AFTER INSERT OR DELETE OR UPDATE OF role, hub_id, user_id ON app.hub_memberships FOR EACH ROW EXECUTE FUNCTION app_private.hub_list_relation_changed('user_id');
+
+
+--
+-- Name: TRIGGER _300_list_entry ON hub_memberships; Type: COMMENT; Schema: app; Owner: -
+--
+
+COMMENT ON TRIGGER _300_list_entry ON app.hub_memberships IS 'Keeps the kept rows of GET /users/me/hubs with each membership change (app_private.hub_list_relation_changed).';
+
+
+--
+-- Name: hubs _300_name_words_insert; Type: TRIGGER; Schema: app; Owner: -
+--
+
+CREATE TRIGGER _300_name_words_insert AFTER INSERT ON app.hubs FOR EACH ROW EXECUTE FUNCTION app_private.hub_name_words_sync();
+
+
+--
+-- Name: TRIGGER _300_name_words_insert ON hubs; Type: COMMENT; Schema: app; Owner: -
+--
+
+COMMENT ON TRIGGER _300_name_words_insert ON app.hubs IS 'Writes a new hub''s name words (app_private.hub_name_words_sync).';
+
+
+--
+-- Name: users _300_name_words_insert; Type: TRIGGER; Schema: app; Owner: -
+--
+
+CREATE TRIGGER _300_name_words_insert AFTER INSERT ON app.users FOR EACH ROW WHEN ((new.full_name IS NOT NULL)) EXECUTE FUNCTION app_private.user_name_words_sync();
+
+
+--
+-- Name: TRIGGER _300_name_words_insert ON users; Type: COMMENT; Schema: app; Owner: -
+--
+
+COMMENT ON TRIGGER _300_name_words_insert ON app.users IS 'Writes a new user''s name words (app_private.user_name_words_sync).';
+
+
+--
+-- Name: hubs _300_name_words_update; Type: TRIGGER; Schema: app; Owner: -
+--
+
+CREATE TRIGGER _300_name_words_update AFTER UPDATE OF name ON app.hubs FOR EACH ROW WHEN ((old.name IS DISTINCT FROM new.name)) EXECUTE FUNCTION app_private.hub_name_words_sync();
+
+
+--
+-- Name: TRIGGER _300_name_words_update ON hubs; Type: COMMENT; Schema: app; Owner: -
+--
+
+COMMENT ON TRIGGER _300_name_words_update ON app.hubs IS 'Rewrites a hub''s name words when its name changes (app_private.hub_name_words_sync).';
+
+
+--
+-- Name: users _300_name_words_update; Type: TRIGGER; Schema: app; Owner: -
+--
+
+CREATE TRIGGER _300_name_words_update AFTER UPDATE OF full_name ON app.users FOR EACH ROW WHEN ((old.full_name IS DISTINCT FROM new.full_name)) EXECUTE FUNCTION app_private.user_name_words_sync();
+
+
+--
+-- Name: TRIGGER _300_name_words_update ON users; Type: COMMENT; Schema: app; Owner: -
+--
+
+COMMENT ON TRIGGER _300_name_words_update ON app.users IS 'Rewrites a user''s name words when the full name changes (app_private.user_name_words_sync).';
+
+
+--
+-- Name: blocks _300_remove_follows; Type: TRIGGER; Schema: app; Owner: -
+--
+
+CREATE TRIGGER _300_remove_follows AFTER INSERT ON app.blocks FOR EACH ROW EXECUTE FUNCTION app_private.blocks_remove_follows();
+
+
+--
+-- Name: TRIGGER _300_remove_follows ON blocks; Type: COMMENT; Schema: app; Owner: -
+--
+
+COMMENT ON TRIGGER _300_remove_follows ON app.blocks IS 'A block ends the follows between the two users (app_private.blocks_remove_follows).';
+
+
+--
+-- Name: post_hubs _300_seed_vote_counters; Type: TRIGGER; Schema: app; Owner: -
+--
+
+CREATE TRIGGER _300_seed_vote_counters AFTER INSERT ON app.post_hubs FOR EACH ROW EXECUTE FUNCTION app_private.post_hubs_seed_vote_counters();
+
+
+--
+-- Name: TRIGGER _300_seed_vote_counters ON post_hubs; Type: COMMENT; Schema: app; Owner: -
+--
+
+COMMENT ON TRIGGER _300_seed_vote_counters ON app.post_hubs IS 'Seeds the hub counter rows of a slider post when it is placed in a hub.';
+
+
+--
+-- Name: posts _300_seed_vote_counters; Type: TRIGGER; Schema: app; Owner: -
+--
+
+CREATE TRIGGER _300_seed_vote_counters AFTER INSERT ON app.posts FOR EACH ROW WHEN ((new.slider_text IS NOT NULL)) EXECUTE FUNCTION app_private.posts_seed_vote_counters();
+
+
+--
+-- Name: TRIGGER _300_seed_vote_counters ON posts; Type: COMMENT; Schema: app; Owner: -
+--
+
+COMMENT ON TRIGGER _300_seed_vote_counters ON app.posts IS 'Seeds the global counter rows of a new slider post.';
+
+
+--
+-- Name: hub_discussion_messages _400_count_message; Type: TRIGGER; Schema: app; Owner: -
+--
+
+CREATE TRIGGER _400_count_message AFTER INSERT ON app.hub_discussion_messages FOR EACH ROW EXECUTE FUNCTION app_private.hub_discussion_messages_count();
+
+
+--
+-- Name: TRIGGER _400_count_message ON hub_discussion_messages; Type: COMMENT; Schema: app; Owner: -
+--
+
+COMMENT ON TRIGGER _400_count_message ON app.hub_discussion_messages IS 'Counts each new message into its discussion and thread root (app_private.hub_discussion_messages_count).';
+
+
+--
+-- Name: posts _400_move_repost_unread; Type: TRIGGER; Schema: app; Owner: -
+--
+
+CREATE TRIGGER _400_move_repost_unread AFTER UPDATE OF deleted_at, visibility ON app.posts FOR EACH ROW WHEN (((old.deleted_at IS DISTINCT FROM new.deleted_at) OR (old.visibility IS DISTINCT FROM new.visibility))) EXECUTE FUNCTION app_private.move_repost_unread();
+
+
+--
+-- Name: TRIGGER _400_move_repost_unread ON posts; Type: COMMENT; Schema: app; Owner: -
+--
+
+COMMENT ON TRIGGER _400_move_repost_unread ON app.posts IS 'Moves a repost''s unread rows between buckets when its visibility changes (app_private.move_repost_unread).';
+
+
+--
+-- Name: posts _400_move_repost_unread_delete; Type: TRIGGER; Schema: app; Owner: -
+--
+
+CREATE TRIGGER _400_move_repost_unread_delete AFTER DELETE ON app.posts FOR EACH ROW EXECUTE FUNCTION app_private.move_repost_unread();
+
+
+--
+-- Name: TRIGGER _400_move_repost_unread_delete ON posts; Type: COMMENT; Schema: app; Owner: -
+--
+
+COMMENT ON TRIGGER _400_move_repost_unread_delete ON app.posts IS 'Moves a repost''s unread rows between buckets when it is deleted (app_private.move_repost_unread).';
+
+
+--
 -- Name: vote_receipts _490_lock_posts_delete; Type: TRIGGER; Schema: app; Owner: -
 --
 
@@ -12485,6 +12807,48 @@ COMMENT ON TRIGGER _500_count_insert ON app.vote_receipts IS 'Adds what the inse
 
 
 --
+-- Name: notifications _500_count_unread_delete; Type: TRIGGER; Schema: app; Owner: -
+--
+
+CREATE TRIGGER _500_count_unread_delete AFTER DELETE ON app.notifications REFERENCING OLD TABLE AS old_rows FOR EACH STATEMENT EXECUTE FUNCTION app_private.count_unread();
+
+
+--
+-- Name: TRIGGER _500_count_unread_delete ON notifications; Type: COMMENT; Schema: app; Owner: -
+--
+
+COMMENT ON TRIGGER _500_count_unread_delete ON app.notifications IS 'Uncounts deleted unread rows (app_private.count_unread).';
+
+
+--
+-- Name: notifications _500_count_unread_insert; Type: TRIGGER; Schema: app; Owner: -
+--
+
+CREATE TRIGGER _500_count_unread_insert AFTER INSERT ON app.notifications REFERENCING NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION app_private.count_unread();
+
+
+--
+-- Name: TRIGGER _500_count_unread_insert ON notifications; Type: COMMENT; Schema: app; Owner: -
+--
+
+COMMENT ON TRIGGER _500_count_unread_insert ON app.notifications IS 'Counts new unread rows (app_private.count_unread).';
+
+
+--
+-- Name: notifications _500_count_unread_update; Type: TRIGGER; Schema: app; Owner: -
+--
+
+CREATE TRIGGER _500_count_unread_update AFTER UPDATE ON app.notifications REFERENCING OLD TABLE AS old_rows NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION app_private.count_unread();
+
+
+--
+-- Name: TRIGGER _500_count_unread_update ON notifications; Type: COMMENT; Schema: app; Owner: -
+--
+
+COMMENT ON TRIGGER _500_count_unread_update ON app.notifications IS 'Counts rows read or unread again (app_private.count_unread).';
+
+
+--
 -- Name: comments _500_count_update; Type: TRIGGER; Schema: app; Owner: -
 --
 
@@ -12555,451 +12919,87 @@ COMMENT ON TRIGGER _500_count_update ON app.vote_receipts IS 'Adds what the new 
 
 
 --
--- Name: blocks blocks_remove_follows; Type: TRIGGER; Schema: app; Owner: -
+-- Name: posts _510_move_votes_received_delete; Type: TRIGGER; Schema: app; Owner: -
 --
 
-CREATE TRIGGER blocks_remove_follows AFTER INSERT ON app.blocks FOR EACH ROW EXECUTE FUNCTION app_private.blocks_remove_follows();
+CREATE TRIGGER _510_move_votes_received_delete AFTER DELETE ON app.posts REFERENCING OLD TABLE AS old_rows FOR EACH STATEMENT EXECUTE FUNCTION app_private.move_votes_received();
 
 
 --
--- Name: TRIGGER blocks_remove_follows ON blocks; Type: COMMENT; Schema: app; Owner: -
+-- Name: TRIGGER _510_move_votes_received_delete ON posts; Type: COMMENT; Schema: app; Owner: -
 --
 
-COMMENT ON TRIGGER blocks_remove_follows ON app.blocks IS 'A block ends the follows between the two users (app_private.blocks_remove_follows).';
+COMMENT ON TRIGGER _510_move_votes_received_delete ON app.posts IS 'Keeps authors'' votesReceived when posts are purged.';
 
 
 --
--- Name: hub_activity hub_activity_list_inserts; Type: TRIGGER; Schema: app; Owner: -
+-- Name: posts _510_move_votes_received_update; Type: TRIGGER; Schema: app; Owner: -
 --
 
-CREATE TRIGGER hub_activity_list_inserts AFTER INSERT ON app.hub_activity REFERENCING NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION app_private.hub_activity_moved();
+CREATE TRIGGER _510_move_votes_received_update AFTER UPDATE ON app.posts REFERENCING OLD TABLE AS old_rows NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION app_private.move_votes_received();
 
 
 --
--- Name: TRIGGER hub_activity_list_inserts ON hub_activity; Type: COMMENT; Schema: app; Owner: -
+-- Name: TRIGGER _510_move_votes_received_update ON posts; Type: COMMENT; Schema: app; Owner: -
 --
 
-COMMENT ON TRIGGER hub_activity_list_inserts ON app.hub_activity IS 'First activity of a user in a hub: moves the hub list rows (app_private.hub_activity_moved).';
+COMMENT ON TRIGGER _510_move_votes_received_update ON app.posts IS 'Keeps authors'' votesReceived when posts are deleted, restored or move to another author.';
 
 
 --
--- Name: hub_activity hub_activity_list_updates; Type: TRIGGER; Schema: app; Owner: -
+-- Name: sessions _800_announce_revoked; Type: TRIGGER; Schema: app; Owner: -
 --
 
-CREATE TRIGGER hub_activity_list_updates AFTER UPDATE ON app.hub_activity REFERENCING NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION app_private.hub_activity_moved();
+CREATE TRIGGER _800_announce_revoked AFTER UPDATE OF revoked_at ON app.sessions FOR EACH ROW WHEN (((old.revoked_at IS NULL) AND (new.revoked_at IS NOT NULL))) EXECUTE FUNCTION app_private.announce_session_revoked();
 
 
 --
--- Name: TRIGGER hub_activity_list_updates ON hub_activity; Type: COMMENT; Schema: app; Owner: -
+-- Name: TRIGGER _800_announce_revoked ON sessions; Type: COMMENT; Schema: app; Owner: -
 --
 
-COMMENT ON TRIGGER hub_activity_list_updates ON app.hub_activity IS 'Later activity of a user in a hub: moves the hub list rows (app_private.hub_activity_moved).';
+COMMENT ON TRIGGER _800_announce_revoked ON app.sessions IS 'Announces a revoked session to every process (app_private.announce_session_revoked).';
 
 
 --
--- Name: hub_discussion_messages hub_discussion_messages_count; Type: TRIGGER; Schema: app; Owner: -
+-- Name: hub_profiles _800_queue_replaced_photo; Type: TRIGGER; Schema: app; Owner: -
 --
 
-CREATE TRIGGER hub_discussion_messages_count AFTER INSERT ON app.hub_discussion_messages FOR EACH ROW EXECUTE FUNCTION app_private.hub_discussion_messages_count();
+CREATE TRIGGER _800_queue_replaced_photo AFTER UPDATE OF profile_asset_id ON app.hub_profiles FOR EACH ROW EXECUTE FUNCTION app_private.queue_replaced_asset();
 
 
 --
--- Name: TRIGGER hub_discussion_messages_count ON hub_discussion_messages; Type: COMMENT; Schema: app; Owner: -
+-- Name: TRIGGER _800_queue_replaced_photo ON hub_profiles; Type: COMMENT; Schema: app; Owner: -
 --
 
-COMMENT ON TRIGGER hub_discussion_messages_count ON app.hub_discussion_messages IS 'Counts each new message into its discussion and thread root (app_private.hub_discussion_messages_count).';
+COMMENT ON TRIGGER _800_queue_replaced_photo ON app.hub_profiles IS 'Queues the replaced hub profile image for deletion (app_private.queue_replaced_asset).';
 
 
 --
--- Name: hub_invitations hub_invitations_list_entry; Type: TRIGGER; Schema: app; Owner: -
+-- Name: users _800_queue_replaced_photo; Type: TRIGGER; Schema: app; Owner: -
 --
 
-CREATE TRIGGER hub_invitations_list_entry AFTER INSERT OR DELETE OR UPDATE OF status, hub_id, invitee_id, expires_at ON app.hub_invitations FOR EACH ROW EXECUTE FUNCTION app_private.hub_list_relation_changed('invitee_id');
+CREATE TRIGGER _800_queue_replaced_photo AFTER UPDATE OF profile_asset_id ON app.users FOR EACH ROW EXECUTE FUNCTION app_private.queue_replaced_asset();
 
 
 --
--- Name: TRIGGER hub_invitations_list_entry ON hub_invitations; Type: COMMENT; Schema: app; Owner: -
+-- Name: TRIGGER _800_queue_replaced_photo ON users; Type: COMMENT; Schema: app; Owner: -
 --
 
-COMMENT ON TRIGGER hub_invitations_list_entry ON app.hub_invitations IS 'Keeps the kept rows of GET /users/me/hubs with each invitation change (app_private.hub_list_relation_changed, on invitee_id).';
+COMMENT ON TRIGGER _800_queue_replaced_photo ON app.users IS 'Queues the replaced profile image for deletion (app_private.queue_replaced_asset).';
 
 
 --
--- Name: hub_join_requests hub_join_requests_list_entry; Type: TRIGGER; Schema: app; Owner: -
+-- Name: notifications _800_record_badge_changes; Type: TRIGGER; Schema: app; Owner: -
 --
 
-CREATE TRIGGER hub_join_requests_list_entry AFTER INSERT OR DELETE OR UPDATE OF status, hub_id, user_id ON app.hub_join_requests FOR EACH ROW EXECUTE FUNCTION app_private.hub_list_relation_changed('user_id');
+CREATE TRIGGER _800_record_badge_changes AFTER UPDATE ON app.notifications REFERENCING OLD TABLE AS old_rows NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION app_private.record_badge_changes();
 
 
 --
--- Name: TRIGGER hub_join_requests_list_entry ON hub_join_requests; Type: COMMENT; Schema: app; Owner: -
+-- Name: TRIGGER _800_record_badge_changes ON notifications; Type: COMMENT; Schema: app; Owner: -
 --
 
-COMMENT ON TRIGGER hub_join_requests_list_entry ON app.hub_join_requests IS 'Keeps the kept rows of GET /users/me/hubs with each join request change (app_private.hub_list_relation_changed).';
-
-
---
--- Name: hub_memberships hub_memberships_list_entry; Type: TRIGGER; Schema: app; Owner: -
---
-
-CREATE TRIGGER hub_memberships_list_entry AFTER INSERT OR DELETE OR UPDATE OF role, hub_id, user_id ON app.hub_memberships FOR EACH ROW EXECUTE FUNCTION app_private.hub_list_relation_changed('user_id');
-
-
---
--- Name: TRIGGER hub_memberships_list_entry ON hub_memberships; Type: COMMENT; Schema: app; Owner: -
---
-
-COMMENT ON TRIGGER hub_memberships_list_entry ON app.hub_memberships IS 'Keeps the kept rows of GET /users/me/hubs with each membership change (app_private.hub_list_relation_changed).';
-
-
---
--- Name: hub_profiles hub_profiles_check_profile_asset; Type: TRIGGER; Schema: app; Owner: -
---
-
-CREATE TRIGGER hub_profiles_check_profile_asset BEFORE INSERT OR UPDATE OF profile_asset_id ON app.hub_profiles FOR EACH ROW EXECUTE FUNCTION app_private.check_profile_asset('user_id');
-
-
---
--- Name: TRIGGER hub_profiles_check_profile_asset ON hub_profiles; Type: COMMENT; Schema: app; Owner: -
---
-
-COMMENT ON TRIGGER hub_profiles_check_profile_asset ON app.hub_profiles IS 'A hub profile''s image must be the user''s own profile photo (app_private.check_profile_asset).';
-
-
---
--- Name: hub_profiles hub_profiles_queue_replaced_photo; Type: TRIGGER; Schema: app; Owner: -
---
-
-CREATE TRIGGER hub_profiles_queue_replaced_photo AFTER UPDATE OF profile_asset_id ON app.hub_profiles FOR EACH ROW EXECUTE FUNCTION app_private.queue_replaced_asset();
-
-
---
--- Name: TRIGGER hub_profiles_queue_replaced_photo ON hub_profiles; Type: COMMENT; Schema: app; Owner: -
---
-
-COMMENT ON TRIGGER hub_profiles_queue_replaced_photo ON app.hub_profiles IS 'Queues the replaced hub profile image for deletion (app_private.queue_replaced_asset).';
-
-
---
--- Name: hubs hubs_name_words_insert; Type: TRIGGER; Schema: app; Owner: -
---
-
-CREATE TRIGGER hubs_name_words_insert AFTER INSERT ON app.hubs FOR EACH ROW EXECUTE FUNCTION app_private.hub_name_words_sync();
-
-
---
--- Name: TRIGGER hubs_name_words_insert ON hubs; Type: COMMENT; Schema: app; Owner: -
---
-
-COMMENT ON TRIGGER hubs_name_words_insert ON app.hubs IS 'Writes a new hub''s name words (app_private.hub_name_words_sync).';
-
-
---
--- Name: hubs hubs_name_words_update; Type: TRIGGER; Schema: app; Owner: -
---
-
-CREATE TRIGGER hubs_name_words_update AFTER UPDATE OF name ON app.hubs FOR EACH ROW WHEN ((old.name IS DISTINCT FROM new.name)) EXECUTE FUNCTION app_private.hub_name_words_sync();
-
-
---
--- Name: TRIGGER hubs_name_words_update ON hubs; Type: COMMENT; Schema: app; Owner: -
---
-
-COMMENT ON TRIGGER hubs_name_words_update ON app.hubs IS 'Rewrites a hub''s name words when its name changes (app_private.hub_name_words_sync).';
-
-
---
--- Name: moderation_log moderation_log_append_only; Type: TRIGGER; Schema: app; Owner: -
---
-
-CREATE TRIGGER moderation_log_append_only BEFORE DELETE OR UPDATE ON app.moderation_log FOR EACH ROW EXECUTE FUNCTION app_private.moderation_log_append_only();
-
-
---
--- Name: TRIGGER moderation_log_append_only ON moderation_log; Type: COMMENT; Schema: app; Owner: -
---
-
-COMMENT ON TRIGGER moderation_log_append_only ON app.moderation_log IS 'Refuses every update and delete of a log row (app_private.moderation_log_append_only): the log is append-only, for the owner too.';
-
-
---
--- Name: moderation_log moderation_log_no_truncate; Type: TRIGGER; Schema: app; Owner: -
---
-
-CREATE TRIGGER moderation_log_no_truncate BEFORE TRUNCATE ON app.moderation_log FOR EACH STATEMENT EXECUTE FUNCTION app_private.moderation_log_append_only();
-
-
---
--- Name: TRIGGER moderation_log_no_truncate ON moderation_log; Type: COMMENT; Schema: app; Owner: -
---
-
-COMMENT ON TRIGGER moderation_log_no_truncate ON app.moderation_log IS 'Refuses a truncate of the log (app_private.moderation_log_append_only): the log is append-only, for the owner too.';
-
-
---
--- Name: notifications notifications_count_unread_changes; Type: TRIGGER; Schema: app; Owner: -
---
-
-CREATE TRIGGER notifications_count_unread_changes AFTER UPDATE ON app.notifications REFERENCING OLD TABLE AS old_rows NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION app_private.count_unread();
-
-
---
--- Name: TRIGGER notifications_count_unread_changes ON notifications; Type: COMMENT; Schema: app; Owner: -
---
-
-COMMENT ON TRIGGER notifications_count_unread_changes ON app.notifications IS 'Counts rows read or unread again (app_private.count_unread).';
-
-
---
--- Name: notifications notifications_count_unread_deletes; Type: TRIGGER; Schema: app; Owner: -
---
-
-CREATE TRIGGER notifications_count_unread_deletes AFTER DELETE ON app.notifications REFERENCING OLD TABLE AS old_rows FOR EACH STATEMENT EXECUTE FUNCTION app_private.count_unread();
-
-
---
--- Name: TRIGGER notifications_count_unread_deletes ON notifications; Type: COMMENT; Schema: app; Owner: -
---
-
-COMMENT ON TRIGGER notifications_count_unread_deletes ON app.notifications IS 'Uncounts deleted unread rows (app_private.count_unread).';
-
-
---
--- Name: notifications notifications_count_unread_inserts; Type: TRIGGER; Schema: app; Owner: -
---
-
-CREATE TRIGGER notifications_count_unread_inserts AFTER INSERT ON app.notifications REFERENCING NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION app_private.count_unread();
-
-
---
--- Name: TRIGGER notifications_count_unread_inserts ON notifications; Type: COMMENT; Schema: app; Owner: -
---
-
-COMMENT ON TRIGGER notifications_count_unread_inserts ON app.notifications IS 'Counts new unread rows (app_private.count_unread).';
-
-
---
--- Name: notifications notifications_record_badge_changes; Type: TRIGGER; Schema: app; Owner: -
---
-
-CREATE TRIGGER notifications_record_badge_changes AFTER UPDATE ON app.notifications REFERENCING OLD TABLE AS old_rows NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION app_private.record_badge_changes();
-
-
---
--- Name: TRIGGER notifications_record_badge_changes ON notifications; Type: COMMENT; Schema: app; Owner: -
---
-
-COMMENT ON TRIGGER notifications_record_badge_changes ON app.notifications IS 'Records a badge change when rows are read (app_private.record_badge_changes).';
-
-
---
--- Name: phone_identities phone_identities_attach_invitations; Type: TRIGGER; Schema: app; Owner: -
---
-
-CREATE TRIGGER phone_identities_attach_invitations AFTER INSERT ON app.phone_identities FOR EACH ROW EXECUTE FUNCTION app_private.attach_phone_invitations();
-
-
---
--- Name: TRIGGER phone_identities_attach_invitations ON phone_identities; Type: COMMENT; Schema: app; Owner: -
---
-
-COMMENT ON TRIGGER phone_identities_attach_invitations ON app.phone_identities IS 'A newly verified phone picks up the invitations that waited for it (app_private.attach_phone_invitations).';
-
-
---
--- Name: post_hubs post_hubs_seed_vote_counters; Type: TRIGGER; Schema: app; Owner: -
---
-
-CREATE TRIGGER post_hubs_seed_vote_counters AFTER INSERT ON app.post_hubs FOR EACH ROW EXECUTE FUNCTION app_private.post_hubs_seed_vote_counters();
-
-
---
--- Name: TRIGGER post_hubs_seed_vote_counters ON post_hubs; Type: COMMENT; Schema: app; Owner: -
---
-
-COMMENT ON TRIGGER post_hubs_seed_vote_counters ON app.post_hubs IS 'Seeds the hub counter rows of a slider post when it is placed in a hub.';
-
-
---
--- Name: posts posts_move_repost_unread; Type: TRIGGER; Schema: app; Owner: -
---
-
-CREATE TRIGGER posts_move_repost_unread AFTER UPDATE OF deleted_at, visibility ON app.posts FOR EACH ROW WHEN (((old.deleted_at IS DISTINCT FROM new.deleted_at) OR (old.visibility IS DISTINCT FROM new.visibility))) EXECUTE FUNCTION app_private.move_repost_unread();
-
-
---
--- Name: TRIGGER posts_move_repost_unread ON posts; Type: COMMENT; Schema: app; Owner: -
---
-
-COMMENT ON TRIGGER posts_move_repost_unread ON app.posts IS 'Moves a repost''s unread rows between buckets when its visibility changes (app_private.move_repost_unread).';
-
-
---
--- Name: posts posts_move_repost_unread_on_delete; Type: TRIGGER; Schema: app; Owner: -
---
-
-CREATE TRIGGER posts_move_repost_unread_on_delete AFTER DELETE ON app.posts FOR EACH ROW EXECUTE FUNCTION app_private.move_repost_unread();
-
-
---
--- Name: TRIGGER posts_move_repost_unread_on_delete ON posts; Type: COMMENT; Schema: app; Owner: -
---
-
-COMMENT ON TRIGGER posts_move_repost_unread_on_delete ON app.posts IS 'Moves a repost''s unread rows between buckets when it is deleted (app_private.move_repost_unread).';
-
-
---
--- Name: posts posts_seed_vote_counters; Type: TRIGGER; Schema: app; Owner: -
---
-
-CREATE TRIGGER posts_seed_vote_counters AFTER INSERT ON app.posts FOR EACH ROW WHEN ((new.slider_text IS NOT NULL)) EXECUTE FUNCTION app_private.posts_seed_vote_counters();
-
-
---
--- Name: TRIGGER posts_seed_vote_counters ON posts; Type: COMMENT; Schema: app; Owner: -
---
-
-COMMENT ON TRIGGER posts_seed_vote_counters ON app.posts IS 'Seeds the global counter rows of a new slider post.';
-
-
---
--- Name: posts posts_votes_received_delete; Type: TRIGGER; Schema: app; Owner: -
---
-
-CREATE TRIGGER posts_votes_received_delete AFTER DELETE ON app.posts REFERENCING OLD TABLE AS old_rows FOR EACH STATEMENT EXECUTE FUNCTION app_private.move_votes_received();
-
-
---
--- Name: TRIGGER posts_votes_received_delete ON posts; Type: COMMENT; Schema: app; Owner: -
---
-
-COMMENT ON TRIGGER posts_votes_received_delete ON app.posts IS 'Keeps authors'' votesReceived when posts are purged.';
-
-
---
--- Name: posts posts_votes_received_update; Type: TRIGGER; Schema: app; Owner: -
---
-
-CREATE TRIGGER posts_votes_received_update AFTER UPDATE ON app.posts REFERENCING OLD TABLE AS old_rows NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION app_private.move_votes_received();
-
-
---
--- Name: TRIGGER posts_votes_received_update ON posts; Type: COMMENT; Schema: app; Owner: -
---
-
-COMMENT ON TRIGGER posts_votes_received_update ON app.posts IS 'Keeps authors'' votesReceived when posts are deleted, restored or move to another author.';
-
-
---
--- Name: reports reports_snapshot; Type: TRIGGER; Schema: app; Owner: -
---
-
-CREATE TRIGGER reports_snapshot BEFORE INSERT ON app.reports FOR EACH ROW EXECUTE FUNCTION app_private.report_filed();
-
-
---
--- Name: TRIGGER reports_snapshot ON reports; Type: COMMENT; Schema: app; Owner: -
---
-
-COMMENT ON TRIGGER reports_snapshot ON app.reports IS 'Every new report starts open, undecided, with the snapshot of its target (app_private.report_filed), whoever inserts it.';
-
-
---
--- Name: sessions sessions_announce_revoked; Type: TRIGGER; Schema: app; Owner: -
---
-
-CREATE TRIGGER sessions_announce_revoked AFTER UPDATE OF revoked_at ON app.sessions FOR EACH ROW WHEN (((old.revoked_at IS NULL) AND (new.revoked_at IS NOT NULL))) EXECUTE FUNCTION app_private.announce_session_revoked();
-
-
---
--- Name: TRIGGER sessions_announce_revoked ON sessions; Type: COMMENT; Schema: app; Owner: -
---
-
-COMMENT ON TRIGGER sessions_announce_revoked ON app.sessions IS 'Announces a revoked session to every process (app_private.announce_session_revoked).';
-
-
---
--- Name: sessions sessions_forget_push_devices; Type: TRIGGER; Schema: app; Owner: -
---
-
-CREATE TRIGGER sessions_forget_push_devices AFTER UPDATE OF revoked_at ON app.sessions FOR EACH ROW WHEN (((old.revoked_at IS NULL) AND (new.revoked_at IS NOT NULL))) EXECUTE FUNCTION app_private.forget_revoked_session_devices();
-
-
---
--- Name: TRIGGER sessions_forget_push_devices ON sessions; Type: COMMENT; Schema: app; Owner: -
---
-
-COMMENT ON TRIGGER sessions_forget_push_devices ON app.sessions IS 'When a session is revoked, its push devices are deleted (app_private.forget_revoked_session_devices): a signed-out device gets no more pushes.';
-
-
---
--- Name: users users_check_profile_asset; Type: TRIGGER; Schema: app; Owner: -
---
-
-CREATE TRIGGER users_check_profile_asset BEFORE UPDATE OF profile_asset_id ON app.users FOR EACH ROW EXECUTE FUNCTION app_private.check_profile_asset('id');
-
-
---
--- Name: TRIGGER users_check_profile_asset ON users; Type: COMMENT; Schema: app; Owner: -
---
-
-COMMENT ON TRIGGER users_check_profile_asset ON app.users IS 'A user''s profile image must be their own profile photo (app_private.check_profile_asset).';
-
-
---
--- Name: users users_name_words_insert; Type: TRIGGER; Schema: app; Owner: -
---
-
-CREATE TRIGGER users_name_words_insert AFTER INSERT ON app.users FOR EACH ROW WHEN ((new.full_name IS NOT NULL)) EXECUTE FUNCTION app_private.user_name_words_sync();
-
-
---
--- Name: TRIGGER users_name_words_insert ON users; Type: COMMENT; Schema: app; Owner: -
---
-
-COMMENT ON TRIGGER users_name_words_insert ON app.users IS 'Writes a new user''s name words (app_private.user_name_words_sync).';
-
-
---
--- Name: users users_name_words_update; Type: TRIGGER; Schema: app; Owner: -
---
-
-CREATE TRIGGER users_name_words_update AFTER UPDATE OF full_name ON app.users FOR EACH ROW WHEN ((old.full_name IS DISTINCT FROM new.full_name)) EXECUTE FUNCTION app_private.user_name_words_sync();
-
-
---
--- Name: TRIGGER users_name_words_update ON users; Type: COMMENT; Schema: app; Owner: -
---
-
-COMMENT ON TRIGGER users_name_words_update ON app.users IS 'Rewrites a user''s name words when the full name changes (app_private.user_name_words_sync).';
-
-
---
--- Name: users users_queue_replaced_photo; Type: TRIGGER; Schema: app; Owner: -
---
-
-CREATE TRIGGER users_queue_replaced_photo AFTER UPDATE OF profile_asset_id ON app.users FOR EACH ROW EXECUTE FUNCTION app_private.queue_replaced_asset();
-
-
---
--- Name: TRIGGER users_queue_replaced_photo ON users; Type: COMMENT; Schema: app; Owner: -
---
-
-COMMENT ON TRIGGER users_queue_replaced_photo ON app.users IS 'Queues the replaced profile image for deletion (app_private.queue_replaced_asset).';
-
-
---
--- Name: users users_reserved_handle; Type: TRIGGER; Schema: app; Owner: -
---
-
-CREATE TRIGGER users_reserved_handle BEFORE INSERT OR UPDATE OF username ON app.users FOR EACH ROW EXECUTE FUNCTION app_private.users_reject_reserved_handle();
-
-
---
--- Name: TRIGGER users_reserved_handle ON users; Type: COMMENT; Schema: app; Owner: -
---
-
-COMMENT ON TRIGGER users_reserved_handle ON app.users IS 'Rejects a reserved handle on insert and on a handle change (app_private.users_reject_reserved_handle).';
+COMMENT ON TRIGGER _800_record_badge_changes ON app.notifications IS 'Records a badge change when rows are read (app_private.record_badge_changes).';
 
 
 --

@@ -177,7 +177,7 @@ begin
 end
 $$;
 comment on function app_private.seed_vote_counters(uuid, uuid) is
-  'Makes the 16 counter slot rows of a post and scope, seeded to sum to zero, when the scope is created (a slider post, its placement in a hub); a vote never inserts a counter row. Called by the triggers posts_seed_vote_counters and post_hubs_seed_vote_counters (POST /posts, POST /posts/{postId}/share/hubs).';
+  'Makes the 16 counter slot rows of a post and scope, seeded to sum to zero, when the scope is created (a slider post, its placement in a hub); a vote never inserts a counter row. Called by the triggers _300_seed_vote_counters on app.posts and app.post_hubs (POST /posts, POST /posts/{postId}/share/hubs).';
 
 create or replace function app_private.posts_seed_vote_counters() returns trigger
   language plpgsql security definer
@@ -189,7 +189,7 @@ begin
 end
 $$;
 comment on function app_private.posts_seed_vote_counters() is
-  'Trigger function: the global counter rows of a new slider post (trigger posts_seed_vote_counters; POST /posts).';
+  'Trigger function: the global counter rows of a new slider post (trigger _300_seed_vote_counters on app.posts; POST /posts).';
 
 create or replace function app_private.post_hubs_seed_vote_counters() returns trigger
   language plpgsql security definer
@@ -203,7 +203,7 @@ begin
 end
 $$;
 comment on function app_private.post_hubs_seed_vote_counters() is
-  'Trigger function: the hub counter rows of a slider post placed in a hub (trigger post_hubs_seed_vote_counters; POST /posts with hubs, POST /posts/{postId}/share/hubs).';
+  'Trigger function: the hub counter rows of a slider post placed in a hub (trigger _300_seed_vote_counters on app.post_hubs; POST /posts with hubs, POST /posts/{postId}/share/hubs).';
 
 -- Two branches, one per kind of scope; the one that does not apply is cut off by its constant
 -- test (a hub branch with a null p_hub_id matches nothing). Called, not inlined (its subqueries keep
@@ -431,7 +431,7 @@ begin
 end
 $$;
 comment on function app_private.move_votes_received() is
-  'Trigger function: a post whose votes start or stop counting (deleted, restored, purged, moved by an account merge) moves its receipts'' number between authors'' votesReceived. Triggers posts_votes_received_delete and posts_votes_received_update.';
+  'Trigger function: a post whose votes start or stop counting (deleted, restored, purged, moved by an account merge) moves its receipts'' number between authors'' votesReceived. Triggers _510_move_votes_received_delete and _510_move_votes_received_update on app.posts.';
 
 -- A user sees their own receipts (vote status), never anyone else's.
 create policy vote_receipts_select_own on app.vote_receipts
@@ -450,25 +450,25 @@ comment on policy vote_scope_receipts_select_own on app.vote_scope_receipts is
 
 grant select (post_id, user_id, hub_id) on app.vote_scope_receipts to app_user;
 
-create trigger post_hubs_seed_vote_counters
+create trigger _300_seed_vote_counters
   after insert on app.post_hubs
   for each row execute function app_private.post_hubs_seed_vote_counters();
-comment on trigger post_hubs_seed_vote_counters on app.post_hubs is
+comment on trigger _300_seed_vote_counters on app.post_hubs is
   'Seeds the hub counter rows of a slider post when it is placed in a hub.';
 
-create trigger posts_seed_vote_counters
+create trigger _300_seed_vote_counters
   after insert on app.posts
   for each row when (new.slider_text is not null)
   execute function app_private.posts_seed_vote_counters();
-comment on trigger posts_seed_vote_counters on app.posts is
+comment on trigger _300_seed_vote_counters on app.posts is
   'Seeds the global counter rows of a new slider post.';
 
-create trigger posts_votes_received_delete after delete on app.posts referencing old table as old_rows
+create trigger _510_move_votes_received_delete after delete on app.posts referencing old table as old_rows
   for each statement execute function app_private.move_votes_received();
-comment on trigger posts_votes_received_delete on app.posts is
+comment on trigger _510_move_votes_received_delete on app.posts is
   'Keeps authors'' votesReceived when posts are purged.';
 
-create trigger posts_votes_received_update after update on app.posts referencing old table as old_rows new table as new_rows
+create trigger _510_move_votes_received_update after update on app.posts referencing old table as old_rows new table as new_rows
   for each statement execute function app_private.move_votes_received();
-comment on trigger posts_votes_received_update on app.posts is
+comment on trigger _510_move_votes_received_update on app.posts is
   'Keeps authors'' votesReceived when posts are deleted, restored or move to another author.';
