@@ -17,6 +17,31 @@ comment on function app.vote_tally(uuid, uuid) is
   'A post''s tally in one scope (global when p_hub_id is null, else that hub): the counter sums and the pending sealed ballots, null when the viewer may not see the post. Read by GET /posts/{postId}/vote/summary, /vote/distribution and /vote/hubs (server/votes/summary.ts opens the ballots).';
 grant execute on function app.vote_tally(uuid, uuid) to app_anonymous;
 
+-- POST /posts/{postId}/vote. What a vote does, in order (the names are the code's):
+--   1. app.viewer_session_gate(2): the session first (401, then 403);
+--   2. the rules: the post visible to the voter (app.post_visible_to, else POST_NOT_FOUND), a
+--      private_locked_hub post only for its author or an active member of a target hub
+--      (VOTE_NOT_ALLOWED), a slider post (POST_NOT_VOTABLE), a sealed ballot for every hub where the
+--      voter is an active member (else OBS01: the API seals again and retries);
+--   3. one statement writes, once for a new receipt (none when the vote was already cast):
+--      - app.vote_receipts: the receipt (on conflict do nothing: VOTE_ALREADY_CAST after it);
+--      - app.vote_scope_receipts: a scope receipt per pool (global, each of those hubs);
+--      - app.notifications: the author's post_voted, without actor (not for a self-vote);
+--      - app_private.sealed_ballots: a sealed ballot per pool;
+--      - app_private.record_activity: the voter's activity event (post_voted);
+--      - app_private.touch_hub_activity: the voter's activity in those hubs;
+--      and reads the global tally before this vote (app_private.sealed_tally);
+--      when that statement ends, the triggers of the rows it wrote, which hold whoever writes them:
+--      - app.vote_receipts _490_lock_posts_insert (app_private.lock_receipt_posts: the post's
+--        votes-received lock), then _500_count_insert (app_private.count_rows: user_votes_cast of
+--        the voter, user_votes_received of the author);
+--      - app.notifications _500_count_unread_insert (app_private.count_unread: the author's badge);
+--      - app.hub_activity _300_hub_lists_insert and _300_hub_lists_update
+--        (app_private.hub_activity_moved: the voter's rows of the hub list, the hub marked for the
+--        list sweep);
+--   4. app_private.queue_tally: the tally job of each scope whose pending ballots fill a batch
+--      (app_private.vote_fills_batch);
+--   5. the voter's hubs when few (voter_hub_ids), for the API to seal their next votes at once.
 create or replace function app.cast_vote(p_post_id uuid, p_key_id text, p_global text, p_hub_ids uuid[], p_hub_ballots text[], p_batch int,
   out voted_at timestamptz, out hub_ids uuid[], out global_tally jsonb, out voter_hub_ids uuid[])
   language plpgsql security definer
