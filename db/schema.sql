@@ -4674,7 +4674,7 @@ $$;
 -- Name: FUNCTION add_counts(p_changes app_private.counter_change[]); Type: COMMENT; Schema: app_private; Owner: -
 --
 
-COMMENT ON FUNCTION app_private.add_counts(p_changes app_private.counter_change[]) IS 'The one writer of app_private.counters: adds each change to one of the subject''s 16 slot rows (one no other open transaction is writing, for a statement of at most 32 changes; else a random one), in (counter, subject) order, so writers of one popular subject rarely wait on each other and never deadlock. Called by the counting trigger function app_private.count_rows and by app_private.move_votes_received (votes).';
+COMMENT ON FUNCTION app_private.add_counts(p_changes app_private.counter_change[]) IS 'The one writer of app_private.counters: adds each change to one of the subject''s 16 slot rows (one no other open transaction is writing, for a statement of at most 32 changes; else a random one), in (counter, subject) order, so writers of one popular subject rarely wait on each other and never deadlock. Called by the counting trigger functions app_private.count_<table> (counters.generated.sql) and by app_private.move_votes_received (votes).';
 
 
 --
@@ -5184,31 +5184,123 @@ COMMENT ON FUNCTION app_private.consume_sliding_limit(p_key text, p_limit intege
 
 
 --
--- Name: count_rows(); Type: FUNCTION; Schema: app_private; Owner: -
+-- Name: count_comments(); Type: FUNCTION; Schema: app_private; Owner: -
 --
 
-CREATE FUNCTION app_private.count_rows() RETURNS trigger
+CREATE FUNCTION app_private.count_comments() RETURNS trigger
     LANGUAGE plpgsql SECURITY DEFINER
     SET search_path TO 'pg_catalog'
     AS $$
-declare
-  v_added text := format('select (k.counter, k.subject, 1)::app_private.counter_change from new_rows r, app_private.counted_by(r::%s) k', tg_relid::regclass);
-  v_taken text := format('select (k.counter, k.subject, -1)::app_private.counter_change from old_rows r, app_private.counted_by(r::%s) k', tg_relid::regclass);
 begin
-  -- Transition tables exist only for the events that have them: new_rows for inserts and updates,
-  -- old_rows for updates and deletes.
-  execute format('select app_private.add_counts(array(%s))',
-                 case tg_op when 'INSERT' then v_added when 'DELETE' then v_taken else v_added || ' union all ' || v_taken end);
+  if tg_op = 'INSERT' then
+    perform app_private.add_counts(array(select (k.counter, k.subject, 1)::app_private.counter_change from new_rows r, app_private.counted_by(r::app.comments) k));
+  elsif tg_op = 'DELETE' then
+    perform app_private.add_counts(array(select (k.counter, k.subject, -1)::app_private.counter_change from old_rows r, app_private.counted_by(r::app.comments) k));
+  else
+    perform app_private.add_counts(array(select (k.counter, k.subject, 1)::app_private.counter_change from new_rows r, app_private.counted_by(r::app.comments) k
+                                         union all
+                                         select (k.counter, k.subject, -1)::app_private.counter_change from old_rows r, app_private.counted_by(r::app.comments) k));
+  end if;
   return null;
 end
 $$;
 
 
 --
--- Name: FUNCTION count_rows(); Type: COMMENT; Schema: app_private; Owner: -
+-- Name: FUNCTION count_comments(); Type: COMMENT; Schema: app_private; Owner: -
 --
 
-COMMENT ON FUNCTION app_private.count_rows() IS 'The counting rule of every counted table (app.comments, app.posts, app.follows, app.hub_memberships, app.vote_receipts): keeps its counters in step with its rows in the statement that writes them, adding what new rows count and taking away what old rows counted (app_private.counted_by). The function of the statement triggers _500_count_insert, _500_count_update and _500_count_delete of those tables.';
+COMMENT ON FUNCTION app_private.count_comments() IS 'Keeps the counters of app.comments (post_comments and comment_replies) in step with its rows, in the statement that writes them (POST /posts/{postId}/comments, DELETE /comments/{commentId}, account hiding and purge): adds what new rows count and takes away what old rows counted (app_private.counted_by(app.comments)). Written by npm run counting (tools/counting.ts): the function of the statement triggers _500_count_insert, _500_count_update and _500_count_delete on app.comments.';
+
+
+--
+-- Name: count_follows(); Type: FUNCTION; Schema: app_private; Owner: -
+--
+
+CREATE FUNCTION app_private.count_follows() RETURNS trigger
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog'
+    AS $$
+begin
+  if tg_op = 'INSERT' then
+    perform app_private.add_counts(array(select (k.counter, k.subject, 1)::app_private.counter_change from new_rows r, app_private.counted_by(r::app.follows) k));
+  elsif tg_op = 'DELETE' then
+    perform app_private.add_counts(array(select (k.counter, k.subject, -1)::app_private.counter_change from old_rows r, app_private.counted_by(r::app.follows) k));
+  else
+    perform app_private.add_counts(array(select (k.counter, k.subject, 1)::app_private.counter_change from new_rows r, app_private.counted_by(r::app.follows) k
+                                         union all
+                                         select (k.counter, k.subject, -1)::app_private.counter_change from old_rows r, app_private.counted_by(r::app.follows) k));
+  end if;
+  return null;
+end
+$$;
+
+
+--
+-- Name: FUNCTION count_follows(); Type: COMMENT; Schema: app_private; Owner: -
+--
+
+COMMENT ON FUNCTION app_private.count_follows() IS 'Keeps the counters of app.follows (user_followers and user_following) in step with its rows, in the statement that writes them (POST and DELETE /users/{userId}/follow, POST /users/{userId}/block, account hiding and purge): adds what new rows count and takes away what old rows counted (app_private.counted_by(app.follows)). Written by npm run counting (tools/counting.ts): the function of the statement triggers _500_count_insert, _500_count_update and _500_count_delete on app.follows.';
+
+
+--
+-- Name: count_hub_memberships(); Type: FUNCTION; Schema: app_private; Owner: -
+--
+
+CREATE FUNCTION app_private.count_hub_memberships() RETURNS trigger
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog'
+    AS $$
+begin
+  if tg_op = 'INSERT' then
+    perform app_private.add_counts(array(select (k.counter, k.subject, 1)::app_private.counter_change from new_rows r, app_private.counted_by(r::app.hub_memberships) k));
+  elsif tg_op = 'DELETE' then
+    perform app_private.add_counts(array(select (k.counter, k.subject, -1)::app_private.counter_change from old_rows r, app_private.counted_by(r::app.hub_memberships) k));
+  else
+    perform app_private.add_counts(array(select (k.counter, k.subject, 1)::app_private.counter_change from new_rows r, app_private.counted_by(r::app.hub_memberships) k
+                                         union all
+                                         select (k.counter, k.subject, -1)::app_private.counter_change from old_rows r, app_private.counted_by(r::app.hub_memberships) k));
+  end if;
+  return null;
+end
+$$;
+
+
+--
+-- Name: FUNCTION count_hub_memberships(); Type: COMMENT; Schema: app_private; Owner: -
+--
+
+COMMENT ON FUNCTION app_private.count_hub_memberships() IS 'Keeps the counters of app.hub_memberships (hub_members) in step with its rows, in the statement that writes them (joining, leaving and removal of members, hub removal, account hiding and purge): adds what new rows count and takes away what old rows counted (app_private.counted_by(app.hub_memberships)). Written by npm run counting (tools/counting.ts): the function of the statement triggers _500_count_insert, _500_count_update and _500_count_delete on app.hub_memberships.';
+
+
+--
+-- Name: count_posts(); Type: FUNCTION; Schema: app_private; Owner: -
+--
+
+CREATE FUNCTION app_private.count_posts() RETURNS trigger
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog'
+    AS $$
+begin
+  if tg_op = 'INSERT' then
+    perform app_private.add_counts(array(select (k.counter, k.subject, 1)::app_private.counter_change from new_rows r, app_private.counted_by(r::app.posts) k));
+  elsif tg_op = 'DELETE' then
+    perform app_private.add_counts(array(select (k.counter, k.subject, -1)::app_private.counter_change from old_rows r, app_private.counted_by(r::app.posts) k));
+  else
+    perform app_private.add_counts(array(select (k.counter, k.subject, 1)::app_private.counter_change from new_rows r, app_private.counted_by(r::app.posts) k
+                                         union all
+                                         select (k.counter, k.subject, -1)::app_private.counter_change from old_rows r, app_private.counted_by(r::app.posts) k));
+  end if;
+  return null;
+end
+$$;
+
+
+--
+-- Name: FUNCTION count_posts(); Type: COMMENT; Schema: app_private; Owner: -
+--
+
+COMMENT ON FUNCTION app_private.count_posts() IS 'Keeps the counters of app.posts (post_reposts and user_posts) in step with its rows, in the statement that writes them (POST /posts, POST /posts/{postId}/reposts, DELETE /posts/{postId}, post removal by moderation, account hiding and purge): adds what new rows count and takes away what old rows counted (app_private.counted_by(app.posts)). Written by npm run counting (tools/counting.ts): the function of the statement triggers _500_count_insert, _500_count_update and _500_count_delete on app.posts.';
 
 
 --
@@ -5253,6 +5345,36 @@ COMMENT ON FUNCTION app_private.count_unread() IS 'Trigger function: keeps the u
 
 
 --
+-- Name: count_vote_receipts(); Type: FUNCTION; Schema: app_private; Owner: -
+--
+
+CREATE FUNCTION app_private.count_vote_receipts() RETURNS trigger
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog'
+    AS $$
+begin
+  if tg_op = 'INSERT' then
+    perform app_private.add_counts(array(select (k.counter, k.subject, 1)::app_private.counter_change from new_rows r, app_private.counted_by(r::app.vote_receipts) k));
+  elsif tg_op = 'DELETE' then
+    perform app_private.add_counts(array(select (k.counter, k.subject, -1)::app_private.counter_change from old_rows r, app_private.counted_by(r::app.vote_receipts) k));
+  else
+    perform app_private.add_counts(array(select (k.counter, k.subject, 1)::app_private.counter_change from new_rows r, app_private.counted_by(r::app.vote_receipts) k
+                                         union all
+                                         select (k.counter, k.subject, -1)::app_private.counter_change from old_rows r, app_private.counted_by(r::app.vote_receipts) k));
+  end if;
+  return null;
+end
+$$;
+
+
+--
+-- Name: FUNCTION count_vote_receipts(); Type: COMMENT; Schema: app_private; Owner: -
+--
+
+COMMENT ON FUNCTION app_private.count_vote_receipts() IS 'Keeps the counters of app.vote_receipts (user_votes_cast and user_votes_received) in step with its rows, in the statement that writes them (POST /posts/{postId}/vote, the account merge of a phone sign-in, the account purge): adds what new rows count and takes away what old rows counted (app_private.counted_by(app.vote_receipts)); the posts'' votes-received locks are taken first by the triggers _490_lock_posts_* (app_private.lock_receipt_posts). Written by npm run counting (tools/counting.ts): the function of the statement triggers _500_count_insert, _500_count_update and _500_count_delete on app.vote_receipts.';
+
+
+--
 -- Name: comments; Type: TABLE; Schema: app; Owner: -
 --
 
@@ -5288,7 +5410,7 @@ $$;
 -- Name: FUNCTION counted_by(p_row app.comments); Type: COMMENT; Schema: app_private; Owner: -
 --
 
-COMMENT ON FUNCTION app_private.counted_by(p_row app.comments) IS 'What one comment counts towards (post_comments of its post, comment_replies of its parent; a deleted comment nothing): the single definition of these counters, used by the counting triggers (app_private.count_rows) and by the recount app_private.counted_now.';
+COMMENT ON FUNCTION app_private.counted_by(p_row app.comments) IS 'What one comment counts towards (post_comments of its post, comment_replies of its parent; a deleted comment nothing): the single definition of these counters, used by the counting triggers (app_private.count_comments) and by the recount app_private.counted_now.';
 
 
 --
@@ -5322,7 +5444,7 @@ $$;
 -- Name: FUNCTION counted_by(p_row app.follows); Type: COMMENT; Schema: app_private; Owner: -
 --
 
-COMMENT ON FUNCTION app_private.counted_by(p_row app.follows) IS 'What one follow counts towards (user_followers of the followee, user_following of the follower): the single definition of these counters, used by the counting triggers (app_private.count_rows) and by the recount app_private.counted_now.';
+COMMENT ON FUNCTION app_private.counted_by(p_row app.follows) IS 'What one follow counts towards (user_followers of the followee, user_following of the follower): the single definition of these counters, used by the counting triggers (app_private.count_follows) and by the recount app_private.counted_now.';
 
 
 --
@@ -5375,7 +5497,7 @@ $$;
 -- Name: FUNCTION counted_by(p_row app.hub_memberships); Type: COMMENT; Schema: app_private; Owner: -
 --
 
-COMMENT ON FUNCTION app_private.counted_by(p_row app.hub_memberships) IS 'What one hub membership counts towards (hub_members of its hub): the single definition of this counter, used by the counting triggers (app_private.count_rows) and by the recount app_private.counted_now.';
+COMMENT ON FUNCTION app_private.counted_by(p_row app.hub_memberships) IS 'What one hub membership counts towards (hub_members of its hub): the single definition of this counter, used by the counting triggers (app_private.count_hub_memberships) and by the recount app_private.counted_now.';
 
 
 --
@@ -5396,7 +5518,7 @@ $$;
 -- Name: FUNCTION counted_by(p_row app.posts); Type: COMMENT; Schema: app_private; Owner: -
 --
 
-COMMENT ON FUNCTION app_private.counted_by(p_row app.posts) IS 'What one post counts towards (post_reposts of the post it reposts, user_posts of its author unless its visibility is private_locked_hub; a deleted post nothing): the single definition of these counters, used by the counting triggers (app_private.count_rows) and by the recount app_private.counted_now.';
+COMMENT ON FUNCTION app_private.counted_by(p_row app.posts) IS 'What one post counts towards (post_reposts of the post it reposts, user_posts of its author unless its visibility is private_locked_hub; a deleted post nothing): the single definition of these counters, used by the counting triggers (app_private.count_posts) and by the recount app_private.counted_now.';
 
 
 --
@@ -5438,7 +5560,7 @@ $$;
 -- Name: FUNCTION counted_by(p_row app.vote_receipts); Type: COMMENT; Schema: app_private; Owner: -
 --
 
-COMMENT ON FUNCTION app_private.counted_by(p_row app.vote_receipts) IS 'What one vote receipt counts towards (user_votes_cast of its voter; user_votes_received of its post''s author unless the post is deleted): the single definition of these counters, used by the counting triggers (app_private.count_rows) and by the recount app_private.counted_now.';
+COMMENT ON FUNCTION app_private.counted_by(p_row app.vote_receipts) IS 'What one vote receipt counts towards (user_votes_cast of its voter; user_votes_received of its post''s author unless the post is deleted): the single definition of these counters, used by the counting triggers (app_private.count_vote_receipts) and by the recount app_private.counted_now.';
 
 
 --
@@ -12670,140 +12792,140 @@ COMMENT ON TRIGGER _490_lock_posts_update ON app.vote_receipts IS 'Takes the upd
 -- Name: comments _500_count_delete; Type: TRIGGER; Schema: app; Owner: -
 --
 
-CREATE TRIGGER _500_count_delete AFTER DELETE ON app.comments REFERENCING OLD TABLE AS old_rows FOR EACH STATEMENT EXECUTE FUNCTION app_private.count_rows();
+CREATE TRIGGER _500_count_delete AFTER DELETE ON app.comments REFERENCING OLD TABLE AS old_rows FOR EACH STATEMENT EXECUTE FUNCTION app_private.count_comments();
 
 
 --
 -- Name: TRIGGER _500_count_delete ON comments; Type: COMMENT; Schema: app; Owner: -
 --
 
-COMMENT ON TRIGGER _500_count_delete ON app.comments IS 'Takes what the deleted rows counted away from post_comments and comment_replies (app_private.count_rows).';
+COMMENT ON TRIGGER _500_count_delete ON app.comments IS 'Takes what the deleted rows counted away from post_comments and comment_replies (app_private.count_comments).';
 
 
 --
 -- Name: follows _500_count_delete; Type: TRIGGER; Schema: app; Owner: -
 --
 
-CREATE TRIGGER _500_count_delete AFTER DELETE ON app.follows REFERENCING OLD TABLE AS old_rows FOR EACH STATEMENT EXECUTE FUNCTION app_private.count_rows();
+CREATE TRIGGER _500_count_delete AFTER DELETE ON app.follows REFERENCING OLD TABLE AS old_rows FOR EACH STATEMENT EXECUTE FUNCTION app_private.count_follows();
 
 
 --
 -- Name: TRIGGER _500_count_delete ON follows; Type: COMMENT; Schema: app; Owner: -
 --
 
-COMMENT ON TRIGGER _500_count_delete ON app.follows IS 'Takes what the deleted rows counted away from user_followers and user_following (app_private.count_rows).';
+COMMENT ON TRIGGER _500_count_delete ON app.follows IS 'Takes what the deleted rows counted away from user_followers and user_following (app_private.count_follows).';
 
 
 --
 -- Name: hub_memberships _500_count_delete; Type: TRIGGER; Schema: app; Owner: -
 --
 
-CREATE TRIGGER _500_count_delete AFTER DELETE ON app.hub_memberships REFERENCING OLD TABLE AS old_rows FOR EACH STATEMENT EXECUTE FUNCTION app_private.count_rows();
+CREATE TRIGGER _500_count_delete AFTER DELETE ON app.hub_memberships REFERENCING OLD TABLE AS old_rows FOR EACH STATEMENT EXECUTE FUNCTION app_private.count_hub_memberships();
 
 
 --
 -- Name: TRIGGER _500_count_delete ON hub_memberships; Type: COMMENT; Schema: app; Owner: -
 --
 
-COMMENT ON TRIGGER _500_count_delete ON app.hub_memberships IS 'Takes what the deleted rows counted away from hub_members (app_private.count_rows).';
+COMMENT ON TRIGGER _500_count_delete ON app.hub_memberships IS 'Takes what the deleted rows counted away from hub_members (app_private.count_hub_memberships).';
 
 
 --
 -- Name: posts _500_count_delete; Type: TRIGGER; Schema: app; Owner: -
 --
 
-CREATE TRIGGER _500_count_delete AFTER DELETE ON app.posts REFERENCING OLD TABLE AS old_rows FOR EACH STATEMENT EXECUTE FUNCTION app_private.count_rows();
+CREATE TRIGGER _500_count_delete AFTER DELETE ON app.posts REFERENCING OLD TABLE AS old_rows FOR EACH STATEMENT EXECUTE FUNCTION app_private.count_posts();
 
 
 --
 -- Name: TRIGGER _500_count_delete ON posts; Type: COMMENT; Schema: app; Owner: -
 --
 
-COMMENT ON TRIGGER _500_count_delete ON app.posts IS 'Takes what the deleted rows counted away from post_reposts and user_posts (app_private.count_rows).';
+COMMENT ON TRIGGER _500_count_delete ON app.posts IS 'Takes what the deleted rows counted away from post_reposts and user_posts (app_private.count_posts).';
 
 
 --
 -- Name: vote_receipts _500_count_delete; Type: TRIGGER; Schema: app; Owner: -
 --
 
-CREATE TRIGGER _500_count_delete AFTER DELETE ON app.vote_receipts REFERENCING OLD TABLE AS old_rows FOR EACH STATEMENT EXECUTE FUNCTION app_private.count_rows();
+CREATE TRIGGER _500_count_delete AFTER DELETE ON app.vote_receipts REFERENCING OLD TABLE AS old_rows FOR EACH STATEMENT EXECUTE FUNCTION app_private.count_vote_receipts();
 
 
 --
 -- Name: TRIGGER _500_count_delete ON vote_receipts; Type: COMMENT; Schema: app; Owner: -
 --
 
-COMMENT ON TRIGGER _500_count_delete ON app.vote_receipts IS 'Takes what the deleted rows counted away from user_votes_cast and user_votes_received (app_private.count_rows).';
+COMMENT ON TRIGGER _500_count_delete ON app.vote_receipts IS 'Takes what the deleted rows counted away from user_votes_cast and user_votes_received (app_private.count_vote_receipts).';
 
 
 --
 -- Name: comments _500_count_insert; Type: TRIGGER; Schema: app; Owner: -
 --
 
-CREATE TRIGGER _500_count_insert AFTER INSERT ON app.comments REFERENCING NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION app_private.count_rows();
+CREATE TRIGGER _500_count_insert AFTER INSERT ON app.comments REFERENCING NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION app_private.count_comments();
 
 
 --
 -- Name: TRIGGER _500_count_insert ON comments; Type: COMMENT; Schema: app; Owner: -
 --
 
-COMMENT ON TRIGGER _500_count_insert ON app.comments IS 'Adds what the inserted rows count to post_comments and comment_replies (app_private.count_rows).';
+COMMENT ON TRIGGER _500_count_insert ON app.comments IS 'Adds what the inserted rows count to post_comments and comment_replies (app_private.count_comments).';
 
 
 --
 -- Name: follows _500_count_insert; Type: TRIGGER; Schema: app; Owner: -
 --
 
-CREATE TRIGGER _500_count_insert AFTER INSERT ON app.follows REFERENCING NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION app_private.count_rows();
+CREATE TRIGGER _500_count_insert AFTER INSERT ON app.follows REFERENCING NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION app_private.count_follows();
 
 
 --
 -- Name: TRIGGER _500_count_insert ON follows; Type: COMMENT; Schema: app; Owner: -
 --
 
-COMMENT ON TRIGGER _500_count_insert ON app.follows IS 'Adds what the inserted rows count to user_followers and user_following (app_private.count_rows).';
+COMMENT ON TRIGGER _500_count_insert ON app.follows IS 'Adds what the inserted rows count to user_followers and user_following (app_private.count_follows).';
 
 
 --
 -- Name: hub_memberships _500_count_insert; Type: TRIGGER; Schema: app; Owner: -
 --
 
-CREATE TRIGGER _500_count_insert AFTER INSERT ON app.hub_memberships REFERENCING NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION app_private.count_rows();
+CREATE TRIGGER _500_count_insert AFTER INSERT ON app.hub_memberships REFERENCING NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION app_private.count_hub_memberships();
 
 
 --
 -- Name: TRIGGER _500_count_insert ON hub_memberships; Type: COMMENT; Schema: app; Owner: -
 --
 
-COMMENT ON TRIGGER _500_count_insert ON app.hub_memberships IS 'Adds what the inserted rows count to hub_members (app_private.count_rows).';
+COMMENT ON TRIGGER _500_count_insert ON app.hub_memberships IS 'Adds what the inserted rows count to hub_members (app_private.count_hub_memberships).';
 
 
 --
 -- Name: posts _500_count_insert; Type: TRIGGER; Schema: app; Owner: -
 --
 
-CREATE TRIGGER _500_count_insert AFTER INSERT ON app.posts REFERENCING NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION app_private.count_rows();
+CREATE TRIGGER _500_count_insert AFTER INSERT ON app.posts REFERENCING NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION app_private.count_posts();
 
 
 --
 -- Name: TRIGGER _500_count_insert ON posts; Type: COMMENT; Schema: app; Owner: -
 --
 
-COMMENT ON TRIGGER _500_count_insert ON app.posts IS 'Adds what the inserted rows count to post_reposts and user_posts (app_private.count_rows).';
+COMMENT ON TRIGGER _500_count_insert ON app.posts IS 'Adds what the inserted rows count to post_reposts and user_posts (app_private.count_posts).';
 
 
 --
 -- Name: vote_receipts _500_count_insert; Type: TRIGGER; Schema: app; Owner: -
 --
 
-CREATE TRIGGER _500_count_insert AFTER INSERT ON app.vote_receipts REFERENCING NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION app_private.count_rows();
+CREATE TRIGGER _500_count_insert AFTER INSERT ON app.vote_receipts REFERENCING NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION app_private.count_vote_receipts();
 
 
 --
 -- Name: TRIGGER _500_count_insert ON vote_receipts; Type: COMMENT; Schema: app; Owner: -
 --
 
-COMMENT ON TRIGGER _500_count_insert ON app.vote_receipts IS 'Adds what the inserted rows count to user_votes_cast and user_votes_received (app_private.count_rows).';
+COMMENT ON TRIGGER _500_count_insert ON app.vote_receipts IS 'Adds what the inserted rows count to user_votes_cast and user_votes_received (app_private.count_vote_receipts).';
 
 
 --
@@ -12852,70 +12974,70 @@ COMMENT ON TRIGGER _500_count_unread_update ON app.notifications IS 'Counts rows
 -- Name: comments _500_count_update; Type: TRIGGER; Schema: app; Owner: -
 --
 
-CREATE TRIGGER _500_count_update AFTER UPDATE ON app.comments REFERENCING OLD TABLE AS old_rows NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION app_private.count_rows();
+CREATE TRIGGER _500_count_update AFTER UPDATE ON app.comments REFERENCING OLD TABLE AS old_rows NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION app_private.count_comments();
 
 
 --
 -- Name: TRIGGER _500_count_update ON comments; Type: COMMENT; Schema: app; Owner: -
 --
 
-COMMENT ON TRIGGER _500_count_update ON app.comments IS 'Adds what the new rows count to, and takes what the old rows counted away from, post_comments and comment_replies (app_private.count_rows).';
+COMMENT ON TRIGGER _500_count_update ON app.comments IS 'Adds what the new rows count to, and takes what the old rows counted away from, post_comments and comment_replies (app_private.count_comments).';
 
 
 --
 -- Name: follows _500_count_update; Type: TRIGGER; Schema: app; Owner: -
 --
 
-CREATE TRIGGER _500_count_update AFTER UPDATE ON app.follows REFERENCING OLD TABLE AS old_rows NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION app_private.count_rows();
+CREATE TRIGGER _500_count_update AFTER UPDATE ON app.follows REFERENCING OLD TABLE AS old_rows NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION app_private.count_follows();
 
 
 --
 -- Name: TRIGGER _500_count_update ON follows; Type: COMMENT; Schema: app; Owner: -
 --
 
-COMMENT ON TRIGGER _500_count_update ON app.follows IS 'Adds what the new rows count to, and takes what the old rows counted away from, user_followers and user_following (app_private.count_rows).';
+COMMENT ON TRIGGER _500_count_update ON app.follows IS 'Adds what the new rows count to, and takes what the old rows counted away from, user_followers and user_following (app_private.count_follows).';
 
 
 --
 -- Name: hub_memberships _500_count_update; Type: TRIGGER; Schema: app; Owner: -
 --
 
-CREATE TRIGGER _500_count_update AFTER UPDATE ON app.hub_memberships REFERENCING OLD TABLE AS old_rows NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION app_private.count_rows();
+CREATE TRIGGER _500_count_update AFTER UPDATE ON app.hub_memberships REFERENCING OLD TABLE AS old_rows NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION app_private.count_hub_memberships();
 
 
 --
 -- Name: TRIGGER _500_count_update ON hub_memberships; Type: COMMENT; Schema: app; Owner: -
 --
 
-COMMENT ON TRIGGER _500_count_update ON app.hub_memberships IS 'Adds what the new rows count to, and takes what the old rows counted away from, hub_members (app_private.count_rows).';
+COMMENT ON TRIGGER _500_count_update ON app.hub_memberships IS 'Adds what the new rows count to, and takes what the old rows counted away from, hub_members (app_private.count_hub_memberships).';
 
 
 --
 -- Name: posts _500_count_update; Type: TRIGGER; Schema: app; Owner: -
 --
 
-CREATE TRIGGER _500_count_update AFTER UPDATE ON app.posts REFERENCING OLD TABLE AS old_rows NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION app_private.count_rows();
+CREATE TRIGGER _500_count_update AFTER UPDATE ON app.posts REFERENCING OLD TABLE AS old_rows NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION app_private.count_posts();
 
 
 --
 -- Name: TRIGGER _500_count_update ON posts; Type: COMMENT; Schema: app; Owner: -
 --
 
-COMMENT ON TRIGGER _500_count_update ON app.posts IS 'Adds what the new rows count to, and takes what the old rows counted away from, post_reposts and user_posts (app_private.count_rows).';
+COMMENT ON TRIGGER _500_count_update ON app.posts IS 'Adds what the new rows count to, and takes what the old rows counted away from, post_reposts and user_posts (app_private.count_posts).';
 
 
 --
 -- Name: vote_receipts _500_count_update; Type: TRIGGER; Schema: app; Owner: -
 --
 
-CREATE TRIGGER _500_count_update AFTER UPDATE ON app.vote_receipts REFERENCING OLD TABLE AS old_rows NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION app_private.count_rows();
+CREATE TRIGGER _500_count_update AFTER UPDATE ON app.vote_receipts REFERENCING OLD TABLE AS old_rows NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION app_private.count_vote_receipts();
 
 
 --
 -- Name: TRIGGER _500_count_update ON vote_receipts; Type: COMMENT; Schema: app; Owner: -
 --
 
-COMMENT ON TRIGGER _500_count_update ON app.vote_receipts IS 'Adds what the new rows count to, and takes what the old rows counted away from, user_votes_cast and user_votes_received (app_private.count_rows).';
+COMMENT ON TRIGGER _500_count_update ON app.vote_receipts IS 'Adds what the new rows count to, and takes what the old rows counted away from, user_votes_cast and user_votes_received (app_private.count_vote_receipts).';
 
 
 --
@@ -16323,10 +16445,31 @@ REVOKE ALL ON FUNCTION app_private.consume_sliding_limit(p_key text, p_limit int
 
 
 --
--- Name: FUNCTION count_rows(); Type: ACL; Schema: app_private; Owner: -
+-- Name: FUNCTION count_comments(); Type: ACL; Schema: app_private; Owner: -
 --
 
-REVOKE ALL ON FUNCTION app_private.count_rows() FROM PUBLIC;
+REVOKE ALL ON FUNCTION app_private.count_comments() FROM PUBLIC;
+
+
+--
+-- Name: FUNCTION count_follows(); Type: ACL; Schema: app_private; Owner: -
+--
+
+REVOKE ALL ON FUNCTION app_private.count_follows() FROM PUBLIC;
+
+
+--
+-- Name: FUNCTION count_hub_memberships(); Type: ACL; Schema: app_private; Owner: -
+--
+
+REVOKE ALL ON FUNCTION app_private.count_hub_memberships() FROM PUBLIC;
+
+
+--
+-- Name: FUNCTION count_posts(); Type: ACL; Schema: app_private; Owner: -
+--
+
+REVOKE ALL ON FUNCTION app_private.count_posts() FROM PUBLIC;
 
 
 --
@@ -16334,6 +16477,13 @@ REVOKE ALL ON FUNCTION app_private.count_rows() FROM PUBLIC;
 --
 
 REVOKE ALL ON FUNCTION app_private.count_unread() FROM PUBLIC;
+
+
+--
+-- Name: FUNCTION count_vote_receipts(); Type: ACL; Schema: app_private; Owner: -
+--
+
+REVOKE ALL ON FUNCTION app_private.count_vote_receipts() FROM PUBLIC;
 
 
 --

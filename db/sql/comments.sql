@@ -6,7 +6,7 @@
 -- the code's):
 --   1. app_private.visible_post, app.require_level(2), the parent's root (COMMENT_NOT_FOUND);
 --   2. app.comments: the comment; when that insert ends, its trigger _500_count_insert
---      (app_private.count_rows: post_comments of the post, comment_replies of the root);
+--      (app_private.count_comments: post_comments of the post, comment_replies of the root);
 --   3. app.notifications: post_commented to the post's author (not for a self-comment); when that
 --      insert ends, its trigger _500_count_unread_insert (app_private.count_unread: their badge);
 --   4. app_private.record_activity: the commenter's activity event (post_commented).

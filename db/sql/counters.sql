@@ -53,7 +53,7 @@ begin
     on conflict (counter, subject, slot) do update set n = c.n + excluded.n;
 end
 $$;
-comment on function app_private.add_counts(app_private.counter_change[]) is 'The one writer of app_private.counters: adds each change to one of the subject''s 16 slot rows (one no other open transaction is writing, for a statement of at most 32 changes; else a random one), in (counter, subject) order, so writers of one popular subject rarely wait on each other and never deadlock. Called by the counting trigger function app_private.count_rows and by app_private.move_votes_received (votes).';
+comment on function app_private.add_counts(app_private.counter_change[]) is 'The one writer of app_private.counters: adds each change to one of the subject''s 16 slot rows (one no other open transaction is writing, for a statement of at most 32 changes; else a random one), in (counter, subject) order, so writers of one popular subject rarely wait on each other and never deadlock. Called by the counting trigger functions app_private.count_<table> (counters.generated.sql) and by app_private.move_votes_received (votes).';
 
 -- A subject's count. One SQL statement, called (not inlined: PostgreSQL inlines a scalar SQL function
 -- only when its body is a bare expression, without FROM or an aggregate).
@@ -67,9 +67,9 @@ $$;
 comment on function app_private.counter_value(app_private.counter, uuid) is 'The one reader of app_private.counters: a subject''s count, the sum of its slot rows (zero when it has none). Called by the count readers below, app.profile_social (GET /users/me/profile, GET /users/by-username/{username}) and the hub previews app.invite_link_preview and app.invitation_preview.';
 
 -- What one row counts towards: the single definition of each counter, one function per counted
--- table under one name (app_private.counted_by, overloaded by the row's type), so the one counting
--- trigger function below and the recount app_private.counted_now call it the same way for every
--- table.
+-- table under one name (app_private.counted_by, overloaded by the row's type), so the counting
+-- trigger functions written from one template (counters.generated.sql) and the recount
+-- app_private.counted_now call it the same way for every table.
 create or replace function app_private.counted_by(p_row app.comments)
   returns table (counter app_private.counter, subject uuid)
   language sql immutable
@@ -79,7 +79,7 @@ create or replace function app_private.counted_by(p_row app.comments)
                ('comment_replies', p_row.parent_id, p_row.deleted_at is null and p_row.parent_id is not null)) x (counter, subject, counted)
   where x.counted
 $$;
-comment on function app_private.counted_by(app.comments) is 'What one comment counts towards (post_comments of its post, comment_replies of its parent; a deleted comment nothing): the single definition of these counters, used by the counting triggers (app_private.count_rows) and by the recount app_private.counted_now.';
+comment on function app_private.counted_by(app.comments) is 'What one comment counts towards (post_comments of its post, comment_replies of its parent; a deleted comment nothing): the single definition of these counters, used by the counting triggers (app_private.count_comments) and by the recount app_private.counted_now.';
 
 create or replace function app_private.counted_by(p_row app.posts)
   returns table (counter app_private.counter, subject uuid)
@@ -90,7 +90,7 @@ create or replace function app_private.counted_by(p_row app.posts)
                ('user_posts', p_row.author_id, p_row.deleted_at is null and p_row.visibility <> 'private_locked_hub')) x (counter, subject, counted)
   where x.counted
 $$;
-comment on function app_private.counted_by(app.posts) is 'What one post counts towards (post_reposts of the post it reposts, user_posts of its author unless its visibility is private_locked_hub; a deleted post nothing): the single definition of these counters, used by the counting triggers (app_private.count_rows) and by the recount app_private.counted_now.';
+comment on function app_private.counted_by(app.posts) is 'What one post counts towards (post_reposts of the post it reposts, user_posts of its author unless its visibility is private_locked_hub; a deleted post nothing): the single definition of these counters, used by the counting triggers (app_private.count_posts) and by the recount app_private.counted_now.';
 
 -- Whether a post's votes count towards its author's votesReceived (the single definition, used by
 -- the receipts' counting below and by the posts' trigger function app_private.move_votes_received,
@@ -115,7 +115,7 @@ create or replace function app_private.counted_by(p_row app.vote_receipts)
                ('user_votes_received', (select p.author_id from app.posts p where p.id = p_row.post_id and app_private.post_counts_votes(p)))) x (counter, subject)
   where x.subject is not null
 $$;
-comment on function app_private.counted_by(app.vote_receipts) is 'What one vote receipt counts towards (user_votes_cast of its voter; user_votes_received of its post''s author unless the post is deleted): the single definition of these counters, used by the counting triggers (app_private.count_rows) and by the recount app_private.counted_now.';
+comment on function app_private.counted_by(app.vote_receipts) is 'What one vote receipt counts towards (user_votes_cast of its voter; user_votes_received of its post''s author unless the post is deleted): the single definition of these counters, used by the counting triggers (app_private.count_vote_receipts) and by the recount app_private.counted_now.';
 
 create or replace function app_private.counted_by(p_row app.follows)
   returns table (counter app_private.counter, subject uuid)
@@ -124,7 +124,7 @@ create or replace function app_private.counted_by(p_row app.follows)
   select x.counter, x.subject
   from (values ('user_followers'::app_private.counter, p_row.followee_id), ('user_following', p_row.follower_id)) x (counter, subject)
 $$;
-comment on function app_private.counted_by(app.follows) is 'What one follow counts towards (user_followers of the followee, user_following of the follower): the single definition of these counters, used by the counting triggers (app_private.count_rows) and by the recount app_private.counted_now.';
+comment on function app_private.counted_by(app.follows) is 'What one follow counts towards (user_followers of the followee, user_following of the follower): the single definition of these counters, used by the counting triggers (app_private.count_follows) and by the recount app_private.counted_now.';
 
 create or replace function app_private.counted_by(p_row app.hub_memberships)
   returns table (counter app_private.counter, subject uuid)
@@ -132,7 +132,7 @@ create or replace function app_private.counted_by(p_row app.hub_memberships)
   as $$
   select 'hub_members'::app_private.counter, p_row.hub_id
 $$;
-comment on function app_private.counted_by(app.hub_memberships) is 'What one hub membership counts towards (hub_members of its hub): the single definition of this counter, used by the counting triggers (app_private.count_rows) and by the recount app_private.counted_now.';
+comment on function app_private.counted_by(app.hub_memberships) is 'What one hub membership counts towards (hub_members of its hub): the single definition of this counter, used by the counting triggers (app_private.count_hub_memberships) and by the recount app_private.counted_now.';
 
 create or replace function app_private.counted_by(p_row app.hub_discussion_messages)
   returns table (counter app_private.counter, subject uuid)
@@ -144,35 +144,12 @@ create or replace function app_private.counted_by(p_row app.hub_discussion_messa
 $$;
 comment on function app_private.counted_by(app.hub_discussion_messages) is 'What one discussion message counts towards (discussion_messages of its discussion, message_replies of its parent): kept in their own rows by the discussions triggers, so only the recount app_private.counted_now uses this definition, to check them.';
 
--- The counting rule, once for every counted table: a statement adds what its new rows count and
--- takes away what its old rows counted (app_private.counted_by of each row), in one call of
--- app_private.add_counts. Run once per statement, from three triggers per table (insert, update,
--- delete: PostgreSQL allows transition tables only on single-event triggers). A transition table's
--- rows are anonymous records, so the statement names the table's row type (tg_relid) for
--- counted_by to resolve to the table's own overload: a dynamic statement, planned on each call
--- (about 0.15 ms more than a statement written per table, once per writing statement).
-create or replace function app_private.count_rows()
-  returns trigger
-  language plpgsql security definer
-  set search_path = pg_catalog
-  as $$
-declare
-  v_added text := format('select (k.counter, k.subject, 1)::app_private.counter_change from new_rows r, app_private.counted_by(r::%s) k', tg_relid::regclass);
-  v_taken text := format('select (k.counter, k.subject, -1)::app_private.counter_change from old_rows r, app_private.counted_by(r::%s) k', tg_relid::regclass);
-begin
-  -- Transition tables exist only for the events that have them: new_rows for inserts and updates,
-  -- old_rows for updates and deletes.
-  execute format('select app_private.add_counts(array(%s))',
-                 case tg_op when 'INSERT' then v_added when 'DELETE' then v_taken else v_added || ' union all ' || v_taken end);
-  return null;
-end
-$$;
-comment on function app_private.count_rows() is 'The counting rule of every counted table (app.comments, app.posts, app.follows, app.hub_memberships, app.vote_receipts): keeps its counters in step with its rows in the statement that writes them, adding what new rows count and taking away what old rows counted (app_private.counted_by). The function of the statement triggers _500_count_insert, _500_count_update and _500_count_delete of those tables.';
-
 -- The receipts count towards their post's author only under the posts' votes-received locks
 -- (app_private.lock_votes_received, votes.sql): taken by these triggers, which fire before the
--- receipts' counting triggers (_490_ before _500_), so the count, a statement of its own, sees
--- what committed while they waited.
+-- receipts' counting triggers (_490_ before _500_, app_private.count_vote_receipts), so the
+-- count, a statement of its own, sees what committed while they waited. The counting triggers of
+-- every counted table and their functions app_private.count_<table> are written from one template
+-- by npm run counting (counters.generated.sql, applied after this file).
 create or replace function app_private.lock_receipt_posts()
   returns trigger
   language plpgsql security definer
@@ -190,6 +167,12 @@ begin
 end
 $$;
 comment on function app_private.lock_receipt_posts() is 'Takes the shared votes-received locks of the posts of the receipts a statement writes (POST /posts/{postId}/vote, the account merge of a phone sign-in, the account purge), before the receipts are counted (app_private.lock_votes_received). The function of the statement triggers _490_lock_posts_insert, _490_lock_posts_update and _490_lock_posts_delete on app.vote_receipts.';
+create trigger _490_lock_posts_delete after delete on app.vote_receipts referencing old table as old_rows for each statement execute function app_private.lock_receipt_posts();
+comment on trigger _490_lock_posts_delete on app.vote_receipts is 'Takes the deleted receipts'' posts'' votes-received locks before they are counted (app_private.lock_receipt_posts).';
+create trigger _490_lock_posts_insert after insert on app.vote_receipts referencing new table as new_rows for each statement execute function app_private.lock_receipt_posts();
+comment on trigger _490_lock_posts_insert on app.vote_receipts is 'Takes the inserted receipts'' posts'' votes-received locks before they are counted (app_private.lock_receipt_posts).';
+create trigger _490_lock_posts_update after update on app.vote_receipts referencing old table as old_rows new table as new_rows for each statement execute function app_private.lock_receipt_posts();
+comment on trigger _490_lock_posts_update on app.vote_receipts is 'Takes the updated receipts'' posts'' votes-received locks before they are counted (app_private.lock_receipt_posts).';
 
 -- The recount behind the reconciliation check.
 create or replace function app_private.counted_now()
@@ -304,59 +287,11 @@ comment on function app.hub_member_count(uuid) is 'A hub''s member count (member
 grant execute on function app.hub_member_count(uuid) to app_user;
 grant execute on function app.hub_member_count(uuid) to app_admin;
 
--- The counting triggers: three statement triggers per counted table, all of one function
--- (app_private.count_rows), so a table's counting is declared here and its rule is
--- app_private.counted_by. The receipts first take their posts' locks (_490_, above).
-
-create trigger _500_count_delete after delete on app.comments referencing old table as old_rows for each statement execute function app_private.count_rows();
-comment on trigger _500_count_delete on app.comments is 'Takes what the deleted rows counted away from post_comments and comment_replies (app_private.count_rows).';
-create trigger _500_count_insert after insert on app.comments referencing new table as new_rows for each statement execute function app_private.count_rows();
-comment on trigger _500_count_insert on app.comments is 'Adds what the inserted rows count to post_comments and comment_replies (app_private.count_rows).';
-create trigger _500_count_update after update on app.comments referencing old table as old_rows new table as new_rows for each statement execute function app_private.count_rows();
-comment on trigger _500_count_update on app.comments is 'Adds what the new rows count to, and takes what the old rows counted away from, post_comments and comment_replies (app_private.count_rows).';
-
-create trigger _500_count_delete after delete on app.follows referencing old table as old_rows for each statement execute function app_private.count_rows();
-comment on trigger _500_count_delete on app.follows is 'Takes what the deleted rows counted away from user_followers and user_following (app_private.count_rows).';
-create trigger _500_count_insert after insert on app.follows referencing new table as new_rows for each statement execute function app_private.count_rows();
-comment on trigger _500_count_insert on app.follows is 'Adds what the inserted rows count to user_followers and user_following (app_private.count_rows).';
-create trigger _500_count_update after update on app.follows referencing old table as old_rows new table as new_rows for each statement execute function app_private.count_rows();
-comment on trigger _500_count_update on app.follows is 'Adds what the new rows count to, and takes what the old rows counted away from, user_followers and user_following (app_private.count_rows).';
-
-create trigger _500_count_delete after delete on app.hub_memberships referencing old table as old_rows for each statement execute function app_private.count_rows();
-comment on trigger _500_count_delete on app.hub_memberships is 'Takes what the deleted rows counted away from hub_members (app_private.count_rows).';
-create trigger _500_count_insert after insert on app.hub_memberships referencing new table as new_rows for each statement execute function app_private.count_rows();
-comment on trigger _500_count_insert on app.hub_memberships is 'Adds what the inserted rows count to hub_members (app_private.count_rows).';
-create trigger _500_count_update after update on app.hub_memberships referencing old table as old_rows new table as new_rows for each statement execute function app_private.count_rows();
-comment on trigger _500_count_update on app.hub_memberships is 'Adds what the new rows count to, and takes what the old rows counted away from, hub_members (app_private.count_rows).';
-
-create trigger _500_count_delete after delete on app.posts referencing old table as old_rows for each statement execute function app_private.count_rows();
-comment on trigger _500_count_delete on app.posts is 'Takes what the deleted rows counted away from post_reposts and user_posts (app_private.count_rows).';
-create trigger _500_count_insert after insert on app.posts referencing new table as new_rows for each statement execute function app_private.count_rows();
-comment on trigger _500_count_insert on app.posts is 'Adds what the inserted rows count to post_reposts and user_posts (app_private.count_rows).';
-create trigger _500_count_update after update on app.posts referencing old table as old_rows new table as new_rows for each statement execute function app_private.count_rows();
-comment on trigger _500_count_update on app.posts is 'Adds what the new rows count to, and takes what the old rows counted away from, post_reposts and user_posts (app_private.count_rows).';
-
-create trigger _490_lock_posts_delete after delete on app.vote_receipts referencing old table as old_rows for each statement execute function app_private.lock_receipt_posts();
-comment on trigger _490_lock_posts_delete on app.vote_receipts is 'Takes the deleted receipts'' posts'' votes-received locks before they are counted (app_private.lock_receipt_posts).';
-create trigger _490_lock_posts_insert after insert on app.vote_receipts referencing new table as new_rows for each statement execute function app_private.lock_receipt_posts();
-comment on trigger _490_lock_posts_insert on app.vote_receipts is 'Takes the inserted receipts'' posts'' votes-received locks before they are counted (app_private.lock_receipt_posts).';
-create trigger _490_lock_posts_update after update on app.vote_receipts referencing old table as old_rows new table as new_rows for each statement execute function app_private.lock_receipt_posts();
-comment on trigger _490_lock_posts_update on app.vote_receipts is 'Takes the updated receipts'' posts'' votes-received locks before they are counted (app_private.lock_receipt_posts).';
-
-create trigger _500_count_delete after delete on app.vote_receipts referencing old table as old_rows for each statement execute function app_private.count_rows();
-comment on trigger _500_count_delete on app.vote_receipts is 'Takes what the deleted rows counted away from user_votes_cast and user_votes_received (app_private.count_rows).';
-create trigger _500_count_insert after insert on app.vote_receipts referencing new table as new_rows for each statement execute function app_private.count_rows();
-comment on trigger _500_count_insert on app.vote_receipts is 'Adds what the inserted rows count to user_votes_cast and user_votes_received (app_private.count_rows).';
-create trigger _500_count_update after update on app.vote_receipts referencing old table as old_rows new table as new_rows for each statement execute function app_private.count_rows();
-comment on trigger _500_count_update on app.vote_receipts is 'Adds what the new rows count to, and takes what the old rows counted away from, user_votes_cast and user_votes_received (app_private.count_rows).';
-
--- The functions the counting triggers used before app_private.count_rows and app_private.counted_by
--- stated the rule once (no caller is left). The runner drops a function after it has replaced the
--- triggers, policies and views, so these go once the triggers above no longer call them; the
--- lines go once every database has run them.
-drop function if exists app_private.count_comments();
-drop function if exists app_private.count_posts();
-drop function if exists app_private.count_follows();
+-- The functions the counting triggers used before the rule and the counters were each stated once
+-- (the generated app_private.count_<table> functions and app_private.counted_by): no caller is
+-- left. count_comments, count_posts and count_follows kept their names and are replaced in place.
+-- The runner drops a function after it has replaced the triggers, policies and views, so these go
+-- once the triggers no longer call them; the lines go once every database has run them.
 drop function if exists app_private.count_memberships();
 drop function if exists app_private.count_receipts();
 drop function if exists app_private.counted_by_comment(app.comments);

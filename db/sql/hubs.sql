@@ -250,7 +250,7 @@ grant execute on function app.invite_to_hub(uuid, text[]) to app_user;
 --   1. app.hub_memberships: the membership (none when already a member: false); when that insert
 --      ends, its triggers, which hold whoever writes a membership: _300_list_entry
 --      (app_private.hub_list_relation_changed: the member's row of GET /users/me/hubs), then
---      _500_count_insert (app_private.count_rows: hub_members);
+--      _500_count_insert (app_private.count_hub_memberships: hub_members);
 --   2. app_private.touch_hub_activity: the member's activity in the hub (app.hub_activity's
 --      triggers _300_hub_lists_insert and _300_hub_lists_update: the hub list);
 --   3. app_private.queue_hub_fanout: the hub_member_joined fan-out job for the other members.

@@ -140,7 +140,7 @@ comment on function app_private.place_post_in_hubs(uuid, uuid[], app.post_hub_ki
 --      (app.post_assets_usable, else VALIDATION_FAILED);
 --   3. app.posts: the post; when that insert ends, its triggers, which hold whoever inserts a post:
 --      _300_seed_vote_counters (app_private.posts_seed_vote_counters: the global counter rows of a
---      slider post), then _500_count_insert (app_private.count_rows: the author's user_posts unless
+--      slider post), then _500_count_insert (app_private.count_posts: the author's user_posts unless
 --      private_locked_hub);
 --   4. app_private.place_post_in_hubs, hub by hub: app.post_hubs (its trigger
 --      _300_seed_vote_counters: the hub's counter rows of a slider post), the hub's discussion of

@@ -33,7 +33,7 @@ grant execute on function app.vote_tally(uuid, uuid) to app_anonymous;
 --      and reads the global tally before this vote (app_private.sealed_tally);
 --      when that statement ends, the triggers of the rows it wrote, which hold whoever writes them:
 --      - app.vote_receipts _490_lock_posts_insert (app_private.lock_receipt_posts: the post's
---        votes-received lock), then _500_count_insert (app_private.count_rows: user_votes_cast of
+--        votes-received lock), then _500_count_insert (app_private.count_vote_receipts: user_votes_cast of
 --        the voter, user_votes_received of the author);
 --      - app.notifications _500_count_unread_insert (app_private.count_unread: the author's badge);
 --      - app.hub_activity _300_hub_lists_insert and _300_hub_lists_update
