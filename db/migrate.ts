@@ -53,6 +53,7 @@ export const sqlFiles = [
   'base',
   'sessions',
   'counters',
+  'counters.generated',
   'hubs',
   'users',
   'uploads',

@@ -15,6 +15,8 @@
 //      the same query, a comment by its text. What differs is changed per table, in a transaction of
 //      its own under a short lock_timeout, retried until the table is free (db/lock-retry.ts).
 //   3. Grants on tables, views and columns (no lock), once the views exist.
+//   4. Functions a file drops (`drop function if exists`, no table lock), once the triggers,
+//      policies and views that called them were replaced in step 2.
 //
 // The runner works on the owner's direct connection (DATABASE_URL), never through a pooler: its
 // temporary function, views and table copies live in savepoints of its own session and go with them.
@@ -52,6 +54,10 @@ function unitsOf(statements: readonly Statement[]): Unit[] {
   }
   return units;
 }
+
+/** A unit that only drops a function: applied last, after what called the function was replaced. */
+const dropsOnly = (unit: Unit) =>
+  unit.target.kind === 'function' && unit.statements.every((statement) => /^drop\s+function\s/i.test(statement.text));
 
 /** The identifier SQL text of a schema-qualified name from a file (already matched as [a-z_][a-z0-9_]* parts). */
 const relationName = (qualified: string) => qualified.split('.')[1] as string;
@@ -428,7 +434,8 @@ export async function applySqlStatements(
     if (!recorded || recorded.statements !== statements || recorded.catalog !== before[i]) pending.add(unit);
   });
   const units = all.filter((unit) => pending.has(unit));
-  const firstPhase = units.filter((unit) => lockFreeKinds.has(unit.target.kind) && unit.target.kind !== 'relation-acl');
+  const drops = units.filter(dropsOnly);
+  const firstPhase = units.filter((unit) => lockFreeKinds.has(unit.target.kind) && unit.target.kind !== 'relation-acl' && !dropsOnly(unit));
   const relationGrants = units.filter((unit) => unit.target.kind === 'relation-acl');
   const tableUnits = units.filter((unit) => !lockFreeKinds.has(unit.target.kind));
 
@@ -487,6 +494,10 @@ export async function applySqlStatements(
   changed.push(
     ...(await phase('table and column grants of db/sql', relationGrants, (found) => applyLockFree(client, relationGrants, found))),
   );
+
+  // 4. Functions dropped (no table lock), once the triggers, policies and views that called them
+  // are replaced.
+  changed.push(...(await phase('functions dropped by db/sql', drops, (found) => applyLockFree(client, drops, found))));
 
   // What each compared object is now, for the next run.
   if (units.length > 0) {

@@ -74,7 +74,7 @@ begin
 end
 $$;
 comment on function app_private.hub_activity_moved() is
-  'Trigger function: activity in a hub moves the actors'' own rows of the hub list (app_private.hub_list_entries, GET /users/me/hubs) at once and marks the hub for the sweep that moves the other members'' rows. Triggers hub_activity_list_inserts and hub_activity_list_updates.';
+  'Trigger function: activity in a hub moves the actors'' own rows of the hub list (app_private.hub_list_entries, GET /users/me/hubs) at once and marks the hub for the sweep that moves the other members'' rows. Triggers _300_hub_lists_insert and _300_hub_lists_update on app.hub_activity.';
 
 -- One step of the sweep, one transaction:
 -- - a hub whose sweep is in progress: up to p_batch of its list rows, in user id order from the
@@ -152,12 +152,12 @@ comment on function app_private.propagate_hub_activity(integer) is
   'One step of the hub list sweep (worker task propagate_hub_activity): carries a hub''s activity time to its members'' rows of GET /users/me/hubs in batches, deleting rows of expired invitations on the way.';
 grant execute on function app_private.propagate_hub_activity(integer) to app_worker;
 
-create trigger hub_activity_list_inserts after insert on app.hub_activity
+create trigger _300_hub_lists_insert after insert on app.hub_activity
   referencing new table as new_rows for each statement execute function app_private.hub_activity_moved();
-comment on trigger hub_activity_list_inserts on app.hub_activity is
+comment on trigger _300_hub_lists_insert on app.hub_activity is
   'First activity of a user in a hub: moves the hub list rows (app_private.hub_activity_moved).';
 
-create trigger hub_activity_list_updates after update on app.hub_activity
+create trigger _300_hub_lists_update after update on app.hub_activity
   referencing new table as new_rows for each statement execute function app_private.hub_activity_moved();
-comment on trigger hub_activity_list_updates on app.hub_activity is
+comment on trigger _300_hub_lists_update on app.hub_activity is
   'Later activity of a user in a hub: moves the hub list rows (app_private.hub_activity_moved).';

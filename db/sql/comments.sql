@@ -2,7 +2,14 @@
 
 -- POST /posts/{postId}/comments: a visible post (POST_NOT_FOUND; a block with its author answers
 -- the same); a parent of the same post (COMMENT_NOT_FOUND), replaced by its root. post_commented
--- to the post's author (not for self-comments) and a feed activity event.
+-- to the post's author (not for self-comments) and a feed activity event. In order (the names are
+-- the code's):
+--   1. app_private.visible_post, app.require_level(2), the parent's root (COMMENT_NOT_FOUND);
+--   2. app.comments: the comment; when that insert ends, its trigger _500_count_insert
+--      (app_private.count_comments: post_comments of the post, comment_replies of the root);
+--   3. app.notifications: post_commented to the post's author (not for a self-comment); when that
+--      insert ends, its trigger _500_count_unread_insert (app_private.count_unread: their badge);
+--   4. app_private.record_activity: the commenter's activity event (post_commented).
 create or replace function app.create_comment(p_post_id uuid, p_text text, p_parent_id uuid)
   returns uuid
   language plpgsql volatile security definer

@@ -109,7 +109,7 @@ begin
 end
 $$;
 comment on function app_private.hub_discussion_messages_count() is
-  'Keeps a discussion''s message count and last activity, and the root''s reply count, with every message inserted. Runs from the trigger hub_discussion_messages_count.';
+  'Keeps a discussion''s message count and last activity, and the root''s reply count, with every message inserted. Runs from the trigger _400_count_message on app.hub_discussion_messages.';
 
 -- POST /hubs/{hubId}/discussions/{discussionId}/messages: checks in contract order (see
 -- app.hub_discussion_thread), attaches a reply to its thread root, and marks the hub's activity
@@ -311,8 +311,8 @@ grant delete on app.saved_discussions to app_user;
 grant select (user_id, discussion_id, hub_id, saved_at) on app.saved_discussions to app_user;
 grant insert (user_id, discussion_id, hub_id) on app.saved_discussions to app_user;
 
-create trigger hub_discussion_messages_count
+create trigger _400_count_message
   after insert on app.hub_discussion_messages
   for each row execute function app_private.hub_discussion_messages_count();
-comment on trigger hub_discussion_messages_count on app.hub_discussion_messages is
+comment on trigger _400_count_message on app.hub_discussion_messages is
   'Counts each new message into its discussion and thread root (app_private.hub_discussion_messages_count).';

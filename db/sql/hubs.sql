@@ -246,6 +246,14 @@ comment on function app.invite_to_hub(uuid, text[]) is
   'Invites phone numbers to a hub (active members): an admin''s invitation leads to membership on accept, a member''s to admin approval. Called by POST /hubs/{hubId}/invitations.';
 grant execute on function app.invite_to_hub(uuid, text[]) to app_user;
 
+-- Joining a hub, in order (the names are the code's):
+--   1. app.hub_memberships: the membership (none when already a member: false); when that insert
+--      ends, its triggers, which hold whoever writes a membership: _300_list_entry
+--      (app_private.hub_list_relation_changed: the member's row of GET /users/me/hubs), then
+--      _500_count_insert (app_private.count_hub_memberships: hub_members);
+--   2. app_private.touch_hub_activity: the member's activity in the hub (app.hub_activity's
+--      triggers _300_hub_lists_insert and _300_hub_lists_update: the hub list);
+--   3. app_private.queue_hub_fanout: the hub_member_joined fan-out job for the other members.
 create or replace function app_private.start_membership(p_hub_id uuid, p_user_id uuid)
   returns boolean
   language plpgsql volatile
@@ -688,7 +696,7 @@ begin
 end
 $$;
 comment on function app_private.attach_phone_invitations() is
-  'A verified phone picks up the pending invitations that waited for it, each with its hub_invite_received notification. Runs from the trigger phone_identities_attach_invitations (app_private.sign_in_phone: POST /auth/otp/verify, POST /auth/idp/token).';
+  'A verified phone picks up the pending invitations that waited for it, each with its hub_invite_received notification. Runs from the trigger _300_attach_invitations on app.phone_identities (app_private.sign_in_phone: POST /auth/otp/verify, POST /auth/idp/token).';
 
 -- The viewer's relationship to a hub (viewerStatus of spec 2.5): 'member', 'pending_admin_approval'
 -- or 'invited' (an unexpired pending invitation), or null; null below level 4 too.
@@ -820,7 +828,7 @@ begin
 end
 $$;
 comment on function app_private.hub_name_words_sync() is
-  'Keeps app.hub_name_words equal to the words of the hub''s name (app_private.keep_name_words), in the statement that writes the name (POST /hubs, PATCH /hubs/{hubId}). Runs from the triggers hubs_name_words_insert and hubs_name_words_update.';
+  'Keeps app.hub_name_words equal to the words of the hub''s name (app_private.keep_name_words), in the statement that writes the name (POST /hubs, PATCH /hubs/{hubId}). Runs from the triggers _300_name_words_insert and _300_name_words_update on app.hubs.';
 
 create or replace function app_private.rebuild_hub_name_words()
   returns void
@@ -1021,7 +1029,7 @@ begin
 end
 $$;
 comment on function app_private.hub_list_relation_changed() is
-  'Refreshes the kept rows of GET /users/me/hubs for the (user, hub) pairs a change touches, before and after. Runs from the triggers hub_memberships_list_entry, hub_join_requests_list_entry and hub_invitations_list_entry.';
+  'Refreshes the kept rows of GET /users/me/hubs for the (user, hub) pairs a change touches, before and after. Runs from the triggers _300_list_entry on app.hub_memberships, app.hub_join_requests and app.hub_invitations.';
 
 -- The viewer's page of the list, in (activity_at, hub_id) descending order, after the cursor:
 -- one range of the page index. Rows of removed hubs (whose relations are ended with the hub) and
@@ -1187,33 +1195,33 @@ grant update (is_recommended) on app.hubs to app_admin;
 -- written since; the latest activity is app.hub_last_activity_at (read by REST's hub cards).
 grant select (id, name, description, profile_asset_id, custom_link, is_recommended) on app.hubs to app_anonymous;
 
-create trigger hub_invitations_list_entry after insert or delete or update of status, hub_id, invitee_id, expires_at on app.hub_invitations
+create trigger _300_list_entry after insert or delete or update of status, hub_id, invitee_id, expires_at on app.hub_invitations
   for each row execute function app_private.hub_list_relation_changed('invitee_id');
-comment on trigger hub_invitations_list_entry on app.hub_invitations is
+comment on trigger _300_list_entry on app.hub_invitations is
   'Keeps the kept rows of GET /users/me/hubs with each invitation change (app_private.hub_list_relation_changed, on invitee_id).';
 
-create trigger hub_join_requests_list_entry after insert or delete or update of status, hub_id, user_id on app.hub_join_requests
+create trigger _300_list_entry after insert or delete or update of status, hub_id, user_id on app.hub_join_requests
   for each row execute function app_private.hub_list_relation_changed('user_id');
-comment on trigger hub_join_requests_list_entry on app.hub_join_requests is
+comment on trigger _300_list_entry on app.hub_join_requests is
   'Keeps the kept rows of GET /users/me/hubs with each join request change (app_private.hub_list_relation_changed).';
 
-create trigger hub_memberships_list_entry after insert or delete or update of role, hub_id, user_id on app.hub_memberships
+create trigger _300_list_entry after insert or delete or update of role, hub_id, user_id on app.hub_memberships
   for each row execute function app_private.hub_list_relation_changed('user_id');
-comment on trigger hub_memberships_list_entry on app.hub_memberships is
+comment on trigger _300_list_entry on app.hub_memberships is
   'Keeps the kept rows of GET /users/me/hubs with each membership change (app_private.hub_list_relation_changed).';
 
-create trigger hubs_name_words_insert after insert on app.hubs
+create trigger _300_name_words_insert after insert on app.hubs
   for each row execute function app_private.hub_name_words_sync();
-comment on trigger hubs_name_words_insert on app.hubs is
+comment on trigger _300_name_words_insert on app.hubs is
   'Writes a new hub''s name words (app_private.hub_name_words_sync).';
 
-create trigger hubs_name_words_update after update of name on app.hubs
+create trigger _300_name_words_update after update of name on app.hubs
   for each row when (old.name is distinct from new.name) execute function app_private.hub_name_words_sync();
-comment on trigger hubs_name_words_update on app.hubs is
+comment on trigger _300_name_words_update on app.hubs is
   'Rewrites a hub''s name words when its name changes (app_private.hub_name_words_sync).';
 
-create trigger phone_identities_attach_invitations
+create trigger _300_attach_invitations
   after insert on app.phone_identities
   for each row execute function app_private.attach_phone_invitations();
-comment on trigger phone_identities_attach_invitations on app.phone_identities is
+comment on trigger _300_attach_invitations on app.phone_identities is
   'A newly verified phone picks up the invitations that waited for it (app_private.attach_phone_invitations).';

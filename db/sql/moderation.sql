@@ -93,7 +93,7 @@ begin
   return new;
 end
 $$;
-comment on function app_private.report_filed() is 'A new report is open, undecided and carries the snapshot of its target (app_private.report_snapshot), whatever the insert said: the function of the trigger reports_snapshot.';
+comment on function app_private.report_filed() is 'A new report is open, undecided and carries the snapshot of its target (app_private.report_snapshot), whatever the insert said: the function of the trigger _200_snapshot on app.reports.';
 
 -- Files the viewer's report, or answers the viewer's open report on the same target (a second
 -- report while one is open files nothing: contract 14, 201 with the same reportId). Concurrent
@@ -125,7 +125,7 @@ create or replace function app_private.moderation_log_append_only()
   returns trigger
   language plpgsql
   as $$ begin raise exception 'the moderation log is append-only'; end $$;
-comment on function app_private.moderation_log_append_only() is 'Makes the moderation log append-only, for the owner too: any update, delete or truncate fails. The function of the triggers moderation_log_append_only and moderation_log_no_truncate.';
+comment on function app_private.moderation_log_append_only() is 'Makes the moderation log append-only, for the owner too: any update, delete or truncate fails. The function of the triggers _100_append_only and _100_no_truncate on app.moderation_log.';
 
 -- Who acts: the CLI sets app.moderator (its operator); the admin token sets nothing.
 create or replace function app_private.moderator()
@@ -461,13 +461,13 @@ comment on policy reports_select_own on app.reports is 'A reporter sees their ow
 grant select on app.reports to app_admin;
 grant select (id) on app.reports to app_user;
 
-create trigger moderation_log_append_only before update or delete on app.moderation_log
+create trigger _100_append_only before update or delete on app.moderation_log
   for each row execute function app_private.moderation_log_append_only();
-comment on trigger moderation_log_append_only on app.moderation_log is 'Refuses every update and delete of a log row (app_private.moderation_log_append_only): the log is append-only, for the owner too.';
+comment on trigger _100_append_only on app.moderation_log is 'Refuses every update and delete of a log row (app_private.moderation_log_append_only): the log is append-only, for the owner too.';
 
-create trigger moderation_log_no_truncate before truncate on app.moderation_log
+create trigger _100_no_truncate before truncate on app.moderation_log
   for each statement execute function app_private.moderation_log_append_only();
-comment on trigger moderation_log_no_truncate on app.moderation_log is 'Refuses a truncate of the log (app_private.moderation_log_append_only): the log is append-only, for the owner too.';
+comment on trigger _100_no_truncate on app.moderation_log is 'Refuses a truncate of the log (app_private.moderation_log_append_only): the log is append-only, for the owner too.';
 
-create trigger reports_snapshot before insert on app.reports for each row execute function app_private.report_filed();
-comment on trigger reports_snapshot on app.reports is 'Every new report starts open, undecided, with the snapshot of its target (app_private.report_filed), whoever inserts it.';
+create trigger _200_snapshot before insert on app.reports for each row execute function app_private.report_filed();
+comment on trigger _200_snapshot on app.reports is 'Every new report starts open, undecided, with the snapshot of its target (app_private.report_filed), whoever inserts it.';

@@ -362,7 +362,7 @@ begin
 end
 $$;
 comment on function app_private.move_repost_unread() is
-  'Trigger function: when a repost stops (or starts again) being visible to everyone, its unread global post_reposted rows move between each recipient''s buckets. Triggers posts_move_repost_unread and posts_move_repost_unread_on_delete.';
+  'Trigger function: when a repost stops (or starts again) being visible to everyone, its unread global post_reposted rows move between each recipient''s buckets. Triggers _400_move_repost_unread and _400_move_repost_unread_delete on app.posts.';
 
 -- The visible unread rows of p_user_id, per hub (hub_id null: rows without a hub): the buckets'
 -- sums, each bucket kept when its scope is visible to the user now. One index range of the
@@ -558,7 +558,7 @@ begin
 end
 $$;
 comment on function app_private.record_badge_changes() is
-  'Trigger function: rows of a user that went from unread to read in one statement make one badge change for that user, which the stream delivers (GET /notifications/stream). Trigger notifications_record_badge_changes.';
+  'Trigger function: rows of a user that went from unread to read in one statement make one badge change for that user, which the stream delivers (GET /notifications/stream). Trigger _800_record_badge_changes on app.notifications.';
 
 -- For the reader connection of an API process (server/sse): the badges of the users with a badge change
 -- in [p_from, p_to) and a live session with a stream open in this process (pg_temp.live_open_sessions),
@@ -612,7 +612,7 @@ begin
 end
 $$;
 comment on function app_private.count_unread() is
-  'Trigger function: keeps the unread counters (app_private.unread_counters, through app_private.add_unread) of inserted, read and deleted rows per bucket. Triggers notifications_count_unread_inserts, _changes and _deletes.';
+  'Trigger function: keeps the unread counters (app_private.unread_counters, through app_private.add_unread) of inserted, read and deleted rows per bucket. Triggers _500_count_unread_insert, _update and _delete on app.notifications.';
 
 -- A user reads the notifications visible to them, and nothing else.
 create policy notifications_select_visible on app.notifications
@@ -623,43 +623,43 @@ comment on policy notifications_select_visible on app.notifications is
 
 grant select (id, recipient_id, type, actor_id, post_id, comment_id, hub_id, invitation_id, join_request_id, created_at, read_at) on app.notifications to app_user;
 
-create trigger notifications_count_unread_changes
+create trigger _500_count_unread_update
   after update on app.notifications
   referencing old table as old_rows new table as new_rows
   for each statement execute function app_private.count_unread();
-comment on trigger notifications_count_unread_changes on app.notifications is
+comment on trigger _500_count_unread_update on app.notifications is
   'Counts rows read or unread again (app_private.count_unread).';
 
-create trigger notifications_count_unread_deletes
+create trigger _500_count_unread_delete
   after delete on app.notifications
   referencing old table as old_rows
   for each statement execute function app_private.count_unread();
-comment on trigger notifications_count_unread_deletes on app.notifications is
+comment on trigger _500_count_unread_delete on app.notifications is
   'Uncounts deleted unread rows (app_private.count_unread).';
 
-create trigger notifications_count_unread_inserts
+create trigger _500_count_unread_insert
   after insert on app.notifications
   referencing new table as new_rows
   for each statement execute function app_private.count_unread();
-comment on trigger notifications_count_unread_inserts on app.notifications is
+comment on trigger _500_count_unread_insert on app.notifications is
   'Counts new unread rows (app_private.count_unread).';
 
-create trigger notifications_record_badge_changes
+create trigger _800_record_badge_changes
   after update on app.notifications
   referencing old table as old_rows new table as new_rows
   for each statement execute function app_private.record_badge_changes();
-comment on trigger notifications_record_badge_changes on app.notifications is
+comment on trigger _800_record_badge_changes on app.notifications is
   'Records a badge change when rows are read (app_private.record_badge_changes).';
 
-create trigger posts_move_repost_unread
+create trigger _400_move_repost_unread
   after update of deleted_at, visibility on app.posts
   for each row when (old.deleted_at is distinct from new.deleted_at or old.visibility is distinct from new.visibility)
   execute function app_private.move_repost_unread();
-comment on trigger posts_move_repost_unread on app.posts is
+comment on trigger _400_move_repost_unread on app.posts is
   'Moves a repost''s unread rows between buckets when its visibility changes (app_private.move_repost_unread).';
 
-create trigger posts_move_repost_unread_on_delete
+create trigger _400_move_repost_unread_delete
   after delete on app.posts
   for each row execute function app_private.move_repost_unread();
-comment on trigger posts_move_repost_unread_on_delete on app.posts is
+comment on trigger _400_move_repost_unread_delete on app.posts is
   'Moves a repost''s unread rows between buckets when it is deleted (app_private.move_repost_unread).';

@@ -161,7 +161,21 @@ $$;
 comment on function app_private.place_post_in_hubs(uuid, uuid[], app.post_hub_kind, app.notification_type, uuid) is
   'Places a post in hubs (its targets, or a share), opens or touches each hub''s discussion of it, records hub activity and queues the hub members'' fan-out (except the actor and p_also_except). Called by app.create_post, app.create_repost and app.share_post_to_hubs.';
 
--- POST /posts: an original frame, with its article when given.
+-- POST /posts: an original frame, with its article when given. What it does, in order (the names
+-- are the code's):
+--   1. app_private.check_post_audience: the level the visibility needs (app.require_level) and the
+--      target hubs where the author is an active member (app.require_hub_role);
+--   2. app.articles: the article, when given, whose assets must be the viewer's post images
+--      (app.post_assets_usable, else VALIDATION_FAILED);
+--   3. app.posts: the post; when that insert ends, its triggers, which hold whoever inserts a post:
+--      _300_seed_vote_counters (app_private.posts_seed_vote_counters: the global counter rows of a
+--      slider post), then _500_count_insert (app_private.count_posts: the author's user_posts unless
+--      private_locked_hub);
+--   4. app_private.place_post_in_hubs, hub by hub: app.post_hubs (its trigger
+--      _300_seed_vote_counters: the hub's counter rows of a slider post), the hub's discussion of
+--      the post (app.hub_discussions), app_private.touch_hub_activity (app.hub_activity's triggers
+--      _300_hub_lists_insert and _300_hub_lists_update: the hub list), then
+--      app_private.queue_hub_fanout: the hub_post_created fan-out job for the hub's members.
 create or replace function app.create_post(p_article jsonb, p_thought text, p_slider_text text, p_left text, p_right text,
   p_visibility app.post_visibility, p_hub_ids uuid[])
   returns uuid
@@ -199,6 +213,11 @@ grant execute on function app.create_post(jsonb, text, text, text, text, app.pos
 -- public or public_hub repost; for a private_locked_hub repost one hub-scoped row per target hub
 -- where they are an active member (content mute honoured), and no global row. Target hub members
 -- get post_shared_to_hub, except the reposter and the source author.
+-- In order: app_private.visible_post and the repost rule (REPOST_NOT_ALLOWED),
+-- app_private.check_post_audience, app.posts (its triggers _300_seed_vote_counters, then
+-- _500_count_insert: user_posts and the source's post_reposts), app_private.record_activity
+-- (post_reposted), app.notifications (their trigger _500_count_unread_insert), then
+-- app_private.place_post_in_hubs as for app.create_post (post_shared_to_hub fan-out).
 create or replace function app.create_repost(p_source_id uuid, p_thought text, p_slider_text text, p_left text, p_right text,
   p_visibility app.post_visibility, p_hub_ids uuid[])
   returns uuid

@@ -79,7 +79,7 @@ begin
   return null;
 end
 $$;
-comment on function app_private.forget_revoked_session_devices() is 'A revoked session takes its push devices with it, whichever path revoked it (POST /auth/logout, a reused refresh token, account hiding, merge or purge): the function of the trigger sessions_forget_push_devices.';
+comment on function app_private.forget_revoked_session_devices() is 'A revoked session takes its push devices with it, whichever path revoked it (POST /auth/logout, a reused refresh token, account hiding, merge or purge): the function of the trigger _300_forget_push_devices on app.sessions.';
 
 -- Publication alerts (app_private.is_publication) are rows and stream events only (spec part 6): never pushed.
 create or replace function app_private.pushed_type(p_type app.notification_type)
@@ -279,8 +279,8 @@ comment on policy push_devices_select_own on app.push_devices is 'A user sees on
 
 grant select (id, provider, platform, token_suffix, created_at, last_seen_at) on app.push_devices to app_user;
 
-create trigger sessions_forget_push_devices
+create trigger _300_forget_push_devices
   after update of revoked_at on app.sessions
   for each row when (old.revoked_at is null and new.revoked_at is not null)
   execute function app_private.forget_revoked_session_devices();
-comment on trigger sessions_forget_push_devices on app.sessions is 'When a session is revoked, its push devices are deleted (app_private.forget_revoked_session_devices): a signed-out device gets no more pushes.';
+comment on trigger _300_forget_push_devices on app.sessions is 'When a session is revoked, its push devices are deleted (app_private.forget_revoked_session_devices): a signed-out device gets no more pushes.';

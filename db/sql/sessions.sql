@@ -465,7 +465,7 @@ begin
 end
 $$;
 comment on function app_private.announce_session_revoked() is
-  'Trigger function: notifies ''session_revoked'' with the session id when a session becomes revoked, after commit, so every process closes that session''s streams (GET /notifications/stream). Trigger sessions_announce_revoked.';
+  'Trigger function: notifies ''session_revoked'' with the session id when a session becomes revoked, after commit, so every process closes that session''s streams (GET /notifications/stream). Trigger _800_announce_revoked on app.sessions.';
 
 -- Counts one hit for a key when fewer than p_limit of its hits fall in the window ending now.
 -- wait: 0 when allowed, otherwise the seconds until the oldest hit that keeps it full leaves the
@@ -751,11 +751,11 @@ comment on policy sessions_select_self on app.sessions is
 
 grant select (id, user_id, created_at, expires_at, revoked_at) on app.sessions to app_user;
 
-create trigger sessions_announce_revoked
+create trigger _800_announce_revoked
   after update of revoked_at on app.sessions
   for each row when (old.revoked_at is null and new.revoked_at is not null)
   execute function app_private.announce_session_revoked();
-comment on trigger sessions_announce_revoked on app.sessions is
+comment on trigger _800_announce_revoked on app.sessions is
   'Announces a revoked session to every process (app_private.announce_session_revoked).';
 
 -- Reads from streaming replicas (DATABASE_REPLICA_URLS, db/replicas.ts). Each session has a floor in

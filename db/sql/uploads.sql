@@ -177,7 +177,7 @@ begin
 end
 $$;
 comment on function app_private.queue_replaced_asset() is
-  'Replacing a profile image queues the delete_asset job for the old asset in the same transaction, so the job exists exactly when the replacement committed. Runs from the triggers users_queue_replaced_photo and hub_profiles_queue_replaced_photo.';
+  'Replacing a profile image queues the delete_asset job for the old asset in the same transaction, so the job exists exactly when the replacement committed. Runs from the triggers _800_queue_replaced_photo on app.users and app.hub_profiles.';
 
 -- Was the cleanup's copy of app.asset_in_visible_use's four tests: dropped (the cleanup functions
 -- below call that rule; run by the owner, it sees every row).
@@ -466,7 +466,7 @@ begin
 end
 $$;
 comment on function app_private.check_profile_asset() is
-  'A profile image must be the user''s own profile photo (VALIDATION_FAILED otherwise), whoever writes it. Runs from the triggers users_check_profile_asset (tg_argv: id) and hub_profiles_check_profile_asset (user_id).';
+  'A profile image must be the user''s own profile photo (VALIDATION_FAILED otherwise), whoever writes it. Runs from the triggers _100_check_profile_asset on app.users (tg_argv: id) and on app.hub_profiles (user_id).';
 
 create policy assets_select_admin on app.assets for select to app_admin using (true);
 comment on policy assets_select_admin on app.assets is
@@ -492,26 +492,26 @@ comment on policy upload_intents_select_owner on app.upload_intents is
 
 grant select (id, owner_id, purpose, content_type, content_length, object_key, created_at, expires_at, completed_at) on app.upload_intents to app_user;
 
-create trigger hub_profiles_check_profile_asset
+create trigger _100_check_profile_asset
   before insert or update of profile_asset_id on app.hub_profiles
   for each row execute function app_private.check_profile_asset('user_id');
-comment on trigger hub_profiles_check_profile_asset on app.hub_profiles is
+comment on trigger _100_check_profile_asset on app.hub_profiles is
   'A hub profile''s image must be the user''s own profile photo (app_private.check_profile_asset).';
 
-create trigger hub_profiles_queue_replaced_photo
+create trigger _800_queue_replaced_photo
   after update of profile_asset_id on app.hub_profiles
   for each row execute function app_private.queue_replaced_asset();
-comment on trigger hub_profiles_queue_replaced_photo on app.hub_profiles is
+comment on trigger _800_queue_replaced_photo on app.hub_profiles is
   'Queues the replaced hub profile image for deletion (app_private.queue_replaced_asset).';
 
-create trigger users_check_profile_asset
+create trigger _100_check_profile_asset
   before update of profile_asset_id on app.users
   for each row execute function app_private.check_profile_asset('id');
-comment on trigger users_check_profile_asset on app.users is
+comment on trigger _100_check_profile_asset on app.users is
   'A user''s profile image must be their own profile photo (app_private.check_profile_asset).';
 
-create trigger users_queue_replaced_photo
+create trigger _800_queue_replaced_photo
   after update of profile_asset_id on app.users
   for each row execute function app_private.queue_replaced_asset();
-comment on trigger users_queue_replaced_photo on app.users is
+comment on trigger _800_queue_replaced_photo on app.users is
   'Queues the replaced profile image for deletion (app_private.queue_replaced_asset).';

@@ -12,7 +12,7 @@ begin
 end
 $$;
 comment on function app_private.users_reject_reserved_handle() is
-  'Keeps reserved handles out of app.users.username (USERNAME_TAKEN), whoever writes the handle. Runs from the trigger users_reserved_handle, on the writes of PUT /users/me/onboarding/profile-basics and PATCH /users/me/profile.';
+  'Keeps reserved handles out of app.users.username (USERNAME_TAKEN), whoever writes the handle. Runs from the trigger _110_reject_reserved_handle on app.users, on the writes of PUT /users/me/onboarding/profile-basics and PATCH /users/me/profile.';
 
 -- The viewer's onboarding progress. GET /users/me/onboarding/status sends its session check inside
 -- this statement (p_required, the endpoint's level: the gate runs first, before any read, and
@@ -209,7 +209,7 @@ begin
 end
 $$;
 comment on function app.block_user(uuid) is
-  'Blocks a user (not oneself; ALREADY_BLOCKED when blocked already); the trigger blocks_remove_follows drops the follows between the two. Called by POST /users/{userId}/block.';
+  'Blocks a user (not oneself; ALREADY_BLOCKED when blocked already); the trigger _300_remove_follows on app.blocks drops the follows between the two. Called by POST /users/{userId}/block.';
 grant execute on function app.block_user(uuid) to app_user;
 
 -- Removes the viewer's block of the target; a no-op when there is none.
@@ -300,7 +300,7 @@ begin
 end
 $$;
 comment on function app_private.blocks_remove_follows() is
-  'A block ends the follows between the two users, both ways, in the block transaction. Runs from the trigger blocks_remove_follows (POST /users/{userId}/block, and the block merge of app_private.merge_user).';
+  'A block ends the follows between the two users, both ways, in the block transaction. Runs from the trigger _300_remove_follows on app.blocks (POST /users/{userId}/block, and the block merge of app_private.merge_user).';
 
 -- Whether a word of a name starts with a normalised query (app.search_text of what was typed).
 -- Inlined by the planner, so a trigram index on app.search_text(name) serves it.
@@ -590,7 +590,7 @@ begin
 end
 $$;
 comment on function app_private.user_name_words_sync() is
-  'Keeps app.user_name_words equal to the words of the user''s full name (app_private.keep_name_words), in the statement that writes the name (onboarding, PATCH /users/me/profile, a merge, tooling). Runs from the triggers users_name_words_insert and users_name_words_update.';
+  'Keeps app.user_name_words equal to the words of the user''s full name (app_private.keep_name_words), in the statement that writes the name (onboarding, PATCH /users/me/profile, a merge, tooling). Runs from the triggers _300_name_words_insert and _300_name_words_update on app.users.';
 
 create or replace function app_private.rebuild_user_name_words()
   returns void
@@ -735,24 +735,24 @@ grant select on app.users to app_admin;
 grant update (username, full_name, bio, profile_asset_id) on app.users to app_user;
 grant select (id, username, full_name, bio, profile_asset_id) on app.users to app_anonymous;
 
-create trigger blocks_remove_follows
+create trigger _300_remove_follows
   after insert on app.blocks
   for each row execute function app_private.blocks_remove_follows();
-comment on trigger blocks_remove_follows on app.blocks is
+comment on trigger _300_remove_follows on app.blocks is
   'A block ends the follows between the two users (app_private.blocks_remove_follows).';
 
-create trigger users_name_words_insert after insert on app.users
+create trigger _300_name_words_insert after insert on app.users
   for each row when (new.full_name is not null) execute function app_private.user_name_words_sync();
-comment on trigger users_name_words_insert on app.users is
+comment on trigger _300_name_words_insert on app.users is
   'Writes a new user''s name words (app_private.user_name_words_sync).';
 
-create trigger users_name_words_update after update of full_name on app.users
+create trigger _300_name_words_update after update of full_name on app.users
   for each row when (old.full_name is distinct from new.full_name) execute function app_private.user_name_words_sync();
-comment on trigger users_name_words_update on app.users is
+comment on trigger _300_name_words_update on app.users is
   'Rewrites a user''s name words when the full name changes (app_private.user_name_words_sync).';
 
-create trigger users_reserved_handle
+create trigger _110_reject_reserved_handle
   before insert or update of username on app.users
   for each row execute function app_private.users_reject_reserved_handle();
-comment on trigger users_reserved_handle on app.users is
+comment on trigger _110_reject_reserved_handle on app.users is
   'Rejects a reserved handle on insert and on a handle change (app_private.users_reject_reserved_handle).';

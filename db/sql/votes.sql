@@ -17,6 +17,31 @@ comment on function app.vote_tally(uuid, uuid) is
   'A post''s tally in one scope (global when p_hub_id is null, else that hub): the counter sums and the pending sealed ballots, null when the viewer may not see the post. Read by GET /posts/{postId}/vote/summary, /vote/distribution and /vote/hubs (server/votes/summary.ts opens the ballots).';
 grant execute on function app.vote_tally(uuid, uuid) to app_anonymous;
 
+-- POST /posts/{postId}/vote. What a vote does, in order (the names are the code's):
+--   1. app.viewer_session_gate(2): the session first (401, then 403);
+--   2. the rules: the post visible to the voter (app.post_visible_to, else POST_NOT_FOUND), a
+--      private_locked_hub post only for its author or an active member of a target hub
+--      (VOTE_NOT_ALLOWED), a slider post (POST_NOT_VOTABLE), a sealed ballot for every hub where the
+--      voter is an active member (else OBS01: the API seals again and retries);
+--   3. one statement writes, once for a new receipt (none when the vote was already cast):
+--      - app.vote_receipts: the receipt (on conflict do nothing: VOTE_ALREADY_CAST after it);
+--      - app.vote_scope_receipts: a scope receipt per pool (global, each of those hubs);
+--      - app.notifications: the author's post_voted, without actor (not for a self-vote);
+--      - app_private.sealed_ballots: a sealed ballot per pool;
+--      - app_private.record_activity: the voter's activity event (post_voted);
+--      - app_private.touch_hub_activity: the voter's activity in those hubs;
+--      and reads the global tally before this vote (app_private.sealed_tally);
+--      when that statement ends, the triggers of the rows it wrote, which hold whoever writes them:
+--      - app.vote_receipts _490_lock_posts_insert (app_private.lock_receipt_posts: the post's
+--        votes-received lock), then _500_count_insert (app_private.count_vote_receipts: user_votes_cast of
+--        the voter, user_votes_received of the author);
+--      - app.notifications _500_count_unread_insert (app_private.count_unread: the author's badge);
+--      - app.hub_activity _300_hub_lists_insert and _300_hub_lists_update
+--        (app_private.hub_activity_moved: the voter's rows of the hub list, the hub marked for the
+--        list sweep);
+--   4. app_private.queue_tally: the tally job of each scope whose pending ballots fill a batch
+--      (app_private.vote_fills_batch);
+--   5. the voter's hubs when few (voter_hub_ids), for the API to seal their next votes at once.
 create or replace function app.cast_vote(p_post_id uuid, p_key_id text, p_global text, p_hub_ids uuid[], p_hub_ballots text[], p_batch int,
   out voted_at timestamptz, out hub_ids uuid[], out global_tally jsonb, out voter_hub_ids uuid[])
   language plpgsql security definer
@@ -176,7 +201,7 @@ begin
 end
 $$;
 comment on function app_private.seed_vote_counters(uuid, uuid) is
-  'Makes the 16 counter slot rows of a post and scope, seeded to sum to zero, when the scope is created (a slider post, its placement in a hub); a vote never inserts a counter row. Called by the triggers posts_seed_vote_counters and post_hubs_seed_vote_counters (POST /posts, POST /posts/{postId}/share/hubs).';
+  'Makes the 16 counter slot rows of a post and scope, seeded to sum to zero, when the scope is created (a slider post, its placement in a hub); a vote never inserts a counter row. Called by the triggers _300_seed_vote_counters on app.posts and app.post_hubs (POST /posts, POST /posts/{postId}/share/hubs).';
 
 create or replace function app_private.posts_seed_vote_counters() returns trigger
   language plpgsql security definer
@@ -188,7 +213,7 @@ begin
 end
 $$;
 comment on function app_private.posts_seed_vote_counters() is
-  'Trigger function: the global counter rows of a new slider post (trigger posts_seed_vote_counters; POST /posts).';
+  'Trigger function: the global counter rows of a new slider post (trigger _300_seed_vote_counters on app.posts; POST /posts).';
 
 create or replace function app_private.post_hubs_seed_vote_counters() returns trigger
   language plpgsql security definer
@@ -202,7 +227,7 @@ begin
 end
 $$;
 comment on function app_private.post_hubs_seed_vote_counters() is
-  'Trigger function: the hub counter rows of a slider post placed in a hub (trigger post_hubs_seed_vote_counters; POST /posts with hubs, POST /posts/{postId}/share/hubs).';
+  'Trigger function: the hub counter rows of a slider post placed in a hub (trigger _300_seed_vote_counters on app.post_hubs; POST /posts with hubs, POST /posts/{postId}/share/hubs).';
 
 -- The counts are the five counter columns in the order of app.vote_position, the one list of the
 -- positions in SQL (db/ballots.ts ballotPositions in TypeScript; test/sql/enums.test.ts holds the
@@ -433,7 +458,7 @@ begin
 end
 $$;
 comment on function app_private.move_votes_received() is
-  'Trigger function: a post whose votes start or stop counting (deleted, restored, purged, moved by an account merge) moves its receipts'' number between authors'' votesReceived. Triggers posts_votes_received_delete and posts_votes_received_update.';
+  'Trigger function: a post whose votes start or stop counting (deleted, restored, purged, moved by an account merge) moves its receipts'' number between authors'' votesReceived. Triggers _510_move_votes_received_delete and _510_move_votes_received_update on app.posts.';
 
 -- A user sees their own receipts (vote status), never anyone else's.
 create policy vote_receipts_select_own on app.vote_receipts
@@ -452,25 +477,25 @@ comment on policy vote_scope_receipts_select_own on app.vote_scope_receipts is
 
 grant select (post_id, user_id, hub_id) on app.vote_scope_receipts to app_user;
 
-create trigger post_hubs_seed_vote_counters
+create trigger _300_seed_vote_counters
   after insert on app.post_hubs
   for each row execute function app_private.post_hubs_seed_vote_counters();
-comment on trigger post_hubs_seed_vote_counters on app.post_hubs is
+comment on trigger _300_seed_vote_counters on app.post_hubs is
   'Seeds the hub counter rows of a slider post when it is placed in a hub.';
 
-create trigger posts_seed_vote_counters
+create trigger _300_seed_vote_counters
   after insert on app.posts
   for each row when (new.slider_text is not null)
   execute function app_private.posts_seed_vote_counters();
-comment on trigger posts_seed_vote_counters on app.posts is
+comment on trigger _300_seed_vote_counters on app.posts is
   'Seeds the global counter rows of a new slider post.';
 
-create trigger posts_votes_received_delete after delete on app.posts referencing old table as old_rows
+create trigger _510_move_votes_received_delete after delete on app.posts referencing old table as old_rows
   for each statement execute function app_private.move_votes_received();
-comment on trigger posts_votes_received_delete on app.posts is
+comment on trigger _510_move_votes_received_delete on app.posts is
   'Keeps authors'' votesReceived when posts are purged.';
 
-create trigger posts_votes_received_update after update on app.posts referencing old table as old_rows new table as new_rows
+create trigger _510_move_votes_received_update after update on app.posts referencing old table as old_rows new table as new_rows
   for each statement execute function app_private.move_votes_received();
-comment on trigger posts_votes_received_update on app.posts is
+comment on trigger _510_move_votes_received_update on app.posts is
   'Keeps authors'' votesReceived when posts are deleted, restored or move to another author.';

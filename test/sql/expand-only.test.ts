@@ -48,6 +48,8 @@ interface Release {
   /** The identities of db/retired.txt (normalised). */
   retired: Set<string>;
   sqlLevel: number;
+  /** Whether the release's TypeScript names this identifier (a whole word). */
+  namesInCode: (name: string) => boolean;
 }
 
 const normalise = (text: string) =>
@@ -87,7 +89,15 @@ function previousRelease(): Release {
     // A release before db/retired.txt declared nothing retired.
   }
   const level = /export const sqlLevel = (\d+)/.exec(show('db/migrate.ts'))?.[1];
-  return { sql, migrations, retired, sqlLevel: level === undefined ? 0 : Number(level) };
+  const namesInCode = (name: string) => {
+    try {
+      git('grep', '-q', '-w', name, previous, '--', '*.ts');
+      return true;
+    } catch {
+      return false; // git grep exits 1 when nothing matches.
+    }
+  };
+  return { sql, migrations, retired, sqlLevel: level === undefined ? 0 : Number(level), namesInCode };
 }
 
 function currentRelease(): Release {
@@ -99,6 +109,7 @@ function currentRelease(): Release {
       .map((file) => ({ file, sql: readFileSync(path.join(dir, file), 'utf8') })),
     retired: retiredOf(readFileSync(path.join(root, 'db', 'retired.txt'), 'utf8')),
     sqlLevel,
+    namesInCode: () => true,
   };
 }
 
@@ -154,8 +165,34 @@ export function removedBy(statement: string): string[] {
 }
 
 /**
+ * A function the previous release cannot call: its db/sql grants it to no role and its TypeScript
+ * never names it, so only the schema's own SQL calls it (trigger functions among them), and on the
+ * new schema that SQL is this release's.
+ */
+function unreachable(previous: Release, before: string[], identity: string): boolean {
+  const m = /^function ([a-z0-9_]+)\.([a-z0-9_]+)\(/.exec(identity);
+  if (!m) return false;
+  const granted = before.some((statement) => statement.startsWith('grant ') && statement.includes(` on function ${m[1]}.${m[2]}(`));
+  return !granted && !previous.namesInCode(m[2] as string);
+}
+
+/**
+ * The triggers a new migration renames, as `trigger <old> on <table>` to `trigger <new> on <table>`:
+ * rows ('app.table', 'old', 'new') of a statement that runs `alter trigger %I on %s rename to %I`.
+ */
+function renamedTriggers(statements: string[]): Map<string, string> {
+  const renamed = new Map<string, string>();
+  for (const statement of statements.filter((text) => text.includes('alter trigger %i on %s rename to %i')))
+    for (const m of statement.matchAll(/\('([a-z0-9_]+\.[a-z0-9_]+)','([a-z0-9_]+)','([a-z0-9_]+)'\)/g))
+      renamed.set(`trigger ${m[2]} on ${m[1]}`, `trigger ${m[3]} on ${m[1]}`);
+  return renamed;
+}
+
+/**
  * What `current` removes that `previous` did not declare retired, each as a line naming the object
- * and where: empty when the release only expands.
+ * and where: empty when the release only expands. Two removals need no retired release first
+ * (docs/database.md): a function the previous release cannot call (unreachable), and a trigger a
+ * new migration renames to a name db/sql now defines.
  */
 export function contractions(previous: Release, current: Release): string[] {
   const problems: string[] = [];
@@ -168,11 +205,16 @@ export function contractions(previous: Release, current: Release): string[] {
   for (const statement of after.filter((text) => !known.has(text)))
     for (const identity of removedBy(statement)) removed.set(identity, 'removed by db/sql');
   const landed = new Set(previous.migrations.map(({ file }) => file));
+  const renamed = new Map<string, string>();
   for (const migration of current.migrations.filter(({ file }) => !landed.has(file))) {
     for (const statement of statementsOf([migration]))
       for (const identity of removedBy(statement)) removed.set(normalise(identity), `removed by migrations/${migration.file}`);
+    for (const [from, to] of renamedTriggers(statementsOf([migration]))) renamed.set(from, to);
   }
   for (const [identity, how] of removed) {
+    const renamedTo = renamed.get(identity);
+    if (renamedTo !== undefined && now.has(renamedTo)) continue;
+    if (unreachable(previous, before, identity)) continue;
     if (!previous.retired.has(normalise(identity)))
       problems.push(`${identity}: ${how}, but the previous release did not list it in db/retired.txt (it may still use it)`);
   }
@@ -185,6 +227,7 @@ const release = (sql: Record<string, string>, migrations: Record<string, string>
   migrations: Object.entries(migrations).map(([file, text]) => ({ file, sql: text })),
   retired: retiredOf(retired),
   sqlLevel: level,
+  namesInCode: () => true,
 });
 
 describe('this release against the previous one', () => {
@@ -306,6 +349,44 @@ alter table app.t drop constraint t_check;`;
       'column app.t.old_flag\ncolumn app.t.a\ncolumn app.t.b\ncolumn app.t.c\nindex app.t_a\ntable app.gone\ngrant select (a) on app.t to app_user -- no longer read',
     );
     expect(contractions(declared, next)).toEqual([]);
+  });
+
+  it('accepts a function the previous release cannot call, and a trigger a new migration renames to one db/sql defines', () => {
+    const previous = {
+      ...release({
+        'a.sql': `create or replace function app_private.count_t() returns trigger language plpgsql as $$ begin return null; end $$;
+comment on function app_private.count_t() is 'counts';
+create or replace function app_private.granted() returns int language sql as $$ select 1 $$;
+comment on function app_private.granted() is 'granted';
+grant execute on function app_private.granted() to app_worker;
+create or replace function app_private.named() returns int language sql as $$ select 2 $$;
+comment on function app_private.named() is 'named by TypeScript';
+create trigger t_counted after insert on app.t for each row execute function app_private.count_t();
+create trigger t_other after insert on app.t for each row execute function app_private.count_t();`,
+      }),
+      namesInCode: (name: string) => name === 'named',
+    };
+    const rename = `-- Up Migration
+do $$ declare v record; begin
+  for v in select * from (values ('app.t', 't_counted', '_500_count'), ('app.t', 't_other', '_600_gone')) r (tbl, old_name, new_name) loop
+    execute format('alter trigger %I on %s rename to %I', v.old_name, v.tbl, v.new_name);
+  end loop;
+end $$;`;
+    const next = release(
+      {
+        'a.sql': `create or replace function app_private.count_rows() returns trigger language plpgsql as $$ begin return null; end $$;
+comment on function app_private.count_rows() is 'counts';
+create trigger _500_count after insert on app.t for each row execute function app_private.count_rows();
+drop function if exists app_private.count_t();`,
+      },
+      { '0440_rename.sql': rename },
+    );
+    // t_other is renamed to a trigger db/sql does not define: a removal.
+    expect(contractions(previous, next).map((line) => line.split(':')[0])).toEqual([
+      'function app_private.granted()',
+      'function app_private.named()',
+      'trigger t_other on app.t',
+    ]);
   });
 
   it('finds a drop function or revoke added to db/sql', () => {

@@ -147,8 +147,8 @@ describe('db/sql', () => {
       `create or replace function app_private.iso(p_at timestamptz) returns text language sql immutable set search_path = pg_catalog as $$ select 'by hand' $$;
        alter policy hubs_select_signed_in on app.hubs using (true);
        revoke select (username) on app.users from app_anonymous;
-       comment on trigger users_name_words_insert on app.users is 'by hand';
-       drop trigger users_name_words_update on app.users;
+       comment on trigger _300_name_words_insert on app.users is 'by hand';
+       drop trigger _300_name_words_update on app.users;
        create policy stray on app.posts for select to app_admin using (true);
        create trigger stray after insert on app.follows for each row execute function app_private.record_badge_changes();`,
     );
@@ -158,8 +158,8 @@ describe('db/sql', () => {
         'function app_private.iso',
         'grants on app.users',
         'policy hubs_select_signed_in on app.hubs',
-        'trigger users_name_words_insert on app.users',
-        'trigger users_name_words_update on app.users',
+        'trigger _300_name_words_insert on app.users',
+        'trigger _300_name_words_update on app.users',
       ].sort(),
     );
     expect(result.orphans).toEqual(['policy stray on app.posts', 'trigger stray on app.follows']);
