@@ -648,7 +648,7 @@ $$;
 -- Name: FUNCTION block_user(p_target uuid); Type: COMMENT; Schema: app; Owner: -
 --
 
-COMMENT ON FUNCTION app.block_user(p_target uuid) IS 'Blocks a user (not oneself; ALREADY_BLOCKED when blocked already); the trigger blocks_remove_follows drops the follows between the two. Called by POST /users/{userId}/block.';
+COMMENT ON FUNCTION app.block_user(p_target uuid) IS 'Blocks a user (not oneself; ALREADY_BLOCKED when blocked already); the trigger _300_remove_follows on app.blocks drops the follows between the two. Called by POST /users/{userId}/block.';
 
 
 --
@@ -691,7 +691,7 @@ declare
   v_missing uuid[];
   v_scope uuid;
 begin
-  -- The session first (contract order 401, 403, then the request), as 0170.
+  -- The session first (contract order 401, 403, then the request).
   v_level := app.viewer_session_gate(app.access_level('profile'));
   -- (A post that stays in its hubs takes votes from whom it reaches: app.post_reaches, the
   -- locked-post rule, which app.post_visible_to applies too; the contract answers VOTE_NOT_ALLOWED.)
@@ -717,8 +717,8 @@ begin
     -- Not an API error (the API seals again and retries): a SQLSTATE of its own, never answered to a client.
     raise exception using errcode = 'OBS01', message = 'cast_vote: hubs without a sealed ballot', detail = array_to_string(v_missing, ',');
   end if;
-  -- Every write in one statement, as 0170, with a sealed ballot per pool where the counter slot
-  -- update was. The tally is the snapshot's, before this vote.
+  -- Every write in one statement: the receipt, a scope receipt and a sealed ballot per pool, the
+  -- author's notification. The tally is the snapshot's, before this vote.
   with receipt as (
     insert into app.vote_receipts (post_id, user_id) values (p_post_id, v_viewer)
       on conflict do nothing
@@ -2909,7 +2909,7 @@ CREATE FUNCTION app.post_stays_in_hubs(p_visibility app.post_visibility) RETURNS
 -- Name: FUNCTION post_stays_in_hubs(p_visibility app.post_visibility); Type: COMMENT; Schema: app; Owner: -
 --
 
-COMMENT ON FUNCTION app.post_stays_in_hubs(p_visibility app.post_visibility) IS 'The locked-post rule: whether a post of this visibility stays in its hubs (private_locked_hub): it reaches only its author and its target hubs'' active members (app.post_reaches), and is never reposted, shared, counted in user_posts or listed in a follower''s or profile feed. Used by app.post_reaches, app.create_repost, app.share_post_to_feed, app.share_post_to_hubs, app.cast_vote, app_private.repost_visible, app_private.counted_by_post, the feed functions and GET /posts/{postId}/share-link.';
+COMMENT ON FUNCTION app.post_stays_in_hubs(p_visibility app.post_visibility) IS 'The locked-post rule: whether a post of this visibility stays in its hubs (private_locked_hub): it reaches only its author and its target hubs'' active members (app.post_reaches), and is never reposted, shared, counted in user_posts or listed in a follower''s or profile feed. Used by app.post_reaches, app.create_repost, app.share_post_to_feed, app.share_post_to_hubs, app.cast_vote, app_private.repost_visible, app_private.counted_by(app.posts), the feed functions and GET /posts/{postId}/share-link.';
 
 
 --
@@ -4622,7 +4622,7 @@ CREATE FUNCTION app.viewer_session_gate(p_required integer) RETURNS integer
 -- Name: FUNCTION viewer_session_gate(p_required integer); Type: COMMENT; Schema: app; Owner: -
 --
 
-COMMENT ON FUNCTION app.viewer_session_gate(p_required integer) IS 'The session check of the transaction''s own viewer at a required level: UNAUTHORIZED when the session is not live, else the 403 code of the first missing level; answers the level. Sent with the first statement of a signed-in request (db/viewer.ts sessionGate, db/single-sync.ts) and run first by app.cast_vote (POST /posts/{postId}/vote).';
+COMMENT ON FUNCTION app.viewer_session_gate(p_required integer) IS 'The session check of the transaction''s own viewer at a required level: UNAUTHORIZED when the session is not live, else the 403 code of the first missing level; answers the level. Sent with the first statement of a signed-in request (db/viewer.ts sessionGate, db/request-transaction.ts) and run first by app.cast_vote (POST /posts/{postId}/vote).';
 
 
 --
@@ -4753,7 +4753,7 @@ $$;
 -- Name: FUNCTION add_counts(p_changes app_private.counter_change[]); Type: COMMENT; Schema: app_private; Owner: -
 --
 
-COMMENT ON FUNCTION app_private.add_counts(p_changes app_private.counter_change[]) IS 'The one writer of app_private.counters: adds each change to one of the subject''s 16 slot rows (one no other open transaction is writing, for a statement of at most 32 changes; else a random one), in (counter, subject) order, so writers of one popular subject rarely wait on each other and never deadlock. Called by the counting trigger functions of this file and by app_private.move_votes_received (votes).';
+COMMENT ON FUNCTION app_private.add_counts(p_changes app_private.counter_change[]) IS 'The one writer of app_private.counters: adds each change to one of the subject''s 16 slot rows (one no other open transaction is writing, for a statement of at most 32 changes; else a random one), in (counter, subject) order, so writers of one popular subject rarely wait on each other and never deadlock. Called by the counting trigger functions app_private.count_<table> (counters.generated.sql) and by app_private.move_votes_received (votes).';
 
 
 --
@@ -4809,7 +4809,7 @@ $$;
 -- Name: FUNCTION announce_session_revoked(); Type: COMMENT; Schema: app_private; Owner: -
 --
 
-COMMENT ON FUNCTION app_private.announce_session_revoked() IS 'Trigger function: notifies ''session_revoked'' with the session id when a session becomes revoked, after commit, so every process closes that session''s streams (GET /notifications/stream). Trigger sessions_announce_revoked.';
+COMMENT ON FUNCTION app_private.announce_session_revoked() IS 'Trigger function: notifies ''session_revoked'' with the session id when a session becomes revoked, after commit, so every process closes that session''s streams (GET /notifications/stream). Trigger _800_announce_revoked on app.sessions.';
 
 
 --
@@ -4914,7 +4914,7 @@ $$;
 -- Name: FUNCTION attach_phone_invitations(); Type: COMMENT; Schema: app_private; Owner: -
 --
 
-COMMENT ON FUNCTION app_private.attach_phone_invitations() IS 'A verified phone picks up the pending invitations that waited for it, each with its hub_invite_received notification. Runs from the trigger phone_identities_attach_invitations (app_private.sign_in_phone: POST /auth/otp/verify, POST /auth/idp/token).';
+COMMENT ON FUNCTION app_private.attach_phone_invitations() IS 'A verified phone picks up the pending invitations that waited for it, each with its hub_invite_received notification. Runs from the trigger _300_attach_invitations on app.phone_identities (app_private.sign_in_phone: POST /auth/otp/verify, POST /auth/idp/token).';
 
 
 --
@@ -5015,7 +5015,7 @@ $$;
 -- Name: FUNCTION blocks_remove_follows(); Type: COMMENT; Schema: app_private; Owner: -
 --
 
-COMMENT ON FUNCTION app_private.blocks_remove_follows() IS 'A block ends the follows between the two users, both ways, in the block transaction. Runs from the trigger blocks_remove_follows (POST /users/{userId}/block, and the block merge of app_private.merge_user).';
+COMMENT ON FUNCTION app_private.blocks_remove_follows() IS 'A block ends the follows between the two users, both ways, in the block transaction. Runs from the trigger _300_remove_follows on app.blocks (POST /users/{userId}/block, and the block merge of app_private.merge_user).';
 
 
 --
@@ -5077,7 +5077,7 @@ $$;
 -- Name: FUNCTION check_profile_asset(); Type: COMMENT; Schema: app_private; Owner: -
 --
 
-COMMENT ON FUNCTION app_private.check_profile_asset() IS 'A profile image must be the user''s own profile photo (VALIDATION_FAILED otherwise), whoever writes it. Runs from the triggers users_check_profile_asset (tg_argv: id) and hub_profiles_check_profile_asset (user_id).';
+COMMENT ON FUNCTION app_private.check_profile_asset() IS 'A profile image must be the user''s own profile photo (VALIDATION_FAILED otherwise), whoever writes it. Runs from the triggers _100_check_profile_asset on app.users (tg_argv: id) and on app.hub_profiles (user_id).';
 
 
 --
@@ -5288,13 +5288,13 @@ CREATE FUNCTION app_private.count_comments() RETURNS trigger
     AS $$
 begin
   if tg_op = 'INSERT' then
-    perform app_private.add_counts(array(select (k.counter, k.subject, 1)::app_private.counter_change from new_rows r, app_private.counted_by_comment(r) k));
+    perform app_private.add_counts(array(select (k.counter, k.subject, 1)::app_private.counter_change from new_rows r, app_private.counted_by(r::app.comments) k));
   elsif tg_op = 'DELETE' then
-    perform app_private.add_counts(array(select (k.counter, k.subject, -1)::app_private.counter_change from old_rows r, app_private.counted_by_comment(r) k));
+    perform app_private.add_counts(array(select (k.counter, k.subject, -1)::app_private.counter_change from old_rows r, app_private.counted_by(r::app.comments) k));
   else
-    perform app_private.add_counts(array(select (k.counter, k.subject, 1)::app_private.counter_change from new_rows r, app_private.counted_by_comment(r) k
+    perform app_private.add_counts(array(select (k.counter, k.subject, 1)::app_private.counter_change from new_rows r, app_private.counted_by(r::app.comments) k
                                          union all
-                                         select (k.counter, k.subject, -1)::app_private.counter_change from old_rows r, app_private.counted_by_comment(r) k));
+                                         select (k.counter, k.subject, -1)::app_private.counter_change from old_rows r, app_private.counted_by(r::app.comments) k));
   end if;
   return null;
 end
@@ -5305,7 +5305,7 @@ $$;
 -- Name: FUNCTION count_comments(); Type: COMMENT; Schema: app_private; Owner: -
 --
 
-COMMENT ON FUNCTION app_private.count_comments() IS 'Keeps the counters of app.comments in step with its rows, in the statement that writes them (POST /posts/{postId}/comments, DELETE /comments/{commentId}, account hiding and purge): adds what new rows count and takes away what old rows counted. The function of the three statement triggers *_counted_insert, *_counted_update and *_counted_delete on app.comments.';
+COMMENT ON FUNCTION app_private.count_comments() IS 'Keeps the counters of app.comments (post_comments and comment_replies) in step with its rows, in the statement that writes them (POST /posts/{postId}/comments, DELETE /comments/{commentId}, account hiding and purge): adds what new rows count and takes away what old rows counted (app_private.counted_by(app.comments)). Written by npm run counting (tools/counting.ts): the function of the statement triggers _500_count_insert, _500_count_update and _500_count_delete on app.comments.';
 
 
 --
@@ -5318,13 +5318,13 @@ CREATE FUNCTION app_private.count_follows() RETURNS trigger
     AS $$
 begin
   if tg_op = 'INSERT' then
-    perform app_private.add_counts(array(select (k.counter, k.subject, 1)::app_private.counter_change from new_rows r, app_private.counted_by_follow(r) k));
+    perform app_private.add_counts(array(select (k.counter, k.subject, 1)::app_private.counter_change from new_rows r, app_private.counted_by(r::app.follows) k));
   elsif tg_op = 'DELETE' then
-    perform app_private.add_counts(array(select (k.counter, k.subject, -1)::app_private.counter_change from old_rows r, app_private.counted_by_follow(r) k));
+    perform app_private.add_counts(array(select (k.counter, k.subject, -1)::app_private.counter_change from old_rows r, app_private.counted_by(r::app.follows) k));
   else
-    perform app_private.add_counts(array(select (k.counter, k.subject, 1)::app_private.counter_change from new_rows r, app_private.counted_by_follow(r) k
+    perform app_private.add_counts(array(select (k.counter, k.subject, 1)::app_private.counter_change from new_rows r, app_private.counted_by(r::app.follows) k
                                          union all
-                                         select (k.counter, k.subject, -1)::app_private.counter_change from old_rows r, app_private.counted_by_follow(r) k));
+                                         select (k.counter, k.subject, -1)::app_private.counter_change from old_rows r, app_private.counted_by(r::app.follows) k));
   end if;
   return null;
 end
@@ -5335,26 +5335,26 @@ $$;
 -- Name: FUNCTION count_follows(); Type: COMMENT; Schema: app_private; Owner: -
 --
 
-COMMENT ON FUNCTION app_private.count_follows() IS 'Keeps the counters of app.follows in step with its rows, in the statement that writes them (POST and DELETE /users/{userId}/follow, POST /users/{userId}/block, account hiding and purge): adds what new rows count and takes away what old rows counted. The function of the three statement triggers *_counted_insert, *_counted_update and *_counted_delete on app.follows.';
+COMMENT ON FUNCTION app_private.count_follows() IS 'Keeps the counters of app.follows (user_followers and user_following) in step with its rows, in the statement that writes them (POST and DELETE /users/{userId}/follow, POST /users/{userId}/block, account hiding and purge): adds what new rows count and takes away what old rows counted (app_private.counted_by(app.follows)). Written by npm run counting (tools/counting.ts): the function of the statement triggers _500_count_insert, _500_count_update and _500_count_delete on app.follows.';
 
 
 --
--- Name: count_memberships(); Type: FUNCTION; Schema: app_private; Owner: -
+-- Name: count_hub_memberships(); Type: FUNCTION; Schema: app_private; Owner: -
 --
 
-CREATE FUNCTION app_private.count_memberships() RETURNS trigger
+CREATE FUNCTION app_private.count_hub_memberships() RETURNS trigger
     LANGUAGE plpgsql SECURITY DEFINER
     SET search_path TO 'pg_catalog'
     AS $$
 begin
   if tg_op = 'INSERT' then
-    perform app_private.add_counts(array(select (k.counter, k.subject, 1)::app_private.counter_change from new_rows r, app_private.counted_by_membership(r) k));
+    perform app_private.add_counts(array(select (k.counter, k.subject, 1)::app_private.counter_change from new_rows r, app_private.counted_by(r::app.hub_memberships) k));
   elsif tg_op = 'DELETE' then
-    perform app_private.add_counts(array(select (k.counter, k.subject, -1)::app_private.counter_change from old_rows r, app_private.counted_by_membership(r) k));
+    perform app_private.add_counts(array(select (k.counter, k.subject, -1)::app_private.counter_change from old_rows r, app_private.counted_by(r::app.hub_memberships) k));
   else
-    perform app_private.add_counts(array(select (k.counter, k.subject, 1)::app_private.counter_change from new_rows r, app_private.counted_by_membership(r) k
+    perform app_private.add_counts(array(select (k.counter, k.subject, 1)::app_private.counter_change from new_rows r, app_private.counted_by(r::app.hub_memberships) k
                                          union all
-                                         select (k.counter, k.subject, -1)::app_private.counter_change from old_rows r, app_private.counted_by_membership(r) k));
+                                         select (k.counter, k.subject, -1)::app_private.counter_change from old_rows r, app_private.counted_by(r::app.hub_memberships) k));
   end if;
   return null;
 end
@@ -5362,10 +5362,10 @@ $$;
 
 
 --
--- Name: FUNCTION count_memberships(); Type: COMMENT; Schema: app_private; Owner: -
+-- Name: FUNCTION count_hub_memberships(); Type: COMMENT; Schema: app_private; Owner: -
 --
 
-COMMENT ON FUNCTION app_private.count_memberships() IS 'Keeps the counters of app.hub_memberships in step with its rows, in the statement that writes them (joining, leaving and removal of members, hub removal, account hiding and purge): adds what new rows count and takes away what old rows counted. The function of the three statement triggers *_counted_insert, *_counted_update and *_counted_delete on app.hub_memberships.';
+COMMENT ON FUNCTION app_private.count_hub_memberships() IS 'Keeps the counters of app.hub_memberships (hub_members) in step with its rows, in the statement that writes them (joining, leaving and removal of members, hub removal, account hiding and purge): adds what new rows count and takes away what old rows counted (app_private.counted_by(app.hub_memberships)). Written by npm run counting (tools/counting.ts): the function of the statement triggers _500_count_insert, _500_count_update and _500_count_delete on app.hub_memberships.';
 
 
 --
@@ -5378,13 +5378,13 @@ CREATE FUNCTION app_private.count_posts() RETURNS trigger
     AS $$
 begin
   if tg_op = 'INSERT' then
-    perform app_private.add_counts(array(select (k.counter, k.subject, 1)::app_private.counter_change from new_rows r, app_private.counted_by_post(r) k));
+    perform app_private.add_counts(array(select (k.counter, k.subject, 1)::app_private.counter_change from new_rows r, app_private.counted_by(r::app.posts) k));
   elsif tg_op = 'DELETE' then
-    perform app_private.add_counts(array(select (k.counter, k.subject, -1)::app_private.counter_change from old_rows r, app_private.counted_by_post(r) k));
+    perform app_private.add_counts(array(select (k.counter, k.subject, -1)::app_private.counter_change from old_rows r, app_private.counted_by(r::app.posts) k));
   else
-    perform app_private.add_counts(array(select (k.counter, k.subject, 1)::app_private.counter_change from new_rows r, app_private.counted_by_post(r) k
+    perform app_private.add_counts(array(select (k.counter, k.subject, 1)::app_private.counter_change from new_rows r, app_private.counted_by(r::app.posts) k
                                          union all
-                                         select (k.counter, k.subject, -1)::app_private.counter_change from old_rows r, app_private.counted_by_post(r) k));
+                                         select (k.counter, k.subject, -1)::app_private.counter_change from old_rows r, app_private.counted_by(r::app.posts) k));
   end if;
   return null;
 end
@@ -5395,40 +5395,7 @@ $$;
 -- Name: FUNCTION count_posts(); Type: COMMENT; Schema: app_private; Owner: -
 --
 
-COMMENT ON FUNCTION app_private.count_posts() IS 'Keeps the counters of app.posts in step with its rows, in the statement that writes them (POST /posts, POST /posts/{postId}/reposts, DELETE /posts/{postId}, post removal by moderation, account hiding and purge): adds what new rows count and takes away what old rows counted. The function of the three statement triggers *_counted_insert, *_counted_update and *_counted_delete on app.posts.';
-
-
---
--- Name: count_receipts(); Type: FUNCTION; Schema: app_private; Owner: -
---
-
-CREATE FUNCTION app_private.count_receipts() RETURNS trigger
-    LANGUAGE plpgsql SECURITY DEFINER
-    SET search_path TO 'pg_catalog'
-    AS $$
-begin
-  if tg_op = 'INSERT' then
-    perform app_private.lock_votes_received(array(select distinct r.post_id from new_rows r), false);
-    perform app_private.add_counts(array(select (k.counter, k.subject, 1)::app_private.counter_change from new_rows r, app_private.counted_by_receipt(r) k));
-  elsif tg_op = 'DELETE' then
-    perform app_private.lock_votes_received(array(select distinct r.post_id from old_rows r), false);
-    perform app_private.add_counts(array(select (k.counter, k.subject, -1)::app_private.counter_change from old_rows r, app_private.counted_by_receipt(r) k));
-  else
-    perform app_private.lock_votes_received(array(select r.post_id from new_rows r union select r.post_id from old_rows r), false);
-    perform app_private.add_counts(array(select (k.counter, k.subject, 1)::app_private.counter_change from new_rows r, app_private.counted_by_receipt(r) k
-                                         union all
-                                         select (k.counter, k.subject, -1)::app_private.counter_change from old_rows r, app_private.counted_by_receipt(r) k));
-  end if;
-  return null;
-end
-$$;
-
-
---
--- Name: FUNCTION count_receipts(); Type: COMMENT; Schema: app_private; Owner: -
---
-
-COMMENT ON FUNCTION app_private.count_receipts() IS 'Keeps user_votes_cast (of the voter) and user_votes_received (of the post''s author, if the post counts votes) in step with app.vote_receipts, in the statement that writes them (POST /posts/{postId}/vote, the account merge of a phone sign-in, the account purge); takes the posts'' votes-received locks first (app_private.lock_votes_received). The function of the three vote_receipts_counted_* statement triggers.';
+COMMENT ON FUNCTION app_private.count_posts() IS 'Keeps the counters of app.posts (post_reposts and user_posts) in step with its rows, in the statement that writes them (POST /posts, POST /posts/{postId}/reposts, DELETE /posts/{postId}, post removal by moderation, account hiding and purge): adds what new rows count and takes away what old rows counted (app_private.counted_by(app.posts)). Written by npm run counting (tools/counting.ts): the function of the statement triggers _500_count_insert, _500_count_update and _500_count_delete on app.posts.';
 
 
 --
@@ -5469,7 +5436,37 @@ $$;
 -- Name: FUNCTION count_unread(); Type: COMMENT; Schema: app_private; Owner: -
 --
 
-COMMENT ON FUNCTION app_private.count_unread() IS 'Trigger function: keeps the unread counters (app_private.unread_counters, through app_private.add_unread) of inserted, read and deleted rows per bucket. Triggers notifications_count_unread_inserts, _changes and _deletes.';
+COMMENT ON FUNCTION app_private.count_unread() IS 'Trigger function: keeps the unread counters (app_private.unread_counters, through app_private.add_unread) of inserted, read and deleted rows per bucket. Triggers _500_count_unread_insert, _update and _delete on app.notifications.';
+
+
+--
+-- Name: count_vote_receipts(); Type: FUNCTION; Schema: app_private; Owner: -
+--
+
+CREATE FUNCTION app_private.count_vote_receipts() RETURNS trigger
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog'
+    AS $$
+begin
+  if tg_op = 'INSERT' then
+    perform app_private.add_counts(array(select (k.counter, k.subject, 1)::app_private.counter_change from new_rows r, app_private.counted_by(r::app.vote_receipts) k));
+  elsif tg_op = 'DELETE' then
+    perform app_private.add_counts(array(select (k.counter, k.subject, -1)::app_private.counter_change from old_rows r, app_private.counted_by(r::app.vote_receipts) k));
+  else
+    perform app_private.add_counts(array(select (k.counter, k.subject, 1)::app_private.counter_change from new_rows r, app_private.counted_by(r::app.vote_receipts) k
+                                         union all
+                                         select (k.counter, k.subject, -1)::app_private.counter_change from old_rows r, app_private.counted_by(r::app.vote_receipts) k));
+  end if;
+  return null;
+end
+$$;
+
+
+--
+-- Name: FUNCTION count_vote_receipts(); Type: COMMENT; Schema: app_private; Owner: -
+--
+
+COMMENT ON FUNCTION app_private.count_vote_receipts() IS 'Keeps the counters of app.vote_receipts (user_votes_cast and user_votes_received) in step with its rows, in the statement that writes them (POST /posts/{postId}/vote, the account merge of a phone sign-in, the account purge): adds what new rows count and takes away what old rows counted (app_private.counted_by(app.vote_receipts)); the posts'' votes-received locks are taken first by the triggers _490_lock_posts_* (app_private.lock_receipt_posts). Written by npm run counting (tools/counting.ts): the function of the statement triggers _500_count_insert, _500_count_update and _500_count_delete on app.vote_receipts.';
 
 
 --
@@ -5491,10 +5488,10 @@ ALTER TABLE ONLY app.comments FORCE ROW LEVEL SECURITY;
 
 
 --
--- Name: counted_by_comment(app.comments); Type: FUNCTION; Schema: app_private; Owner: -
+-- Name: counted_by(app.comments); Type: FUNCTION; Schema: app_private; Owner: -
 --
 
-CREATE FUNCTION app_private.counted_by_comment(p_row app.comments) RETURNS TABLE(counter app_private.counter, subject uuid)
+CREATE FUNCTION app_private.counted_by(p_row app.comments) RETURNS TABLE(counter app_private.counter, subject uuid)
     LANGUAGE sql IMMUTABLE
     AS $$
   select x.counter, x.subject
@@ -5505,10 +5502,10 @@ $$;
 
 
 --
--- Name: FUNCTION counted_by_comment(p_row app.comments); Type: COMMENT; Schema: app_private; Owner: -
+-- Name: FUNCTION counted_by(p_row app.comments); Type: COMMENT; Schema: app_private; Owner: -
 --
 
-COMMENT ON FUNCTION app_private.counted_by_comment(p_row app.comments) IS 'What one comment counts towards (post_comments of its post, comment_replies of its parent; a deleted comment nothing): the single definition of these counters, used by the trigger function app_private.count_comments and by the recount app_private.counted_now.';
+COMMENT ON FUNCTION app_private.counted_by(p_row app.comments) IS 'What one comment counts towards (post_comments of its post, comment_replies of its parent; a deleted comment nothing): the single definition of these counters, used by the counting triggers (app_private.count_comments) and by the recount app_private.counted_now.';
 
 
 --
@@ -5527,10 +5524,10 @@ ALTER TABLE ONLY app.follows FORCE ROW LEVEL SECURITY;
 
 
 --
--- Name: counted_by_follow(app.follows); Type: FUNCTION; Schema: app_private; Owner: -
+-- Name: counted_by(app.follows); Type: FUNCTION; Schema: app_private; Owner: -
 --
 
-CREATE FUNCTION app_private.counted_by_follow(p_row app.follows) RETURNS TABLE(counter app_private.counter, subject uuid)
+CREATE FUNCTION app_private.counted_by(p_row app.follows) RETURNS TABLE(counter app_private.counter, subject uuid)
     LANGUAGE sql IMMUTABLE
     AS $$
   select x.counter, x.subject
@@ -5539,10 +5536,30 @@ $$;
 
 
 --
--- Name: FUNCTION counted_by_follow(p_row app.follows); Type: COMMENT; Schema: app_private; Owner: -
+-- Name: FUNCTION counted_by(p_row app.follows); Type: COMMENT; Schema: app_private; Owner: -
 --
 
-COMMENT ON FUNCTION app_private.counted_by_follow(p_row app.follows) IS 'What one follow counts towards (user_followers of the followee, user_following of the follower): the single definition of these counters, used by the trigger function app_private.count_follows and by the recount app_private.counted_now.';
+COMMENT ON FUNCTION app_private.counted_by(p_row app.follows) IS 'What one follow counts towards (user_followers of the followee, user_following of the follower): the single definition of these counters, used by the counting triggers (app_private.count_follows) and by the recount app_private.counted_now.';
+
+
+--
+-- Name: counted_by(app.hub_discussion_messages); Type: FUNCTION; Schema: app_private; Owner: -
+--
+
+CREATE FUNCTION app_private.counted_by(p_row app.hub_discussion_messages) RETURNS TABLE(counter app_private.counter, subject uuid)
+    LANGUAGE sql IMMUTABLE
+    AS $$
+  select x.counter, x.subject
+  from (values ('discussion_messages'::app_private.counter, p_row.discussion_id), ('message_replies', p_row.parent_id)) x (counter, subject)
+  where x.subject is not null
+$$;
+
+
+--
+-- Name: FUNCTION counted_by(p_row app.hub_discussion_messages); Type: COMMENT; Schema: app_private; Owner: -
+--
+
+COMMENT ON FUNCTION app_private.counted_by(p_row app.hub_discussion_messages) IS 'What one discussion message counts towards (discussion_messages of its discussion, message_replies of its parent): kept in their own rows by the discussions triggers, so only the recount app_private.counted_now uses this definition, to check them.';
 
 
 --
@@ -5561,10 +5578,10 @@ ALTER TABLE ONLY app.hub_memberships FORCE ROW LEVEL SECURITY;
 
 
 --
--- Name: counted_by_membership(app.hub_memberships); Type: FUNCTION; Schema: app_private; Owner: -
+-- Name: counted_by(app.hub_memberships); Type: FUNCTION; Schema: app_private; Owner: -
 --
 
-CREATE FUNCTION app_private.counted_by_membership(p_row app.hub_memberships) RETURNS TABLE(counter app_private.counter, subject uuid)
+CREATE FUNCTION app_private.counted_by(p_row app.hub_memberships) RETURNS TABLE(counter app_private.counter, subject uuid)
     LANGUAGE sql IMMUTABLE
     AS $$
   select 'hub_members'::app_private.counter, p_row.hub_id
@@ -5572,37 +5589,17 @@ $$;
 
 
 --
--- Name: FUNCTION counted_by_membership(p_row app.hub_memberships); Type: COMMENT; Schema: app_private; Owner: -
+-- Name: FUNCTION counted_by(p_row app.hub_memberships); Type: COMMENT; Schema: app_private; Owner: -
 --
 
-COMMENT ON FUNCTION app_private.counted_by_membership(p_row app.hub_memberships) IS 'What one hub membership counts towards (hub_members of its hub): the single definition of this counter, used by the trigger function app_private.count_memberships and by the recount app_private.counted_now.';
-
-
---
--- Name: counted_by_message(app.hub_discussion_messages); Type: FUNCTION; Schema: app_private; Owner: -
---
-
-CREATE FUNCTION app_private.counted_by_message(p_row app.hub_discussion_messages) RETURNS TABLE(counter app_private.counter, subject uuid)
-    LANGUAGE sql IMMUTABLE
-    AS $$
-  select x.counter, x.subject
-  from (values ('discussion_messages'::app_private.counter, p_row.discussion_id), ('message_replies', p_row.parent_id)) x (counter, subject)
-  where x.subject is not null
-$$;
+COMMENT ON FUNCTION app_private.counted_by(p_row app.hub_memberships) IS 'What one hub membership counts towards (hub_members of its hub): the single definition of this counter, used by the counting triggers (app_private.count_hub_memberships) and by the recount app_private.counted_now.';
 
 
 --
--- Name: FUNCTION counted_by_message(p_row app.hub_discussion_messages); Type: COMMENT; Schema: app_private; Owner: -
+-- Name: counted_by(app.posts); Type: FUNCTION; Schema: app_private; Owner: -
 --
 
-COMMENT ON FUNCTION app_private.counted_by_message(p_row app.hub_discussion_messages) IS 'What one discussion message counts towards (discussion_messages of its discussion, message_replies of its parent): kept in their own rows by the discussions triggers, so only the recount app_private.counted_now uses this definition, to check them.';
-
-
---
--- Name: counted_by_post(app.posts); Type: FUNCTION; Schema: app_private; Owner: -
---
-
-CREATE FUNCTION app_private.counted_by_post(p_row app.posts) RETURNS TABLE(counter app_private.counter, subject uuid)
+CREATE FUNCTION app_private.counted_by(p_row app.posts) RETURNS TABLE(counter app_private.counter, subject uuid)
     LANGUAGE sql IMMUTABLE
     AS $$
   select x.counter, x.subject
@@ -5613,10 +5610,10 @@ $$;
 
 
 --
--- Name: FUNCTION counted_by_post(p_row app.posts); Type: COMMENT; Schema: app_private; Owner: -
+-- Name: FUNCTION counted_by(p_row app.posts); Type: COMMENT; Schema: app_private; Owner: -
 --
 
-COMMENT ON FUNCTION app_private.counted_by_post(p_row app.posts) IS 'What one post counts towards (post_reposts of the post it reposts, user_posts of its author unless it stays in its hubs (app.post_stays_in_hubs); a deleted post nothing): the single definition of these counters, used by the trigger function app_private.count_posts and by the recount app_private.counted_now.';
+COMMENT ON FUNCTION app_private.counted_by(p_row app.posts) IS 'What one post counts towards (post_reposts of the post it reposts, user_posts of its author unless it stays in its hubs (app.post_stays_in_hubs); a deleted post nothing): the single definition of these counters, used by the counting triggers (app_private.count_posts) and by the recount app_private.counted_now.';
 
 
 --
@@ -5641,10 +5638,10 @@ COMMENT ON TABLE app.vote_receipts IS '@foreignKey (post_id) references app.post
 
 
 --
--- Name: counted_by_receipt(app.vote_receipts); Type: FUNCTION; Schema: app_private; Owner: -
+-- Name: counted_by(app.vote_receipts); Type: FUNCTION; Schema: app_private; Owner: -
 --
 
-CREATE FUNCTION app_private.counted_by_receipt(p_row app.vote_receipts) RETURNS TABLE(counter app_private.counter, subject uuid)
+CREATE FUNCTION app_private.counted_by(p_row app.vote_receipts) RETURNS TABLE(counter app_private.counter, subject uuid)
     LANGUAGE sql STABLE
     AS $$
   select x.counter, x.subject
@@ -5655,10 +5652,10 @@ $$;
 
 
 --
--- Name: FUNCTION counted_by_receipt(p_row app.vote_receipts); Type: COMMENT; Schema: app_private; Owner: -
+-- Name: FUNCTION counted_by(p_row app.vote_receipts); Type: COMMENT; Schema: app_private; Owner: -
 --
 
-COMMENT ON FUNCTION app_private.counted_by_receipt(p_row app.vote_receipts) IS 'What one vote receipt counts towards (user_votes_cast of its voter; user_votes_received of its post''s author unless the post is deleted): the single definition of these counters, used by the trigger function app_private.count_receipts and by the recount app_private.counted_now.';
+COMMENT ON FUNCTION app_private.counted_by(p_row app.vote_receipts) IS 'What one vote receipt counts towards (user_votes_cast of its voter; user_votes_received of its post''s author unless the post is deleted): the single definition of these counters, used by the counting triggers (app_private.count_vote_receipts) and by the recount app_private.counted_now.';
 
 
 --
@@ -5693,12 +5690,12 @@ CREATE FUNCTION app_private.counted_now() RETURNS TABLE(counter app_private.coun
     SET search_path TO 'pg_catalog'
     AS $$
   select k.counter, k.subject, count(*)
-  from (select k.* from app.comments r, app_private.counted_by_comment(r) k
-        union all select k.* from app.posts r, app_private.counted_by_post(r) k
-        union all select k.* from app.follows r, app_private.counted_by_follow(r) k
-        union all select k.* from app.hub_memberships r, app_private.counted_by_membership(r) k
-        union all select k.* from app.hub_discussion_messages r, app_private.counted_by_message(r) k
-        union all select k.* from app.vote_receipts r, app_private.counted_by_receipt(r) k) k
+  from (select k.* from app.comments r, app_private.counted_by(r) k
+        union all select k.* from app.posts r, app_private.counted_by(r) k
+        union all select k.* from app.follows r, app_private.counted_by(r) k
+        union all select k.* from app.hub_memberships r, app_private.counted_by(r) k
+        union all select k.* from app.hub_discussion_messages r, app_private.counted_by(r) k
+        union all select k.* from app.vote_receipts r, app_private.counted_by(r) k) k
   group by k.counter, k.subject
 $$;
 
@@ -5803,7 +5800,7 @@ CREATE FUNCTION app_private.data_export_archive(p_export_id uuid) RETURNS TABLE(
   from app_private.data_exports e
   join app.users u on u.id = e.user_id
   where e.id = p_export_id and e.status = 'pending'
-    -- nothing for an account being purged (0264): the purge deletes its archives
+    -- nothing for an account being purged (purge_started_at): the purge deletes its archives
     and not exists (select from app_private.account_states s where s.user_id = e.user_id and s.purge_started_at is not null)
 $$;
 
@@ -6304,7 +6301,7 @@ $$;
 -- Name: FUNCTION forget_revoked_session_devices(); Type: COMMENT; Schema: app_private; Owner: -
 --
 
-COMMENT ON FUNCTION app_private.forget_revoked_session_devices() IS 'A revoked session takes its push devices with it, whichever path revoked it (POST /auth/logout, a reused refresh token, account hiding, merge or purge): the function of the trigger sessions_forget_push_devices.';
+COMMENT ON FUNCTION app_private.forget_revoked_session_devices() IS 'A revoked session takes its push devices with it, whichever path revoked it (POST /auth/logout, a reused refresh token, account hiding, merge or purge): the function of the trigger _300_forget_push_devices on app.sessions.';
 
 
 --
@@ -6607,7 +6604,7 @@ $$;
 -- Name: FUNCTION hub_activity_moved(); Type: COMMENT; Schema: app_private; Owner: -
 --
 
-COMMENT ON FUNCTION app_private.hub_activity_moved() IS 'Trigger function: activity in a hub moves the actors'' own rows of the hub list (app_private.hub_list_entries, GET /users/me/hubs) at once and marks the hub for the sweep that moves the other members'' rows. Triggers hub_activity_list_inserts and hub_activity_list_updates.';
+COMMENT ON FUNCTION app_private.hub_activity_moved() IS 'Trigger function: activity in a hub moves the actors'' own rows of the hub list (app_private.hub_list_entries, GET /users/me/hubs) at once and marks the hub for the sweep that moves the other members'' rows. Triggers _300_hub_lists_insert and _300_hub_lists_update on app.hub_activity.';
 
 
 --
@@ -6654,7 +6651,7 @@ $$;
 -- Name: FUNCTION hub_discussion_messages_count(); Type: COMMENT; Schema: app_private; Owner: -
 --
 
-COMMENT ON FUNCTION app_private.hub_discussion_messages_count() IS 'Keeps a discussion''s message count and last activity, and the root''s reply count, with every message inserted. Runs from the trigger hub_discussion_messages_count.';
+COMMENT ON FUNCTION app_private.hub_discussion_messages_count() IS 'Keeps a discussion''s message count and last activity, and the root''s reply count, with every message inserted. Runs from the trigger _400_count_message on app.hub_discussion_messages.';
 
 
 --
@@ -6776,7 +6773,7 @@ $$;
 -- Name: FUNCTION hub_list_relation_changed(); Type: COMMENT; Schema: app_private; Owner: -
 --
 
-COMMENT ON FUNCTION app_private.hub_list_relation_changed() IS 'Refreshes the kept rows of GET /users/me/hubs for the (user, hub) pairs a change touches, before and after. Runs from the triggers hub_memberships_list_entry, hub_join_requests_list_entry and hub_invitations_list_entry.';
+COMMENT ON FUNCTION app_private.hub_list_relation_changed() IS 'Refreshes the kept rows of GET /users/me/hubs for the (user, hub) pairs a change touches, before and after. Runs from the triggers _300_list_entry on app.hub_memberships, app.hub_join_requests and app.hub_invitations.';
 
 
 --
@@ -6828,7 +6825,7 @@ $$;
 -- Name: FUNCTION hub_name_words_sync(); Type: COMMENT; Schema: app_private; Owner: -
 --
 
-COMMENT ON FUNCTION app_private.hub_name_words_sync() IS 'Keeps app.hub_name_words equal to the words of the hub''s name (app_private.keep_name_words), in the statement that writes the name (POST /hubs, PATCH /hubs/{hubId}). Runs from the triggers hubs_name_words_insert and hubs_name_words_update.';
+COMMENT ON FUNCTION app_private.hub_name_words_sync() IS 'Keeps app.hub_name_words equal to the words of the hub''s name (app_private.keep_name_words), in the statement that writes the name (POST /hubs, PATCH /hubs/{hubId}). Runs from the triggers _300_name_words_insert and _300_name_words_update on app.hubs.';
 
 
 --
@@ -7151,6 +7148,34 @@ COMMENT ON FUNCTION app_private.live_sessions_sync(p_add uuid[], p_remove uuid[]
 
 
 --
+-- Name: lock_receipt_posts(); Type: FUNCTION; Schema: app_private; Owner: -
+--
+
+CREATE FUNCTION app_private.lock_receipt_posts() RETURNS trigger
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog'
+    AS $$
+begin
+  if tg_op = 'INSERT' then
+    perform app_private.lock_votes_received(array(select distinct r.post_id from new_rows r), false);
+  elsif tg_op = 'DELETE' then
+    perform app_private.lock_votes_received(array(select distinct r.post_id from old_rows r), false);
+  else
+    perform app_private.lock_votes_received(array(select r.post_id from new_rows r union select r.post_id from old_rows r), false);
+  end if;
+  return null;
+end
+$$;
+
+
+--
+-- Name: FUNCTION lock_receipt_posts(); Type: COMMENT; Schema: app_private; Owner: -
+--
+
+COMMENT ON FUNCTION app_private.lock_receipt_posts() IS 'Takes the shared votes-received locks of the posts of the receipts a statement writes (POST /posts/{postId}/vote, the account merge of a phone sign-in, the account purge), before the receipts are counted (app_private.lock_votes_received). The function of the statement triggers _490_lock_posts_insert, _490_lock_posts_update and _490_lock_posts_delete on app.vote_receipts.';
+
+
+--
 -- Name: lock_reposts(uuid[]); Type: FUNCTION; Schema: app_private; Owner: -
 --
 
@@ -7450,7 +7475,7 @@ CREATE FUNCTION app_private.moderation_log_append_only() RETURNS trigger
 -- Name: FUNCTION moderation_log_append_only(); Type: COMMENT; Schema: app_private; Owner: -
 --
 
-COMMENT ON FUNCTION app_private.moderation_log_append_only() IS 'Makes the moderation log append-only, for the owner too: any update, delete or truncate fails. The function of the triggers moderation_log_append_only and moderation_log_no_truncate.';
+COMMENT ON FUNCTION app_private.moderation_log_append_only() IS 'Makes the moderation log append-only, for the owner too: any update, delete or truncate fails. The function of the triggers _100_append_only and _100_no_truncate on app.moderation_log.';
 
 
 --
@@ -7503,7 +7528,7 @@ $$;
 -- Name: FUNCTION move_repost_unread(); Type: COMMENT; Schema: app_private; Owner: -
 --
 
-COMMENT ON FUNCTION app_private.move_repost_unread() IS 'Trigger function: when a repost stops (or starts again) being visible to everyone, its unread global post_reposted rows move between each recipient''s buckets. Triggers posts_move_repost_unread and posts_move_repost_unread_on_delete.';
+COMMENT ON FUNCTION app_private.move_repost_unread() IS 'Trigger function: when a repost stops (or starts again) being visible to everyone, its unread global post_reposted rows move between each recipient''s buckets. Triggers _400_move_repost_unread and _400_move_repost_unread_delete on app.posts.';
 
 
 --
@@ -7549,7 +7574,7 @@ $$;
 -- Name: FUNCTION move_votes_received(); Type: COMMENT; Schema: app_private; Owner: -
 --
 
-COMMENT ON FUNCTION app_private.move_votes_received() IS 'Trigger function: a post whose votes start or stop counting (deleted, restored, purged, moved by an account merge) moves its receipts'' number between authors'' votesReceived. Triggers posts_votes_received_delete and posts_votes_received_update.';
+COMMENT ON FUNCTION app_private.move_votes_received() IS 'Trigger function: a post whose votes start or stop counting (deleted, restored, purged, moved by an account merge) moves its receipts'' number between authors'' votesReceived. Triggers _510_move_votes_received_delete and _510_move_votes_received_update on app.posts.';
 
 
 --
@@ -7958,7 +7983,7 @@ CREATE FUNCTION app_private.post_counts_votes(p_row app.posts) RETURNS boolean
 -- Name: FUNCTION post_counts_votes(p_row app.posts); Type: COMMENT; Schema: app_private; Owner: -
 --
 
-COMMENT ON FUNCTION app_private.post_counts_votes(p_row app.posts) IS 'Whether a post''s receipts count towards its author''s votesReceived (not deleted). Used by app_private.counted_by_receipt (the receipts'' trigger and the recount) and app_private.move_votes_received (the posts'' trigger, votes.sql).';
+COMMENT ON FUNCTION app_private.post_counts_votes(p_row app.posts) IS 'Whether a post''s receipts count towards its author''s votesReceived (not deleted). Used by app_private.counted_by(app.vote_receipts) (the receipts'' counting triggers and the recount) and app_private.move_votes_received (the posts'' trigger, votes.sql).';
 
 
 --
@@ -7982,7 +8007,7 @@ $$;
 -- Name: FUNCTION post_hubs_seed_vote_counters(); Type: COMMENT; Schema: app_private; Owner: -
 --
 
-COMMENT ON FUNCTION app_private.post_hubs_seed_vote_counters() IS 'Trigger function: the hub counter rows of a slider post placed in a hub (trigger post_hubs_seed_vote_counters; POST /posts with hubs, POST /posts/{postId}/share/hubs).';
+COMMENT ON FUNCTION app_private.post_hubs_seed_vote_counters() IS 'Trigger function: the hub counter rows of a slider post placed in a hub (trigger _300_seed_vote_counters on app.post_hubs; POST /posts with hubs, POST /posts/{postId}/share/hubs).';
 
 
 --
@@ -8037,7 +8062,7 @@ $$;
 -- Name: FUNCTION posts_seed_vote_counters(); Type: COMMENT; Schema: app_private; Owner: -
 --
 
-COMMENT ON FUNCTION app_private.posts_seed_vote_counters() IS 'Trigger function: the global counter rows of a new slider post (trigger posts_seed_vote_counters; POST /posts).';
+COMMENT ON FUNCTION app_private.posts_seed_vote_counters() IS 'Trigger function: the global counter rows of a new slider post (trigger _300_seed_vote_counters on app.posts; POST /posts).';
 
 
 --
@@ -8693,7 +8718,7 @@ $$;
 -- Name: FUNCTION queue_replaced_asset(); Type: COMMENT; Schema: app_private; Owner: -
 --
 
-COMMENT ON FUNCTION app_private.queue_replaced_asset() IS 'Replacing a profile image queues the delete_asset job for the old asset in the same transaction, so the job exists exactly when the replacement committed. Runs from the triggers users_queue_replaced_photo and hub_profiles_queue_replaced_photo.';
+COMMENT ON FUNCTION app_private.queue_replaced_asset() IS 'Replacing a profile image queues the delete_asset job for the old asset in the same transaction, so the job exists exactly when the replacement committed. Runs from the triggers _800_queue_replaced_photo on app.users and app.hub_profiles.';
 
 
 --
@@ -8903,7 +8928,7 @@ $$;
 -- Name: FUNCTION record_badge_changes(); Type: COMMENT; Schema: app_private; Owner: -
 --
 
-COMMENT ON FUNCTION app_private.record_badge_changes() IS 'Trigger function: rows of a user that went from unread to read in one statement make one badge change for that user, which the stream delivers (GET /notifications/stream). Trigger notifications_record_badge_changes.';
+COMMENT ON FUNCTION app_private.record_badge_changes() IS 'Trigger function: rows of a user that went from unread to read in one statement make one badge change for that user, which the stream delivers (GET /notifications/stream). Trigger _800_record_badge_changes on app.notifications.';
 
 
 --
@@ -8992,7 +9017,7 @@ $$;
 -- Name: FUNCTION report_filed(); Type: COMMENT; Schema: app_private; Owner: -
 --
 
-COMMENT ON FUNCTION app_private.report_filed() IS 'A new report is open, undecided and carries the snapshot of its target (app_private.report_snapshot), whatever the insert said: the function of the trigger reports_snapshot.';
+COMMENT ON FUNCTION app_private.report_filed() IS 'A new report is open, undecided and carries the snapshot of its target (app_private.report_snapshot), whatever the insert said: the function of the trigger _200_snapshot on app.reports.';
 
 
 --
@@ -9216,7 +9241,7 @@ $$;
 -- Name: FUNCTION seed_vote_counters(p_post_id uuid, p_hub_id uuid); Type: COMMENT; Schema: app_private; Owner: -
 --
 
-COMMENT ON FUNCTION app_private.seed_vote_counters(p_post_id uuid, p_hub_id uuid) IS 'Makes the 16 counter slot rows of a post and scope, seeded to sum to zero, when the scope is created (a slider post, its placement in a hub); a vote never inserts a counter row. Called by the triggers posts_seed_vote_counters and post_hubs_seed_vote_counters (POST /posts, POST /posts/{postId}/share/hubs).';
+COMMENT ON FUNCTION app_private.seed_vote_counters(p_post_id uuid, p_hub_id uuid) IS 'Makes the 16 counter slot rows of a post and scope, seeded to sum to zero, when the scope is created (a slider post, its placement in a hub); a vote never inserts a counter row. Called by the triggers _300_seed_vote_counters on app.posts and app.post_hubs (POST /posts, POST /posts/{postId}/share/hubs).';
 
 
 --
@@ -9312,7 +9337,7 @@ begin
   insert into app.hub_memberships
     select m.* from app_private.hidden_rows h cross join lateral jsonb_populate_record(null::app.hub_memberships, h.data) m
     where h.user_id = p_user_id and h.kind = 'membership'
-      -- removed_at: a hub internal tooling removed meanwhile (column of 0262)
+      -- removed_at: a hub internal tooling removed meanwhile (app.hubs.removed_at)
       and exists (select from app.hubs x where x.id = m.hub_id and x.removed_at is null)
     on conflict do nothing;
   insert into app.hub_activity
@@ -9854,7 +9879,7 @@ $$;
 -- Name: FUNCTION user_name_words_sync(); Type: COMMENT; Schema: app_private; Owner: -
 --
 
-COMMENT ON FUNCTION app_private.user_name_words_sync() IS 'Keeps app.user_name_words equal to the words of the user''s full name (app_private.keep_name_words), in the statement that writes the name (onboarding, PATCH /users/me/profile, a merge, tooling). Runs from the triggers users_name_words_insert and users_name_words_update.';
+COMMENT ON FUNCTION app_private.user_name_words_sync() IS 'Keeps app.user_name_words equal to the words of the user''s full name (app_private.keep_name_words), in the statement that writes the name (onboarding, PATCH /users/me/profile, a merge, tooling). Runs from the triggers _300_name_words_insert and _300_name_words_update on app.users.';
 
 
 --
@@ -9877,7 +9902,7 @@ $$;
 -- Name: FUNCTION users_reject_reserved_handle(); Type: COMMENT; Schema: app_private; Owner: -
 --
 
-COMMENT ON FUNCTION app_private.users_reject_reserved_handle() IS 'Keeps reserved handles out of app.users.username (USERNAME_TAKEN), whoever writes the handle. Runs from the trigger users_reserved_handle, on the writes of PUT /users/me/onboarding/profile-basics and PATCH /users/me/profile.';
+COMMENT ON FUNCTION app_private.users_reject_reserved_handle() IS 'Keeps reserved handles out of app.users.username (USERNAME_TAKEN), whoever writes the handle. Runs from the trigger _110_reject_reserved_handle on app.users, on the writes of PUT /users/me/onboarding/profile-basics and PATCH /users/me/profile.';
 
 
 --
@@ -12551,661 +12576,703 @@ CREATE INDEX jobs_no_queue_index ON graphile_worker._private_jobs USING btree (p
 
 
 --
--- Name: blocks blocks_remove_follows; Type: TRIGGER; Schema: app; Owner: -
+-- Name: moderation_log _100_append_only; Type: TRIGGER; Schema: app; Owner: -
 --
 
-CREATE TRIGGER blocks_remove_follows AFTER INSERT ON app.blocks FOR EACH ROW EXECUTE FUNCTION app_private.blocks_remove_follows();
+CREATE TRIGGER _100_append_only BEFORE DELETE OR UPDATE ON app.moderation_log FOR EACH ROW EXECUTE FUNCTION app_private.moderation_log_append_only();
 
 
 --
--- Name: TRIGGER blocks_remove_follows ON blocks; Type: COMMENT; Schema: app; Owner: -
+-- Name: TRIGGER _100_append_only ON moderation_log; Type: COMMENT; Schema: app; Owner: -
 --
 
-COMMENT ON TRIGGER blocks_remove_follows ON app.blocks IS 'A block ends the follows between the two users (app_private.blocks_remove_follows).';
+COMMENT ON TRIGGER _100_append_only ON app.moderation_log IS 'Refuses every update and delete of a log row (app_private.moderation_log_append_only): the log is append-only, for the owner too.';
 
 
 --
--- Name: comments comments_counted_delete; Type: TRIGGER; Schema: app; Owner: -
+-- Name: hub_profiles _100_check_profile_asset; Type: TRIGGER; Schema: app; Owner: -
 --
 
-CREATE TRIGGER comments_counted_delete AFTER DELETE ON app.comments REFERENCING OLD TABLE AS old_rows FOR EACH STATEMENT EXECUTE FUNCTION app_private.count_comments();
+CREATE TRIGGER _100_check_profile_asset BEFORE INSERT OR UPDATE OF profile_asset_id ON app.hub_profiles FOR EACH ROW EXECUTE FUNCTION app_private.check_profile_asset('user_id');
 
 
 --
--- Name: TRIGGER comments_counted_delete ON comments; Type: COMMENT; Schema: app; Owner: -
+-- Name: TRIGGER _100_check_profile_asset ON hub_profiles; Type: COMMENT; Schema: app; Owner: -
 --
 
-COMMENT ON TRIGGER comments_counted_delete ON app.comments IS 'Once per statement, takes what the deleted rows counted away from post_comments and comment_replies (app_private.count_comments).';
+COMMENT ON TRIGGER _100_check_profile_asset ON app.hub_profiles IS 'A hub profile''s image must be the user''s own profile photo (app_private.check_profile_asset).';
 
 
 --
--- Name: comments comments_counted_insert; Type: TRIGGER; Schema: app; Owner: -
+-- Name: users _100_check_profile_asset; Type: TRIGGER; Schema: app; Owner: -
 --
 
-CREATE TRIGGER comments_counted_insert AFTER INSERT ON app.comments REFERENCING NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION app_private.count_comments();
+CREATE TRIGGER _100_check_profile_asset BEFORE UPDATE OF profile_asset_id ON app.users FOR EACH ROW EXECUTE FUNCTION app_private.check_profile_asset('id');
 
 
 --
--- Name: TRIGGER comments_counted_insert ON comments; Type: COMMENT; Schema: app; Owner: -
+-- Name: TRIGGER _100_check_profile_asset ON users; Type: COMMENT; Schema: app; Owner: -
 --
 
-COMMENT ON TRIGGER comments_counted_insert ON app.comments IS 'Once per statement, adds what the inserted rows count to post_comments and comment_replies (app_private.count_comments).';
+COMMENT ON TRIGGER _100_check_profile_asset ON app.users IS 'A user''s profile image must be their own profile photo (app_private.check_profile_asset).';
 
 
 --
--- Name: comments comments_counted_update; Type: TRIGGER; Schema: app; Owner: -
+-- Name: moderation_log _100_no_truncate; Type: TRIGGER; Schema: app; Owner: -
 --
 
-CREATE TRIGGER comments_counted_update AFTER UPDATE ON app.comments REFERENCING OLD TABLE AS old_rows NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION app_private.count_comments();
+CREATE TRIGGER _100_no_truncate BEFORE TRUNCATE ON app.moderation_log FOR EACH STATEMENT EXECUTE FUNCTION app_private.moderation_log_append_only();
 
 
 --
--- Name: TRIGGER comments_counted_update ON comments; Type: COMMENT; Schema: app; Owner: -
+-- Name: TRIGGER _100_no_truncate ON moderation_log; Type: COMMENT; Schema: app; Owner: -
 --
 
-COMMENT ON TRIGGER comments_counted_update ON app.comments IS 'Once per statement, adds what the new rows count to, and takes what the old rows counted away from, post_comments and comment_replies (app_private.count_comments).';
+COMMENT ON TRIGGER _100_no_truncate ON app.moderation_log IS 'Refuses a truncate of the log (app_private.moderation_log_append_only): the log is append-only, for the owner too.';
 
 
 --
--- Name: follows follows_counted_delete; Type: TRIGGER; Schema: app; Owner: -
+-- Name: users _110_reject_reserved_handle; Type: TRIGGER; Schema: app; Owner: -
 --
 
-CREATE TRIGGER follows_counted_delete AFTER DELETE ON app.follows REFERENCING OLD TABLE AS old_rows FOR EACH STATEMENT EXECUTE FUNCTION app_private.count_follows();
+CREATE TRIGGER _110_reject_reserved_handle BEFORE INSERT OR UPDATE OF username ON app.users FOR EACH ROW EXECUTE FUNCTION app_private.users_reject_reserved_handle();
 
 
 --
--- Name: TRIGGER follows_counted_delete ON follows; Type: COMMENT; Schema: app; Owner: -
+-- Name: TRIGGER _110_reject_reserved_handle ON users; Type: COMMENT; Schema: app; Owner: -
 --
 
-COMMENT ON TRIGGER follows_counted_delete ON app.follows IS 'Once per statement, takes what the deleted rows counted away from user_followers and user_following (app_private.count_follows).';
+COMMENT ON TRIGGER _110_reject_reserved_handle ON app.users IS 'Rejects a reserved handle on insert and on a handle change (app_private.users_reject_reserved_handle).';
 
 
 --
--- Name: follows follows_counted_insert; Type: TRIGGER; Schema: app; Owner: -
+-- Name: reports _200_snapshot; Type: TRIGGER; Schema: app; Owner: -
 --
 
-CREATE TRIGGER follows_counted_insert AFTER INSERT ON app.follows REFERENCING NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION app_private.count_follows();
+CREATE TRIGGER _200_snapshot BEFORE INSERT ON app.reports FOR EACH ROW EXECUTE FUNCTION app_private.report_filed();
 
 
 --
--- Name: TRIGGER follows_counted_insert ON follows; Type: COMMENT; Schema: app; Owner: -
+-- Name: TRIGGER _200_snapshot ON reports; Type: COMMENT; Schema: app; Owner: -
 --
 
-COMMENT ON TRIGGER follows_counted_insert ON app.follows IS 'Once per statement, adds what the inserted rows count to user_followers and user_following (app_private.count_follows).';
+COMMENT ON TRIGGER _200_snapshot ON app.reports IS 'Every new report starts open, undecided, with the snapshot of its target (app_private.report_filed), whoever inserts it.';
 
 
 --
--- Name: follows follows_counted_update; Type: TRIGGER; Schema: app; Owner: -
+-- Name: phone_identities _300_attach_invitations; Type: TRIGGER; Schema: app; Owner: -
 --
 
-CREATE TRIGGER follows_counted_update AFTER UPDATE ON app.follows REFERENCING OLD TABLE AS old_rows NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION app_private.count_follows();
+CREATE TRIGGER _300_attach_invitations AFTER INSERT ON app.phone_identities FOR EACH ROW EXECUTE FUNCTION app_private.attach_phone_invitations();
 
 
 --
--- Name: TRIGGER follows_counted_update ON follows; Type: COMMENT; Schema: app; Owner: -
+-- Name: TRIGGER _300_attach_invitations ON phone_identities; Type: COMMENT; Schema: app; Owner: -
 --
 
-COMMENT ON TRIGGER follows_counted_update ON app.follows IS 'Once per statement, adds what the new rows count to, and takes what the old rows counted away from, user_followers and user_following (app_private.count_follows).';
+COMMENT ON TRIGGER _300_attach_invitations ON app.phone_identities IS 'A newly verified phone picks up the invitations that waited for it (app_private.attach_phone_invitations).';
 
 
 --
--- Name: hub_activity hub_activity_list_inserts; Type: TRIGGER; Schema: app; Owner: -
+-- Name: sessions _300_forget_push_devices; Type: TRIGGER; Schema: app; Owner: -
 --
 
-CREATE TRIGGER hub_activity_list_inserts AFTER INSERT ON app.hub_activity REFERENCING NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION app_private.hub_activity_moved();
+CREATE TRIGGER _300_forget_push_devices AFTER UPDATE OF revoked_at ON app.sessions FOR EACH ROW WHEN (((old.revoked_at IS NULL) AND (new.revoked_at IS NOT NULL))) EXECUTE FUNCTION app_private.forget_revoked_session_devices();
 
 
 --
--- Name: TRIGGER hub_activity_list_inserts ON hub_activity; Type: COMMENT; Schema: app; Owner: -
+-- Name: TRIGGER _300_forget_push_devices ON sessions; Type: COMMENT; Schema: app; Owner: -
 --
 
-COMMENT ON TRIGGER hub_activity_list_inserts ON app.hub_activity IS 'First activity of a user in a hub: moves the hub list rows (app_private.hub_activity_moved).';
+COMMENT ON TRIGGER _300_forget_push_devices ON app.sessions IS 'When a session is revoked, its push devices are deleted (app_private.forget_revoked_session_devices): a signed-out device gets no more pushes.';
 
 
 --
--- Name: hub_activity hub_activity_list_updates; Type: TRIGGER; Schema: app; Owner: -
+-- Name: hub_activity _300_hub_lists_insert; Type: TRIGGER; Schema: app; Owner: -
 --
 
-CREATE TRIGGER hub_activity_list_updates AFTER UPDATE ON app.hub_activity REFERENCING NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION app_private.hub_activity_moved();
+CREATE TRIGGER _300_hub_lists_insert AFTER INSERT ON app.hub_activity REFERENCING NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION app_private.hub_activity_moved();
 
 
 --
--- Name: TRIGGER hub_activity_list_updates ON hub_activity; Type: COMMENT; Schema: app; Owner: -
+-- Name: TRIGGER _300_hub_lists_insert ON hub_activity; Type: COMMENT; Schema: app; Owner: -
 --
 
-COMMENT ON TRIGGER hub_activity_list_updates ON app.hub_activity IS 'Later activity of a user in a hub: moves the hub list rows (app_private.hub_activity_moved).';
+COMMENT ON TRIGGER _300_hub_lists_insert ON app.hub_activity IS 'First activity of a user in a hub: moves the hub list rows (app_private.hub_activity_moved).';
 
 
 --
--- Name: hub_discussion_messages hub_discussion_messages_count; Type: TRIGGER; Schema: app; Owner: -
+-- Name: hub_activity _300_hub_lists_update; Type: TRIGGER; Schema: app; Owner: -
 --
 
-CREATE TRIGGER hub_discussion_messages_count AFTER INSERT ON app.hub_discussion_messages FOR EACH ROW EXECUTE FUNCTION app_private.hub_discussion_messages_count();
+CREATE TRIGGER _300_hub_lists_update AFTER UPDATE ON app.hub_activity REFERENCING NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION app_private.hub_activity_moved();
 
 
 --
--- Name: TRIGGER hub_discussion_messages_count ON hub_discussion_messages; Type: COMMENT; Schema: app; Owner: -
+-- Name: TRIGGER _300_hub_lists_update ON hub_activity; Type: COMMENT; Schema: app; Owner: -
 --
 
-COMMENT ON TRIGGER hub_discussion_messages_count ON app.hub_discussion_messages IS 'Counts each new message into its discussion and thread root (app_private.hub_discussion_messages_count).';
+COMMENT ON TRIGGER _300_hub_lists_update ON app.hub_activity IS 'Later activity of a user in a hub: moves the hub list rows (app_private.hub_activity_moved).';
 
 
 --
--- Name: hub_invitations hub_invitations_list_entry; Type: TRIGGER; Schema: app; Owner: -
+-- Name: hub_invitations _300_list_entry; Type: TRIGGER; Schema: app; Owner: -
 --
 
-CREATE TRIGGER hub_invitations_list_entry AFTER INSERT OR DELETE OR UPDATE OF status, hub_id, invitee_id, expires_at ON app.hub_invitations FOR EACH ROW EXECUTE FUNCTION app_private.hub_list_relation_changed('invitee_id');
+CREATE TRIGGER _300_list_entry AFTER INSERT OR DELETE OR UPDATE OF status, hub_id, invitee_id, expires_at ON app.hub_invitations FOR EACH ROW EXECUTE FUNCTION app_private.hub_list_relation_changed('invitee_id');
 
 
 --
--- Name: TRIGGER hub_invitations_list_entry ON hub_invitations; Type: COMMENT; Schema: app; Owner: -
+-- Name: TRIGGER _300_list_entry ON hub_invitations; Type: COMMENT; Schema: app; Owner: -
 --
 
-COMMENT ON TRIGGER hub_invitations_list_entry ON app.hub_invitations IS 'Keeps the kept rows of GET /users/me/hubs with each invitation change (app_private.hub_list_relation_changed, on invitee_id).';
+COMMENT ON TRIGGER _300_list_entry ON app.hub_invitations IS 'Keeps the kept rows of GET /users/me/hubs with each invitation change (app_private.hub_list_relation_changed, on invitee_id).';
 
 
 --
--- Name: hub_join_requests hub_join_requests_list_entry; Type: TRIGGER; Schema: app; Owner: -
+-- Name: hub_join_requests _300_list_entry; Type: TRIGGER; Schema: app; Owner: -
 --
 
-CREATE TRIGGER hub_join_requests_list_entry AFTER INSERT OR DELETE OR UPDATE OF status, hub_id, user_id ON app.hub_join_requests FOR EACH ROW EXECUTE FUNCTION app_private.hub_list_relation_changed('user_id');
+CREATE TRIGGER _300_list_entry AFTER INSERT OR DELETE OR UPDATE OF status, hub_id, user_id ON app.hub_join_requests FOR EACH ROW EXECUTE FUNCTION app_private.hub_list_relation_changed('user_id');
 
 
 --
--- Name: TRIGGER hub_join_requests_list_entry ON hub_join_requests; Type: COMMENT; Schema: app; Owner: -
+-- Name: TRIGGER _300_list_entry ON hub_join_requests; Type: COMMENT; Schema: app; Owner: -
 --
 
-COMMENT ON TRIGGER hub_join_requests_list_entry ON app.hub_join_requests IS 'Keeps the kept rows of GET /users/me/hubs with each join request change (app_private.hub_list_relation_changed).';
+COMMENT ON TRIGGER _300_list_entry ON app.hub_join_requests IS 'Keeps the kept rows of GET /users/me/hubs with each join request change (app_private.hub_list_relation_changed).';
 
 
 --
--- Name: hub_memberships hub_memberships_counted_delete; Type: TRIGGER; Schema: app; Owner: -
+-- Name: hub_memberships _300_list_entry; Type: TRIGGER; Schema: app; Owner: -
 --
 
-CREATE TRIGGER hub_memberships_counted_delete AFTER DELETE ON app.hub_memberships REFERENCING OLD TABLE AS old_rows FOR EACH STATEMENT EXECUTE FUNCTION app_private.count_memberships();
+CREATE TRIGGER _300_list_entry AFTER INSERT OR DELETE OR UPDATE OF role, hub_id, user_id ON app.hub_memberships FOR EACH ROW EXECUTE FUNCTION app_private.hub_list_relation_changed('user_id');
 
 
 --
--- Name: TRIGGER hub_memberships_counted_delete ON hub_memberships; Type: COMMENT; Schema: app; Owner: -
+-- Name: TRIGGER _300_list_entry ON hub_memberships; Type: COMMENT; Schema: app; Owner: -
 --
 
-COMMENT ON TRIGGER hub_memberships_counted_delete ON app.hub_memberships IS 'Once per statement, takes what the deleted rows counted away from hub_members (app_private.count_memberships).';
+COMMENT ON TRIGGER _300_list_entry ON app.hub_memberships IS 'Keeps the kept rows of GET /users/me/hubs with each membership change (app_private.hub_list_relation_changed).';
 
 
 --
--- Name: hub_memberships hub_memberships_counted_insert; Type: TRIGGER; Schema: app; Owner: -
+-- Name: hubs _300_name_words_insert; Type: TRIGGER; Schema: app; Owner: -
 --
 
-CREATE TRIGGER hub_memberships_counted_insert AFTER INSERT ON app.hub_memberships REFERENCING NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION app_private.count_memberships();
+CREATE TRIGGER _300_name_words_insert AFTER INSERT ON app.hubs FOR EACH ROW EXECUTE FUNCTION app_private.hub_name_words_sync();
 
 
 --
--- Name: TRIGGER hub_memberships_counted_insert ON hub_memberships; Type: COMMENT; Schema: app; Owner: -
+-- Name: TRIGGER _300_name_words_insert ON hubs; Type: COMMENT; Schema: app; Owner: -
 --
 
-COMMENT ON TRIGGER hub_memberships_counted_insert ON app.hub_memberships IS 'Once per statement, adds what the inserted rows count to hub_members (app_private.count_memberships).';
+COMMENT ON TRIGGER _300_name_words_insert ON app.hubs IS 'Writes a new hub''s name words (app_private.hub_name_words_sync).';
 
 
 --
--- Name: hub_memberships hub_memberships_counted_update; Type: TRIGGER; Schema: app; Owner: -
+-- Name: users _300_name_words_insert; Type: TRIGGER; Schema: app; Owner: -
 --
 
-CREATE TRIGGER hub_memberships_counted_update AFTER UPDATE ON app.hub_memberships REFERENCING OLD TABLE AS old_rows NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION app_private.count_memberships();
+CREATE TRIGGER _300_name_words_insert AFTER INSERT ON app.users FOR EACH ROW WHEN ((new.full_name IS NOT NULL)) EXECUTE FUNCTION app_private.user_name_words_sync();
 
 
 --
--- Name: TRIGGER hub_memberships_counted_update ON hub_memberships; Type: COMMENT; Schema: app; Owner: -
+-- Name: TRIGGER _300_name_words_insert ON users; Type: COMMENT; Schema: app; Owner: -
 --
 
-COMMENT ON TRIGGER hub_memberships_counted_update ON app.hub_memberships IS 'Once per statement, adds what the new rows count to, and takes what the old rows counted away from, hub_members (app_private.count_memberships).';
+COMMENT ON TRIGGER _300_name_words_insert ON app.users IS 'Writes a new user''s name words (app_private.user_name_words_sync).';
 
 
 --
--- Name: hub_memberships hub_memberships_list_entry; Type: TRIGGER; Schema: app; Owner: -
+-- Name: hubs _300_name_words_update; Type: TRIGGER; Schema: app; Owner: -
 --
 
-CREATE TRIGGER hub_memberships_list_entry AFTER INSERT OR DELETE OR UPDATE OF role, hub_id, user_id ON app.hub_memberships FOR EACH ROW EXECUTE FUNCTION app_private.hub_list_relation_changed('user_id');
+CREATE TRIGGER _300_name_words_update AFTER UPDATE OF name ON app.hubs FOR EACH ROW WHEN ((old.name IS DISTINCT FROM new.name)) EXECUTE FUNCTION app_private.hub_name_words_sync();
 
 
 --
--- Name: TRIGGER hub_memberships_list_entry ON hub_memberships; Type: COMMENT; Schema: app; Owner: -
+-- Name: TRIGGER _300_name_words_update ON hubs; Type: COMMENT; Schema: app; Owner: -
 --
 
-COMMENT ON TRIGGER hub_memberships_list_entry ON app.hub_memberships IS 'Keeps the kept rows of GET /users/me/hubs with each membership change (app_private.hub_list_relation_changed).';
+COMMENT ON TRIGGER _300_name_words_update ON app.hubs IS 'Rewrites a hub''s name words when its name changes (app_private.hub_name_words_sync).';
 
 
 --
--- Name: hub_profiles hub_profiles_check_profile_asset; Type: TRIGGER; Schema: app; Owner: -
+-- Name: users _300_name_words_update; Type: TRIGGER; Schema: app; Owner: -
 --
 
-CREATE TRIGGER hub_profiles_check_profile_asset BEFORE INSERT OR UPDATE OF profile_asset_id ON app.hub_profiles FOR EACH ROW EXECUTE FUNCTION app_private.check_profile_asset('user_id');
+CREATE TRIGGER _300_name_words_update AFTER UPDATE OF full_name ON app.users FOR EACH ROW WHEN ((old.full_name IS DISTINCT FROM new.full_name)) EXECUTE FUNCTION app_private.user_name_words_sync();
 
 
 --
--- Name: TRIGGER hub_profiles_check_profile_asset ON hub_profiles; Type: COMMENT; Schema: app; Owner: -
+-- Name: TRIGGER _300_name_words_update ON users; Type: COMMENT; Schema: app; Owner: -
 --
 
-COMMENT ON TRIGGER hub_profiles_check_profile_asset ON app.hub_profiles IS 'A hub profile''s image must be the user''s own profile photo (app_private.check_profile_asset).';
+COMMENT ON TRIGGER _300_name_words_update ON app.users IS 'Rewrites a user''s name words when the full name changes (app_private.user_name_words_sync).';
 
 
 --
--- Name: hub_profiles hub_profiles_queue_replaced_photo; Type: TRIGGER; Schema: app; Owner: -
+-- Name: blocks _300_remove_follows; Type: TRIGGER; Schema: app; Owner: -
 --
 
-CREATE TRIGGER hub_profiles_queue_replaced_photo AFTER UPDATE OF profile_asset_id ON app.hub_profiles FOR EACH ROW EXECUTE FUNCTION app_private.queue_replaced_asset();
+CREATE TRIGGER _300_remove_follows AFTER INSERT ON app.blocks FOR EACH ROW EXECUTE FUNCTION app_private.blocks_remove_follows();
 
 
 --
--- Name: TRIGGER hub_profiles_queue_replaced_photo ON hub_profiles; Type: COMMENT; Schema: app; Owner: -
+-- Name: TRIGGER _300_remove_follows ON blocks; Type: COMMENT; Schema: app; Owner: -
 --
 
-COMMENT ON TRIGGER hub_profiles_queue_replaced_photo ON app.hub_profiles IS 'Queues the replaced hub profile image for deletion (app_private.queue_replaced_asset).';
+COMMENT ON TRIGGER _300_remove_follows ON app.blocks IS 'A block ends the follows between the two users (app_private.blocks_remove_follows).';
 
 
 --
--- Name: hubs hubs_name_words_insert; Type: TRIGGER; Schema: app; Owner: -
+-- Name: post_hubs _300_seed_vote_counters; Type: TRIGGER; Schema: app; Owner: -
 --
 
-CREATE TRIGGER hubs_name_words_insert AFTER INSERT ON app.hubs FOR EACH ROW EXECUTE FUNCTION app_private.hub_name_words_sync();
+CREATE TRIGGER _300_seed_vote_counters AFTER INSERT ON app.post_hubs FOR EACH ROW EXECUTE FUNCTION app_private.post_hubs_seed_vote_counters();
 
 
 --
--- Name: TRIGGER hubs_name_words_insert ON hubs; Type: COMMENT; Schema: app; Owner: -
+-- Name: TRIGGER _300_seed_vote_counters ON post_hubs; Type: COMMENT; Schema: app; Owner: -
 --
 
-COMMENT ON TRIGGER hubs_name_words_insert ON app.hubs IS 'Writes a new hub''s name words (app_private.hub_name_words_sync).';
+COMMENT ON TRIGGER _300_seed_vote_counters ON app.post_hubs IS 'Seeds the hub counter rows of a slider post when it is placed in a hub.';
 
 
 --
--- Name: hubs hubs_name_words_update; Type: TRIGGER; Schema: app; Owner: -
+-- Name: posts _300_seed_vote_counters; Type: TRIGGER; Schema: app; Owner: -
 --
 
-CREATE TRIGGER hubs_name_words_update AFTER UPDATE OF name ON app.hubs FOR EACH ROW WHEN ((old.name IS DISTINCT FROM new.name)) EXECUTE FUNCTION app_private.hub_name_words_sync();
+CREATE TRIGGER _300_seed_vote_counters AFTER INSERT ON app.posts FOR EACH ROW WHEN ((new.slider_text IS NOT NULL)) EXECUTE FUNCTION app_private.posts_seed_vote_counters();
 
 
 --
--- Name: TRIGGER hubs_name_words_update ON hubs; Type: COMMENT; Schema: app; Owner: -
+-- Name: TRIGGER _300_seed_vote_counters ON posts; Type: COMMENT; Schema: app; Owner: -
 --
 
-COMMENT ON TRIGGER hubs_name_words_update ON app.hubs IS 'Rewrites a hub''s name words when its name changes (app_private.hub_name_words_sync).';
+COMMENT ON TRIGGER _300_seed_vote_counters ON app.posts IS 'Seeds the global counter rows of a new slider post.';
 
 
 --
--- Name: moderation_log moderation_log_append_only; Type: TRIGGER; Schema: app; Owner: -
+-- Name: hub_discussion_messages _400_count_message; Type: TRIGGER; Schema: app; Owner: -
 --
 
-CREATE TRIGGER moderation_log_append_only BEFORE DELETE OR UPDATE ON app.moderation_log FOR EACH ROW EXECUTE FUNCTION app_private.moderation_log_append_only();
+CREATE TRIGGER _400_count_message AFTER INSERT ON app.hub_discussion_messages FOR EACH ROW EXECUTE FUNCTION app_private.hub_discussion_messages_count();
 
 
 --
--- Name: TRIGGER moderation_log_append_only ON moderation_log; Type: COMMENT; Schema: app; Owner: -
+-- Name: TRIGGER _400_count_message ON hub_discussion_messages; Type: COMMENT; Schema: app; Owner: -
 --
 
-COMMENT ON TRIGGER moderation_log_append_only ON app.moderation_log IS 'Refuses every update and delete of a log row (app_private.moderation_log_append_only): the log is append-only, for the owner too.';
+COMMENT ON TRIGGER _400_count_message ON app.hub_discussion_messages IS 'Counts each new message into its discussion and thread root (app_private.hub_discussion_messages_count).';
 
 
 --
--- Name: moderation_log moderation_log_no_truncate; Type: TRIGGER; Schema: app; Owner: -
+-- Name: posts _400_move_repost_unread; Type: TRIGGER; Schema: app; Owner: -
 --
 
-CREATE TRIGGER moderation_log_no_truncate BEFORE TRUNCATE ON app.moderation_log FOR EACH STATEMENT EXECUTE FUNCTION app_private.moderation_log_append_only();
+CREATE TRIGGER _400_move_repost_unread AFTER UPDATE OF deleted_at, visibility ON app.posts FOR EACH ROW WHEN (((old.deleted_at IS DISTINCT FROM new.deleted_at) OR (old.visibility IS DISTINCT FROM new.visibility))) EXECUTE FUNCTION app_private.move_repost_unread();
 
 
 --
--- Name: TRIGGER moderation_log_no_truncate ON moderation_log; Type: COMMENT; Schema: app; Owner: -
+-- Name: TRIGGER _400_move_repost_unread ON posts; Type: COMMENT; Schema: app; Owner: -
 --
 
-COMMENT ON TRIGGER moderation_log_no_truncate ON app.moderation_log IS 'Refuses a truncate of the log (app_private.moderation_log_append_only): the log is append-only, for the owner too.';
+COMMENT ON TRIGGER _400_move_repost_unread ON app.posts IS 'Moves a repost''s unread rows between buckets when its visibility changes (app_private.move_repost_unread).';
 
 
 --
--- Name: notifications notifications_count_unread_changes; Type: TRIGGER; Schema: app; Owner: -
+-- Name: posts _400_move_repost_unread_delete; Type: TRIGGER; Schema: app; Owner: -
 --
 
-CREATE TRIGGER notifications_count_unread_changes AFTER UPDATE ON app.notifications REFERENCING OLD TABLE AS old_rows NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION app_private.count_unread();
+CREATE TRIGGER _400_move_repost_unread_delete AFTER DELETE ON app.posts FOR EACH ROW EXECUTE FUNCTION app_private.move_repost_unread();
 
 
 --
--- Name: TRIGGER notifications_count_unread_changes ON notifications; Type: COMMENT; Schema: app; Owner: -
+-- Name: TRIGGER _400_move_repost_unread_delete ON posts; Type: COMMENT; Schema: app; Owner: -
 --
 
-COMMENT ON TRIGGER notifications_count_unread_changes ON app.notifications IS 'Counts rows read or unread again (app_private.count_unread).';
+COMMENT ON TRIGGER _400_move_repost_unread_delete ON app.posts IS 'Moves a repost''s unread rows between buckets when it is deleted (app_private.move_repost_unread).';
 
 
 --
--- Name: notifications notifications_count_unread_deletes; Type: TRIGGER; Schema: app; Owner: -
+-- Name: vote_receipts _490_lock_posts_delete; Type: TRIGGER; Schema: app; Owner: -
 --
 
-CREATE TRIGGER notifications_count_unread_deletes AFTER DELETE ON app.notifications REFERENCING OLD TABLE AS old_rows FOR EACH STATEMENT EXECUTE FUNCTION app_private.count_unread();
+CREATE TRIGGER _490_lock_posts_delete AFTER DELETE ON app.vote_receipts REFERENCING OLD TABLE AS old_rows FOR EACH STATEMENT EXECUTE FUNCTION app_private.lock_receipt_posts();
 
 
 --
--- Name: TRIGGER notifications_count_unread_deletes ON notifications; Type: COMMENT; Schema: app; Owner: -
+-- Name: TRIGGER _490_lock_posts_delete ON vote_receipts; Type: COMMENT; Schema: app; Owner: -
 --
 
-COMMENT ON TRIGGER notifications_count_unread_deletes ON app.notifications IS 'Uncounts deleted unread rows (app_private.count_unread).';
+COMMENT ON TRIGGER _490_lock_posts_delete ON app.vote_receipts IS 'Takes the deleted receipts'' posts'' votes-received locks before they are counted (app_private.lock_receipt_posts).';
 
 
 --
--- Name: notifications notifications_count_unread_inserts; Type: TRIGGER; Schema: app; Owner: -
+-- Name: vote_receipts _490_lock_posts_insert; Type: TRIGGER; Schema: app; Owner: -
 --
 
-CREATE TRIGGER notifications_count_unread_inserts AFTER INSERT ON app.notifications REFERENCING NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION app_private.count_unread();
+CREATE TRIGGER _490_lock_posts_insert AFTER INSERT ON app.vote_receipts REFERENCING NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION app_private.lock_receipt_posts();
 
 
 --
--- Name: TRIGGER notifications_count_unread_inserts ON notifications; Type: COMMENT; Schema: app; Owner: -
+-- Name: TRIGGER _490_lock_posts_insert ON vote_receipts; Type: COMMENT; Schema: app; Owner: -
 --
 
-COMMENT ON TRIGGER notifications_count_unread_inserts ON app.notifications IS 'Counts new unread rows (app_private.count_unread).';
+COMMENT ON TRIGGER _490_lock_posts_insert ON app.vote_receipts IS 'Takes the inserted receipts'' posts'' votes-received locks before they are counted (app_private.lock_receipt_posts).';
 
 
 --
--- Name: notifications notifications_record_badge_changes; Type: TRIGGER; Schema: app; Owner: -
+-- Name: vote_receipts _490_lock_posts_update; Type: TRIGGER; Schema: app; Owner: -
 --
 
-CREATE TRIGGER notifications_record_badge_changes AFTER UPDATE ON app.notifications REFERENCING OLD TABLE AS old_rows NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION app_private.record_badge_changes();
+CREATE TRIGGER _490_lock_posts_update AFTER UPDATE ON app.vote_receipts REFERENCING OLD TABLE AS old_rows NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION app_private.lock_receipt_posts();
 
 
 --
--- Name: TRIGGER notifications_record_badge_changes ON notifications; Type: COMMENT; Schema: app; Owner: -
+-- Name: TRIGGER _490_lock_posts_update ON vote_receipts; Type: COMMENT; Schema: app; Owner: -
 --
 
-COMMENT ON TRIGGER notifications_record_badge_changes ON app.notifications IS 'Records a badge change when rows are read (app_private.record_badge_changes).';
+COMMENT ON TRIGGER _490_lock_posts_update ON app.vote_receipts IS 'Takes the updated receipts'' posts'' votes-received locks before they are counted (app_private.lock_receipt_posts).';
 
 
 --
--- Name: phone_identities phone_identities_attach_invitations; Type: TRIGGER; Schema: app; Owner: -
+-- Name: comments _500_count_delete; Type: TRIGGER; Schema: app; Owner: -
 --
 
-CREATE TRIGGER phone_identities_attach_invitations AFTER INSERT ON app.phone_identities FOR EACH ROW EXECUTE FUNCTION app_private.attach_phone_invitations();
+CREATE TRIGGER _500_count_delete AFTER DELETE ON app.comments REFERENCING OLD TABLE AS old_rows FOR EACH STATEMENT EXECUTE FUNCTION app_private.count_comments();
 
 
 --
--- Name: TRIGGER phone_identities_attach_invitations ON phone_identities; Type: COMMENT; Schema: app; Owner: -
+-- Name: TRIGGER _500_count_delete ON comments; Type: COMMENT; Schema: app; Owner: -
 --
 
-COMMENT ON TRIGGER phone_identities_attach_invitations ON app.phone_identities IS 'A newly verified phone picks up the invitations that waited for it (app_private.attach_phone_invitations).';
+COMMENT ON TRIGGER _500_count_delete ON app.comments IS 'Takes what the deleted rows counted away from post_comments and comment_replies (app_private.count_comments).';
 
 
 --
--- Name: post_hubs post_hubs_seed_vote_counters; Type: TRIGGER; Schema: app; Owner: -
+-- Name: follows _500_count_delete; Type: TRIGGER; Schema: app; Owner: -
 --
 
-CREATE TRIGGER post_hubs_seed_vote_counters AFTER INSERT ON app.post_hubs FOR EACH ROW EXECUTE FUNCTION app_private.post_hubs_seed_vote_counters();
+CREATE TRIGGER _500_count_delete AFTER DELETE ON app.follows REFERENCING OLD TABLE AS old_rows FOR EACH STATEMENT EXECUTE FUNCTION app_private.count_follows();
 
 
 --
--- Name: TRIGGER post_hubs_seed_vote_counters ON post_hubs; Type: COMMENT; Schema: app; Owner: -
+-- Name: TRIGGER _500_count_delete ON follows; Type: COMMENT; Schema: app; Owner: -
 --
 
-COMMENT ON TRIGGER post_hubs_seed_vote_counters ON app.post_hubs IS 'Seeds the hub counter rows of a slider post when it is placed in a hub.';
+COMMENT ON TRIGGER _500_count_delete ON app.follows IS 'Takes what the deleted rows counted away from user_followers and user_following (app_private.count_follows).';
 
 
 --
--- Name: posts posts_counted_delete; Type: TRIGGER; Schema: app; Owner: -
+-- Name: hub_memberships _500_count_delete; Type: TRIGGER; Schema: app; Owner: -
 --
 
-CREATE TRIGGER posts_counted_delete AFTER DELETE ON app.posts REFERENCING OLD TABLE AS old_rows FOR EACH STATEMENT EXECUTE FUNCTION app_private.count_posts();
+CREATE TRIGGER _500_count_delete AFTER DELETE ON app.hub_memberships REFERENCING OLD TABLE AS old_rows FOR EACH STATEMENT EXECUTE FUNCTION app_private.count_hub_memberships();
 
 
 --
--- Name: TRIGGER posts_counted_delete ON posts; Type: COMMENT; Schema: app; Owner: -
+-- Name: TRIGGER _500_count_delete ON hub_memberships; Type: COMMENT; Schema: app; Owner: -
 --
 
-COMMENT ON TRIGGER posts_counted_delete ON app.posts IS 'Once per statement, takes what the deleted rows counted away from post_reposts and user_posts (app_private.count_posts).';
+COMMENT ON TRIGGER _500_count_delete ON app.hub_memberships IS 'Takes what the deleted rows counted away from hub_members (app_private.count_hub_memberships).';
 
 
 --
--- Name: posts posts_counted_insert; Type: TRIGGER; Schema: app; Owner: -
+-- Name: posts _500_count_delete; Type: TRIGGER; Schema: app; Owner: -
 --
 
-CREATE TRIGGER posts_counted_insert AFTER INSERT ON app.posts REFERENCING NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION app_private.count_posts();
+CREATE TRIGGER _500_count_delete AFTER DELETE ON app.posts REFERENCING OLD TABLE AS old_rows FOR EACH STATEMENT EXECUTE FUNCTION app_private.count_posts();
 
 
 --
--- Name: TRIGGER posts_counted_insert ON posts; Type: COMMENT; Schema: app; Owner: -
+-- Name: TRIGGER _500_count_delete ON posts; Type: COMMENT; Schema: app; Owner: -
 --
 
-COMMENT ON TRIGGER posts_counted_insert ON app.posts IS 'Once per statement, adds what the inserted rows count to post_reposts and user_posts (app_private.count_posts).';
+COMMENT ON TRIGGER _500_count_delete ON app.posts IS 'Takes what the deleted rows counted away from post_reposts and user_posts (app_private.count_posts).';
 
 
 --
--- Name: posts posts_counted_update; Type: TRIGGER; Schema: app; Owner: -
+-- Name: vote_receipts _500_count_delete; Type: TRIGGER; Schema: app; Owner: -
 --
 
-CREATE TRIGGER posts_counted_update AFTER UPDATE ON app.posts REFERENCING OLD TABLE AS old_rows NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION app_private.count_posts();
+CREATE TRIGGER _500_count_delete AFTER DELETE ON app.vote_receipts REFERENCING OLD TABLE AS old_rows FOR EACH STATEMENT EXECUTE FUNCTION app_private.count_vote_receipts();
 
 
 --
--- Name: TRIGGER posts_counted_update ON posts; Type: COMMENT; Schema: app; Owner: -
+-- Name: TRIGGER _500_count_delete ON vote_receipts; Type: COMMENT; Schema: app; Owner: -
 --
 
-COMMENT ON TRIGGER posts_counted_update ON app.posts IS 'Once per statement, adds what the new rows count to, and takes what the old rows counted away from, post_reposts and user_posts (app_private.count_posts).';
+COMMENT ON TRIGGER _500_count_delete ON app.vote_receipts IS 'Takes what the deleted rows counted away from user_votes_cast and user_votes_received (app_private.count_vote_receipts).';
 
 
 --
--- Name: posts posts_move_repost_unread; Type: TRIGGER; Schema: app; Owner: -
+-- Name: comments _500_count_insert; Type: TRIGGER; Schema: app; Owner: -
 --
 
-CREATE TRIGGER posts_move_repost_unread AFTER UPDATE OF deleted_at, visibility ON app.posts FOR EACH ROW WHEN (((old.deleted_at IS DISTINCT FROM new.deleted_at) OR (old.visibility IS DISTINCT FROM new.visibility))) EXECUTE FUNCTION app_private.move_repost_unread();
+CREATE TRIGGER _500_count_insert AFTER INSERT ON app.comments REFERENCING NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION app_private.count_comments();
 
 
 --
--- Name: TRIGGER posts_move_repost_unread ON posts; Type: COMMENT; Schema: app; Owner: -
+-- Name: TRIGGER _500_count_insert ON comments; Type: COMMENT; Schema: app; Owner: -
 --
 
-COMMENT ON TRIGGER posts_move_repost_unread ON app.posts IS 'Moves a repost''s unread rows between buckets when its visibility changes (app_private.move_repost_unread).';
+COMMENT ON TRIGGER _500_count_insert ON app.comments IS 'Adds what the inserted rows count to post_comments and comment_replies (app_private.count_comments).';
 
 
 --
--- Name: posts posts_move_repost_unread_on_delete; Type: TRIGGER; Schema: app; Owner: -
+-- Name: follows _500_count_insert; Type: TRIGGER; Schema: app; Owner: -
 --
 
-CREATE TRIGGER posts_move_repost_unread_on_delete AFTER DELETE ON app.posts FOR EACH ROW EXECUTE FUNCTION app_private.move_repost_unread();
+CREATE TRIGGER _500_count_insert AFTER INSERT ON app.follows REFERENCING NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION app_private.count_follows();
 
 
 --
--- Name: TRIGGER posts_move_repost_unread_on_delete ON posts; Type: COMMENT; Schema: app; Owner: -
+-- Name: TRIGGER _500_count_insert ON follows; Type: COMMENT; Schema: app; Owner: -
 --
 
-COMMENT ON TRIGGER posts_move_repost_unread_on_delete ON app.posts IS 'Moves a repost''s unread rows between buckets when it is deleted (app_private.move_repost_unread).';
+COMMENT ON TRIGGER _500_count_insert ON app.follows IS 'Adds what the inserted rows count to user_followers and user_following (app_private.count_follows).';
 
 
 --
--- Name: posts posts_seed_vote_counters; Type: TRIGGER; Schema: app; Owner: -
+-- Name: hub_memberships _500_count_insert; Type: TRIGGER; Schema: app; Owner: -
 --
 
-CREATE TRIGGER posts_seed_vote_counters AFTER INSERT ON app.posts FOR EACH ROW WHEN ((new.slider_text IS NOT NULL)) EXECUTE FUNCTION app_private.posts_seed_vote_counters();
+CREATE TRIGGER _500_count_insert AFTER INSERT ON app.hub_memberships REFERENCING NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION app_private.count_hub_memberships();
 
 
 --
--- Name: TRIGGER posts_seed_vote_counters ON posts; Type: COMMENT; Schema: app; Owner: -
+-- Name: TRIGGER _500_count_insert ON hub_memberships; Type: COMMENT; Schema: app; Owner: -
 --
 
-COMMENT ON TRIGGER posts_seed_vote_counters ON app.posts IS 'Seeds the global counter rows of a new slider post.';
+COMMENT ON TRIGGER _500_count_insert ON app.hub_memberships IS 'Adds what the inserted rows count to hub_members (app_private.count_hub_memberships).';
 
 
 --
--- Name: posts posts_votes_received_delete; Type: TRIGGER; Schema: app; Owner: -
+-- Name: posts _500_count_insert; Type: TRIGGER; Schema: app; Owner: -
 --
 
-CREATE TRIGGER posts_votes_received_delete AFTER DELETE ON app.posts REFERENCING OLD TABLE AS old_rows FOR EACH STATEMENT EXECUTE FUNCTION app_private.move_votes_received();
+CREATE TRIGGER _500_count_insert AFTER INSERT ON app.posts REFERENCING NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION app_private.count_posts();
 
 
 --
--- Name: TRIGGER posts_votes_received_delete ON posts; Type: COMMENT; Schema: app; Owner: -
+-- Name: TRIGGER _500_count_insert ON posts; Type: COMMENT; Schema: app; Owner: -
 --
 
-COMMENT ON TRIGGER posts_votes_received_delete ON app.posts IS 'Keeps authors'' votesReceived when posts are purged.';
+COMMENT ON TRIGGER _500_count_insert ON app.posts IS 'Adds what the inserted rows count to post_reposts and user_posts (app_private.count_posts).';
 
 
 --
--- Name: posts posts_votes_received_update; Type: TRIGGER; Schema: app; Owner: -
+-- Name: vote_receipts _500_count_insert; Type: TRIGGER; Schema: app; Owner: -
 --
 
-CREATE TRIGGER posts_votes_received_update AFTER UPDATE ON app.posts REFERENCING OLD TABLE AS old_rows NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION app_private.move_votes_received();
+CREATE TRIGGER _500_count_insert AFTER INSERT ON app.vote_receipts REFERENCING NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION app_private.count_vote_receipts();
 
 
 --
--- Name: TRIGGER posts_votes_received_update ON posts; Type: COMMENT; Schema: app; Owner: -
+-- Name: TRIGGER _500_count_insert ON vote_receipts; Type: COMMENT; Schema: app; Owner: -
 --
 
-COMMENT ON TRIGGER posts_votes_received_update ON app.posts IS 'Keeps authors'' votesReceived when posts are deleted, restored or move to another author.';
+COMMENT ON TRIGGER _500_count_insert ON app.vote_receipts IS 'Adds what the inserted rows count to user_votes_cast and user_votes_received (app_private.count_vote_receipts).';
 
 
 --
--- Name: reports reports_snapshot; Type: TRIGGER; Schema: app; Owner: -
+-- Name: notifications _500_count_unread_delete; Type: TRIGGER; Schema: app; Owner: -
 --
 
-CREATE TRIGGER reports_snapshot BEFORE INSERT ON app.reports FOR EACH ROW EXECUTE FUNCTION app_private.report_filed();
+CREATE TRIGGER _500_count_unread_delete AFTER DELETE ON app.notifications REFERENCING OLD TABLE AS old_rows FOR EACH STATEMENT EXECUTE FUNCTION app_private.count_unread();
 
 
 --
--- Name: TRIGGER reports_snapshot ON reports; Type: COMMENT; Schema: app; Owner: -
+-- Name: TRIGGER _500_count_unread_delete ON notifications; Type: COMMENT; Schema: app; Owner: -
 --
 
-COMMENT ON TRIGGER reports_snapshot ON app.reports IS 'Every new report starts open, undecided, with the snapshot of its target (app_private.report_filed), whoever inserts it.';
+COMMENT ON TRIGGER _500_count_unread_delete ON app.notifications IS 'Uncounts deleted unread rows (app_private.count_unread).';
 
 
 --
--- Name: sessions sessions_announce_revoked; Type: TRIGGER; Schema: app; Owner: -
+-- Name: notifications _500_count_unread_insert; Type: TRIGGER; Schema: app; Owner: -
 --
 
-CREATE TRIGGER sessions_announce_revoked AFTER UPDATE OF revoked_at ON app.sessions FOR EACH ROW WHEN (((old.revoked_at IS NULL) AND (new.revoked_at IS NOT NULL))) EXECUTE FUNCTION app_private.announce_session_revoked();
+CREATE TRIGGER _500_count_unread_insert AFTER INSERT ON app.notifications REFERENCING NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION app_private.count_unread();
 
 
 --
--- Name: TRIGGER sessions_announce_revoked ON sessions; Type: COMMENT; Schema: app; Owner: -
+-- Name: TRIGGER _500_count_unread_insert ON notifications; Type: COMMENT; Schema: app; Owner: -
 --
 
-COMMENT ON TRIGGER sessions_announce_revoked ON app.sessions IS 'Announces a revoked session to every process (app_private.announce_session_revoked).';
+COMMENT ON TRIGGER _500_count_unread_insert ON app.notifications IS 'Counts new unread rows (app_private.count_unread).';
 
 
 --
--- Name: sessions sessions_forget_push_devices; Type: TRIGGER; Schema: app; Owner: -
+-- Name: notifications _500_count_unread_update; Type: TRIGGER; Schema: app; Owner: -
 --
 
-CREATE TRIGGER sessions_forget_push_devices AFTER UPDATE OF revoked_at ON app.sessions FOR EACH ROW WHEN (((old.revoked_at IS NULL) AND (new.revoked_at IS NOT NULL))) EXECUTE FUNCTION app_private.forget_revoked_session_devices();
+CREATE TRIGGER _500_count_unread_update AFTER UPDATE ON app.notifications REFERENCING OLD TABLE AS old_rows NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION app_private.count_unread();
 
 
 --
--- Name: TRIGGER sessions_forget_push_devices ON sessions; Type: COMMENT; Schema: app; Owner: -
+-- Name: TRIGGER _500_count_unread_update ON notifications; Type: COMMENT; Schema: app; Owner: -
 --
 
-COMMENT ON TRIGGER sessions_forget_push_devices ON app.sessions IS 'When a session is revoked, its push devices are deleted (app_private.forget_revoked_session_devices): a signed-out device gets no more pushes.';
+COMMENT ON TRIGGER _500_count_unread_update ON app.notifications IS 'Counts rows read or unread again (app_private.count_unread).';
 
 
 --
--- Name: users users_check_profile_asset; Type: TRIGGER; Schema: app; Owner: -
+-- Name: comments _500_count_update; Type: TRIGGER; Schema: app; Owner: -
 --
 
-CREATE TRIGGER users_check_profile_asset BEFORE UPDATE OF profile_asset_id ON app.users FOR EACH ROW EXECUTE FUNCTION app_private.check_profile_asset('id');
+CREATE TRIGGER _500_count_update AFTER UPDATE ON app.comments REFERENCING OLD TABLE AS old_rows NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION app_private.count_comments();
 
 
 --
--- Name: TRIGGER users_check_profile_asset ON users; Type: COMMENT; Schema: app; Owner: -
+-- Name: TRIGGER _500_count_update ON comments; Type: COMMENT; Schema: app; Owner: -
 --
 
-COMMENT ON TRIGGER users_check_profile_asset ON app.users IS 'A user''s profile image must be their own profile photo (app_private.check_profile_asset).';
+COMMENT ON TRIGGER _500_count_update ON app.comments IS 'Adds what the new rows count to, and takes what the old rows counted away from, post_comments and comment_replies (app_private.count_comments).';
 
 
 --
--- Name: users users_name_words_insert; Type: TRIGGER; Schema: app; Owner: -
+-- Name: follows _500_count_update; Type: TRIGGER; Schema: app; Owner: -
 --
 
-CREATE TRIGGER users_name_words_insert AFTER INSERT ON app.users FOR EACH ROW WHEN ((new.full_name IS NOT NULL)) EXECUTE FUNCTION app_private.user_name_words_sync();
+CREATE TRIGGER _500_count_update AFTER UPDATE ON app.follows REFERENCING OLD TABLE AS old_rows NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION app_private.count_follows();
 
 
 --
--- Name: TRIGGER users_name_words_insert ON users; Type: COMMENT; Schema: app; Owner: -
+-- Name: TRIGGER _500_count_update ON follows; Type: COMMENT; Schema: app; Owner: -
 --
 
-COMMENT ON TRIGGER users_name_words_insert ON app.users IS 'Writes a new user''s name words (app_private.user_name_words_sync).';
+COMMENT ON TRIGGER _500_count_update ON app.follows IS 'Adds what the new rows count to, and takes what the old rows counted away from, user_followers and user_following (app_private.count_follows).';
 
 
 --
--- Name: users users_name_words_update; Type: TRIGGER; Schema: app; Owner: -
+-- Name: hub_memberships _500_count_update; Type: TRIGGER; Schema: app; Owner: -
 --
 
-CREATE TRIGGER users_name_words_update AFTER UPDATE OF full_name ON app.users FOR EACH ROW WHEN ((old.full_name IS DISTINCT FROM new.full_name)) EXECUTE FUNCTION app_private.user_name_words_sync();
+CREATE TRIGGER _500_count_update AFTER UPDATE ON app.hub_memberships REFERENCING OLD TABLE AS old_rows NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION app_private.count_hub_memberships();
 
 
 --
--- Name: TRIGGER users_name_words_update ON users; Type: COMMENT; Schema: app; Owner: -
+-- Name: TRIGGER _500_count_update ON hub_memberships; Type: COMMENT; Schema: app; Owner: -
 --
 
-COMMENT ON TRIGGER users_name_words_update ON app.users IS 'Rewrites a user''s name words when the full name changes (app_private.user_name_words_sync).';
+COMMENT ON TRIGGER _500_count_update ON app.hub_memberships IS 'Adds what the new rows count to, and takes what the old rows counted away from, hub_members (app_private.count_hub_memberships).';
 
 
 --
--- Name: users users_queue_replaced_photo; Type: TRIGGER; Schema: app; Owner: -
+-- Name: posts _500_count_update; Type: TRIGGER; Schema: app; Owner: -
 --
 
-CREATE TRIGGER users_queue_replaced_photo AFTER UPDATE OF profile_asset_id ON app.users FOR EACH ROW EXECUTE FUNCTION app_private.queue_replaced_asset();
+CREATE TRIGGER _500_count_update AFTER UPDATE ON app.posts REFERENCING OLD TABLE AS old_rows NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION app_private.count_posts();
 
 
 --
--- Name: TRIGGER users_queue_replaced_photo ON users; Type: COMMENT; Schema: app; Owner: -
+-- Name: TRIGGER _500_count_update ON posts; Type: COMMENT; Schema: app; Owner: -
 --
 
-COMMENT ON TRIGGER users_queue_replaced_photo ON app.users IS 'Queues the replaced profile image for deletion (app_private.queue_replaced_asset).';
+COMMENT ON TRIGGER _500_count_update ON app.posts IS 'Adds what the new rows count to, and takes what the old rows counted away from, post_reposts and user_posts (app_private.count_posts).';
 
 
 --
--- Name: users users_reserved_handle; Type: TRIGGER; Schema: app; Owner: -
+-- Name: vote_receipts _500_count_update; Type: TRIGGER; Schema: app; Owner: -
 --
 
-CREATE TRIGGER users_reserved_handle BEFORE INSERT OR UPDATE OF username ON app.users FOR EACH ROW EXECUTE FUNCTION app_private.users_reject_reserved_handle();
+CREATE TRIGGER _500_count_update AFTER UPDATE ON app.vote_receipts REFERENCING OLD TABLE AS old_rows NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION app_private.count_vote_receipts();
 
 
 --
--- Name: TRIGGER users_reserved_handle ON users; Type: COMMENT; Schema: app; Owner: -
+-- Name: TRIGGER _500_count_update ON vote_receipts; Type: COMMENT; Schema: app; Owner: -
 --
 
-COMMENT ON TRIGGER users_reserved_handle ON app.users IS 'Rejects a reserved handle on insert and on a handle change (app_private.users_reject_reserved_handle).';
+COMMENT ON TRIGGER _500_count_update ON app.vote_receipts IS 'Adds what the new rows count to, and takes what the old rows counted away from, user_votes_cast and user_votes_received (app_private.count_vote_receipts).';
 
 
 --
--- Name: vote_receipts vote_receipts_counted_delete; Type: TRIGGER; Schema: app; Owner: -
+-- Name: posts _510_move_votes_received_delete; Type: TRIGGER; Schema: app; Owner: -
 --
 
-CREATE TRIGGER vote_receipts_counted_delete AFTER DELETE ON app.vote_receipts REFERENCING OLD TABLE AS old_rows FOR EACH STATEMENT EXECUTE FUNCTION app_private.count_receipts();
+CREATE TRIGGER _510_move_votes_received_delete AFTER DELETE ON app.posts REFERENCING OLD TABLE AS old_rows FOR EACH STATEMENT EXECUTE FUNCTION app_private.move_votes_received();
 
 
 --
--- Name: TRIGGER vote_receipts_counted_delete ON vote_receipts; Type: COMMENT; Schema: app; Owner: -
+-- Name: TRIGGER _510_move_votes_received_delete ON posts; Type: COMMENT; Schema: app; Owner: -
 --
 
-COMMENT ON TRIGGER vote_receipts_counted_delete ON app.vote_receipts IS 'Once per statement, takes what the deleted rows counted away from user_votes_cast and user_votes_received (app_private.count_receipts).';
+COMMENT ON TRIGGER _510_move_votes_received_delete ON app.posts IS 'Keeps authors'' votesReceived when posts are purged.';
 
 
 --
--- Name: vote_receipts vote_receipts_counted_insert; Type: TRIGGER; Schema: app; Owner: -
+-- Name: posts _510_move_votes_received_update; Type: TRIGGER; Schema: app; Owner: -
 --
 
-CREATE TRIGGER vote_receipts_counted_insert AFTER INSERT ON app.vote_receipts REFERENCING NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION app_private.count_receipts();
+CREATE TRIGGER _510_move_votes_received_update AFTER UPDATE ON app.posts REFERENCING OLD TABLE AS old_rows NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION app_private.move_votes_received();
 
 
 --
--- Name: TRIGGER vote_receipts_counted_insert ON vote_receipts; Type: COMMENT; Schema: app; Owner: -
+-- Name: TRIGGER _510_move_votes_received_update ON posts; Type: COMMENT; Schema: app; Owner: -
 --
 
-COMMENT ON TRIGGER vote_receipts_counted_insert ON app.vote_receipts IS 'Once per statement, adds what the inserted rows count to user_votes_cast and user_votes_received (app_private.count_receipts).';
+COMMENT ON TRIGGER _510_move_votes_received_update ON app.posts IS 'Keeps authors'' votesReceived when posts are deleted, restored or move to another author.';
 
 
 --
--- Name: vote_receipts vote_receipts_counted_update; Type: TRIGGER; Schema: app; Owner: -
+-- Name: sessions _800_announce_revoked; Type: TRIGGER; Schema: app; Owner: -
 --
 
-CREATE TRIGGER vote_receipts_counted_update AFTER UPDATE ON app.vote_receipts REFERENCING OLD TABLE AS old_rows NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION app_private.count_receipts();
+CREATE TRIGGER _800_announce_revoked AFTER UPDATE OF revoked_at ON app.sessions FOR EACH ROW WHEN (((old.revoked_at IS NULL) AND (new.revoked_at IS NOT NULL))) EXECUTE FUNCTION app_private.announce_session_revoked();
 
 
 --
--- Name: TRIGGER vote_receipts_counted_update ON vote_receipts; Type: COMMENT; Schema: app; Owner: -
+-- Name: TRIGGER _800_announce_revoked ON sessions; Type: COMMENT; Schema: app; Owner: -
 --
 
-COMMENT ON TRIGGER vote_receipts_counted_update ON app.vote_receipts IS 'Once per statement, adds what the new rows count to, and takes what the old rows counted away from, user_votes_cast and user_votes_received (app_private.count_receipts).';
+COMMENT ON TRIGGER _800_announce_revoked ON app.sessions IS 'Announces a revoked session to every process (app_private.announce_session_revoked).';
+
+
+--
+-- Name: hub_profiles _800_queue_replaced_photo; Type: TRIGGER; Schema: app; Owner: -
+--
+
+CREATE TRIGGER _800_queue_replaced_photo AFTER UPDATE OF profile_asset_id ON app.hub_profiles FOR EACH ROW EXECUTE FUNCTION app_private.queue_replaced_asset();
+
+
+--
+-- Name: TRIGGER _800_queue_replaced_photo ON hub_profiles; Type: COMMENT; Schema: app; Owner: -
+--
+
+COMMENT ON TRIGGER _800_queue_replaced_photo ON app.hub_profiles IS 'Queues the replaced hub profile image for deletion (app_private.queue_replaced_asset).';
+
+
+--
+-- Name: users _800_queue_replaced_photo; Type: TRIGGER; Schema: app; Owner: -
+--
+
+CREATE TRIGGER _800_queue_replaced_photo AFTER UPDATE OF profile_asset_id ON app.users FOR EACH ROW EXECUTE FUNCTION app_private.queue_replaced_asset();
+
+
+--
+-- Name: TRIGGER _800_queue_replaced_photo ON users; Type: COMMENT; Schema: app; Owner: -
+--
+
+COMMENT ON TRIGGER _800_queue_replaced_photo ON app.users IS 'Queues the replaced profile image for deletion (app_private.queue_replaced_asset).';
+
+
+--
+-- Name: notifications _800_record_badge_changes; Type: TRIGGER; Schema: app; Owner: -
+--
+
+CREATE TRIGGER _800_record_badge_changes AFTER UPDATE ON app.notifications REFERENCING OLD TABLE AS old_rows NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION app_private.record_badge_changes();
+
+
+--
+-- Name: TRIGGER _800_record_badge_changes ON notifications; Type: COMMENT; Schema: app; Owner: -
+--
+
+COMMENT ON TRIGGER _800_record_badge_changes ON app.notifications IS 'Records a badge change when rows are read (app_private.record_badge_changes).';
 
 
 --
@@ -16583,10 +16650,10 @@ REVOKE ALL ON FUNCTION app_private.count_follows() FROM PUBLIC;
 
 
 --
--- Name: FUNCTION count_memberships(); Type: ACL; Schema: app_private; Owner: -
+-- Name: FUNCTION count_hub_memberships(); Type: ACL; Schema: app_private; Owner: -
 --
 
-REVOKE ALL ON FUNCTION app_private.count_memberships() FROM PUBLIC;
+REVOKE ALL ON FUNCTION app_private.count_hub_memberships() FROM PUBLIC;
 
 
 --
@@ -16597,17 +16664,17 @@ REVOKE ALL ON FUNCTION app_private.count_posts() FROM PUBLIC;
 
 
 --
--- Name: FUNCTION count_receipts(); Type: ACL; Schema: app_private; Owner: -
---
-
-REVOKE ALL ON FUNCTION app_private.count_receipts() FROM PUBLIC;
-
-
---
 -- Name: FUNCTION count_unread(); Type: ACL; Schema: app_private; Owner: -
 --
 
 REVOKE ALL ON FUNCTION app_private.count_unread() FROM PUBLIC;
+
+
+--
+-- Name: FUNCTION count_vote_receipts(); Type: ACL; Schema: app_private; Owner: -
+--
+
+REVOKE ALL ON FUNCTION app_private.count_vote_receipts() FROM PUBLIC;
 
 
 --
@@ -16653,10 +16720,10 @@ GRANT SELECT(created_at) ON TABLE app.comments TO app_anonymous;
 
 
 --
--- Name: FUNCTION counted_by_comment(p_row app.comments); Type: ACL; Schema: app_private; Owner: -
+-- Name: FUNCTION counted_by(p_row app.comments); Type: ACL; Schema: app_private; Owner: -
 --
 
-REVOKE ALL ON FUNCTION app_private.counted_by_comment(p_row app.comments) FROM PUBLIC;
+REVOKE ALL ON FUNCTION app_private.counted_by(p_row app.comments) FROM PUBLIC;
 
 
 --
@@ -16688,10 +16755,17 @@ GRANT SELECT(seq) ON TABLE app.follows TO app_anonymous;
 
 
 --
--- Name: FUNCTION counted_by_follow(p_row app.follows); Type: ACL; Schema: app_private; Owner: -
+-- Name: FUNCTION counted_by(p_row app.follows); Type: ACL; Schema: app_private; Owner: -
 --
 
-REVOKE ALL ON FUNCTION app_private.counted_by_follow(p_row app.follows) FROM PUBLIC;
+REVOKE ALL ON FUNCTION app_private.counted_by(p_row app.follows) FROM PUBLIC;
+
+
+--
+-- Name: FUNCTION counted_by(p_row app.hub_discussion_messages); Type: ACL; Schema: app_private; Owner: -
+--
+
+REVOKE ALL ON FUNCTION app_private.counted_by(p_row app.hub_discussion_messages) FROM PUBLIC;
 
 
 --
@@ -16723,24 +16797,17 @@ GRANT SELECT(role) ON TABLE app.hub_memberships TO app_user;
 
 
 --
--- Name: FUNCTION counted_by_membership(p_row app.hub_memberships); Type: ACL; Schema: app_private; Owner: -
+-- Name: FUNCTION counted_by(p_row app.hub_memberships); Type: ACL; Schema: app_private; Owner: -
 --
 
-REVOKE ALL ON FUNCTION app_private.counted_by_membership(p_row app.hub_memberships) FROM PUBLIC;
-
-
---
--- Name: FUNCTION counted_by_message(p_row app.hub_discussion_messages); Type: ACL; Schema: app_private; Owner: -
---
-
-REVOKE ALL ON FUNCTION app_private.counted_by_message(p_row app.hub_discussion_messages) FROM PUBLIC;
+REVOKE ALL ON FUNCTION app_private.counted_by(p_row app.hub_memberships) FROM PUBLIC;
 
 
 --
--- Name: FUNCTION counted_by_post(p_row app.posts); Type: ACL; Schema: app_private; Owner: -
+-- Name: FUNCTION counted_by(p_row app.posts); Type: ACL; Schema: app_private; Owner: -
 --
 
-REVOKE ALL ON FUNCTION app_private.counted_by_post(p_row app.posts) FROM PUBLIC;
+REVOKE ALL ON FUNCTION app_private.counted_by(p_row app.posts) FROM PUBLIC;
 
 
 --
@@ -16765,10 +16832,10 @@ GRANT SELECT(voted_at) ON TABLE app.vote_receipts TO app_user;
 
 
 --
--- Name: FUNCTION counted_by_receipt(p_row app.vote_receipts); Type: ACL; Schema: app_private; Owner: -
+-- Name: FUNCTION counted_by(p_row app.vote_receipts); Type: ACL; Schema: app_private; Owner: -
 --
 
-REVOKE ALL ON FUNCTION app_private.counted_by_receipt(p_row app.vote_receipts) FROM PUBLIC;
+REVOKE ALL ON FUNCTION app_private.counted_by(p_row app.vote_receipts) FROM PUBLIC;
 
 
 --
@@ -17176,6 +17243,13 @@ GRANT ALL ON FUNCTION app_private.live_notifications(p_from xid8, p_to xid8) TO 
 
 REVOKE ALL ON FUNCTION app_private.live_sessions_sync(p_add uuid[], p_remove uuid[]) FROM PUBLIC;
 GRANT ALL ON FUNCTION app_private.live_sessions_sync(p_add uuid[], p_remove uuid[]) TO authenticator;
+
+
+--
+-- Name: FUNCTION lock_receipt_posts(); Type: ACL; Schema: app_private; Owner: -
+--
+
+REVOKE ALL ON FUNCTION app_private.lock_receipt_posts() FROM PUBLIC;
 
 
 --

@@ -12,7 +12,7 @@ create or replace function app.post_stays_in_hubs(p_visibility app.post_visibili
   language sql immutable
   as $$ select p_visibility = 'private_locked_hub' $$;
 comment on function app.post_stays_in_hubs(app.post_visibility) is
-  'The locked-post rule: whether a post of this visibility stays in its hubs (private_locked_hub): it reaches only its author and its target hubs'' active members (app.post_reaches), and is never reposted, shared, counted in user_posts or listed in a follower''s or profile feed. Used by app.post_reaches, app.create_repost, app.share_post_to_feed, app.share_post_to_hubs, app.cast_vote, app_private.repost_visible, app_private.counted_by_post, the feed functions and GET /posts/{postId}/share-link.';
+  'The locked-post rule: whether a post of this visibility stays in its hubs (private_locked_hub): it reaches only its author and its target hubs'' active members (app.post_reaches), and is never reposted, shared, counted in user_posts or listed in a follower''s or profile feed. Used by app.post_reaches, app.create_repost, app.share_post_to_feed, app.share_post_to_hubs, app.cast_vote, app_private.repost_visible, app_private.counted_by(app.posts), the feed functions and GET /posts/{postId}/share-link.';
 grant execute on function app.post_stays_in_hubs(app.post_visibility) to app_anonymous;
 
 -- An active member (app_private.active_member, the one rule: a membership and access level 4,
