@@ -4954,7 +4954,7 @@ $$;
 -- Name: FUNCTION ballots_to_tally(p_post_id uuid, p_hub_id uuid, p_batch integer); Type: COMMENT; Schema: app_private; Owner: -
 --
 
-COMMENT ON FUNCTION app_private.ballots_to_tally(p_post_id uuid, p_hub_id uuid, p_batch integer) IS 'The worker task tally_ballots, step one: locks the scope and answers its pending ballots, sealed, when they are a batch (else nothing). worker/tasks/tally-ballots.ts.';
+COMMENT ON FUNCTION app_private.ballots_to_tally(p_post_id uuid, p_hub_id uuid, p_batch integer) IS 'The worker task tally_ballots, step one: locks the scope and answers its pending ballots, sealed, when they are a batch (else nothing). worker/tasks/votes/tally-ballots.ts.';
 
 
 --
@@ -5135,7 +5135,7 @@ $$;
 -- Name: FUNCTION claim_pushes(p_limit integer, p_lease_seconds integer); Type: COMMENT; Schema: app_private; Owner: -
 --
 
-COMMENT ON FUNCTION app_private.claim_pushes(p_limit integer, p_lease_seconds integer) IS 'The push claimer: leases up to p_limit due deliveries (retries, and those the planner had no room for, or whose lease ran out with a dead worker) with SKIP LOCKED, closes as skipped those that may no longer be sent, and returns the rest with what the message needs. Called every 200 ms by the push worker (worker/push/pusher.ts).';
+COMMENT ON FUNCTION app_private.claim_pushes(p_limit integer, p_lease_seconds integer) IS 'The push claimer: leases up to p_limit due deliveries (retries, and those the planner had no room for, or whose lease ran out with a dead worker) with SKIP LOCKED, closes as skipped those that may no longer be sent, and returns the rest with what the message needs. Called every 200 ms by the push worker (worker/tasks/push/pusher.ts).';
 
 
 --
@@ -5809,7 +5809,7 @@ $$;
 -- Name: FUNCTION data_export_archive(p_export_id uuid); Type: COMMENT; Schema: app_private; Owner: -
 --
 
-COMMENT ON FUNCTION app_private.data_export_archive(p_export_id uuid) IS 'The archive of one pending export: what the user gave the service and what it keeps about them, shaped for people, never a vote position or a push token; nothing for an export done already or an account being purged. Read by the worker task export_account (worker/tasks/export-account.ts).';
+COMMENT ON FUNCTION app_private.data_export_archive(p_export_id uuid) IS 'The archive of one pending export: what the user gave the service and what it keeps about them, shaped for people, never a vote position or a push token; nothing for an export done already or an account being purged. Read by the worker task export_account (worker/tasks/accounts/export-account.ts).';
 
 
 --
@@ -6215,7 +6215,7 @@ $$;
 -- Name: FUNCTION finish_data_export(p_export_id uuid, p_object_key text); Type: COMMENT; Schema: app_private; Owner: -
 --
 
-COMMENT ON FUNCTION app_private.finish_data_export(p_export_id uuid, p_object_key text) IS 'Marks a pending export ready with its stored object, or failed (p_object_key null: the last attempt failed, so the user may ask again). The last step of the worker task export_account (worker/tasks/export-account.ts).';
+COMMENT ON FUNCTION app_private.finish_data_export(p_export_id uuid, p_object_key text) IS 'Marks a pending export ready with its stored object, or failed (p_object_key null: the last attempt failed, so the user may ask again). The last step of the worker task export_account (worker/tasks/accounts/export-account.ts).';
 
 
 --
@@ -7054,7 +7054,7 @@ $$;
 -- Name: FUNCTION lift_suspension(p_user_id uuid); Type: COMMENT; Schema: app_private; Owner: -
 --
 
-COMMENT ON FUNCTION app_private.lift_suspension(p_user_id uuid) IS 'Ends a suspension whose term is over, logged as by suspension ended; a job run early, or for a suspension changed since, does nothing (false). Called by the worker task lift_suspension (worker/tasks/lift-suspension.ts) that app.suspend_user queues for the end of the term.';
+COMMENT ON FUNCTION app_private.lift_suspension(p_user_id uuid) IS 'Ends a suspension whose term is over, logged as by suspension ended; a job run early, or for a suspension changed since, does nothing (false). Called by the worker task lift_suspension (worker/tasks/reports/lift-suspension.ts) that app.suspend_user queues for the end of the term.';
 
 
 --
@@ -7967,7 +7967,7 @@ $$;
 -- Name: FUNCTION plan_pushes(p_limit integer, p_lease_seconds integer); Type: COMMENT; Schema: app_private; Owner: -
 --
 
-COMMENT ON FUNCTION app_private.plan_pushes(p_limit integer, p_lease_seconds integer) IS 'The push planner (contract 12): one caller at a time moves the push cursor over the transactions finished since its last run, writes a delivery per device for each new notification (of a type the user''s settings let through, under a day old) and badge change, closes at once those that may not be sent (session ended, notification no longer visible or already read), and leases and returns the first p_limit to send now with their badge. Called every 50 ms by the push worker (worker/push/pusher.ts) in the worker process.';
+COMMENT ON FUNCTION app_private.plan_pushes(p_limit integer, p_lease_seconds integer) IS 'The push planner (contract 12): one caller at a time moves the push cursor over the transactions finished since its last run, writes a delivery per device for each new notification (of a type the user''s settings let through, under a day old) and badge change, closes at once those that may not be sent (session ended, notification no longer visible or already read), and leases and returns the first p_limit to send now with their badge. Called every 50 ms by the push worker (worker/tasks/push/pusher.ts) in the worker process.';
 
 
 --
@@ -8229,7 +8229,7 @@ $$;
 -- Name: FUNCTION purge_account_begin(p_user_id uuid); Type: COMMENT; Schema: app_private; Owner: -
 --
 
-COMMENT ON FUNCTION app_private.purge_account_begin(p_user_id uuid) IS 'Step 1 of the purge (worker task purge_account, worker/tasks/purge-account.ts): starts it once the 30 days are over and the account was not restored (false: nothing to do), and deletes the sign-in identities (phone, identity provider, anonymous device), so no sign-in can restore the account from here on. Locks the account state row, as sign-in does.';
+COMMENT ON FUNCTION app_private.purge_account_begin(p_user_id uuid) IS 'Step 1 of the purge (worker task purge_account, worker/tasks/accounts/purge-account.ts): starts it once the 30 days are over and the account was not restored (false: nothing to do), and deletes the sign-in identities (phone, identity provider, anonymous device), so no sign-in can restore the account from here on. Locks the account state row, as sign-in does.';
 
 
 --
@@ -8503,7 +8503,7 @@ $$;
 -- Name: FUNCTION purge_push(); Type: COMMENT; Schema: app_private; Owner: -
 --
 
-COMMENT ON FUNCTION app_private.purge_push() IS 'Keeps the push tables small: gives up pending deliveries older than app_private.push_max_age, deletes deliveries finished and badge changes older than a day, and the devices of ended sessions. Run hourly by the worker task purge_push (worker/tasks/purge-push.ts, crontab in worker/runner.ts).';
+COMMENT ON FUNCTION app_private.purge_push() IS 'Keeps the push tables small: gives up pending deliveries older than app_private.push_max_age, deletes deliveries finished and badge changes older than a day, and the devices of ended sessions. Run hourly by the worker task purge_push (worker/tasks/push/purge-push.ts, schedule in worker/tasks/push/index.ts).';
 
 
 --
@@ -8957,7 +8957,7 @@ $$;
 -- Name: FUNCTION record_pushes(p_sent bigint[], p_retry bigint[], p_retry_ms integer[], p_given_up bigint[], p_failed bigint[], p_released bigint[], p_release_ms integer, p_dead_devices uuid[]); Type: COMMENT; Schema: app_private; Owner: -
 --
 
-COMMENT ON FUNCTION app_private.record_pushes(p_sent bigint[], p_retry bigint[], p_retry_ms integer[], p_given_up bigint[], p_failed bigint[], p_released bigint[], p_release_ms integer, p_dead_devices uuid[]) IS 'Records the outcomes of sent push messages in one statement (sent, retry after a wait, given up, failed, released after a 401 without using a try) and deletes the devices whose token FCM refused for good (unregistered, invalid, another sender''s). Called by the push worker (worker/push/pusher.ts) at most 20 ms after FCM answered.';
+COMMENT ON FUNCTION app_private.record_pushes(p_sent bigint[], p_retry bigint[], p_retry_ms integer[], p_given_up bigint[], p_failed bigint[], p_released bigint[], p_release_ms integer, p_dead_devices uuid[]) IS 'Records the outcomes of sent push messages in one statement (sent, retry after a wait, given up, failed, released after a 401 without using a try) and deletes the devices whose token FCM refused for good (unregistered, invalid, another sender''s). Called by the push worker (worker/tasks/push/pusher.ts) at most 20 ms after FCM answered.';
 
 
 --
@@ -9653,7 +9653,7 @@ $$;
 -- Name: FUNCTION tally_ballots(p_post_id uuid, p_hub_id uuid, p_ids uuid[], p_counts bigint[], p_batch integer); Type: COMMENT; Schema: app_private; Owner: -
 --
 
-COMMENT ON FUNCTION app_private.tally_ballots(p_post_id uuid, p_hub_id uuid, p_ids uuid[], p_counts bigint[], p_batch integer) IS 'The worker task tally_ballots, step two: deletes the batch''s ballots by id and adds their opened counts to one counter slot, or refuses a batch that is not exactly what is pending. worker/tasks/tally-ballots.ts.';
+COMMENT ON FUNCTION app_private.tally_ballots(p_post_id uuid, p_hub_id uuid, p_ids uuid[], p_counts bigint[], p_batch integer) IS 'The worker task tally_ballots, step two: deletes the batch''s ballots by id and adds their opened counts to one counter slot, or refuses a batch that is not exactly what is pending. worker/tasks/votes/tally-ballots.ts.';
 
 
 --

@@ -242,7 +242,7 @@ create or replace function app_private.data_export_archive(p_export_id uuid)
     -- nothing for an account being purged (purge_started_at): the purge deletes its archives
     and not exists (select from app_private.account_states s where s.user_id = e.user_id and s.purge_started_at is not null)
 $$;
-comment on function app_private.data_export_archive(uuid) is 'The archive of one pending export: what the user gave the service and what it keeps about them, shaped for people, never a vote position or a push token; nothing for an export done already or an account being purged. Read by the worker task export_account (worker/tasks/export-account.ts).';
+comment on function app_private.data_export_archive(uuid) is 'The archive of one pending export: what the user gave the service and what it keeps about them, shaped for people, never a vote position or a push token; nothing for an export done already or an account being purged. Read by the worker task export_account (worker/tasks/accounts/export-account.ts).';
 grant execute on function app_private.data_export_archive(uuid) to app_worker;
 
 -- The task's last step: the archive is stored (or could not be).
@@ -255,7 +255,7 @@ create or replace function app_private.finish_data_export(p_export_id uuid, p_ob
     object_key = p_object_key, finished_at = now()
   where id = p_export_id and status = 'pending'
 $$;
-comment on function app_private.finish_data_export(uuid, text) is 'Marks a pending export ready with its stored object, or failed (p_object_key null: the last attempt failed, so the user may ask again). The last step of the worker task export_account (worker/tasks/export-account.ts).';
+comment on function app_private.finish_data_export(uuid, text) is 'Marks a pending export ready with its stored object, or failed (p_object_key null: the last attempt failed, so the user may ask again). The last step of the worker task export_account (worker/tasks/accounts/export-account.ts).';
 grant execute on function app_private.finish_data_export(uuid, text) to app_worker;
 
 -- Sign-in serialises with the purge on the account_states row (start_session locks it, as here).
@@ -284,7 +284,7 @@ begin
   return true;
 end
 $$;
-comment on function app_private.purge_account_begin(uuid) is 'Step 1 of the purge (worker task purge_account, worker/tasks/purge-account.ts): starts it once the 30 days are over and the account was not restored (false: nothing to do), and deletes the sign-in identities (phone, identity provider, anonymous device), so no sign-in can restore the account from here on. Locks the account state row, as sign-in does.';
+comment on function app_private.purge_account_begin(uuid) is 'Step 1 of the purge (worker task purge_account, worker/tasks/accounts/purge-account.ts): starts it once the 30 days are over and the account was not restored (false: nothing to do), and deletes the sign-in identities (phone, identity provider, anonymous device), so no sign-in can restore the account from here on. Locks the account state row, as sign-in does.';
 grant execute on function app_private.purge_account_begin(uuid) to app_worker;
 
 create or replace function app_private.purge_account_content(p_user_id uuid)

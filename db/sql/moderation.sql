@@ -314,7 +314,7 @@ begin
   return true;
 end
 $$;
-comment on function app_private.lift_suspension(uuid) is 'Ends a suspension whose term is over, logged as by suspension ended; a job run early, or for a suspension changed since, does nothing (false). Called by the worker task lift_suspension (worker/tasks/lift-suspension.ts) that app.suspend_user queues for the end of the term.';
+comment on function app_private.lift_suspension(uuid) is 'Ends a suspension whose term is over, logged as by suspension ended; a job run early, or for a suspension changed since, does nothing (false). Called by the worker task lift_suspension (worker/tasks/reports/lift-suspension.ts) that app.suspend_user queues for the end of the term.';
 grant execute on function app_private.lift_suspension(uuid) to app_worker;
 
 -- Removes a hub: out of everyone's sight (hubs policy), every membership ends (member counts

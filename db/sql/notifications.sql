@@ -156,7 +156,7 @@ create or replace function app_private.content_mute_silences(p_muted boolean, p_
 comment on function app_private.content_mute_silences(boolean, app.notification_type) is
   'The content mute: whether a membership''s content_muted silences a hub notification of this type (publication alerts and hub-scoped post_reposted). Used by app_private.fan_out_hub_notification (worker task hub_notification_fanout) and app.create_repost.';
 
--- The fan-out (worker/tasks/hub-notification-fanout.ts): one set-based insert over the hub's
+-- The fan-out (worker/tasks/notifications/hub-notification-fanout.ts): one set-based insert over the hub's
 -- current members, skipping every recipient this fan-out's key already reached. A payload without
 -- a key (queued by an older version) inserts as before.
 create or replace function app_private.fan_out_hub_notification(p_payload jsonb)

@@ -174,7 +174,7 @@ begin
   order by i.id;
 end
 $$;
-comment on function app_private.plan_pushes(integer, integer) is 'The push planner (contract 12): one caller at a time moves the push cursor over the transactions finished since its last run, writes a delivery per device for each new notification (of a type the user''s settings let through, under a day old) and badge change, closes at once those that may not be sent (session ended, notification no longer visible or already read), and leases and returns the first p_limit to send now with their badge. Called every 50 ms by the push worker (worker/push/pusher.ts) in the worker process.';
+comment on function app_private.plan_pushes(integer, integer) is 'The push planner (contract 12): one caller at a time moves the push cursor over the transactions finished since its last run, writes a delivery per device for each new notification (of a type the user''s settings let through, under a day old) and badge change, closes at once those that may not be sent (session ended, notification no longer visible or already read), and leases and returns the first p_limit to send now with their badge. Called every 50 ms by the push worker (worker/tasks/push/pusher.ts) in the worker process.';
 grant execute on function app_private.plan_pushes(integer, integer) to app_worker;
 
 -- Claims up to p_limit due deliveries for p_lease_seconds and answers those to send now, with what
@@ -227,7 +227,7 @@ begin
   order by c.id;
 end
 $$;
-comment on function app_private.claim_pushes(integer, integer) is 'The push claimer: leases up to p_limit due deliveries (retries, and those the planner had no room for, or whose lease ran out with a dead worker) with SKIP LOCKED, closes as skipped those that may no longer be sent, and returns the rest with what the message needs. Called every 200 ms by the push worker (worker/push/pusher.ts).';
+comment on function app_private.claim_pushes(integer, integer) is 'The push claimer: leases up to p_limit due deliveries (retries, and those the planner had no room for, or whose lease ran out with a dead worker) with SKIP LOCKED, closes as skipped those that may no longer be sent, and returns the rest with what the message needs. Called every 200 ms by the push worker (worker/tasks/push/pusher.ts).';
 grant execute on function app_private.claim_pushes(integer, integer) to app_worker;
 
 -- The outcomes of sent messages (sent, to retry, given up, failed, released after a 401). p_retry_ms holds the wait before the next try of each
@@ -250,10 +250,10 @@ begin
   delete from app.push_devices d where d.id = any (p_dead_devices);
 end
 $$;
-comment on function app_private.record_pushes(bigint[], bigint[], integer[], bigint[], bigint[], bigint[], integer, uuid[]) is 'Records the outcomes of sent push messages in one statement (sent, retry after a wait, given up, failed, released after a 401 without using a try) and deletes the devices whose token FCM refused for good (unregistered, invalid, another sender''s). Called by the push worker (worker/push/pusher.ts) at most 20 ms after FCM answered.';
+comment on function app_private.record_pushes(bigint[], bigint[], integer[], bigint[], bigint[], bigint[], integer, uuid[]) is 'Records the outcomes of sent push messages in one statement (sent, retry after a wait, given up, failed, released after a 401 without using a try) and deletes the devices whose token FCM refused for good (unregistered, invalid, another sender''s). Called by the push worker (worker/tasks/push/pusher.ts) at most 20 ms after FCM answered.';
 grant execute on function app_private.record_pushes(bigint[], bigint[], integer[], bigint[], bigint[], bigint[], integer, uuid[]) to app_worker;
 
--- Hourly (worker/tasks/purge-push.ts): deliveries finished more than a day ago, pending ones older
+-- Hourly (worker/tasks/push/purge-push.ts): deliveries finished more than a day ago, pending ones older
 -- than push_max_age (given up), badge changes older than a day, and the devices of sessions that
 -- ended (expired; revoked ones are gone already).
 create or replace function app_private.purge_push()
@@ -268,7 +268,7 @@ create or replace function app_private.purge_push()
   delete from app.push_devices d using app.sessions s
     where s.id = d.session_id and (s.expires_at <= now() or s.revoked_at is not null);
 $$;
-comment on function app_private.purge_push() is 'Keeps the push tables small: gives up pending deliveries older than app_private.push_max_age, deletes deliveries finished and badge changes older than a day, and the devices of ended sessions. Run hourly by the worker task purge_push (worker/tasks/purge-push.ts, crontab in worker/runner.ts).';
+comment on function app_private.purge_push() is 'Keeps the push tables small: gives up pending deliveries older than app_private.push_max_age, deletes deliveries finished and badge changes older than a day, and the devices of ended sessions. Run hourly by the worker task purge_push (worker/tasks/push/purge-push.ts, schedule in worker/tasks/push/index.ts).';
 grant execute on function app_private.purge_push() to app_worker;
 
 -- A user sees the devices of their own live sessions (an expired session's are gone for them).

@@ -327,7 +327,7 @@ $$;
 comment on function app_private.image_settled(uuid, text) is
   'After an image''s variants or failure are recorded: queues the deletion of its upload and announces the asset id on channel asset_processed. Used by app_private.finish_image and app_private.fail_image.';
 
--- Processing, the worker's side (worker/tasks/process-image.ts): what to process, then its variants
+-- Processing, the worker's side (worker/tasks/uploads/process-image.ts): what to process, then its variants
 -- or its failure. An asset is to be processed while it is processing, or when it is an image from
 -- before processing existed (ready, never processed). Every step is keyed by the asset: a job that
 -- runs again after its worker died finds the asset done and does nothing.

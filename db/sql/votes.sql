@@ -230,7 +230,7 @@ comment on function app_private.post_hubs_seed_vote_counters() is
   'Trigger function: the hub counter rows of a slider post placed in a hub (trigger _300_seed_vote_counters on app.post_hubs; POST /posts with hubs, POST /posts/{postId}/share/hubs).';
 
 -- The counts are the five counter columns in the order of app.vote_position, the one list of the
--- positions in SQL (db/ballots.ts ballotPositions in TypeScript; test/sql/enums.test.ts holds the
+-- positions in SQL (server/votes/ballots.ts ballotPositions in TypeScript; test/sql/enums.test.ts holds the
 -- enum, the columns and the list equal).
 -- Two branches, one per kind of scope; the one that does not apply is cut off by its constant
 -- test (a hub branch with a null p_hub_id matches nothing). Called, not inlined (its subqueries keep
@@ -318,7 +318,7 @@ begin
 end
 $$;
 comment on function app_private.ballots_to_tally(uuid, uuid, integer) is
-  'The worker task tally_ballots, step one: locks the scope and answers its pending ballots, sealed, when they are a batch (else nothing). worker/tasks/tally-ballots.ts.';
+  'The worker task tally_ballots, step one: locks the scope and answers its pending ballots, sealed, when they are a batch (else nothing). worker/tasks/votes/tally-ballots.ts.';
 grant execute on function app_private.ballots_to_tally(uuid, uuid, integer) to app_worker;
 
 create or replace function app_private.tally_ballots(p_post_id uuid, p_hub_id uuid, p_ids uuid[], p_counts bigint[], p_batch int)
@@ -363,7 +363,7 @@ begin
 end
 $$;
 comment on function app_private.tally_ballots(uuid, uuid, uuid[], bigint[], integer) is
-  'The worker task tally_ballots, step two: deletes the batch''s ballots by id and adds their opened counts to one counter slot, or refuses a batch that is not exactly what is pending. worker/tasks/tally-ballots.ts.';
+  'The worker task tally_ballots, step two: deletes the batch''s ballots by id and adds their opened counts to one counter slot, or refuses a batch that is not exactly what is pending. worker/tasks/votes/tally-ballots.ts.';
 grant execute on function app_private.tally_ballots(uuid, uuid, uuid[], bigint[], integer) to app_worker;
 
 -- The sweep (every minute): queues the tally of every scope holding a batch of pending ballots
