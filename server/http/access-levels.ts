@@ -2,7 +2,7 @@
 // means, and the code a request answers when the viewer lacks it. The gate (auth.ts requireLevel)
 // and the OpenAPI document (an operation's 403 codes, the description of x-access-level) read it
 // from here. The database raises the same codes in app.session_gate and app.require_level;
-// test/sql/access-levels.test.ts holds the two equal for every level and requirement.
+// test/sql/auth/access-levels.test.ts holds the two equal for every level and requirement.
 import type { ErrorCode } from './catalog.ts';
 
 export const accessLevels = [

@@ -9,7 +9,7 @@ export const idList = (max: number) => z.array(idField).max(max);
 export const postHubsMax = 10;
 export const articleMediaMax = 10;
 
-/** The enum app.post_visibility (test/sql/enums.test.ts holds them equal). */
+/** The enum app.post_visibility (test/sql/database/enums.test.ts holds them equal). */
 export const visibilities = ['public', 'public_hub', 'private_locked_hub'] as const;
 export type Visibility = (typeof visibilities)[number];
 export const visibility = z.enum(visibilities);

@@ -1,5 +1,5 @@
 // The service on a Patroni cluster (test/helpers/patroni.ts) under a load like phones, for the
-// failover test (test/process/failover.test.ts) and benchmark (test/bench/failover.ts).
+// failover test (test/process/operations/failover.test.ts) and benchmark (test/bench/failover.ts).
 //
 // startServices: `npm run migrate`, then one API process and one worker process (`node main.ts
 // --only=...`) with DATABASE_URL on HAProxy's leader port and DATABASE_REPLICA_URLS on its standby

@@ -1,0 +1,128 @@
+// Post, comment, vote and bookmark policies, tested directly in SQL.
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startTestApp, type TestApp } from '../../helpers/app.ts';
+import type { SealedTally } from '../../../db/ballots.ts';
+import { addMember, createHub } from '../../helpers/hubs.ts';
+import { createPost, slider, vote } from '../../helpers/posts.ts';
+import { asViewer, rowsOrError } from '../../helpers/sql.ts';
+import { userAtLevel, type TestUser } from '../../helpers/users.ts';
+
+let app: TestApp;
+let author: TestUser;
+let member: TestUser;
+let outsider: TestUser;
+let lockedId: string;
+let publicId: string;
+beforeAll(async () => {
+  app = await startTestApp();
+  [author, member, outsider] = [await userAtLevel(app, 4), await userAtLevel(app, 4), await userAtLevel(app, 4)];
+  const hub = await createHub(app, author);
+  await addMember(app, hub, member);
+  lockedId = (await createPost(app, author, { ...slider, visibility: 'private_locked_hub', hubIds: [hub.id] })).id;
+  publicId = (await createPost(app, author, slider)).id;
+  await vote(app, member, lockedId);
+  await vote(app, member, publicId);
+  await app.post(`/posts/${lockedId}/comments`, { text: 'members only' }, { token: member.token });
+  await app.post(`/posts/${publicId}/save`, undefined, { token: member.token });
+});
+afterAll(() => app.close());
+
+const read = (user: TestUser | null, sql: string, params: unknown[] = []) =>
+  asViewer(app, user ? 'app_user' : 'app_anonymous', user?.id ?? null, (c) => rowsOrError(c, sql, params));
+
+describe('posts', () => {
+  it('hide private_locked_hub posts from outsiders and anonymous requests, not from members and the author', async () => {
+    expect(await read(outsider, 'select id from app.posts where id = $1', [lockedId])).toEqual([]);
+    expect(await read(null, 'select id from app.posts where id = $1', [lockedId])).toEqual([]);
+    expect(await read(member, 'select id from app.posts where id = $1', [lockedId])).toEqual([{ id: lockedId }]);
+    expect(await read(author, 'select id from app.posts where id = $1', [lockedId])).toEqual([{ id: lockedId }]);
+    expect(await read(null, 'select id from app.posts where id = $1', [publicId])).toEqual([{ id: publicId }]);
+  });
+
+  it('hide private_locked_hub posts from a member below access level 4 (no longer Hub-ready), who keeps the membership', async () => {
+    // A path that leaves a membership behind an account below level 4: the account is hidden
+    // (deletion requested, or suspended: its memberships are taken aside and its handle held),
+    // someone takes its handle meanwhile, and it is shown again (restored): the memberships come
+    // back, the handle does not (it must choose another), so the account is at level 1.
+    // Spec 2.3 rule 14 and part 5 ask for an active, Hub-ready member.
+    const {
+      rows: [held],
+    } = await app.owner.query<{ username: string }>('select username from app.users where id = $1', [member.id]);
+    await app.owner.query('select app_private.hide_account($1)', [member.id]);
+    await app.owner.query('update app.users set username = $1 where id = $2', [held?.username, outsider.id]);
+    expect((await app.owner.query('select app_private.show_account($1) as shown', [member.id])).rows[0].shown).toBe(true);
+    try {
+      expect((await app.owner.query('select app.user_access_level($1) as level', [member.id])).rows[0].level).toBeLessThan(4);
+      expect((await app.owner.query('select count(*)::int as n from app.hub_memberships where user_id = $1', [member.id])).rows[0].n).toBe(
+        1,
+      );
+      expect(await read(member, 'select id from app.posts where id = $1', [lockedId])).toEqual([]);
+      expect(await read(member, 'select text from app.comments where post_id = $1', [lockedId])).toEqual([]);
+      expect(await read(member, 'select app.can_see_post($1) as visible', [lockedId])).toEqual([{ visible: false }]);
+      expect(await read(outsider, 'select id from app.posts where id = $1', [publicId])).toEqual([{ id: publicId }]);
+    } finally {
+      await app.owner.query(`update app.users set username = 'x' || substr(md5(random()::text), 1, 12) where id = $1`, [outsider.id]);
+      await app.owner.query('update app.users set username = $1 where id = $2', [held?.username, member.id]);
+    }
+    // Back at level 4, the member reads the post again.
+    expect(await read(member, 'select id from app.posts where id = $1', [lockedId])).toEqual([{ id: lockedId }]);
+  });
+
+  it('hide comments of posts the viewer cannot see', async () => {
+    expect(await read(outsider, 'select text from app.comments where post_id = $1', [lockedId])).toEqual([]);
+    expect(await read(member, 'select text from app.comments where post_id = $1', [lockedId])).toEqual([{ text: 'members only' }]);
+  });
+
+  it('cannot be written directly', async () => {
+    expect(await read(author, `update app.posts set thought_text = 'x' where id = $1 returning id`, [publicId])).toBe('42501');
+    expect(
+      await read(author, `insert into app.comments (post_id, author_id, text) values ($1, $2, 'x') returning id`, [publicId, author.id]),
+    ).toBe('42501');
+  });
+});
+
+describe('votes', () => {
+  it('show a user their own receipts only, and counters to nobody', async () => {
+    expect(await read(member, 'select post_id from app.vote_receipts order by post_id')).toEqual(
+      [lockedId, publicId].sort().map((post_id) => ({ post_id })),
+    );
+    expect(await read(outsider, 'select post_id from app.vote_receipts where user_id = $1', [member.id])).toEqual([]);
+    expect(await read(author, 'select * from app.vote_scope_receipts where user_id = $1', [member.id])).toEqual([]);
+    expect(await read(member, 'select * from app.vote_counters')).toBe('42501');
+    // Sealed ballots: no API role reads, writes or deletes them (only the security-definer vote,
+    // tally read and tallier functions touch them).
+    for (const viewer of [member, author, outsider]) {
+      expect(await read(viewer, 'select * from app_private.sealed_ballots')).toBe('42501');
+      expect(await read(viewer, 'delete from app_private.sealed_ballots returning id')).toBe('42501');
+      expect(await read(viewer, `select * from app_private.ballots_to_tally($1, null, 5)`, [publicId])).toBe('42501');
+      expect(await read(viewer, `select app_private.tally_ballots($1, null, '{}', '{0,0,0,0,0}', 5)`, [publicId])).toBe('42501');
+    }
+    expect(await read(member, 'select * from app.activity_events')).toBe('42501');
+    expect(
+      await read(author, `insert into app.vote_receipts (post_id, user_id) values ($1, $2) returning post_id`, [publicId, author.id]),
+    ).toBe('42501');
+  });
+
+  it('tally only posts the viewer can see', async () => {
+    expect(await read(outsider, 'select app.vote_tally($1, null) as t', [lockedId])).toEqual([{ t: null }]);
+    // The member's one 'left' vote: not in the counters (one ballot, fewer than k), pending and sealed;
+    // opened by the API's ballot box, counted once, every other position at zero.
+    const [tally] = (await read(member, 'select app.vote_tally($1, null) as t', [lockedId])) as { t: SealedTally }[];
+    expect(tally?.t.c.map(Number)).toEqual([0, 0, 0, 0, 0]);
+    expect(tally?.t.b).toHaveLength(1);
+    expect(app.services.ballots.openTally(tally?.t as SealedTally, lockedId, null)).toEqual([0, 1, 0, 0, 0]);
+  });
+});
+
+describe('saved posts', () => {
+  it('are private to their owner, and only visible posts can be saved', async () => {
+    expect(await read(outsider, 'select post_id from app.saved_posts where user_id = $1', [member.id])).toEqual([]);
+    expect(await read(member, 'select post_id from app.saved_posts')).toEqual([{ post_id: publicId }]);
+    expect(
+      await read(outsider, `insert into app.saved_posts (user_id, post_id) values ($1, $2) returning post_id`, [outsider.id, lockedId]),
+    ).toBe('42501');
+    expect(
+      await read(outsider, `insert into app.saved_posts (user_id, post_id) values ($1, $2) returning post_id`, [member.id, publicId]),
+    ).toBe('42501');
+  });
+});
