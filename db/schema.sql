@@ -430,7 +430,7 @@ $$;
 -- Name: FUNCTION access_level_of(p_full_name text, p_username text, p_terms_accepted_at timestamp with time zone, p_has_phone boolean, p_media_completed_at timestamp with time zone, p_contacts_synced_at timestamp with time zone); Type: COMMENT; Schema: app; Owner: -
 --
 
-COMMENT ON FUNCTION app.access_level_of(p_full_name text, p_username text, p_terms_accepted_at timestamp with time zone, p_has_phone boolean, p_media_completed_at timestamp with time zone, p_contacts_synced_at timestamp with time zone) IS 'The access-level ladder over the columns it reads (1 to 4): the one SQL form of it, inlined by app_private.user_level and app.onboarding_status (GET /users/me/onboarding). server/http/access-levels.ts is its TypeScript form; test/sql/access-levels.test.ts holds them equal.';
+COMMENT ON FUNCTION app.access_level_of(p_full_name text, p_username text, p_terms_accepted_at timestamp with time zone, p_has_phone boolean, p_media_completed_at timestamp with time zone, p_contacts_synced_at timestamp with time zone) IS 'The access-level ladder over the columns it reads (1 to 4): the one SQL form of it, inlined by app_private.user_level and app.onboarding_status (GET /users/me/onboarding). server/http/access-levels.ts is its TypeScript form; test/sql/auth/access-levels.test.ts holds them equal.';
 
 
 --
@@ -3670,7 +3670,7 @@ $$;
 -- Name: FUNCTION session_gate(p_level integer, p_required integer); Type: COMMENT; Schema: app; Owner: -
 --
 
-COMMENT ON FUNCTION app.session_gate(p_level integer, p_required integer) IS 'The gate over a level: UNAUTHORIZED for a null level, else the 403 code of the first missing level below p_required (the codes server/http/access-levels.ts gives; test/sql/access-levels.test.ts holds them equal). Used by app.viewer_session_gate and app.require_level.';
+COMMENT ON FUNCTION app.session_gate(p_level integer, p_required integer) IS 'The gate over a level: UNAUTHORIZED for a null level, else the 403 code of the first missing level below p_required (the codes server/http/access-levels.ts gives; test/sql/auth/access-levels.test.ts holds them equal). Used by app.viewer_session_gate and app.require_level.';
 
 
 --
@@ -5634,7 +5634,7 @@ $$;
 -- Name: FUNCTION counter_drift(); Type: COMMENT; Schema: app_private; Owner: -
 --
 
-COMMENT ON FUNCTION app_private.counter_drift() IS 'The reconciliation check: every counter whose kept value differs from a recount of its rows (no rows: they agree). Run by hand or by tests (test/http/counters.test.ts), never by a request: it scans the counted tables.';
+COMMENT ON FUNCTION app_private.counter_drift() IS 'The reconciliation check: every counter whose kept value differs from a recount of its rows (no rows: they agree). Run by hand or by tests (test/http/counters/counters.test.ts), never by a request: it scans the counted tables.';
 
 
 --
@@ -6612,7 +6612,7 @@ $$;
 -- Name: FUNCTION hub_list_entry_drift(); Type: COMMENT; Schema: app_private; Owner: -
 --
 
-COMMENT ON FUNCTION app_private.hub_list_entry_drift() IS 'The check of the kept rows of GET /users/me/hubs: the (user, hub) pairs whose row differs from the relation rows (no rows: all agree). Scans three tables; run by tests (test/http/hub-activity.test.ts), never by a request.';
+COMMENT ON FUNCTION app_private.hub_list_entry_drift() IS 'The check of the kept rows of GET /users/me/hubs: the (user, hub) pairs whose row differs from the relation rows (no rows: all agree). Scans three tables; run by tests (test/http/hubs/hub-activity.test.ts), never by a request.';
 
 
 --
@@ -8638,7 +8638,7 @@ $$;
 -- Name: FUNCTION rebuild_hub_name_words(); Type: COMMENT; Schema: app_private; Owner: -
 --
 
-COMMENT ON FUNCTION app_private.rebuild_hub_name_words() IS 'Sets every hub''s name words from the names: the repair after a bulk load made with triggers off. Called by the scale benchmark (every app_private.rebuild_*) and test/http/search-words.test.ts.';
+COMMENT ON FUNCTION app_private.rebuild_hub_name_words() IS 'Sets every hub''s name words from the names: the repair after a bulk load made with triggers off. Called by the scale benchmark (every app_private.rebuild_*) and test/http/search/search-words.test.ts.';
 
 
 --
@@ -8690,7 +8690,7 @@ $$;
 -- Name: FUNCTION rebuild_user_name_words(); Type: COMMENT; Schema: app_private; Owner: -
 --
 
-COMMENT ON FUNCTION app_private.rebuild_user_name_words() IS 'Sets every user''s name words from the names: the repair after a bulk load made with triggers off. Called by the scale benchmark (every app_private.rebuild_*) and test/http/search-words.test.ts.';
+COMMENT ON FUNCTION app_private.rebuild_user_name_words() IS 'Sets every user''s name words from the names: the repair after a bulk load made with triggers off. Called by the scale benchmark (every app_private.rebuild_*) and test/http/search/search-words.test.ts.';
 
 
 --

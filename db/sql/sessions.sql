@@ -560,7 +560,7 @@ create or replace function app.access_level_of(p_full_name text, p_username text
   end
 $$;
 comment on function app.access_level_of(text, text, timestamp with time zone, boolean, timestamp with time zone, timestamp with time zone) is
-  'The access-level ladder over the columns it reads (1 to 4): the one SQL form of it, inlined by app_private.user_level and app.onboarding_status (GET /users/me/onboarding). server/http/access-levels.ts is its TypeScript form; test/sql/access-levels.test.ts holds them equal.';
+  'The access-level ladder over the columns it reads (1 to 4): the one SQL form of it, inlined by app_private.user_level and app.onboarding_status (GET /users/me/onboarding). server/http/access-levels.ts is its TypeScript form; test/sql/auth/access-levels.test.ts holds them equal.';
 
 -- The session check of the transaction's own viewer (app.viewer_session_id, app.viewer_id) at a
 -- required level: the one form every caller uses. The request's deferred check sends it after the
@@ -602,7 +602,7 @@ begin
 end
 $$;
 comment on function app.session_gate(integer, integer) is
-  'The gate over a level: UNAUTHORIZED for a null level, else the 403 code of the first missing level below p_required (the codes server/http/access-levels.ts gives; test/sql/access-levels.test.ts holds them equal). Used by app.viewer_session_gate and app.require_level.';
+  'The gate over a level: UNAUTHORIZED for a null level, else the 403 code of the first missing level below p_required (the codes server/http/access-levels.ts gives; test/sql/auth/access-levels.test.ts holds them equal). Used by app.viewer_session_gate and app.require_level.';
 grant execute on function app.session_gate(integer, integer) to app_anonymous;
 
 -- A user's access level (contract section 2) over the columns it reads: the level rule is

@@ -526,7 +526,7 @@ begin
 end
 $$;
 comment on function app_private.rebuild_user_name_words() is
-  'Sets every user''s name words from the names: the repair after a bulk load made with triggers off. Called by the scale benchmark (every app_private.rebuild_*) and test/http/search-words.test.ts.';
+  'Sets every user''s name words from the names: the repair after a bulk load made with triggers off. Called by the scale benchmark (every app_private.rebuild_*) and test/http/search/search-words.test.ts.';
 
 -- The reconciliation check of the search words (0223, 0225): every user and hub whose kept words
 -- differ from the words of its name now. No rows: the words agree with the names. A full scan of
