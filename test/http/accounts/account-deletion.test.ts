@@ -5,10 +5,11 @@
 // the counter reconciliation checks stay empty throughout.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestApp, type TestApp } from '../../helpers/app.ts';
-import { addMember, createHub, type TestHub } from '../../helpers/hubs.ts';
+import type { TestHub } from '../../helpers/hubs.ts';
 import { idpClaims, startTestIdp, type TestIdp } from '../../helpers/idp.ts';
 import { createPost } from '../../helpers/posts.ts';
 import { anonymousUser, completeBasics, nextHandle, userAtLevel, verifyPhone, type TestUser } from '../../helpers/users.ts';
+import { hubWithMembers } from '../../helpers/worlds.ts';
 
 let app: TestApp;
 let idp: TestIdp;
@@ -77,8 +78,7 @@ interface World {
 }
 
 async function buildWorld(friend: TestUser, user: TestUser): Promise<World> {
-  const hub = await createHub(app, friend);
-  await addMember(app, hub, user);
+  const hub = await hubWithMembers(app, friend, user);
   const friendPost = await createPost(app, friend);
   const discussionPost = await createPost(app, friend, { visibility: 'public_hub', hubIds: [hub.id] });
   const discussionId = (await app.owner.query('select id from app.hub_discussions where post_id = $1', [discussionPost.id])).rows[0].id;

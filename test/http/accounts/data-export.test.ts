@@ -4,9 +4,9 @@
 // holds the user's data and never a vote position, a push token or another user's phone number.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestApp, type TestApp } from '../../helpers/app.ts';
-import { addMember, createHub } from '../../helpers/hubs.ts';
 import { createPost, slider, vote } from '../../helpers/posts.ts';
 import { userAtLevel } from '../../helpers/users.ts';
+import { hubWithMembers } from '../../helpers/worlds.ts';
 
 let app: TestApp;
 beforeAll(async () => {
@@ -19,8 +19,7 @@ const positions = ['strong_left', 'left', 'neutral', 'right', 'strong_right'];
 describe('POST /users/me/exports and GET /users/me/exports/{exportId}', () => {
   it('prepares one archive of the user’s data behind a 15-minute URL, never a vote position, token or other phone', async () => {
     const [user, friend] = await Promise.all([userAtLevel(app, 4), userAtLevel(app, 4)]);
-    const hub = await createHub(app, friend);
-    await addMember(app, hub, user);
+    const hub = await hubWithMembers(app, friend, user);
     const post = await createPost(app, user, { thoughtText: 'exported thought' });
     const friendPost = await createPost(app, friend, slider);
     expect((await vote(app, user, friendPost.id, 'strong_right')).status).toBe(201);

@@ -10,16 +10,16 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { roleUrl } from '../../../db/roles.ts';
 import { RequestTransaction } from '../../../db/request-transaction.ts';
 import { anonymousViewer, userViewer } from '../../../db/viewer.ts';
-import { startTestApp, type TestApp } from '../../helpers/app.ts';
+import type { TestApp } from '../../helpers/app.ts';
 import { asViewer, rowsOrError } from '../../helpers/sql.ts';
 import { createPost, slider, vote } from '../../helpers/posts.ts';
 import { anonymousUser, userAtLevel, type TestUser } from '../../helpers/users.ts';
+import { appWithUsers } from '../../helpers/worlds.ts';
 
 let app: TestApp;
 let author: TestUser;
 beforeAll(async () => {
-  app = await startTestApp();
-  author = await userAtLevel(app, 4);
+  [app, author] = await appWithUsers(4);
 });
 afterAll(() => app.close());
 

@@ -1,17 +1,16 @@
 // Comments and bookmarks (spec 2.3, 2.5; contract sections 5 and 7).
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startTestApp, type TestApp } from '../../helpers/app.ts';
+import type { TestApp } from '../../helpers/app.ts';
 import { storedPostNotifications } from '../../helpers/hubs.ts';
 import { createPost } from '../../helpers/posts.ts';
 import { anonymousUser, userAtLevel, type TestUser } from '../../helpers/users.ts';
+import { appWithUsers } from '../../helpers/worlds.ts';
 
 let app: TestApp;
 let author: TestUser;
 let commenter: TestUser;
 beforeAll(async () => {
-  app = await startTestApp();
-  author = await userAtLevel(app, 3);
-  commenter = await userAtLevel(app, 2);
+  [app, author, commenter] = await appWithUsers(3, 2);
 });
 afterAll(() => app.close());
 

@@ -3,19 +3,19 @@
 // reconciliation check), and the API shows the recounted numbers. A write adds to a slot row of its
 // own, never to the counted row, so writers of one popular subject do not queue on that row's lock.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startTestApp, type TestApp } from '../../helpers/app.ts';
+import type { TestApp } from '../../helpers/app.ts';
 import { addMember, createHub, type TestHub } from '../../helpers/hubs.ts';
 import { createPost } from '../../helpers/posts.ts';
 import { asViewer } from '../../helpers/sql.ts';
 import { userAtLevel, type TestUser } from '../../helpers/users.ts';
+import { appWithUsers } from '../../helpers/worlds.ts';
 
 let app: TestApp;
 let author: TestUser;
 let crowd: TestUser[];
 let hub: TestHub;
 beforeAll(async () => {
-  app = await startTestApp();
-  author = await userAtLevel(app, 4);
+  [app, author] = await appWithUsers(4);
   crowd = await Promise.all(Array.from({ length: 10 }, () => userAtLevel(app, 4)));
   hub = await createHub(app, author);
 }, 60_000);

@@ -1,10 +1,11 @@
 // Hub discussions in the internal GraphQL API with a user token: exactly the rows REST shows that
 // user (row-level security), only the granted columns, and no phone anywhere in their types.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startTestApp, type TestApp } from '../../helpers/app.ts';
-import { addMember, createHub, type TestHub } from '../../helpers/hubs.ts';
+import type { TestApp } from '../../helpers/app.ts';
+import { createHub, type TestHub } from '../../helpers/hubs.ts';
 import { createPost } from '../../helpers/posts.ts';
-import { userAtLevel, type TestUser } from '../../helpers/users.ts';
+import type { TestUser } from '../../helpers/users.ts';
+import { appWithUsers, hubWithMembers } from '../../helpers/worlds.ts';
 
 let app: TestApp;
 let hub: TestHub;
@@ -13,10 +14,8 @@ let owner: TestUser;
 let member: TestUser;
 let outsider: TestUser;
 beforeAll(async () => {
-  app = await startTestApp();
-  [owner, member, outsider] = await Promise.all([userAtLevel(app, 4), userAtLevel(app, 4), userAtLevel(app, 4)]);
-  hub = await createHub(app, owner);
-  await addMember(app, hub, member);
+  [app, owner, member, outsider] = await appWithUsers(4, 4, 4);
+  hub = await hubWithMembers(app, owner, member);
   other = await createHub(app, outsider);
   for (const [author, target] of [
     [owner, hub],

@@ -2,11 +2,12 @@
 // section 8) over real HTTP: discussions opened by placements, one-level threads, authors by the
 // phone policy, activity ordering, no notifications or stream events, saving, errors in order.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startTestApp, type TestApp } from '../../helpers/app.ts';
+import type { TestApp } from '../../helpers/app.ts';
 import { addMember, createHub, invite, type TestHub } from '../../helpers/hubs.ts';
 import { insertNotification, openStream } from '../../helpers/notifications.ts';
 import { createPost, slider, vote } from '../../helpers/posts.ts';
 import { userAtLevel, type TestUser } from '../../helpers/users.ts';
+import { appWithUsers, usersAtLevels, hubWithMembers } from '../../helpers/worlds.ts';
 
 let app: TestApp;
 let owner: TestUser;
@@ -15,8 +16,7 @@ let outsider: TestUser;
 let hub: TestHub;
 let otherHub: TestHub;
 beforeAll(async () => {
-  app = await startTestApp();
-  [owner, member, outsider] = await Promise.all([userAtLevel(app, 4), userAtLevel(app, 4), userAtLevel(app, 4)]);
+  [app, owner, member, outsider] = await appWithUsers(4, 4, 4);
   hub = await createHub(app, owner);
   otherHub = await createHub(app, owner);
   await addMember(app, hub, member);
@@ -226,8 +226,7 @@ describe('messages', () => {
       isFormerMember: true,
     });
     // Still a co-member elsewhere: the phone policy would show the phone, this hub's rule does not.
-    const elsewhere = await createHub(app, member);
-    await addMember(app, elsewhere, leaver);
+    await hubWithMembers(app, member, leaver);
     expect(await author()).toMatchObject({ phoneNumber: null, isFormerMember: true, displayName: 'Test Person' });
 
     await app.owner.query('update app.hub_discussion_messages set author_id = null where id = $1', [message.id]);
@@ -268,7 +267,7 @@ describe('errors, in contract order', () => {
     ({ discussionId: foreignDiscussion } = await hubPost(owner, otherHub));
     messageId = (await say(owner, discussionId, { text: 'm' })).body.data.id;
     foreignMessage = (await say(owner, foreignDiscussion, { text: 'f' }, otherHub.id)).body.data.id;
-    [invited, pending, level3] = await Promise.all([userAtLevel(app, 4), userAtLevel(app, 4), userAtLevel(app, 3)]);
+    [invited, pending, level3] = await usersAtLevels(app, 4, 4, 3);
     await invite(app, hub, owner, invited);
     const link = await app.post(`/hubs/${hub.id}/invite-links`, undefined, { token: owner.token });
     expect((await app.post(`/hub-invite-links/${link.body.data.token}/join-requests`, undefined, { token: pending.token })).status).toBe(

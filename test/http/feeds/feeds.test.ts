@@ -6,6 +6,7 @@ import { startTestApp, type TestApp } from '../../helpers/app.ts';
 import { addMember, createHub, type TestHub } from '../../helpers/hubs.ts';
 import { createPost, slider, vote } from '../../helpers/posts.ts';
 import { anonymousUser, userAtLevel, type TestUser } from '../../helpers/users.ts';
+import { usersAtLevels, hubWithMembers } from '../../helpers/worlds.ts';
 
 let app: TestApp;
 beforeAll(async () => {
@@ -115,19 +116,9 @@ describe.each([
   const post: Record<string, string> = {};
 
   beforeAll(async () => {
-    [viewer, followed, coMember, followedCoMember, stranger, outsider] = await Promise.all([
-      userAtLevel(app, 4),
-      userAtLevel(app, 4),
-      userAtLevel(app, 4),
-      userAtLevel(app, 4),
-      userAtLevel(app, 3),
-      userAtLevel(app, 4),
-    ]);
-    hub = await createHub(app, viewer);
-    await addMember(app, hub, coMember);
-    await addMember(app, hub, followedCoMember);
-    otherHub = await createHub(app, outsider);
-    await addMember(app, otherHub, followed);
+    [viewer, followed, coMember, followedCoMember, stranger, outsider] = await usersAtLevels(app, 4, 4, 4, 4, 3, 4);
+    hub = await hubWithMembers(app, viewer, coMember, followedCoMember);
+    otherHub = await hubWithMembers(app, outsider, followed);
     for (const target of [followed, followedCoMember]) {
       expect((await app.post(`/users/${target.id}/follow`, undefined, { token: viewer.token })).status).toBe(200);
     }
@@ -247,8 +238,7 @@ describe('GET /posts privacy at read time', () => {
       userAtLevel(app, 4),
       userAtLevel(app, 3),
     ]);
-    const hub = await createHub(app, owner);
-    await addMember(app, hub, sharer);
+    const hub = await hubWithMembers(app, owner, sharer);
     const shared = (await createPost(app, stranger)).id;
     expect((await app.post(`/posts/${shared}/share/hubs`, { hubIds: [hub.id] }, { token: sharer.token })).status).toBe(201);
     const targeted = (await createPost(app, owner, { visibility: 'private_locked_hub', hubIds: [hub.id] })).id;
@@ -273,8 +263,7 @@ describe('GET /posts privacy at read time', () => {
       userAtLevel(app, 4),
       userAtLevel(app, 4),
     ]);
-    const foreignHub = await createHub(app, hubOwner);
-    await addMember(app, foreignHub, sharer);
+    const foreignHub = await hubWithMembers(app, hubOwner, sharer);
     for (const target of [author, sharer]) {
       expect((await app.post(`/users/${target.id}/follow`, undefined, { token: viewer.token })).status).toBe(200);
     }
@@ -296,8 +285,7 @@ describe('GET /posts privacy at read time', () => {
     const [viewer, other, stranger] = await Promise.all([userAtLevel(app, 3), userAtLevel(app, 3), userAtLevel(app, 3)]);
     const hubOwner = await userAtLevel(app, 4);
     const member = await userAtLevel(app, 4);
-    const hub = await createHub(app, hubOwner);
-    await addMember(app, hub, member);
+    const hub = await hubWithMembers(app, hubOwner, member);
     if (large) {
       await crowd(viewer, null);
       await crowd(hubOwner, hub);
@@ -336,7 +324,7 @@ describe('GET /posts paging', () => {
   let voter: TestUser;
   let posts: string[];
   beforeAll(async () => {
-    [viewer, author, voter] = await Promise.all([userAtLevel(app, 2), userAtLevel(app, 3), userAtLevel(app, 2)]);
+    [viewer, author, voter] = await usersAtLevels(app, 2, 3, 2);
     expect((await app.post(`/users/${author.id}/follow`, undefined, { token: viewer.token })).status).toBe(200);
     expect((await app.post(`/users/${voter.id}/follow`, undefined, { token: viewer.token })).status).toBe(200);
     posts = [];
@@ -402,10 +390,9 @@ describe('GET /users/{userId}/feed', () => {
   let hub: TestHub;
   const post: Record<string, string> = {};
   beforeAll(async () => {
-    [author, member, outsider] = await Promise.all([userAtLevel(app, 4), userAtLevel(app, 4), userAtLevel(app, 4)]);
+    [author, member, outsider] = await usersAtLevels(app, 4, 4, 4);
     const other = await userAtLevel(app, 3);
-    hub = await createHub(app, author);
-    await addMember(app, hub, member);
+    hub = await hubWithMembers(app, author, member);
     post.original = (await createPost(app, author, slider)).id;
     post.locked = (await createPost(app, author, { visibility: 'private_locked_hub', hubIds: [hub.id] })).id;
     post.others = (await createPost(app, other)).id;
@@ -458,10 +445,9 @@ describe('GET /hubs/{hubId}/feed', () => {
   let hub: TestHub;
   const post: Record<string, string> = {};
   beforeAll(async () => {
-    [owner, member, outsider] = await Promise.all([userAtLevel(app, 4), userAtLevel(app, 4), userAtLevel(app, 4)]);
+    [owner, member, outsider] = await usersAtLevels(app, 4, 4, 4);
     const stranger = await userAtLevel(app, 3);
-    hub = await createHub(app, owner);
-    await addMember(app, hub, member);
+    hub = await hubWithMembers(app, owner, member);
     post.targeted = (await createPost(app, owner, { ...slider, visibility: 'public_hub', hubIds: [hub.id] })).id;
     post.locked = (await createPost(app, member, { visibility: 'private_locked_hub', hubIds: [hub.id] })).id;
     post.shared = (await createPost(app, stranger)).id;

@@ -5,6 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Admission } from '../../../server/graphql/admission.ts';
 import { startTestApp, type TestApp } from '../../helpers/app.ts';
 import { userAtLevel, type TestUser } from '../../helpers/users.ts';
+import { usersAtLevels } from '../../helpers/worlds.ts';
 
 /** An admission that records the most operations it let run at once. */
 class Watched extends Admission {
@@ -39,7 +40,7 @@ describe('internal GraphQL admission', () => {
     hasty = new Watched({ perKey: 1, total: 2, waitMs: 1 });
     app = await startTestApp({}, { graphqlAdmission: patient });
     impatientApp = await startTestApp({}, { graphqlAdmission: hasty });
-    [alice, bob] = [await userAtLevel(app, 2), await userAtLevel(app, 2)];
+    [alice, bob] = await usersAtLevels(app, 2, 2);
     await graphql(app, alice.token, '198.51.100.1', '{ __typename }'); // the schema is built
   });
   afterAll(async () => {

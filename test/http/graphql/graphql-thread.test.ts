@@ -7,13 +7,13 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { graphqlThreadNiceness } from '../../../server/graphql/mount.ts';
 import { startTestApp, type TestApp } from '../../helpers/app.ts';
 import { userAtLevel, type TestUser } from '../../helpers/users.ts';
+import { appWithUsers } from '../../helpers/worlds.ts';
 
 const linux = process.platform === 'linux';
 let app: TestApp;
 let alice: TestUser;
 beforeAll(async () => {
-  app = await startTestApp();
-  alice = await userAtLevel(app, 3);
+  [app, alice] = await appWithUsers(3);
   await app.owner.query(
     "insert into app.users (username, full_name, bio) select 'thread_' || g, 'Thread ' || g, repeat('bio ', 30) from generate_series(1, 150) g",
   );

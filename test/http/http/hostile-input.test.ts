@@ -3,19 +3,19 @@
 // beyond the header limit. Each request changes nothing.
 import { request as httpRequest } from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startTestApp, type TestApp } from '../../helpers/app.ts';
+import type { TestApp } from '../../helpers/app.ts';
 import type { ApiResponse } from '../../helpers/client.ts';
 import { createHub } from '../../helpers/hubs.ts';
 import { createPost, slider } from '../../helpers/posts.ts';
-import { userAtLevel, type TestUser } from '../../helpers/users.ts';
+import type { TestUser } from '../../helpers/users.ts';
+import { appWithUsers } from '../../helpers/worlds.ts';
 
 let app: TestApp;
 let user: TestUser;
 let hubId: string;
 let postId: string;
 beforeAll(async () => {
-  app = await startTestApp();
-  user = await userAtLevel(app, 4);
+  [app, user] = await appWithUsers(4);
   hubId = (await createHub(app, user)).id;
   postId = (await createPost(app, user, slider)).id;
 });

@@ -8,6 +8,7 @@ import { startTestApp, type TestApp } from '../../helpers/app.ts';
 import { addMember, createHub, invite, type TestHub } from '../../helpers/hubs.ts';
 import { createPost, slider, vote } from '../../helpers/posts.ts';
 import { userAtLevel, type TestUser } from '../../helpers/users.ts';
+import { hubWithMembers } from '../../helpers/worlds.ts';
 
 let app: TestApp;
 beforeAll(async () => {
@@ -51,8 +52,7 @@ describe('hub activity', () => {
     const owner = await userAtLevel(app, 4);
     const member = await userAtLevel(app, 4);
     const quiet = await createHub(app, owner);
-    const busy = await createHub(app, owner);
-    await addMember(app, busy, member);
+    const busy = await hubWithMembers(app, owner, member);
     const post = await createPost(app, owner, { ...slider, visibility: 'public_hub', hubIds: [busy.id] });
     await addMember(app, quiet, member);
     const before = (await myHubs(member.token)).items;
@@ -75,8 +75,7 @@ describe('hub activity', () => {
     const owner = await userAtLevel(app, 4);
     const member = await userAtLevel(app, 4);
     const quiet = await createHub(app, owner);
-    const busy = await createHub(app, owner);
-    await addMember(app, busy, member);
+    const busy = await hubWithMembers(app, owner, member);
     await addMember(app, quiet, member);
     await sweep();
     expect(await ids(member.token)).toEqual([quiet.id, busy.id]);
@@ -129,8 +128,7 @@ describe('hub activity', () => {
   it('never waits for a list row another transaction is writing: that row keeps its key until the next sweep', async () => {
     const owner = await userAtLevel(app, 4);
     const member = await userAtLevel(app, 4);
-    const hub = await createHub(app, owner);
-    await addMember(app, hub, member);
+    const hub = await hubWithMembers(app, owner, member);
     await sweep();
     const before = await entryOf(member, hub);
     await createPost(app, owner, { ...slider, visibility: 'public_hub', hubIds: [hub.id] });
@@ -165,8 +163,7 @@ describe('hub activity', () => {
     const viewer = await userAtLevel(app, 4);
     const hubs: TestHub[] = [];
     for (let i = 0; i < 4; i += 1) {
-      const hub = await createHub(app, owner);
-      await addMember(app, hub, viewer);
+      const hub = await hubWithMembers(app, owner, viewer);
       hubs.push(hub);
     }
     const [h1, h2, h3, h4] = hubs as [TestHub, TestHub, TestHub, TestHub];

@@ -1,11 +1,12 @@
 // Notifications of posts: spec 6.1 (post_reposted rows), 6.2 (a repost published into a hub),
 // 6.3 rules 1 and 4 (content mute, legacy null-hub post_reposted rows).
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startTestApp, type TestApp } from '../../helpers/app.ts';
+import type { TestApp } from '../../helpers/app.ts';
 import { addMember, createHub, storedNotifications, storedPostNotifications, type TestHub } from '../../helpers/hubs.ts';
 import { createPost } from '../../helpers/posts.ts';
 import { asViewer, rowsOrError } from '../../helpers/sql.ts';
 import { userAtLevel, type TestUser } from '../../helpers/users.ts';
+import { appWithUsers, hubWithMembers } from '../../helpers/worlds.ts';
 
 let app: TestApp;
 let sourceAuthor: TestUser;
@@ -13,11 +14,8 @@ let reposter: TestUser;
 let bystander: TestUser;
 let hub: TestHub;
 beforeAll(async () => {
-  app = await startTestApp();
-  [sourceAuthor, reposter, bystander] = [await userAtLevel(app, 4), await userAtLevel(app, 4), await userAtLevel(app, 4)];
-  hub = await createHub(app, reposter);
-  await addMember(app, hub, sourceAuthor);
-  await addMember(app, hub, bystander);
+  [app, sourceAuthor, reposter, bystander] = await appWithUsers(4, 4, 4);
+  hub = await hubWithMembers(app, reposter, sourceAuthor, bystander);
 });
 afterAll(() => app.close());
 

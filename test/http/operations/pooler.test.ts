@@ -13,7 +13,8 @@ import { createHub } from '../../helpers/hubs.ts';
 import { startPgBouncer } from '../../helpers/pgbouncer.ts';
 import { openStream } from '../../helpers/notifications.ts';
 import { createPost, slider, vote } from '../../helpers/posts.ts';
-import { userAtLevel, type TestUser } from '../../helpers/users.ts';
+import type { TestUser } from '../../helpers/users.ts';
+import { usersAtLevels } from '../../helpers/worlds.ts';
 
 const adminToken = 'pooler-test-admin-token';
 let app: TestApp;
@@ -22,7 +23,7 @@ let reader: TestUser;
 
 beforeAll(async () => {
   app = await startTestApp({ ADMIN_API_TOKEN: adminToken }, {}, { pooler: true });
-  [author, reader] = await Promise.all([userAtLevel(app, 4), userAtLevel(app, 4)]);
+  [author, reader] = await usersAtLevels(app, 4, 4);
   // Both GraphQL schemas built (introspected through the pooler) before the clock of a test starts.
   await app.services.graphql.ready();
 });

@@ -1,10 +1,11 @@
 // A private_locked_hub post seen from outside: every post endpoint answers like a missing post,
 // and nothing of it leaks (spec 2.3 rules 7 and 14; 6.3).
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startTestApp, type TestApp } from '../../helpers/app.ts';
+import type { TestApp } from '../../helpers/app.ts';
 import { addMember, createHub } from '../../helpers/hubs.ts';
 import { createPost, slider } from '../../helpers/posts.ts';
 import { userAtLevel, type TestUser } from '../../helpers/users.ts';
+import { appWithUsers } from '../../helpers/worlds.ts';
 
 let app: TestApp;
 let author: TestUser;
@@ -13,10 +14,7 @@ let outsider: TestUser;
 let post: any;
 let hubId: string;
 beforeAll(async () => {
-  app = await startTestApp();
-  author = await userAtLevel(app, 4);
-  member = await userAtLevel(app, 4);
-  outsider = await userAtLevel(app, 4);
+  [app, author, member, outsider] = await appWithUsers(4, 4, 4);
   const hub = await createHub(app, author);
   hubId = hub.id;
   await addMember(app, hub, member);

@@ -1,18 +1,17 @@
 // Posts, reposts and shares: every numbered rule of spec 2.3 and contract section 7.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startTestApp, type TestApp } from '../../helpers/app.ts';
+import type { TestApp } from '../../helpers/app.ts';
 import { addMember, createHub, storedNotifications, storedPostNotifications } from '../../helpers/hubs.ts';
 import { createPost, slider, vote } from '../../helpers/posts.ts';
 import { uploadAsset } from '../../helpers/uploads.ts';
 import { userAtLevel, type TestUser } from '../../helpers/users.ts';
+import { appWithUsers, hubWithMembers } from '../../helpers/worlds.ts';
 
 let app: TestApp;
 let author: TestUser;
 let reader: TestUser;
 beforeAll(async () => {
-  app = await startTestApp();
-  author = await userAtLevel(app, 4);
-  reader = await userAtLevel(app, 4);
+  [app, author, reader] = await appWithUsers(4, 4);
 });
 afterAll(() => app.close());
 
@@ -174,8 +173,7 @@ describe('reposts (rules 4-9)', () => {
     );
     expect(article.status).toBe(422);
     expect(article.body.error.details.fields).toHaveProperty('article');
-    const hub = await createHub(app, author);
-    await addMember(app, hub, reader);
+    const hub = await hubWithMembers(app, author, reader);
     const locked = await createPost(app, author, { visibility: 'private_locked_hub', hubIds: [hub.id] });
     const lockedRepost = await app.post(
       `/posts/${locked.id}/reposts`,

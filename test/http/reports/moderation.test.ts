@@ -7,9 +7,10 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { internalGraphql, runAdmin } from '../../helpers/admin.ts';
 import { startTestApp, testOtpCode, type TestApp } from '../../helpers/app.ts';
-import { addMember, createHub, invite } from '../../helpers/hubs.ts';
+import { invite } from '../../helpers/hubs.ts';
 import { createPost } from '../../helpers/posts.ts';
 import { userAtLevel, type TestUser } from '../../helpers/users.ts';
+import { hubWithMembers } from '../../helpers/worlds.ts';
 
 const adminToken = 'test-admin-token-moderation-0123456789';
 let app: TestApp;
@@ -186,8 +187,7 @@ describe('removing a post', () => {
 describe('suspending a user', () => {
   it('signs them out, refuses sign-in and refresh with 403 ACCOUNT_SUSPENDED, hides them, and unsuspending brings all back', async () => {
     const [user, viewer, reporter] = await Promise.all([userAtLevel(app, 4), userAtLevel(app, 4), userAtLevel(app, 2)]);
-    const hub = await createHub(app, viewer);
-    await addMember(app, hub, user);
+    const hub = await hubWithMembers(app, viewer, user);
     const post = await createPost(app, user);
     expect((await app.post(`/users/${user.id}/follow`, undefined, { token: viewer.token })).status).toBe(200);
     expect(
@@ -263,8 +263,7 @@ describe('removing a hub', () => {
     const [owner, member, reporter, invitee, requester, linkUser] = (await Promise.all(
       Array.from({ length: 6 }, () => userAtLevel(app, 4)),
     )) as [TestUser, TestUser, TestUser, TestUser, TestUser, TestUser];
-    const hub = await createHub(app, owner);
-    await addMember(app, hub, member);
+    const hub = await hubWithMembers(app, owner, member);
     await invite(app, hub, owner, invitee);
     const link = (await app.post(`/hubs/${hub.id}/invite-links`, undefined, { token: owner.token })).body.data.token as string;
     expect((await app.post(`/hub-invite-links/${link}/join-requests`, undefined, { token: requester.token })).status).toBe(201);

@@ -11,9 +11,9 @@ import { freePort } from '../../../db/free-port.ts';
 import { roleUrl } from '../../../db/roles.ts';
 import { startTestApp, type TestApp } from '../../helpers/app.ts';
 import { createClient } from '../../helpers/client.ts';
-import { addMember, createHub } from '../../helpers/hubs.ts';
 import { endsWithin, insertNotification, listenTo, openStream, sleep, type TestStream } from '../../helpers/notifications.ts';
 import { anonymousUser, userAtLevel, type TestUser } from '../../helpers/users.ts';
+import { hubWithMembers } from '../../helpers/worlds.ts';
 
 let app: TestApp;
 const open: TestStream[] = [];
@@ -153,8 +153,7 @@ describe('hub-scoped rows are re-checked at emission (spec 6.3 rules 3 and 5)', 
   it('emits a hub row only while the recipient is an active member of that hub', async () => {
     const owner = await userAtLevel(app, 4);
     const member = await userAtLevel(app, 4);
-    const hub = await createHub(app, owner);
-    await addMember(app, hub, member);
+    const hub = await hubWithMembers(app, owner, member);
     const stream = await streamOf(member);
 
     // (The stream may also carry the invitation's own notification, written just before it opened.)
@@ -317,8 +316,7 @@ describe('resume with Last-Event-ID (contract section 9)', () => {
   it('sends no hub row to a member who left that hub, whatever was written while they were a member', async () => {
     const owner = await userAtLevel(app, 4);
     const leaver = await userAtLevel(app, 4);
-    const hub = await createHub(app, owner);
-    await addMember(app, hub, leaver);
+    const hub = await hubWithMembers(app, owner, leaver);
     const place = await insertNotification(app, leaver.id);
     const hubRow = await insertNotification(app, leaver.id, { type: 'hub_post_created', hubId: hub.id, postId: randomUUID() });
     const global = await insertNotification(app, leaver.id);

@@ -5,19 +5,19 @@
 import type { AddressInfo } from 'node:net';
 import type { JobHelpers } from 'graphile-worker';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startTestApp, type TestApp } from '../../helpers/app.ts';
+import type { TestApp } from '../../helpers/app.ts';
 import { addMember, createHub } from '../../helpers/hubs.ts';
 import { createPost, slider, vote } from '../../helpers/posts.ts';
 import { userAtLevel, type TestUser } from '../../helpers/users.ts';
 import { tallyBallots } from '../../../worker/tasks/tally-ballots.ts';
+import { appWithUsers } from '../../helpers/worlds.ts';
 
 const positions = ['strong_left', 'left', 'neutral', 'right', 'strong_right'];
 let app: TestApp;
 let author: TestUser;
 
 beforeAll(async () => {
-  app = await startTestApp();
-  author = await userAtLevel(app, 4);
+  [app, author] = await appWithUsers(4);
 });
 afterAll(() => app.close());
 

@@ -6,9 +6,10 @@
 import { createHash, randomBytes, randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { BallotBox } from '../../../db/ballots.ts';
-import { startTestApp, type TestApp } from '../../helpers/app.ts';
+import type { TestApp } from '../../helpers/app.ts';
 import { createPost, slider, vote } from '../../helpers/posts.ts';
 import { userAtLevel, type TestUser } from '../../helpers/users.ts';
+import { appWithUsers } from '../../helpers/worlds.ts';
 
 const positions = ['strong_left', 'left', 'neutral', 'right', 'strong_right'];
 
@@ -102,9 +103,7 @@ async function postVotedActors(): Promise<(string | null)[]> {
 }
 
 beforeAll(async () => {
-  app = await startTestApp();
-  author = await userAtLevel(app, 3);
-  observer = await userAtLevel(app, 2);
+  [app, author, observer] = await appWithUsers(3, 2);
   post = await createPost(app, author, slider);
   for (let i = 0; i < 20; i++) voters.push({ user: await userAtLevel(app, 2), position: positions[i % 5] as string });
   let before = await distribution();

@@ -3,16 +3,16 @@
 // (app_private.counter_drift) after concurrent votes, deletions and restores, and exact while a
 // deletion and a vote on the same post race (each waits for the other's advisory lock).
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startTestApp, type TestApp } from '../../helpers/app.ts';
+import type { TestApp } from '../../helpers/app.ts';
 import { createPost, slider, vote } from '../../helpers/posts.ts';
 import { userAtLevel, type TestUser } from '../../helpers/users.ts';
+import { appWithUsers } from '../../helpers/worlds.ts';
 
 let app: TestApp;
 let author: TestUser;
 let crowd: TestUser[];
 beforeAll(async () => {
-  app = await startTestApp();
-  author = await userAtLevel(app, 3);
+  [app, author] = await appWithUsers(3);
   crowd = await Promise.all(Array.from({ length: 8 }, () => userAtLevel(app, 2)));
 }, 60_000);
 afterAll(() => app.close());

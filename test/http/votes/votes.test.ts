@@ -1,15 +1,15 @@
 // Anonymous slider votes: every rule of spec 2.4 and every error row of the vote table (4.5).
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startTestApp, type TestApp } from '../../helpers/app.ts';
+import type { TestApp } from '../../helpers/app.ts';
 import { addMember, createHub, storedNotifications } from '../../helpers/hubs.ts';
 import { createPost, slider, vote } from '../../helpers/posts.ts';
 import { anonymousUser, userAtLevel, type TestUser } from '../../helpers/users.ts';
+import { appWithUsers } from '../../helpers/worlds.ts';
 
 let app: TestApp;
 let author: TestUser;
 beforeAll(async () => {
-  app = await startTestApp();
-  author = await userAtLevel(app, 4);
+  [app, author] = await appWithUsers(4);
 });
 afterAll(() => app.close());
 

@@ -8,11 +8,12 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { freePort } from '../../../db/free-port.ts';
 import { startTestApp, type TestApp } from '../../helpers/app.ts';
-import { addMember, createHub } from '../../helpers/hubs.ts';
+import { createHub } from '../../helpers/hubs.ts';
 import { createPost, slider, vote } from '../../helpers/posts.ts';
 import { startProcess, type RunningProcess } from '../../helpers/process.ts';
 import { uploadAsset } from '../../helpers/uploads.ts';
 import { userAtLevel, verifyPhone } from '../../helpers/users.ts';
+import { hubWithMembers } from '../../helpers/worlds.ts';
 
 let app: TestApp;
 let worker: RunningProcess | undefined;
@@ -47,9 +48,7 @@ describe('the purge of a deleted account', () => {
       // The user's stored objects: a profile photo and the photos of the two hubs they create.
       const photo = await uploadAsset(app, user);
       expect((await app.patch('/users/me/profile', { profileAssetId: photo }, { token: user.token })).status).toBe(200);
-      const sharedHub = await createHub(app, user);
-      await addMember(app, sharedHub, friend);
-      await addMember(app, sharedHub, admin);
+      const sharedHub = await hubWithMembers(app, user, friend, admin);
       expect((await app.post(`/hubs/${sharedHub.id}/admins`, { userId: admin.id }, { token: user.token })).status).toBe(200);
       const lonelyHub = await createHub(app, user);
       const objectKeys = (

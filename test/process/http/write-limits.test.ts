@@ -13,6 +13,7 @@ import { createPost } from '../../helpers/posts.ts';
 import { answers, startProcess, type RunningProcess } from '../../helpers/process.ts';
 import { png, uploadAsset } from '../../helpers/uploads.ts';
 import { nextPhone, userAtLevel, type TestUser } from '../../helpers/users.ts';
+import { hubWithMembers } from '../../helpers/worlds.ts';
 
 const max = 2;
 let app: TestApp;
@@ -100,8 +101,7 @@ describe('each write limit, across two API processes', { timeout: 60_000 }, () =
   it('posts, reposts and shares into one hub, per user and hub', async () => {
     const member = await userAtLevel(app, 4);
     await addMember(app, hub, member);
-    const other = await createHub(app, owner);
-    await addMember(app, other, member);
+    const other = await hubWithMembers(app, owner, member);
     const source = await createPost(app, await userAtLevel(app, 3));
     await reachLimit({
       write: (api, i) =>

@@ -3,22 +3,18 @@
 // vote cast through one API process counts in the card read through the other; a member joining
 // through B queues a hub fan-out that the worker process runs; its notification reaches a stream
 // open on A, through the dispatcher of whichever API process leads.
-import { randomBytes } from 'node:crypto';
-import { CreateBucketCommand, S3Client } from '@aws-sdk/client-s3';
-import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { freePort } from '../../../db/free-port.ts';
 import { testCodes, type TestApp } from '../../helpers/app.ts';
 import { createClient } from '../../helpers/client.ts';
-import { databaseUrl } from '../../helpers/global-setup.ts';
 import { createHub, invite } from '../../helpers/hubs.ts';
 import { openStream } from '../../helpers/notifications.ts';
 import { createPost, slider, vote } from '../../helpers/posts.ts';
 import { answers, startProcess, type RunningProcess } from '../../helpers/process.ts';
 import { userAtLevel } from '../../helpers/users.ts';
+import { emptyInstall, type ScratchDatabase } from '../../helpers/worlds.ts';
 
-const adminUrl = inject('adminUrl');
-const database = `opinion_cluster_${randomBytes(4).toString('hex')}`;
+let install: ScratchDatabase & { bucket: string };
 const processes: RunningProcess[] = [];
 let apiA: TestApp;
 let apiB: TestApp;
@@ -26,25 +22,13 @@ let urlA: string;
 let worker: RunningProcess;
 
 beforeAll(async () => {
-  const admin = new pg.Client({ connectionString: adminUrl });
-  await admin.connect();
-  await admin.query(`create database ${database}`); // empty: `npm run migrate` brings it up to date
-  await admin.end();
-  const bucket = database.replaceAll('_', '-');
-  const s3 = new S3Client({
-    endpoint: inject('s3Endpoint'),
-    region: 'us-east-1',
-    forcePathStyle: true,
-    credentials: { accessKeyId: 'S3RVER', secretAccessKey: 'S3RVER' },
-  });
-  await s3.send(new CreateBucketCommand({ Bucket: bucket }));
-  s3.destroy();
+  install = await emptyInstall('opinion_cluster'); // `npm run migrate` brings it up to date
   const env = {
-    DATABASE_URL: databaseUrl(adminUrl, database),
+    DATABASE_URL: install.ownerUrl,
     JWT_SECRET: 'cluster-test',
     OTP_TEST_CODES: testCodes,
     S3_ENDPOINT: inject('s3Endpoint'),
-    S3_BUCKET: bucket,
+    S3_BUCKET: install.bucket,
   };
 
   const migrate = startProcess('npm', ['run', 'migrate'], env);
@@ -71,10 +55,7 @@ beforeAll(async () => {
 afterAll(async () => {
   for (const child of processes) child.child.kill('SIGTERM');
   const codes = await Promise.all(processes.map((child) => child.exited));
-  const admin = new pg.Client({ connectionString: adminUrl });
-  await admin.connect();
-  await admin.query(`drop database if exists ${database} with (force)`);
-  await admin.end();
+  await install?.drop();
   expect(codes).toEqual([0, 0, 0]);
 });
 

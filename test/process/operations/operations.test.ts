@@ -1,15 +1,14 @@
 // Contract 11 with a real process on a real database reached through a TCP proxy the test can cut:
 // /healthz and /readyz, Prometheus metrics on METRICS_PORT only, and a database outage that answers
 // 503 with one warning for the whole episode (not a stack per request), then recovers.
-import { randomBytes } from 'node:crypto';
 import net from 'node:net';
 import os from 'node:os';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { freePort } from '../../../db/free-port.ts';
 import { rolePassword, roleUrl } from '../../../db/roles.ts';
-import { databaseUrl } from '../../helpers/global-setup.ts';
 import { answers, startProcess, type RunningProcess } from '../../helpers/process.ts';
+import { scratchDatabase, type ScratchDatabase } from '../../helpers/worlds.ts';
 
 /** Forwards TCP connections to PostgreSQL until cut (listener closed, every connection destroyed). */
 class CuttableProxy {
@@ -41,21 +40,18 @@ class CuttableProxy {
 }
 
 const adminUrl = inject('adminUrl');
-const database = `opinion_ops_${randomBytes(4).toString('hex')}`;
+let clone: ScratchDatabase;
 let proxy: CuttableProxy;
 let service: RunningProcess;
 let base: string;
 let metricsUrl: string;
 
 beforeAll(async () => {
-  const admin = new pg.Client({ connectionString: adminUrl });
-  await admin.connect();
-  await admin.query(`create database ${database} template ${inject('templateDatabase')}`);
-  await admin.end();
+  clone = await scratchDatabase('opinion_ops');
   const target = new URL(adminUrl);
   proxy = new CuttableProxy(await freePort(), { host: target.hostname, port: Number(target.port || 5432) });
   await proxy.open();
-  const proxied = new URL(databaseUrl(adminUrl, database));
+  const proxied = new URL(clone.ownerUrl);
   proxied.host = `127.0.0.1:${proxy.port}`;
   const [port, metricsPort] = [await freePort(), await freePort()];
   base = `http://127.0.0.1:${port}`;
@@ -74,10 +70,7 @@ afterAll(async () => {
   service.child.kill('SIGTERM');
   await service.exited;
   await proxy.cut().catch(() => undefined);
-  const admin = new pg.Client({ connectionString: adminUrl });
-  await admin.connect();
-  await admin.query(`drop database if exists ${database} with (force)`);
-  await admin.end();
+  await clone?.drop();
 });
 
 async function metric(name: string, labels: string): Promise<number | undefined> {
@@ -88,7 +81,7 @@ async function metric(name: string, labels: string): Promise<number | undefined>
 
 describe('a process reaching the database through a proxy', () => {
   it('derives the same login-role passwords as every other process (roles are cluster-wide)', async () => {
-    const direct = databaseUrl(adminUrl, database);
+    const direct = clone.ownerUrl;
     const proxied = new URL(direct);
     proxied.host = `127.0.0.1:${proxy.port}`;
     for (const role of ['authenticator', 'app_worker'] as const)

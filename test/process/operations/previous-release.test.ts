@@ -3,19 +3,16 @@
 // processes on a database this checkout migrated, and this checkout's API runs on a database only
 // the previous release migrated. The commit must be in the repository's history (a CI clone has it):
 // without it this file fails, naming the commit, rather than skip.
-import { randomBytes } from 'node:crypto';
 import { readFileSync, readdirSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
-import { CreateBucketCommand, S3Client } from '@aws-sdk/client-s3';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { freePort } from '../../../db/free-port.ts';
 import { migrate } from '../../../db/migrate.ts';
 import { testCodes, type TestApp } from '../../helpers/app.ts';
 import { createClient } from '../../helpers/client.ts';
-import { databaseUrl } from '../../helpers/global-setup.ts';
 import { createHub, invite } from '../../helpers/hubs.ts';
 import { openStream } from '../../helpers/notifications.ts';
 import { corners, markedImage, readMetadata, revealingTags, withPhoneMetadata } from '../../helpers/images.ts';
@@ -24,11 +21,11 @@ import { putObject, sha256 } from '../../helpers/uploads.ts';
 import { answers, projectRoot, startProcess, type RunningProcess } from '../../helpers/process.ts';
 import { checkoutCommit, previousReleaseCommit } from '../../helpers/releases.ts';
 import { userAtLevel } from '../../helpers/users.ts';
+import { emptyInstall, type ScratchDatabase } from '../../helpers/worlds.ts';
 
-const adminUrl = inject('adminUrl');
 const commit = previousReleaseCommit();
 let previous: string;
-const databases: string[] = [];
+const databases: ScratchDatabase[] = [];
 const processes: RunningProcess[] = [];
 
 beforeAll(async () => {
@@ -39,31 +36,15 @@ beforeAll(async () => {
 afterAll(async () => {
   for (const child of processes) if (child.child.exitCode === null) child.child.kill('SIGKILL');
   await Promise.all(processes.map((child) => child.exited));
-  const admin = new pg.Client({ connectionString: adminUrl });
-  await admin.connect();
-  for (const database of databases) await admin.query(`drop database if exists ${database} with (force)`);
-  await admin.end();
+  for (const database of databases) await database.drop();
   if (previous) await rm(previous, { recursive: true, force: true });
 });
 
 /** An empty database and a bucket of its own; the settings a process of either release needs for it. */
 async function freshDatabase(): Promise<{ ownerUrl: string; env: Record<string, string> }> {
-  const database = `opinion_releases_${randomBytes(4).toString('hex')}`;
-  const admin = new pg.Client({ connectionString: adminUrl });
-  await admin.connect();
-  await admin.query(`create database ${database}`);
-  await admin.end();
-  databases.push(database);
-  const bucket = database.replaceAll('_', '-');
-  const s3 = new S3Client({
-    endpoint: inject('s3Endpoint'),
-    region: 'us-east-1',
-    forcePathStyle: true,
-    credentials: { accessKeyId: 'S3RVER', secretAccessKey: 'S3RVER' },
-  });
-  await s3.send(new CreateBucketCommand({ Bucket: bucket }));
-  s3.destroy();
-  const ownerUrl = databaseUrl(adminUrl, database);
+  const install = await emptyInstall('opinion_releases');
+  databases.push(install);
+  const { ownerUrl, bucket } = install;
   return {
     ownerUrl,
     env: {

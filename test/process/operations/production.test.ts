@@ -9,18 +9,16 @@ import { randomBytes } from 'node:crypto';
 import { mkdtemp, readdir, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
-import { CreateBucketCommand, S3Client } from '@aws-sdk/client-s3';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, inject, it, onTestFinished } from 'vitest';
 import { freePort } from '../../../db/free-port.ts';
 import { createClient, type Client } from '../../helpers/client.ts';
-import { databaseUrl } from '../../helpers/global-setup.ts';
 import { answers, startProcess, type RunningProcess } from '../../helpers/process.ts';
 import { startTwilioStandIn, type TwilioStandIn } from '../../helpers/twilio.ts';
+import { emptyInstall, type ScratchDatabase } from '../../helpers/worlds.ts';
 
 const asProductionInstall = ['--import', './test/helpers/production-install.ts'];
 const adminUrl = inject('adminUrl');
-const database = `opinion_prod_${randomBytes(4).toString('hex')}`;
 /** Every setting production reads, blank: the test's own environment must not fill one in. */
 const blank = Object.fromEntries(
   [
@@ -36,6 +34,7 @@ const blank = Object.fromEntries(
     'OTP_TEST_CODES',
   ].map((name) => [name, '']),
 );
+let install: ScratchDatabase & { bucket: string };
 let dataDir: string;
 let twilio: TwilioStandIn;
 let migrate: RunningProcess;
@@ -46,19 +45,7 @@ let client: Client;
 beforeAll(async () => {
   dataDir = await mkdtemp(path.join(os.tmpdir(), 'opinion-production-'));
   twilio = await startTwilioStandIn();
-  const admin = new pg.Client({ connectionString: adminUrl });
-  await admin.connect();
-  await admin.query(`create database ${database}`); // empty: the migration job makes the schema
-  await admin.end();
-  const bucket = database.replaceAll('_', '-');
-  const s3 = new S3Client({
-    endpoint: inject('s3Endpoint'),
-    region: 'us-east-1',
-    forcePathStyle: true,
-    credentials: { accessKeyId: 'S3RVER', secretAccessKey: 'S3RVER' },
-  });
-  await s3.send(new CreateBucketCommand({ Bucket: bucket }));
-  s3.destroy();
+  install = await emptyInstall('opinion_prod'); // the migration job makes the schema
   const port = await freePort();
   // The environment docker-compose.yml gives every app container.
   const production = {
@@ -67,9 +54,9 @@ beforeAll(async () => {
     DATA_DIR: dataDir,
     PORT: String(port),
     MIGRATE_ON_START: 'false',
-    DATABASE_URL: databaseUrl(adminUrl, database),
+    DATABASE_URL: install.ownerUrl,
     S3_ENDPOINT: inject('s3Endpoint'),
-    S3_BUCKET: bucket,
+    S3_BUCKET: install.bucket,
     S3_ACCESS_KEY_ID: 'S3RVER',
     S3_SECRET_ACCESS_KEY: 'S3RVER',
     JWT_SECRET: randomBytes(32).toString('hex'),
@@ -95,10 +82,7 @@ afterAll(async () => {
   await Promise.all([service?.exited, worker?.exited]);
   await twilio.close();
   await rm(dataDir, { recursive: true, force: true });
-  const admin = new pg.Client({ connectionString: adminUrl });
-  await admin.connect();
-  await admin.query(`drop database if exists ${database} with (force)`);
-  await admin.end();
+  await install?.drop();
 });
 
 describe('NODE_ENV=production without its settings', () => {
@@ -147,7 +131,7 @@ describe('NODE_ENV=production without its settings', () => {
       DATA_DIR: developmentDir,
       PORT: String(await freePort()),
       MIGRATE_ON_START: 'false',
-      DATABASE_URL: databaseUrl(adminUrl, database),
+      DATABASE_URL: install.ownerUrl,
       S3_ENDPOINT: inject('s3Endpoint'),
       OTP_SENDER_MODULE: '/app/otp-sender.js',
     });
@@ -161,7 +145,7 @@ describe('NODE_ENV=production without its settings', () => {
 
 describe('a production install with real settings', () => {
   it('migrates an empty database, then runs the API and the worker with nothing embedded, writing JSON lines without warnings', async () => {
-    expect(migrate.output()).toContain(`"migrated: ${new URL(adminUrl).host}/${database}; db/sql: `);
+    expect(migrate.output()).toContain(`"migrated: ${new URL(adminUrl).host}/${install.database}; db/sql: `);
     for (const running of [migrate, service, worker]) {
       expect(running.output()).not.toContain('embedded');
       expect(running.output()).not.toContain('GRAPHILE_ENV');
@@ -176,7 +160,7 @@ describe('a production install with real settings', () => {
   });
 
   it('the worker process runs the jobs (a purge of expired uploads, through the S3 store)', async () => {
-    const owner = new pg.Client({ connectionString: databaseUrl(adminUrl, database) });
+    const owner = new pg.Client({ connectionString: install.ownerUrl });
     await owner.connect();
     try {
       const { rows } = await owner.query<{ id: string }>("select id from graphile_worker.add_job('purge_expired_uploads', '{}'::json)");

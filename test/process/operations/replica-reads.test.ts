@@ -13,6 +13,7 @@ import { createHub, invite } from '../../helpers/hubs.ts';
 import { createPost, slider } from '../../helpers/posts.ts';
 import { startStreamingPair, type StreamingPair } from '../../helpers/replica.ts';
 import { userAtLevel, type TestUser } from '../../helpers/users.ts';
+import { usersAtLevels } from '../../helpers/worlds.ts';
 
 let pair: StreamingPair;
 let app: TestApp;
@@ -64,12 +65,7 @@ describe('a replica 1 s behind', () => {
   let post: { id: string };
 
   beforeAll(async () => {
-    [author, reader, hubOwner, joiner] = [
-      await userAtLevel(app, 4),
-      await userAtLevel(app, 4),
-      await userAtLevel(app, 4),
-      await userAtLevel(app, 4),
-    ];
+    [author, reader, hubOwner, joiner] = await usersAtLevels(app, 4, 4, 4, 4);
     hub = await createHub(app, hubOwner);
     invitation = await invite(app, hub as never, hubOwner, joiner);
     post = await createPost(app, author, slider);
@@ -170,7 +166,7 @@ describe('a client that sends back its Read-Floor (replica 1 s behind)', () => {
   let original: ReplicaSet['sessionFloor'];
 
   beforeAll(async () => {
-    [user, other] = [await userAtLevel(app, 2), await userAtLevel(app, 2)];
+    [user, other] = await usersAtLevels(app, 2, 2);
     original = replicas.sessionFloor.bind(replicas);
     replicas.sessionFloor = (...args) => {
       primaryChecks += 1;

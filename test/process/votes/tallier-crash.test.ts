@@ -6,10 +6,11 @@ import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { freePort } from '../../../db/free-port.ts';
 import { createTokens } from '../../../server/auth/tokens.ts';
-import { startTestApp, testImageWorker, type TestApp } from '../../helpers/app.ts';
+import { testImageWorker, type TestApp } from '../../helpers/app.ts';
 import { createPost, slider } from '../../helpers/posts.ts';
 import { startProcess, type RunningProcess } from '../../helpers/process.ts';
-import { userAtLevel, type TestUser } from '../../helpers/users.ts';
+import type { TestUser } from '../../helpers/users.ts';
+import { appWithUsers } from '../../helpers/worlds.ts';
 
 const positions = ['strong_left', 'left', 'neutral', 'right', 'strong_right'];
 const voterCount = 400;
@@ -20,8 +21,7 @@ let tokens: string[] = [];
 const workers: RunningProcess[] = [];
 
 beforeAll(async () => {
-  app = await startTestApp();
-  author = await userAtLevel(app, 3);
+  [app, author] = await appWithUsers(3);
   post = await createPost(app, author, slider);
   // Voters at profile basics with live sessions, made in SQL (a vote reads nothing else of them).
   const { rows } = await app.owner.query<{ user_id: string; session_id: string }>(

@@ -5,11 +5,12 @@
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { freePort } from '../../../db/free-port.ts';
-import { startTestApp, testImageWorker, type TestApp } from '../../helpers/app.ts';
+import { testImageWorker, type TestApp } from '../../helpers/app.ts';
 import { createHub, type TestHub } from '../../helpers/hubs.ts';
 import { createPost } from '../../helpers/posts.ts';
 import { startProcess, type RunningProcess } from '../../helpers/process.ts';
-import { userAtLevel, type TestUser } from '../../helpers/users.ts';
+import type { TestUser } from '../../helpers/users.ts';
+import { appWithUsers } from '../../helpers/worlds.ts';
 
 const deadAfterSeconds = 3;
 const members = 40;
@@ -19,8 +20,7 @@ let hub: TestHub;
 const workers: RunningProcess[] = [];
 
 beforeAll(async () => {
-  app = await startTestApp();
-  author = await userAtLevel(app, 4);
+  [app, author] = await appWithUsers(4);
   hub = await createHub(app, author);
   // Members arranged in SQL: the fan-out reads memberships, nothing else about them.
   await app.owner.query(

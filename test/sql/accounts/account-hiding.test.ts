@@ -3,23 +3,20 @@
 // functions show nothing of the account to anyone else, and app_private.show_account brings back
 // exactly what was there. The API roles cannot call either function nor read their tables.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startTestApp, type TestApp } from '../../helpers/app.ts';
-import { addMember, createHub, type TestHub } from '../../helpers/hubs.ts';
+import type { TestApp } from '../../helpers/app.ts';
 import { createPost } from '../../helpers/posts.ts';
 import { asViewer, rowsOrError } from '../../helpers/sql.ts';
-import { userAtLevel, type TestUser } from '../../helpers/users.ts';
+import type { TestUser } from '../../helpers/users.ts';
+import { appWithUsers, hubWithMembers } from '../../helpers/worlds.ts';
 
 let app: TestApp;
 let viewer: TestUser;
 let hidden: TestUser;
-let hub: TestHub;
 let postId: string;
 let ownDeletedId: string;
 beforeAll(async () => {
-  app = await startTestApp();
-  [viewer, hidden] = await Promise.all([userAtLevel(app, 4), userAtLevel(app, 4)]);
-  hub = await createHub(app, viewer);
-  await addMember(app, hub, hidden);
+  [app, viewer, hidden] = await appWithUsers(4, 4);
+  await hubWithMembers(app, viewer, hidden);
   postId = (await createPost(app, hidden)).id;
   ownDeletedId = (await createPost(app, hidden)).id;
   expect((await app.delete(`/posts/${ownDeletedId}`, { token: hidden.token })).status).toBe(200);

@@ -1,16 +1,15 @@
 // Row-level security and grants for identities and sessions, tested directly in SQL.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startTestApp, type TestApp } from '../../helpers/app.ts';
+import type { TestApp } from '../../helpers/app.ts';
 import { asViewer, rowsOrError } from '../../helpers/sql.ts';
 import { userAtLevel, type TestUser } from '../../helpers/users.ts';
+import { appWithUsers } from '../../helpers/worlds.ts';
 
 let app: TestApp;
 let alice: TestUser;
 let bob: TestUser;
 beforeAll(async () => {
-  app = await startTestApp();
-  alice = await userAtLevel(app, 3);
-  bob = await userAtLevel(app, 3);
+  [app, alice, bob] = await appWithUsers(3, 3);
   await app.post('/auth/otp/request', { phoneCountryCode: '+1', phoneNumber: '5550009999' });
 });
 afterAll(() => app.close());

@@ -4,29 +4,24 @@
 // policies that apply to one role and command on a table (PostgreSQL ORs them, so a reader has to
 // find both to know the rule), and an error code the SQL raises that the API's catalog does not
 // know (it would reach the client as a 500). Each lint is also shown to find what it forbids.
-import { randomBytes } from 'node:crypto';
 import pg from 'pg';
-import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { errorCatalog } from '../../../server/http/catalog.ts';
 import { constraintCodes } from '../../../server/http/database-errors.ts';
-import { databaseUrl } from '../../helpers/global-setup.ts';
+import { scratchDatabase, type ScratchDatabase } from '../../helpers/worlds.ts';
 
 const ourSchemas = ['app', 'app_private'];
-const database = `opinion_lints_${randomBytes(6).toString('hex')}`;
-let admin: pg.Client;
+let clone: ScratchDatabase;
 let db: pg.Client;
 beforeAll(async () => {
   // A clone of the template: connecting to the template itself would stop other files cloning it.
-  admin = new pg.Client({ connectionString: inject('adminUrl') });
-  await admin.connect();
-  await admin.query(`create database ${database} template ${inject('templateDatabase')}`);
-  db = new pg.Client({ connectionString: databaseUrl(inject('adminUrl'), database) });
+  clone = await scratchDatabase('opinion_lints');
+  db = new pg.Client({ connectionString: clone.ownerUrl });
   await db.connect();
 });
 afterAll(async () => {
   await db?.end();
-  await admin?.query(`drop database if exists ${database} with (force)`);
-  await admin?.end();
+  await clone?.drop();
 });
 
 /** Security-definer functions whose search_path is unset or names a schema other than pg_catalog and ours. */

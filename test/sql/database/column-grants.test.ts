@@ -3,15 +3,15 @@
 // (and out of the user-token GraphQL schema) until it is granted on purpose. Columns that map
 // invited phones to accounts, or show members' settings and join times, are not theirs to read.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startTestApp, type TestApp } from '../../helpers/app.ts';
+import type { TestApp } from '../../helpers/app.ts';
 import { asViewer, rowsOrError } from '../../helpers/sql.ts';
-import { userAtLevel, type TestUser } from '../../helpers/users.ts';
+import type { TestUser } from '../../helpers/users.ts';
+import { appWithUsers } from '../../helpers/worlds.ts';
 
 let app: TestApp;
 let user: TestUser;
 beforeAll(async () => {
-  app = await startTestApp();
-  user = await userAtLevel(app, 1);
+  [app, user] = await appWithUsers(1);
 });
 afterAll(() => app.close());
 

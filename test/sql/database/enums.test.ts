@@ -2,9 +2,8 @@
 // on one side cannot be refused or mis-shaped on the other. Every enum of the schema is named here:
 // either with the lists that mirror it, or as read and written by SQL only, so a new enum has to be
 // placed too.
-import { randomBytes } from 'node:crypto';
 import pg from 'pg';
-import { afterAll, beforeAll, expect, inject, it } from 'vitest';
+import { afterAll, beforeAll, expect, it } from 'vitest';
 import { invitationStatuses } from '../../../server/hubs/invitations.ts';
 import { joinRequestSources } from '../../../server/hubs/join-requests.ts';
 import { hubRoles } from '../../../server/hubs/shape.ts';
@@ -14,7 +13,7 @@ import { article, articleKinds, visibilities, visibility } from '../../../server
 import { reportReasons } from '../../../server/reports/routes.ts';
 import { assetStatuses, uploadRules } from '../../../server/uploads/routes.ts';
 import { positions } from '../../../server/votes/summary.ts';
-import { databaseUrl } from '../../helpers/global-setup.ts';
+import { scratchDatabase, type ScratchDatabase } from '../../helpers/worlds.ts';
 
 /** Enum → the TypeScript lists that must hold exactly its values. `ordered`: in the enum's order too. */
 const mirrored: Record<string, { lists: Record<string, readonly string[]>; ordered?: boolean }> = {
@@ -53,20 +52,16 @@ const sqlOnly = [
   'app_private.push_state',
 ];
 
-const database = `opinion_enums_${randomBytes(6).toString('hex')}`;
-let admin: pg.Client;
+let clone: ScratchDatabase;
 let db: pg.Client;
 beforeAll(async () => {
-  admin = new pg.Client({ connectionString: inject('adminUrl') });
-  await admin.connect();
-  await admin.query(`create database ${database} template ${inject('templateDatabase')}`);
-  db = new pg.Client({ connectionString: databaseUrl(inject('adminUrl'), database) });
+  clone = await scratchDatabase('opinion_enums');
+  db = new pg.Client({ connectionString: clone.ownerUrl });
   await db.connect();
 });
 afterAll(async () => {
   await db?.end();
-  await admin?.query(`drop database if exists ${database} with (force)`);
-  await admin?.end();
+  await clone?.drop();
 });
 
 /** Each enum of our schemas with its values as enum_range gives them (in the enum's order). */

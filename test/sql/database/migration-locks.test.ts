@@ -14,19 +14,18 @@
 //   - the give-up: with a small bound (MIGRATION_LOCK_WAIT_SECONDS for `npm run migrate`), the
 //     migration fails with one line naming the table and the process that holds it, and leaves the
 //     policy as it was.
-import { randomBytes } from 'node:crypto';
 import { cp, mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import pg from 'pg';
-import { afterAll, describe, expect, inject, it } from 'vitest';
+import { afterAll, describe, expect, it } from 'vitest';
 import { migrate } from '../../../db/migrate.ts';
 import { startTestApp } from '../../helpers/app.ts';
-import { databaseUrl } from '../../helpers/global-setup.ts';
 import { createPost, slider } from '../../helpers/posts.ts';
 import { startProcess } from '../../helpers/process.ts';
 import { addColumnMigration, changeFunctionBody, changePolicyExpression, checkoutRoot, copyCheckout } from '../../helpers/releases.ts';
 import { userAtLevel } from '../../helpers/users.ts';
+import { scratchDatabase } from '../../helpers/worlds.ts';
 
 /** The runner with a db/sql folder of its own (the "next release"'s) and its lock-retry bounds. */
 const migrateWith = migrate as (
@@ -48,23 +47,7 @@ async function nextSqlDir(): Promise<string> {
 }
 
 /** A database cloned from the migrated template, nothing connected to it. */
-async function cloneDatabase(): Promise<{ ownerUrl: string; drop(): Promise<void> }> {
-  const adminUrl = inject('adminUrl');
-  const database = `opinion_locks_${randomBytes(5).toString('hex')}`;
-  const admin = new pg.Client({ connectionString: adminUrl });
-  await admin.connect();
-  await admin.query(`create database ${database} template ${inject('templateDatabase')}`);
-  await admin.end();
-  return {
-    ownerUrl: databaseUrl(adminUrl, database),
-    async drop() {
-      const cleanup = new pg.Client({ connectionString: adminUrl });
-      await cleanup.connect();
-      await cleanup.query(`drop database if exists ${database} with (force)`);
-      await cleanup.end();
-    },
-  };
-}
+const cloneDatabase = () => scratchDatabase('opinion_locks');
 
 async function connect(url: string): Promise<{ client: pg.Client; pid: number }> {
   const client = new pg.Client({ connectionString: url });

@@ -2,11 +2,12 @@
 // members of the hub only; writes only through the stored functions and the save policies; the
 // HubDiscussionAuthor phone comes through the phone policy.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startTestApp, type TestApp } from '../../helpers/app.ts';
-import { addMember, createHub, invite, type TestHub } from '../../helpers/hubs.ts';
+import type { TestApp } from '../../helpers/app.ts';
+import { addMember, invite, type TestHub } from '../../helpers/hubs.ts';
 import { createPost } from '../../helpers/posts.ts';
 import { asViewer, rowsOrError } from '../../helpers/sql.ts';
 import { userAtLevel, type TestUser } from '../../helpers/users.ts';
+import { appWithUsers, hubWithMembers } from '../../helpers/worlds.ts';
 
 let app: TestApp;
 let hub: TestHub;
@@ -18,16 +19,8 @@ let outsider: TestUser;
 let discussionId: string;
 let messageId: string;
 beforeAll(async () => {
-  app = await startTestApp();
-  [owner, member, invited, pending, outsider] = await Promise.all([
-    userAtLevel(app, 4),
-    userAtLevel(app, 4),
-    userAtLevel(app, 4),
-    userAtLevel(app, 4),
-    userAtLevel(app, 4),
-  ]);
-  hub = await createHub(app, owner);
-  await addMember(app, hub, member);
+  [app, owner, member, invited, pending, outsider] = await appWithUsers(4, 4, 4, 4, 4);
+  hub = await hubWithMembers(app, owner, member);
   await invite(app, hub, owner, invited);
   const link = await app.post(
     `/hub-invite-links/${(await app.post(`/hubs/${hub.id}/invite-links`, undefined, { token: owner.token })).body.data.token}/join-requests`,

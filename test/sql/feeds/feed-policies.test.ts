@@ -2,11 +2,12 @@
 // what the viewer's sources and the posts policy allow, read membership at call time, and the
 // tables and helpers behind them are closed to the API roles.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startTestApp, type TestApp } from '../../helpers/app.ts';
-import { addMember, createHub, type TestHub } from '../../helpers/hubs.ts';
+import type { TestApp } from '../../helpers/app.ts';
+import type { TestHub } from '../../helpers/hubs.ts';
 import { createPost, slider, vote } from '../../helpers/posts.ts';
 import { asViewer, rowsOrError } from '../../helpers/sql.ts';
 import { userAtLevel, type TestUser } from '../../helpers/users.ts';
+import { appWithUsers, hubWithMembers } from '../../helpers/worlds.ts';
 
 let app: TestApp;
 let viewer: TestUser;
@@ -16,15 +17,8 @@ let outsider: TestUser;
 let hub: TestHub;
 const post: Record<string, string> = {};
 beforeAll(async () => {
-  app = await startTestApp();
-  [viewer, author, member, outsider] = await Promise.all([
-    userAtLevel(app, 4),
-    userAtLevel(app, 3),
-    userAtLevel(app, 4),
-    userAtLevel(app, 4),
-  ]);
-  hub = await createHub(app, member);
-  await addMember(app, hub, viewer);
+  [app, viewer, author, member, outsider] = await appWithUsers(4, 3, 4, 4);
+  hub = await hubWithMembers(app, member, viewer);
   expect((await app.post(`/users/${author.id}/follow`, undefined, { token: viewer.token })).status).toBe(200);
   post.followed = (await createPost(app, author, slider)).id;
   post.locked = (await createPost(app, member, { visibility: 'private_locked_hub', hubIds: [hub.id] })).id;

@@ -1,9 +1,10 @@
 // Hub policies tested directly in SQL: what outsiders, invited users and members can read.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startTestApp, type TestApp } from '../../helpers/app.ts';
+import type { TestApp } from '../../helpers/app.ts';
 import { addMember, createHub, invite, type TestHub } from '../../helpers/hubs.ts';
 import { asViewer, rowsOrError } from '../../helpers/sql.ts';
 import { userAtLevel, type TestUser } from '../../helpers/users.ts';
+import { appWithUsers } from '../../helpers/worlds.ts';
 
 let app: TestApp;
 let hub: TestHub;
@@ -14,8 +15,7 @@ let outsider: TestUser;
 let requester: TestUser;
 let invitationId: string;
 beforeAll(async () => {
-  app = await startTestApp();
-  owner = await userAtLevel(app, 4);
+  [app, owner] = await appWithUsers(4);
   hub = await createHub(app, owner);
   member = await userAtLevel(app, 4);
   await addMember(app, hub, member);

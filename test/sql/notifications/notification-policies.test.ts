@@ -12,6 +12,7 @@ import { addMember, createHub, type TestHub } from '../../helpers/hubs.ts';
 import { insertNotification, listenTo, sleep } from '../../helpers/notifications.ts';
 import { asViewer, rowsOrError } from '../../helpers/sql.ts';
 import { anonymousUser, userAtLevel, type TestUser } from '../../helpers/users.ts';
+import { hubWithMembers } from '../../helpers/worlds.ts';
 
 let app: TestApp;
 /** A connection like the hub's: logged in as authenticator, no role switched. */
@@ -433,8 +434,7 @@ describe('app.notification_replay', () => {
   it('applies hub visibility at replay time: a leaver gets none of that hub, also when the place is a hub row', async () => {
     const owner = await userAtLevel(app, 4);
     const leaver = await userAtLevel(app, 4);
-    const ownHub = await createHub(app, owner);
-    await addMember(app, ownHub, leaver);
+    const ownHub = await hubWithMembers(app, owner, leaver);
     const place = await insertNotification(app, leaver.id);
     const hubRow = await insertNotification(app, leaver.id, { type: 'hub_post_created', hubId: ownHub.id, postId: randomUUID() });
     const global = await insertNotification(app, leaver.id);

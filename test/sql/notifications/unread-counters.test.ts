@@ -7,9 +7,10 @@
 import fc from 'fast-check';
 import type pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startTestApp, type TestApp } from '../../helpers/app.ts';
+import type { TestApp } from '../../helpers/app.ts';
 import { createHub } from '../../helpers/hubs.ts';
 import { userAtLevel, type TestUser } from '../../helpers/users.ts';
+import { appWithUsers } from '../../helpers/worlds.ts';
 
 let app: TestApp;
 let owner: TestUser;
@@ -19,8 +20,7 @@ let hubs: string[];
 let reposts: string[];
 
 beforeAll(async () => {
-  app = await startTestApp();
-  owner = await userAtLevel(app, 4);
+  [app, owner] = await appWithUsers(4);
   recipients = [await userAtLevel(app, 4), await userAtLevel(app, 4)];
   hubs = [];
   for (let i = 0; i < 3; i++) hubs.push((await createHub(app, owner)).id);

@@ -1,11 +1,11 @@
 // Post, comment, vote and bookmark policies, tested directly in SQL.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startTestApp, type TestApp } from '../../helpers/app.ts';
+import type { TestApp } from '../../helpers/app.ts';
 import type { SealedTally } from '../../../db/ballots.ts';
-import { addMember, createHub } from '../../helpers/hubs.ts';
 import { createPost, slider, vote } from '../../helpers/posts.ts';
 import { asViewer, rowsOrError } from '../../helpers/sql.ts';
-import { userAtLevel, type TestUser } from '../../helpers/users.ts';
+import type { TestUser } from '../../helpers/users.ts';
+import { appWithUsers, hubWithMembers } from '../../helpers/worlds.ts';
 
 let app: TestApp;
 let author: TestUser;
@@ -14,10 +14,8 @@ let outsider: TestUser;
 let lockedId: string;
 let publicId: string;
 beforeAll(async () => {
-  app = await startTestApp();
-  [author, member, outsider] = [await userAtLevel(app, 4), await userAtLevel(app, 4), await userAtLevel(app, 4)];
-  const hub = await createHub(app, author);
-  await addMember(app, hub, member);
+  [app, author, member, outsider] = await appWithUsers(4, 4, 4);
+  const hub = await hubWithMembers(app, author, member);
   lockedId = (await createPost(app, author, { ...slider, visibility: 'private_locked_hub', hubIds: [hub.id] })).id;
   publicId = (await createPost(app, author, slider)).id;
   await vote(app, member, lockedId);

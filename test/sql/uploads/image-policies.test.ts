@@ -4,15 +4,15 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import pg from 'pg';
 import { roleUrl } from '../../../db/roles.ts';
-import { startTestApp, type TestApp } from '../../helpers/app.ts';
+import type { TestApp } from '../../helpers/app.ts';
 import { asViewer, rowsOrError } from '../../helpers/sql.ts';
 import { userAtLevel, type TestUser } from '../../helpers/users.ts';
+import { appWithUsers } from '../../helpers/worlds.ts';
 
 let app: TestApp;
 let alice: TestUser;
 beforeAll(async () => {
-  app = await startTestApp();
-  alice = await userAtLevel(app, 2);
+  [app, alice] = await appWithUsers(2);
 });
 afterAll(() => app.close());
 

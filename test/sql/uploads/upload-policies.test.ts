@@ -1,8 +1,9 @@
 // Row-level security of upload intents and assets, tested directly in SQL.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startTestApp, type TestApp } from '../../helpers/app.ts';
+import type { TestApp } from '../../helpers/app.ts';
 import { asViewer, rowsOrError } from '../../helpers/sql.ts';
 import { userAtLevel, type TestUser } from '../../helpers/users.ts';
+import { appWithUsers } from '../../helpers/worlds.ts';
 
 let app: TestApp;
 let alice: TestUser;
@@ -10,9 +11,7 @@ let bob: TestUser;
 let intentId: string;
 let assetId: string;
 beforeAll(async () => {
-  app = await startTestApp();
-  alice = await userAtLevel(app, 2);
-  bob = await userAtLevel(app, 2);
+  [app, alice, bob] = await appWithUsers(2, 2);
   // Arrange as the owner: one pending intent and one completed asset of Alice.
   const intent = await app.owner.query(
     `insert into app.upload_intents (owner_id, purpose, content_type, content_length, object_key, expires_at)
