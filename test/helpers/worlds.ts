@@ -4,9 +4,13 @@ import { randomBytes } from 'node:crypto';
 import { CreateBucketCommand, S3Client } from '@aws-sdk/client-s3';
 import pg from 'pg';
 import { inject } from 'vitest';
+import { freePort } from '../../db/free-port.ts';
+import { generate, type ScaleSize } from '../bench/scale-data.ts';
 import { startTestApp, type TestApp } from './app.ts';
 import { databaseUrl } from './global-setup.ts';
 import { addMember, createHub, type TestHub } from './hubs.ts';
+import { vacuumUntilAllVisible } from './plans.ts';
+import { startProcess, type RunningProcess } from './process.ts';
 import { userAtLevel, type TestUser } from './users.ts';
 
 type Level = 1 | 2 | 3 | 4;
@@ -24,6 +28,26 @@ export async function usersAtLevels<const L extends readonly Level[]>(app: TestA
 export async function appWithUsers<const L extends readonly Level[]>(...levels: L): Promise<[TestApp, ...Users<L>]> {
   const app = await startTestApp();
   return [app, ...(await usersAtLevels(app, ...levels))];
+}
+
+/**
+ * A test app whose database holds the scale benchmark's data of `size` (test/bench/scale-data.ts),
+ * with what `more` adds, vacuumed until the planner sees every page all-visible.
+ */
+export async function appWithScaleData(
+  size: ScaleSize,
+  more: (client: pg.PoolClient) => Promise<unknown> = async () => {},
+): Promise<TestApp> {
+  const app = await startTestApp();
+  const client = await app.owner.connect();
+  try {
+    await generate(client, size, () => {});
+    await more(client);
+    await vacuumUntilAllVisible(client);
+  } finally {
+    client.release();
+  }
+  return app;
 }
 
 /** A hub of `owner` with `members` as active members (each through an admin invitation). */
@@ -83,4 +107,27 @@ export async function emptyInstall(prefix: string): Promise<ScratchDatabase & { 
   const bucket = scratch.database.replaceAll('_', '-');
   await createBucket(bucket);
   return { ...scratch, bucket };
+}
+
+/**
+ * A process of this checkout (`node main.ts --only=<role>`) on the test app's database, bucket and
+ * token secret (tokens the test app signs are valid there), on a free port; `env` adds or overrides
+ * settings. The caller waits for what it needs and ends it (killAll).
+ */
+export async function processOnApp(
+  app: TestApp,
+  role: 'api' | 'worker',
+  env: Record<string, string> = {},
+): Promise<RunningProcess & { port: number }> {
+  const port = await freePort();
+  const running = startProcess(process.execPath, ['main.ts', `--only=${role}`], {
+    DATABASE_URL: app.ownerUrl,
+    MIGRATE_ON_START: 'false',
+    JWT_SECRET: app.config.jwtSecret,
+    S3_ENDPOINT: app.config.s3.endpoint as string,
+    S3_BUCKET: app.config.s3.bucket,
+    PORT: String(port),
+    ...env,
+  });
+  return { ...running, port };
 }

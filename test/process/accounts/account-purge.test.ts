@@ -6,14 +6,13 @@
 // former member, reports about it and vote tallies stay, the counters agree with the rows, and the
 // phone signs up as a new user.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { freePort } from '../../../db/free-port.ts';
 import { startTestApp, type TestApp } from '../../helpers/app.ts';
 import { createHub } from '../../helpers/hubs.ts';
 import { createPost, slider, vote } from '../../helpers/posts.ts';
-import { startProcess, type RunningProcess } from '../../helpers/process.ts';
+import { killAll, type RunningProcess } from '../../helpers/process.ts';
 import { uploadAsset } from '../../helpers/uploads.ts';
 import { userAtLevel, verifyPhone } from '../../helpers/users.ts';
-import { hubWithMembers } from '../../helpers/worlds.ts';
+import { hubWithMembers, processOnApp } from '../../helpers/worlds.ts';
 
 let app: TestApp;
 let worker: RunningProcess | undefined;
@@ -21,8 +20,7 @@ beforeAll(async () => {
   app = await startTestApp();
 }, 60_000);
 afterAll(async () => {
-  if (worker && worker.child.exitCode === null && worker.child.signalCode === null) process.kill(-(worker.child.pid as number), 'SIGKILL');
-  await worker?.exited;
+  await killAll([worker]);
   await app.close();
 });
 
@@ -115,14 +113,7 @@ describe('the purge of a deleted account', () => {
       expect(await count('select count(*)::int as n from app.users where id = $1', [user.id])).toBe(1);
       await app.owner.query(`update graphile_worker._private_jobs set run_at = now() where key = $1`, [`purge_account:${user.id}`]);
 
-      worker = startProcess(process.execPath, ['main.ts', '--only=worker'], {
-        DATABASE_URL: app.ownerUrl,
-        MIGRATE_ON_START: 'false',
-        JWT_SECRET: 'purge-test',
-        S3_ENDPOINT: app.config.s3.endpoint as string,
-        S3_BUCKET: app.config.s3.bucket,
-        PORT: String(await freePort()),
-      });
+      worker = await processOnApp(app, 'worker');
       await worker.waitFor(() => worker?.output().includes('worker running') ?? false, 'the worker process');
       await worker.waitFor(
         async () => (await count('select count(*)::int as n from app.users where id = $1', [user.id])) === 0,

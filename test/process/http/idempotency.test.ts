@@ -7,12 +7,12 @@ import { randomUUID } from 'node:crypto';
 import net from 'node:net';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { freePort } from '../../../db/free-port.ts';
 import { startTestApp, type TestApp } from '../../helpers/app.ts';
 import { createClient, type Client } from '../../helpers/client.ts';
 import { createPost } from '../../helpers/posts.ts';
-import { answers, startProcess, type RunningProcess } from '../../helpers/process.ts';
+import { answers, killAll, type RunningProcess } from '../../helpers/process.ts';
 import { userAtLevel, type TestUser } from '../../helpers/users.ts';
+import { processOnApp } from '../../helpers/worlds.ts';
 
 let app: TestApp;
 const processes: RunningProcess[] = [];
@@ -22,28 +22,19 @@ beforeAll(async () => {
 }, 60_000);
 
 afterAll(async () => {
-  for (const running of processes) {
-    if (running.child.exitCode === null && running.child.signalCode === null) process.kill(-(running.child.pid as number), 'SIGKILL');
-  }
-  await Promise.all(processes.map((running) => running.exited));
+  await killAll(processes);
   await app.close();
 });
 
 /** An API process on the test app's database (tokens signed by the test app are valid there). */
 async function startApi(): Promise<{ running: RunningProcess; client: Client; port: number }> {
-  const port = await freePort();
-  const running = startProcess(process.execPath, ['main.ts', '--only=api'], {
-    DATABASE_URL: app.ownerUrl,
-    MIGRATE_ON_START: 'false',
-    JWT_SECRET: app.config.jwtSecret,
-    S3_ENDPOINT: app.config.s3.endpoint as string,
-    S3_BUCKET: app.config.s3.bucket,
-    PORT: String(port),
+  const running = await processOnApp(app, 'api', {
     // The tests hold app.comments while a request waits for it: longer than the default lock bound.
     API_LOCK_TIMEOUT_MS: '60000',
     API_STATEMENT_TIMEOUT_MS: '60000',
   });
   processes.push(running);
+  const { port } = running;
   const url = `http://127.0.0.1:${port}`;
   await running.waitFor(() => answers(`${url}/readyz`), 'the API process');
   return { running, client: createClient(url), port };

@@ -4,16 +4,15 @@
 // nothing. The processes run with small limits (WRITE_LIMITS); arranging happens through the test
 // app, by other users or under other limits than the one each case measures.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { freePort } from '../../../db/free-port.ts';
 import { writeLimitDefaults } from '../../../server/http/write-limits.ts';
 import { startTestApp, testCodes, type TestApp } from '../../helpers/app.ts';
 import { createClient, type ApiResponse, type Client } from '../../helpers/client.ts';
 import { addMember, createHub, invite, type TestHub } from '../../helpers/hubs.ts';
 import { createPost } from '../../helpers/posts.ts';
-import { answers, startProcess, type RunningProcess } from '../../helpers/process.ts';
+import { answers, type RunningProcess } from '../../helpers/process.ts';
 import { png, uploadAsset } from '../../helpers/uploads.ts';
 import { nextPhone, userAtLevel, type TestUser } from '../../helpers/users.ts';
-import { hubWithMembers } from '../../helpers/worlds.ts';
+import { hubWithMembers, processOnApp } from '../../helpers/worlds.ts';
 
 const max = 2;
 let app: TestApp;
@@ -27,21 +26,14 @@ beforeAll(async () => {
     .join(',');
   apis = (await Promise.all(
     [0, 1].map(async () => {
-      const port = await freePort();
-      const api = startProcess(process.execPath, ['main.ts', '--only=api'], {
-        DATABASE_URL: app.ownerUrl,
-        MIGRATE_ON_START: 'false',
-        JWT_SECRET: 'test-secret-not-for-production',
+      const api = await processOnApp(app, 'api', {
         OTP_TEST_CODES: testCodes,
-        S3_ENDPOINT: app.config.s3.endpoint as string,
-        S3_BUCKET: app.config.s3.bucket,
-        PORT: String(port),
         WRITE_LIMITS: writeLimits,
         LOG_LEVEL: 'warn',
       });
       processes.push(api);
-      await api.waitFor(() => answers(`http://127.0.0.1:${port}/readyz`), 'an API process');
-      return createClient(`http://127.0.0.1:${port}`);
+      await api.waitFor(() => answers(`http://127.0.0.1:${api.port}/readyz`), 'an API process');
+      return createClient(`http://127.0.0.1:${api.port}`);
     }),
   )) as [Client, Client];
 }, 90_000);

@@ -5,11 +5,11 @@
 // Nothing is lost; a message recorded as sent is never sent again; one is sent twice only if FCM
 // accepted it and the process died before its outcome was recorded.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { freePort } from '../../../db/free-port.ts';
 import { startTestApp, type TestApp } from '../../helpers/app.ts';
 import { startFcmStandIn, type FcmStandIn } from '../../helpers/fcm.ts';
-import { startProcess, type RunningProcess } from '../../helpers/process.ts';
+import { killAll, type RunningProcess } from '../../helpers/process.ts';
 import { userAtLevel, type TestUser } from '../../helpers/users.ts';
+import { processOnApp } from '../../helpers/worlds.ts';
 
 const concurrency = 4;
 const rows = 200;
@@ -25,23 +25,13 @@ beforeAll(async () => {
 }, 60_000);
 
 afterAll(async () => {
-  for (const worker of workers)
-    if (worker.child.exitCode === null && worker.child.signalCode === null) process.kill(-(worker.child.pid as number), 'SIGKILL');
-  await Promise.all(workers.map((w) => w.exited));
+  await killAll(workers);
   await fcm.close();
   await app.close();
 });
 
 async function startWorkerProcess(env: Record<string, string>): Promise<RunningProcess> {
-  const worker = startProcess(process.execPath, ['main.ts', '--only=worker'], {
-    DATABASE_URL: app.ownerUrl,
-    MIGRATE_ON_START: 'false',
-    JWT_SECRET: 'push-restart-test',
-    S3_ENDPOINT: app.config.s3.endpoint as string,
-    S3_BUCKET: app.config.s3.bucket,
-    PORT: String(await freePort()),
-    ...env,
-  });
+  const worker = await processOnApp(app, 'worker', env);
   workers.push(worker);
   await worker.waitFor(() => worker.output().includes('worker running'), 'the worker process');
   return worker;

@@ -4,13 +4,12 @@
 // counted once (contract 7 "Vote anonymity", migrations/frozen/0290, worker/tasks/tally-ballots.ts).
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { freePort } from '../../../db/free-port.ts';
 import { createTokens } from '../../../server/auth/tokens.ts';
 import { testImageWorker, type TestApp } from '../../helpers/app.ts';
 import { createPost, slider } from '../../helpers/posts.ts';
-import { startProcess, type RunningProcess } from '../../helpers/process.ts';
+import { killAll, type RunningProcess } from '../../helpers/process.ts';
 import type { TestUser } from '../../helpers/users.ts';
-import { appWithUsers } from '../../helpers/worlds.ts';
+import { appWithUsers, processOnApp } from '../../helpers/worlds.ts';
 
 const positions = ['strong_left', 'left', 'neutral', 'right', 'strong_right'];
 const voterCount = 400;
@@ -37,21 +36,13 @@ beforeAll(async () => {
 }, 120_000);
 
 afterAll(async () => {
-  for (const worker of workers)
-    if (worker.child.exitCode === null && worker.child.signalCode === null) process.kill(-(worker.child.pid as number), 'SIGKILL');
-  await Promise.all(workers.map((w) => w.exited));
+  await killAll(workers);
   await app.close();
 });
 
 async function startWorkerProcess(): Promise<RunningProcess> {
-  const worker = startProcess(process.execPath, ['main.ts', '--only=worker'], {
-    DATABASE_URL: app.ownerUrl,
-    MIGRATE_ON_START: 'false',
-    JWT_SECRET: app.config.jwtSecret,
+  const worker = await processOnApp(app, 'worker', {
     BALLOT_KEY: app.config.ballotKeys.map((k) => `${k.id}:${k.key.toString('hex')}`).join(','),
-    S3_ENDPOINT: app.config.s3.endpoint as string,
-    S3_BUCKET: app.config.s3.bucket,
-    PORT: String(await freePort()),
     WORKER_DEAD_AFTER_SECONDS: '3',
   });
   workers.push(worker);

@@ -4,13 +4,12 @@
 // back, worker/liveness.ts; the fan-out's key per job and recipient, migrations/frozen/0247).
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { freePort } from '../../../db/free-port.ts';
 import { testImageWorker, type TestApp } from '../../helpers/app.ts';
 import { createHub, type TestHub } from '../../helpers/hubs.ts';
 import { createPost } from '../../helpers/posts.ts';
-import { startProcess, type RunningProcess } from '../../helpers/process.ts';
+import { killAll, type RunningProcess } from '../../helpers/process.ts';
 import type { TestUser } from '../../helpers/users.ts';
-import { appWithUsers } from '../../helpers/worlds.ts';
+import { appWithUsers, processOnApp } from '../../helpers/worlds.ts';
 
 const deadAfterSeconds = 3;
 const members = 40;
@@ -31,22 +30,12 @@ beforeAll(async () => {
 }, 60_000);
 
 afterAll(async () => {
-  for (const worker of workers)
-    if (worker.child.exitCode === null && worker.child.signalCode === null) process.kill(-(worker.child.pid as number), 'SIGKILL');
-  await Promise.all(workers.map((w) => w.exited));
+  await killAll(workers);
   await app.close();
 });
 
 async function startWorkerProcess(): Promise<RunningProcess> {
-  const worker = startProcess(process.execPath, ['main.ts', '--only=worker'], {
-    DATABASE_URL: app.ownerUrl,
-    MIGRATE_ON_START: 'false',
-    JWT_SECRET: 'liveness-test',
-    S3_ENDPOINT: app.config.s3.endpoint as string,
-    S3_BUCKET: app.config.s3.bucket,
-    PORT: String(await freePort()),
-    WORKER_DEAD_AFTER_SECONDS: String(deadAfterSeconds),
-  });
+  const worker = await processOnApp(app, 'worker', { WORKER_DEAD_AFTER_SECONDS: String(deadAfterSeconds) });
   workers.push(worker);
   // Registered: its first beat landed (it may come after 'worker running', which a loaded machine shows).
   await worker.waitFor(() => worker.output().includes('worker registered'), 'the worker process registered');

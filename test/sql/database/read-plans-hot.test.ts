@@ -15,31 +15,26 @@ import { messagePageSql } from '../../../server/discussions/routes.ts';
 import { hubSearchSql, peopleSearchSql } from '../../../server/search/routes.ts';
 import { notificationListSql } from '../../../server/notifications/routes.ts';
 import { followPageSql, followScanCap } from '../../../server/users/follows.ts';
-import { benchId, generate, hotNameWord, space, subject as s } from '../../bench/scale-data.ts';
-import { startTestApp, type TestApp } from '../../helpers/app.ts';
-import { describePlan, explain, nodes, rowsRead, rowsReadInTransaction, vacuumUntilAllVisible } from '../../helpers/plans.ts';
+import { benchId, hotNameWord, space, subject as s } from '../../bench/scale-data.ts';
+import type { TestApp } from '../../helpers/app.ts';
+import { describePlan, explain, nodes, rowsRead, rowsReadInTransaction } from '../../helpers/plans.ts';
 import { asViewer } from '../../helpers/sql.ts';
+import { appWithScaleData } from '../../helpers/worlds.ts';
 
 const n = 2_000;
 const page = 20;
 let app: TestApp;
 beforeAll(async () => {
-  app = await startTestApp();
-  const client = await app.owner.connect();
-  try {
-    await generate(client, { name: 'plans-hot', shape: 'hot', n, users: 2 * n + 100, votes: n }, () => {});
-    // The votes' author also followed back by every user three times over: their notifications
-    // (one per vote on their posts, and these) are most of the table.
-    await client.query(
+  // The votes' author also followed back by every user three times over: their notifications
+  // (one per vote on their posts, and these) are most of the table.
+  app = await appWithScaleData({ name: 'plans-hot', shape: 'hot', n, users: 2 * n + 100, votes: n }, (client) =>
+    client.query(
       `insert into app.notifications (recipient_id, type, actor_id, created_at)
        select $1, 'user_followed', u.id, now() - (g * 1000 + abs(hashtext(u.id::text)) % 1000) * interval '1 minute'
        from app.users u, generate_series(1, 3) g where u.id <> $1`,
       [votesAuthor],
-    );
-    await vacuumUntilAllVisible(client);
-  } finally {
-    client.release();
-  }
+    ),
+  );
 }, 120_000);
 afterAll(() => app.close());
 

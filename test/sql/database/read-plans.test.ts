@@ -12,8 +12,8 @@ import { memberPageSql, memberScanCap } from '../../../server/hubs/members.ts';
 import { hubSearchSql, peopleSearchSql } from '../../../server/search/routes.ts';
 import { followPageSql, followScanCap } from '../../../server/users/follows.ts';
 import { myHubPageSql } from '../../../server/users/my-hubs.ts';
-import { benchId, generate, space, subject as s } from '../../bench/scale-data.ts';
-import { startTestApp, type TestApp } from '../../helpers/app.ts';
+import { benchId, space, subject as s } from '../../bench/scale-data.ts';
+import type { TestApp } from '../../helpers/app.ts';
 import {
   buffers,
   describePlan,
@@ -24,22 +24,15 @@ import {
   rowsReadInTransaction,
   scansOf,
   type PlanNode,
-  vacuumUntilAllVisible,
 } from '../../helpers/plans.ts';
 import { asViewer } from '../../helpers/sql.ts';
+import { appWithScaleData } from '../../helpers/worlds.ts';
 
 const n = 2_000;
 const page = 20;
 let app: TestApp;
 beforeAll(async () => {
-  app = await startTestApp();
-  const client = await app.owner.connect();
-  try {
-    await generate(client, { name: 'plans', n, users: 2 * n + 100, votes: n }, () => {});
-    await vacuumUntilAllVisible(client);
-  } finally {
-    client.release();
-  }
+  app = await appWithScaleData({ name: 'plans', n, users: 2 * n + 100, votes: n });
 }, 120_000);
 afterAll(() => app.close());
 
