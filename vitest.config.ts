@@ -4,18 +4,18 @@ import { BaseSequencer, type TestSpecification } from 'vitest/node';
 /**
  * HTTP test files that also run with the API and GraphQL pools behind a real PgBouncer in
  * transaction mode (test/helpers/app.ts, TEST_THROUGH_POOLER): the main journeys, chosen to cost
- * little time (about 40 s of a worker's time). test/http/pooler.test.ts always runs through one
+ * little time (about 40 s of a worker's time). test/http/operations/pooler.test.ts always runs through one
  * (votes, the stream, uploads, hubs, GraphQL, a pooler restart).
  * `npx vitest run --project direct <file>` runs a file once.
  */
 const throughPooler = [
-  'test/http/auth.test.ts',
-  'test/http/onboarding.test.ts',
-  'test/http/profiles.test.ts',
-  'test/http/posts.test.ts',
-  'test/http/comments.test.ts',
-  'test/http/notifications.test.ts',
-  'test/http/write-limits.test.ts',
+  'test/http/auth/auth.test.ts',
+  'test/http/onboarding/onboarding.test.ts',
+  'test/http/users/profiles.test.ts',
+  'test/http/posts/posts.test.ts',
+  'test/http/comments/comments.test.ts',
+  'test/http/notifications/notifications.test.ts',
+  'test/http/http/write-limits.test.ts',
 ];
 
 /**
@@ -25,17 +25,17 @@ const throughPooler = [
  * size on a fresh clone, where a short file that waits a minute would otherwise start at the end.
  */
 const startFirst = [
-  'test/process/failover.test.ts',
-  'test/process/restore-drill.test.ts',
-  'test/http/pooler.test.ts',
-  'test/worker/images/processor.test.ts',
-  'test/http/push.test.ts',
-  'test/process/failures.test.ts',
-  'test/process/worker-liveness.test.ts',
-  'test/process/seed.test.ts',
-  'test/process/replica-reads.test.ts',
-  'test/process/previous-release.test.ts',
-  'test/sql/migration-locks.test.ts',
+  'test/process/operations/failover.test.ts',
+  'test/process/operations/restore-drill.test.ts',
+  'test/http/operations/pooler.test.ts',
+  'test/worker/uploads/processor.test.ts',
+  'test/http/push/push.test.ts',
+  'test/process/operations/failures.test.ts',
+  'test/process/worker/worker-liveness.test.ts',
+  'test/process/operations/seed.test.ts',
+  'test/process/operations/replica-reads.test.ts',
+  'test/process/operations/previous-release.test.ts',
+  'test/sql/database/migration-locks.test.ts',
 ];
 
 class LongestFirst extends BaseSequencer {

@@ -12,7 +12,7 @@
 //      of the files (sqlLevel) is recorded for GET /readyz;
 //   4. the login roles' passwords.
 // Migrations only expand: what the previous release uses is removed by a later release
-// (test/sql/expand-only.test.ts).
+// (test/sql/database/expand-only.test.ts).
 import { createHash } from 'node:crypto';
 import { readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
@@ -36,7 +36,7 @@ export const baselineMigration = '0000_baseline';
 
 /**
  * The level of db/sql: raised by one in a release whose db/sql differs from the previous release's
- * (test/sql/expand-only.test.ts holds it). GET /readyz answers ready when the database has this level
+ * (test/sql/database/expand-only.test.ts holds it). GET /readyz answers ready when the database has this level
  * or a higher one applied (a newer release migrated it: expand-only, so it still has what this build
  * needs), and the runner refuses to apply files of a lower level than the database has.
  */

@@ -1,6 +1,6 @@
 // Landed migrations are protected by content: db/migrations.sha256 holds the SHA-256 of every
 // migration file on main (migrations/frozen/ included), one `<hash>  migrations/<file>` line each (the format of `sha256sum`, so
-// `sha256sum -c db/migrations.sha256` checks a checkout without Node). test/sql/migration-hashes.test.ts
+// `sha256sum -c db/migrations.sha256` checks a checkout without Node). test/sql/database/migration-hashes.test.ts
 // fails when a listed file's content changes, when a listed file is gone, or when a migration has no
 // line yet; `npm run migrations:hash` adds the lines of new files and never rewrites a listed one.
 import { createHash } from 'node:crypto';

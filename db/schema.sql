@@ -432,7 +432,7 @@ $$;
 -- Name: FUNCTION access_level(p_name text); Type: COMMENT; Schema: app; Owner: -
 --
 
-COMMENT ON FUNCTION app.access_level(p_name text) IS 'An access level by name (anonymous 1, profile 2, phone 3, hub_ready 4; any other name raises): what the SQL functions require (app.require_level, app.viewer_has_level, app.viewer_session_gate, app_private.active_member). Its TypeScript form is server/http/access-levels.ts levels; test/sql/access-levels.test.ts holds them equal.';
+COMMENT ON FUNCTION app.access_level(p_name text) IS 'An access level by name (anonymous 1, profile 2, phone 3, hub_ready 4; any other name raises): what the SQL functions require (app.require_level, app.viewer_has_level, app.viewer_session_gate, app_private.active_member). Its TypeScript form is server/http/access-levels.ts levels; test/sql/auth/access-levels.test.ts holds them equal.';
 
 
 --
@@ -455,7 +455,7 @@ $$;
 -- Name: FUNCTION access_level_of(p_full_name text, p_username text, p_terms_accepted_at timestamp with time zone, p_has_phone boolean, p_media_completed_at timestamp with time zone, p_contacts_synced_at timestamp with time zone); Type: COMMENT; Schema: app; Owner: -
 --
 
-COMMENT ON FUNCTION app.access_level_of(p_full_name text, p_username text, p_terms_accepted_at timestamp with time zone, p_has_phone boolean, p_media_completed_at timestamp with time zone, p_contacts_synced_at timestamp with time zone) IS 'The access-level ladder over the columns it reads (1 to 4): the one SQL form of it, inlined by app_private.user_level and app.onboarding_status (GET /users/me/onboarding). server/http/access-levels.ts is its TypeScript form; test/sql/access-levels.test.ts holds them equal.';
+COMMENT ON FUNCTION app.access_level_of(p_full_name text, p_username text, p_terms_accepted_at timestamp with time zone, p_has_phone boolean, p_media_completed_at timestamp with time zone, p_contacts_synced_at timestamp with time zone) IS 'The access-level ladder over the columns it reads (1 to 4): the one SQL form of it, inlined by app_private.user_level and app.onboarding_status (GET /users/me/onboarding). server/http/access-levels.ts is its TypeScript form; test/sql/auth/access-levels.test.ts holds them equal.';
 
 
 --
@@ -3749,7 +3749,7 @@ $$;
 -- Name: FUNCTION session_gate(p_level integer, p_required integer); Type: COMMENT; Schema: app; Owner: -
 --
 
-COMMENT ON FUNCTION app.session_gate(p_level integer, p_required integer) IS 'The gate over a level: UNAUTHORIZED for a null level, else the 403 code of the first missing level below p_required (the codes server/http/access-levels.ts gives; test/sql/access-levels.test.ts holds them equal). Used by app.viewer_session_gate and app.require_level.';
+COMMENT ON FUNCTION app.session_gate(p_level integer, p_required integer) IS 'The gate over a level: UNAUTHORIZED for a null level, else the 403 code of the first missing level below p_required (the codes server/http/access-levels.ts gives; test/sql/auth/access-levels.test.ts holds them equal). Used by app.viewer_session_gate and app.require_level.';
 
 
 --
@@ -5726,7 +5726,7 @@ $$;
 -- Name: FUNCTION counter_drift(); Type: COMMENT; Schema: app_private; Owner: -
 --
 
-COMMENT ON FUNCTION app_private.counter_drift() IS 'The reconciliation check: every counter whose kept value differs from a recount of its rows (no rows: they agree). Run by hand or by tests (test/http/counters.test.ts), never by a request: it scans the counted tables.';
+COMMENT ON FUNCTION app_private.counter_drift() IS 'The reconciliation check: every counter whose kept value differs from a recount of its rows (no rows: they agree). Run by hand or by tests (test/http/counters/counters.test.ts), never by a request: it scans the counted tables.';
 
 
 --
@@ -6704,7 +6704,7 @@ $$;
 -- Name: FUNCTION hub_list_entry_drift(); Type: COMMENT; Schema: app_private; Owner: -
 --
 
-COMMENT ON FUNCTION app_private.hub_list_entry_drift() IS 'The check of the kept rows of GET /users/me/hubs: the (user, hub) pairs whose row differs from the relation rows (no rows: all agree). Scans three tables; run by tests (test/http/hub-activity.test.ts), never by a request.';
+COMMENT ON FUNCTION app_private.hub_list_entry_drift() IS 'The check of the kept rows of GET /users/me/hubs: the (user, hub) pairs whose row differs from the relation rows (no rows: all agree). Scans three tables; run by tests (test/http/hubs/hub-activity.test.ts), never by a request.';
 
 
 --
@@ -8816,7 +8816,7 @@ CREATE FUNCTION app_private.rebuild_hub_name_words() RETURNS void
 -- Name: FUNCTION rebuild_hub_name_words(); Type: COMMENT; Schema: app_private; Owner: -
 --
 
-COMMENT ON FUNCTION app_private.rebuild_hub_name_words() IS 'Sets every hub''s name words from the names (app_private.rebuild_name_words): the repair after a bulk load made with triggers off. Called by the scale benchmark (every app_private.rebuild_*) and test/http/search-words.test.ts.';
+COMMENT ON FUNCTION app_private.rebuild_hub_name_words() IS 'Sets every hub''s name words from the names (app_private.rebuild_name_words): the repair after a bulk load made with triggers off. Called by the scale benchmark (every app_private.rebuild_*) and test/http/search/search-words.test.ts.';
 
 
 --
@@ -8884,7 +8884,7 @@ CREATE FUNCTION app_private.rebuild_user_name_words() RETURNS void
 -- Name: FUNCTION rebuild_user_name_words(); Type: COMMENT; Schema: app_private; Owner: -
 --
 
-COMMENT ON FUNCTION app_private.rebuild_user_name_words() IS 'Sets every user''s name words from the names (app_private.rebuild_name_words): the repair after a bulk load made with triggers off. Called by the scale benchmark (every app_private.rebuild_*) and test/http/search-words.test.ts.';
+COMMENT ON FUNCTION app_private.rebuild_user_name_words() IS 'Sets every user''s name words from the names (app_private.rebuild_name_words): the repair after a bulk load made with triggers off. Called by the scale benchmark (every app_private.rebuild_*) and test/http/search/search-words.test.ts.';
 
 
 --

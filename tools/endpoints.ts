@@ -1,6 +1,6 @@
 // npm run endpoints: writes docs/endpoints.md, the file of every endpoint of /api/v1 (the
 // definitions the routes and the OpenAPI document are built from), so a reader finds an endpoint's
-// code from its method and path. test/docs/endpoints.test.ts fails when the page is stale.
+// code from its method and path. test/docs/http/endpoints.test.ts fails when the page is stale.
 //
 // An endpoint's file is the module whose source defines it (`endpoint({...})`) and exports it; an
 // aggregating module (server/hubs/routes.ts, server/app.ts) defines none and is not the answer.

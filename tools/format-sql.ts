@@ -4,9 +4,9 @@
 //
 // Only db/sql/**/*.sql: migrations/ are hash-locked (db/migrations.sha256) and db/schema.sql is
 // pg_dump's output. db/schema.sql holds the functions' text as db/sql gives it, so a change that
-// formats db/sql anew is followed by `npm run schema` (test/sql/schema-file.test.ts and
+// formats db/sql anew is followed by `npm run schema` (test/sql/database/schema-file.test.ts and
 // layout.test.ts compare it), and by a raised sqlLevel in db/migrate.ts when
-// test/sql/expand-only.test.ts asks for one.
+// test/sql/database/expand-only.test.ts asks for one.
 //
 // What pgFormatter is not given, and why:
 // - PL/pgSQL bodies (a dollar-quoted body that opens with `declare`, `begin`, `<<label>>` or a `#`

@@ -1,5 +1,5 @@
 // npm run openapi:release: keeps the served OpenAPI document as the released contract of its version
-// (openapi/released/<info.version>.json). test/http/openapi-contract.test.ts compares the served
+// (openapi/released/<info.version>.json). test/http/openapi/openapi-contract.test.ts compares the served
 // document with every kept one and fails on a change that would break an app built from it
 // (tools/openapi-breaking.ts). Cut one when an app version built from the document ships; docs/api.md.
 import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';

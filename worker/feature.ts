@@ -3,7 +3,7 @@
 // those that run by the clock. The runner (worker/runner.ts) collects them from its one list of
 // features. A task's name is a contract with the database: SQL queues jobs by it
 // (graphile_worker.add_job), and a job one release queues runs on the other
-// (test/sql/expand-only.test.ts), so a name, once queued, stays.
+// (test/sql/database/expand-only.test.ts), so a name, once queued, stays.
 import type { Task } from 'graphile-worker';
 import type { ObjectStore } from './object-store.ts';
 import type { ImageProcessor } from './tasks/uploads/images/processor.ts';

@@ -1,6 +1,6 @@
 // npm run migrations:hash: adds the SHA-256 of each migration file db/migrations.sha256 does not list
 // yet (your new migration), and leaves every listed line as it is: a landed migration's hash is
-// never rewritten, so a changed landed file keeps failing test/sql/migration-hashes.test.ts.
+// never rewritten, so a changed landed file keeps failing test/sql/database/migration-hashes.test.ts.
 import { createLogger } from '../../logger.ts';
 import { addNewHashes } from '../migration-hashes.ts';
 

@@ -1,6 +1,6 @@
 // db/schema.sql: the whole schema a fresh database gets (migrations, then db/sql), as pg_dump writes it
 // (types, tables, indexes, functions, triggers, policies, grants, comments), for review. Written by
-// `npm run schema` (db/cli/schema.ts) and checked by test/sql/schema-file.test.ts.
+// `npm run schema` (db/cli/schema.ts) and checked by test/sql/database/schema-file.test.ts.
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { pgDump } from './pg-dump.ts';

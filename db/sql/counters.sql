@@ -218,7 +218,7 @@ create or replace function app_private.counter_drift()
   full join app_private.counted_now() c on c.counter = k.counter and c.subject = k.subject
   where coalesce(k.n, 0) <> coalesce(c.n, 0)
 $$;
-comment on function app_private.counter_drift() is 'The reconciliation check: every counter whose kept value differs from a recount of its rows (no rows: they agree). Run by hand or by tests (test/http/counters.test.ts), never by a request: it scans the counted tables.';
+comment on function app_private.counter_drift() is 'The reconciliation check: every counter whose kept value differs from a recount of its rows (no rows: they agree). Run by hand or by tests (test/http/counters/counters.test.ts), never by a request: it scans the counted tables.';
 
 -- Sets every counter from the rows (one slot per subject; the discussion counts in their rows): the
 -- repair after a restore or a bulk load made with triggers off.

@@ -836,7 +836,7 @@ create or replace function app_private.rebuild_hub_name_words()
   set search_path = pg_catalog
   as $$ select app_private.rebuild_name_words('app.hub_name_words', 'hub_id', 'app.hubs', 'name') $$;
 comment on function app_private.rebuild_hub_name_words() is
-  'Sets every hub''s name words from the names (app_private.rebuild_name_words): the repair after a bulk load made with triggers off. Called by the scale benchmark (every app_private.rebuild_*) and test/http/search-words.test.ts.';
+  'Sets every hub''s name words from the names (app_private.rebuild_name_words): the repair after a bulk load made with triggers off. Called by the scale benchmark (every app_private.rebuild_*) and test/http/search/search-words.test.ts.';
 
 -- The hubs with a name word starting with the first word of p_query (as typed), by that word and hub
 -- id after (p_after_word, p_after_id) (null: from the first), each hub once, rechecked with
@@ -1034,7 +1034,7 @@ comment on function app_private.hub_list_relation_changed() is
 -- The viewer's page of the list, in (activity_at, hub_id) descending order, after the cursor:
 -- one range of the page index. Rows of removed hubs (whose relations are ended with the hub) and
 -- of expired invitations are passed over; the caller still reads each hub under its policy.
--- Positional parameters: test/sql/read-plans.test.ts explains this body as it is.
+-- Positional parameters: test/sql/database/read-plans.test.ts explains this body as it is.
 create or replace function app.my_hub_page(p_before_at timestamptz, p_before_id uuid, p_limit int)
   returns table (hub_id uuid, activity_at timestamptz, status text, role app.hub_role, invitation_id uuid)
   language sql stable security definer
@@ -1071,7 +1071,7 @@ create or replace function app_private.hub_list_entry_drift()
   where (k.status, k.role, k.invitation_id, k.expires_at) is distinct from (c.status, c.role, c.invitation_id, c.expires_at)
 $$;
 comment on function app_private.hub_list_entry_drift() is
-  'The check of the kept rows of GET /users/me/hubs: the (user, hub) pairs whose row differs from the relation rows (no rows: all agree). Scans three tables; run by tests (test/http/hub-activity.test.ts), never by a request.';
+  'The check of the kept rows of GET /users/me/hubs: the (user, hub) pairs whose row differs from the relation rows (no rows: all agree). Scans three tables; run by tests (test/http/hubs/hub-activity.test.ts), never by a request.';
 
 -- Sets every row from the relation rows, each at its hub's latest activity (after a restore or a
 -- bulk load made with triggers off).

@@ -137,7 +137,7 @@ comment on function app_private.queue_hub_fanout(uuid, app.notification_type, te
 -- Publication alerts (spec part 6): a post reached a hub (hub_post_created, post_shared_to_hub).
 -- They are never pushed (app_private.pushed_type) and a hub's content mute silences them
 -- (app_private.content_mute_silences). server/shapes/notification.ts publicationTypes is the
--- TypeScript list; test/sql/notification-policies.test.ts holds them equal. Plain immutable SQL,
+-- TypeScript list; test/sql/notifications/notification-policies.test.ts holds them equal. Plain immutable SQL,
 -- inlined where it is used.
 create or replace function app_private.is_publication(p_type app.notification_type)
   returns boolean

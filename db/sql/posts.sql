@@ -107,7 +107,7 @@ comment on function app_private.visible_post(uuid) is
 -- The level a visibility needs, and the target hubs: public needs level 3 and no hubs; hub
 -- visibilities need level 4 and 1-10 hubs where the author is an active member. The SQL form of
 -- the audience table of server/posts/fields.ts (audiences), from which the request validator and
--- the OpenAPI document are made; test/sql/post-policies.test.ts holds the two equal.
+-- the OpenAPI document are made; test/sql/posts/post-policies.test.ts holds the two equal.
 create or replace function app_private.check_post_audience(p_visibility app.post_visibility, p_hub_ids uuid[])
   returns void
   language plpgsql stable

@@ -561,13 +561,13 @@ create or replace function app.access_level_of(p_full_name text, p_username text
   end
 $$;
 comment on function app.access_level_of(text, text, timestamp with time zone, boolean, timestamp with time zone, timestamp with time zone) is
-  'The access-level ladder over the columns it reads (1 to 4): the one SQL form of it, inlined by app_private.user_level and app.onboarding_status (GET /users/me/onboarding). server/http/access-levels.ts is its TypeScript form; test/sql/access-levels.test.ts holds them equal.';
+  'The access-level ladder over the columns it reads (1 to 4): the one SQL form of it, inlined by app_private.user_level and app.onboarding_status (GET /users/me/onboarding). server/http/access-levels.ts is its TypeScript form; test/sql/auth/access-levels.test.ts holds them equal.';
 
 -- The access levels by name, the one SQL home of the numbers a function requires (contract section
 -- 2): 'anonymous' 1, 'profile' 2 (profile basics), 'phone' 3, 'hub_ready' 4; any other name raises
 -- (CASE_NOT_FOUND), so a misspelt requirement fails instead of letting everyone through. Immutable:
 -- a call with a constant name is folded to its number when the calling statement is planned.
--- server/http/access-levels.ts `levels` is its TypeScript form; test/sql/access-levels.test.ts holds
+-- server/http/access-levels.ts `levels` is its TypeScript form; test/sql/auth/access-levels.test.ts holds
 -- them equal.
 create or replace function app.access_level(p_name text)
   returns int
@@ -583,7 +583,7 @@ begin
 end
 $$;
 comment on function app.access_level(text) is
-  'An access level by name (anonymous 1, profile 2, phone 3, hub_ready 4; any other name raises): what the SQL functions require (app.require_level, app.viewer_has_level, app.viewer_session_gate, app_private.active_member). Its TypeScript form is server/http/access-levels.ts levels; test/sql/access-levels.test.ts holds them equal.';
+  'An access level by name (anonymous 1, profile 2, phone 3, hub_ready 4; any other name raises): what the SQL functions require (app.require_level, app.viewer_has_level, app.viewer_session_gate, app_private.active_member). Its TypeScript form is server/http/access-levels.ts levels; test/sql/auth/access-levels.test.ts holds them equal.';
 grant execute on function app.access_level(text) to app_anonymous, app_worker;
 
 -- The session check of the transaction's own viewer (app.viewer_session_id, app.viewer_id) at a
@@ -626,7 +626,7 @@ begin
 end
 $$;
 comment on function app.session_gate(integer, integer) is
-  'The gate over a level: UNAUTHORIZED for a null level, else the 403 code of the first missing level below p_required (the codes server/http/access-levels.ts gives; test/sql/access-levels.test.ts holds them equal). Used by app.viewer_session_gate and app.require_level.';
+  'The gate over a level: UNAUTHORIZED for a null level, else the 403 code of the first missing level below p_required (the codes server/http/access-levels.ts gives; test/sql/auth/access-levels.test.ts holds them equal). Used by app.viewer_session_gate and app.require_level.';
 grant execute on function app.session_gate(integer, integer) to app_anonymous;
 
 -- A user's access level (contract section 2) over the columns it reads: the level rule is

@@ -598,7 +598,7 @@ create or replace function app_private.rebuild_user_name_words()
   set search_path = pg_catalog
   as $$ select app_private.rebuild_name_words('app.user_name_words', 'user_id', 'app.users', 'full_name') $$;
 comment on function app_private.rebuild_user_name_words() is
-  'Sets every user''s name words from the names (app_private.rebuild_name_words): the repair after a bulk load made with triggers off. Called by the scale benchmark (every app_private.rebuild_*) and test/http/search-words.test.ts.';
+  'Sets every user''s name words from the names (app_private.rebuild_name_words): the repair after a bulk load made with triggers off. Called by the scale benchmark (every app_private.rebuild_*) and test/http/search/search-words.test.ts.';
 
 -- The reconciliation check of the search words: every user and hub whose kept words differ from
 -- the words of its name now (app_private.name_word_drift of each index). No rows: the words agree

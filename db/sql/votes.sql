@@ -230,7 +230,7 @@ comment on function app_private.post_hubs_seed_vote_counters() is
   'Trigger function: the hub counter rows of a slider post placed in a hub (trigger _300_seed_vote_counters on app.post_hubs; POST /posts with hubs, POST /posts/{postId}/share/hubs).';
 
 -- The counts are the five counter columns in the order of app.vote_position, the one list of the
--- positions in SQL (server/votes/ballots.ts ballotPositions in TypeScript; test/sql/enums.test.ts holds the
+-- positions in SQL (server/votes/ballots.ts ballotPositions in TypeScript; test/sql/database/enums.test.ts holds the
 -- enum, the columns and the list equal).
 -- Two branches, one per kind of scope; the one that does not apply is cut off by its constant
 -- test (a hub branch with a null p_hub_id matches nothing). Called, not inlined (its subqueries keep

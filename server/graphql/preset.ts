@@ -8,7 +8,7 @@
 // One schema per role: introspection runs as that role, so PostGraphile's RBAC plugin sees only
 // its grants (app_user's include app_anonymous's, which it inherits). A user token's schema
 // therefore holds exactly the columns app_user may select, which the column grants keep to what
-// REST shows a user (test/http/graphql-user-schema.test.ts walks it against an allow-list).
+// REST shows a user (test/http/graphql/graphql-user-schema.test.ts walks it against an allow-list).
 //
 // Writes: only the admin schema has mutations, where app_admin's grants allow (today
 // hubs.is_recommended). The user schema has none, and a user's transaction is read-only besides

@@ -2,13 +2,13 @@
 // means, and the code a request answers when the viewer lacks it. The gate (auth.ts requireLevel)
 // and the OpenAPI document (an operation's 403 codes, the description of x-access-level) read it
 // from here. The database raises the same codes in app.session_gate and app.require_level;
-// test/sql/access-levels.test.ts holds the two equal for every level and requirement.
+// test/sql/auth/access-levels.test.ts holds the two equal for every level and requirement.
 import type { ErrorCode } from './catalog.ts';
 
 /**
  * The levels by name: what an endpoint declaration requires (`level: levels.hubReady`). The SQL
  * functions ask app.access_level with the same names in snake case ('hub_ready');
- * test/sql/access-levels.test.ts holds the two equal.
+ * test/sql/auth/access-levels.test.ts holds the two equal.
  */
 export const levels = { anonymous: 1, profile: 2, phone: 3, hubReady: 4 } as const;
 

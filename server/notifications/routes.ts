@@ -19,7 +19,7 @@ const tag = 'Notifications';
  * GET /notifications: the page's ids from app.notification_page (db/sql/notifications.sql: one
  * index range per scope the viewer may see), the rows from app.notification_rows as the viewer,
  * under the policy. Parameters: the cursor's time (microseconds) and id, unread only, the page
- * size plus one. The plan tests run it as it is (test/sql/read-plans-hot.test.ts).
+ * size plus one. The plan tests run it as it is (test/sql/database/read-plans-hot.test.ts).
  */
 export const notificationListSql = `select r.*, ${micros('r.created_at')} as created_us
   from app.notification_rows(array(

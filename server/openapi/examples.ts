@@ -1,5 +1,5 @@
 // Example values for the OpenAPI document, so every request body and response carries one that a
-// client author can read as real data: valid against its own schema (test/http/openapi.test.ts
+// client author can read as real data: valid against its own schema (test/http/openapi/openapi.test.ts
 // checks each one with a JSON Schema validator, and Redocly's lint does too) and plausible (a
 // vote summary whose counts add up, a session of a Hub-ready user, names and texts a person would
 // write). A schema's own `examples` (zod `.meta({ examples })`) win; then the named components and

@@ -10,7 +10,7 @@ export const idList = (max: number) => z.array(idField).max(max);
 export const postHubsMax = 10;
 export const articleMediaMax = 10;
 
-/** The enum app.post_visibility (test/sql/enums.test.ts holds them equal). */
+/** The enum app.post_visibility (test/sql/database/enums.test.ts holds them equal). */
 export const visibilities = ['public', 'public_hub', 'private_locked_hub'] as const;
 export type Visibility = (typeof visibilities)[number];
 export const visibility = z.enum(visibilities);
@@ -45,7 +45,7 @@ export function requires(...names: string[]) {
  * its author needs and how many hubIds it takes (hub visibilities: hubs where the author is an
  * active member). checkFrame (zod), frameRules (the OpenAPI document's JSON Schema) and the POST
  * /posts description are made from it; app_private.check_post_audience is its SQL form, and
- * test/sql/post-policies.test.ts feeds every visibility, hub count and level through both.
+ * test/sql/posts/post-policies.test.ts feeds every visibility, hub count and level through both.
  */
 export const audiences = {
   public: { level: levels.phone, hubs: { min: 0, max: 0 } },

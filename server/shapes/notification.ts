@@ -30,7 +30,7 @@ export type NotificationType = (typeof notificationTypes)[number];
 /**
  * Publication alerts (spec part 6): a post reached a hub. Never pushed; silenced, with the
  * hub-scoped post_reposted, by a hub's content mute. app_private.is_publication and
- * app_private.content_mute_silences are the SQL homes; test/sql/notification-policies.test.ts
+ * app_private.content_mute_silences are the SQL homes; test/sql/notifications/notification-policies.test.ts
  * holds them equal to these lists.
  */
 export const publicationTypes = ['hub_post_created', 'post_shared_to_hub'] as const satisfies readonly NotificationType[];

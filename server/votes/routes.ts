@@ -48,7 +48,7 @@ const union = (a: readonly string[], b: readonly string[]) => [...new Set([...a,
 
 /**
  * The level a vote needs (profile basics), checked by app.cast_vote itself, first: its gate asks
- * app.access_level('profile'), and test/sql/access-levels.test.ts holds the two equal.
+ * app.access_level('profile'), and test/sql/auth/access-levels.test.ts holds the two equal.
  */
 export const voteLevel = levels.profile;
 

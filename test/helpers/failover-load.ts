@@ -1,5 +1,5 @@
 // The service on a Patroni cluster (test/helpers/patroni.ts) under a load like phones, for the
-// failover test (test/process/failover.test.ts) and benchmark (test/bench/failover.ts).
+// failover test (test/process/operations/failover.test.ts) and benchmark (test/bench/failover.ts).
 //
 // startServices: `npm run migrate`, then one API process and one worker process (`node main.ts
 // --only=...`) with DATABASE_URL on HAProxy's leader port and DATABASE_REPLICA_URLS on its standby
@@ -12,7 +12,6 @@
 // may have happened), and a read of the post's comments. Every answer is recorded. check() then
 // reads the database: every acknowledged comment is there once, no comment is there twice, and
 // every post_commented notification of the author reached the stream.
-import { CreateBucketCommand, S3Client } from '@aws-sdk/client-s3';
 import { randomBytes, randomUUID } from 'node:crypto';
 import pg from 'pg';
 import { freePort } from '../../db/free-port.ts';
@@ -20,6 +19,7 @@ import { testCodes, testOtpCode, testPhone } from './app.ts';
 import { createClient, type Client } from './client.ts';
 import { openStream, type TestStream } from './notifications.ts';
 import { answers, startProcess, type RunningProcess } from './process.ts';
+import { createBucket } from './worlds.ts';
 
 export interface Services {
   apiUrl: string;
@@ -41,14 +41,7 @@ export async function startServices({
   cwd?: string;
 }): Promise<Services> {
   const bucket = `failover-${randomBytes(4).toString('hex')}`;
-  const s3 = new S3Client({
-    endpoint: s3Endpoint,
-    region: 'us-east-1',
-    forcePathStyle: true,
-    credentials: { accessKeyId: 'S3RVER', secretAccessKey: 'S3RVER' },
-  });
-  await s3.send(new CreateBucketCommand({ Bucket: bucket }));
-  s3.destroy();
+  await createBucket(bucket, s3Endpoint);
   const env = {
     DATABASE_URL: primaryUrl,
     DATABASE_REPLICA_URLS: replicaUrl,

@@ -60,6 +60,13 @@ export function startProcess(
   return running;
 }
 
+/** Ends every process still running with SIGKILL to its whole group, and waits for all of them. */
+export async function killAll(processes: Iterable<RunningProcess | undefined>): Promise<void> {
+  const all = [...processes].filter((running) => running !== undefined);
+  for (const { child } of all) if (child.exitCode === null && child.signalCode === null) process.kill(-(child.pid as number), 'SIGKILL');
+  await Promise.all(all.map((running) => running.exited));
+}
+
 /** Whether anything still answers at the URL. */
 export async function answers(url: string): Promise<boolean> {
   return fetch(url).then(

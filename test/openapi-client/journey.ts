@@ -1,5 +1,5 @@
 // A mobile client's first minutes, written against the client generated from the OpenAPI document
-// (openapi-typescript types for openapi-fetch). test/http/openapi.test.ts generates `./api.ts` from
+// (openapi-typescript types for openapi-fetch). test/http/openapi/openapi.test.ts generates `./api.ts` from
 // the served document, type-checks this file against it with tsc (so a response or error detail
 // typed too weakly, an id that is not a string, a missing field, fails the build) and runs it
 // against the server. Nothing here is typed by hand: every type comes from the document.

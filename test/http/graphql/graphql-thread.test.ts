@@ -1,0 +1,142 @@
+// Internal GraphQL runs beside REST, not on its event loop (server/graphql/thread.ts): PostGraphile
+// plans, runs and serialises each operation in a worker thread of its own, at a lower CPU priority
+// than the API's thread, with a pool of its own. Read from the operating system (Linux's
+// /proc/self/task): the thread's nice value, and which thread spends the CPU time of operations.
+import { readFileSync, readlinkSync } from 'node:fs';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { graphqlThreadNiceness } from '../../../server/graphql/mount.ts';
+import { startTestApp, type TestApp } from '../../helpers/app.ts';
+import { userAtLevel, type TestUser } from '../../helpers/users.ts';
+import { appWithUsers } from '../../helpers/worlds.ts';
+
+const linux = process.platform === 'linux';
+let app: TestApp;
+let alice: TestUser;
+beforeAll(async () => {
+  [app, alice] = await appWithUsers(3);
+  await app.owner.query(
+    "insert into app.users (username, full_name, bio) select 'thread_' || g, 'Thread ' || g, repeat('bio ', 30) from generate_series(1, 150) g",
+  );
+  await app.services.graphql.ready();
+});
+afterAll(() => app.close());
+
+/** A thread's nice value and CPU time so far (clock ticks), from /proc/self/task/<id>/stat. */
+function threadStat(threadId: number): { nice: number; cpuTicks: number } {
+  const stat = readFileSync(`/proc/self/task/${threadId}/stat`, 'utf8');
+  // The fields after "(comm) ": state is field 3 of the line, utime 14, stime 15, nice 19.
+  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  const field = (number: number) => Number(fields[number - 3]);
+  return { nice: field(19), cpuTicks: field(14) + field(15) };
+}
+
+/**
+ * An operation of ten aliases, each a page of users with a nested page of follows, named after
+ * `round`: a document grafast has not seen, so it is planned again (most of an operation's work),
+ * while the answer stays small for the thread that reads it.
+ */
+const planned = (round: number) =>
+  `{ ${Array.from({ length: 10 }, (_, i) => `r${round}a${i}: allUsers(first: 10, orderBy: USERNAME_ASC) { nodes { rowId username fullName followsByFollowerId(first: 2) { nodes { seq followeeId } } } }`).join(' ')} }`;
+
+async function graphql(
+  query: string,
+): Promise<{ status: number; body: { data?: Record<string, { nodes: unknown[] }>; errors?: unknown[] } }> {
+  const response = await fetch(`${app.url}/internal/graphql`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', authorization: `Bearer ${alice.token}` },
+    body: JSON.stringify({ query }),
+  });
+  return { status: response.status, body: (await response.json()) as never };
+}
+
+describe.runIf(linux)('the internal GraphQL thread', () => {
+  it('is a thread of this process, at a lower priority than the thread that serves REST', async () => {
+    const { threadId } = await app.services.graphql.poolStats();
+    const own = Number(readlinkSync('/proc/thread-self').split('/').pop());
+    expect(threadId).toEqual(expect.any(Number));
+    expect(threadId).not.toBe(own);
+    expect(threadStat(threadId as number).nice).toBe(graphqlThreadNiceness);
+    expect(threadStat(own).nice).toBe(0);
+  });
+
+  it("builds every role's schema at the priority of the process after the first request, and lowers its own only then", async () => {
+    const fresh = await startTestApp();
+    try {
+      // A user's first operation builds the user schema; the admin one follows, still at nice 0.
+      const user = await userAtLevel(fresh, 3);
+      const first = await fetch(`${fresh.url}/internal/graphql`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', authorization: `Bearer ${user.token}` },
+        body: JSON.stringify({ query: '{ __typename }' }),
+      });
+      expect(first.status).toBe(200);
+      // The stats message is answered between the build's waits for the database.
+      const samples: { nice: number; built: string[] }[] = [];
+      for (;;) {
+        const { threadId, built } = await fresh.services.graphql.poolStats();
+        const sample = { nice: threadStat(threadId as number).nice, built: built.toSorted() };
+        samples.push(sample);
+        if (sample.nice !== 0) break;
+        await new Promise((resolve) => setTimeout(resolve, 5));
+      }
+      expect(samples[0]?.built).toContain('app_user');
+      // Lowered only with both built: no moderator's first operation waits for a build at nice 10.
+      expect(samples.at(-1)).toEqual({ nice: graphqlThreadNiceness, built: ['app_admin', 'app_user'] });
+    } finally {
+      await fresh.close();
+    }
+  });
+
+  it('spends the CPU time of operations, not the thread that serves REST', async () => {
+    const { threadId } = await app.services.graphql.poolStats();
+    const own = Number(readlinkSync('/proc/thread-self').split('/').pop());
+    // Warm: connections, and the code of planning.
+    expect((await graphql(planned(0))).status).toBe(200);
+    const before = { graphql: threadStat(threadId as number).cpuTicks, rest: threadStat(own).cpuTicks };
+    for (let round = 1; round <= 20; round++) {
+      const { status, body } = await graphql(planned(round));
+      expect(status).toBe(200);
+      expect(body.errors).toBeUndefined();
+      expect(body.data?.[`r${round}a9`]?.nodes).toHaveLength(10);
+    }
+    const spent = { graphql: threadStat(threadId as number).cpuTicks - before.graphql, rest: threadStat(own).cpuTicks - before.rest };
+    // This thread also sent the requests, checked the tokens and read the answers; the GraphQL
+    // thread planned, ran and wrote the operations, which is most of the work.
+    expect(spent.graphql, JSON.stringify(spent)).toBeGreaterThan(2 * spent.rest);
+  });
+
+  it('leaves the session check and admission on the API thread, and runs operations on its own pool', async () => {
+    let sessionChecks = 0;
+    const counted = () => (sessionChecks += 1);
+    app.pools.graphql.on('acquire', counted);
+    try {
+      const pool = (await app.services.graphql.poolStats()).checkouts;
+      expect((await graphql('{ allUsers(first: 1) { nodes { rowId } } }')).status).toBe(200);
+      // One checkout of the API thread's pool (the session check); the operation's are the thread's.
+      expect(sessionChecks).toBe(1);
+      expect((await app.services.graphql.poolStats()).checkouts - pool).toBeGreaterThanOrEqual(1);
+    } finally {
+      app.pools.graphql.off('acquire', counted);
+    }
+  });
+
+  it('names the connections of each pool in pg_stat_activity', async () => {
+    expect((await graphql('{ allUsers(first: 1) { nodes { rowId } } }')).status).toBe(200);
+    await app.runJobs();
+    const rest = await fetch(`${app.url}/api/v1/users/me/onboarding/status`, { headers: { authorization: `Bearer ${alice.token}` } });
+    expect(rest.status).toBe(200);
+    const { rows } = await app.owner.query<{ name: string; role: string }>(
+      `select distinct application_name as name, usename as role from pg_stat_activity
+        where datname = current_database() and backend_type = 'client backend' and pid <> pg_backend_pid()`,
+    );
+    const names = rows.map((row) => `${row.name} as ${row.role}`);
+    for (const expected of [
+      'api as authenticator',
+      'graphql as authenticator',
+      'graphql session checks as authenticator',
+      'worker as app_worker',
+    ]) {
+      expect(names).toContain(expected);
+    }
+  });
+});
