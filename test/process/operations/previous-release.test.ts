@@ -23,7 +23,6 @@ import { checkoutCommit, previousReleaseCommit } from '../../helpers/releases.ts
 import { userAtLevel } from '../../helpers/users.ts';
 import { emptyInstall, type ScratchDatabase } from '../../helpers/worlds.ts';
 import { acrossMajors, currentSchema, schemaFileMajor, schemaFilePath } from '../../../db/schema/schema-file.ts';
-import { databaseUrl } from '../../helpers/global-setup.ts';
 
 const commit = previousReleaseCommit();
 let previous: string;
