@@ -170,7 +170,7 @@ comment on function app_private.place_post_in_hubs(uuid, uuid[], app.post_hub_ki
 --   3. app.posts: the post; when that insert ends, its triggers, which hold whoever inserts a post:
 --      _300_seed_vote_counters (app_private.posts_seed_vote_counters: the global counter rows of a
 --      slider post), then _500_count_insert (app_private.count_posts: the author's user_posts unless
---      private_locked_hub);
+--      the post stays in its hubs, app.post_stays_in_hubs);
 --   4. app_private.place_post_in_hubs, hub by hub: app.post_hubs (its trigger
 --      _300_seed_vote_counters: the hub's counter rows of a slider post), the hub's discussion of
 --      the post (app.hub_discussions), app_private.touch_hub_activity (app.hub_activity's triggers

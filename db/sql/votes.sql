@@ -18,11 +18,11 @@ comment on function app.vote_tally(uuid, uuid) is
 grant execute on function app.vote_tally(uuid, uuid) to app_anonymous;
 
 -- POST /posts/{postId}/vote. What a vote does, in order (the names are the code's):
---   1. app.viewer_session_gate(2): the session first (401, then 403);
---   2. the rules: the post visible to the voter (app.post_visible_to, else POST_NOT_FOUND), a
---      private_locked_hub post only for its author or an active member of a target hub
---      (VOTE_NOT_ALLOWED), a slider post (POST_NOT_VOTABLE), a sealed ballot for every hub where the
---      voter is an active member (else OBS01: the API seals again and retries);
+--   1. app.viewer_session_gate(app.access_level('profile')): the session first (401, then 403);
+--   2. the rules: the post visible to the voter (app.post_visible_to, else POST_NOT_FOUND), the
+--      locked-post rule (app.post_reaches, else VOTE_NOT_ALLOWED), a slider post (POST_NOT_VOTABLE),
+--      a sealed ballot for every hub where the voter is an active member (else OBS01: the API seals
+--      again and retries);
 --   3. one statement writes, once for a new receipt (none when the vote was already cast):
 --      - app.vote_receipts: the receipt (on conflict do nothing: VOTE_ALREADY_CAST after it);
 --      - app.vote_scope_receipts: a scope receipt per pool (global, each of those hubs);
