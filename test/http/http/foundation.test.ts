@@ -81,7 +81,7 @@ describe('envelopes and catalogued errors', () => {
 
   it('answers an unexpected database failure with a bare 500 INTERNAL_ERROR', async () => {
     const user = await anonymousUser(app);
-    await app.owner.query('alter function app.onboarding_status() rename to onboarding_status_gone');
+    await app.owner.query('alter function app.onboarding_status_gated(int) rename to onboarding_status_gone');
     try {
       const response = await app.get('/users/me/onboarding/status', { token: user.token });
       expect(response.status).toBe(500);
@@ -91,7 +91,7 @@ describe('envelopes and catalogued errors', () => {
       });
       expect(response.text).not.toMatch(/onboarding_status|select|stack/i);
     } finally {
-      await app.owner.query('alter function app.onboarding_status_gone() rename to onboarding_status');
+      await app.owner.query('alter function app.onboarding_status_gone(int) rename to onboarding_status_gated');
     }
   });
 });
