@@ -38,6 +38,9 @@ const serverFolders = [
   'discussions',
   'users',
   'onboarding',
+  'follows',
+  'push',
+  'accounts',
 ];
 const folderPath = (names) => `^server/(${names.join('|')})/`;
 

@@ -27,7 +27,7 @@ async function requireAddressAllowance(tx: RequestTransaction, bucket: 'otp_requ
 
 const loginMethods = ['phone_otp', 'idp', 'anonymous'] as const;
 
-export const authEndpoints = [
+export const endpoints = [
   endpoint({
     method: 'get',
     path: '/auth/login-config',

@@ -52,7 +52,7 @@ async function readStatus(tx: RequestTransaction): Promise<z.input<typeof onboar
   };
 }
 
-export const onboardingEndpoints = [
+export const endpoints = [
   endpoint({
     method: 'get',
     path: '/users/me/onboarding/status',

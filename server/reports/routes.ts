@@ -17,7 +17,7 @@ const reportCreated = z
   .object({ reportId: z.string() })
   .describe("While the reporter has an open report on the same target, reporting it again files nothing and answers that report's id.");
 
-export const reportEndpoints = [
+export const endpoints = [
   endpoint({
     method: 'post',
     path: '/reports/users/{userId}',

@@ -79,7 +79,7 @@ const personResult = z
   })
   .meta({ id: 'PersonSearchResult' });
 
-export const searchEndpoints = [
+export const endpoints = [
   endpoint({
     method: 'get',
     path: '/search/users',

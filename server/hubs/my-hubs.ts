@@ -3,7 +3,7 @@
 import { z } from 'zod';
 import { endpoint } from '../http/endpoint.ts';
 import { fromMicros, micros, pageQuery, pageSchema, toPage } from '../http/paging.ts';
-import { hubRoles, viewerStatuses } from '../hubs/shape.ts';
+import { hubRoles, viewerStatuses } from './shape.ts';
 import { maintainedCount } from '../http/counts.ts';
 import { nullableText, text, textMax } from '../http/text.ts';
 import { imageKeySql } from '../uploads/images.ts';

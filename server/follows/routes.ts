@@ -101,7 +101,7 @@ async function followList(
   return { items: await Promise.all(page.items.map((row) => shapeFollowListItem(storage, row))), nextCursor };
 }
 
-export const followEndpoints = [
+export const endpoints = [
   endpoint({
     method: 'post',
     path: '/users/{userId}/follow',
