@@ -34,7 +34,7 @@ interface MyHubRow {
 }
 
 /**
- * One page of the viewer's rows in list order (app.my_hub_page, db/sql/hubs.sql: one range of the
+ * One page of the viewer's rows in list order (app.my_hub_page, db/sql/hubs/hubs.sql: one range of the
  * (user, activity, hub) index), each hub and photo then read under its policy, by its id (a lateral
  * subquery with a limit: joined freely, the planner may scan every hub to hash a page of rows).
  * $1, $2: the cursor (activity in microseconds, hub id) or nulls; $3: the page size plus one.

@@ -1,6 +1,6 @@
 // /reports: users, posts and hubs. A report notifies nobody
 // (spec 4.5 list, part 6; contract section 7). Internal tooling acts on them (contract 14,
-// db/sql/moderation.sql): one open report per reporter and target, a snapshot of the target kept with it.
+// db/sql/reports.sql): one open report per reporter and target, a snapshot of the target kept with it.
 import { z } from 'zod';
 import { endpoint } from '../http/endpoint.ts';
 
