@@ -59,6 +59,7 @@ export const sqlFiles = [
   'hubs/hubs',
   'hubs/activity',
   'users',
+  'follows',
   'uploads',
   'posts',
   'feeds',
