@@ -41,6 +41,9 @@ const serverFolders = [
   'discussions',
   'users',
   'onboarding',
+  'follows',
+  'push',
+  'accounts',
 ];
 const folderPath = (names) => `^server/(${names.join('|')})/`;
 

@@ -7,7 +7,7 @@
 //      `-- no transaction` (concurrent index builds) runs statement by statement outside one. A
 //      database that ran the chain the baseline replaced (migrations/frozen/) first finishes that
 //      chain and has the baseline recorded as applied without running it;
-//   3. the current SQL (db/sql/*.sql, in the order of sqlFiles), by comparison: only the objects whose
+//   3. the current SQL (db/sql/*.sql and db/sql/*/*.sql, in the order of sqlFiles), by comparison: only the objects whose
 //      definition in the database differs from the file's are changed (db/sql-apply.ts), and the level
 //      of the files (sqlLevel) is recorded for GET /readyz;
 //   4. the login roles' passwords.
@@ -46,26 +46,30 @@ export const sqlLevel = 2;
 const legacyResetFile = path.join(root, 'db', 'legacy-reset.sql');
 
 /**
- * db/sql's files in the order they are applied: the domains, each after those whose functions its
- * policies, views and triggers name.
+ * db/sql's files in the order they are applied, by path below db/sql without the extension: the
+ * shared kernel (base, counters, worker) and one file per feature, named as the feature is
+ * (server/<name>/), or a folder of files for a feature of several parts (hubs/). Each after those
+ * whose functions its policies, views and triggers name (function bodies are checked when called,
+ * so functions may name one of a later file).
  */
 export const sqlFiles = [
   'base',
-  'sessions',
+  'auth',
   'counters',
   'counters.generated',
-  'hubs',
+  'hubs/hubs',
+  'hubs/activity',
   'users',
+  'follows',
   'uploads',
   'posts',
-  'activity',
   'feeds',
   'votes',
   'comments',
   'discussions',
   'notifications',
   'push',
-  'moderation',
+  'reports',
   'accounts',
   'worker',
 ] as const;
@@ -87,7 +91,7 @@ export function frozenMigrations(): string[] {
   return sqlNamesIn(frozenDir);
 }
 
-/** Each db/sql file (of `dir`, db/sql by default) with the SHA-256 of its content, in the order they are applied. */
+/** Each db/sql file (of `dir`, db/sql by default; `file` its path below it) with the SHA-256 of its content, in the order they are applied. */
 export function shippedSqlFiles(dir = sqlDir): { file: string; sha256: string; sql: string }[] {
   return sqlFiles.map((name) => {
     const file = `${name}.sql`;

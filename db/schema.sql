@@ -737,7 +737,7 @@ begin
             union all
             select b.hub_id, decode(b.sealed, 'hex') from unnest(p_hub_ids, p_hub_ballots) b (hub_id, sealed) where b.hub_id = any (hub_ids)) s
   )
-  -- The voter's activity event and hub activity are written by their one writers (activity.sql),
+  -- The voter's activity event and hub activity are written by their one writers (db/sql/hubs/activity.sql),
   -- once for the receipt's row (none when the vote was already cast): plain SQL functions, called
   -- inside this statement.
   select r.voted_at, app_private.sealed_tally(p_post_id, null)
@@ -1425,7 +1425,7 @@ $$;
 -- Name: FUNCTION data_export(p_export_id uuid); Type: COMMENT; Schema: app; Owner: -
 --
 
-COMMENT ON FUNCTION app.data_export(p_export_id uuid) IS 'GET /users/me/exports/{exportId} (server/users/exports.ts): one of the viewer''s own exports, with its status and stored object; no row for an unknown export or another user''s.';
+COMMENT ON FUNCTION app.data_export(p_export_id uuid) IS 'GET /users/me/exports/{exportId} (server/accounts/exports.ts): one of the viewer''s own exports, with its status and stored object; no row for an unknown export or another user''s.';
 
 
 --
@@ -1528,7 +1528,7 @@ $$;
 -- Name: FUNCTION delete_push_device(p_device_id uuid); Type: COMMENT; Schema: app; Owner: -
 --
 
-COMMENT ON FUNCTION app.delete_push_device(p_device_id uuid) IS 'DELETE /users/me/push-devices/{deviceId} (server/users/push-devices.ts): deletes one of the viewer''s own devices; true when the viewer had it, false for an unknown device or another user''s.';
+COMMENT ON FUNCTION app.delete_push_device(p_device_id uuid) IS 'DELETE /users/me/push-devices/{deviceId} (server/push/devices.ts): deletes one of the viewer''s own devices; true when the viewer had it, false for an unknown device or another user''s.';
 
 
 --
@@ -3109,7 +3109,7 @@ $$;
 -- Name: FUNCTION register_push_device(p_provider text, p_platform text, p_token text, p_locale text); Type: COMMENT; Schema: app; Owner: -
 --
 
-COMMENT ON FUNCTION app.register_push_device(p_provider text, p_platform text, p_token text, p_locale text) IS 'POST /users/me/push-devices (server/users/push-devices.ts): registers a push token for the viewer''s session; a token belongs to one user at a time (another user''s record of it is deleted with its pending pushes) and a user keeps at most app_private.push_devices_per_user devices. Race-safe: two registrations of one token never fail.';
+COMMENT ON FUNCTION app.register_push_device(p_provider text, p_platform text, p_token text, p_locale text) IS 'POST /users/me/push-devices (server/push/devices.ts): registers a push token for the viewer''s session; a token belongs to one user at a time (another user''s record of it is deleted with its pending pushes) and a user keeps at most app_private.push_devices_per_user devices. Race-safe: two registrations of one token never fail.';
 
 
 --
@@ -3427,7 +3427,7 @@ $$;
 -- Name: FUNCTION request_account_deletion(OUT scheduled_for timestamp with time zone); Type: COMMENT; Schema: app; Owner: -
 --
 
-COMMENT ON FUNCTION app.request_account_deletion(OUT scheduled_for timestamp with time zone) IS 'POST /users/me/deletion (server/users/deletion.ts): hides the caller''s account now and queues its purge 30 days later (worker task purge_account, one job per account); asking again changes nothing. Signing in before the purge restores the account (app_private.start_session).';
+COMMENT ON FUNCTION app.request_account_deletion(OUT scheduled_for timestamp with time zone) IS 'POST /users/me/deletion (server/accounts/deletion.ts): hides the caller''s account now and queues its purge 30 days later (worker task purge_account, one job per account); asking again changes nothing. Signing in before the purge restores the account (app_private.start_session).';
 
 
 --
@@ -3916,7 +3916,7 @@ $$;
 -- Name: FUNCTION start_data_export(OUT export_id uuid, OUT status text, OUT rate_limit text, OUT quota integer, OUT window_seconds integer, OUT remaining integer, OUT reset_seconds integer); Type: COMMENT; Schema: app; Owner: -
 --
 
-COMMENT ON FUNCTION app.start_data_export(OUT export_id uuid, OUT status text, OUT rate_limit text, OUT quota integer, OUT window_seconds integer, OUT remaining integer, OUT reset_seconds integer) IS 'POST /users/me/exports (server/users/exports.ts): queues an export of the viewer''s data (worker task export_account), at most one per 24 hours (RATE_LIMITED with the seconds to wait and the limit; concurrent requests of one user serialised on an advisory lock), answering the limit for the RateLimit headers.';
+COMMENT ON FUNCTION app.start_data_export(OUT export_id uuid, OUT status text, OUT rate_limit text, OUT quota integer, OUT window_seconds integer, OUT remaining integer, OUT reset_seconds integer) IS 'POST /users/me/exports (server/accounts/exports.ts): queues an export of the viewer''s data (worker task export_account), at most one per 24 hours (RATE_LIMITED with the seconds to wait and the limit; concurrent requests of one user serialised on an advisory lock), answering the limit for the RateLimit headers.';
 
 
 --
@@ -14442,7 +14442,7 @@ CREATE POLICY push_devices_select_own ON app.push_devices FOR SELECT TO app_user
 -- Name: POLICY push_devices_select_own ON push_devices; Type: COMMENT; Schema: app; Owner: -
 --
 
-COMMENT ON POLICY push_devices_select_own ON app.push_devices IS 'A user sees only their own devices, and only those of their live sessions: GET /users/me/push-devices (server/users/push-devices.ts), which reads the table directly. No other role or command is allowed; writes go through app.register_push_device and app.delete_push_device.';
+COMMENT ON POLICY push_devices_select_own ON app.push_devices IS 'A user sees only their own devices, and only those of their live sessions: GET /users/me/push-devices (server/push/devices.ts), which reads the table directly. No other role or command is allowed; writes go through app.register_push_device and app.delete_push_device.';
 
 
 --

@@ -13,28 +13,7 @@ import { requestContext } from './http/request-context.ts';
 import { runEndpoint } from './http/run-endpoint.ts';
 import { basePath } from './http/route-name.ts';
 import type { Services } from './services.ts';
-import { authEndpoints } from './auth/routes.ts';
-import { onboardingEndpoints } from './onboarding/routes.ts';
-import { userEndpoints } from './users/routes.ts';
-import { deletionEndpoints } from './users/deletion.ts';
-import { exportEndpoints } from './users/exports.ts';
-import { pushDeviceEndpoints } from './users/push-devices.ts';
-import { notificationSettingsEndpoints } from './users/notification-settings.ts';
-import { uploadEndpoints } from './uploads/routes.ts';
-import { followEndpoints } from './users/follows.ts';
-import { blockEndpoints } from './users/blocks.ts';
-import { searchEndpoints } from './search/routes.ts';
-import { hubEndpoints } from './hubs/routes.ts';
-import { myHubEndpoints } from './users/my-hubs.ts';
-import { reportEndpoints } from './reports/routes.ts';
-import { postEndpoints } from './posts/routes.ts';
-import { voteEndpoints } from './votes/routes.ts';
-import { commentEndpoints } from './comments/routes.ts';
-import { savedPostEndpoints } from './users/saved-posts.ts';
-import { notificationEndpoints } from './notifications/routes.ts';
-import { feedEndpoints } from './feeds/routes.ts';
-import { discussionEndpoints } from './discussions/routes.ts';
-import { savedDiscussionEndpoints } from './discussions/saved.ts';
+import { allEndpoints } from './features.ts';
 import { openApiRouter } from './openapi/router.ts';
 import { healthRouter } from './health.ts';
 import { appLinkFiles } from './web/app-links.ts';
@@ -42,30 +21,25 @@ import { webPages } from './web/pages.ts';
 
 export { basePath } from './http/route-name.ts';
 
-export const allEndpoints: Endpoint[] = [
-  ...authEndpoints,
-  ...onboardingEndpoints,
-  ...pushDeviceEndpoints,
-  ...deletionEndpoints,
-  ...exportEndpoints,
-  ...notificationSettingsEndpoints,
-  ...userEndpoints,
-  ...followEndpoints,
-  ...blockEndpoints,
-  ...uploadEndpoints,
-  ...searchEndpoints,
-  ...hubEndpoints,
-  ...myHubEndpoints,
-  ...reportEndpoints,
-  ...postEndpoints,
-  ...voteEndpoints,
-  ...commentEndpoints,
-  ...savedPostEndpoints,
-  ...notificationEndpoints,
-  ...feedEndpoints,
-  ...discussionEndpoints,
-  ...savedDiscussionEndpoints,
-];
+/**
+ * The order in which the endpoints are mounted: where two paths of one method could match one URL,
+ * the one with a fixed segment where the other has a parameter comes first, so
+ * GET /users/by-username/{username} answers /users/by-username/followers, never
+ * GET /users/{userId}/followers. Each path sorts by its segments' kinds (fixed before parameter,
+ * from the left); paths of one shape keep their order. Two paths that can match one URL differ in
+ * kind at their first such segment, so the order of the features never decides the route.
+ */
+export function mountOrder(endpoints: readonly Endpoint[]): Endpoint[] {
+  const shape = (definition: Endpoint) =>
+    definition.path
+      .split('/')
+      .map((segment) => (segment.startsWith('{') ? '1' : '0'))
+      .join('');
+  return endpoints
+    .map((definition) => ({ definition, shape: shape(definition) }))
+    .sort((a, b) => (a.shape < b.shape ? -1 : a.shape > b.shape ? 1 : 0))
+    .map(({ definition }) => definition);
+}
 
 export function createApp(services: Services): express.Express {
   const app = express();
@@ -86,7 +60,7 @@ export function createApp(services: Services): express.Express {
   app.use(express.json({ limit: '64kb', type: () => true }));
 
   const api = express.Router();
-  for (const definition of allEndpoints) {
+  for (const definition of mountOrder(allEndpoints)) {
     api[definition.method](expressPath(definition.path), runEndpoint(definition, services));
   }
   api.use(openApiRouter(allEndpoints));

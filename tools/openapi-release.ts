@@ -4,7 +4,7 @@
 // (tools/openapi-breaking.ts). Cut one when an app version built from the document ships; docs/api.md.
 import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
-import { allEndpoints } from '../server/app.ts';
+import { allEndpoints } from '../server/features.ts';
 import { openApiDocument } from '../server/openapi/document.ts';
 
 const root = path.resolve(import.meta.dirname, '..');

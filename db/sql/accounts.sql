@@ -132,7 +132,7 @@ begin
     run_at => scheduled_for, job_key => 'purge_account:' || v_user, max_attempts => 25);
 end
 $$;
-comment on function app.request_account_deletion() is 'POST /users/me/deletion (server/users/deletion.ts): hides the caller''s account now and queues its purge 30 days later (worker task purge_account, one job per account); asking again changes nothing. Signing in before the purge restores the account (app_private.start_session).';
+comment on function app.request_account_deletion() is 'POST /users/me/deletion (server/accounts/deletion.ts): hides the caller''s account now and queues its purge 30 days later (worker task purge_account, one job per account); asking again changes nothing. Signing in before the purge restores the account (app_private.start_session).';
 grant execute on function app.request_account_deletion() to app_user;
 
 -- Queues an export of the viewer's data: at most one per 24 hours, the limit `data_exports`
@@ -165,7 +165,7 @@ begin
   reset_seconds := window_seconds;
 end
 $$;
-comment on function app.start_data_export() is 'POST /users/me/exports (server/users/exports.ts): queues an export of the viewer''s data (worker task export_account), at most one per 24 hours (RATE_LIMITED with the seconds to wait and the limit; concurrent requests of one user serialised on an advisory lock), answering the limit for the RateLimit headers.';
+comment on function app.start_data_export() is 'POST /users/me/exports (server/accounts/exports.ts): queues an export of the viewer''s data (worker task export_account), at most one per 24 hours (RATE_LIMITED with the seconds to wait and the limit; concurrent requests of one user serialised on an advisory lock), answering the limit for the RateLimit headers.';
 grant execute on function app.start_data_export() to app_user;
 
 -- The export alone (the release before the RateLimit headers calls this).
@@ -185,7 +185,7 @@ create or replace function app.data_export(p_export_id uuid)
   as $$
   select e.id, e.status, e.object_key, e.requested_at from app_private.data_exports e where e.id = p_export_id and e.user_id = app.viewer_id()
 $$;
-comment on function app.data_export(uuid) is 'GET /users/me/exports/{exportId} (server/users/exports.ts): one of the viewer''s own exports, with its status and stored object; no row for an unknown export or another user''s.';
+comment on function app.data_export(uuid) is 'GET /users/me/exports/{exportId} (server/accounts/exports.ts): one of the viewer''s own exports, with its status and stored object; no row for an unknown export or another user''s.';
 grant execute on function app.data_export(uuid) to app_user;
 
 -- The archive of one pending export (null when the export is not pending: done already). What a

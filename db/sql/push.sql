@@ -54,7 +54,7 @@ begin
                       v_device.last_seen_at, v_created;
 end
 $$;
-comment on function app.register_push_device(text, text, text, text) is 'POST /users/me/push-devices (server/users/push-devices.ts): registers a push token for the viewer''s session; a token belongs to one user at a time (another user''s record of it is deleted with its pending pushes) and a user keeps at most app_private.push_devices_per_user devices. Race-safe: two registrations of one token never fail.';
+comment on function app.register_push_device(text, text, text, text) is 'POST /users/me/push-devices (server/push/devices.ts): registers a push token for the viewer''s session; a token belongs to one user at a time (another user''s record of it is deleted with its pending pushes) and a user keeps at most app_private.push_devices_per_user devices. Race-safe: two registrations of one token never fail.';
 grant execute on function app.register_push_device(text, text, text, text) to app_user;
 
 -- DELETE /users/me/push-devices/{id}: true when the viewer had that device.
@@ -66,7 +66,7 @@ create or replace function app.delete_push_device(p_device_id uuid)
   with gone as (delete from app.push_devices d where d.id = p_device_id and d.user_id = app.viewer_id() returning 1)
   select exists (select from gone)
 $$;
-comment on function app.delete_push_device(uuid) is 'DELETE /users/me/push-devices/{deviceId} (server/users/push-devices.ts): deletes one of the viewer''s own devices; true when the viewer had it, false for an unknown device or another user''s.';
+comment on function app.delete_push_device(uuid) is 'DELETE /users/me/push-devices/{deviceId} (server/push/devices.ts): deletes one of the viewer''s own devices; true when the viewer had it, false for an unknown device or another user''s.';
 grant execute on function app.delete_push_device(uuid) to app_user;
 
 -- A revoked session takes its devices with it, whichever path revoked it.
@@ -275,7 +275,7 @@ grant execute on function app_private.purge_push() to app_worker;
 create policy push_devices_select_own on app.push_devices
   for select to app_user
   using (user_id = (select app.viewer_id()) and app.session_access_level(session_id, user_id) is not null);
-comment on policy push_devices_select_own on app.push_devices is 'A user sees only their own devices, and only those of their live sessions: GET /users/me/push-devices (server/users/push-devices.ts), which reads the table directly. No other role or command is allowed; writes go through app.register_push_device and app.delete_push_device.';
+comment on policy push_devices_select_own on app.push_devices is 'A user sees only their own devices, and only those of their live sessions: GET /users/me/push-devices (server/push/devices.ts), which reads the table directly. No other role or command is allowed; writes go through app.register_push_device and app.delete_push_device.';
 
 grant select (id, provider, platform, token_suffix, created_at, last_seen_at) on app.push_devices to app_user;
 

@@ -104,7 +104,7 @@ begin
             union all
             select b.hub_id, decode(b.sealed, 'hex') from unnest(p_hub_ids, p_hub_ballots) b (hub_id, sealed) where b.hub_id = any (hub_ids)) s
   )
-  -- The voter's activity event and hub activity are written by their one writers (activity.sql),
+  -- The voter's activity event and hub activity are written by their one writers (db/sql/hubs/activity.sql),
   -- once for the receipt's row (none when the vote was already cast): plain SQL functions, called
   -- inside this statement.
   select r.voted_at, app_private.sealed_tally(p_post_id, null)

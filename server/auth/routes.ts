@@ -15,7 +15,7 @@ const tag = 'Auth';
 
 /**
  * One request of the client address (req.ip: see TRUST_PROXY) to a sign-in endpoint limited per
- * address in the database (db/sql/sessions.sql): 429 once it made 30 in the last 5 minutes. Its
+ * address in the database (db/sql/auth.sql): 429 once it made 30 in the last 5 minutes. Its
  * answer gives the RateLimit headers (the transaction collects it: server/http/rate-limit-headers.ts).
  */
 async function requireAddressAllowance(tx: RequestTransaction, bucket: 'otp_request' | 'anonymous_session', req: Request): Promise<void> {
@@ -27,7 +27,7 @@ async function requireAddressAllowance(tx: RequestTransaction, bucket: 'otp_requ
 
 const loginMethods = ['phone_otp', 'idp', 'anonymous'] as const;
 
-export const authEndpoints = [
+export const endpoints = [
   endpoint({
     method: 'get',
     path: '/auth/login-config',

@@ -36,7 +36,7 @@ export async function sessionPayload(
 ): Promise<SessionResponse> {
   await tx.query(`select set_config('app.user_id', $1, true), set_config('app.session_id', $2, true)`, [session.userId, session.sessionId]);
   const { rows } = await tx.query<{ id: string; is_anonymous: boolean; phone_verified: boolean; access_level: number; restored: boolean }>(
-    // app.restored: set by the sign-in's transaction when it cancelled a deletion (app.start_session, db/sql/sessions.sql).
+    // app.restored: set by the sign-in's transaction when it cancelled a deletion (app.start_session, db/sql/auth.sql).
     `select id, is_anonymous, phone_verified, access_level, current_setting('app.restored', true) = 'true' as restored from app.session_user()`,
   );
   const user = rows[0];

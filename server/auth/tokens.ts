@@ -1,7 +1,7 @@
 // Access tokens (JWT, HS256, 15 minutes, `sub` = user id, `sid` = session id) and opaque refresh
 // tokens (random, stored only as SHA-256 hashes). A refresh rotates a token into its successor,
 // derived from the token with a key of the server's (HMAC): the same presented token always names
-// the same successor, so a repeat inside the grace window (db/sql/sessions.sql) answers the same pair
+// the same successor, so a repeat inside the grace window (db/sql/auth.sql) answers the same pair
 // while the database keeps hashes only.
 import { createHash, createHmac, createSecretKey, randomBytes } from 'node:crypto';
 import jwt from 'jsonwebtoken';

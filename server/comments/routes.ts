@@ -80,7 +80,7 @@ export function commentPageSql(replies: boolean): string {
     order by c.created_at, c.comment_id`;
 }
 
-export const commentEndpoints = [
+export const endpoints = [
   endpoint({
     method: 'get',
     path: '/posts/{postId}/comments',

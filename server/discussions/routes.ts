@@ -9,6 +9,7 @@ import { fromMicros, micros, pageQuery, pageSchema, toPage } from '../http/pagin
 import { hubRoles, requireHubRole } from '../hubs/shape.ts';
 import { postCard, readCards } from '../posts/card.ts';
 import { discussionMessage, messageAuthor, messageColumns, shapeMessage, type MessageRow } from './messages.ts';
+import { savedDiscussionEndpoints } from './saved.ts';
 import { maintainedCount } from '../http/counts.ts';
 import { trimmedText } from '../http/validation.ts';
 import { textMax } from '../http/text.ts';
@@ -83,7 +84,7 @@ export function messagePageSql(replies: boolean): string {
          order by m.created_at, m.message_id`;
 }
 
-export const discussionEndpoints = [
+export const endpoints = [
   endpoint({
     method: 'get',
     path: '/hubs/{hubId}/discussions',
@@ -241,4 +242,5 @@ export const discussionEndpoints = [
       return { saved: false as const };
     },
   }),
+  ...savedDiscussionEndpoints,
 ];

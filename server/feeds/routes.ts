@@ -13,7 +13,7 @@ const paging =
   'events after that moment, so cards neither repeat nor skip while posts are being added; pull to refresh (no cursor) ' +
   'to see newer ones. A cursor this server did not issue is 422.';
 
-export const feedEndpoints = [
+export const endpoints = [
   endpoint({
     method: 'get',
     path: '/posts',

@@ -26,7 +26,7 @@ export const exposedFunctions: ReadonlySet<string> = new Set([
   'add_default_feed_user',
   'remove_default_feed_user',
   // Moderation (contract 14): app_admin only, the same functions `npm run admin -- reports|posts|
-  // users|hubs ...` runs (db/sql/moderation.sql): the queue and the actions, each answering its log row.
+  // users|hubs ...` runs (db/sql/reports.sql): the queue and the actions, each answering its log row.
   'open_report_groups',
   'remove_post',
   'restore_post',

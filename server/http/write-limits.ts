@@ -1,7 +1,7 @@
 // Per-user write limits (contract section 3): every write endpoint declares its limit in its
 // definition, in one line (`limit: 'comments'`, or `limit: { name: 'posts', hubsIn: 'hubIds' }` for
 // writes that fan out to the hubs named in that body field, which also count per user and hub in
-// `hub_fanout`). The count lives in the database (app.take_write_limit, db/sql/sessions.sql), shared
+// `hub_fanout`). The count lives in the database (app.take_write_limit, db/sql/auth.sql), shared
 // by every API process, checked by one statement that travels with the write's own transaction
 // (RequestTransaction.prepend): 429 RATE_LIMITED with retryAfterSeconds and Retry-After, and
 // nothing written; its answer (writes left, seconds until one frees) gives the RateLimit headers

@@ -32,7 +32,7 @@ export const memberScanCap = 1000;
  * Members of a hub in join order. Names and images are the Hub identity where the viewer may see it
  * (co-members), else the public profile; phone numbers come through the phone policy (only between
  * active co-members), so invited and pending viewers get the dark preview. Membership rows come from
- * app.hub_member_page (db/sql/hubs.sql): one page in join order, read from an index (app_user may not
+ * app.hub_member_page (db/sql/hubs/hubs.sql): one page in join order, read from an index (app_user may not
  * select join times column by column). $1 the hub, $2 and $3 the position after which the page
  * starts (null for the first), $4 the roles listed (null: all), $5 the rows to return. With q
  * ($6), at most memberScanCap memberships are read and the page holds those that match, at most $5

@@ -12,7 +12,7 @@ import { imageColumnsSql, imageKeySql, profilePhoto, shapeImage, type ImageColum
 export const hubRoles = ['member', 'admin', 'super_admin'] as const;
 export const viewerStatuses = ['member', 'invited', 'pending_admin_approval'] as const;
 
-/** activeUsers24h is counted up to this many members (app.hub_active_users, db/sql/hubs.sql). */
+/** activeUsers24h is counted up to this many members (app.hub_active_users, db/sql/hubs/hubs.sql). */
 export const activeUsersCap = 1000;
 export const activeUsers24h = () => boundedCount('members active in the hub in the last 24 hours', activeUsersCap);
 

@@ -69,7 +69,7 @@ async function readUnreadCounts(tx: RequestTransaction): Promise<z.input<typeof 
   return { unreadCount: global + hubUnreadCount, hubUnreadCount, hubs };
 }
 
-export const notificationEndpoints = [
+export const endpoints = [
   endpoint({
     method: 'get',
     path: '/notifications',

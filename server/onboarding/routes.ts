@@ -61,7 +61,7 @@ async function readStatus(tx: RequestTransaction, gateLevel?: number): Promise<z
   };
 }
 
-export const onboardingEndpoints = [
+export const endpoints = [
   endpoint({
     method: 'get',
     path: '/users/me/onboarding/status',

@@ -6,6 +6,7 @@ import { fromMicros, micros, pageQuery, pageSchema, toPage } from '../http/pagin
 import type { RequestTransaction } from '../../db/request-transaction.ts';
 import { postCard, readCard, readCards } from './card.ts';
 import { article, audienceText, checkFrame, frameFields, frameRules, idList, postHubsMax, requires, visibility } from './fields.ts';
+import { savedPostEndpoints } from './saved-posts.ts';
 import { text, textMax } from '../http/text.ts';
 import { requireUsableAssets } from '../uploads/images.ts';
 import { levels } from '../http/access-levels.ts';
@@ -48,7 +49,7 @@ const framesQuery = pageQuery(50, ['int', 'timestamp', 'id']).refine(
   },
 );
 
-export const postEndpoints = [
+export const endpoints = [
   endpoint({
     method: 'post',
     path: '/posts',
@@ -319,4 +320,5 @@ export const postEndpoints = [
       return { saved: false as const };
     },
   }),
+  ...savedPostEndpoints,
 ];

@@ -1,6 +1,6 @@
 // /reports: users, posts and hubs. A report notifies nobody
 // (spec 4.5 list, part 6; contract section 7). Internal tooling acts on them (contract 14,
-// db/sql/moderation.sql): one open report per reporter and target, a snapshot of the target kept with it.
+// db/sql/reports.sql): one open report per reporter and target, a snapshot of the target kept with it.
 import { z } from 'zod';
 import { endpoint } from '../http/endpoint.ts';
 
@@ -17,7 +17,7 @@ const reportCreated = z
   .object({ reportId: z.string() })
   .describe("While the reporter has an open report on the same target, reporting it again files nothing and answers that report's id.");
 
-export const reportEndpoints = [
+export const endpoints = [
   endpoint({
     method: 'post',
     path: '/reports/users/{userId}',

@@ -55,7 +55,7 @@ export const peopleSearchSql = `
 
 // Hubs: the recommended ones by name (hubs_recommended), or those with a name word starting with the
 // query's first word, by that word and hub id, each hub once, rechecked with app.name_words_match, as
-// people search's rank 2 does (app.hub_name_matches, db/sql/hubs.sql, from a cursor in the order of
+// people search's rank 2 does (app.hub_name_matches, db/sql/hubs/hubs.sql, from a cursor in the order of
 // the words' index). $1 the query, $2 and $3 the position after which the page starts (word or
 // name, hub id; null for the first), $4 the rows.
 const recommendedHubsSql = `
@@ -80,7 +80,7 @@ const personResult = z
   })
   .meta({ id: 'PersonSearchResult' });
 
-export const searchEndpoints = [
+export const endpoints = [
   endpoint({
     method: 'get',
     path: '/search/users',

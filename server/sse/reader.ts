@@ -39,7 +39,7 @@ const badgeStatement = { name: 'live_badges', text: 'select * from app_private.l
 /**
  * The reader of live delivery: one connection of its own (a batch never waits for the API pool),
  * which keeps the sessions with a stream open in this process in a table of the connection
- * (app_private.live_sessions_sync, db/sql/sessions.sql). Only the sessions added or removed since the
+ * (app_private.live_sessions_sync, db/sql/auth.sql). Only the sessions added or removed since the
  * last batch are sent, so a batch sends two transaction ids, however many streams are open. Any
  * failure drops the connection; the next read opens another and sends the whole list again.
  */

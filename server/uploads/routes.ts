@@ -107,7 +107,7 @@ async function awaitProcessing(services: Services, viewer: Viewer, assetId: stri
   }
 }
 
-export const uploadEndpoints = [
+export const endpoints = [
   endpoint({
     method: 'post',
     path: '/uploads/presign',

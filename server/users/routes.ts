@@ -7,6 +7,7 @@ import { isUuid } from '../http/ids.ts';
 import { bio, canonicalHandle, fullName, handle } from './fields.ts';
 import { trimmedText } from '../http/validation.ts';
 import { ownProfile, publicProfile, readProfile, shapeOwnProfile, shapePublicProfile } from './profile.ts';
+import { blockEndpoints } from './blocks.ts';
 import type { RequestTransaction } from '../../db/request-transaction.ts';
 import type { Storage } from '../uploads/storage.ts';
 import { nullableText, text, textMax } from '../http/text.ts';
@@ -60,7 +61,7 @@ async function readHubProfile(tx: RequestTransaction, storage: Storage): Promise
   };
 }
 
-export const userEndpoints = [
+export const endpoints = [
   endpoint({
     method: 'post',
     path: '/users/handles/availability',
@@ -210,4 +211,5 @@ export const userEndpoints = [
       return readHubProfile(tx, storage);
     },
   }),
+  ...blockEndpoints,
 ];

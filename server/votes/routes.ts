@@ -103,7 +103,7 @@ async function castSealed(
   }
 }
 
-export const voteEndpoints = [
+export const endpoints = [
   endpoint({
     method: 'post',
     path: '/posts/{postId}/vote',

@@ -2,7 +2,7 @@
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { allEndpoints } from '../../../server/app.ts';
+import { allEndpoints } from '../../../server/features.ts';
 import { endpointFiles, endpointsPage, renderEndpointsPage } from '../../../tools/endpoints.ts';
 import { projectRoot } from '../../helpers/process.ts';
 

@@ -3,7 +3,7 @@
 // count is the database's, for the viewer only (app.take_write_limit, tested in SQL too).
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadConfig, StartupError } from '../../../config.ts';
-import { allEndpoints } from '../../../server/app.ts';
+import { allEndpoints } from '../../../server/features.ts';
 import { resolveWriteLimits, writeLimitDefaults } from '../../../server/http/write-limits.ts';
 import { startTestApp, type TestApp } from '../../helpers/app.ts';
 import { createHub } from '../../helpers/hubs.ts';

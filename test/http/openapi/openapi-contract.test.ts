@@ -2,7 +2,7 @@
 // one (openapi/released/, cut by npm run openapi:release), and the check itself on breaks planted in
 // a copy of the kept document (tools/openapi-breaking.ts says which changes break and which do not).
 import { describe, expect, it } from 'vitest';
-import { allEndpoints } from '../../../server/app.ts';
+import { allEndpoints } from '../../../server/features.ts';
 import { openApiDocument } from '../../../server/openapi/document.ts';
 import { breakingChanges } from '../../../tools/openapi-breaking.ts';
 import { releasedDocuments } from '../../../tools/openapi-release.ts';

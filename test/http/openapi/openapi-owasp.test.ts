@@ -7,7 +7,7 @@ import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { describe, expect, it } from 'vitest';
-import { allEndpoints } from '../../../server/app.ts';
+import { allEndpoints } from '../../../server/features.ts';
 import { openApiDocument } from '../../../server/openapi/document.ts';
 import { projectRoot } from '../../helpers/process.ts';
 

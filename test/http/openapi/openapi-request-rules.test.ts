@@ -10,7 +10,7 @@ import fc from 'fast-check';
 import { Ajv2020 } from 'ajv/dist/2020.js';
 import addFormatsModule from 'ajv-formats';
 import { describe, expect, it } from 'vitest';
-import { allEndpoints } from '../../../server/app.ts';
+import { allEndpoints } from '../../../server/features.ts';
 import { openApiDocument } from '../../../server/openapi/document.ts';
 import { valueFor } from '../../helpers/schema-arbitrary.ts';
 

@@ -148,7 +148,7 @@ describe('named schemas and examples', () => {
   });
 
   it("gives request examples that the endpoint's own schema accepts", async () => {
-    const { allEndpoints } = await import('../../../server/app.ts');
+    const { allEndpoints } = await import('../../../server/features.ts');
     for (const definition of allEndpoints) {
       if (!definition.body) continue;
       const example = document.paths[definition.path][definition.method].requestBody.content['application/json'].example;

@@ -1,4 +1,4 @@
-// Moderation of reports (contract 14, db/sql/moderation.sql): reports with a state and a snapshot, one
+// Moderation of reports (contract 14, db/sql/reports.sql): reports with a state and a snapshot, one
 // open report per reporter and target, and the actions through the real `npm run admin` (a child
 // process on the test database) and through internal GraphQL with the admin token: each resolves
 // its target's open reports and appends to the moderation log. A removed post vanishes and its

@@ -206,7 +206,7 @@ describe(`the previous release (${commit.slice(0, 12)}) and this one on one sche
           .map((name) => name.slice(0, -'.sql'.length));
       const sqlFiles = (tree: string) =>
         Object.fromEntries(
-          readdirSync(path.join(tree, 'db', 'sql'))
+          readdirSync(path.join(tree, 'db', 'sql'), { recursive: true, encoding: 'utf8' })
             .filter((name) => name.endsWith('.sql'))
             .sort()
             .map((name) => [name, readFileSync(path.join(tree, 'db', 'sql', name), 'utf8')]),

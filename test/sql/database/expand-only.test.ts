@@ -73,14 +73,15 @@ function retiredOf(text: string): Set<string> {
 
 function previousRelease(): Release {
   const show = (file: string) => git('show', `${previous}:${file}`);
-  const list = (dir: string) =>
-    git('ls-tree', '--name-only', `${previous}`, `${dir}/`)
+  const list = (dir: string, ...options: string[]) =>
+    git('ls-tree', ...options, '--name-only', `${previous}`, `${dir}/`)
       .split('\n')
       .filter((name) => name.endsWith('.sql'));
   // reset.sql was the old runner's way to take away what no file defined; it defines nothing.
-  const sql = list('db/sql')
+  // A file's name is its path below db/sql (a feature of several files has a folder).
+  const sql = list('db/sql', '-r')
     .filter((name) => path.basename(name) !== 'reset.sql')
-    .map((name) => ({ file: path.basename(name), sql: show(name) }));
+    .map((name) => ({ file: path.posix.relative('db/sql', name), sql: show(name) }));
   const migrations = list('migrations').map((name) => ({ file: path.basename(name), sql: show(name) }));
   let retired = new Set<string>();
   try {

@@ -108,7 +108,7 @@ it('the baseline is the first versioned migration', () => {
 
 describe('db/sql', () => {
   it('is applied in the order sqlFiles gives, which names every file of the folder once', () => {
-    const present = readdirSync(sqlDir)
+    const present = readdirSync(sqlDir, { recursive: true, encoding: 'utf8' })
       .filter((file) => file.endsWith('.sql'))
       .map((file) => file.slice(0, -'.sql'.length))
       .sort();

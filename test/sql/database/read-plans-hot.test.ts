@@ -14,7 +14,7 @@ import { commentPageSql } from '../../../server/comments/routes.ts';
 import { messagePageSql } from '../../../server/discussions/routes.ts';
 import { hubSearchSql, peopleSearchSql } from '../../../server/search/routes.ts';
 import { notificationListSql } from '../../../server/notifications/routes.ts';
-import { followPageSql, followScanCap } from '../../../server/users/follows.ts';
+import { followPageSql, followScanCap } from '../../../server/follows/routes.ts';
 import { benchId, hotNameWord, space, subject as s } from '../../bench/scale-data.ts';
 import type { TestApp } from '../../helpers/app.ts';
 import { describePlan, explain, nodes, rowsRead, rowsReadInTransaction } from '../../helpers/plans.ts';

@@ -10,8 +10,8 @@ import { messagePageSql } from '../../../server/discussions/routes.ts';
 import { savedDiscussionPageSql } from '../../../server/discussions/saved.ts';
 import { memberPageSql, memberScanCap } from '../../../server/hubs/members.ts';
 import { hubSearchSql, peopleSearchSql } from '../../../server/search/routes.ts';
-import { followPageSql, followScanCap } from '../../../server/users/follows.ts';
-import { myHubPageSql } from '../../../server/users/my-hubs.ts';
+import { followPageSql, followScanCap } from '../../../server/follows/routes.ts';
+import { myHubPageSql } from '../../../server/hubs/my-hubs.ts';
 import { benchId, space, subject as s } from '../../bench/scale-data.ts';
 import type { TestApp } from '../../helpers/app.ts';
 import {

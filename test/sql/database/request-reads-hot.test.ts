@@ -14,7 +14,7 @@
 // functions count too, which EXPLAIN does not show.
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { followScanCap } from '../../../server/users/follows.ts';
+import { followScanCap } from '../../../server/follows/routes.ts';
 import { memberScanCap } from '../../../server/hubs/members.ts';
 import { benchId, generate, space, subjectSessions } from '../../bench/scale-data.ts';
 import { hotKinds, type WorldRef } from '../../bench/scale-kinds.ts';

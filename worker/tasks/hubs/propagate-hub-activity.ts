@@ -1,5 +1,5 @@
 // Every minute: carries each queued hub's latest activity to the rows of GET /users/me/hubs of
-// its members, invitees and requesters (app_private.propagate_hub_activity, db/sql/activity.sql), one
+// its members, invitees and requesters (app_private.propagate_hub_activity, db/sql/hubs/activity.sql), one
 // transaction of at most `batch` rows at a time, until no hub is due or the run has lasted
 // `budgetMs` (the next minute's run goes on where this one stopped). The actor's own row moved
 // with the action; this is the rest of the hub.

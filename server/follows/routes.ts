@@ -25,7 +25,7 @@ export const followScanCap = 1000;
 /**
  * The statement of a follow list page: $1 the user, $2 the seq after which the page starts (null for
  * the first), then without q $3 the rows to return; with q, $3 the query and $4 the rows to return.
- * The follows come from app.follow_page (db/sql/users.sql), which reads them with their users
+ * The follows come from app.follow_page (db/sql/follows.sql), which reads them with their users
  * through the follows and users policies from a cursor that walks the user's range of the (user,
  * seq) index in order, so a page reads about a page whatever the statistics say the user has
  * (docs/performance.md, "Hot values"). With q it reads at most followScanCap follows, those of hidden
@@ -102,7 +102,7 @@ async function followList(
   return { items: await Promise.all(page.items.map((row) => shapeFollowListItem(storage, row))), nextCursor };
 }
 
-export const followEndpoints = [
+export const endpoints = [
   endpoint({
     method: 'post',
     path: '/users/{userId}/follow',

@@ -1,7 +1,7 @@
 // GET /users/me/saved-posts: the bookmark tab, newest save first (contract section 5).
 import { endpoint } from '../http/endpoint.ts';
 import { fromMicros, micros, pageQuery, pageSchema, toPage } from '../http/paging.ts';
-import { postCard, readCards } from '../posts/card.ts';
+import { postCard, readCards } from './card.ts';
 import { levels } from '../http/access-levels.ts';
 
 export const savedPostEndpoints = [

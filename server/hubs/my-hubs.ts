@@ -3,7 +3,7 @@
 import { z } from 'zod';
 import { endpoint } from '../http/endpoint.ts';
 import { fromMicros, micros, pageQuery, pageSchema, toPage } from '../http/paging.ts';
-import { hubRoles, viewerStatuses } from '../hubs/shape.ts';
+import { hubRoles, viewerStatuses } from './shape.ts';
 import { maintainedCount } from '../http/counts.ts';
 import { nullableText, text, textMax } from '../http/text.ts';
 import { imageKeySql } from '../uploads/images.ts';
@@ -35,7 +35,7 @@ interface MyHubRow {
 }
 
 /**
- * One page of the viewer's rows in list order (app.my_hub_page, db/sql/hubs.sql: one range of the
+ * One page of the viewer's rows in list order (app.my_hub_page, db/sql/hubs/hubs.sql: one range of the
  * (user, activity, hub) index), each hub and photo then read under its policy, by its id (a lateral
  * subquery with a limit: joined freely, the planner may scan every hub to hash a page of rows).
  * $1, $2: the cursor (activity in microseconds, hub id) or nulls; $3: the page size plus one.
