@@ -2,8 +2,9 @@
 // .pg_format at the project root. `node tools/format-sql.ts` writes the files (npm run format);
 // `--check` changes nothing and fails listing the files that are not formatted (npm run lint).
 //
-// Only db/sql/**/*.sql: migrations/ are hash-locked (db/migrations.sha256) and db/schema.sql is
-// pg_dump's output. db/schema.sql holds the functions' text as db/sql gives it, so a change that
+// Only db/sql/**/*.sql, and not a generated file (*.generated.sql: its generator lays it out, and a
+// test holds it equal to the generator's output): migrations/ are hash-locked
+// (db/migrations.sha256) and db/schema.sql is pg_dump's output. db/schema.sql holds the functions' text as db/sql gives it, so a change that
 // formats db/sql anew is followed by `npm run schema` (test/sql/database/schema-file.test.ts and
 // layout.test.ts compare it), and by a raised sqlLevel in db/migrate.ts when
 // test/sql/database/expand-only.test.ts asks for one.
@@ -39,7 +40,7 @@ export function sqlFilesToFormat(dir = sqlRoot): string[] {
     .flatMap((entry) => {
       const full = path.join(dir, entry.name);
       if (entry.isDirectory()) return sqlFilesToFormat(full);
-      return entry.isFile() && entry.name.endsWith('.sql') ? [path.relative(root, full)] : [];
+      return entry.isFile() && entry.name.endsWith('.sql') && !entry.name.endsWith('.generated.sql') ? [path.relative(root, full)] : [];
     })
     .sort();
 }

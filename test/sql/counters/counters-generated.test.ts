@@ -3,8 +3,8 @@
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { countedTables, countingFile, renderCountingFile } from '../../tools/counting.ts';
-import { projectRoot } from '../helpers/process.ts';
+import { countedTables, countingFile, renderCountingFile } from '../../../tools/counting.ts';
+import { projectRoot } from '../../helpers/process.ts';
 
 const read = (file: string) => readFileSync(path.join(projectRoot, file), 'utf8');
 
@@ -19,7 +19,7 @@ function countedBy(): Map<string, string[]> {
   const names = counterNames();
   const overloads = new Map<string, string[]>();
   for (const m of read('db/sql/counters.sql').matchAll(
-    /create or replace function app_private\.counted_by\(p_row app\.([a-z_]+)\)[\s\S]*?\$\$([\s\S]*?)\$\$;/g,
+    /create or replace function app_private\.counted_by\(\s*p_row app\.([a-z_]+)\s*\)[\s\S]*?\$\$([\s\S]*?)\$\$;/g,
   ))
     overloads.set(
       m[1] as string,
