@@ -15,7 +15,9 @@
 //   a `select ... into` (the statements after it drift to column 0) and turns `#variable_conflict`
 //   into a comment, which changes what the function does. SQL bodies (`language sql`) are formatted,
 //   except one with a backslash: pg_format reads `'\'` as an escaped quote (standard_conforming_strings
-//   says a backslash is a plain character) and changes the strings after it.
+//   says a backslash is a plain character) and changes the strings after it; and except one with a
+//   quoted name (`::"char"`): after it, pg_format stops ending statements, and joins every later
+//   statement of the file onto the line of the one before.
 // - Nothing else: before writing, the formatted text is lexed and compared with the original, token
 //   by token (whitespace aside; unquoted words compared in lower case, as PostgreSQL folds them;
 //   strings, quoted names, operators and comment words exactly). A formatter version that changed a
@@ -138,7 +140,7 @@ function isPlpgsqlBody(body: string): boolean {
 }
 
 /**
- * The text with each body pgFormatter is not given (PL/pgSQL, or a backslash in it) replaced by a
+ * The text with each body pgFormatter is not given (PL/pgSQL, a backslash or a quoted name in it) replaced by a
  * string literal naming it, and the bodies to put back.
  */
 function protectBodies(sql: string): { text: string; bodies: string[] } {
@@ -174,7 +176,7 @@ function protectBodies(sql: string): { text: string; bodies: string[] } {
       if (end < 0) throw new Error(`unterminated ${tag} quote`);
       const stop = end + tag.length;
       const body = sql.slice(i + tag.length, end);
-      if (isPlpgsqlBody(body) || body.includes('\\')) {
+      if (isPlpgsqlBody(body) || body.includes('\\') || body.includes('"')) {
         text += `${sql.slice(from, i)}'pgformat_body_${bodies.length}'`;
         bodies.push(sql.slice(i, stop));
         from = stop;
@@ -194,8 +196,13 @@ function runPgFormat(sql: string): string {
 /** The formatted text of one file's SQL; throws when formatting would change a token. */
 export function formatSql(sql: string, file = 'input'): string {
   const { text, bodies } = protectBodies(sql);
+  const laidOut = runPgFormat(text);
+  // Every statement starts a line of its own: pgFormatter that lost track of where statements end
+  // joins them (as it does after a quoted name in a body, above).
+  const joined = /^.*;[ \t]*(?:create|comment|grant|revoke|alter|drop)\b.*$/im.exec(laidOut);
+  if (joined) throw new Error(`${file}: pg_format joined two statements on one line: ${joined[0].slice(0, 120)}`);
   // pgFormatter lays out a string after `as` as a body too: the name comes back indented, with a `;`.
-  const formatted = runPgFormat(text)
+  const formatted = laidOut
     .replace(/'\s*pgformat_body_(\d+);?\s*'/g, (_, k: string) => bodies[Number(k)] as string)
     // A comment's text that does not fit on the line starts the next one, as written by hand.
     .replace(/^(comment on [^\n]*? is) ('[^\n]*)$/gm, (line, head: string, literal: string) =>
