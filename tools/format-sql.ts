@@ -203,6 +203,8 @@ export function formatSql(sql: string, file = 'input'): string {
   if (joined) throw new Error(`${file}: pg_format joined two statements on one line: ${joined[0].slice(0, 120)}`);
   // pgFormatter lays out a string after `as` as a body too: the name comes back indented, with a `;`.
   const formatted = laidOut
+    // Deep indentation comes back as tabs: spaces, as everywhere else (a tab is 8 columns).
+    .replace(/^\t+/gm, (tabs) => ' '.repeat(8 * tabs.length))
     .replace(/'\s*pgformat_body_(\d+);?\s*'/g, (_, k: string) => bodies[Number(k)] as string)
     // A comment's text that does not fit on the line starts the next one, as written by hand.
     .replace(/^(comment on [^\n]*? is) ('[^\n]*)$/gm, (line, head: string, literal: string) =>
