@@ -442,12 +442,19 @@ COMMENT ON FUNCTION app.access_level(p_name text) IS 'An access level by name (a
 CREATE FUNCTION app.access_level_of(p_full_name text, p_username text, p_terms_accepted_at timestamp with time zone, p_has_phone boolean, p_media_completed_at timestamp with time zone, p_contacts_synced_at timestamp with time zone) RETURNS integer
     LANGUAGE sql IMMUTABLE
     AS $$
-  select case
-    when p_full_name is null or p_username is null or p_terms_accepted_at is null then 1
-    when not p_has_phone or p_media_completed_at is null then 2
-    when p_contacts_synced_at is null then 3
-    else 4
-  end
+  select
+    case when p_full_name is null
+      or p_username is null
+      or p_terms_accepted_at is null then
+      1
+    when not p_has_phone
+      or p_media_completed_at is null then
+      2
+    when p_contacts_synced_at is null then
+      3
+    else
+      4
+    end
 $$;
 
 
@@ -587,10 +594,31 @@ COMMENT ON FUNCTION app.approve_join_request(p_hub_id uuid, p_request_id uuid) I
 CREATE FUNCTION app.asset_in_visible_use(p_asset_id uuid) RETURNS boolean
     LANGUAGE sql STABLE
     AS $$
-  select exists (select from app.users u where u.profile_asset_id = p_asset_id)
-      or exists (select from app.hubs h where h.profile_asset_id = p_asset_id)
-      or exists (select from app.hub_profiles hp where hp.profile_asset_id = p_asset_id)
-      or exists (select from app.articles a where p_asset_id = any (a.asset_ids))
+  select
+    exists(
+      select
+      from
+        app.users u
+      where
+        u.profile_asset_id = p_asset_id)
+    or exists(
+      select
+      from
+        app.hubs h
+      where
+        h.profile_asset_id = p_asset_id)
+    or exists(
+      select
+      from
+        app.hub_profiles hp
+      where
+        hp.profile_asset_id = p_asset_id)
+    or exists(
+      select
+      from
+        app.articles a
+      where
+        p_asset_id = any(a.asset_ids))
 $$;
 
 
@@ -609,8 +637,15 @@ CREATE FUNCTION app.assets_processing(p_asset_ids uuid[]) RETURNS boolean
     LANGUAGE sql STABLE SECURITY DEFINER
     SET search_path TO 'pg_catalog'
     AS $$
-  select exists (select from app.assets a
-                 where a.id = any (p_asset_ids) and a.owner_id = app.viewer_id() and a.status = 'processing')
+  select
+    exists(
+      select
+      from
+        app.assets a
+      where
+        a.id = any(p_asset_ids)
+        and a.owner_id = app.viewer_id()
+        and a.status = 'processing')
 $$;
 
 
@@ -830,7 +865,12 @@ CREATE FUNCTION app.check_upload(p_upload_id uuid, p_purpose app.upload_purpose,
     LANGUAGE sql SECURITY DEFINER
     SET search_path TO 'pg_catalog'
     AS $$
-  select i.object_key, i.content_length, i.content_type from app_private.completable_upload(p_upload_id, p_purpose, false) i
+  select
+    i.object_key,
+    i.content_length,
+    i.content_type
+  from
+    app_private.completable_upload(p_upload_id, p_purpose, false) i
 $$;
 
 
@@ -1152,7 +1192,12 @@ COMMENT ON FUNCTION app.complete_upload(p_upload_id uuid, p_purpose app.upload_p
 CREATE FUNCTION app.consume_address_limit(p_bucket text, p_address text) RETURNS integer
     LANGUAGE sql SECURITY DEFINER
     SET search_path TO 'pg_catalog'
-    AS $$ select wait from app.take_address_limit(p_bucket, p_address) $$;
+    AS $$
+  select
+    wait
+  from
+    app.take_address_limit(p_bucket, p_address)
+$$;
 
 
 --
@@ -1169,7 +1214,12 @@ COMMENT ON FUNCTION app.consume_address_limit(p_bucket text, p_address text) IS 
 CREATE FUNCTION app.consume_rate_limit(p_bucket text, p_limit integer, p_window_seconds integer) RETURNS integer
     LANGUAGE sql SECURITY DEFINER
     SET search_path TO 'pg_catalog'
-    AS $$ select wait from app.take_rate_limit(p_bucket, p_limit, p_window_seconds) $$;
+    AS $$
+  select
+    wait
+  from
+    app.take_rate_limit(p_bucket, p_limit, p_window_seconds)
+$$;
 
 
 --
@@ -1417,7 +1467,16 @@ CREATE FUNCTION app.data_export(p_export_id uuid) RETURNS TABLE(id uuid, status 
     LANGUAGE sql STABLE SECURITY DEFINER
     SET search_path TO 'pg_catalog'
     AS $$
-  select e.id, e.status, e.object_key, e.requested_at from app_private.data_exports e where e.id = p_export_id and e.user_id = app.viewer_id()
+  select
+    e.id,
+    e.status,
+    e.object_key,
+    e.requested_at
+  from
+    app_private.data_exports e
+  where
+    e.id = p_export_id
+    and e.user_id = app.viewer_id()
 $$;
 
 
@@ -1519,8 +1578,18 @@ CREATE FUNCTION app.delete_push_device(p_device_id uuid) RETURNS boolean
     LANGUAGE sql SECURITY DEFINER
     SET search_path TO 'pg_catalog'
     AS $$
-  with gone as (delete from app.push_devices d where d.id = p_device_id and d.user_id = app.viewer_id() returning 1)
-  select exists (select from gone)
+  with gone as(
+    delete from app.push_devices d
+    where d.id = p_device_id
+      and d.user_id = app.viewer_id()
+    returning
+      1
+)
+  select
+    exists(
+      select
+      from
+        gone)
 $$;
 
 
@@ -1556,7 +1625,10 @@ ALTER TABLE ONLY app.moderation_log FORCE ROW LEVEL SECURITY;
 CREATE FUNCTION app.dismiss_report(p_report_id uuid) RETURNS app.moderation_log
     LANGUAGE sql SECURITY DEFINER
     SET search_path TO 'pg_catalog'
-    AS $$ select app_private.decide_report(p_report_id, 'dismissed', 'dismiss_report') $$;
+    AS $$
+  select
+    app_private.decide_report(p_report_id, 'dismissed', 'dismiss_report')
+$$;
 
 
 --
@@ -1713,7 +1785,12 @@ COMMENT ON FUNCTION app.handle_availability(p_handle text, OUT available boolean
 CREATE FUNCTION app.home_feed(p_snapshot timestamp with time zone, p_after_at timestamp with time zone, p_after_id uuid, p_limit integer) RETURNS TABLE(post_id uuid, at timestamp with time zone, context app.feed_context)
     LANGUAGE sql STABLE SECURITY DEFINER
     SET search_path TO 'pg_catalog'
-    AS $$ select * from app_private.feed_page('home', null, p_snapshot, p_after_at, p_after_id, p_limit) $$;
+    AS $$
+  select
+    *
+  from
+    app_private.feed_page('home', null, p_snapshot, p_after_at, p_after_id, p_limit)
+$$;
 
 
 --
@@ -1763,7 +1840,8 @@ CREATE FUNCTION app.hub_asset_usable(p_asset_id uuid) RETURNS boolean
     LANGUAGE sql STABLE SECURITY DEFINER
     SET search_path TO 'pg_catalog'
     AS $$
-  select app_private.asset_usable_as(p_asset_id, app.viewer_id(), 'hub_photo')
+  select
+    app_private.asset_usable_as(p_asset_id, app.viewer_id(), 'hub_photo')
 $$;
 
 
@@ -1781,27 +1859,36 @@ COMMENT ON FUNCTION app.hub_asset_usable(p_asset_id uuid) IS 'Whether an asset m
 CREATE FUNCTION app.hub_discussion_author(p_hub_id uuid, p_author_id uuid) RETURNS TABLE(author jsonb)
     LANGUAGE sql STABLE
     AS $$
-  select case
-    when p_author_id is null or u.id is null then
+  select
+    case when p_author_id is null
+      or u.id is null then
       jsonb_build_object('id', null, 'displayName', 'Former member', 'photoKey', null, 'phoneNumber', null,
-                         'publicUsername', null, 'isFormerMember', true)
+        'publicUsername', null, 'isFormerMember', true)
     when author.active then
       jsonb_build_object('id', p_author_id, 'displayName', coalesce(hp.display_name, u.full_name, 'Hub member'),
-                         'photoKey', coalesce(app.image_key(ha.status, ha.display_key, ha.object_key), app.image_key(ua.status, ua.display_key, ua.object_key)), 'phoneNumber', pi.phone_e164,
-                         'publicUsername', null, 'isFormerMember', false)
+        'photoKey', coalesce(app.image_key(ha.status, ha.display_key, ha.object_key), app.image_key(ua.status, ua.display_key,
+        ua.object_key)), 'phoneNumber', pi.phone_e164, 'publicUsername', null, 'isFormerMember', false)
     else
       jsonb_build_object('id', p_author_id, 'displayName', coalesce(u.full_name, u.username, 'Former member'),
-                         'photoKey', app.image_key(ua.status, ua.display_key, ua.object_key), 'phoneNumber', null, 'publicUsername', u.username, 'isFormerMember', true)
-  end
-  -- offset 0: the membership check runs once per author row, not once per join below.
-  from (select app.is_active_member(p_hub_id, p_author_id) as active offset 0) author
+        'photoKey', app.image_key(ua.status, ua.display_key, ua.object_key), 'phoneNumber', null, 'publicUsername', u.username,
+        'isFormerMember', true)
+    end
+    -- offset 0: the membership check runs once per author row, not once per join below.
+  from(
+    select
+      app.is_active_member(p_hub_id, p_author_id) as active offset 0) author
   left join app.users u on u.id = p_author_id
   left join app.assets ua on ua.id = u.profile_asset_id
-  left join app.hub_profiles hp on author.active and hp.user_id = p_author_id
+  left join app.hub_profiles hp on author.active
+    and hp.user_id = p_author_id
   left join app.assets ha on ha.id = hp.profile_asset_id
-  left join app.phone_identities pi on author.active and pi.user_id = p_author_id
-  -- Nothing for viewers outside the hub: who is a member of it is not theirs to learn.
-  where p_hub_id = any ((select app.viewer_active_hub_ids())::uuid[])
+  left join app.phone_identities pi on author.active
+    and pi.user_id = p_author_id
+    -- Nothing for viewers outside the hub: who is a member of it is not theirs to learn.
+where
+  p_hub_id = any((
+      select
+        app.viewer_active_hub_ids())::uuid[])
 $$;
 
 
@@ -2094,8 +2181,12 @@ ALTER TABLE ONLY app.hub_discussion_messages FORCE ROW LEVEL SECURITY;
 CREATE FUNCTION app.hub_message_visible(p_message app.hub_discussion_messages, p_active_hub_ids uuid[], p_block_list uuid[]) RETURNS boolean
     LANGUAGE sql STABLE
     AS $$
-  select p_message.hub_id = any (p_active_hub_ids)
-     and (p_message.author_id is null or not p_message.author_id = any (select unnest(p_block_list)))
+  select
+    p_message.hub_id = any(p_active_hub_ids)
+    and(p_message.author_id is null
+      or not p_message.author_id = any(
+        select
+          unnest(p_block_list)))
 $$;
 
 
@@ -2195,7 +2286,12 @@ COMMENT ON FUNCTION app.idp_session(p_subject text, p_phone text, p_refresh_hash
 CREATE FUNCTION app.image_key(p_status app.asset_status, p_display_key text, p_object_key text) RETURNS text
     LANGUAGE sql IMMUTABLE
     SET search_path TO 'pg_catalog'
-    AS $$ select case when p_status = 'ready' then coalesce(p_display_key, p_object_key) end $$;
+    AS $$
+  select
+    case when p_status = 'ready' then
+      coalesce(p_display_key, p_object_key)
+    end
+$$;
 
 
 --
@@ -2213,11 +2309,18 @@ CREATE FUNCTION app.invitation_preview(p_invitation_id uuid) RETURNS TABLE(hub_i
     LANGUAGE sql STABLE SECURITY DEFINER
     SET search_path TO 'pg_catalog'
     AS $$
-  select h.id, h.name, h.description, app.image_key(a.status, a.display_key, a.object_key), app_private.counter_value('hub_members', h.id)::integer
-  from app.hub_invitations i
-  join app.hubs h on h.id = i.hub_id
-  left join app.assets a on a.id = h.profile_asset_id
-  where i.id = p_invitation_id
+  select
+    h.id,
+    h.name,
+    h.description,
+    app.image_key(a.status, a.display_key, a.object_key),
+    app_private.counter_value('hub_members', h.id)::integer
+  from
+    app.hub_invitations i
+    join app.hubs h on h.id = i.hub_id
+    left join app.assets a on a.id = h.profile_asset_id
+  where
+    i.id = p_invitation_id
     and i.status = 'invited'
     and i.expires_at > now()
 $$;
@@ -2238,8 +2341,14 @@ CREATE FUNCTION app.invite_link_preview(p_token text, OUT hub_id uuid, OUT name 
     LANGUAGE sql STABLE SECURITY DEFINER
     SET search_path TO 'pg_catalog'
     AS $$
-  select h.id, h.name, h.description, app.image_key(a.status, a.display_key, a.object_key), app_private.counter_value('hub_members', h.id)::integer
-  from app_private.usable_invite_link(p_token) l
+  select
+    h.id,
+    h.name,
+    h.description,
+    app.image_key(a.status, a.display_key, a.object_key),
+    app_private.counter_value('hub_members', h.id)::integer
+  from
+    app_private.usable_invite_link(p_token) l
   join app.hubs h on h.id = l.hub_id
   left join app.assets a on a.id = h.profile_asset_id
 $$;
@@ -2325,7 +2434,8 @@ CREATE FUNCTION app.is_profile_photo_of(p_asset_id uuid, p_user_id uuid) RETURNS
     LANGUAGE sql STABLE SECURITY DEFINER
     SET search_path TO 'pg_catalog'
     AS $$
-  select app_private.asset_usable_as(p_asset_id, p_user_id, 'profile_photo')
+  select
+    app_private.asset_usable_as(p_asset_id, p_user_id, 'profile_photo')
 $$;
 
 
@@ -2400,17 +2510,28 @@ CREATE FUNCTION app.logout(p_refresh_hash bytea, p_all_devices boolean) RETURNS 
     LANGUAGE sql SECURITY DEFINER
     SET search_path TO 'pg_catalog'
     AS $$
-  with own as (
-    select t.session_id
-    from app_private.refresh_tokens t
-    join app.sessions o on o.id = t.session_id
-    where t.token_hash = p_refresh_hash and o.user_id = app.viewer_id()
-  )
-  update app.sessions s set revoked_at = now()
-  from own
-  where s.user_id = app.viewer_id() and s.revoked_at is null
-    and (p_all_devices or s.id = own.session_id)
-  returning s.id
+  with own as(
+    select
+      t.session_id
+    from
+      app_private.refresh_tokens t
+      join app.sessions o on o.id = t.session_id
+    where
+      t.token_hash = p_refresh_hash
+      and o.user_id = app.viewer_id())
+  update
+    app.sessions s
+  set
+    revoked_at = now()
+  from
+    own
+  where
+    s.user_id = app.viewer_id()
+    and s.revoked_at is null
+    and(p_all_devices
+      or s.id = own.session_id)
+  returning
+    s.id
 $$;
 
 
@@ -2504,13 +2625,30 @@ CREATE FUNCTION app.my_hub_page(p_before_at timestamp with time zone, p_before_i
     LANGUAGE sql STABLE SECURITY DEFINER ROWS 50
     SET search_path TO 'pg_catalog'
     AS $_$
-  select e.hub_id, e.activity_at, e.status, e.role, e.invitation_id
-  from app_private.hub_list_entries e
-  where e.user_id = app.viewer_id()
-    and (e.activity_at, e.hub_id) < (coalesce($1::timestamptz, 'infinity'), coalesce($2::uuid, 'ffffffff-ffff-ffff-ffff-ffffffffffff'))
+  select
+    e.hub_id,
+    e.activity_at,
+    e.status,
+    e.role,
+    e.invitation_id
+  from
+    app_private.hub_list_entries e
+  where
+    e.user_id = app.viewer_id()
+    and(e.activity_at,
+      e.hub_id) <(coalesce($1::timestamptz, 'infinity'),
+      coalesce($2::uuid, 'ffffffff-ffff-ffff-ffff-ffffffffffff'))
     and e.expires_at > now()
-    and exists (select from app.hubs h where h.id = e.hub_id and h.removed_at is null)
-  order by e.activity_at desc, e.hub_id desc
+    and exists(
+      select
+      from
+        app.hubs h
+      where
+        h.id = e.hub_id
+        and h.removed_at is null)
+  order by
+    e.activity_at desc,
+    e.hub_id desc
   limit $3::int
 $_$;
 
@@ -2578,15 +2716,43 @@ CREATE FUNCTION app.notification_replay(p_after uuid, p_before xid8, p_limit int
     LANGUAGE sql STABLE SECURITY DEFINER
     SET search_path TO 'pg_catalog'
     AS $$
-  select last.tx_id, case when last.tx_id is null then null else array(
-    select n.id from app.notifications n
-    where n.recipient_id = last.viewer
-      and (n.tx_id, n.id) > (last.tx_id, p_after) and n.tx_id < p_before
-      and app.notification_visible_to(n, last.viewer)
-    order by n.tx_id, n.id
-    limit p_limit) end
-  from (select v.viewer, (select n.tx_id from app.notifications n where n.id = p_after and n.recipient_id = v.viewer) as tx_id
-        from (select app.viewer_id() as viewer) v) last
+  select
+    last.tx_id,
+    case when last.tx_id is null then
+      null
+    else
+      array(
+        select
+          n.id
+        from
+          app.notifications n
+        where
+          n.recipient_id = last.viewer
+          and(n.tx_id,
+            n.id) >(last.tx_id,
+            p_after)
+          and n.tx_id < p_before
+          and app.notification_visible_to(n, last.viewer)
+        order by
+          n.tx_id,
+          n.id
+        limit p_limit)
+    end
+  from(
+    select
+      v.viewer,
+(
+        select
+          n.tx_id
+        from
+          app.notifications n
+        where
+          n.id = p_after
+          and n.recipient_id = v.viewer) as tx_id
+      from(
+        select
+          app.viewer_id() as viewer) v)
+  last
 $$;
 
 
@@ -2605,16 +2771,47 @@ CREATE FUNCTION app.notification_rows(p_ids uuid[]) RETURNS TABLE(notification_i
     LANGUAGE sql STABLE
     SET search_path TO 'pg_catalog'
     AS $$
-  select n.id, n.type, n.created_at, n.read_at is not null, n.post_id, n.comment_id, n.hub_id, n.invitation_id,
-         n.join_request_id, u.id, u.username, u.full_name, a.object_key
-  from app.notifications n
-  -- `... is not null` first: a test of the outer row alone, made once per row before the scan (a
-  -- one-time filter), so a row without an actor or photo reads neither table nor runs a policy.
-  left join lateral (select u.id, u.username, u.full_name, u.profile_asset_id from app.users u
-                     where n.actor_id is not null and u.id = n.actor_id limit 1) u on true
-  left join lateral (select a.object_key from app.assets a
-                     where u.profile_asset_id is not null and a.id = u.profile_asset_id limit 1) a on true
-  where n.id = any (p_ids)
+  select
+    n.id,
+    n.type,
+    n.created_at,
+    n.read_at is not null,
+    n.post_id,
+    n.comment_id,
+    n.hub_id,
+    n.invitation_id,
+    n.join_request_id,
+    u.id,
+    u.username,
+    u.full_name,
+    a.object_key
+  from
+    app.notifications n
+    -- `... is not null` first: a test of the outer row alone, made once per row before the scan (a
+    -- one-time filter), so a row without an actor or photo reads neither table nor runs a policy.
+  left join lateral(
+    select
+      u.id,
+      u.username,
+      u.full_name,
+      u.profile_asset_id
+    from
+      app.users u
+    where
+      n.actor_id is not null
+      and u.id = n.actor_id
+    limit 1) u on true
+  left join lateral(
+    select
+      a.object_key
+    from
+      app.assets a
+    where
+      u.profile_asset_id is not null
+      and a.id = u.profile_asset_id
+    limit 1) a on true
+where
+  n.id = any(p_ids)
 $$;
 
 
@@ -2633,8 +2830,12 @@ CREATE FUNCTION app.notification_settings() RETURNS TABLE(push_enabled boolean, 
     LANGUAGE sql STABLE SECURITY DEFINER
     SET search_path TO 'pg_catalog'
     AS $$
-  select coalesce(s.push_enabled, true), t.type, not coalesce(t.type = any (s.push_disabled_types), false)
-  from unnest(enum_range(null::app.notification_type)) as t(type)
+  select
+    coalesce(s.push_enabled, true),
+    t.type,
+    not coalesce(t.type = any(s.push_disabled_types), false)
+  from
+    unnest(enum_range(null::app.notification_type)) as t(type)
   left join app_private.notification_settings s on s.user_id = app.viewer_id()
 $$;
 
@@ -2700,7 +2901,12 @@ COMMENT ON FUNCTION app.notification_visible_to(p_notification app.notifications
 CREATE FUNCTION app.onboarding_status() RETURNS TABLE(access_level integer, profile_basics_completed boolean, media_completed boolean, phone_confirmed boolean, contacts_synced_at timestamp with time zone)
     LANGUAGE sql STABLE
     SET search_path TO 'pg_catalog'
-    AS $$ select * from app.onboarding_status_gated(null) $$;
+    AS $$
+  select
+    *
+  from
+    app.onboarding_status_gated(null)
+$$;
 
 
 --
@@ -2750,12 +2956,25 @@ CREATE FUNCTION app.open_report_groups() RETURNS TABLE(target_type app.report_ta
     LANGUAGE sql STABLE SECURITY DEFINER
     SET search_path TO 'pg_catalog'
     AS $$
-  select r.target_type, r.target_id, array_agg(r.id order by r.created_at, r.id), count(*)::integer,
-         array_agg(distinct r.reason::text order by r.reason::text), (array_agg(r.snapshot order by r.created_at desc, r.id desc))[1], min(r.created_at)
-  from app.reports r
-  where r.state = 'open'
-  group by r.target_type, r.target_id
-  order by count(*) desc, min(r.created_at), r.target_id
+  select
+    r.target_type,
+    r.target_id,
+    array_agg(r.id order by r.created_at, r.id),
+    count(*)::integer,
+    array_agg(distinct r.reason::text order by r.reason::text),
+(array_agg(r.snapshot order by r.created_at desc, r.id desc))[1],
+    min(r.created_at)
+  from
+    app.reports r
+  where
+    r.state = 'open'
+  group by
+    r.target_type,
+    r.target_id
+  order by
+    count(*) desc,
+      min(r.created_at),
+        r.target_id
 $$;
 
 
@@ -2774,8 +2993,14 @@ CREATE FUNCTION app.post_assets_usable(p_asset_ids uuid[]) RETURNS boolean
     LANGUAGE sql STABLE SECURITY DEFINER
     SET search_path TO 'pg_catalog'
     AS $$
-  select coalesce(array_length(p_asset_ids, 1), 0) = (
-    select count(*) from unnest(p_asset_ids) ids (id) where app_private.asset_usable_as(ids.id, app.viewer_id(), 'post_image'))
+  select
+    coalesce(array_length(p_asset_ids, 1), 0) =(
+      select
+        count(*)
+      from
+        unnest(p_asset_ids) ids(id)
+      where
+        app_private.asset_usable_as(ids.id, app.viewer_id(), 'post_image'))
 $$;
 
 
@@ -2866,9 +3091,10 @@ ALTER TABLE ONLY app.posts FORCE ROW LEVEL SECURITY;
 CREATE FUNCTION app.post_reaches(p_post app.posts, p_viewer uuid) RETURNS boolean
     LANGUAGE sql STABLE
     AS $$
-  select not app.post_stays_in_hubs(p_post.visibility)
-      or p_post.author_id = p_viewer
-      or app.is_member_of_post_target(p_post.id, p_viewer)
+  select
+    not app.post_stays_in_hubs(p_post.visibility)
+    or p_post.author_id = p_viewer
+    or app.is_member_of_post_target(p_post.id, p_viewer)
 $$;
 
 
@@ -2902,7 +3128,10 @@ COMMENT ON FUNCTION app.post_repost_count(p_post_id uuid) IS 'A post''s repost c
 
 CREATE FUNCTION app.post_stays_in_hubs(p_visibility app.post_visibility) RETURNS boolean
     LANGUAGE sql IMMUTABLE
-    AS $$ select p_visibility = 'private_locked_hub' $$;
+    AS $$
+  select
+    p_visibility = 'private_locked_hub'
+$$;
 
 
 --
@@ -2919,9 +3148,10 @@ COMMENT ON FUNCTION app.post_stays_in_hubs(p_visibility app.post_visibility) IS 
 CREATE FUNCTION app.post_visible_to(p_post app.posts, p_viewer uuid, p_block_list uuid[]) RETURNS boolean
     LANGUAGE sql STABLE
     AS $$
-  select p_post.deleted_at is null
-     and not (p_post.author_id = any (p_block_list))
-     and app.post_reaches(p_post, p_viewer)
+  select
+    p_post.deleted_at is null
+    and not(p_post.author_id = any(p_block_list))
+    and app.post_reaches(p_post, p_viewer)
 $$;
 
 
@@ -2939,7 +3169,10 @@ COMMENT ON FUNCTION app.post_visible_to(p_post app.posts, p_viewer uuid, p_block
 CREATE FUNCTION app.profile_asset_usable(p_asset_id uuid) RETURNS boolean
     LANGUAGE sql STABLE SECURITY DEFINER
     SET search_path TO 'pg_catalog'
-    AS $$ select app.is_profile_photo_of(p_asset_id, app.viewer_id()) $$;
+    AS $$
+  select
+    app.is_profile_photo_of(p_asset_id, app.viewer_id())
+$$;
 
 
 --
@@ -2956,7 +3189,12 @@ COMMENT ON FUNCTION app.profile_asset_usable(p_asset_id uuid) IS 'Whether an ass
 CREATE FUNCTION app.profile_feed(p_user_id uuid, p_snapshot timestamp with time zone, p_after_at timestamp with time zone, p_after_id uuid, p_limit integer) RETURNS TABLE(post_id uuid, at timestamp with time zone, context app.feed_context)
     LANGUAGE sql STABLE SECURITY DEFINER
     SET search_path TO 'pg_catalog'
-    AS $$ select * from app_private.feed_page('profile', p_user_id, p_snapshot, p_after_at, p_after_id, p_limit) $$;
+    AS $$
+  select
+    *
+  from
+    app_private.feed_page('profile', p_user_id, p_snapshot, p_after_at, p_after_id, p_limit)
+$$;
 
 
 --
@@ -2974,18 +3212,40 @@ CREATE FUNCTION app.profile_social(p_user_id uuid, OUT followers bigint, OUT fol
     LANGUAGE sql STABLE SECURITY DEFINER
     SET search_path TO 'pg_catalog'
     AS $$
-  select app_private.counter_value('user_followers', p_user_id), app_private.counter_value('user_following', p_user_id),
-         app_private.counter_value('user_posts', p_user_id),
-         case when p_user_id = app.viewer_id() then app_private.counter_value('user_votes_cast', p_user_id) end,
-         app_private.counter_value('user_votes_received', p_user_id),
-         coalesce((select jsonb_agg(jsonb_build_object('id', h.id, 'name', h.name, 'photoKey', app.image_key(a.status, a.display_key, a.object_key)) order by h.name)
-                   from app.hub_memberships m
-                   join app.hubs h on h.id = m.hub_id
-                   left join app.assets a on a.id = h.profile_asset_id
-                   where m.user_id = p_user_id and m.role in ('admin', 'super_admin') and app.viewer_id() is not null), '[]'),
-         app.viewer_follows(p_user_id),
-         exists (select from app.follows f where f.follower_id = p_user_id and f.followee_id = app.viewer_id()),
-         exists (select from app.blocks b where b.blocker_id = app.viewer_id() and b.blocked_id = p_user_id)
+  select
+    app_private.counter_value('user_followers', p_user_id),
+    app_private.counter_value('user_following', p_user_id),
+    app_private.counter_value('user_posts', p_user_id),
+    case when p_user_id = app.viewer_id() then
+      app_private.counter_value('user_votes_cast', p_user_id)
+    end,
+    app_private.counter_value('user_votes_received', p_user_id),
+    coalesce((
+      select
+        jsonb_agg(jsonb_build_object('id', h.id, 'name', h.name, 'photoKey', app.image_key(a.status, a.display_key, a.object_key))
+      order by h.name)
+      from app.hub_memberships m
+      join app.hubs h on h.id = m.hub_id
+      left join app.assets a on a.id = h.profile_asset_id
+      where
+        m.user_id = p_user_id
+        and m.role in('admin', 'super_admin')
+        and app.viewer_id() is not null), '[]'),
+    app.viewer_follows(p_user_id),
+    exists(
+      select
+      from
+        app.follows f
+      where
+        f.follower_id = p_user_id
+        and f.followee_id = app.viewer_id()),
+      exists(
+        select
+        from
+          app.blocks b
+        where
+          b.blocker_id = app.viewer_id()
+          and b.blocked_id = p_user_id)
 $$;
 
 
@@ -3264,7 +3524,10 @@ COMMENT ON FUNCTION app.remove_post(p_post_id uuid, p_reason text) IS 'Removes a
 CREATE FUNCTION app.reopen_report(p_report_id uuid) RETURNS app.moderation_log
     LANGUAGE sql SECURITY DEFINER
     SET search_path TO 'pg_catalog'
-    AS $$ select app_private.decide_report(p_report_id, 'open', 'reopen_report') $$;
+    AS $$
+  select
+    app_private.decide_report(p_report_id, 'open', 'reopen_report')
+$$;
 
 
 --
@@ -3437,7 +3700,13 @@ COMMENT ON FUNCTION app.request_account_deletion(OUT scheduled_for timestamp wit
 CREATE FUNCTION app.request_data_export(OUT export_id uuid, OUT status text) RETURNS record
     LANGUAGE sql SECURITY DEFINER
     SET search_path TO 'pg_catalog'
-    AS $$ select e.export_id, e.status from app.start_data_export() e $$;
+    AS $$
+  select
+    e.export_id,
+    e.status
+  from
+    app.start_data_export() e
+$$;
 
 
 --
@@ -3575,7 +3844,10 @@ COMMENT ON FUNCTION app.require_level(p_level integer) IS 'Raises the 403 code o
 CREATE FUNCTION app.resolve_report(p_report_id uuid) RETURNS app.moderation_log
     LANGUAGE sql SECURITY DEFINER
     SET search_path TO 'pg_catalog'
-    AS $$ select app_private.decide_report(p_report_id, 'resolved', 'resolve_report') $$;
+    AS $$
+  select
+    app_private.decide_report(p_report_id, 'resolved', 'resolve_report')
+$$;
 
 
 --
@@ -3760,9 +4032,16 @@ CREATE FUNCTION app."session_user"(OUT id uuid, OUT is_anonymous boolean, OUT ph
     LANGUAGE sql STABLE SECURITY DEFINER
     SET search_path TO 'pg_catalog'
     AS $$
-  select u.id, p.user_id is null, p.user_id is not null, app.user_access_level(u.id)
-  from app.users u left join app.phone_identities p on p.user_id = u.id
-  where u.id = app.viewer_id()
+  select
+    u.id,
+    p.user_id is null,
+    p.user_id is not null,
+    app.user_access_level(u.id)
+  from
+    app.users u
+  left join app.phone_identities p on p.user_id = u.id
+where
+  u.id = app.viewer_id()
 $$;
 
 
@@ -4365,7 +4644,12 @@ COMMENT ON FUNCTION app.user_name_matches(p_query text, p_after_word text, p_aft
 
 CREATE FUNCTION app.user_visible(p_user_id uuid, p_username text, p_viewer uuid, p_blocked uuid[]) RETURNS boolean
     LANGUAGE sql IMMUTABLE
-    AS $$ select (p_username is not null or p_user_id = p_viewer) and not (p_user_id = any (p_blocked)) $$;
+    AS $$
+  select
+(p_username is not null
+      or p_user_id = p_viewer)
+    and not(p_user_id = any(p_blocked))
+$$;
 
 
 --
@@ -4527,7 +4811,14 @@ CREATE FUNCTION app.viewer_hub_content_muted(p_hub_id uuid) RETURNS boolean
     LANGUAGE sql STABLE SECURITY DEFINER
     SET search_path TO 'pg_catalog'
     AS $$
-  select coalesce((select m.content_muted from app.hub_memberships m where m.hub_id = p_hub_id and m.user_id = app.viewer_id()), false)
+  select
+    coalesce((
+      select
+        m.content_muted
+      from app.hub_memberships m
+      where
+        m.hub_id = p_hub_id
+        and m.user_id = app.viewer_id()), false)
 $$;
 
 
@@ -4572,7 +4863,10 @@ COMMENT ON FUNCTION app.viewer_hub_status(p_hub_id uuid) IS 'The viewer''s relat
 
 CREATE FUNCTION app.viewer_id() RETURNS uuid
     LANGUAGE sql STABLE PARALLEL SAFE
-    AS $$ select nullif(current_setting('app.user_id', true), '')::uuid $$;
+    AS $$
+  select
+    nullif(current_setting('app.user_id', true), '')::uuid
+$$;
 
 
 --
@@ -4590,15 +4884,34 @@ CREATE FUNCTION app.viewer_related_hub_ids() RETURNS uuid[]
     LANGUAGE sql STABLE SECURITY DEFINER
     SET search_path TO 'pg_catalog'
     AS $$
-  select coalesce(array_agg(distinct hub_id), '{}') from (
-    select m.hub_id from app.hub_memberships m where m.user_id = app.viewer_id()
+  select
+    coalesce(array_agg(distinct hub_id), '{}')
+  from(
+    select
+      m.hub_id
+    from
+      app.hub_memberships m
+    where
+      m.user_id = app.viewer_id()
     union all
-    select i.hub_id from app.hub_invitations i
-      where i.invitee_id = app.viewer_id() and i.status = 'invited' and i.expires_at > now()
+    select
+      i.hub_id
+    from
+      app.hub_invitations i
+    where
+      i.invitee_id = app.viewer_id()
+      and i.status = 'invited'
+      and i.expires_at > now()
     union all
-    select r.hub_id from app.hub_join_requests r where r.user_id = app.viewer_id() and r.status = 'pending'
-  ) related
-  where app.viewer_has_level(app.access_level('hub_ready'))
+    select
+      r.hub_id
+    from
+      app.hub_join_requests r
+    where
+      r.user_id = app.viewer_id()
+      and r.status = 'pending') related
+where
+  app.viewer_has_level(app.access_level('hub_ready'))
 $$;
 
 
@@ -4615,7 +4928,10 @@ COMMENT ON FUNCTION app.viewer_related_hub_ids() IS 'The hubs the viewer (at acc
 
 CREATE FUNCTION app.viewer_session_gate(p_required integer) RETURNS integer
     LANGUAGE sql
-    AS $$ select app.session_gate(app.session_access_level(app.viewer_session_id(), app.viewer_id()), p_required) $$;
+    AS $$
+  select
+    app.session_gate(app.session_access_level(app.viewer_session_id(), app.viewer_id()), p_required)
+$$;
 
 
 --
@@ -4631,7 +4947,10 @@ COMMENT ON FUNCTION app.viewer_session_gate(p_required integer) IS 'The session 
 
 CREATE FUNCTION app.viewer_session_id() RETURNS uuid
     LANGUAGE sql STABLE PARALLEL SAFE
-    AS $$ select nullif(current_setting('app.session_id', true), '')::uuid $$;
+    AS $$
+  select
+    nullif(current_setting('app.session_id', true), '')::uuid
+$$;
 
 
 --
@@ -4696,7 +5015,15 @@ COMMENT ON FUNCTION app.vote_tally(p_post_id uuid, p_hub_id uuid) IS 'A post''s 
 CREATE FUNCTION app_private.account_hidden(p_user_id uuid) RETURNS boolean
     LANGUAGE sql STABLE
     SET search_path TO 'pg_catalog'
-    AS $$ select exists (select from app_private.account_states s where s.user_id = p_user_id) $$;
+    AS $$
+  select
+    exists(
+      select
+      from
+        app_private.account_states s
+      where
+        s.user_id = p_user_id)
+$$;
 
 
 --
@@ -4713,8 +5040,18 @@ COMMENT ON FUNCTION app_private.account_hidden(p_user_id uuid) IS 'The rule of a
 CREATE FUNCTION app_private.active_member(p_hub_id uuid, p_user_id uuid) RETURNS TABLE(active boolean)
     LANGUAGE sql STABLE
     AS $$
-  select exists (select from app.hub_memberships m where m.hub_id = p_hub_id and m.user_id = p_user_id)
-     and coalesce((select l.level from app_private.user_level(p_user_id) l) >= app.access_level('hub_ready'), false)
+  select
+    exists(
+      select
+      from
+        app.hub_memberships m
+      where
+        m.hub_id = p_hub_id
+        and m.user_id = p_user_id)
+    and coalesce((
+      select
+        l.level
+      from app_private.user_level(p_user_id) l) >= app.access_level('hub_ready'), false)
 $$;
 
 
@@ -4820,7 +5157,10 @@ CREATE FUNCTION app_private.applied_migrations() RETURNS SETOF text
     LANGUAGE sql STABLE SECURITY DEFINER
     SET search_path TO 'pg_catalog'
     AS $$
-  select m.name::text from public.pgmigrations m
+  select
+    m.name::text
+  from
+    public.pgmigrations m
 $$;
 
 
@@ -4839,7 +5179,11 @@ CREATE FUNCTION app_private.applied_sql_files() RETURNS TABLE(file text, sha256 
     LANGUAGE sql STABLE SECURITY DEFINER
     SET search_path TO 'pg_catalog'
     AS $$
-  select f.file, f.sha256 from public.sql_files f
+  select
+    f.file,
+    f.sha256
+  from
+    public.sql_files f
 $$;
 
 
@@ -4858,7 +5202,11 @@ CREATE FUNCTION app_private.applied_sql_level() RETURNS integer
     LANGUAGE sql STABLE SECURITY DEFINER
     SET search_path TO 'pg_catalog'
     AS $$
-  select coalesce((select max(l.level) from public.sql_levels l), 0)
+  select
+    coalesce((
+      select
+        max(l.level)
+      from public.sql_levels l), 0)
 $$;
 
 
@@ -4877,8 +5225,16 @@ CREATE FUNCTION app_private.asset_usable_as(p_asset_id uuid, p_owner_id uuid, p_
     LANGUAGE sql STABLE
     SET search_path TO 'pg_catalog'
     AS $$
-  select exists (select from app.assets a
-                 where a.id = p_asset_id and a.owner_id = p_owner_id and a.purpose = p_purpose and a.status <> 'failed')
+  select
+    exists(
+      select
+      from
+        app.assets a
+      where
+        a.id = p_asset_id
+        and a.owner_id = p_owner_id
+        and a.purpose = p_purpose
+        and a.status <> 'failed')
 $$;
 
 
@@ -4963,7 +5319,10 @@ COMMENT ON FUNCTION app_private.ballots_to_tally(p_post_id uuid, p_hub_id uuid, 
 
 CREATE FUNCTION app_private.batch_ready(p_pending bigint, p_batch integer) RETURNS boolean
     LANGUAGE sql IMMUTABLE
-    AS $$ select p_pending >= greatest(p_batch, 2) $$;
+    AS $$
+  select
+    p_pending >= greatest(p_batch, 2)
+$$;
 
 
 --
@@ -4980,10 +5339,22 @@ COMMENT ON FUNCTION app_private.batch_ready(p_pending bigint, p_batch integer) I
 CREATE FUNCTION app_private.block_list(p_user_id uuid) RETURNS TABLE(ids uuid[])
     LANGUAGE sql STABLE
     AS $$
-  select coalesce(array_agg(other), '{}') from (
-    select b.blocked_id as other from app.blocks b where b.blocker_id = p_user_id
+  select
+    coalesce(array_agg(other), '{}')
+  from(
+    select
+      b.blocked_id as other
+    from
+      app.blocks b
+    where
+      b.blocker_id = p_user_id
     union
-    select b.blocker_id from app.blocks b where b.blocked_id = p_user_id) pairs
+    select
+      b.blocker_id
+    from
+      app.blocks b
+    where
+      b.blocked_id = p_user_id) pairs
 $$;
 
 
@@ -5178,7 +5549,15 @@ COMMENT ON FUNCTION app_private.client_address_key(p_address text) IS 'The key a
 
 CREATE FUNCTION app_private.co_members_of(p_hubs uuid[], p_viewer uuid) RETURNS SETOF uuid
     LANGUAGE sql STABLE
-    AS $$ select m.user_id from app.hub_memberships m where m.hub_id = any (p_hubs) and m.user_id <> p_viewer $$;
+    AS $$
+  select
+    m.user_id
+  from
+    app.hub_memberships m
+  where
+    m.hub_id = any(p_hubs)
+    and m.user_id <> p_viewer
+$$;
 
 
 --
@@ -5252,7 +5631,12 @@ COMMENT ON FUNCTION app_private.completable_upload(p_upload_id uuid, p_purpose a
 CREATE FUNCTION app_private.consume_sliding_limit(p_key text, p_limit integer, p_window interval) RETURNS integer
     LANGUAGE sql
     SET search_path TO 'pg_catalog'
-    AS $$ select wait from app_private.take_sliding_limit(p_key, p_limit, p_window) $$;
+    AS $$
+  select
+    wait
+  from
+    app_private.take_sliding_limit(p_key, p_limit, p_window)
+$$;
 
 
 --
@@ -5268,7 +5652,12 @@ COMMENT ON FUNCTION app_private.consume_sliding_limit(p_key text, p_limit intege
 
 CREATE FUNCTION app_private.content_mute_silences(p_muted boolean, p_type app.notification_type) RETURNS boolean
     LANGUAGE sql IMMUTABLE
-    AS $$ select p_muted and (app_private.is_publication(p_type) or p_type = 'post_reposted') $$;
+    AS $$
+  select
+    p_muted
+    and(app_private.is_publication(p_type)
+      or p_type = 'post_reposted')
+$$;
 
 
 --
@@ -5494,10 +5883,15 @@ ALTER TABLE ONLY app.comments FORCE ROW LEVEL SECURITY;
 CREATE FUNCTION app_private.counted_by(p_row app.comments) RETURNS TABLE(counter app_private.counter, subject uuid)
     LANGUAGE sql IMMUTABLE
     AS $$
-  select x.counter, x.subject
-  from (values ('post_comments'::app_private.counter, p_row.post_id, p_row.deleted_at is null),
-               ('comment_replies', p_row.parent_id, p_row.deleted_at is null and p_row.parent_id is not null)) x (counter, subject, counted)
-  where x.counted
+  select
+    x.counter,
+    x.subject
+  from(
+    values('post_comments'::app_private.counter, p_row.post_id, p_row.deleted_at is null),
+('comment_replies', p_row.parent_id, p_row.deleted_at is null
+        and p_row.parent_id is not null)) x(counter, subject, counted)
+where
+  x.counted
 $$;
 
 
@@ -5530,8 +5924,12 @@ ALTER TABLE ONLY app.follows FORCE ROW LEVEL SECURITY;
 CREATE FUNCTION app_private.counted_by(p_row app.follows) RETURNS TABLE(counter app_private.counter, subject uuid)
     LANGUAGE sql IMMUTABLE
     AS $$
-  select x.counter, x.subject
-  from (values ('user_followers'::app_private.counter, p_row.followee_id), ('user_following', p_row.follower_id)) x (counter, subject)
+  select
+    x.counter,
+    x.subject
+  from(
+    values('user_followers'::app_private.counter, p_row.followee_id),
+('user_following', p_row.follower_id)) x(counter, subject)
 $$;
 
 
@@ -5549,9 +5947,14 @@ COMMENT ON FUNCTION app_private.counted_by(p_row app.follows) IS 'What one follo
 CREATE FUNCTION app_private.counted_by(p_row app.hub_discussion_messages) RETURNS TABLE(counter app_private.counter, subject uuid)
     LANGUAGE sql IMMUTABLE
     AS $$
-  select x.counter, x.subject
-  from (values ('discussion_messages'::app_private.counter, p_row.discussion_id), ('message_replies', p_row.parent_id)) x (counter, subject)
-  where x.subject is not null
+  select
+    x.counter,
+    x.subject
+  from(
+    values('discussion_messages'::app_private.counter, p_row.discussion_id),
+('message_replies', p_row.parent_id)) x(counter, subject)
+where
+  x.subject is not null
 $$;
 
 
@@ -5584,7 +5987,9 @@ ALTER TABLE ONLY app.hub_memberships FORCE ROW LEVEL SECURITY;
 CREATE FUNCTION app_private.counted_by(p_row app.hub_memberships) RETURNS TABLE(counter app_private.counter, subject uuid)
     LANGUAGE sql IMMUTABLE
     AS $$
-  select 'hub_members'::app_private.counter, p_row.hub_id
+  select
+    'hub_members'::app_private.counter,
+    p_row.hub_id
 $$;
 
 
@@ -5602,10 +6007,16 @@ COMMENT ON FUNCTION app_private.counted_by(p_row app.hub_memberships) IS 'What o
 CREATE FUNCTION app_private.counted_by(p_row app.posts) RETURNS TABLE(counter app_private.counter, subject uuid)
     LANGUAGE sql IMMUTABLE
     AS $$
-  select x.counter, x.subject
-  from (values ('post_reposts'::app_private.counter, p_row.source_post_id, p_row.deleted_at is null and p_row.source_post_id is not null),
-               ('user_posts', p_row.author_id, p_row.deleted_at is null and not app.post_stays_in_hubs(p_row.visibility))) x (counter, subject, counted)
-  where x.counted
+  select
+    x.counter,
+    x.subject
+  from(
+    values('post_reposts'::app_private.counter, p_row.source_post_id, p_row.deleted_at is null
+        and p_row.source_post_id is not null),
+('user_posts', p_row.author_id, p_row.deleted_at is null
+        and not app.post_stays_in_hubs(p_row.visibility))) x(counter, subject, counted)
+where
+  x.counted
 $$;
 
 
@@ -5644,10 +6055,22 @@ COMMENT ON TABLE app.vote_receipts IS '@foreignKey (post_id) references app.post
 CREATE FUNCTION app_private.counted_by(p_row app.vote_receipts) RETURNS TABLE(counter app_private.counter, subject uuid)
     LANGUAGE sql STABLE
     AS $$
-  select x.counter, x.subject
-  from (values ('user_votes_cast'::app_private.counter, p_row.user_id),
-               ('user_votes_received', (select p.author_id from app.posts p where p.id = p_row.post_id and app_private.post_counts_votes(p)))) x (counter, subject)
-  where x.subject is not null
+  select
+    x.counter,
+    x.subject
+  from(
+    values('user_votes_cast'::app_private.counter, p_row.user_id),
+('user_votes_received',(
+          select
+            p.author_id
+          from
+            app.posts p
+          where
+            p.id = p_row.post_id
+            and app_private.post_counts_votes(p)))) x(counter,
+    subject)
+where
+  x.subject is not null
 $$;
 
 
@@ -5666,11 +6089,33 @@ CREATE FUNCTION app_private.counted_kept() RETURNS TABLE(counter app_private.cou
     LANGUAGE sql STABLE
     SET search_path TO 'pg_catalog'
     AS $$
-  select x.counter, x.subject, sum(x.n)::bigint from app_private.counters x group by x.counter, x.subject
+  select
+    x.counter,
+    x.subject,
+    sum(x.n)::bigint
+  from
+    app_private.counters x
+  group by
+    x.counter,
+    x.subject
   union all
-  select 'discussion_messages', s.discussion_id, s.message_count from app.hub_discussion_stats s where s.message_count <> 0
+  select
+    'discussion_messages',
+    s.discussion_id,
+    s.message_count
+  from
+    app.hub_discussion_stats s
+  where
+    s.message_count <> 0
   union all
-  select 'message_replies', m.id, m.reply_count from app.hub_discussion_messages m where m.reply_count <> 0
+  select
+    'message_replies',
+    m.id,
+    m.reply_count
+  from
+    app.hub_discussion_messages m
+  where
+    m.reply_count <> 0
 $$;
 
 
@@ -5689,14 +6134,49 @@ CREATE FUNCTION app_private.counted_now() RETURNS TABLE(counter app_private.coun
     LANGUAGE sql STABLE
     SET search_path TO 'pg_catalog'
     AS $$
-  select k.counter, k.subject, count(*)
-  from (select k.* from app.comments r, app_private.counted_by(r) k
-        union all select k.* from app.posts r, app_private.counted_by(r) k
-        union all select k.* from app.follows r, app_private.counted_by(r) k
-        union all select k.* from app.hub_memberships r, app_private.counted_by(r) k
-        union all select k.* from app.hub_discussion_messages r, app_private.counted_by(r) k
-        union all select k.* from app.vote_receipts r, app_private.counted_by(r) k) k
-  group by k.counter, k.subject
+  select
+    k.counter,
+    k.subject,
+    count(*)
+  from(
+    select
+      k.*
+    from
+      app.comments r,
+      app_private.counted_by(r) k
+    union all
+    select
+      k.*
+    from
+      app.posts r,
+      app_private.counted_by(r) k
+    union all
+    select
+      k.*
+    from
+      app.follows r,
+      app_private.counted_by(r) k
+    union all
+    select
+      k.*
+    from
+      app.hub_memberships r,
+      app_private.counted_by(r) k
+    union all
+    select
+      k.*
+    from
+      app.hub_discussion_messages r,
+      app_private.counted_by(r) k
+    union all
+    select
+      k.*
+    from
+      app.vote_receipts r,
+      app_private.counted_by(r) k) k
+group by
+  k.counter,
+  k.subject
 $$;
 
 
@@ -5715,10 +6195,17 @@ CREATE FUNCTION app_private.counter_drift() RETURNS TABLE(counter app_private.co
     LANGUAGE sql STABLE
     SET search_path TO 'pg_catalog'
     AS $$
-  select coalesce(k.counter, c.counter), coalesce(k.subject, c.subject), coalesce(k.n, 0), coalesce(c.n, 0)
-  from app_private.counted_kept() k
-  full join app_private.counted_now() c on c.counter = k.counter and c.subject = k.subject
-  where coalesce(k.n, 0) <> coalesce(c.n, 0)
+  select
+    coalesce(k.counter, c.counter),
+    coalesce(k.subject, c.subject),
+    coalesce(k.n, 0),
+    coalesce(c.n, 0)
+  from
+    app_private.counted_kept() k
+  full join app_private.counted_now() c on c.counter = k.counter
+    and c.subject = k.subject
+where
+  coalesce(k.n, 0) <> coalesce(c.n, 0)
 $$;
 
 
@@ -5737,7 +6224,13 @@ CREATE FUNCTION app_private.counter_value(p_counter app_private.counter, p_subje
     LANGUAGE sql STABLE
     SET search_path TO 'pg_catalog'
     AS $$
-  select coalesce(sum(c.n), 0)::bigint from app_private.counters c where c.counter = p_counter and c.subject = p_subject
+  select
+    coalesce(sum(c.n), 0)::bigint
+  from
+    app_private.counters c
+  where
+    c.counter = p_counter
+    and c.subject = p_subject
 $$;
 
 
@@ -5756,52 +6249,141 @@ CREATE FUNCTION app_private.data_export_archive(p_export_id uuid) RETURNS TABLE(
     LANGUAGE sql STABLE SECURITY DEFINER
     SET search_path TO 'pg_catalog'
     AS $$
-  select u.id, jsonb_build_object(
-    'exportedAt', app_private.iso(now()),
-    'profile', jsonb_build_object('id', u.id, 'username', u.username, 'fullName', u.full_name, 'bio', u.bio,
-                                  'phoneNumber', (select p.phone_e164 from app.phone_identities p where p.user_id = u.id),
-                                  'termsVersion', u.terms_version, 'termsAcceptedAt', app_private.iso(u.terms_accepted_at), 'createdAt', app_private.iso(u.created_at),
-                                  'profilePhotoKey', (select a.object_key from app.assets a where a.id = u.profile_asset_id)),
-    'hubProfile', (select jsonb_build_object('displayName', h.display_name, 'updatedAt', app_private.iso(h.updated_at)) from app.hub_profiles h where h.user_id = u.id),
-    'posts', coalesce((select jsonb_agg(jsonb_build_object('id', p.id, 'createdAt', app_private.iso(p.created_at), 'visibility', p.visibility,
-                                                           'thoughtText', p.thought_text, 'sliderText', p.slider_text,
-                                                           'sliderLabels', case when p.slider_text is not null then jsonb_build_array(p.slider_left_label, p.slider_right_label) end,
-                                                           'article', (select jsonb_build_object('kind', a.kind, 'url', a.url, 'title', a.title, 'body', a.body) from app.articles a where a.id = p.article_id),
-                                                           'repostOf', p.source_post_id,
-                                                           'hubIds', (select coalesce(jsonb_agg(ph.hub_id), '[]') from app.post_hubs ph where ph.post_id = p.id and ph.kind = 'target'))
-                                        order by p.created_at)
-                       from app.posts p where p.author_id = u.id and p.deleted_at is null), '[]'),
-    'comments', coalesce((select jsonb_agg(jsonb_build_object('id', c.id, 'postId', c.post_id, 'parentCommentId', c.parent_id, 'text', c.text, 'createdAt', app_private.iso(c.created_at)) order by c.created_at)
-                          from app.comments c where c.author_id = u.id and c.deleted_at is null), '[]'),
-    'discussionMessages', coalesce((select jsonb_agg(jsonb_build_object('id', m.id, 'hubId', m.hub_id, 'discussionId', m.discussion_id, 'parentMessageId', m.parent_id,
-                                                                        'text', m.text, 'createdAt', app_private.iso(m.created_at)) order by m.created_at)
-                                    from app.hub_discussion_messages m where m.author_id = u.id), '[]'),
-    'following', coalesce((select jsonb_agg(jsonb_build_object('userId', f.followee_id, 'username', o.username, 'since', app_private.iso(f.created_at)) order by f.created_at)
-                           from app.follows f join app.users o on o.id = f.followee_id where f.follower_id = u.id), '[]'),
-    'followers', coalesce((select jsonb_agg(jsonb_build_object('userId', f.follower_id, 'username', o.username, 'since', app_private.iso(f.created_at)) order by f.created_at)
-                           from app.follows f join app.users o on o.id = f.follower_id where f.followee_id = u.id), '[]'),
-    'blocked', coalesce((select jsonb_agg(jsonb_build_object('userId', b.blocked_id, 'username', o.username) order by o.username)
-                         from app.blocks b join app.users o on o.id = b.blocked_id where b.blocker_id = u.id), '[]'),
-    'savedPosts', coalesce((select jsonb_agg(jsonb_build_object('postId', s.post_id, 'savedAt', app_private.iso(s.saved_at)) order by s.saved_at)
-                            from app.saved_posts s where s.user_id = u.id), '[]'),
-    'savedDiscussions', coalesce((select jsonb_agg(jsonb_build_object('discussionId', s.discussion_id, 'hubId', s.hub_id, 'savedAt', app_private.iso(s.saved_at)) order by s.saved_at)
-                                  from app.saved_discussions s where s.user_id = u.id), '[]'),
-    'hubMemberships', coalesce((select jsonb_agg(jsonb_build_object('hubId', m.hub_id, 'hubName', h.name, 'role', m.role, 'joinedAt', app_private.iso(m.joined_at), 'contentMuted', m.content_muted) order by m.joined_at)
-                                from app.hub_memberships m join app.hubs h on h.id = m.hub_id where m.user_id = u.id), '[]'),
-    'notificationSettings', (select jsonb_build_object('pushEnabled', coalesce(s.push_enabled, true), 'pushDisabledTypes', coalesce(to_jsonb(s.push_disabled_types), '[]'))
-                             from (select) x left join app_private.notification_settings s on s.user_id = u.id),
-    -- Devices without their tokens.
-    'pushDevices', coalesce((select jsonb_agg(jsonb_build_object('id', d.id, 'provider', d.provider, 'platform', d.platform, 'locale', d.locale,
-                                                                 'createdAt', app_private.iso(d.created_at), 'lastSeenAt', app_private.iso(d.last_seen_at)) order by d.created_at)
-                             from app.push_devices d where d.user_id = u.id), '[]'),
-    -- Which posts the user voted on and when; never the position (it is not the service's to give).
-    'votes', coalesce((select jsonb_agg(jsonb_build_object('postId', r.post_id, 'votedAt', app_private.iso(r.voted_at)) order by r.voted_at)
-                       from app.vote_receipts r where r.user_id = u.id), '[]'))
-  from app_private.data_exports e
+  select
+    u.id,
+    jsonb_build_object('exportedAt', app_private.iso(now()), 'profile', jsonb_build_object('id', u.id, 'username',
+      u.username, 'fullName', u.full_name, 'bio', u.bio, 'phoneNumber',(
+        select
+          p.phone_e164
+        from app.phone_identities p
+        where
+          p.user_id = u.id), 'termsVersion', u.terms_version, 'termsAcceptedAt', app_private.iso(u.terms_accepted_at), 'createdAt',
+            app_private.iso(u.created_at), 'profilePhotoKey',(
+        select
+          a.object_key
+        from app.assets a
+        where
+          a.id = u.profile_asset_id)), 'hubProfile',(
+      select
+        jsonb_build_object('displayName', h.display_name, 'updatedAt', app_private.iso(h.updated_at))
+      from app.hub_profiles h
+      where
+        h.user_id = u.id), 'posts', coalesce((
+        select
+          jsonb_agg(jsonb_build_object('id', p.id, 'createdAt', app_private.iso(p.created_at), 'visibility',
+            p.visibility, 'thoughtText', p.thought_text, 'sliderText', p.slider_text, 'sliderLabels', case when p.slider_text is not
+            null then
+              jsonb_build_array(p.slider_left_label, p.slider_right_label)
+            end, 'article',(
+              select
+                jsonb_build_object('kind', a.kind, 'url', a.url, 'title', a.title, 'body', a.body)
+              from app.articles a
+            where
+              a.id = p.article_id), 'repostOf', p.source_post_id, 'hubIds',(
+              select
+                coalesce(jsonb_agg(ph.hub_id), '[]')
+              from app.post_hubs ph
+            where
+              ph.post_id = p.id
+              and ph.kind = 'target'))
+        order by p.created_at)
+        from app.posts p
+      where
+        p.author_id = u.id
+        and p.deleted_at is null), '[]'), 'comments', coalesce((
+      select
+        jsonb_agg(jsonb_build_object('id', c.id, 'postId', c.post_id, 'parentCommentId', c.parent_id, 'text',
+          c.text, 'createdAt', app_private.iso(c.created_at))
+        order by c.created_at)
+      from app.comments c
+    where
+      c.author_id = u.id
+      and c.deleted_at is null), '[]'), 'discussionMessages', coalesce((
+    select
+      jsonb_agg(jsonb_build_object('id', m.id, 'hubId', m.hub_id, 'discussionId', m.discussion_id, 'parentMessageId',
+        m.parent_id, 'text', m.text, 'createdAt', app_private.iso(m.created_at))
+      order by m.created_at)
+    from app.hub_discussion_messages m
+  where
+    m.author_id = u.id), '[]'), 'following', coalesce((
+  select
+    jsonb_agg(jsonb_build_object('userId', f.followee_id, 'username', o.username, 'since', app_private.iso(f.created_at))
+    order by f.created_at)
+  from app.follows f
+  join app.users o on o.id = f.followee_id
+where
+  f.follower_id = u.id), '[]'), 'followers', coalesce((
+  select
+    jsonb_agg(jsonb_build_object('userId', f.follower_id, 'username', o.username, 'since', app_private.iso(f.created_at))
+    order by f.created_at)
+  from app.follows f
+  join app.users o on o.id = f.follower_id
+where
+  f.followee_id = u.id), '[]'), 'blocked', coalesce((
+  select
+    jsonb_agg(jsonb_build_object('userId', b.blocked_id, 'username', o.username)
+    order by o.username)
+  from app.blocks b
+  join app.users o on o.id = b.blocked_id
+where
+  b.blocker_id = u.id), '[]'), 'savedPosts', coalesce((
+  select
+    jsonb_agg(jsonb_build_object('postId', s.post_id, 'savedAt', app_private.iso(s.saved_at))
+    order by s.saved_at)
+  from app.saved_posts s
+where
+  s.user_id = u.id), '[]'), 'savedDiscussions', coalesce((
+  select
+    jsonb_agg(jsonb_build_object('discussionId', s.discussion_id, 'hubId', s.hub_id, 'savedAt', app_private.iso(s.saved_at))
+    order by s.saved_at)
+  from app.saved_discussions s
+where
+  s.user_id = u.id), '[]'), 'hubMemberships', coalesce((
+  select
+    jsonb_agg(jsonb_build_object('hubId', m.hub_id, 'hubName', h.name, 'role', m.role, 'joinedAt',
+      app_private.iso(m.joined_at), 'contentMuted', m.content_muted)
+    order by m.joined_at)
+  from app.hub_memberships m
+  join app.hubs h on h.id = m.hub_id
+where
+  m.user_id = u.id), '[]'), 'notificationSettings',(
+  select
+    jsonb_build_object('pushEnabled', coalesce(s.push_enabled, true), 'pushDisabledTypes', coalesce(to_jsonb(s.push_disabled_types), '[]'))
+  from(
+    select
+) x
+  left join app_private.notification_settings s on s.user_id = u.id),
+-- Devices without their tokens.
+'pushDevices', coalesce((
+  select
+    jsonb_agg(jsonb_build_object('id', d.id, 'provider', d.provider, 'platform', d.platform, 'locale',
+      d.locale, 'createdAt', app_private.iso(d.created_at), 'lastSeenAt', app_private.iso(d.last_seen_at))
+    order by d.created_at)
+from app.push_devices d
+where
+  d.user_id = u.id), '[]'),
+-- Which posts the user voted on and when; never the position (it is not the service's to give).
+'votes', coalesce((
+  select
+    jsonb_agg(jsonb_build_object('postId', r.post_id, 'votedAt', app_private.iso(r.voted_at))
+    order by r.voted_at)
+from app.vote_receipts r
+where
+  r.user_id = u.id), '[]'))
+from
+  app_private.data_exports e
   join app.users u on u.id = e.user_id
-  where e.id = p_export_id and e.status = 'pending'
-    -- nothing for an account being purged (purge_started_at): the purge deletes its archives
-    and not exists (select from app_private.account_states s where s.user_id = e.user_id and s.purge_started_at is not null)
+where
+  e.id = p_export_id
+  and e.status = 'pending'
+  -- nothing for an account being purged (purge_started_at): the purge deletes its archives
+  and not exists(
+    select
+    from
+      app_private.account_states s
+    where
+      s.user_id = e.user_id
+      and s.purge_started_at is not null)
 $$;
 
 
@@ -5999,9 +6581,18 @@ CREATE FUNCTION app_private.ended_sessions(p_sessions uuid[]) RETURNS SETOF uuid
     LANGUAGE sql STABLE SECURITY DEFINER
     SET search_path TO 'pg_catalog'
     AS $$
-  select wanted.id from unnest(p_sessions) as wanted(id)
-  where not exists (
-    select from app.sessions s where s.id = wanted.id and app.session_access_level(s.id, s.user_id) is not null)
+  select
+    wanted.id
+  from
+    unnest(p_sessions) as wanted(id)
+where
+  not exists(
+    select
+    from
+      app.sessions s
+    where
+      s.id = wanted.id
+      and app.session_access_level(s.id, s.user_id) is not null)
 $$;
 
 
@@ -6020,9 +6611,17 @@ CREATE FUNCTION app_private.expired_upload_intents(p_limit integer) RETURNS TABL
     LANGUAGE sql STABLE SECURITY DEFINER
     SET search_path TO 'pg_catalog'
     AS $$
-  select i.id, i.object_key from app.upload_intents i
-  where i.completed_at is null and i.expires_at < now()
-  order by i.expires_at limit p_limit
+  select
+    i.id,
+    i.object_key
+  from
+    app.upload_intents i
+  where
+    i.completed_at is null
+    and i.expires_at < now()
+  order by
+    i.expires_at
+  limit p_limit
 $$;
 
 
@@ -6205,9 +6804,19 @@ CREATE FUNCTION app_private.finish_data_export(p_export_id uuid, p_object_key te
     LANGUAGE sql SECURITY DEFINER
     SET search_path TO 'pg_catalog'
     AS $$
-  update app_private.data_exports set status = case when p_object_key is null then 'failed' else 'ready' end,
-    object_key = p_object_key, finished_at = now()
-  where id = p_export_id and status = 'pending'
+  update
+    app_private.data_exports
+  set
+    status = case when p_object_key is null then
+      'failed'
+    else
+      'ready'
+    end,
+    object_key = p_object_key,
+    finished_at = now()
+  where
+    id = p_export_id
+    and status = 'pending'
 $$;
 
 
@@ -6255,7 +6864,14 @@ COMMENT ON FUNCTION app_private.finish_image(p_asset_id uuid, p_width integer, p
 
 CREATE FUNCTION app_private.followees_of(p_viewer uuid) RETURNS SETOF uuid
     LANGUAGE sql STABLE
-    AS $$ select f.followee_id from app.follows f where f.follower_id = p_viewer $$;
+    AS $$
+  select
+    f.followee_id
+  from
+    app.follows f
+  where
+    f.follower_id = p_viewer
+$$;
 
 
 --
@@ -6272,7 +6888,11 @@ COMMENT ON FUNCTION app_private.followees_of(p_viewer uuid) IS 'The users p_view
 CREATE FUNCTION app_private.forget_asset(p_asset_id uuid) RETURNS void
     LANGUAGE sql SECURITY DEFINER
     SET search_path TO 'pg_catalog'
-    AS $$ delete from app.assets a where a.id = p_asset_id and not app.asset_in_visible_use(a.id) $$;
+    AS $$
+  delete from app.assets a
+  where a.id = p_asset_id
+    and not app.asset_in_visible_use(a.id)
+$$;
 
 
 --
@@ -6311,7 +6931,11 @@ COMMENT ON FUNCTION app_private.forget_revoked_session_devices() IS 'A revoked s
 CREATE FUNCTION app_private.forget_upload_intents(p_ids uuid[]) RETURNS void
     LANGUAGE sql SECURITY DEFINER
     SET search_path TO 'pg_catalog'
-    AS $$ delete from app.upload_intents where id = any (p_ids) and completed_at is null $$;
+    AS $$
+  delete from app.upload_intents
+  where id = any(p_ids)
+    and completed_at is null
+$$;
 
 
 --
@@ -6415,14 +7039,32 @@ ALTER TABLE ONLY app.activity_events FORCE ROW LEVEL SECURITY;
 CREATE FUNCTION app_private.home_card_events_since_cursor(p_post_id uuid, p_visibility app.post_visibility, p_viewer uuid, p_hubs uuid[], p_blocks uuid[], p_snapshot timestamp with time zone, p_after_at timestamp with time zone, p_after_id uuid) RETURNS SETOF app.activity_events
     LANGUAGE sql STABLE ROWS 1
     AS $$
-  select e.* from app.activity_events e
-  where e.post_id = p_post_id and e.created_at >= p_after_at and e.created_at <= p_snapshot
-    and (e.created_at, e.post_id) >= (p_after_at, p_after_id)
-    and not (e.actor_id = any (p_blocks))
-    and ((e.kind = 'post_shared_to_hub' and e.hub_id = any (p_hubs))
-         or (e.kind <> 'post_shared_to_hub' and not app.post_stays_in_hubs(p_visibility)
-             and (e.actor_id in (select u from app_private.followees_of(p_viewer) u)
-                  or e.actor_id in (select u from app_private.co_members_of(p_hubs, p_viewer) u))))
+  select
+    e.*
+  from
+    app.activity_events e
+  where
+    e.post_id = p_post_id
+    and e.created_at >= p_after_at
+    and e.created_at <= p_snapshot
+    and(e.created_at,
+      e.post_id) >=(p_after_at,
+      p_after_id)
+    and not(e.actor_id = any(p_blocks))
+    and((e.kind = 'post_shared_to_hub'
+        and e.hub_id = any(p_hubs))
+      or(e.kind <> 'post_shared_to_hub'
+        and not app.post_stays_in_hubs(p_visibility)
+        and(e.actor_id in(
+            select
+              u
+            from
+              app_private.followees_of(p_viewer) u)
+            or e.actor_id in(
+              select
+                u
+              from
+                app_private.co_members_of(p_hubs, p_viewer) u))))
 $$;
 
 
@@ -6440,90 +7082,266 @@ COMMENT ON FUNCTION app_private.home_card_events_since_cursor(p_post_id uuid, p_
 CREATE FUNCTION app_private.home_events(p_viewer uuid, p_blocks uuid[], p_hubs uuid[], p_after_at timestamp with time zone, p_after_id uuid, p_window integer) RETURNS TABLE(src integer, post_id uuid, at timestamp with time zone, context app.feed_context, visibility app.post_visibility)
     LANGUAGE sql STABLE
     AS $$
-  select ev.*
-  from app_private.home_sources(p_viewer, p_blocks, p_hubs) s
-  cross join lateral (
+  select
+    ev.*
+  from
+    app_private.home_sources(p_viewer, p_blocks, p_hubs) s
+  cross join lateral(
     -- own posts, any visibility (a private_locked_hub post reaches its author as own_post)
-    (select 1 as src, p.id as post_id, p.created_at as at, 'own_post'::app.feed_context as context, p.visibility
-     from app.posts p
-     where p.author_id = s.own and p.deleted_at is null
-       and p.created_at <= p_after_at and (p.created_at, p.id) < (p_after_at, p_after_id)
-     order by p.created_at desc, p.id desc limit p_window)
-    union all
-    -- posts targeted to the viewer's active hubs (private_locked_hub included), per hub
-    (select 2, t.post_id, t.created_at, 'joined_hub_post', t.visibility
-     from unnest(p_hubs) hub (id)
-     cross join lateral (
-       select ph.post_id, ph.created_at, p.visibility
-       from app.post_hubs ph join app.posts p on p.id = ph.post_id
-       where ph.hub_id = hub.id and ph.kind = 'target' and app.post_visible_to(p, p_viewer, p_blocks)
-         and ph.created_at <= p_after_at and (ph.created_at, ph.post_id) < (p_after_at, p_after_id)
-       order by ph.created_at desc, ph.post_id desc limit p_window) t
-     order by t.created_at desc, t.post_id desc limit p_window)
-    union all
-    -- shares into the viewer's active hubs (the only hub-scoped activity), per hub
-    (select 3, h.post_id, h.created_at, 'shared_to_hub', h.visibility
-     from unnest(p_hubs) hub (id)
-     cross join lateral (
-       select e.post_id, e.created_at, p.visibility
-       from app.activity_events e join app.posts p on p.id = e.post_id
-       where e.hub_id = hub.id and e.kind = 'post_shared_to_hub' and not (e.actor_id = any (p_blocks))
-         and app.post_visible_to(p, p_viewer, p_blocks)
-         and e.created_at <= p_after_at and (e.created_at, e.post_id) < (p_after_at, p_after_id)
-       order by e.created_at desc, e.post_id desc limit p_window) h
-     order by h.created_at desc, h.post_id desc limit p_window)
-    union all
-    -- followed users' posts (never private_locked_hub: those come through their hubs only)
-    (select 4, f.post_id, f.at, 'followed_author', f.visibility
-     from app_private.posts_by_authors(s.followees, '{public,public_hub}', p_viewer, p_blocks, p_after_at, p_after_id, p_window) f
-     where not s.many_followees)
-    union all
-    (select 4, p.id, p.created_at, 'followed_author', p.visibility
-     from app.posts p
-     where s.many_followees and (p.author_id in (select u from app_private.followees_of(p_viewer) u)) is true
-       and not app.post_stays_in_hubs(p.visibility) and app.post_visible_to(p, p_viewer, p_blocks)
-       and p.created_at <= p_after_at and (p.created_at, p.id) < (p_after_at, p_after_id)
-     order by p.created_at desc, p.id desc limit p_window)
-    union all
-    -- co-members' public and public_hub posts
-    (select 5, c.post_id, c.at, 'hub_co_member_author', c.visibility
-     from app_private.posts_by_authors(s.co_members, '{public,public_hub}', p_viewer, p_blocks, p_after_at, p_after_id, p_window) c
-     where not s.many_co_members)
-    union all
-    (select 5, p.id, p.created_at, 'hub_co_member_author', p.visibility
-     from app.posts p
-     where s.many_co_members and (p.author_id in (select u from app_private.co_members_of(p_hubs, p_viewer) u)) is true
-       and not app.post_stays_in_hubs(p.visibility) and app.post_visible_to(p, p_viewer, p_blocks)
-       and p.created_at <= p_after_at and (p.created_at, p.id) < (p_after_at, p_after_id)
-     order by p.created_at desc, p.id desc limit p_window)
-    union all
-    -- public and public_hub posts followed users or co-members voted on, commented on, reposted or
-    -- shared to their feed (global activity): per friend, or by time when either set is large
-    (select 6, a.post_id, a.created_at, 'friend_interaction', a.visibility
-     from unnest(s.friends) actor (id)
-     cross join lateral (
-       select e.post_id, e.created_at, p.visibility
-       from app.activity_events e join app.posts p on p.id = e.post_id
-       where e.actor_id = actor.id and e.kind <> 'post_shared_to_hub'
-         and not app.post_stays_in_hubs(p.visibility) and app.post_visible_to(p, p_viewer, p_blocks)
-         and e.created_at <= p_after_at and (e.created_at, e.post_id) < (p_after_at, p_after_id)
-       order by e.created_at desc, e.post_id desc limit p_window) a
-     where not (s.many_followees or s.many_co_members)
-     order by a.created_at desc, a.post_id desc limit p_window)
-    union all
-    (select 6, e.post_id, e.created_at, 'friend_interaction', p.visibility
-     from app.activity_events e join app.posts p on p.id = e.post_id
-     where (s.many_followees or s.many_co_members) and e.kind <> 'post_shared_to_hub' and not (e.actor_id = any (p_blocks))
-       and (e.actor_id in (select u from app_private.followees_of(p_viewer) u)
-            or e.actor_id in (select u from app_private.co_members_of(p_hubs, p_viewer) u))
-       and not app.post_stays_in_hubs(p.visibility) and app.post_visible_to(p, p_viewer, p_blocks)
-       and e.created_at <= p_after_at and (e.created_at, e.post_id) < (p_after_at, p_after_id)
-     order by e.created_at desc, e.post_id desc limit p_window)
-    union all
-    -- default feed users' public posts (only when the viewer has no personal source)
-    (select 7, d.post_id, d.at, 'default_feed_user', d.visibility
-     from app_private.posts_by_authors(s.default_authors, '{public}', p_viewer, p_blocks, p_after_at, p_after_id, p_window) d)
-  ) ev
+(
+      select
+        1 as src,
+        p.id as post_id,
+        p.created_at as at,
+        'own_post'::app.feed_context as context,
+        p.visibility
+      from
+        app.posts p
+      where
+        p.author_id = s.own
+        and p.deleted_at is null
+        and p.created_at <= p_after_at
+        and(p.created_at,
+          p.id) <(p_after_at,
+          p_after_id)
+      order by
+        p.created_at desc,
+        p.id desc
+      limit p_window)
+  union all
+  -- posts targeted to the viewer's active hubs (private_locked_hub included), per hub
+(
+    select
+      2,
+      t.post_id,
+      t.created_at,
+      'joined_hub_post',
+      t.visibility
+    from
+      unnest(p_hubs) hub(id)
+      cross join lateral(
+        select
+          ph.post_id,
+          ph.created_at,
+          p.visibility
+        from
+          app.post_hubs ph
+          join app.posts p on p.id = ph.post_id
+        where
+          ph.hub_id = hub.id
+          and ph.kind = 'target'
+          and app.post_visible_to(p, p_viewer, p_blocks)
+          and ph.created_at <= p_after_at
+          and(ph.created_at,
+            ph.post_id) <(p_after_at,
+            p_after_id)
+        order by
+          ph.created_at desc,
+          ph.post_id desc
+        limit p_window) t
+    order by
+      t.created_at desc,
+      t.post_id desc
+    limit p_window)
+union all
+-- shares into the viewer's active hubs (the only hub-scoped activity), per hub
+(
+  select
+    3,
+    h.post_id,
+    h.created_at,
+    'shared_to_hub',
+    h.visibility
+  from
+    unnest(p_hubs) hub(id)
+    cross join lateral(
+      select
+        e.post_id,
+        e.created_at,
+        p.visibility
+      from
+        app.activity_events e
+        join app.posts p on p.id = e.post_id
+      where
+        e.hub_id = hub.id
+        and e.kind = 'post_shared_to_hub'
+        and not(e.actor_id = any(p_blocks))
+        and app.post_visible_to(p, p_viewer, p_blocks)
+        and e.created_at <= p_after_at
+        and(e.created_at,
+          e.post_id) <(p_after_at,
+          p_after_id)
+      order by
+        e.created_at desc,
+        e.post_id desc
+      limit p_window) h
+  order by
+    h.created_at desc,
+    h.post_id desc
+  limit p_window)
+union all
+-- followed users' posts (never private_locked_hub: those come through their hubs only)
+(
+  select
+    4,
+    f.post_id,
+    f.at,
+    'followed_author',
+    f.visibility
+  from
+    app_private.posts_by_authors(s.followees, '{public,public_hub}', p_viewer, p_blocks, p_after_at, p_after_id, p_window) f
+  where
+    not s.many_followees)
+union all(
+  select
+    4,
+    p.id,
+    p.created_at,
+    'followed_author',
+    p.visibility
+  from
+    app.posts p
+  where
+    s.many_followees
+    and(p.author_id in(
+        select
+          u
+        from
+          app_private.followees_of(p_viewer) u)) is true
+      and not app.post_stays_in_hubs(p.visibility)
+      and app.post_visible_to(p, p_viewer, p_blocks)
+      and p.created_at <= p_after_at
+      and(p.created_at,
+        p.id) <(p_after_at,
+        p_after_id)
+    order by
+      p.created_at desc,
+      p.id desc
+    limit p_window)
+union all
+-- co-members' public and public_hub posts
+(
+  select
+    5,
+    c.post_id,
+    c.at,
+    'hub_co_member_author',
+    c.visibility
+  from
+    app_private.posts_by_authors(s.co_members, '{public,public_hub}', p_viewer, p_blocks, p_after_at, p_after_id, p_window) c
+  where
+    not s.many_co_members)
+union all(
+  select
+    5,
+    p.id,
+    p.created_at,
+    'hub_co_member_author',
+    p.visibility
+  from
+    app.posts p
+  where
+    s.many_co_members
+    and(p.author_id in(
+        select
+          u
+        from
+          app_private.co_members_of(p_hubs, p_viewer) u)) is true
+      and not app.post_stays_in_hubs(p.visibility)
+      and app.post_visible_to(p, p_viewer, p_blocks)
+      and p.created_at <= p_after_at
+      and(p.created_at,
+        p.id) <(p_after_at,
+        p_after_id)
+    order by
+      p.created_at desc,
+      p.id desc
+    limit p_window)
+union all
+-- public and public_hub posts followed users or co-members voted on, commented on, reposted or
+-- shared to their feed (global activity): per friend, or by time when either set is large
+(
+  select
+    6,
+    a.post_id,
+    a.created_at,
+    'friend_interaction',
+    a.visibility
+  from
+    unnest(s.friends) actor(id)
+    cross join lateral(
+      select
+        e.post_id,
+        e.created_at,
+        p.visibility
+      from
+        app.activity_events e
+        join app.posts p on p.id = e.post_id
+      where
+        e.actor_id = actor.id
+        and e.kind <> 'post_shared_to_hub'
+        and not app.post_stays_in_hubs(p.visibility)
+        and app.post_visible_to(p, p_viewer, p_blocks)
+        and e.created_at <= p_after_at
+        and(e.created_at,
+          e.post_id) <(p_after_at,
+          p_after_id)
+      order by
+        e.created_at desc,
+        e.post_id desc
+      limit p_window) a
+  where
+    not(s.many_followees
+      or s.many_co_members)
+  order by
+    a.created_at desc,
+    a.post_id desc
+  limit p_window)
+union all(
+  select
+    6,
+    e.post_id,
+    e.created_at,
+    'friend_interaction',
+    p.visibility
+  from
+    app.activity_events e
+    join app.posts p on p.id = e.post_id
+  where(s.many_followees
+    or s.many_co_members)
+  and e.kind <> 'post_shared_to_hub'
+  and not(e.actor_id = any(p_blocks))
+  and(e.actor_id in(
+      select
+        u
+      from
+        app_private.followees_of(p_viewer) u)
+      or e.actor_id in(
+        select
+          u
+        from
+          app_private.co_members_of(p_hubs, p_viewer) u))
+      and not app.post_stays_in_hubs(p.visibility)
+      and app.post_visible_to(p, p_viewer, p_blocks)
+      and e.created_at <= p_after_at
+      and(e.created_at,
+        e.post_id) <(p_after_at,
+        p_after_id)
+    order by
+      e.created_at desc,
+      e.post_id desc
+    limit p_window)
+union all
+-- default feed users' public posts (only when the viewer has no personal source)
+(
+  select
+    7,
+    d.post_id,
+    d.at,
+    'default_feed_user',
+    d.visibility
+  from
+    app_private.posts_by_authors(s.default_authors, '{public}', p_viewer, p_blocks, p_after_at, p_after_id, p_window) d)) ev
 $$;
 
 
@@ -6614,9 +7432,20 @@ COMMENT ON FUNCTION app_private.hub_activity_moved() IS 'Trigger function: activ
 CREATE FUNCTION app_private.hub_card_events_since_cursor(p_hub_id uuid, p_post_id uuid, p_blocks uuid[], p_snapshot timestamp with time zone, p_after_at timestamp with time zone, p_after_id uuid) RETURNS SETOF app.activity_events
     LANGUAGE sql STABLE ROWS 1
     AS $$
-  select e.* from app.activity_events e
-  where e.post_id = p_post_id and e.hub_id = p_hub_id and e.kind = 'post_shared_to_hub' and not (e.actor_id = any (p_blocks))
-    and e.created_at >= p_after_at and e.created_at <= p_snapshot and (e.created_at, e.post_id) >= (p_after_at, p_after_id)
+  select
+    e.*
+  from
+    app.activity_events e
+  where
+    e.post_id = p_post_id
+    and e.hub_id = p_hub_id
+    and e.kind = 'post_shared_to_hub'
+    and not(e.actor_id = any(p_blocks))
+    and e.created_at >= p_after_at
+    and e.created_at <= p_snapshot
+    and(e.created_at,
+      e.post_id) >=(p_after_at,
+      p_after_id)
 $$;
 
 
@@ -6661,18 +7490,51 @@ COMMENT ON FUNCTION app_private.hub_discussion_messages_count() IS 'Keeps a disc
 CREATE FUNCTION app_private.hub_events(p_subject uuid, p_viewer uuid, p_blocks uuid[], p_after_at timestamp with time zone, p_after_id uuid, p_window integer) RETURNS TABLE(src integer, post_id uuid, at timestamp with time zone, context app.feed_context, visibility app.post_visibility)
     LANGUAGE sql STABLE
     AS $$
-  (select 1 as src, ph.post_id, ph.created_at as at, 'joined_hub_post'::app.feed_context as context, p.visibility
-   from app.post_hubs ph join app.posts p on p.id = ph.post_id
-   where ph.hub_id = p_subject and ph.kind = 'target' and app.post_visible_to(p, p_viewer, p_blocks)
-     and ph.created_at <= p_after_at and (ph.created_at, ph.post_id) < (p_after_at, p_after_id)
-   order by ph.created_at desc, ph.post_id desc limit p_window)
-  union all
-  (select 2, e.post_id, e.created_at, 'shared_to_hub', p.visibility
-   from app.activity_events e join app.posts p on p.id = e.post_id
-   where e.hub_id = p_subject and e.kind = 'post_shared_to_hub' and not (e.actor_id = any (p_blocks))
-     and app.post_visible_to(p, p_viewer, p_blocks)
-     and e.created_at <= p_after_at and (e.created_at, e.post_id) < (p_after_at, p_after_id)
-   order by e.created_at desc, e.post_id desc limit p_window)
+(
+    select
+      1 as src,
+      ph.post_id,
+      ph.created_at as at,
+      'joined_hub_post'::app.feed_context as context,
+      p.visibility
+    from
+      app.post_hubs ph
+      join app.posts p on p.id = ph.post_id
+    where
+      ph.hub_id = p_subject
+      and ph.kind = 'target'
+      and app.post_visible_to(p, p_viewer, p_blocks)
+      and ph.created_at <= p_after_at
+      and(ph.created_at,
+        ph.post_id) <(p_after_at,
+        p_after_id)
+    order by
+      ph.created_at desc,
+      ph.post_id desc
+    limit p_window)
+union all(
+  select
+    2,
+    e.post_id,
+    e.created_at,
+    'shared_to_hub',
+    p.visibility
+  from
+    app.activity_events e
+    join app.posts p on p.id = e.post_id
+  where
+    e.hub_id = p_subject
+    and e.kind = 'post_shared_to_hub'
+    and not(e.actor_id = any(p_blocks))
+    and app.post_visible_to(p, p_viewer, p_blocks)
+    and e.created_at <= p_after_at
+    and(e.created_at,
+      e.post_id) <(p_after_at,
+      p_after_id)
+  order by
+    e.created_at desc,
+    e.post_id desc
+  limit p_window)
 $$;
 
 
@@ -6691,12 +7553,31 @@ CREATE FUNCTION app_private.hub_list_entry_drift() RETURNS TABLE(user_id uuid, h
     LANGUAGE sql STABLE
     SET search_path TO 'pg_catalog'
     AS $$
-  select coalesce(k.user_id, c.user_id), coalesce(k.hub_id, c.hub_id),
-         case when k.user_id is not null then concat_ws(' ', k.status, k.role, k.invitation_id, k.expires_at) end,
-         case when c.user_id is not null then concat_ws(' ', c.status, c.role, c.invitation_id, c.expires_at) end
-  from (select e.* from app_private.hub_list_entries e where e.expires_at > now()) k
-  full join app_private.hub_list_relations() c on c.user_id = k.user_id and c.hub_id = k.hub_id
-  where (k.status, k.role, k.invitation_id, k.expires_at) is distinct from (c.status, c.role, c.invitation_id, c.expires_at)
+  select
+    coalesce(k.user_id, c.user_id),
+    coalesce(k.hub_id, c.hub_id),
+    case when k.user_id is not null then
+      concat_ws(' ', k.status, k.role, k.invitation_id, k.expires_at)
+    end,
+    case when c.user_id is not null then
+      concat_ws(' ', c.status, c.role, c.invitation_id, c.expires_at)
+    end
+  from(
+    select
+      e.*
+    from
+      app_private.hub_list_entries e
+    where
+      e.expires_at > now()) k
+  full join app_private.hub_list_relations() c on c.user_id = k.user_id
+    and c.hub_id = k.hub_id
+where(k.status,
+  k.role,
+  k.invitation_id,
+  k.expires_at) is distinct from(c.status,
+  c.role,
+  c.invitation_id,
+  c.expires_at)
 $$;
 
 
@@ -6715,20 +7596,55 @@ CREATE FUNCTION app_private.hub_list_relation(p_user_id uuid, p_hub_id uuid) RET
     LANGUAGE sql STABLE
     SET search_path TO 'pg_catalog'
     AS $$
-  select r.status, r.role, r.invitation_id, r.expires_at
-  from (
-    select 'member' as status, m.role, null::uuid as invitation_id, 'infinity'::timestamptz as expires_at, 1 as rank
-      from app.hub_memberships m where m.hub_id = p_hub_id and m.user_id = p_user_id
+  select
+    r.status,
+    r.role,
+    r.invitation_id,
+    r.expires_at
+  from(
+    select
+      'member' as status,
+      m.role,
+      null::uuid as invitation_id,
+      'infinity'::timestamptz as expires_at,
+      1 as rank
+    from
+      app.hub_memberships m
+    where
+      m.hub_id = p_hub_id
+      and m.user_id = p_user_id
     union all
-    select 'pending_admin_approval', null, null, 'infinity', 2
-      from app.hub_join_requests r where r.hub_id = p_hub_id and r.user_id = p_user_id and r.status = 'pending'
+    select
+      'pending_admin_approval',
+      null,
+      null,
+      'infinity',
+      2
+    from
+      app.hub_join_requests r
+    where
+      r.hub_id = p_hub_id
+      and r.user_id = p_user_id
+      and r.status = 'pending'
     union all
-    select 'invited', null, i.id, i.expires_at, 3
-      from app.hub_invitations i
-      where i.invitee_id = p_user_id and i.hub_id = p_hub_id and i.status = 'invited' and i.expires_at > now()
-  ) r
-  order by r.rank, r.expires_at desc, r.invitation_id
-  limit 1
+    select
+      'invited',
+      null,
+      i.id,
+      i.expires_at,
+      3
+    from
+      app.hub_invitations i
+    where
+      i.invitee_id = p_user_id
+      and i.hub_id = p_hub_id
+      and i.status = 'invited'
+      and i.expires_at > now()) r
+order by
+  r.rank,
+  r.expires_at desc,
+  r.invitation_id
+limit 1
 $$;
 
 
@@ -6784,18 +7700,59 @@ CREATE FUNCTION app_private.hub_list_relations() RETURNS TABLE(user_id uuid, hub
     LANGUAGE sql STABLE
     SET search_path TO 'pg_catalog'
     AS $$
-  select distinct on (r.user_id, r.hub_id) r.user_id, r.hub_id, r.status, r.role, r.invitation_id, r.expires_at
-  from (
-    select m.user_id, m.hub_id, 'member' as status, m.role, null::uuid as invitation_id, 'infinity'::timestamptz as expires_at, 1 as rank
-      from app.hub_memberships m
+  select distinct on(r.user_id,
+    r.hub_id)
+    r.user_id,
+    r.hub_id,
+    r.status,
+    r.role,
+    r.invitation_id,
+    r.expires_at
+  from(
+    select
+      m.user_id,
+      m.hub_id,
+      'member' as status,
+      m.role,
+      null::uuid as invitation_id,
+      'infinity'::timestamptz as expires_at,
+      1 as rank
+    from
+      app.hub_memberships m
     union all
-    select r.user_id, r.hub_id, 'pending_admin_approval', null, null, 'infinity', 2
-      from app.hub_join_requests r where r.status = 'pending'
+    select
+      r.user_id,
+      r.hub_id,
+      'pending_admin_approval',
+      null,
+      null,
+      'infinity',
+      2
+    from
+      app.hub_join_requests r
+    where
+      r.status = 'pending'
     union all
-    select i.invitee_id, i.hub_id, 'invited', null, i.id, i.expires_at, 3
-      from app.hub_invitations i where i.status = 'invited' and i.invitee_id is not null and i.expires_at > now()
-  ) r
-  order by r.user_id, r.hub_id, r.rank, r.expires_at desc, r.invitation_id
+    select
+      i.invitee_id,
+      i.hub_id,
+      'invited',
+      null,
+      i.id,
+      i.expires_at,
+      3
+    from
+      app.hub_invitations i
+    where
+      i.status = 'invited'
+      and i.invitee_id is not null
+      and i.expires_at > now()) r
+order by
+  r.user_id,
+  r.hub_id,
+  r.rank,
+  r.expires_at desc,
+  r.invitation_id
 $$;
 
 
@@ -6835,7 +7792,10 @@ COMMENT ON FUNCTION app_private.hub_name_words_sync() IS 'Keeps app.hub_name_wor
 CREATE FUNCTION app_private.image_jpeg_key(p_asset_id uuid) RETURNS text
     LANGUAGE sql IMMUTABLE
     SET search_path TO 'pg_catalog'
-    AS $$ select 'images/' || p_asset_id || '.jpg' $$;
+    AS $$
+  select
+    'images/' || p_asset_id || '.jpg'
+$$;
 
 
 --
@@ -6853,8 +7813,10 @@ CREATE FUNCTION app_private.image_settled(p_asset_id uuid, p_upload_key text) RE
     LANGUAGE sql
     SET search_path TO 'pg_catalog'
     AS $$
-  select app_private.queue_object_deletion(p_upload_key);
-  select pg_notify('asset_processed', p_asset_id::text);
+  select
+    app_private.queue_object_deletion(p_upload_key);
+    select
+      pg_notify('asset_processed', p_asset_id::text);
 $$;
 
 
@@ -6873,9 +7835,17 @@ CREATE FUNCTION app_private.image_to_process(p_asset_id uuid, OUT upload_key tex
     LANGUAGE sql STABLE SECURITY DEFINER
     SET search_path TO 'pg_catalog'
     AS $$
-  select i.object_key, app_private.image_jpeg_key(a.id), a.content_type, a.purpose
-  from app.assets a join app.upload_intents i on i.id = a.upload_id
-  where a.id = p_asset_id and app_private.image_unprocessed(a.purpose, a.processed_at, a.status)
+  select
+    i.object_key,
+    app_private.image_jpeg_key(a.id),
+    a.content_type,
+    a.purpose
+  from
+    app.assets a
+    join app.upload_intents i on i.id = a.upload_id
+  where
+    a.id = p_asset_id
+    and app_private.image_unprocessed(a.purpose, a.processed_at, a.status)
 $$;
 
 
@@ -6893,7 +7863,12 @@ COMMENT ON FUNCTION app_private.image_to_process(p_asset_id uuid, OUT upload_key
 CREATE FUNCTION app_private.image_unprocessed(p_purpose app.upload_purpose, p_processed_at timestamp with time zone, p_status app.asset_status) RETURNS boolean
     LANGUAGE sql IMMUTABLE
     SET search_path TO 'pg_catalog'
-    AS $$ select p_purpose <> 'document' and p_processed_at is null and p_status in ('processing', 'ready') $$;
+    AS $$
+  select
+    p_purpose <> 'document'
+    and p_processed_at is null
+    and p_status in('processing', 'ready')
+$$;
 
 
 --
@@ -6976,7 +7951,10 @@ COMMENT ON FUNCTION app_private.invite_phones(p_hub_id uuid, p_phones text[], p_
 
 CREATE FUNCTION app_private.is_publication(p_type app.notification_type) RETURNS boolean
     LANGUAGE sql IMMUTABLE
-    AS $$ select p_type in ('hub_post_created', 'post_shared_to_hub') $$;
+    AS $$
+  select
+    p_type in('hub_post_created', 'post_shared_to_hub')
+$$;
 
 
 --
@@ -7181,7 +8159,15 @@ COMMENT ON FUNCTION app_private.lock_receipt_posts() IS 'Takes the shared votes-
 
 CREATE FUNCTION app_private.lock_reposts(p_post_ids uuid[]) RETURNS void
     LANGUAGE sql
-    AS $$ select from app.posts p where p.id = any (p_post_ids) order by p.id for share $$;
+    AS $$
+  select
+  from
+    app.posts p
+  where
+    p.id = any(p_post_ids)
+  order by
+    p.id for share
+$$;
 
 
 --
@@ -7199,9 +8185,16 @@ CREATE FUNCTION app_private.lock_unprocessed_image(p_asset_id uuid) RETURNS text
     LANGUAGE sql
     SET search_path TO 'pg_catalog'
     AS $$
-  select i.object_key from app.assets a join app.upload_intents i on i.id = a.upload_id
-  where a.id = p_asset_id and app_private.image_unprocessed(a.purpose, a.processed_at, a.status)
-  for update of a
+  select
+    i.object_key
+  from
+    app.assets a
+    join app.upload_intents i on i.id = a.upload_id
+  where
+    a.id = p_asset_id
+    and app_private.image_unprocessed(a.purpose, a.processed_at, a.status)
+  for update
+    of a
 $$;
 
 
@@ -7256,9 +8249,10 @@ CREATE FUNCTION app_private.log_moderation(p_action app.moderation_action, p_typ
     LANGUAGE sql
     SET search_path TO 'pg_catalog'
     AS $$
-  insert into app.moderation_log (action, target_type, target_id, reason, report_ids, actor)
-    values (p_action, p_type, p_target, p_reason, p_reports, app_private.moderator())
-    returning *
+  insert into app.moderation_log(action, target_type, target_id, reason, report_ids, actor)
+    values(p_action, p_type, p_target, p_reason, p_reports, app_private.moderator())
+  returning
+    *
 $$;
 
 
@@ -7304,12 +8298,29 @@ CREATE FUNCTION app_private.merge_blocks(p_source uuid, p_target uuid) RETURNS v
     LANGUAGE sql
     SET search_path TO 'pg_catalog'
     AS $$
-  insert into app.blocks (blocker_id, blocked_id)
-    select p_target, b.blocked_id from app.blocks b where b.blocker_id = p_source and b.blocked_id <> p_target
-    union
-    select b.blocker_id, p_target from app.blocks b where b.blocked_id = p_source and b.blocker_id <> p_target
-    on conflict do nothing;
-  delete from app.blocks where blocker_id = p_source or blocked_id = p_source;
+  insert into app.blocks(blocker_id, blocked_id)
+  select
+    p_target,
+    b.blocked_id
+  from
+    app.blocks b
+  where
+    b.blocker_id = p_source
+    and b.blocked_id <> p_target
+  union
+  select
+    b.blocker_id,
+    p_target
+  from
+    app.blocks b
+  where
+    b.blocked_id = p_source
+    and b.blocker_id <> p_target
+  on conflict
+    do nothing;
+    delete from app.blocks
+    where blocker_id = p_source
+      or blocked_id = p_source;
 $$;
 
 
@@ -7327,7 +8338,14 @@ COMMENT ON FUNCTION app_private.merge_blocks(p_source uuid, p_target uuid) IS 'U
 CREATE FUNCTION app_private.merge_comments(p_source uuid, p_target uuid) RETURNS void
     LANGUAGE sql
     SET search_path TO 'pg_catalog'
-    AS $$ update app.comments set author_id = p_target where author_id = p_source $$;
+    AS $$
+  update
+    app.comments
+  set
+    author_id = p_target
+  where
+    author_id = p_source
+$$;
 
 
 --
@@ -7345,16 +8363,41 @@ CREATE FUNCTION app_private.merge_follows(p_source uuid, p_target uuid) RETURNS 
     LANGUAGE sql
     SET search_path TO 'pg_catalog'
     AS $$
-  insert into app.follows (follower_id, followee_id)
-    select p_target, f.followee_id from app.follows f where f.follower_id = p_source and f.followee_id <> p_target
-    union
-    select f.follower_id, p_target from app.follows f where f.followee_id = p_source and f.follower_id <> p_target
-    except
-    select x.a, x.b from app.blocks bl
-      cross join lateral (values (bl.blocker_id, bl.blocked_id), (bl.blocked_id, bl.blocker_id)) x (a, b)
-      where bl.blocker_id = p_target or bl.blocked_id = p_target
-    on conflict do nothing;
-  delete from app.follows where follower_id = p_source or followee_id = p_source;
+  insert into app.follows(follower_id, followee_id)
+  select
+    p_target,
+    f.followee_id
+  from
+    app.follows f
+  where
+    f.follower_id = p_source
+    and f.followee_id <> p_target
+  union
+  select
+    f.follower_id,
+    p_target
+  from
+    app.follows f
+  where
+    f.followee_id = p_source
+    and f.follower_id <> p_target
+  except
+  select
+    x.a,
+    x.b
+  from
+    app.blocks bl
+  cross join lateral(
+    values(bl.blocker_id, bl.blocked_id),
+(bl.blocked_id, bl.blocker_id)) x(a, b)
+where
+  bl.blocker_id = p_target
+  or bl.blocked_id = p_target
+on conflict
+  do nothing;
+    delete from app.follows
+    where follower_id = p_source
+      or followee_id = p_source;
 $$;
 
 
@@ -7372,7 +8415,15 @@ COMMENT ON FUNCTION app_private.merge_follows(p_source uuid, p_target uuid) IS '
 CREATE FUNCTION app_private.merge_retire_handle(p_source uuid, p_target uuid) RETURNS void
     LANGUAGE sql
     SET search_path TO 'pg_catalog'
-    AS $$ update app.users set username = null where id = p_source and p_target is not null $$;
+    AS $$
+  update
+    app.users
+  set
+    username = null
+  where
+    id = p_source
+    and p_target is not null
+$$;
 
 
 --
@@ -7390,10 +8441,19 @@ CREATE FUNCTION app_private.merge_saved_posts(p_source uuid, p_target uuid) RETU
     LANGUAGE sql
     SET search_path TO 'pg_catalog'
     AS $$
-  insert into app.saved_posts (user_id, post_id, saved_at)
-    select p_target, s.post_id, s.saved_at from app.saved_posts s where s.user_id = p_source
-    on conflict do nothing;
-  delete from app.saved_posts where user_id = p_source;
+  insert into app.saved_posts(user_id, post_id, saved_at)
+  select
+    p_target,
+    s.post_id,
+    s.saved_at
+  from
+    app.saved_posts s
+  where
+    s.user_id = p_source
+  on conflict
+    do nothing;
+    delete from app.saved_posts
+    where user_id = p_source;
 $$;
 
 
@@ -7484,7 +8544,10 @@ COMMENT ON FUNCTION app_private.moderation_log_append_only() IS 'Makes the moder
 
 CREATE FUNCTION app_private.moderator() RETURNS text
     LANGUAGE sql STABLE
-    AS $$ select coalesce(nullif(current_setting('app.moderator', true), ''), 'admin token') $$;
+    AS $$
+  select
+    coalesce(nullif(current_setting('app.moderator', true), ''), 'admin token')
+$$;
 
 
 --
@@ -7612,9 +8675,12 @@ CREATE FUNCTION app_private.name_words(p_name text) RETURNS text[]
     LANGUAGE sql IMMUTABLE PARALLEL SAFE
     SET search_path TO 'pg_catalog'
     AS $$
-  select coalesce(array_agg(distinct w.word), '{}')
-  from regexp_split_to_table(app.search_text(p_name), '[^[:alnum:]]+') w (word)
-  where w.word <> ''
+  select
+    coalesce(array_agg(distinct w.word), '{}')
+  from
+    regexp_split_to_table(app.search_text(p_name), '[^[:alnum:]]+') w(word)
+where
+  w.word <> ''
 $$;
 
 
@@ -7633,8 +8699,11 @@ CREATE FUNCTION app_private.note_session_read_floor(p_session_id uuid) RETURNS v
     LANGUAGE sql SECURITY DEFINER
     SET search_path TO 'pg_catalog'
     AS $$
-  insert into app_private.session_read_floors as f (session_id, floor) values (p_session_id, pg_current_wal_insert_lsn())
-  on conflict (session_id) do update set floor = greatest(f.floor, excluded.floor), noted_at = now()
+  insert into app_private.session_read_floors as f(session_id, floor)
+    values(p_session_id, pg_current_wal_insert_lsn())
+  on conflict(session_id)
+    do update set
+      floor = greatest(f.floor, excluded.floor), noted_at = now()
 $$;
 
 
@@ -7652,7 +8721,12 @@ COMMENT ON FUNCTION app_private.note_session_read_floor(p_session_id uuid) IS 'R
 CREATE FUNCTION app_private.notification_dispatched_to() RETURNS xid8
     LANGUAGE sql STABLE SECURITY DEFINER
     SET search_path TO 'pg_catalog'
-    AS $$ select d.dispatched_to from app_private.notification_dispatch d $$;
+    AS $$
+  select
+    d.dispatched_to
+  from
+    app_private.notification_dispatch d
+$$;
 
 
 --
@@ -7669,31 +8743,59 @@ COMMENT ON FUNCTION app_private.notification_dispatched_to() IS 'The dispatcher'
 CREATE FUNCTION app_private.notification_page_rows(p_viewer uuid, p_before_at timestamp with time zone, p_before_id uuid, p_unread_only boolean, p_limit integer) RETURNS TABLE(id uuid, created_at timestamp with time zone)
     LANGUAGE sql STABLE
     AS $$
-  select page.id, page.created_at
-  from (
-    (select n.id, n.created_at
-     from app.notifications n
-     where n.recipient_id = p_viewer and coalesce(n.hub_id, '00000000-0000-0000-0000-000000000000') = '00000000-0000-0000-0000-000000000000'
-       and (n.created_at, n.id) < (p_before_at, p_before_id)
-       and (not p_unread_only or n.read_at is null)
-       and app_private.notification_visible(n, p_viewer)
-     order by n.created_at desc, n.id desc
-     limit p_limit)
-    union all
-    (select h.id, h.created_at
-     from app.hub_memberships m
-     cross join lateral (
-       select n.id, n.created_at
-       from app.notifications n
-       where n.recipient_id = p_viewer and coalesce(n.hub_id, '00000000-0000-0000-0000-000000000000') = m.hub_id
-         and (n.created_at, n.id) < (p_before_at, p_before_id)
-         and (not p_unread_only or n.read_at is null)
-       order by n.created_at desc, n.id desc
-       limit p_limit) h
-     where m.user_id = p_viewer and app_private.scope_visible('h', m.hub_id, p_viewer))
-  ) page
-  order by page.created_at desc, page.id desc
-  limit p_limit
+  select
+    page.id,
+    page.created_at
+  from((
+      select
+        n.id,
+        n.created_at
+      from
+        app.notifications n
+      where
+        n.recipient_id = p_viewer
+        and coalesce(n.hub_id, '00000000-0000-0000-0000-000000000000') = '00000000-0000-0000-0000-000000000000'
+        and(n.created_at,
+          n.id) <(p_before_at,
+          p_before_id)
+        and(not p_unread_only
+          or n.read_at is null)
+        and app_private.notification_visible(n, p_viewer)
+      order by
+        n.created_at desc,
+        n.id desc
+      limit p_limit)
+  union all(
+    select
+      h.id,
+      h.created_at
+    from
+      app.hub_memberships m
+    cross join lateral(
+      select
+        n.id,
+        n.created_at
+      from
+        app.notifications n
+      where
+        n.recipient_id = p_viewer
+        and coalesce(n.hub_id, '00000000-0000-0000-0000-000000000000') = m.hub_id
+        and(n.created_at,
+          n.id) <(p_before_at,
+          p_before_id)
+        and(not p_unread_only
+          or n.read_at is null)
+      order by
+        n.created_at desc,
+        n.id desc
+      limit p_limit) h
+  where
+    m.user_id = p_viewer
+    and app_private.scope_visible('h', m.hub_id, p_viewer))) page
+order by
+  page.created_at desc,
+  page.id desc
+limit p_limit
 $$;
 
 
@@ -7729,9 +8831,10 @@ COMMENT ON FUNCTION app_private.notification_scope_kind(p_type app.notification_
 CREATE FUNCTION app_private.notification_visible(p_notification app.notifications, p_user_id uuid) RETURNS boolean
     LANGUAGE sql STABLE
     AS $$
-  select p_notification.recipient_id = p_user_id
-     and app_private.scope_visible(app_private.notification_scope_kind(p_notification.type, p_notification.hub_id),
-                                   coalesce(p_notification.hub_id, p_notification.post_id), p_user_id)
+  select
+    p_notification.recipient_id = p_user_id
+    and app_private.scope_visible(app_private.notification_scope_kind(p_notification.type, p_notification.hub_id),
+      coalesce(p_notification.hub_id, p_notification.post_id), p_user_id)
 $$;
 
 
@@ -7976,7 +9079,10 @@ COMMENT ON FUNCTION app_private.plan_pushes(p_limit integer, p_lease_seconds int
 
 CREATE FUNCTION app_private.post_counts_votes(p_row app.posts) RETURNS boolean
     LANGUAGE sql IMMUTABLE
-    AS $$ select p_row.deleted_at is null $$;
+    AS $$
+  select
+    p_row.deleted_at is null
+$$;
 
 
 --
@@ -8017,22 +9123,58 @@ COMMENT ON FUNCTION app_private.post_hubs_seed_vote_counters() IS 'Trigger funct
 CREATE FUNCTION app_private.posts_by_authors(p_authors uuid[], p_visibilities app.post_visibility[], p_viewer uuid, p_blocks uuid[], p_after_at timestamp with time zone, p_after_id uuid, p_window integer) RETURNS TABLE(post_id uuid, at timestamp with time zone, visibility app.post_visibility)
     LANGUAGE sql STABLE
     AS $$
-  (select a.id, a.created_at, a.visibility
-   from unnest(p_authors) author (id)
-   cross join lateral (
-     select p.id, p.created_at, p.visibility from app.posts p
-     where p.author_id = author.id and p.visibility = any (p_visibilities) and app.post_visible_to(p, p_viewer, p_blocks)
-       and p.created_at <= p_after_at and (p.created_at, p.id) < (p_after_at, p_after_id)
-     order by p.created_at desc, p.id desc limit p_window) a
-   where cardinality(p_authors) <= 100
-   order by a.created_at desc, a.id desc limit p_window)
-  union all
-  (select p.id, p.created_at, p.visibility
-   from app.posts p
-   where cardinality(p_authors) > 100 and array[p.author_id] <@ p_authors
-     and p.visibility = any (p_visibilities) and app.post_visible_to(p, p_viewer, p_blocks)
-     and p.created_at <= p_after_at and (p.created_at, p.id) < (p_after_at, p_after_id)
-   order by p.created_at desc, p.id desc limit p_window)
+(
+    select
+      a.id,
+      a.created_at,
+      a.visibility
+    from
+      unnest(p_authors) author(id)
+      cross join lateral(
+        select
+          p.id,
+          p.created_at,
+          p.visibility
+        from
+          app.posts p
+        where
+          p.author_id = author.id
+          and p.visibility = any(p_visibilities)
+          and app.post_visible_to(p, p_viewer, p_blocks)
+          and p.created_at <= p_after_at
+          and(p.created_at,
+            p.id) <(p_after_at,
+            p_after_id)
+        order by
+          p.created_at desc,
+          p.id desc
+        limit p_window) a
+    where
+      cardinality(p_authors) <= 100
+    order by
+      a.created_at desc,
+      a.id desc
+    limit p_window)
+union all(
+  select
+    p.id,
+    p.created_at,
+    p.visibility
+  from
+    app.posts p
+  where
+    cardinality(p_authors) > 100
+    and array[p.author_id] <@ p_authors
+    and p.visibility = any(p_visibilities)
+    and app.post_visible_to(p, p_viewer, p_blocks)
+    and p.created_at <= p_after_at
+    and(p.created_at,
+      p.id) <(p_after_at,
+      p_after_id)
+  order by
+    p.created_at desc,
+    p.id desc
+  limit p_window)
 $$;
 
 
@@ -8072,10 +9214,21 @@ COMMENT ON FUNCTION app_private.posts_seed_vote_counters() IS 'Trigger function:
 CREATE FUNCTION app_private.profile_card_events_since_cursor(p_subject uuid, p_post_id uuid, p_hubs uuid[], p_snapshot timestamp with time zone, p_after_at timestamp with time zone, p_after_id uuid) RETURNS SETOF app.activity_events
     LANGUAGE sql STABLE ROWS 1
     AS $$
-  select e.* from app.activity_events e
-  where e.post_id = p_post_id and e.actor_id = p_subject and e.created_at >= p_after_at and e.created_at <= p_snapshot
-    and (e.created_at, e.post_id) >= (p_after_at, p_after_id)
-    and (e.kind = 'post_shared_to_feed' or (e.kind = 'post_shared_to_hub' and e.hub_id = any (p_hubs)))
+  select
+    e.*
+  from
+    app.activity_events e
+  where
+    e.post_id = p_post_id
+    and e.actor_id = p_subject
+    and e.created_at >= p_after_at
+    and e.created_at <= p_snapshot
+    and(e.created_at,
+      e.post_id) >=(p_after_at,
+      p_after_id)
+    and(e.kind = 'post_shared_to_feed'
+      or(e.kind = 'post_shared_to_hub'
+        and e.hub_id = any(p_hubs)))
 $$;
 
 
@@ -8093,23 +9246,58 @@ COMMENT ON FUNCTION app_private.profile_card_events_since_cursor(p_subject uuid,
 CREATE FUNCTION app_private.profile_events(p_subject uuid, p_viewer uuid, p_blocks uuid[], p_hubs uuid[], p_after_at timestamp with time zone, p_after_id uuid, p_window integer) RETURNS TABLE(src integer, post_id uuid, at timestamp with time zone, context app.feed_context, visibility app.post_visibility)
     LANGUAGE sql STABLE
     AS $$
-  select ev.src, ev.post_id, ev.at, null::app.feed_context, ev.visibility
-  from (
-    (select 1 as src, p.id as post_id, p.created_at as at, p.visibility
-     from app.posts p
-     where p.author_id = p_subject and not app.post_stays_in_hubs(p.visibility) and app.post_visible_to(p, p_viewer, p_blocks)
-       and p.created_at <= p_after_at and (p.created_at, p.id) < (p_after_at, p_after_id)
-     order by p.created_at desc, p.id desc limit p_window)
-    union all
-    (select 2, e.post_id, e.created_at, p.visibility
-     from app.activity_events e join app.posts p on p.id = e.post_id
-     where e.actor_id = p_subject and e.kind in ('post_shared_to_feed', 'post_shared_to_hub')
-       and (e.kind = 'post_shared_to_feed' or e.hub_id = any (p_hubs))
-       and not app.post_stays_in_hubs(p.visibility) and app.post_visible_to(p, p_viewer, p_blocks)
-       and e.created_at <= p_after_at and (e.created_at, e.post_id) < (p_after_at, p_after_id)
-     order by e.created_at desc, e.post_id desc limit p_window)
-  ) ev
-  where not (p_subject = any (p_blocks))
+  select
+    ev.src,
+    ev.post_id,
+    ev.at,
+    null::app.feed_context,
+    ev.visibility
+  from((
+      select
+        1 as src,
+        p.id as post_id,
+        p.created_at as at,
+        p.visibility
+      from
+        app.posts p
+      where
+        p.author_id = p_subject
+        and not app.post_stays_in_hubs(p.visibility)
+        and app.post_visible_to(p, p_viewer, p_blocks)
+        and p.created_at <= p_after_at
+        and(p.created_at,
+          p.id) <(p_after_at,
+          p_after_id)
+      order by
+        p.created_at desc,
+        p.id desc
+      limit p_window)
+  union all(
+    select
+      2,
+      e.post_id,
+      e.created_at,
+      p.visibility
+    from
+      app.activity_events e
+      join app.posts p on p.id = e.post_id
+    where
+      e.actor_id = p_subject
+      and e.kind in('post_shared_to_feed', 'post_shared_to_hub')
+      and(e.kind = 'post_shared_to_feed'
+        or e.hub_id = any(p_hubs))
+      and not app.post_stays_in_hubs(p.visibility)
+      and app.post_visible_to(p, p_viewer, p_blocks)
+      and e.created_at <= p_after_at
+      and(e.created_at,
+        e.post_id) <(p_after_at,
+        p_after_id)
+    order by
+      e.created_at desc,
+      e.post_id desc
+    limit p_window)) ev
+where
+  not(p_subject = any(p_blocks))
 $$;
 
 
@@ -8372,26 +9560,51 @@ CREATE FUNCTION app_private.purge_account_object_keys(p_user_id uuid) RETURNS TA
     LANGUAGE sql STABLE SECURITY DEFINER
     SET search_path TO 'pg_catalog'
     AS $$
-  select i.object_key
-  from app.upload_intents i
-  join app_private.account_states s on s.user_id = i.owner_id and s.purge_started_at is not null
-  where i.owner_id = p_user_id
-    and not exists (select from app.assets a join app.hubs h on h.profile_asset_id = a.id where a.upload_id = i.id)
+  select
+    i.object_key
+  from
+    app.upload_intents i
+    join app_private.account_states s on s.user_id = i.owner_id
+      and s.purge_started_at is not null
+  where
+    i.owner_id = p_user_id
+    and not exists(
+      select
+      from
+        app.assets a
+        join app.hubs h on h.profile_asset_id = a.id
+      where
+        a.upload_id = i.id)
   union
   -- the processed images' objects (their variants; object_key names one of them)
-  select v ->> 'key'
-  from app.assets a
-  join app_private.account_states s on s.user_id = a.owner_id and s.purge_started_at is not null
+  select
+    v ->> 'key'
+  from
+    app.assets a
+    join app_private.account_states s on s.user_id = a.owner_id
+      and s.purge_started_at is not null
   cross join lateral jsonb_array_elements(coalesce(a.variants, '[]')) v
-  where a.owner_id = p_user_id
-    and not exists (select from app.hubs h where h.profile_asset_id = a.id)
-  union
-  -- data export archives
-  select e.object_key
-  from app_private.data_exports e
-  join app_private.account_states s on s.user_id = e.user_id and s.purge_started_at is not null
-  where e.user_id = p_user_id and e.object_key is not null
-  order by 1
+where
+  a.owner_id = p_user_id
+  and not exists(
+    select
+    from
+      app.hubs h
+    where
+      h.profile_asset_id = a.id)
+union
+-- data export archives
+select
+  e.object_key
+from
+  app_private.data_exports e
+  join app_private.account_states s on s.user_id = e.user_id
+    and s.purge_started_at is not null
+where
+  e.user_id = p_user_id
+  and e.object_key is not null
+order by
+  1
 $$;
 
 
@@ -8442,11 +9655,16 @@ CREATE FUNCTION app_private.purge_expired_auth() RETURNS void
     LANGUAGE sql SECURITY DEFINER
     SET search_path TO 'pg_catalog'
     AS $$
-  delete from app_private.otp_codes where expires_at < now() - interval '1 hour';
-  delete from app_private.refresh_tokens t using app.sessions s
-    where t.session_id = s.id and (s.revoked_at < now() - interval '1 day' or s.expires_at < now() - interval '1 day');
-  delete from app_private.rate_limits where window_started_at < now() - interval '1 hour';
-  delete from app_private.sliding_limits where coalesce(hits[cardinality(hits)], '-infinity') < now() - interval '24 hours';
+  delete from app_private.otp_codes
+  where expires_at < now() - interval '1 hour';
+    delete from app_private.refresh_tokens t using app.sessions s
+where t.session_id = s.id
+  and(s.revoked_at < now() - interval '1 day'
+  or s.expires_at < now() - interval '1 day');
+  delete from app_private.rate_limits
+  where window_started_at < now() - interval '1 hour';
+    delete from app_private.sliding_limits
+    where coalesce(hits[cardinality(hits)], '-infinity') < now() - interval '24 hours';
 $$;
 
 
@@ -8465,13 +9683,28 @@ CREATE FUNCTION app_private.purge_idempotent_answers(p_batch integer) RETURNS in
     LANGUAGE sql SECURITY DEFINER
     SET search_path TO 'pg_catalog'
     AS $$
-  with gone as (
-    delete from app_private.idempotent_answers a
-    using (select user_id, key_digest from app_private.idempotent_answers
-           where expires_at <= now() order by expires_at limit p_batch) expired
-    where a.user_id = expired.user_id and a.key_digest = expired.key_digest
-    returning 1)
-  select count(*)::int from gone
+  with gone as(
+    delete from app_private.idempotent_answers a using(
+      select
+        user_id,
+        key_digest
+      from
+        app_private.idempotent_answers
+      where
+        expires_at <= now()
+      order by
+        expires_at
+      limit p_batch) expired
+  where
+    a.user_id = expired.user_id
+    and a.key_digest = expired.key_digest
+  returning
+    1
+)
+select
+  count(*)::int
+from
+  gone
 $$;
 
 
@@ -8490,12 +9723,23 @@ CREATE FUNCTION app_private.purge_push() RETURNS void
     LANGUAGE sql SECURITY DEFINER
     SET search_path TO 'pg_catalog'
     AS $$
-  update app_private.push_deliveries dl set state = 'given_up', finished_at = now()
-    where dl.state = 'pending' and dl.created_at < now() - app_private.push_max_age();
-  delete from app_private.push_deliveries dl where dl.state <> 'pending' and dl.finished_at < now() - interval '1 day';
-  delete from app_private.badge_changes b where b.created_at < now() - interval '1 day';
-  delete from app.push_devices d using app.sessions s
-    where s.id = d.session_id and (s.expires_at <= now() or s.revoked_at is not null);
+  update
+    app_private.push_deliveries dl
+  set
+    state = 'given_up',
+    finished_at = now()
+  where
+    dl.state = 'pending'
+    and dl.created_at < now() - app_private.push_max_age();
+    delete from app_private.push_deliveries dl
+    where dl.state <> 'pending'
+      and dl.finished_at < now() - interval '1 day';
+      delete from app_private.badge_changes b
+      where b.created_at < now() - interval '1 day';
+        delete from app.push_devices d using app.sessions s
+where s.id = d.session_id
+  and(s.expires_at <= now()
+  or s.revoked_at is not null);
 $$;
 
 
@@ -8525,8 +9769,11 @@ CREATE TABLE app_private.notification_settings (
 CREATE FUNCTION app_private.push_allowed(p_settings app_private.notification_settings, p_type app.notification_type) RETURNS boolean
     LANGUAGE sql STABLE
     AS $$
-  select coalesce(p_settings.push_enabled, true)
-     and (p_type is null or (app_private.pushed_type(p_type) and not coalesce(p_type = any (p_settings.push_disabled_types), false)))
+  select
+    coalesce(p_settings.push_enabled, true)
+    and(p_type is null
+      or(app_private.pushed_type(p_type)
+        and not coalesce(p_type = any(p_settings.push_disabled_types), false)))
 $$;
 
 
@@ -8543,7 +9790,10 @@ COMMENT ON FUNCTION app_private.push_allowed(p_settings app_private.notification
 
 CREATE FUNCTION app_private.push_devices_per_user() RETURNS integer
     LANGUAGE sql IMMUTABLE
-    AS $$ select 10 $$;
+    AS $$
+  select
+    10
+$$;
 
 
 --
@@ -8559,7 +9809,10 @@ COMMENT ON FUNCTION app_private.push_devices_per_user() IS 'The most devices one
 
 CREATE FUNCTION app_private.push_max_age() RETURNS interval
     LANGUAGE sql IMMUTABLE
-    AS $$ select interval '1 day' $$;
+    AS $$
+  select
+    interval '1 day'
+$$;
 
 
 --
@@ -8575,7 +9828,10 @@ COMMENT ON FUNCTION app_private.push_max_age() IS 'How old a notification may be
 
 CREATE FUNCTION app_private.pushed_type(p_type app.notification_type) RETURNS boolean
     LANGUAGE sql IMMUTABLE
-    AS $$ select not app_private.is_publication(p_type) $$;
+    AS $$
+  select
+    not app_private.is_publication(p_type)
+$$;
 
 
 --
@@ -8623,9 +9879,10 @@ CREATE FUNCTION app_private.queue_hub_fanout(p_hub_id uuid, p_type app.notificat
     LANGUAGE sql
     SET search_path TO 'pg_catalog'
     AS $$
-  select graphile_worker.add_job('hub_notification_fanout', json_build_object(
-    'hubId', p_hub_id, 'type', p_type, 'audience', p_audience, 'actorId', coalesce(p_actor_id, app.viewer_id()),
-    'except', p_except, 'joinRequestId', p_join_request_id, 'postId', p_post_id, 'key', gen_random_uuid()));
+  select
+    graphile_worker.add_job('hub_notification_fanout', json_build_object('hubId', p_hub_id, 'type', p_type, 'audience', p_audience,
+      'actorId', coalesce(p_actor_id, app.viewer_id()), 'except', p_except, 'joinRequestId', p_join_request_id,
+      'postId', p_post_id, 'key', gen_random_uuid()));
 $$;
 
 
@@ -8644,11 +9901,24 @@ CREATE FUNCTION app_private.queue_image_backfill(p_limit integer) RETURNS intege
     LANGUAGE sql SECURITY DEFINER
     SET search_path TO 'pg_catalog'
     AS $$
-  with batch as (
-    select a.id from app.assets a
-    where a.processed_at is null and a.status = 'ready' and a.purpose <> 'document'
-    order by a.created_at, a.id limit p_limit)
-  select count(app_private.queue_image_processing(batch.id, 10))::int from batch
+  with batch as(
+    select
+      a.id
+    from
+      app.assets a
+    where
+      a.processed_at is null
+      and a.status = 'ready'
+      and a.purpose <> 'document'
+    order by
+      a.created_at,
+      a.id
+    limit p_limit
+)
+select
+  count(app_private.queue_image_processing(batch.id, 10))::int
+from
+  batch
 $$;
 
 
@@ -8667,8 +9937,9 @@ CREATE FUNCTION app_private.queue_image_processing(p_asset_id uuid, p_priority i
     LANGUAGE sql
     SET search_path TO 'pg_catalog'
     AS $$
-  select graphile_worker.add_job('process_image', json_build_object('assetId', p_asset_id),
-    job_key => 'process_image:' || p_asset_id, priority => p_priority, max_attempts => 3)
+  select
+    graphile_worker.add_job('process_image', json_build_object('assetId', p_asset_id), job_key => 'process_image:' || p_asset_id,
+      priority => p_priority, max_attempts => 3)
 $$;
 
 
@@ -8686,7 +9957,10 @@ COMMENT ON FUNCTION app_private.queue_image_processing(p_asset_id uuid, p_priori
 CREATE FUNCTION app_private.queue_object_deletion(p_key text) RETURNS void
     LANGUAGE sql
     SET search_path TO 'pg_catalog'
-    AS $$ select graphile_worker.add_job('delete_object', json_build_object('key', p_key), job_key => 'delete_object:' || p_key) $$;
+    AS $$
+  select
+    graphile_worker.add_job('delete_object', json_build_object('key', p_key), job_key => 'delete_object:' || p_key)
+$$;
 
 
 --
@@ -8729,8 +10003,9 @@ CREATE FUNCTION app_private.queue_tally(p_post_id uuid, p_hub_id uuid) RETURNS v
     LANGUAGE sql
     SET search_path TO 'pg_catalog'
     AS $$
-  select graphile_worker.add_job('tally_ballots', json_build_object('postId', p_post_id, 'hubId', p_hub_id),
-    job_key => 'tally_ballots:' || p_post_id || ':' || coalesce(p_hub_id::text, 'global'), job_key_mode => 'preserve_run_at');
+  select
+    graphile_worker.add_job('tally_ballots', json_build_object('postId', p_post_id, 'hubId', p_hub_id), job_key =>
+      'tally_ballots:' || p_post_id || ':' || coalesce(p_hub_id::text, 'global'), job_key_mode => 'preserve_run_at');
 $$;
 
 
@@ -8809,7 +10084,10 @@ COMMENT ON FUNCTION app_private.rebuild_hub_list_entries() IS 'Sets every kept r
 CREATE FUNCTION app_private.rebuild_hub_name_words() RETURNS void
     LANGUAGE sql
     SET search_path TO 'pg_catalog'
-    AS $$ select app_private.rebuild_name_words('app.hub_name_words', 'hub_id', 'app.hubs', 'name') $$;
+    AS $$
+  select
+    app_private.rebuild_name_words('app.hub_name_words', 'hub_id', 'app.hubs', 'name')
+$$;
 
 
 --
@@ -8877,7 +10155,10 @@ COMMENT ON FUNCTION app_private.rebuild_unread_counters() IS 'Sets every unread 
 CREATE FUNCTION app_private.rebuild_user_name_words() RETURNS void
     LANGUAGE sql
     SET search_path TO 'pg_catalog'
-    AS $$ select app_private.rebuild_name_words('app.user_name_words', 'user_id', 'app.users', 'full_name') $$;
+    AS $$
+  select
+    app_private.rebuild_name_words('app.user_name_words', 'user_id', 'app.users', 'full_name')
+$$;
 
 
 --
@@ -8895,7 +10176,8 @@ CREATE FUNCTION app_private.record_activity(p_post_id uuid, p_kind app.activity_
     LANGUAGE sql
     SET search_path TO 'pg_catalog'
     AS $$
-  insert into app.activity_events (actor_id, post_id, kind, hub_id) values (app.viewer_id(), p_post_id, p_kind, p_hub_id);
+  insert into app.activity_events(actor_id, post_id, kind, hub_id)
+    values(app.viewer_id(), p_post_id, p_kind, p_hub_id);
 $$;
 
 
@@ -9028,26 +10310,40 @@ CREATE FUNCTION app_private.report_snapshot(p_type app.report_target, p_target u
     LANGUAGE sql STABLE
     SET search_path TO 'pg_catalog'
     AS $$
-  select case p_type
-    when 'post' then (
-      select jsonb_build_object('authorId', p.author_id, 'authorUsername', coalesce(u.username, s.held_username),
-                                'thoughtText', p.thought_text, 'sliderText', p.slider_text,
-                                'sliderLabels', case when p.slider_text is not null then jsonb_build_array(p.slider_left_label, p.slider_right_label) end,
-                                'articleTitle', a.title, 'articleUrl', a.url, 'sourcePostId', p.source_post_id,
-                                'visibility', p.visibility, 'createdAt', p.created_at)
-      from app.posts p
-      join app.users u on u.id = p.author_id
-      left join app_private.account_states s on s.user_id = p.author_id
-      left join app.articles a on a.id = p.article_id
-      where p.id = p_target)
-    when 'user' then (
-      select jsonb_build_object('username', coalesce(u.username, s.held_username), 'fullName', u.full_name, 'bio', u.bio)
-      from app.users u left join app_private.account_states s on s.user_id = u.id
-      where u.id = p_target)
-    else (
-      select jsonb_build_object('name', h.name, 'description', h.description, 'customLink', h.custom_link)
-      from app.hubs h where h.id = p_target)
-  end
+  select
+    case p_type
+    when 'post' then
+(
+      select
+        jsonb_build_object('authorId', p.author_id, 'authorUsername', coalesce(u.username, s.held_username), 'thoughtText',
+          p.thought_text, 'sliderText', p.slider_text, 'sliderLabels', case when p.slider_text is not null then
+            jsonb_build_array(p.slider_left_label, p.slider_right_label)
+          end, 'articleTitle', a.title, 'articleUrl', a.url, 'sourcePostId', p.source_post_id, 'visibility', p.visibility, 'createdAt', p.created_at)
+      from
+        app.posts p
+        join app.users u on u.id = p.author_id
+        left join app_private.account_states s on s.user_id = p.author_id
+        left join app.articles a on a.id = p.article_id
+      where
+        p.id = p_target)
+    when 'user' then
+(
+      select
+        jsonb_build_object('username', coalesce(u.username, s.held_username), 'fullName', u.full_name, 'bio', u.bio)
+      from
+        app.users u
+      left join app_private.account_states s on s.user_id = u.id
+    where
+      u.id = p_target)
+else
+(
+    select
+      jsonb_build_object('name', h.name, 'description', h.description, 'customLink', h.custom_link)
+    from
+      app.hubs h
+    where
+      h.id = p_target)
+    end
 $$;
 
 
@@ -9065,7 +10361,15 @@ COMMENT ON FUNCTION app_private.report_snapshot(p_type app.report_target, p_targ
 CREATE FUNCTION app_private.repost_row_visible(p_repost_id uuid, p_user_id uuid) RETURNS boolean
     LANGUAGE sql STABLE
     SET search_path TO 'pg_catalog'
-    AS $$ select coalesce((select app_private.repost_visible(p, p_user_id) from app.posts p where p.id = p_repost_id), false) $$;
+    AS $$
+  select
+    coalesce((
+      select
+        app_private.repost_visible(p, p_user_id)
+      from app.posts p
+      where
+        p.id = p_repost_id), false)
+$$;
 
 
 --
@@ -9082,12 +10386,20 @@ COMMENT ON FUNCTION app_private.repost_row_visible(p_repost_id uuid, p_user_id u
 CREATE FUNCTION app_private.repost_visible(p_repost app.posts, p_user_id uuid) RETURNS boolean
     LANGUAGE sql STABLE
     AS $$
-  select p_repost.deleted_at is null
-     and case when app.post_stays_in_hubs(p_repost.visibility) then exists (
-                select from app.post_hubs ph
-                where ph.post_id = p_repost.id and ph.kind = 'target' and app.is_active_member(ph.hub_id, p_user_id))
-              else p_repost.visibility is not null
-         end
+  select
+    p_repost.deleted_at is null
+    and case when app.post_stays_in_hubs(p_repost.visibility) then
+      exists(
+        select
+        from
+          app.post_hubs ph
+        where
+          ph.post_id = p_repost.id
+          and ph.kind = 'target'
+          and app.is_active_member(ph.hub_id, p_user_id))
+    else
+      p_repost.visibility is not null
+    end
 $$;
 
 
@@ -9128,11 +10440,24 @@ CREATE FUNCTION app_private.resolve_target_reports(p_type app.report_target, p_t
     LANGUAGE sql
     SET search_path TO 'pg_catalog'
     AS $$
-  with decided as (
-    update app.reports r set state = 'resolved', decided_at = now(), decided_by = app_private.moderator()
-    where r.target_type = p_type and r.target_id = p_target and r.state = 'open'
-    returning r.id)
-  select coalesce(array_agg(d.id order by d.id), '{}') from decided d
+  with decided as(
+    update
+      app.reports r
+    set
+      state = 'resolved',
+      decided_at = now(),
+      decided_by = app_private.moderator()
+    where
+      r.target_type = p_type
+      and r.target_id = p_target
+      and r.state = 'open'
+    returning
+      r.id
+)
+  select
+    coalesce(array_agg(d.id order by d.id), '{}')
+  from
+    decided d
 $$;
 
 
@@ -9150,11 +10475,15 @@ COMMENT ON FUNCTION app_private.resolve_target_reports(p_type app.report_target,
 CREATE FUNCTION app_private.scope_visible(p_kind "char", p_scope uuid, p_user_id uuid) RETURNS boolean
     LANGUAGE sql STABLE
     AS $$
-  select case p_kind
-           when 'h' then app.is_active_member(p_scope, p_user_id)
-           when 'r' then app_private.repost_row_visible(p_scope, p_user_id)
-           else true
-         end
+  select
+    case p_kind
+    when 'h' then
+      app.is_active_member(p_scope, p_user_id)
+    when 'r' then
+      app_private.repost_row_visible(p_scope, p_user_id)
+    else
+      true
+    end
 $$;
 
 
@@ -9173,16 +10502,43 @@ CREATE FUNCTION app_private.sealed_tally(p_post_id uuid, p_hub_id uuid) RETURNS 
     LANGUAGE sql STABLE
     SET search_path TO 'pg_catalog'
     AS $$
-  select jsonb_build_object(
-    'c', (select jsonb_build_array(coalesce(sum(c.strong_left_count), 0), coalesce(sum(c.left_count), 0), coalesce(sum(c.neutral_count), 0),
-                                   coalesce(sum(c.right_count), 0), coalesce(sum(c.strong_right_count), 0))
-          from (select c.* from app.vote_counters c where p_hub_id is null and c.post_id = p_post_id and c.hub_id is null
-                union all
-                select c.* from app.vote_counters c where c.post_id = p_post_id and c.hub_id = p_hub_id) c),
-    'b', coalesce((select jsonb_agg(b.key_id || ':' || encode(b.nonce || b.ciphertext, 'base64'))
-                   from (select b.* from app_private.sealed_ballots b where p_hub_id is null and b.post_id = p_post_id and b.hub_id is null
-                         union all
-                         select b.* from app_private.sealed_ballots b where b.post_id = p_post_id and b.hub_id = p_hub_id) b), '[]'))
+  select
+    jsonb_build_object('c',(
+        select
+          jsonb_build_array(coalesce(sum(c.strong_left_count), 0), coalesce(sum(c.left_count), 0), coalesce(sum(c.neutral_count), 0),
+            coalesce(sum(c.right_count), 0), coalesce(sum(c.strong_right_count), 0))
+        from(
+          select
+            c.*
+          from app.vote_counters c
+          where
+            p_hub_id is null
+            and c.post_id = p_post_id
+            and c.hub_id is null
+          union all
+          select
+            c.*
+          from app.vote_counters c
+          where
+            c.post_id = p_post_id
+            and c.hub_id = p_hub_id) c), 'b', coalesce((
+        select
+          jsonb_agg(b.key_id || ':' || encode(b.nonce || b.ciphertext, 'base64'))
+        from(
+          select
+            b.*
+          from app_private.sealed_ballots b
+        where
+          p_hub_id is null
+          and b.post_id = p_post_id
+          and b.hub_id is null
+        union all
+        select
+          b.*
+        from app_private.sealed_ballots b
+      where
+        b.post_id = p_post_id
+        and b.hub_id = p_hub_id) b), '[]'))
 $$;
 
 
@@ -9201,9 +10557,21 @@ CREATE FUNCTION app_private.search_word_drift() RETURNS TABLE(kind text, id uuid
     LANGUAGE sql STABLE
     SET search_path TO 'pg_catalog'
     AS $$
-  select 'user', d.id, d.kept, d.named from app_private.name_word_drift('app.user_name_words', 'user_id', 'app.users', 'full_name') d
-  union all
-  select 'hub', d.id, d.kept, d.named from app_private.name_word_drift('app.hub_name_words', 'hub_id', 'app.hubs', 'name') d
+  select
+    'user',
+    d.id,
+    d.kept,
+    d.named
+  from
+    app_private.name_word_drift('app.user_name_words', 'user_id', 'app.users', 'full_name') d
+union all
+select
+  'hub',
+  d.id,
+  d.kept,
+  d.named
+from
+  app_private.name_word_drift('app.hub_name_words', 'hub_id', 'app.hubs', 'name') d
 $$;
 
 
@@ -9251,10 +10619,16 @@ COMMENT ON FUNCTION app_private.seed_vote_counters(p_post_id uuid, p_hub_id uuid
 CREATE FUNCTION app_private.session_level(p_session_id uuid, p_user_id uuid) RETURNS TABLE(level integer)
     LANGUAGE sql STABLE
     AS $$
-  select l.level
-  from app.sessions s
+  select
+    l.level
+  from
+    app.sessions s
   cross join lateral app_private.user_level(s.user_id) l
-  where s.id = p_session_id and s.user_id = p_user_id and s.revoked_at is null and s.expires_at > now()
+where
+  s.id = p_session_id
+  and s.user_id = p_user_id
+  and s.revoked_at is null
+  and s.expires_at > now()
 $$;
 
 
@@ -9514,7 +10888,12 @@ COMMENT ON TABLE app_private.account_states IS 'Accounts hidden from everyone el
 
 CREATE FUNCTION app_private.suspended_now(p_state app_private.account_states) RETURNS boolean
     LANGUAGE sql STABLE
-    AS $$ select p_state.suspended_at is not null and (p_state.suspended_until is null or p_state.suspended_until > now()) $$;
+    AS $$
+  select
+    p_state.suspended_at is not null
+    and(p_state.suspended_until is null
+      or p_state.suspended_until > now())
+$$;
 
 
 --
@@ -9532,12 +10911,23 @@ CREATE FUNCTION app_private.sweep_session_read_floors(p_batch integer) RETURNS i
     LANGUAGE sql SECURITY DEFINER
     SET search_path TO 'pg_catalog'
     AS $$
-  with gone as (
+  with gone as(
     delete from app_private.session_read_floors f
-    where f.session_id in (select o.session_id from app_private.session_read_floors o
-                           where o.noted_at < now() - interval '1 hour' limit p_batch)
-    returning 1)
-  select count(*)::int from gone
+    where f.session_id in(
+        select
+          o.session_id
+        from
+          app_private.session_read_floors o
+        where
+          o.noted_at < now() - interval '1 hour'
+        limit p_batch)
+    returning
+      1
+)
+select
+  count(*)::int
+from
+  gone
 $$;
 
 
@@ -9555,7 +10945,10 @@ COMMENT ON FUNCTION app_private.sweep_session_read_floors(p_batch integer) IS 'H
 CREATE FUNCTION app_private.take_notification_dispatch() RETURNS boolean
     LANGUAGE sql SECURITY DEFINER
     SET search_path TO 'pg_catalog'
-    AS $$ select pg_try_advisory_lock('app_private.notification_dispatch'::regclass::oid::bigint) $$;
+    AS $$
+  select
+    pg_try_advisory_lock('app_private.notification_dispatch'::regclass::oid::bigint)
+$$;
 
 
 --
@@ -9664,8 +11057,16 @@ CREATE FUNCTION app_private.touch_hub_activity(p_hub_ids uuid[], p_user_id uuid)
     LANGUAGE sql
     SET search_path TO 'pg_catalog'
     AS $$
-  insert into app.hub_activity (hub_id, user_id) select h, p_user_id from unnest(p_hub_ids) h
-    on conflict (hub_id, user_id) do update set last_active_at = now();
+  insert into app.hub_activity(hub_id, user_id)
+  select
+    h,
+    p_user_id
+  from
+    unnest(p_hub_ids) h
+on conflict(hub_id,
+  user_id)
+  do update set
+    last_active_at = now();
 $$;
 
 
@@ -9706,15 +11107,43 @@ CREATE FUNCTION app_private.unread_counter_drift() RETURNS TABLE(user_id uuid, k
     LANGUAGE sql STABLE
     SET search_path TO 'pg_catalog'
     AS $$
-  select coalesce(c.user_id, a.user_id), coalesce(c.kind, a.kind), coalesce(c.scope_id, a.scope_id),
-         coalesce(c.unread, 0), coalesce(a.unread, 0)
-  from (select u.user_id, u.kind, u.scope_id, sum(u.unread)::bigint as unread
-        from app_private.unread_counters u group by 1, 2, 3) c
-  full join (select n.recipient_id as user_id, b.kind, b.scope_id, count(*) as unread
-             from app.notifications n cross join lateral app_private.unread_bucket(n.type, n.hub_id, n.post_id) b
-             where n.read_at is null group by 1, 2, 3) a
-    on a.user_id = c.user_id and a.kind = c.kind and a.scope_id is not distinct from c.scope_id
-  where coalesce(c.unread, 0) <> coalesce(a.unread, 0)
+  select
+    coalesce(c.user_id, a.user_id),
+    coalesce(c.kind, a.kind),
+    coalesce(c.scope_id, a.scope_id),
+    coalesce(c.unread, 0),
+    coalesce(a.unread, 0)
+  from(
+    select
+      u.user_id,
+      u.kind,
+      u.scope_id,
+      sum(u.unread)::bigint as unread
+    from
+      app_private.unread_counters u
+    group by
+      1,
+      2,
+      3) c
+  full join(
+    select
+      n.recipient_id as user_id,
+      b.kind,
+      b.scope_id,
+      count(*) as unread
+    from
+      app.notifications n
+      cross join lateral app_private.unread_bucket(n.type, n.hub_id, n.post_id) b
+    where
+      n.read_at is null
+    group by
+      1,
+      2,
+      3) a on a.user_id = c.user_id
+  and a.kind = c.kind
+  and a.scope_id is not distinct from c.scope_id
+where
+  coalesce(c.unread, 0) <> coalesce(a.unread, 0)
 $$;
 
 
@@ -9732,14 +11161,28 @@ COMMENT ON FUNCTION app_private.unread_counter_drift() IS 'The counters against 
 CREATE FUNCTION app_private.unread_counts(p_user_id uuid) RETURNS TABLE(hub_id uuid, unread bigint)
     LANGUAGE sql STABLE
     AS $$
-  select case when b.kind = 'h' then b.scope_id end, sum(b.unread)::bigint
-  from (
-    select c.kind, c.scope_id, sum(c.unread) as unread
-    from app_private.unread_counters c
-    where c.user_id = p_user_id
-    group by c.kind, c.scope_id
-    having sum(c.unread) <> 0 and app_private.scope_visible(c.kind, c.scope_id, p_user_id)) b
-  group by 1
+  select
+    case when b.kind = 'h' then
+      b.scope_id
+    end,
+    sum(b.unread)::bigint
+  from(
+    select
+      c.kind,
+      c.scope_id,
+      sum(c.unread) as unread
+    from
+      app_private.unread_counters c
+    where
+      c.user_id = p_user_id
+    group by
+      c.kind,
+      c.scope_id
+    having
+      sum(c.unread) <> 0
+      and app_private.scope_visible(c.kind, c.scope_id, p_user_id)) b
+group by
+  1
 $$;
 
 
@@ -9757,7 +11200,15 @@ COMMENT ON FUNCTION app_private.unread_counts(p_user_id uuid) IS 'A user''s visi
 CREATE FUNCTION app_private.unused_asset_key(p_asset_id uuid) RETURNS text
     LANGUAGE sql STABLE SECURITY DEFINER
     SET search_path TO 'pg_catalog'
-    AS $$ select a.object_key from app.assets a where a.id = p_asset_id and not app.asset_in_visible_use(a.id) $$;
+    AS $$
+  select
+    a.object_key
+  from
+    app.assets a
+  where
+    a.id = p_asset_id
+    and not app.asset_in_visible_use(a.id)
+$$;
 
 
 --
@@ -9775,15 +11226,25 @@ CREATE FUNCTION app_private.unused_asset_keys(p_asset_id uuid) RETURNS SETOF tex
     LANGUAGE sql STABLE SECURITY DEFINER
     SET search_path TO 'pg_catalog'
     AS $$
-  select k.key
-  from app.assets a
-  join app.upload_intents i on i.id = a.upload_id
-  cross join lateral (select a.object_key as key
-                      union
-                      select i.object_key
-                      union
-                      select v ->> 'key' from jsonb_array_elements(coalesce(a.variants, '[]')) v) k
-  where a.id = p_asset_id and not app.asset_in_visible_use(a.id)
+  select
+    k.key
+  from
+    app.assets a
+    join app.upload_intents i on i.id = a.upload_id
+    cross join lateral(
+      select
+        a.object_key as key
+    union
+    select
+      i.object_key
+    union
+    select
+      v ->> 'key'
+    from
+      jsonb_array_elements(coalesce(a.variants, '[]')) v) k
+  where
+    a.id = p_asset_id
+    and not app.asset_in_visible_use(a.id)
 $$;
 
 
@@ -9846,10 +11307,13 @@ COMMENT ON FUNCTION app_private.usable_invite_link(p_token text) IS 'An invite l
 CREATE FUNCTION app_private.user_level(p_user_id uuid) RETURNS TABLE(level integer)
     LANGUAGE sql STABLE
     AS $$
-  select app.access_level_of(u.full_name, u.username, u.terms_accepted_at, p.user_id is not null, u.media_completed_at, u.contacts_synced_at)
-  from app.users u
+  select
+    app.access_level_of(u.full_name, u.username, u.terms_accepted_at, p.user_id is not null, u.media_completed_at, u.contacts_synced_at)
+  from
+    app.users u
   left join app.phone_identities p on p.user_id = u.id
-  where u.id = p_user_id
+where
+  u.id = p_user_id
 $$;
 
 
@@ -9938,7 +11402,10 @@ COMMENT ON FUNCTION app_private.visible_post(p_post_id uuid) IS 'A post the view
 
 CREATE FUNCTION app_private.vote_fills_batch(p_pending bigint, p_batch integer) RETURNS boolean
     LANGUAGE sql IMMUTABLE
-    AS $$ select p_pending % p_batch = 0 $$;
+    AS $$
+  select
+    p_pending % p_batch = 0
+$$;
 
 
 --
@@ -9996,7 +11463,8 @@ CREATE FUNCTION app_private.worker_presence_key(p_worker_id text) RETURNS bigint
     LANGUAGE sql IMMUTABLE
     SET search_path TO 'pg_catalog'
     AS $$
-  select hashtextextended('worker_presence:' || p_worker_id, 0);
+  select
+    hashtextextended('worker_presence:' || p_worker_id, 0);
 $$;
 
 
@@ -10015,7 +11483,8 @@ CREATE FUNCTION app_private.worker_present(p_worker_id text) RETURNS boolean
     LANGUAGE sql SECURITY DEFINER
     SET search_path TO 'pg_catalog'
     AS $$
-  select pg_try_advisory_lock(app_private.worker_presence_key(p_worker_id));
+  select
+    pg_try_advisory_lock(app_private.worker_presence_key(p_worker_id));
 $$;
 
 
@@ -10034,7 +11503,8 @@ CREATE FUNCTION app_private.worker_stopped(p_worker_id text) RETURNS void
     LANGUAGE sql SECURITY DEFINER
     SET search_path TO 'pg_catalog'
     AS $$
-  delete from app_private.worker_heartbeats where worker_id = p_worker_id;
+  delete from app_private.worker_heartbeats
+  where worker_id = p_worker_id;
 $$;
 
 

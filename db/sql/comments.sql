@@ -1,5 +1,4 @@
 -- Comments on posts.
-
 -- POST /posts/{postId}/comments: a visible post (POST_NOT_FOUND; a block with its author answers
 -- the same); a parent of the same post (COMMENT_NOT_FOUND), replaced by its root. post_commented
 -- to the post's author (not for self-comments) and a feed activity event. In order (the names are
@@ -10,9 +9,15 @@
 --   3. app.notifications: post_commented to the post's author (not for a self-comment); when that
 --      insert ends, its trigger _500_count_unread_insert (app_private.count_unread: their badge);
 --   4. app_private.record_activity: the commenter's activity event (post_commented).
-create or replace function app.create_comment(p_post_id uuid, p_text text, p_parent_id uuid)
+create or replace function app.create_comment(
+  p_post_id uuid,
+  p_text text,
+  p_parent_id uuid
+)
   returns uuid
-  language plpgsql volatile security definer
+  language plpgsql
+  volatile
+  security definer
   set search_path = pg_catalog
   as $$
 declare
@@ -40,15 +45,21 @@ begin
   return v_comment;
 end
 $$;
+
 comment on function app.create_comment(uuid, text, uuid) is
   'Comments on a visible post (POST_NOT_FOUND, also for a block with its author) at access level 2; a reply goes to its parent''s root (COMMENT_NOT_FOUND for a parent not on the post); notifies the post''s author (post_commented) and records the feed activity. Called by POST /posts/{postId}/comments.';
+
 grant execute on function app.create_comment(uuid, text, uuid) to app_user;
 
 -- DELETE /comments/{commentId}: by the comment's author or the post's author (FORBIDDEN), a visible
 -- comment only (COMMENT_NOT_FOUND).
-create or replace function app.delete_comment(p_comment_id uuid)
+create or replace function app.delete_comment(
+  p_comment_id uuid
+)
   returns void
-  language plpgsql volatile security definer
+  language plpgsql
+  volatile
+  security definer
   set search_path = pg_catalog
   as $$
 declare
@@ -66,27 +77,50 @@ begin
   update app.comments set deleted_at = now() where id = p_comment_id;
 end
 $$;
+
 comment on function app.delete_comment(uuid) is
   'Deletes a visible comment, by its author or the post''s author only (COMMENT_NOT_FOUND, FORBIDDEN). Called by DELETE /comments/{commentId}.';
+
 grant execute on function app.delete_comment(uuid) to app_user;
 
-create or replace function app_private.merge_comments(p_source uuid, p_target uuid)
+create or replace function app_private.merge_comments(
+  p_source uuid,
+  p_target uuid
+)
   returns void
-  language sql volatile
+  language sql
+  volatile
   set search_path = pg_catalog
-  as $$ update app.comments set author_id = p_target where author_id = p_source $$;
+  as $$
+  update
+    app.comments
+  set
+    author_id = p_target
+  where
+    author_id = p_source
+$$;
+
 comment on function app_private.merge_comments(uuid, uuid) is
   'User merge step: the source account''s comments become the target''s. Run by app_private.merge_user (listed in app_private.user_merge_steps).';
 
-create or replace view app.comment_stats with (security_invoker = true) as
-  select c.id as comment_id, r.reply_count
-  from app.comments c
-  cross join lateral (select app.comment_reply_count(c.id) as reply_count) r;
+create or replace view app.comment_stats with ( security_invoker = true
+) as
+select
+  c.id as comment_id,
+  r.reply_count
+from
+  app.comments c
+  cross join lateral (
+    select
+      app.comment_reply_count(
+        c.id
+) as reply_count) r;
 
-COMMENT ON VIEW app.comment_stats IS '@primaryKey comment_id
+comment on view app.comment_stats is '@primaryKey comment_id
 @foreignKey (comment_id) references app.comments (id)';
 
 grant select (comment_id, reply_count) on app.comment_stats to app_anonymous;
+
 grant select (comment_id, reply_count) on app.comment_stats to app_admin;
 
 -- One page of a post's top-level comments (p_parent_id null) or of the replies of p_parent_id,
@@ -100,12 +134,27 @@ grant select (comment_id, reply_count) on app.comment_stats to app_admin;
 -- post then had its comments read and sorted (docs/performance.md, "Hot values"). The page is
 -- fetched in one FETCH, not row by row here, which PostgreSQL runs only in a volatile function:
 -- hence volatile, though it writes nothing (as the other page functions).
-create or replace function app.comment_page(p_post_id uuid, p_parent_id uuid, p_after_at timestamptz, p_after_id uuid, p_limit integer)
-  returns table (comment_id uuid, post_id uuid, body text, parent_id uuid, created_at timestamptz, author_id uuid, username text, full_name text,
-                 profile_asset_id uuid)
-  language plpgsql volatile
-  set search_path = pg_catalog
-  rows 20
+create or replace function app.comment_page(
+  p_post_id uuid,
+  p_parent_id uuid,
+  p_after_at timestamptz,
+  p_after_id uuid,
+  p_limit integer
+)
+  returns table(
+      comment_id uuid,
+      post_id uuid,
+      body text,
+      parent_id uuid,
+      created_at timestamptz,
+      author_id uuid,
+      username text,
+      full_name text,
+      profile_asset_id uuid
+)
+  language plpgsql
+  volatile
+  set search_path = pg_catalog rows 20
   as $$
 declare
   v_rows refcursor;
@@ -132,8 +181,10 @@ begin
   close v_rows;
 end
 $$;
+
 comment on function app.comment_page(uuid, uuid, timestamp with time zone, uuid, integer) is
   'One page of a post''s top-level comments or of one comment''s replies, oldest first after a cursor, with their authors, through the comments and users policies; read from a cursor in index order, so a page reads about a page whatever the statistics say. Called by GET /posts/{postId}/comments.';
+
 grant execute on function app.comment_page(uuid, uuid, timestamp with time zone, uuid, integer) to app_anonymous;
 
 -- A comment is visible when it is not deleted, its post is visible, and its author is not blocked
@@ -144,9 +195,14 @@ grant execute on function app.comment_page(uuid, uuid, timestamp with time zone,
 -- (docs/performance.md, "Hot values").
 create policy comments_select_visible on app.comments
   for select to app_anonymous
-  using (deleted_at is null
-         and not (author_id = any ((select app.viewer_block_list())::uuid[]) and cardinality((select app.viewer_block_list())::uuid[]) > 0)
-         and app.can_see_post(post_id));
+    using (deleted_at is null
+      and not (author_id = any ((
+        select
+          app.viewer_block_list())::uuid[]) and cardinality((
+            select
+              app.viewer_block_list())::uuid[]) > 0)
+          and app.can_see_post(post_id));
+
 comment on policy comments_select_visible on app.comments is
   'A comment is visible when it is not deleted, its post is visible (app.can_see_post) and its author is not blocked with the viewer either way. Serves GET /posts/{postId}/comments and the internal GraphQL API.';
 

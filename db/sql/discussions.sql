@@ -1,20 +1,30 @@
 -- Hub discussions: threads in a hub, their messages and stats, saved discussions.
-
 -- The one rule of message visibility: the viewer is an active member of the message's hub, and its
 -- author is not blocked with the viewer either way (as for comments). A plain SQL function, so the
 -- planner inlines it into the policy; app.hub_discussion_thread applies it to one message.
 -- The block test reads the list as a subquery (a hashed subplan), which the planner does not price
 -- from the author column's statistics: where one author wrote every message it would expect no row
 -- to pass and read and sort a whole discussion (docs/performance.md, "Hot values").
-create or replace function app.hub_message_visible(p_message app.hub_discussion_messages, p_active_hub_ids uuid[], p_block_list uuid[])
+create or replace function app.hub_message_visible(
+  p_message app.hub_discussion_messages,
+  p_active_hub_ids uuid[],
+  p_block_list uuid[]
+)
   returns boolean
-  language sql stable
+  language sql
+  stable
   as $$
-  select p_message.hub_id = any (p_active_hub_ids)
-     and (p_message.author_id is null or not p_message.author_id = any (select unnest(p_block_list)))
+  select
+    p_message.hub_id = any(p_active_hub_ids)
+    and(p_message.author_id is null
+      or not p_message.author_id = any(
+        select
+          unnest(p_block_list)))
 $$;
+
 comment on function app.hub_message_visible(app.hub_discussion_messages, uuid[], uuid[]) is
   'The one rule of discussion message visibility: the viewer is an active member of the message''s hub and its author is not blocked with the viewer either way. Inlined into the policy hub_discussion_messages_select_members; app.hub_discussion_thread applies it to one message.';
+
 grant execute on function app.hub_message_visible(app.hub_discussion_messages, uuid[], uuid[]) to app_user;
 
 -- One page of a discussion's top-level messages (p_parent_id null) or of the replies of p_parent_id
@@ -23,11 +33,26 @@ grant execute on function app.hub_message_visible(app.hub_discussion_messages, u
 -- from a cursor, which PL/pgSQL plans for its first rows, so it walks hub_discussion_messages_top
 -- or hub_discussion_messages_replies in order whatever the statistics say the discussion or thread
 -- holds (as app.comment_page; docs/performance.md, "Hot values").
-create or replace function app.message_page(p_discussion_id uuid, p_parent_id uuid, p_after_at timestamptz, p_after_id uuid, p_limit integer)
-  returns table (message_id uuid, discussion_id uuid, hub_id uuid, author_id uuid, parent_id uuid, body text, reply_count integer, created_at timestamptz)
-  language plpgsql volatile
-  set search_path = pg_catalog
-  rows 20
+create or replace function app.message_page(
+  p_discussion_id uuid,
+  p_parent_id uuid,
+  p_after_at timestamptz,
+  p_after_id uuid,
+  p_limit integer
+)
+  returns table(
+      message_id uuid,
+      discussion_id uuid,
+      hub_id uuid,
+      author_id uuid,
+      parent_id uuid,
+      body text,
+      reply_count integer,
+      created_at timestamptz
+)
+  language plpgsql
+  volatile
+  set search_path = pg_catalog rows 20
   as $$
 declare
   v_rows refcursor;
@@ -52,8 +77,10 @@ begin
   close v_rows;
 end
 $$;
+
 comment on function app.message_page(uuid, uuid, timestamp with time zone, uuid, integer) is
   'One page of a discussion''s top-level messages or of one thread''s replies, oldest first after a cursor, through the messages policy; read from a cursor in index order, so a page reads about a page whatever the statistics say. Called by GET /hubs/{hubId}/discussions/{discussionId}/messages.';
+
 grant execute on function app.message_page(uuid, uuid, timestamp with time zone, uuid, integer) to app_user;
 
 -- The check of every discussion endpoint, in contract order: HUB_NOT_FOUND, HUB_MEMBERSHIP_REQUIRED
@@ -62,9 +89,15 @@ grant execute on function app.message_page(uuid, uuid, timestamp with time zone,
 -- author). With p_message_id it also resolves a message of this discussion the viewer may see
 -- (MESSAGE_NOT_FOUND otherwise) to its thread root, which it returns (null without a message):
 -- threads are one level deep, so a reply to a reply belongs to the root.
-create or replace function app.hub_discussion_thread(p_hub_id uuid, p_discussion_id uuid, p_message_id uuid default null)
+create or replace function app.hub_discussion_thread(
+  p_hub_id uuid,
+  p_discussion_id uuid,
+  p_message_id uuid default null
+)
   returns uuid
-  language plpgsql stable security definer
+  language plpgsql
+  stable
+  security definer
   set search_path = pg_catalog
   as $$
 declare
@@ -88,14 +121,18 @@ begin
   return v_root;
 end
 $$;
+
 comment on function app.hub_discussion_thread(uuid, uuid, uuid) is
   'The check of every discussion endpoint, in contract order (HUB_NOT_FOUND, HUB_MEMBERSHIP_REQUIRED, DISCUSSION_NOT_FOUND, MESSAGE_NOT_FOUND), answering a message''s thread root. Called by GET /hubs/{hubId}/discussions/{discussionId}/messages, app.post_hub_discussion_message (POST of the same path) and app.save_hub_discussion (POST and DELETE /hubs/{hubId}/discussions/{discussionId}/save).';
+
 grant execute on function app.hub_discussion_thread(uuid, uuid, uuid) to app_user;
 
 -- Counters and ordering, whatever inserts the row: the discussion's message count and last
 -- activity, and the root's reply count.
-create or replace function app_private.hub_discussion_messages_count() returns trigger
-  language plpgsql security definer
+create or replace function app_private.hub_discussion_messages_count()
+  returns trigger
+  language plpgsql
+  security definer
   set search_path = pg_catalog
   as $$
 begin
@@ -108,6 +145,7 @@ begin
   return null;
 end
 $$;
+
 comment on function app_private.hub_discussion_messages_count() is
   'Keeps a discussion''s message count and last activity, and the root''s reply count, with every message inserted. Runs from the trigger _400_count_message on app.hub_discussion_messages.';
 
@@ -115,9 +153,16 @@ comment on function app_private.hub_discussion_messages_count() is
 -- app.hub_discussion_thread), attaches a reply to its thread root, and marks the hub's activity
 -- (lastActivityAt of GET /users/me/hubs, activeUsers24h). No notification row, no job, no feed
 -- activity (spec part 6). Callable by app_user: REST and the demo seed use it alike.
-create or replace function app.post_hub_discussion_message(p_hub_id uuid, p_discussion_id uuid, p_text text, p_parent_id uuid default null)
+create or replace function app.post_hub_discussion_message(
+  p_hub_id uuid,
+  p_discussion_id uuid,
+  p_text text,
+  p_parent_id uuid default null
+)
   returns uuid
-  language plpgsql volatile security definer
+  language plpgsql
+  volatile
+  security definer
   set search_path = pg_catalog
   as $$
 declare
@@ -131,50 +176,74 @@ begin
   return v_message;
 end
 $$;
+
 comment on function app.post_hub_discussion_message(uuid, uuid, text, uuid) is
   'Posts a message or a reply (attached to its thread root) after the discussion check, and records the hub activity; no notification. Called by POST /hubs/{hubId}/discussions/{discussionId}/messages.';
+
 grant execute on function app.post_hub_discussion_message(uuid, uuid, text, uuid) to app_user;
 
 -- A discussion message of an author the viewer cannot see (deleted or suspended account, blocked
 -- user) shows as from an anonymous former member, without id. An active member of the hub shows
 -- with their hub profile (name, photo) and phone number; a member who left, with their account's
 -- name, handle and photo.
-create or replace function app.hub_discussion_author(p_hub_id uuid, p_author_id uuid)
-  returns table (author jsonb)
-  language sql stable
+create or replace function app.hub_discussion_author(
+  p_hub_id uuid,
+  p_author_id uuid
+)
+  returns table(
+      author jsonb
+)
+  language sql
+  stable
   as $$
-  select case
-    when p_author_id is null or u.id is null then
+  select
+    case when p_author_id is null
+      or u.id is null then
       jsonb_build_object('id', null, 'displayName', 'Former member', 'photoKey', null, 'phoneNumber', null,
-                         'publicUsername', null, 'isFormerMember', true)
+        'publicUsername', null, 'isFormerMember', true)
     when author.active then
       jsonb_build_object('id', p_author_id, 'displayName', coalesce(hp.display_name, u.full_name, 'Hub member'),
-                         'photoKey', coalesce(app.image_key(ha.status, ha.display_key, ha.object_key), app.image_key(ua.status, ua.display_key, ua.object_key)), 'phoneNumber', pi.phone_e164,
-                         'publicUsername', null, 'isFormerMember', false)
+        'photoKey', coalesce(app.image_key(ha.status, ha.display_key, ha.object_key), app.image_key(ua.status, ua.display_key,
+        ua.object_key)), 'phoneNumber', pi.phone_e164, 'publicUsername', null, 'isFormerMember', false)
     else
       jsonb_build_object('id', p_author_id, 'displayName', coalesce(u.full_name, u.username, 'Former member'),
-                         'photoKey', app.image_key(ua.status, ua.display_key, ua.object_key), 'phoneNumber', null, 'publicUsername', u.username, 'isFormerMember', true)
-  end
-  -- offset 0: the membership check runs once per author row, not once per join below.
-  from (select app.is_active_member(p_hub_id, p_author_id) as active offset 0) author
+        'photoKey', app.image_key(ua.status, ua.display_key, ua.object_key), 'phoneNumber', null, 'publicUsername', u.username,
+        'isFormerMember', true)
+    end
+    -- offset 0: the membership check runs once per author row, not once per join below.
+  from(
+    select
+      app.is_active_member(p_hub_id, p_author_id) as active offset 0) author
   left join app.users u on u.id = p_author_id
   left join app.assets ua on ua.id = u.profile_asset_id
-  left join app.hub_profiles hp on author.active and hp.user_id = p_author_id
+  left join app.hub_profiles hp on author.active
+    and hp.user_id = p_author_id
   left join app.assets ha on ha.id = hp.profile_asset_id
-  left join app.phone_identities pi on author.active and pi.user_id = p_author_id
-  -- Nothing for viewers outside the hub: who is a member of it is not theirs to learn.
-  where p_hub_id = any ((select app.viewer_active_hub_ids())::uuid[])
+  left join app.phone_identities pi on author.active
+    and pi.user_id = p_author_id
+    -- Nothing for viewers outside the hub: who is a member of it is not theirs to learn.
+where
+  p_hub_id = any((
+      select
+        app.viewer_active_hub_ids())::uuid[])
 $$;
+
 comment on function app.hub_discussion_author(uuid, uuid) is
   'The author of a discussion message as the viewer may see them: the Hub identity and phone of an active member, else a former member (anonymous when the viewer cannot see the account); nothing for viewers outside the hub. Read by GET and POST /hubs/{hubId}/discussions/{discussionId}/messages, GET /hubs/{hubId}/discussions and GET /users/me/saved-discussions.';
+
 grant execute on function app.hub_discussion_author(uuid, uuid) to app_user;
 
 -- POST and DELETE /hubs/{hubId}/discussions/{discussionId}/save: the discussion check of
 -- app.hub_discussion_thread (HUB_NOT_FOUND, HUB_MEMBERSHIP_REQUIRED, DISCUSSION_NOT_FOUND), then the
 -- write under the policies above. Both are idempotent. They run with the caller's rights.
-create or replace function app.save_hub_discussion(p_hub_id uuid, p_discussion_id uuid, p_saved boolean)
+create or replace function app.save_hub_discussion(
+  p_hub_id uuid,
+  p_discussion_id uuid,
+  p_saved boolean
+)
   returns void
-  language plpgsql volatile
+  language plpgsql
+  volatile
   set search_path = pg_catalog
   as $$
 begin
@@ -187,8 +256,10 @@ begin
   end if;
 end
 $$;
+
 comment on function app.save_hub_discussion(uuid, uuid, boolean) is
   'Saves or unsaves a discussion for the viewer after the discussion check, idempotently, with the caller''s rights (the saved-discussion policies). Called by POST and DELETE /hubs/{hubId}/discussions/{discussionId}/save.';
+
 grant execute on function app.save_hub_discussion(uuid, uuid, boolean) to app_user;
 
 -- GET /hubs/{hubId}/discussions: one page of a hub's discussions, most recent activity first after
@@ -198,11 +269,22 @@ grant execute on function app.save_hub_discussion(uuid, uuid, boolean) to app_us
 -- walks hub_discussions_activity in order and stops after a page whatever the statistics say the
 -- hub holds (docs/performance.md, "Hot values"); fetched in one FETCH, hence volatile, as the other
 -- page functions.
-create or replace function app.hub_discussion_page(p_hub_id uuid, p_after_at timestamptz, p_after_id uuid, p_limit integer)
-  returns table (id uuid, post_id uuid, message_count integer, last_activity_at timestamptz, saved boolean)
-  language plpgsql volatile
-  set search_path = pg_catalog
-  rows 20
+create or replace function app.hub_discussion_page(
+  p_hub_id uuid,
+  p_after_at timestamptz,
+  p_after_id uuid,
+  p_limit integer
+)
+  returns table(
+      id uuid,
+      post_id uuid,
+      message_count integer,
+      last_activity_at timestamptz,
+      saved boolean
+)
+  language plpgsql
+  volatile
+  set search_path = pg_catalog rows 20
   as $$
 declare
   v_rows refcursor;
@@ -222,8 +304,10 @@ begin
   close v_rows;
 end
 $$;
+
 comment on function app.hub_discussion_page(uuid, timestamp with time zone, uuid, integer) is
   'One page of a hub''s discussions, most recent activity first after a cursor, of posts the viewer may see, with message counts and the viewer''s saved flag, through the policies; read from a cursor in index order, so a page reads about a page whatever the statistics say. Called by GET /hubs/{hubId}/discussions.';
+
 grant execute on function app.hub_discussion_page(uuid, timestamp with time zone, uuid, integer) to app_user;
 
 -- GET /users/me/saved-discussions: one page of the viewer's saved discussions, newest save first
@@ -231,11 +315,21 @@ grant execute on function app.hub_discussion_page(uuid, timestamp with time zone
 -- an active member of and posts the viewer may see, with the hub's name, through the policies. A
 -- cursor planned for its first rows walks saved_discussions_recent in order whatever the statistics
 -- say the viewer saved (docs/performance.md, "Hot values"); one FETCH, hence volatile.
-create or replace function app.saved_discussion_page(p_after_at timestamptz, p_after_id uuid, p_limit integer)
-  returns table (discussion_id uuid, hub_id uuid, hub_name text, post_id uuid, saved_at timestamptz)
-  language plpgsql volatile
-  set search_path = pg_catalog
-  rows 20
+create or replace function app.saved_discussion_page(
+  p_after_at timestamptz,
+  p_after_id uuid,
+  p_limit integer
+)
+  returns table(
+      discussion_id uuid,
+      hub_id uuid,
+      hub_name text,
+      post_id uuid,
+      saved_at timestamptz
+)
+  language plpgsql
+  volatile
+  set search_path = pg_catalog rows 20
   as $$
 declare
   v_rows refcursor;
@@ -259,14 +353,21 @@ begin
   close v_rows;
 end
 $$;
+
 comment on function app.saved_discussion_page(timestamp with time zone, uuid, integer) is
   'One page of the viewer''s saved discussions, newest save first after a cursor, of hubs they are an active member of and posts they may see, with the hub''s name, through the policies; read from a cursor in index order, so a page reads about a page whatever the statistics say. Called by GET /users/me/saved-discussions.';
+
 grant execute on function app.saved_discussion_page(timestamp with time zone, uuid, integer) to app_user;
 
 -- Messages are read by the active members of their hub (REST, GraphQL and SQL alike).
 create policy hub_discussion_messages_select_members on app.hub_discussion_messages
   for select to app_user
-  using (app.hub_message_visible(hub_discussion_messages, (select app.viewer_active_hub_ids()), (select app.viewer_block_list())));
+    using (app.hub_message_visible(hub_discussion_messages,(
+      select
+        app.viewer_active_hub_ids()),(
+          select
+            app.viewer_block_list())));
+
 comment on policy hub_discussion_messages_select_members on app.hub_discussion_messages is
   'Messages are visible by app.hub_message_visible (active members of the hub, no block with the author), to REST, GraphQL and SQL alike. Serves GET /hubs/{hubId}/discussions/{discussionId}/messages and the previews of GET /hubs/{hubId}/discussions and GET /users/me/saved-discussions.';
 
@@ -275,7 +376,10 @@ grant select (id, discussion_id, hub_id, author_id, parent_id, text, created_at,
 -- Counts are read by the active members of the discussion's hub, like the discussion itself.
 create policy hub_discussion_stats_select_members on app.hub_discussion_stats
   for select to app_user
-  using (hub_id = any ((select app.viewer_active_hub_ids())::uuid[]));
+    using (hub_id = any ((
+      select
+        app.viewer_active_hub_ids())::uuid[]));
+
 comment on policy hub_discussion_stats_select_members on app.hub_discussion_stats is
   'A discussion''s counts are visible to the active members of its hub, like the discussion. Serves GET /hubs/{hubId}/discussions.';
 
@@ -284,35 +388,59 @@ grant select (discussion_id, hub_id, message_count) on app.hub_discussion_stats 
 -- Discussions are private to the active members of their hub.
 create policy hub_discussions_select_members on app.hub_discussions
   for select to app_user
-  using (hub_id = any ((select app.viewer_active_hub_ids())::uuid[]));
+    using (hub_id = any ((
+      select
+        app.viewer_active_hub_ids())::uuid[]));
+
 comment on policy hub_discussions_select_members on app.hub_discussions is
   'Discussions are private to the active members of their hub. Serves GET /hubs/{hubId}/discussions and GET /users/me/saved-discussions.';
 
 grant select (id, hub_id, post_id, last_activity_at) on app.hub_discussions to app_user;
 
-create policy saved_discussions_delete_own on app.saved_discussions for delete to app_user
-  using (user_id = (select app.viewer_id()) and hub_id = any ((select app.viewer_active_hub_ids())::uuid[]));
+create policy saved_discussions_delete_own on app.saved_discussions
+  for delete to app_user
+    using (user_id =( select app.viewer_id())
+      and hub_id = any ((
+        select
+          app.viewer_active_hub_ids())::uuid[]));
+
 comment on policy saved_discussions_delete_own on app.saved_discussions is
   'A user unsaves only their own rows, in hubs where they are an active member (DELETE /hubs/{hubId}/discussions/{discussionId}/save).';
 
-create policy saved_discussions_insert_own on app.saved_discussions for insert to app_user
-  with check (user_id = (select app.viewer_id()) and hub_id = any ((select app.viewer_active_hub_ids())::uuid[]));
+create policy saved_discussions_insert_own on app.saved_discussions
+  for insert
+    to app_user
+    with check (user_id =( select app.viewer_id())
+      and hub_id = any ((
+        select
+          app.viewer_active_hub_ids())::uuid[]));
+
 comment on policy saved_discussions_insert_own on app.saved_discussions is
   'A user saves only for themselves, in hubs where they are an active member (POST /hubs/{hubId}/discussions/{discussionId}/save).';
 
 -- A user reads, saves and unsaves only their own rows, and only in hubs where they are an active
 -- member now (GET /users/me/saved-discussions omits the others).
-create policy saved_discussions_select_own on app.saved_discussions for select to app_user
-  using (user_id = (select app.viewer_id()) and hub_id = any ((select app.viewer_active_hub_ids())::uuid[]));
+create policy saved_discussions_select_own on app.saved_discussions
+  for select to app_user
+    using (user_id =(
+      select
+        app.viewer_id())
+        and hub_id = any ((
+          select
+            app.viewer_active_hub_ids())::uuid[]));
+
 comment on policy saved_discussions_select_own on app.saved_discussions is
   'A user reads only their own saved discussions, and only in hubs where they are an active member now (GET /users/me/saved-discussions omits the others; the saved flag of GET /hubs/{hubId}/discussions).';
 
 grant delete on app.saved_discussions to app_user;
+
 grant select (user_id, discussion_id, hub_id, saved_at) on app.saved_discussions to app_user;
+
 grant insert (user_id, discussion_id, hub_id) on app.saved_discussions to app_user;
 
 create trigger _400_count_message
-  after insert on app.hub_discussion_messages
-  for each row execute function app_private.hub_discussion_messages_count();
+  after insert on app.hub_discussion_messages for each row
+  execute function app_private.hub_discussion_messages_count();
+
 comment on trigger _400_count_message on app.hub_discussion_messages is
   'Counts each new message into its discussion and thread root (app_private.hub_discussion_messages_count).';

@@ -1,9 +1,17 @@
 -- Push delivery: devices, the planner that claims pushes, and their cleanup.
-
 -- At most this many devices per user: registering one more forgets the one seen longest ago (each
 -- device is one more message per notification).
-create or replace function app_private.push_devices_per_user() returns int language sql immutable as $$ select 10 $$;
-comment on function app_private.push_devices_per_user() is 'The most devices one user may register (10): each device is one more message per notification. Read by app.register_push_device, which forgets the device seen longest ago beyond it.';
+create or replace function app_private.push_devices_per_user()
+  returns int
+  language sql
+  immutable
+  as $$
+  select
+    10
+$$;
+
+comment on function app_private.push_devices_per_user() is
+  'The most devices one user may register (10): each device is one more message per notification. Read by app.register_push_device, which forgets the device seen longest ago beyond it.';
 
 -- POST /users/me/push-devices: registers the token for the viewer's session. Answers the record and
 -- whether it is new:
@@ -14,9 +22,24 @@ comment on function app_private.push_devices_per_user() is 'The most devices one
 --   * otherwise a new record (created true).
 -- Race-safe: a concurrent registration of the same token is waited for (the unique hash) and the
 -- loop takes the branch its outcome leaves, so two registrations of one token never fail.
-create or replace function app.register_push_device(p_provider text, p_platform text, p_token text, p_locale text)
-  returns table (id uuid, provider text, platform text, token_suffix text, created_at timestamptz, last_seen_at timestamptz, created boolean)
-  language plpgsql volatile security definer
+create or replace function app.register_push_device(
+  p_provider text,
+  p_platform text,
+  p_token text,
+  p_locale text
+)
+  returns table(
+      id uuid,
+      provider text,
+      platform text,
+      token_suffix text,
+      created_at timestamptz,
+      last_seen_at timestamptz,
+      created boolean
+)
+  language plpgsql
+  volatile
+  security definer
   set search_path = pg_catalog
   as $$
 #variable_conflict use_column
@@ -54,24 +77,46 @@ begin
                       v_device.last_seen_at, v_created;
 end
 $$;
-comment on function app.register_push_device(text, text, text, text) is 'POST /users/me/push-devices (server/push/devices.ts): registers a push token for the viewer''s session; a token belongs to one user at a time (another user''s record of it is deleted with its pending pushes) and a user keeps at most app_private.push_devices_per_user devices. Race-safe: two registrations of one token never fail.';
+
+comment on function app.register_push_device(text, text, text, text) is
+  'POST /users/me/push-devices (server/push/devices.ts): registers a push token for the viewer''s session; a token belongs to one user at a time (another user''s record of it is deleted with its pending pushes) and a user keeps at most app_private.push_devices_per_user devices. Race-safe: two registrations of one token never fail.';
+
 grant execute on function app.register_push_device(text, text, text, text) to app_user;
 
 -- DELETE /users/me/push-devices/{id}: true when the viewer had that device.
-create or replace function app.delete_push_device(p_device_id uuid)
+create or replace function app.delete_push_device(
+  p_device_id uuid
+)
   returns boolean
-  language sql volatile security definer
+  language sql
+  volatile
+  security definer
   set search_path = pg_catalog
   as $$
-  with gone as (delete from app.push_devices d where d.id = p_device_id and d.user_id = app.viewer_id() returning 1)
-  select exists (select from gone)
+  with gone as(
+    delete from app.push_devices d
+    where d.id = p_device_id
+      and d.user_id = app.viewer_id()
+    returning
+      1
+)
+  select
+    exists(
+      select
+      from
+        gone)
 $$;
-comment on function app.delete_push_device(uuid) is 'DELETE /users/me/push-devices/{deviceId} (server/push/devices.ts): deletes one of the viewer''s own devices; true when the viewer had it, false for an unknown device or another user''s.';
+
+comment on function app.delete_push_device(uuid) is
+  'DELETE /users/me/push-devices/{deviceId} (server/push/devices.ts): deletes one of the viewer''s own devices; true when the viewer had it, false for an unknown device or another user''s.';
+
 grant execute on function app.delete_push_device(uuid) to app_user;
 
 -- A revoked session takes its devices with it, whichever path revoked it.
-create or replace function app_private.forget_revoked_session_devices() returns trigger
-  language plpgsql security definer
+create or replace function app_private.forget_revoked_session_devices()
+  returns trigger
+  language plpgsql
+  security definer
   set search_path = pg_catalog
   as $$
 begin
@@ -79,35 +124,79 @@ begin
   return null;
 end
 $$;
-comment on function app_private.forget_revoked_session_devices() is 'A revoked session takes its push devices with it, whichever path revoked it (POST /auth/logout, a reused refresh token, account hiding, merge or purge): the function of the trigger _300_forget_push_devices on app.sessions.';
+
+comment on function app_private.forget_revoked_session_devices() is
+  'A revoked session takes its push devices with it, whichever path revoked it (POST /auth/logout, a reused refresh token, account hiding, merge or purge): the function of the trigger _300_forget_push_devices on app.sessions.';
 
 -- Publication alerts (app_private.is_publication) are rows and stream events only (spec part 6): never pushed.
-create or replace function app_private.pushed_type(p_type app.notification_type)
+create or replace function app_private.pushed_type(
+  p_type app.notification_type
+)
   returns boolean
-  language sql immutable
-  as $$ select not app_private.is_publication(p_type) $$;
-comment on function app_private.pushed_type(app.notification_type) is 'Whether a notification type is ever pushed: publication alerts (hub_post_created, post_shared_to_hub) are rows and stream events only (spec part 6). Used by app_private.push_allowed.';
+  language sql
+  immutable
+  as $$
+  select
+    not app_private.is_publication(p_type)
+$$;
+
+comment on function app_private.pushed_type(app.notification_type) is
+  'Whether a notification type is ever pushed: publication alerts (hub_post_created, post_shared_to_hub) are rows and stream events only (spec part 6). Used by app_private.push_allowed.';
 
 -- Whether a user's settings (app_private.notification_settings) let a push of this type through (p_type null: a badge push,
 -- which follows the master switch only).
-create or replace function app_private.push_allowed(p_settings app_private.notification_settings, p_type app.notification_type)
+create or replace function app_private.push_allowed(
+  p_settings app_private.notification_settings,
+  p_type app.notification_type
+)
   returns boolean
-  language sql stable
+  language sql
+  stable
   as $$
-  select coalesce(p_settings.push_enabled, true)
-     and (p_type is null or (app_private.pushed_type(p_type) and not coalesce(p_type = any (p_settings.push_disabled_types), false)))
+  select
+    coalesce(p_settings.push_enabled, true)
+    and(p_type is null
+      or(app_private.pushed_type(p_type)
+        and not coalesce(p_type = any(p_settings.push_disabled_types), false)))
 $$;
-comment on function app_private.push_allowed(app_private.notification_settings, app.notification_type) is 'Whether a user''s push settings (PATCH /users/me/notification-settings) let a push of this type through; a null type is a badge push, which follows the master switch only. Used by the push planner and claimer (app_private.plan_pushes, app_private.claim_pushes).';
+
+comment on function app_private.push_allowed(app_private.notification_settings, app.notification_type) is
+  'Whether a user''s push settings (PATCH /users/me/notification-settings) let a push of this type through; a null type is a badge push, which follows the master switch only. Used by the push planner and claimer (app_private.plan_pushes, app_private.claim_pushes).';
 
 -- Rows older than this when planned are not pushed (a worker that was down for a day does not send
 -- yesterday's alerts); pending deliveries older than this are given up by the purge.
-create or replace function app_private.push_max_age() returns interval language sql immutable as $$ select interval '1 day' $$;
-comment on function app_private.push_max_age() is 'How old a notification may be and still be pushed (1 day): a worker that was down does not send yesterday''s alerts, and pending deliveries older than this are given up. Read by app_private.plan_pushes and app_private.purge_push.';
+create or replace function app_private.push_max_age()
+  returns interval
+  language sql
+  immutable
+  as $$
+  select
+    interval '1 day'
+$$;
 
-create or replace function app_private.plan_pushes(p_limit int, p_lease_seconds int)
-  returns table (delivery_id bigint, device_id uuid, attempt int, token text, platform text, notification_id uuid, type app.notification_type,
-                 post_id uuid, hub_id uuid, badge bigint, written_at timestamptz)
-  language plpgsql volatile security definer
+comment on function app_private.push_max_age() is
+  'How old a notification may be and still be pushed (1 day): a worker that was down does not send yesterday''s alerts, and pending deliveries older than this are given up. Read by app_private.plan_pushes and app_private.purge_push.';
+
+create or replace function app_private.plan_pushes(
+  p_limit int,
+  p_lease_seconds int
+)
+  returns table(
+      delivery_id bigint,
+      device_id uuid,
+      attempt int,
+      token text,
+      platform text,
+      notification_id uuid,
+      type app.notification_type,
+      post_id uuid,
+      hub_id uuid,
+      badge bigint,
+      written_at timestamptz
+)
+  language plpgsql
+  volatile
+  security definer
   set search_path = pg_catalog
   as $$
 declare
@@ -174,16 +263,35 @@ begin
   order by i.id;
 end
 $$;
-comment on function app_private.plan_pushes(integer, integer) is 'The push planner (contract 12): one caller at a time moves the push cursor over the transactions finished since its last run, writes a delivery per device for each new notification (of a type the user''s settings let through, under a day old) and badge change, closes at once those that may not be sent (session ended, notification no longer visible or already read), and leases and returns the first p_limit to send now with their badge. Called every 50 ms by the push worker (worker/tasks/push/pusher.ts) in the worker process.';
+
+comment on function app_private.plan_pushes(integer, integer) is
+  'The push planner (contract 12): one caller at a time moves the push cursor over the transactions finished since its last run, writes a delivery per device for each new notification (of a type the user''s settings let through, under a day old) and badge change, closes at once those that may not be sent (session ended, notification no longer visible or already read), and leases and returns the first p_limit to send now with their badge. Called every 50 ms by the push worker (worker/tasks/push/pusher.ts) in the worker process.';
+
 grant execute on function app_private.plan_pushes(integer, integer) to app_worker;
 
 -- Claims up to p_limit due deliveries for p_lease_seconds and answers those to send now, with what
 -- the message needs. Deliveries that may no longer be sent (the session ended, the notification is no longer
 -- visible or already read) are closed as skipped.
-create or replace function app_private.claim_pushes(p_limit int, p_lease_seconds int)
-  returns table (delivery_id bigint, device_id uuid, attempt int, token text, platform text, notification_id uuid, type app.notification_type,
-                 post_id uuid, hub_id uuid, badge bigint, written_at timestamptz)
-  language plpgsql volatile security definer
+create or replace function app_private.claim_pushes(
+  p_limit int,
+  p_lease_seconds int
+)
+  returns table(
+      delivery_id bigint,
+      device_id uuid,
+      attempt int,
+      token text,
+      platform text,
+      notification_id uuid,
+      type app.notification_type,
+      post_id uuid,
+      hub_id uuid,
+      badge bigint,
+      written_at timestamptz
+)
+  language plpgsql
+  volatile
+  security definer
   set search_path = pg_catalog
   as $$
 begin
@@ -227,15 +335,28 @@ begin
   order by c.id;
 end
 $$;
-comment on function app_private.claim_pushes(integer, integer) is 'The push claimer: leases up to p_limit due deliveries (retries, and those the planner had no room for, or whose lease ran out with a dead worker) with SKIP LOCKED, closes as skipped those that may no longer be sent, and returns the rest with what the message needs. Called every 200 ms by the push worker (worker/tasks/push/pusher.ts).';
+
+comment on function app_private.claim_pushes(integer, integer) is
+  'The push claimer: leases up to p_limit due deliveries (retries, and those the planner had no room for, or whose lease ran out with a dead worker) with SKIP LOCKED, closes as skipped those that may no longer be sent, and returns the rest with what the message needs. Called every 200 ms by the push worker (worker/tasks/push/pusher.ts).';
+
 grant execute on function app_private.claim_pushes(integer, integer) to app_worker;
 
 -- The outcomes of sent messages (sent, to retry, given up, failed, released after a 401). p_retry_ms holds the wait before the next try of each
 -- p_retry delivery, in the same order; p_release_ms the pause after a 401.
-create or replace function app_private.record_pushes(p_sent bigint[], p_retry bigint[], p_retry_ms int[], p_given_up bigint[],
-  p_failed bigint[], p_released bigint[], p_release_ms int, p_dead_devices uuid[])
+create or replace function app_private.record_pushes(
+  p_sent bigint[],
+  p_retry bigint[],
+  p_retry_ms int[],
+  p_given_up bigint[],
+  p_failed bigint[],
+  p_released bigint[],
+  p_release_ms int,
+  p_dead_devices uuid[]
+)
   returns void
-  language plpgsql volatile security definer
+  language plpgsql
+  volatile
+  security definer
   set search_path = pg_catalog
   as $$
 begin
@@ -250,7 +371,10 @@ begin
   delete from app.push_devices d where d.id = any (p_dead_devices);
 end
 $$;
-comment on function app_private.record_pushes(bigint[], bigint[], integer[], bigint[], bigint[], bigint[], integer, uuid[]) is 'Records the outcomes of sent push messages in one statement (sent, retry after a wait, given up, failed, released after a 401 without using a try) and deletes the devices whose token FCM refused for good (unregistered, invalid, another sender''s). Called by the push worker (worker/tasks/push/pusher.ts) at most 20 ms after FCM answered.';
+
+comment on function app_private.record_pushes(bigint[], bigint[], integer[], bigint[], bigint[], bigint[], integer, uuid[]) is
+  'Records the outcomes of sent push messages in one statement (sent, retry after a wait, given up, failed, released after a 401 without using a try) and deletes the devices whose token FCM refused for good (unregistered, invalid, another sender''s). Called by the push worker (worker/tasks/push/pusher.ts) at most 20 ms after FCM answered.';
+
 grant execute on function app_private.record_pushes(bigint[], bigint[], integer[], bigint[], bigint[], bigint[], integer, uuid[]) to app_worker;
 
 -- Hourly (worker/tasks/push/purge-push.ts): deliveries finished more than a day ago, pending ones older
@@ -258,29 +382,52 @@ grant execute on function app_private.record_pushes(bigint[], bigint[], integer[
 -- ended (expired; revoked ones are gone already).
 create or replace function app_private.purge_push()
   returns void
-  language sql volatile security definer
+  language sql
+  volatile
+  security definer
   set search_path = pg_catalog
   as $$
-  update app_private.push_deliveries dl set state = 'given_up', finished_at = now()
-    where dl.state = 'pending' and dl.created_at < now() - app_private.push_max_age();
-  delete from app_private.push_deliveries dl where dl.state <> 'pending' and dl.finished_at < now() - interval '1 day';
-  delete from app_private.badge_changes b where b.created_at < now() - interval '1 day';
-  delete from app.push_devices d using app.sessions s
-    where s.id = d.session_id and (s.expires_at <= now() or s.revoked_at is not null);
+  update
+    app_private.push_deliveries dl
+  set
+    state = 'given_up',
+    finished_at = now()
+  where
+    dl.state = 'pending'
+    and dl.created_at < now() - app_private.push_max_age();
+    delete from app_private.push_deliveries dl
+    where dl.state <> 'pending'
+      and dl.finished_at < now() - interval '1 day';
+      delete from app_private.badge_changes b
+      where b.created_at < now() - interval '1 day';
+        delete from app.push_devices d using app.sessions s
+where s.id = d.session_id
+  and(s.expires_at <= now()
+  or s.revoked_at is not null);
 $$;
-comment on function app_private.purge_push() is 'Keeps the push tables small: gives up pending deliveries older than app_private.push_max_age, deletes deliveries finished and badge changes older than a day, and the devices of ended sessions. Run hourly by the worker task purge_push (worker/tasks/push/purge-push.ts, schedule in worker/tasks/push/index.ts).';
+
+comment on function app_private.purge_push() is
+  'Keeps the push tables small: gives up pending deliveries older than app_private.push_max_age, deletes deliveries finished and badge changes older than a day, and the devices of ended sessions. Run hourly by the worker task purge_push (worker/tasks/push/purge-push.ts, schedule in worker/tasks/push/index.ts).';
+
 grant execute on function app_private.purge_push() to app_worker;
 
 -- A user sees the devices of their own live sessions (an expired session's are gone for them).
 create policy push_devices_select_own on app.push_devices
   for select to app_user
-  using (user_id = (select app.viewer_id()) and app.session_access_level(session_id, user_id) is not null);
-comment on policy push_devices_select_own on app.push_devices is 'A user sees only their own devices, and only those of their live sessions: GET /users/me/push-devices (server/push/devices.ts), which reads the table directly. No other role or command is allowed; writes go through app.register_push_device and app.delete_push_device.';
+    using (user_id =(
+      select
+        app.viewer_id())
+        and app.session_access_level(session_id, user_id) is not null);
+
+comment on policy push_devices_select_own on app.push_devices is
+  'A user sees only their own devices, and only those of their live sessions: GET /users/me/push-devices (server/push/devices.ts), which reads the table directly. No other role or command is allowed; writes go through app.register_push_device and app.delete_push_device.';
 
 grant select (id, provider, platform, token_suffix, created_at, last_seen_at) on app.push_devices to app_user;
 
 create trigger _300_forget_push_devices
-  after update of revoked_at on app.sessions
-  for each row when (old.revoked_at is null and new.revoked_at is not null)
+  after update of revoked_at on app.sessions for each row
+  when(old.revoked_at is null and new.revoked_at is not null)
   execute function app_private.forget_revoked_session_devices();
-comment on trigger _300_forget_push_devices on app.sessions is 'When a session is revoked, its push devices are deleted (app_private.forget_revoked_session_devices): a signed-out device gets no more pushes.';
+
+comment on trigger _300_forget_push_devices on app.sessions is
+  'When a session is revoked, its push devices are deleted (app_private.forget_revoked_session_devices): a signed-out device gets no more pushes.';

@@ -1,9 +1,13 @@
 -- Votes: the vote (app.cast_vote: every row a vote writes), the sealed ballots and their tallies, and the
 -- vote counters.
-
-create or replace function app.vote_tally(p_post_id uuid, p_hub_id uuid)
+create or replace function app.vote_tally(
+  p_post_id uuid,
+  p_hub_id uuid
+)
   returns jsonb
-  language plpgsql stable security definer
+  language plpgsql
+  stable
+  security definer
   set search_path = pg_catalog
   as $$
 begin
@@ -13,8 +17,10 @@ begin
   return app_private.sealed_tally(p_post_id, p_hub_id);
 end
 $$;
+
 comment on function app.vote_tally(uuid, uuid) is
   'A post''s tally in one scope (global when p_hub_id is null, else that hub): the counter sums and the pending sealed ballots, null when the viewer may not see the post. Read by GET /posts/{postId}/vote/summary, /vote/distribution and /vote/hubs (server/votes/summary.ts opens the ballots).';
+
 grant execute on function app.vote_tally(uuid, uuid) to app_anonymous;
 
 -- POST /posts/{postId}/vote. What a vote does, in order (the names are the code's):
@@ -42,11 +48,22 @@ grant execute on function app.vote_tally(uuid, uuid) to app_anonymous;
 --   4. app_private.queue_tally: the tally job of each scope whose pending ballots fill a batch
 --      (app_private.vote_fills_batch);
 --   5. the voter's hubs when few (voter_hub_ids), for the API to seal their next votes at once.
-create or replace function app.cast_vote(p_post_id uuid, p_key_id text, p_global text, p_hub_ids uuid[], p_hub_ballots text[], p_batch int,
-  out voted_at timestamptz, out hub_ids uuid[], out global_tally jsonb, out voter_hub_ids uuid[])
-  language plpgsql security definer
-  set search_path = pg_catalog
-  as $$
+create or replace function app.cast_vote(
+  p_post_id uuid,
+  p_key_id text,
+  p_global text,
+  p_hub_ids uuid[],
+  p_hub_ballots text[],
+  p_batch int,
+  out voted_at timestamptz,
+  out hub_ids uuid[],
+  out global_tally jsonb,
+  out voter_hub_ids uuid[]
+)
+language plpgsql
+security definer
+set search_path = pg_catalog
+as $$
 #variable_conflict use_column
 declare
   v_viewer uuid := app.viewer_id();
@@ -145,8 +162,10 @@ begin
   end if;
 end
 $$;
+
 comment on function app.cast_vote(uuid, text, text, uuid[], text[], integer) is
   'The vote, and every row it writes, in one statement: the receipt and a scope receipt per pool (global and each hub where the voter is an active member), a sealed ballot per pool, the author''s post_voted notification without actor, and through the one activity writers the voter''s activity event and hub activity; queues a scope''s tally when its pending ballots fill a batch. Checks the session first (app.viewer_session_gate, level 2). POST /posts/{postId}/vote.';
+
 grant execute on function app.cast_vote(uuid, text, text, uuid[], text[], integer) to app_user;
 
 -- Merging an anonymous caller into a phone identity moves the caller's vote receipts to the target
@@ -157,9 +176,13 @@ grant execute on function app.cast_vote(uuid, text, text, uuid[], text[], intege
 -- scope receipts along and leave the caller: a post both voted on keeps both votes, as when the
 -- target had voted before the merge began. A vote of the target that comes after the insert waits
 -- for the merge and answers VOTE_ALREADY_CAST (app.cast_vote's own `on conflict do nothing`).
-create or replace function app_private.merge_votes(p_source uuid, p_target uuid)
+create or replace function app_private.merge_votes(
+  p_source uuid,
+  p_target uuid
+)
   returns void
-  language plpgsql volatile
+  language plpgsql
+  volatile
   set search_path = pg_catalog
   as $$
 declare
@@ -176,15 +199,20 @@ begin
   delete from app.vote_receipts where user_id = p_source and post_id = any (v_moved);
 end
 $$;
+
 comment on function app_private.merge_votes(uuid, uuid) is
   'A user merge''s vote step (app_private.user_merge_steps): moves the source account''s receipts and scope receipts to the target, keeping both votes of a post voted by both. Run by app_private.merge_user when POST /auth/otp/verify signs in to a second account.';
 
 -- The 16 slot rows of one post and scope, seeded so that each position's counts add up to zero.
 -- They are made with the scope (a slider post's insert; its placement in a hub), never by a vote:
 -- a vote only rewrites one existing row, and the seed rows carry the author's transaction.
-create or replace function app_private.seed_vote_counters(p_post_id uuid, p_hub_id uuid)
+create or replace function app_private.seed_vote_counters(
+  p_post_id uuid,
+  p_hub_id uuid
+)
   returns void
-  language plpgsql volatile
+  language plpgsql
+  volatile
   set search_path = pg_catalog
   as $$
 begin
@@ -200,11 +228,14 @@ begin
     on conflict (post_id, hub_id, slot) do nothing;
 end
 $$;
+
 comment on function app_private.seed_vote_counters(uuid, uuid) is
   'Makes the 16 counter slot rows of a post and scope, seeded to sum to zero, when the scope is created (a slider post, its placement in a hub); a vote never inserts a counter row. Called by the triggers _300_seed_vote_counters on app.posts and app.post_hubs (POST /posts, POST /posts/{postId}/share/hubs).';
 
-create or replace function app_private.posts_seed_vote_counters() returns trigger
-  language plpgsql security definer
+create or replace function app_private.posts_seed_vote_counters()
+  returns trigger
+  language plpgsql
+  security definer
   set search_path = pg_catalog
   as $$
 begin
@@ -212,11 +243,14 @@ begin
   return null;
 end
 $$;
+
 comment on function app_private.posts_seed_vote_counters() is
   'Trigger function: the global counter rows of a new slider post (trigger _300_seed_vote_counters on app.posts; POST /posts).';
 
-create or replace function app_private.post_hubs_seed_vote_counters() returns trigger
-  language plpgsql security definer
+create or replace function app_private.post_hubs_seed_vote_counters()
+  returns trigger
+  language plpgsql
+  security definer
   set search_path = pg_catalog
   as $$
 begin
@@ -226,6 +260,7 @@ begin
   return null;
 end
 $$;
+
 comment on function app_private.post_hubs_seed_vote_counters() is
   'Trigger function: the hub counter rows of a slider post placed in a hub (trigger _300_seed_vote_counters on app.post_hubs; POST /posts with hubs, POST /posts/{postId}/share/hubs).';
 
@@ -235,22 +270,54 @@ comment on function app_private.post_hubs_seed_vote_counters() is
 -- Two branches, one per kind of scope; the one that does not apply is cut off by its constant
 -- test (a hub branch with a null p_hub_id matches nothing). Called, not inlined (its subqueries keep
 -- PostgreSQL from inlining a scalar SQL function).
-create or replace function app_private.sealed_tally(p_post_id uuid, p_hub_id uuid)
+create or replace function app_private.sealed_tally(
+  p_post_id uuid,
+  p_hub_id uuid
+)
   returns jsonb
-  language sql stable
+  language sql
+  stable
   set search_path = pg_catalog
   as $$
-  select jsonb_build_object(
-    'c', (select jsonb_build_array(coalesce(sum(c.strong_left_count), 0), coalesce(sum(c.left_count), 0), coalesce(sum(c.neutral_count), 0),
-                                   coalesce(sum(c.right_count), 0), coalesce(sum(c.strong_right_count), 0))
-          from (select c.* from app.vote_counters c where p_hub_id is null and c.post_id = p_post_id and c.hub_id is null
-                union all
-                select c.* from app.vote_counters c where c.post_id = p_post_id and c.hub_id = p_hub_id) c),
-    'b', coalesce((select jsonb_agg(b.key_id || ':' || encode(b.nonce || b.ciphertext, 'base64'))
-                   from (select b.* from app_private.sealed_ballots b where p_hub_id is null and b.post_id = p_post_id and b.hub_id is null
-                         union all
-                         select b.* from app_private.sealed_ballots b where b.post_id = p_post_id and b.hub_id = p_hub_id) b), '[]'))
+  select
+    jsonb_build_object('c',(
+        select
+          jsonb_build_array(coalesce(sum(c.strong_left_count), 0), coalesce(sum(c.left_count), 0), coalesce(sum(c.neutral_count), 0),
+            coalesce(sum(c.right_count), 0), coalesce(sum(c.strong_right_count), 0))
+        from(
+          select
+            c.*
+          from app.vote_counters c
+          where
+            p_hub_id is null
+            and c.post_id = p_post_id
+            and c.hub_id is null
+          union all
+          select
+            c.*
+          from app.vote_counters c
+          where
+            c.post_id = p_post_id
+            and c.hub_id = p_hub_id) c), 'b', coalesce((
+        select
+          jsonb_agg(b.key_id || ':' || encode(b.nonce || b.ciphertext, 'base64'))
+        from(
+          select
+            b.*
+          from app_private.sealed_ballots b
+        where
+          p_hub_id is null
+          and b.post_id = p_post_id
+          and b.hub_id is null
+        union all
+        select
+          b.*
+        from app_private.sealed_ballots b
+      where
+        b.post_id = p_post_id
+        and b.hub_id = p_hub_id) b), '[]'))
 $$;
+
 comment on function app_private.sealed_tally(uuid, uuid) is
   'A scope''s tally as stored: counter sums and the pending ballots still sealed (the API opens them). Called by app.cast_vote (the tally before the vote) and app.vote_tally.';
 
@@ -258,40 +325,73 @@ comment on function app_private.sealed_tally(uuid, uuid) is
 -- fewer than two (one ballot alone would be its voter's position). The tallier reads and deletes
 -- only such a batch (ballots_to_tally, tally_ballots); the minute sweep queues every scope that
 -- holds one (queue_due_tallies). Plain SQL, inlined where it is used.
-create or replace function app_private.batch_ready(p_pending bigint, p_batch int)
+create or replace function app_private.batch_ready(
+  p_pending bigint,
+  p_batch int
+)
   returns boolean
-  language sql immutable
-  as $$ select p_pending >= greatest(p_batch, 2) $$;
+  language sql
+  immutable
+  as $$
+  select
+    p_pending >= greatest(p_batch, 2)
+$$;
+
 comment on function app_private.batch_ready(bigint, integer) is
   'The tallier''s batch rule: a scope''s pending ballots are a batch when there are at least p_batch of them and never fewer than two. Used by ballots_to_tally, tally_ballots and queue_due_tallies (worker task tally_ballots and its minute sweep).';
 
 -- Whether the vote that brought a scope's pending ballots to p_pending queues its tally: once per
 -- p_batch votes, so a post whose tallier is busy does not queue a job on every vote (concurrent
 -- votes may each see another count; the minute sweep catches what they miss).
-create or replace function app_private.vote_fills_batch(p_pending bigint, p_batch int)
+create or replace function app_private.vote_fills_batch(
+  p_pending bigint,
+  p_batch int
+)
   returns boolean
-  language sql immutable
-  as $$ select p_pending % p_batch = 0 $$;
+  language sql
+  immutable
+  as $$
+  select
+    p_pending % p_batch = 0
+$$;
+
 comment on function app_private.vote_fills_batch(bigint, integer) is
   'Whether the vote that brought a scope''s pending ballots to p_pending queues its tally: once per p_batch votes. Used by app.cast_vote (POST /posts/{postId}/vote).';
 
 -- Queues the tally of one post and scope: the payload names the post and scope, nothing else; one
 -- queued job per post and scope (its job key keeps the earliest run time).
-create or replace function app_private.queue_tally(p_post_id uuid, p_hub_id uuid)
+create or replace function app_private.queue_tally(
+  p_post_id uuid,
+  p_hub_id uuid
+)
   returns void
-  language sql volatile
+  language sql
+  volatile
   set search_path = pg_catalog
   as $$
-  select graphile_worker.add_job('tally_ballots', json_build_object('postId', p_post_id, 'hubId', p_hub_id),
-    job_key => 'tally_ballots:' || p_post_id || ':' || coalesce(p_hub_id::text, 'global'), job_key_mode => 'preserve_run_at');
+  select
+    graphile_worker.add_job('tally_ballots', json_build_object('postId', p_post_id, 'hubId', p_hub_id), job_key =>
+      'tally_ballots:' || p_post_id || ':' || coalesce(p_hub_id::text, 'global'), job_key_mode => 'preserve_run_at');
 $$;
+
 comment on function app_private.queue_tally(uuid, uuid) is
   'Queues the worker task tally_ballots for one post and scope (one job per scope: its job key). Called by app.cast_vote and app_private.queue_due_tallies.';
+
 grant execute on function app_private.queue_tally(uuid, uuid) to app_worker;
 
-create or replace function app_private.ballots_to_tally(p_post_id uuid, p_hub_id uuid, p_batch int)
-  returns table (id uuid, key_id text, sealed text)
-  language plpgsql volatile security definer
+create or replace function app_private.ballots_to_tally(
+  p_post_id uuid,
+  p_hub_id uuid,
+  p_batch int
+)
+  returns table(
+      id uuid,
+      key_id text,
+      sealed text
+)
+  language plpgsql
+  volatile
+  security definer
   set search_path = pg_catalog
   as $$
 begin
@@ -317,13 +417,23 @@ begin
   end if;
 end
 $$;
+
 comment on function app_private.ballots_to_tally(uuid, uuid, integer) is
   'The worker task tally_ballots, step one: locks the scope and answers its pending ballots, sealed, when they are a batch (else nothing). worker/tasks/votes/tally-ballots.ts.';
+
 grant execute on function app_private.ballots_to_tally(uuid, uuid, integer) to app_worker;
 
-create or replace function app_private.tally_ballots(p_post_id uuid, p_hub_id uuid, p_ids uuid[], p_counts bigint[], p_batch int)
+create or replace function app_private.tally_ballots(
+  p_post_id uuid,
+  p_hub_id uuid,
+  p_ids uuid[],
+  p_counts bigint[],
+  p_batch int
+)
   returns int
-  language plpgsql volatile security definer
+  language plpgsql
+  volatile
+  security definer
   set search_path = pg_catalog
   as $$
 declare
@@ -362,15 +472,21 @@ begin
   return v_deleted;
 end
 $$;
+
 comment on function app_private.tally_ballots(uuid, uuid, uuid[], bigint[], integer) is
   'The worker task tally_ballots, step two: deletes the batch''s ballots by id and adds their opened counts to one counter slot, or refuses a batch that is not exactly what is pending. worker/tasks/votes/tally-ballots.ts.';
+
 grant execute on function app_private.tally_ballots(uuid, uuid, uuid[], bigint[], integer) to app_worker;
 
 -- The sweep (every minute): queues the tally of every scope holding a batch of pending ballots
 -- that no vote queued (concurrent votes each saw fewer; a tallier that died).
-create or replace function app_private.queue_due_tallies(p_batch int)
+create or replace function app_private.queue_due_tallies(
+  p_batch int
+)
   returns int
-  language plpgsql volatile security definer
+  language plpgsql
+  volatile
+  security definer
   set search_path = pg_catalog
   as $$
 declare
@@ -386,15 +502,21 @@ begin
   return v_queued;
 end
 $$;
+
 comment on function app_private.queue_due_tallies(integer) is
   'The minute sweep (worker cron tally_sweep): queues the tally of every scope holding a batch that no vote queued (concurrent votes, a tallier that died).';
+
 grant execute on function app_private.queue_due_tallies(integer) to app_worker;
 
 -- Takes the locks described above for the posts `p_posts` (shared: a receipt writer; exclusive: a
 -- writer of the posts themselves).
-create or replace function app_private.lock_votes_received(p_posts uuid[], p_exclusive boolean)
+create or replace function app_private.lock_votes_received(
+  p_posts uuid[],
+  p_exclusive boolean
+)
   returns void
-  language plpgsql volatile
+  language plpgsql
+  volatile
   set search_path = pg_catalog
   as $$
 declare
@@ -416,6 +538,7 @@ begin
   end if;
 end
 $$;
+
 comment on function app_private.lock_votes_received(uuid[], boolean) is
   'The advisory locks that order a receipt writer (shared) against a writer of posts whose votes change author or counting (exclusive), so votesReceived is never counted twice or missed. Called by the votes-received triggers (counters.sql, votes.sql).';
 
@@ -425,7 +548,8 @@ comment on function app_private.lock_votes_received(uuid[], boolean) is
 -- primary key, once, on this rare write.
 create or replace function app_private.move_votes_received()
   returns trigger
-  language plpgsql security definer
+  language plpgsql
+  security definer
   set search_path = pg_catalog
   as $$
 declare
@@ -457,13 +581,17 @@ begin
   return null;
 end
 $$;
+
 comment on function app_private.move_votes_received() is
   'Trigger function: a post whose votes start or stop counting (deleted, restored, purged, moved by an account merge) moves its receipts'' number between authors'' votesReceived. Triggers _510_move_votes_received_delete and _510_move_votes_received_update on app.posts.';
 
 -- A user sees their own receipts (vote status), never anyone else's.
 create policy vote_receipts_select_own on app.vote_receipts
   for select to app_user
-  using (user_id = (select app.viewer_id()));
+    using (user_id =(
+      select
+        app.viewer_id()));
+
 comment on policy vote_receipts_select_own on app.vote_receipts is
   'A user reads only their own receipts (whether and when they voted, never the position): GET /posts/{postId}/vote/me, and the voted state of post cards.';
 
@@ -471,31 +599,37 @@ grant select (post_id, user_id, voted_at) on app.vote_receipts to app_user;
 
 create policy vote_scope_receipts_select_own on app.vote_scope_receipts
   for select to app_user
-  using (user_id = (select app.viewer_id()));
+    using (user_id =(
+      select
+        app.viewer_id()));
+
 comment on policy vote_scope_receipts_select_own on app.vote_scope_receipts is
   'A user reads only their own scope receipts (which pools their vote counted in), never anyone else''s. No endpoint reads them today; app.cast_vote writes them and the purge and moderation functions delete them.';
 
 grant select (post_id, user_id, hub_id) on app.vote_scope_receipts to app_user;
 
 create trigger _300_seed_vote_counters
-  after insert on app.post_hubs
-  for each row execute function app_private.post_hubs_seed_vote_counters();
-comment on trigger _300_seed_vote_counters on app.post_hubs is
-  'Seeds the hub counter rows of a slider post when it is placed in a hub.';
+  after insert on app.post_hubs for each row
+  execute function app_private.post_hubs_seed_vote_counters();
+
+comment on trigger _300_seed_vote_counters on app.post_hubs is 'Seeds the hub counter rows of a slider post when it is placed in a hub.';
 
 create trigger _300_seed_vote_counters
-  after insert on app.posts
-  for each row when (new.slider_text is not null)
+  after insert on app.posts for each row
+  when(new.slider_text is not null)
   execute function app_private.posts_seed_vote_counters();
-comment on trigger _300_seed_vote_counters on app.posts is
-  'Seeds the global counter rows of a new slider post.';
 
-create trigger _510_move_votes_received_delete after delete on app.posts referencing old table as old_rows
-  for each statement execute function app_private.move_votes_received();
-comment on trigger _510_move_votes_received_delete on app.posts is
-  'Keeps authors'' votesReceived when posts are purged.';
+comment on trigger _300_seed_vote_counters on app.posts is 'Seeds the global counter rows of a new slider post.';
 
-create trigger _510_move_votes_received_update after update on app.posts referencing old table as old_rows new table as new_rows
-  for each statement execute function app_private.move_votes_received();
+create trigger _510_move_votes_received_delete
+  after delete on app.posts referencing old table as old_rows for each statement
+  execute function app_private.move_votes_received();
+
+comment on trigger _510_move_votes_received_delete on app.posts is 'Keeps authors'' votesReceived when posts are purged.';
+
+create trigger _510_move_votes_received_update
+  after update on app.posts referencing old table as old_rows new table as new_rows for each statement
+  execute function app_private.move_votes_received();
+
 comment on trigger _510_move_votes_received_update on app.posts is
   'Keeps authors'' votesReceived when posts are deleted, restored or move to another author.';

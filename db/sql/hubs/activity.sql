@@ -1,5 +1,4 @@
 -- The activity writers: the one place an activity event and a hub's last activity are written.
-
 -- A hub's last activity (lastActivityAt of GET /users/me/hubs) is read from app.hub_activity
 -- instead of being written into the hubs row. Every vote, post placement and message in
 -- a hub updated that one row, so all activity in a hub queued on its row lock: 54 of 79 ms of a
@@ -11,34 +10,58 @@
 -- The two writers are plain SQL: the vote (app.cast_vote) calls them inside its one statement, where a
 -- PL/pgSQL call would be a statement of its own; every other action calls them with `perform`.
 -- The hubs an action touches come as one array (the vote touches every hub where it counts at once).
-create or replace function app_private.touch_hub_activity(p_hub_ids uuid[], p_user_id uuid)
+create or replace function app_private.touch_hub_activity(
+  p_hub_ids uuid[],
+  p_user_id uuid
+)
   returns void
-  language sql volatile
+  language sql
+  volatile
   set search_path = pg_catalog
   as $$
-  insert into app.hub_activity (hub_id, user_id) select h, p_user_id from unnest(p_hub_ids) h
-    on conflict (hub_id, user_id) do update set last_active_at = now();
+  insert into app.hub_activity(hub_id, user_id)
+  select
+    h,
+    p_user_id
+  from
+    unnest(p_hub_ids) h
+on conflict(hub_id,
+  user_id)
+  do update set
+    last_active_at = now();
 $$;
+
 comment on function app_private.touch_hub_activity(uuid[], uuid) is
   'The one writer of a user''s activity in hubs (app.hub_activity): the actor''s row per hub moves to now, which is the hub''s lastActivityAt (hub cards, GET /users/me/hubs) and its list order. Called by app.cast_vote (POST /posts/{postId}/vote), post placement (POST /posts, POST /posts/{postId}/share/hubs), discussion messages (POST /hubs/{hubId}/discussions/{discussionId}/messages), invitations and joining.';
 
 -- The viewer's activity event on a post (a hub share names its hub): what the Home feed of the
 -- viewer's followers and co-members shows as "X voted / commented / reposted / shared".
-create or replace function app_private.record_activity(p_post_id uuid, p_kind app.activity_kind, p_hub_id uuid default null)
+create or replace function app_private.record_activity(
+  p_post_id uuid,
+  p_kind app.activity_kind,
+  p_hub_id uuid default null
+)
   returns void
-  language sql volatile
+  language sql
+  volatile
   set search_path = pg_catalog
   as $$
-  insert into app.activity_events (actor_id, post_id, kind, hub_id) values (app.viewer_id(), p_post_id, p_kind, p_hub_id);
+  insert into app.activity_events(actor_id, post_id, kind, hub_id)
+    values(app.viewer_id(), p_post_id, p_kind, p_hub_id);
 $$;
+
 comment on function app_private.record_activity(uuid, app.activity_kind, uuid) is
   'The one writer of the viewer''s activity events (app.activity_events): what the Home of the viewer''s followers and co-members shows (voted, commented, reposted, shared). Called by app.cast_vote (POST /posts/{postId}/vote), app.create_comment (POST /posts/{postId}/comments), reposts (POST /posts/{postId}/reposts) and shares (POST /posts/{postId}/share/feed, /share/hubs).';
 
 -- The time of the newest activity in a hub. A hub's activity time is part of its public face
 -- (like member_count); who was active stays unreadable (no API role reads app.hub_activity).
-create or replace function app.hub_last_activity_at(p_hub_id uuid)
+create or replace function app.hub_last_activity_at(
+  p_hub_id uuid
+)
   returns timestamptz
-  language plpgsql stable security definer
+  language plpgsql
+  stable
+  security definer
   set search_path = pg_catalog
   as $$
 begin
@@ -47,15 +70,18 @@ begin
     (select max(a.last_active_at) from app.hub_activity a where a.hub_id = p_hub_id));
 end
 $$;
+
 comment on function app.hub_last_activity_at(uuid) is
   'A hub''s newest activity time, its public lastActivityAt: the later of the hub row''s time and the newest app.hub_activity row (who was active stays unreadable). Read by the hub shapes (GET /hubs/{hubId}, hub lists) and the hub list sweep.';
+
 grant execute on function app.hub_last_activity_at(uuid) to app_user;
 
 -- Activity in a hub: the actors' own rows move at once, then each hub without a dirty row gets one
 -- (a read when it has one). A statement that wrote no activity row does nothing.
 create or replace function app_private.hub_activity_moved()
   returns trigger
-  language plpgsql security definer
+  language plpgsql
+  security definer
   set search_path = pg_catalog
   as $$
 begin
@@ -73,6 +99,7 @@ begin
   return null;
 end
 $$;
+
 comment on function app_private.hub_activity_moved() is
   'Trigger function: activity in a hub moves the actors'' own rows of the hub list (app_private.hub_list_entries, GET /users/me/hubs) at once and marks the hub for the sweep that moves the other members'' rows. Triggers _300_hub_lists_insert and _300_hub_lists_update on app.hub_activity.';
 
@@ -85,9 +112,13 @@ comment on function app_private.hub_activity_moved() is
 --   the time to carry (activity after this commit queues the hub again); answers 0;
 -- - else null: nothing to do.
 -- Answers the rows scanned otherwise. Hubs being swept by another worker are skipped.
-create or replace function app_private.propagate_hub_activity(p_batch int)
+create or replace function app_private.propagate_hub_activity(
+  p_batch int
+)
   returns int
-  language plpgsql volatile security definer
+  language plpgsql
+  volatile
+  security definer
   set search_path = pg_catalog
   as $$
 declare
@@ -148,16 +179,22 @@ begin
   return v_scanned;
 end
 $$;
+
 comment on function app_private.propagate_hub_activity(integer) is
   'One step of the hub list sweep (worker task propagate_hub_activity): carries a hub''s activity time to its members'' rows of GET /users/me/hubs in batches, deleting rows of expired invitations on the way.';
+
 grant execute on function app_private.propagate_hub_activity(integer) to app_worker;
 
-create trigger _300_hub_lists_insert after insert on app.hub_activity
-  referencing new table as new_rows for each statement execute function app_private.hub_activity_moved();
+create trigger _300_hub_lists_insert
+  after insert on app.hub_activity referencing new table as new_rows for each statement
+  execute function app_private.hub_activity_moved();
+
 comment on trigger _300_hub_lists_insert on app.hub_activity is
   'First activity of a user in a hub: moves the hub list rows (app_private.hub_activity_moved).';
 
-create trigger _300_hub_lists_update after update on app.hub_activity
-  referencing new table as new_rows for each statement execute function app_private.hub_activity_moved();
+create trigger _300_hub_lists_update
+  after update on app.hub_activity referencing new table as new_rows for each statement
+  execute function app_private.hub_activity_moved();
+
 comment on trigger _300_hub_lists_update on app.hub_activity is
   'Later activity of a user in a hub: moves the hub list rows (app_private.hub_activity_moved).';

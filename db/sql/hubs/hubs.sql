@@ -1,9 +1,10 @@
 -- Hubs: creation and settings, memberships and roles, invitations, join requests, invite links, hub
 -- profiles, the membership rules the other domains' policies use (app.is_active_member, co-members).
-
 create or replace function app.viewer_active_hub_ids()
   returns uuid[]
-  language plpgsql stable security definer
+  language plpgsql
+  stable
+  security definer
   set search_path = pg_catalog
   as $$
 begin
@@ -11,13 +12,17 @@ begin
           where m.user_id = app.viewer_id() and app.viewer_has_level(app.access_level('hub_ready')));
 end
 $$;
+
 comment on function app.viewer_active_hub_ids() is
   'The hubs the viewer is an active member of (a membership, and the viewer at access level 4), as one array. Used by the discussion, saved-discussion, invitation and post placement select policies, app.hub_discussion_thread, app.hub_discussion_author and app_private.feed_page.';
+
 grant execute on function app.viewer_active_hub_ids() to app_user;
 
 create or replace function app.viewer_admin_hub_ids()
   returns uuid[]
-  language plpgsql stable security definer
+  language plpgsql
+  stable
+  security definer
   set search_path = pg_catalog
   as $$
 begin
@@ -25,20 +30,29 @@ begin
           where m.user_id = app.viewer_id() and m.role in ('admin', 'super_admin') and app.viewer_has_level(app.access_level('hub_ready')));
 end
 $$;
+
 comment on function app.viewer_admin_hub_ids() is
   'The hubs the viewer administers (admin or super_admin, at access level 4). Used by the policies hub_invite_links_select_admin and hub_join_requests_select (GET /hubs/{hubId}/join-requests).';
+
 grant execute on function app.viewer_admin_hub_ids() to app_user;
 
 -- Had no caller but a test (the policies ask app.viewer_shares_hub_with per row): dropped.
 drop function if exists app.viewer_co_member_ids();
 
-create or replace function app.is_active_member(p_hub_id uuid, p_user_id uuid)
+create or replace function app.is_active_member(
+  p_hub_id uuid,
+  p_user_id uuid
+)
   returns boolean
-  language plpgsql stable security definer
+  language plpgsql
+  stable
+  security definer
   set search_path = pg_catalog
   as $$ begin return (select m.active from app_private.active_member(p_hub_id, p_user_id) m); end $$;
+
 comment on function app.is_active_member(uuid, uuid) is
   'Whether a user is an active member of a hub (app_private.active_member: a membership, and the user at access level 4). Used by app.cast_vote, app.hub_feed, app.create_repost, app.hub_discussion_author and the post visibility helpers app_private.repost_visible and app_private.scope_visible.';
+
 grant execute on function app.is_active_member(uuid, uuid) to app_user;
 
 -- activeUsers24h (GET /hubs/{hubId}, every row of GET /search/hubs) counted every member active in
@@ -50,9 +64,13 @@ grant execute on function app.is_active_member(uuid, uuid) to app_user;
 -- most 1,000 rows, planned for its hub (as the page functions are). A plan for any hub expects
 -- every hub to hold what the one hot hub does, and a plain count then read the whole table for
 -- each hub card (PostgreSQL 15-17, whose SQL functions are planned without the hub's value).
-create or replace function app.hub_active_users(p_hub_id uuid)
+create or replace function app.hub_active_users(
+  p_hub_id uuid
+)
   returns integer
-  language plpgsql stable security definer
+  language plpgsql
+  stable
+  security definer
   set search_path = pg_catalog
   set plan_cache_mode = force_custom_plan
   as $$
@@ -70,37 +88,66 @@ begin
   return v_count;
 end
 $$;
+
 comment on function app.hub_active_users(uuid) is
   'The activeUsers24h of a hub: members active in its last 24 hours, counted up to 1,000 (1,000 means at least 1,000), at a bounded cost. Read by GET /hubs/{hubId}, PATCH /hubs/{hubId} and GET /search/hubs.';
+
 grant execute on function app.hub_active_users(uuid) to app_user;
 
 -- Hubs the Hub-ready viewer is related to: active member, invited (pending, unexpired invitation)
 -- or pending admin approval. Such viewers may look at the hub's member list (dark for the latter two).
 create or replace function app.viewer_related_hub_ids()
   returns uuid[]
-  language sql stable security definer
+  language sql
+  stable
+  security definer
   set search_path = pg_catalog
   as $$
-  select coalesce(array_agg(distinct hub_id), '{}') from (
-    select m.hub_id from app.hub_memberships m where m.user_id = app.viewer_id()
+  select
+    coalesce(array_agg(distinct hub_id), '{}')
+  from(
+    select
+      m.hub_id
+    from
+      app.hub_memberships m
+    where
+      m.user_id = app.viewer_id()
     union all
-    select i.hub_id from app.hub_invitations i
-      where i.invitee_id = app.viewer_id() and i.status = 'invited' and i.expires_at > now()
+    select
+      i.hub_id
+    from
+      app.hub_invitations i
+    where
+      i.invitee_id = app.viewer_id()
+      and i.status = 'invited'
+      and i.expires_at > now()
     union all
-    select r.hub_id from app.hub_join_requests r where r.user_id = app.viewer_id() and r.status = 'pending'
-  ) related
-  where app.viewer_has_level(app.access_level('hub_ready'))
+    select
+      r.hub_id
+    from
+      app.hub_join_requests r
+    where
+      r.user_id = app.viewer_id()
+      and r.status = 'pending') related
+where
+  app.viewer_has_level(app.access_level('hub_ready'))
 $$;
+
 comment on function app.viewer_related_hub_ids() is
   'The hubs the viewer (at access level 4) is related to: active member, invited (pending, unexpired) or waiting for admin approval; such viewers see the hub''s member list. Used by the policy hub_memberships_select_related and app.hub_member_page.';
+
 grant execute on function app.viewer_related_hub_ids() to app_user;
 
 -- The viewer's role in an existing hub. Raises HUB_NOT_FOUND for an unknown hub; for a viewer who is
 -- not an active member, HUB_ADMIN_REQUIRED when an admin role is required, else
 -- HUB_MEMBERSHIP_REQUIRED; HUB_ADMIN_REQUIRED when the role is not one of p_roles.
-create or replace function app.require_hub_role(p_hub_id uuid, p_roles app.hub_role[])
+create or replace function app.require_hub_role(
+  p_hub_id uuid,
+  p_roles app.hub_role[]
+)
   returns app.hub_role
-  language plpgsql stable
+  language plpgsql
+  stable
   set search_path = pg_catalog
   as $$
 declare
@@ -119,8 +166,10 @@ begin
   return v_role;
 end
 $$;
+
 comment on function app.require_hub_role(uuid, app.hub_role[]) is
   'The hub role gate: the viewer''s role in an existing hub, or HUB_NOT_FOUND, HUB_MEMBERSHIP_REQUIRED or HUB_ADMIN_REQUIRED. Called by the hub functions that act for a role (update, link, invitations, invite links, join requests, members, leave, mute), app_private.check_post_audience, app.share_post_to_hubs, app.hub_discussion_thread, and by GET /hubs/{hubId}/invitations, GET /hubs/{hubId}/join-requests, GET /hubs/{hubId}/notification-settings, GET /hubs/{hubId}/discussions and GET /posts/{postId}/vote/summary with a hubId.';
+
 grant execute on function app.require_hub_role(uuid, app.hub_role[]) to app_user;
 
 -- Invitations: "an unexpired pending invitation of the same kind is reused" did not hold under
@@ -129,9 +178,14 @@ grant execute on function app.require_hub_role(uuid, app.hub_role[]) to app_user
 -- a time decides per hub and phone: a transaction advisory lock per (hub, phone), taken in phone
 -- order so that two requests naming the same phones cannot deadlock, and the next statement sees
 -- what the previous holder committed.
-create or replace function app_private.invite_phones(p_hub_id uuid, p_phones text[], p_requires_approval boolean)
+create or replace function app_private.invite_phones(
+  p_hub_id uuid,
+  p_phones text[],
+  p_requires_approval boolean
+)
   returns setof app.hub_invitations
-  language plpgsql volatile
+  language plpgsql
+  volatile
   set search_path = pg_catalog
   as $$
 declare
@@ -162,15 +216,24 @@ begin
   perform app_private.touch_hub_activity(array[p_hub_id], app.viewer_id());
 end
 $$;
+
 comment on function app_private.invite_phones(uuid, text[], boolean) is
   'Invites phone numbers to a hub: reuses an unexpired pending invitation of the same kind, else creates one and notifies a known invitee (hub_invite_received); one transaction at a time per hub and phone (advisory lock). Called by app.create_hub (POST /hubs) and app.invite_to_hub (POST /hubs/{hubId}/invitations).';
 
 -- POST /hubs: the creator becomes super_admin and first member (with default notification
 -- settings), the custom link is reserved (unique, lowercase), and initial invitees get admin
 -- invitations.
-create or replace function app.create_hub(p_name text, p_description text, p_asset_id uuid, p_custom_link text, p_phones text[])
+create or replace function app.create_hub(
+  p_name text,
+  p_description text,
+  p_asset_id uuid,
+  p_custom_link text,
+  p_phones text[]
+)
   returns uuid
-  language plpgsql volatile security definer
+  language plpgsql
+  volatile
+  security definer
   set search_path = pg_catalog
   as $$
 declare
@@ -188,14 +251,23 @@ begin
   return v_hub;
 end
 $$;
+
 comment on function app.create_hub(text, text, uuid, text, text[]) is
   'Creates a hub (level 4): the creator becomes its super_admin, the custom link is stored lowercase, the initial phones get admin invitations. Called by POST /hubs.';
+
 grant execute on function app.create_hub(text, text, uuid, text, text[]) to app_user;
 
 -- PATCH /hubs/{hubId} (admin): the fields given (null leaves a field as it is).
-create or replace function app.update_hub(p_hub_id uuid, p_name text, p_description text, p_asset_id uuid)
+create or replace function app.update_hub(
+  p_hub_id uuid,
+  p_name text,
+  p_description text,
+  p_asset_id uuid
+)
   returns void
-  language plpgsql volatile security definer
+  language plpgsql
+  volatile
+  security definer
   set search_path = pg_catalog
   as $$
 begin
@@ -208,14 +280,21 @@ begin
     where id = p_hub_id;
 end
 $$;
+
 comment on function app.update_hub(uuid, text, text, uuid) is
   'Changes a hub''s name, description or image (admins; null leaves a field as it is). Called by PATCH /hubs/{hubId}.';
+
 grant execute on function app.update_hub(uuid, text, text, uuid) to app_user;
 
 -- PATCH /hubs/{hubId}/link (admin).
-create or replace function app.set_hub_link(p_hub_id uuid, p_custom_link text)
+create or replace function app.set_hub_link(
+  p_hub_id uuid,
+  p_custom_link text
+)
   returns text
-  language plpgsql volatile security definer
+  language plpgsql
+  volatile
+  security definer
   set search_path = pg_catalog
   as $$
 begin
@@ -224,15 +303,27 @@ begin
   return lower(p_custom_link);
 end
 $$;
+
 comment on function app.set_hub_link(uuid, text) is
   'Changes a hub''s custom link, stored lowercase (admins). Called by PATCH /hubs/{hubId}/link.';
+
 grant execute on function app.set_hub_link(uuid, text) to app_user;
 
 -- POST /hubs/{hubId}/invitations: admins' invitations lead to membership on accept; members'
 -- invitations lead to admin approval.
-create or replace function app.invite_to_hub(p_hub_id uuid, p_phones text[])
-  returns table (id uuid, masked_phone text, requires_admin_approval boolean, expires_at timestamptz)
-  language plpgsql volatile security definer
+create or replace function app.invite_to_hub(
+  p_hub_id uuid,
+  p_phones text[]
+)
+  returns table(
+      id uuid,
+      masked_phone text,
+      requires_admin_approval boolean,
+      expires_at timestamptz
+)
+  language plpgsql
+  volatile
+  security definer
   set search_path = pg_catalog
   as $$
 declare
@@ -242,8 +333,10 @@ begin
     from app_private.invite_phones(p_hub_id, p_phones, v_role = 'member') i;
 end
 $$;
+
 comment on function app.invite_to_hub(uuid, text[]) is
   'Invites phone numbers to a hub (active members): an admin''s invitation leads to membership on accept, a member''s to admin approval. Called by POST /hubs/{hubId}/invitations.';
+
 grant execute on function app.invite_to_hub(uuid, text[]) to app_user;
 
 -- Joining a hub, in order (the names are the code's):
@@ -254,9 +347,13 @@ grant execute on function app.invite_to_hub(uuid, text[]) to app_user;
 --   2. app_private.touch_hub_activity: the member's activity in the hub (app.hub_activity's
 --      triggers _300_hub_lists_insert and _300_hub_lists_update: the hub list);
 --   3. app_private.queue_hub_fanout: the hub_member_joined fan-out job for the other members.
-create or replace function app_private.start_membership(p_hub_id uuid, p_user_id uuid)
+create or replace function app_private.start_membership(
+  p_hub_id uuid,
+  p_user_id uuid
+)
   returns boolean
-  language plpgsql volatile
+  language plpgsql
+  volatile
   set search_path = pg_catalog
   as $$
 begin
@@ -271,6 +368,7 @@ begin
   return true;
 end
 $$;
+
 comment on function app_private.start_membership(uuid, uuid) is
   'Makes a user a member of a hub (false when already one), records their hub activity and queues the hub_member_joined fan-out. Called by app.accept_invitation and app.approve_join_request.';
 
@@ -278,10 +376,15 @@ comment on function app_private.start_membership(uuid, uuid) is
 -- no pending request, so the insert skips on hub_join_requests_one_pending (waiting for the first
 -- to commit) and answers the request that is pending, as a later request does; the admins'
 -- fan-out is queued only by the request that inserted.
-create or replace function app_private.open_join_request(p_hub_id uuid, p_source app.join_request_source,
-  p_invitation_id uuid, p_invite_link_id uuid)
+create or replace function app_private.open_join_request(
+  p_hub_id uuid,
+  p_source app.join_request_source,
+  p_invitation_id uuid,
+  p_invite_link_id uuid
+)
   returns uuid
-  language plpgsql volatile
+  language plpgsql
+  volatile
   set search_path = pg_catalog
   as $$
 declare
@@ -301,14 +404,18 @@ begin
   return v_request;
 end
 $$;
+
 comment on function app_private.open_join_request(uuid, app.join_request_source, uuid, uuid) is
   'Opens the viewer''s join request to a hub, or answers the one already pending (concurrent requests make one); only the request that inserted queues the admins'' hub_join_request_created fan-out. Called by app.accept_invitation and app.request_to_join.';
 
 -- The viewer's pending invitation, locked: INVITATION_NOT_FOUND (not the viewer's),
 -- INVITATION_NOT_PENDING, INVITATION_EXPIRED.
-create or replace function app_private.pending_invitation(p_invitation_id uuid)
+create or replace function app_private.pending_invitation(
+  p_invitation_id uuid
+)
   returns app.hub_invitations
-  language plpgsql volatile
+  language plpgsql
+  volatile
   set search_path = pg_catalog
   as $$
 declare
@@ -326,13 +433,20 @@ begin
   return v_invitation;
 end
 $$;
+
 comment on function app_private.pending_invitation(uuid) is
   'The viewer''s pending, unexpired invitation, locked, or INVITATION_NOT_FOUND, INVITATION_NOT_PENDING, INVITATION_EXPIRED. Called by app.accept_invitation and app.decline_invitation.';
 
-create or replace function app.accept_invitation(p_invitation_id uuid, out hub_id uuid, out viewer_status text)
-  language plpgsql volatile security definer
-  set search_path = pg_catalog
-  as $$
+create or replace function app.accept_invitation(
+  p_invitation_id uuid,
+  out hub_id uuid,
+  out viewer_status text
+)
+language plpgsql
+volatile
+security definer
+set search_path = pg_catalog
+as $$
 declare
   v_invitation app.hub_invitations;
 begin
@@ -353,14 +467,20 @@ begin
   end if;
 end
 $$;
+
 comment on function app.accept_invitation(uuid) is
   'Accepts the viewer''s invitation (level 4): membership for an admin''s invitation, a join request for a member''s. Called by POST /hub-invitations/{invitationId}/accept.';
+
 grant execute on function app.accept_invitation(uuid) to app_user;
 
 -- POST /hub-invitations/{invitationId}/decline.
-create or replace function app.decline_invitation(p_invitation_id uuid)
+create or replace function app.decline_invitation(
+  p_invitation_id uuid
+)
   returns uuid
-  language plpgsql volatile security definer
+  language plpgsql
+  volatile
+  security definer
   set search_path = pg_catalog
   as $$
 declare
@@ -370,14 +490,21 @@ begin
   return v_invitation.hub_id;
 end
 $$;
+
 comment on function app.decline_invitation(uuid) is
   'Declines the viewer''s pending invitation. Called by POST /hub-invitations/{invitationId}/decline.';
+
 grant execute on function app.decline_invitation(uuid) to app_user;
 
 -- POST /hubs/{hubId}/invite-links (admin). The API makes the random token.
-create or replace function app.create_invite_link(p_hub_id uuid, p_token text)
+create or replace function app.create_invite_link(
+  p_hub_id uuid,
+  p_token text
+)
   returns timestamptz
-  language plpgsql volatile security definer
+  language plpgsql
+  volatile
+  security definer
   set search_path = pg_catalog
   as $$
 declare
@@ -389,14 +516,19 @@ begin
   return v_expires;
 end
 $$;
+
 comment on function app.create_invite_link(uuid, text) is
   'Stores an invite link of a hub with the token the API made (admins); returns when it expires. Called by POST /hubs/{hubId}/invite-links.';
+
 grant execute on function app.create_invite_link(uuid, text) to app_user;
 
 -- A usable invite link: INVITE_LINK_NOT_FOUND, INVITE_LINK_EXPIRED.
-create or replace function app_private.usable_invite_link(p_token text)
+create or replace function app_private.usable_invite_link(
+  p_token text
+)
   returns app.hub_invite_links
-  language plpgsql stable
+  language plpgsql
+  stable
   set search_path = pg_catalog
   as $$
 declare
@@ -411,29 +543,53 @@ begin
   return v_link;
 end
 $$;
+
 comment on function app_private.usable_invite_link(text) is
   'An invite link by token, or INVITE_LINK_NOT_FOUND, INVITE_LINK_EXPIRED. Used by app.invite_link_preview and app.request_to_join.';
 
-create or replace function app.invite_link_preview(p_token text,
-  out hub_id uuid, out name text, out description text, out photo_key text, out member_count integer)
-  language sql stable security definer
-  set search_path = pg_catalog
-  as $$
-  select h.id, h.name, h.description, app.image_key(a.status, a.display_key, a.object_key), app_private.counter_value('hub_members', h.id)::integer
-  from app_private.usable_invite_link(p_token) l
+create or replace function app.invite_link_preview(
+  p_token text,
+  out hub_id uuid,
+  out name text,
+  out description text,
+  out photo_key text,
+  out member_count integer
+)
+language sql
+stable
+security definer
+set search_path = pg_catalog
+as $$
+  select
+    h.id,
+    h.name,
+    h.description,
+    app.image_key(a.status, a.display_key, a.object_key),
+    app_private.counter_value('hub_members', h.id)::integer
+  from
+    app_private.usable_invite_link(p_token) l
   join app.hubs h on h.id = l.hub_id
   left join app.assets a on a.id = h.profile_asset_id
 $$;
+
 comment on function app.invite_link_preview(text) is
   'The safe preview of a hub through a usable invite link (name, description, image, member count), for any holder of the token. Called by GET /hub-invite-links/{token} and the web page /hub-invite-links/{token}.';
+
 grant execute on function app.invite_link_preview(text) to app_user;
+
 grant execute on function app.invite_link_preview(text) to app_anonymous;
 
 -- POST /hub-invite-links/{token}/join-requests: links never create membership directly.
-create or replace function app.request_to_join(p_token text, out request_id uuid, out hub_id uuid)
-  language plpgsql volatile security definer
-  set search_path = pg_catalog
-  as $$
+create or replace function app.request_to_join(
+  p_token text,
+  out request_id uuid,
+  out hub_id uuid
+)
+language plpgsql
+volatile
+security definer
+set search_path = pg_catalog
+as $$
 declare
   v_link app.hub_invite_links := app_private.usable_invite_link(p_token);
 begin
@@ -445,15 +601,21 @@ begin
   request_id := app_private.open_join_request(v_link.hub_id, 'invite_link', null, v_link.id);
 end
 $$;
+
 comment on function app.request_to_join(text) is
   'Asks to join a hub through an invite link (level 4); a link never makes a member directly. Called by POST /hub-invite-links/{token}/join-requests.';
+
 grant execute on function app.request_to_join(text) to app_user;
 
 -- A pending join request of the hub, locked (two admins deciding at once: one wins, the other gets
 -- JOIN_REQUEST_NOT_PENDING): JOIN_REQUEST_NOT_FOUND, JOIN_REQUEST_NOT_PENDING.
-create or replace function app_private.pending_join_request(p_hub_id uuid, p_request_id uuid)
+create or replace function app_private.pending_join_request(
+  p_hub_id uuid,
+  p_request_id uuid
+)
   returns app.hub_join_requests
-  language plpgsql volatile
+  language plpgsql
+  volatile
   set search_path = pg_catalog
   as $$
 declare
@@ -469,12 +631,18 @@ begin
   return v_request;
 end
 $$;
+
 comment on function app_private.pending_join_request(uuid, uuid) is
   'A pending join request of the hub, locked, for an admin of the hub (two admins deciding at once: one wins), or JOIN_REQUEST_NOT_FOUND, JOIN_REQUEST_NOT_PENDING. Called by app.approve_join_request and app.reject_join_request.';
 
-create or replace function app.approve_join_request(p_hub_id uuid, p_request_id uuid)
+create or replace function app.approve_join_request(
+  p_hub_id uuid,
+  p_request_id uuid
+)
   returns void
-  language plpgsql volatile security definer
+  language plpgsql
+  volatile
+  security definer
   set search_path = pg_catalog
   as $$
 declare
@@ -487,14 +655,21 @@ begin
     values (v_request.user_id, 'hub_join_request_approved', app.viewer_id(), p_hub_id, p_request_id);
 end
 $$;
+
 comment on function app.approve_join_request(uuid, uuid) is
   'Approves a join request (admins): the requester becomes a member and is notified (hub_join_request_approved). Called by POST /hubs/{hubId}/join-requests/{requestId}/approve.';
+
 grant execute on function app.approve_join_request(uuid, uuid) to app_user;
 
 -- POST /hubs/{hubId}/join-requests/{requestId}/reject.
-create or replace function app.reject_join_request(p_hub_id uuid, p_request_id uuid)
+create or replace function app.reject_join_request(
+  p_hub_id uuid,
+  p_request_id uuid
+)
   returns void
-  language plpgsql volatile security definer
+  language plpgsql
+  volatile
+  security definer
   set search_path = pg_catalog
   as $$
 declare
@@ -506,8 +681,10 @@ begin
     values (v_request.user_id, 'hub_join_request_rejected', app.viewer_id(), p_request_id);
 end
 $$;
+
 comment on function app.reject_join_request(uuid, uuid) is
   'Rejects a join request (admins) and notifies the requester (hub_join_request_rejected). Called by POST /hubs/{hubId}/join-requests/{requestId}/reject.';
+
 grant execute on function app.reject_join_request(uuid, uuid) to app_user;
 
 -- GET /hubs/{hubId}/invitations: one page of a hub's invitations, newest first after (p_after_at,
@@ -515,12 +692,26 @@ grant execute on function app.reject_join_request(uuid, uuid) to app_user;
 -- through the policies (the caller's rights). A cursor planned for its first rows walks
 -- hub_invitations_hub_page in order whatever the statistics say the hub holds (docs/performance.md,
 -- "Hot values"); one FETCH, hence volatile, as the other page functions.
-create or replace function app.hub_invitation_page(p_hub_id uuid, p_after_at timestamptz, p_after_id uuid, p_limit integer)
-  returns table (invitation_id uuid, masked_phone text, status app.invitation_status, expires_at timestamptz, created_at timestamptz,
-                 inviter_id uuid, username text, full_name text, photo_key text)
-  language plpgsql volatile
-  set search_path = pg_catalog
-  rows 20
+create or replace function app.hub_invitation_page(
+  p_hub_id uuid,
+  p_after_at timestamptz,
+  p_after_id uuid,
+  p_limit integer
+)
+  returns table(
+      invitation_id uuid,
+      masked_phone text,
+      status app.invitation_status,
+      expires_at timestamptz,
+      created_at timestamptz,
+      inviter_id uuid,
+      username text,
+      full_name text,
+      photo_key text
+)
+  language plpgsql
+  volatile
+  set search_path = pg_catalog rows 20
   as $$
 declare
   v_rows refcursor;
@@ -539,8 +730,10 @@ begin
   close v_rows;
 end
 $$;
+
 comment on function app.hub_invitation_page(uuid, timestamp with time zone, uuid, integer) is
   'One page of a hub''s invitations, newest first after a cursor, with the inviter, through the policies; read from a cursor in index order, so a page reads about a page whatever the statistics say. Called by GET /hubs/{hubId}/invitations.';
+
 grant execute on function app.hub_invitation_page(uuid, timestamp with time zone, uuid, integer) to app_user;
 
 -- GET /hubs/{hubId}/join-requests: one page of a hub's pending join requests, oldest first after
@@ -548,11 +741,24 @@ grant execute on function app.hub_invitation_page(uuid, timestamp with time zone
 -- their photo's key, through the policies. A cursor planned for its first rows walks
 -- hub_join_requests_hub_page in order whatever the statistics say the hub holds; one FETCH, hence
 -- volatile.
-create or replace function app.hub_join_request_page(p_hub_id uuid, p_after_at timestamptz, p_after_id uuid, p_limit integer)
-  returns table (request_id uuid, source app.join_request_source, created_at timestamptz, user_id uuid, username text, full_name text, photo_key text)
-  language plpgsql volatile
-  set search_path = pg_catalog
-  rows 20
+create or replace function app.hub_join_request_page(
+  p_hub_id uuid,
+  p_after_at timestamptz,
+  p_after_id uuid,
+  p_limit integer
+)
+  returns table(
+      request_id uuid,
+      source app.join_request_source,
+      created_at timestamptz,
+      user_id uuid,
+      username text,
+      full_name text,
+      photo_key text
+)
+  language plpgsql
+  volatile
+  set search_path = pg_catalog rows 20
   as $$
 declare
   v_rows refcursor;
@@ -571,14 +777,20 @@ begin
   close v_rows;
 end
 $$;
+
 comment on function app.hub_join_request_page(uuid, timestamp with time zone, uuid, integer) is
   'One page of a hub''s pending join requests, oldest first after a cursor, with the requester, through the policies; read from a cursor in index order, so a page reads about a page whatever the statistics say. Called by GET /hubs/{hubId}/join-requests.';
+
 grant execute on function app.hub_join_request_page(uuid, timestamp with time zone, uuid, integer) to app_user;
 
 -- The target's role in the hub, locked; USER_NOT_FOUND when the target is not an active member.
-create or replace function app_private.member_role(p_hub_id uuid, p_user_id uuid)
+create or replace function app_private.member_role(
+  p_hub_id uuid,
+  p_user_id uuid
+)
   returns app.hub_role
-  language plpgsql volatile
+  language plpgsql
+  volatile
   set search_path = pg_catalog
   as $$
 declare
@@ -591,14 +803,20 @@ begin
   return v_role;
 end
 $$;
+
 comment on function app_private.member_role(uuid, uuid) is
   'A member''s role in the hub, locked, or USER_NOT_FOUND when not a member. Called by app.remove_hub_member and app.change_hub_role.';
 
 -- POST /hubs/{hubId}/members/{userId}/remove: admins remove members; only the super_admin removes
 -- admins; nobody removes the super_admin.
-create or replace function app.remove_hub_member(p_hub_id uuid, p_user_id uuid)
+create or replace function app.remove_hub_member(
+  p_hub_id uuid,
+  p_user_id uuid
+)
   returns void
-  language plpgsql volatile security definer
+  language plpgsql
+  volatile
+  security definer
   set search_path = pg_catalog
   as $$
 declare
@@ -614,15 +832,23 @@ begin
   insert into app.notifications (recipient_id, type, actor_id) values (p_user_id, 'hub_member_removed', app.viewer_id());
 end
 $$;
+
 comment on function app.remove_hub_member(uuid, uuid) is
   'Removes a member (admins remove members, only the super_admin removes admins, nobody removes the super_admin) and notifies them (hub_member_removed). Called by POST /hubs/{hubId}/members/{userId}/remove.';
+
 grant execute on function app.remove_hub_member(uuid, uuid) to app_user;
 
 -- Role changes (super_admin only): promote a member to admin, demote an admin to member.
 -- Changing to the role already held is a no-op without a notification.
-create or replace function app.change_hub_role(p_hub_id uuid, p_user_id uuid, p_role app.hub_role)
+create or replace function app.change_hub_role(
+  p_hub_id uuid,
+  p_user_id uuid,
+  p_role app.hub_role
+)
   returns void
-  language plpgsql volatile security definer
+  language plpgsql
+  volatile
+  security definer
   set search_path = pg_catalog
   as $$
 declare
@@ -643,14 +869,20 @@ begin
   insert into app.notifications (recipient_id, type, actor_id, hub_id) values (p_user_id, 'hub_role_changed', app.viewer_id(), p_hub_id);
 end
 $$;
+
 comment on function app.change_hub_role(uuid, uuid, app.hub_role) is
   'Promotes a member to admin or demotes an admin to member (super_admin only), notifying them (hub_role_changed); the role already held is a no-op. Called by POST /hubs/{hubId}/admins and DELETE /hubs/{hubId}/admins/{userId}.';
+
 grant execute on function app.change_hub_role(uuid, uuid, app.hub_role) to app_user;
 
 -- DELETE /hubs/{hubId}/membership: the super_admin cannot leave.
-create or replace function app.leave_hub(p_hub_id uuid)
+create or replace function app.leave_hub(
+  p_hub_id uuid
+)
   returns void
-  language plpgsql volatile security definer
+  language plpgsql
+  volatile
+  security definer
   set search_path = pg_catalog
   as $$
 begin
@@ -660,14 +892,20 @@ begin
   delete from app.hub_memberships where hub_id = p_hub_id and user_id = app.viewer_id();
 end
 $$;
-comment on function app.leave_hub(uuid) is
-  'The viewer leaves a hub; the super_admin cannot. Called by DELETE /hubs/{hubId}/membership.';
+
+comment on function app.leave_hub(uuid) is 'The viewer leaves a hub; the super_admin cannot. Called by DELETE /hubs/{hubId}/membership.';
+
 grant execute on function app.leave_hub(uuid) to app_user;
 
 -- PATCH /hubs/{hubId}/notification-settings.
-create or replace function app.set_hub_content_muted(p_hub_id uuid, p_muted boolean)
+create or replace function app.set_hub_content_muted(
+  p_hub_id uuid,
+  p_muted boolean
+)
   returns void
-  language plpgsql volatile security definer
+  language plpgsql
+  volatile
+  security definer
   set search_path = pg_catalog
   as $$
 begin
@@ -675,13 +913,17 @@ begin
   update app.hub_memberships set content_muted = p_muted where hub_id = p_hub_id and user_id = app.viewer_id();
 end
 $$;
+
 comment on function app.set_hub_content_muted(uuid, boolean) is
   'Mutes or unmutes a hub''s content notifications for the viewer (active members). Called by PATCH /hubs/{hubId}/notification-settings.';
+
 grant execute on function app.set_hub_content_muted(uuid, boolean) to app_user;
 
 -- A verified phone picks up the invitations that waited for it, each with its notification.
-create or replace function app_private.attach_phone_invitations() returns trigger
-  language plpgsql security definer
+create or replace function app_private.attach_phone_invitations()
+  returns trigger
+  language plpgsql
+  security definer
   set search_path = pg_catalog
   as $$
 begin
@@ -695,15 +937,20 @@ begin
   return null;
 end
 $$;
+
 comment on function app_private.attach_phone_invitations() is
   'A verified phone picks up the pending invitations that waited for it, each with its hub_invite_received notification. Runs from the trigger _300_attach_invitations on app.phone_identities (app_private.sign_in_phone: POST /auth/otp/verify, POST /auth/idp/token).';
 
 -- The viewer's relationship to a hub (viewerStatus of spec 2.5): 'member', 'pending_admin_approval'
 -- or 'invited' (an unexpired pending invitation), or null; null below level 4 too.
 -- HUB_NOT_FOUND for an unknown hub.
-create or replace function app.viewer_hub_status(p_hub_id uuid)
+create or replace function app.viewer_hub_status(
+  p_hub_id uuid
+)
   returns text
-  language plpgsql stable security definer
+  language plpgsql
+  stable
+  security definer
   set search_path = pg_catalog
   as $$
 begin
@@ -717,8 +964,10 @@ begin
   return (select r.status from app_private.hub_list_relation(app.viewer_id(), p_hub_id) r);
 end
 $$;
+
 comment on function app.viewer_hub_status(uuid) is
   'The viewer''s relation to a hub (member, pending_admin_approval, invited, or null; null below level 4), or HUB_NOT_FOUND. Read by GET /hubs/{hubId}, PATCH /hubs/{hubId}, GET /hubs/{hubId}/members and GET /hubs/{hubId}/admins.';
+
 grant execute on function app.viewer_hub_status(uuid) to app_user;
 
 -- The members of a hub as hub_memberships_select_related shows them (the viewer's own row, or any
@@ -728,15 +977,28 @@ grant execute on function app.viewer_hub_status(uuid) to app_user;
 drop function if exists app.hub_member_roster(uuid);
 
 -- The viewer's own notification setting for a hub (false when not a member).
-create or replace function app.viewer_hub_content_muted(p_hub_id uuid)
+create or replace function app.viewer_hub_content_muted(
+  p_hub_id uuid
+)
   returns boolean
-  language sql stable security definer
+  language sql
+  stable
+  security definer
   set search_path = pg_catalog
   as $$
-  select coalesce((select m.content_muted from app.hub_memberships m where m.hub_id = p_hub_id and m.user_id = app.viewer_id()), false)
+  select
+    coalesce((
+      select
+        m.content_muted
+      from app.hub_memberships m
+      where
+        m.hub_id = p_hub_id
+        and m.user_id = app.viewer_id()), false)
 $$;
+
 comment on function app.viewer_hub_content_muted(uuid) is
   'The viewer''s notification setting for a hub (false when not a member). Called by GET /hubs/{hubId}/notification-settings.';
+
 grant execute on function app.viewer_hub_content_muted(uuid) to app_user;
 
 -- Had no caller (GET /users/me/hubs reads app.my_hub_page): dropped, so app_user may not call it.
@@ -745,21 +1007,51 @@ grant execute on function app.viewer_hub_content_muted(uuid) to app_user;
 drop function if exists app.viewer_open_invitations();
 
 -- The co-members of p_viewer, whose active hubs are p_hubs (a user in several of them more than once).
-create or replace function app_private.co_members_of(p_hubs uuid[], p_viewer uuid)
+create or replace function app_private.co_members_of(
+  p_hubs uuid[],
+  p_viewer uuid
+)
   returns setof uuid
-  language sql stable
-  as $$ select m.user_id from app.hub_memberships m where m.hub_id = any (p_hubs) and m.user_id <> p_viewer $$;
+  language sql
+  stable
+  as $$
+  select
+    m.user_id
+  from
+    app.hub_memberships m
+  where
+    m.hub_id = any(p_hubs)
+    and m.user_id <> p_viewer
+$$;
+
 comment on function app_private.co_members_of(uuid[], uuid) is
   'The co-members of a viewer, given the viewer''s active hubs. Used by the home feed''s functions app_private.home_card_events_since_cursor and app_private.home_events (GET /posts).';
 
 -- Active membership: a membership row, and the member is Hub-ready (level 4).
-create or replace function app_private.active_member(p_hub_id uuid, p_user_id uuid)
-  returns table (active boolean)
-  language sql stable
+create or replace function app_private.active_member(
+  p_hub_id uuid,
+  p_user_id uuid
+)
+  returns table(
+      active boolean
+)
+  language sql
+  stable
   as $$
-  select exists (select from app.hub_memberships m where m.hub_id = p_hub_id and m.user_id = p_user_id)
-     and coalesce((select l.level from app_private.user_level(p_user_id) l) >= app.access_level('hub_ready'), false)
+  select
+    exists(
+      select
+      from
+        app.hub_memberships m
+      where
+        m.hub_id = p_hub_id
+        and m.user_id = p_user_id)
+    and coalesce((
+      select
+        l.level
+      from app_private.user_level(p_user_id) l) >= app.access_level('hub_ready'), false)
 $$;
+
 comment on function app_private.active_member(uuid, uuid) is
   'The active membership rule, written once: a membership row, and the member at access level 4. Read by app.is_active_member and app.is_member_of_post_target.';
 
@@ -770,9 +1062,21 @@ comment on function app_private.active_member(uuid, uuid) is
 -- membership index in join order whatever the statistics say the hub holds: a statement with
 -- `limit` is planned for limit / expected rows, and without column statistics it read and sorted
 -- every membership of the hub (as app.comment_page; docs/performance.md, "Hot values").
-create or replace function app.hub_member_page(p_hub_id uuid, p_after_at timestamptz, p_after_id uuid, p_roles app.hub_role[], p_limit integer)
-  returns table (user_id uuid, role app.hub_role, joined_at timestamptz)
-  language plpgsql volatile security definer
+create or replace function app.hub_member_page(
+  p_hub_id uuid,
+  p_after_at timestamptz,
+  p_after_id uuid,
+  p_roles app.hub_role[],
+  p_limit integer
+)
+  returns table(
+      user_id uuid,
+      role app.hub_role,
+      joined_at timestamptz
+)
+  language plpgsql
+  volatile
+  security definer
   set search_path = pg_catalog
   -- Planned for each call's hub: a plan for any hub (PL/pgSQL's generic plan, after five calls)
   -- expects the few members of an average hub, reads them all by the primary key and sorts them,
@@ -811,15 +1115,18 @@ begin
   close v_rows;
 end
 $$;
+
 comment on function app.hub_member_page(uuid, timestamp with time zone, uuid, app.hub_role[], integer) is
   'One page of a hub''s members as the policy hub_memberships_select_related shows them, in join order after a cursor, optionally by role, read from an index whatever the hub''s size. Called by GET /hubs/{hubId}/members and GET /hubs/{hubId}/admins.';
+
 grant execute on function app.hub_member_page(uuid, timestamp with time zone, uuid, app.hub_role[], integer) to app_user;
 
 -- Keeps a hub's words with every insert and change of its name, in the statement that writes it
 -- (the name-word indexes' bookkeeping is written once: db/sql/users.sql, app_private.keep_name_words).
 create or replace function app_private.hub_name_words_sync()
   returns trigger
-  language plpgsql security definer
+  language plpgsql
+  security definer
   set search_path = pg_catalog
   as $$
 begin
@@ -827,14 +1134,20 @@ begin
   return null;
 end
 $$;
+
 comment on function app_private.hub_name_words_sync() is
   'Keeps app.hub_name_words equal to the words of the hub''s name (app_private.keep_name_words), in the statement that writes the name (POST /hubs, PATCH /hubs/{hubId}). Runs from the triggers _300_name_words_insert and _300_name_words_update on app.hubs.';
 
 create or replace function app_private.rebuild_hub_name_words()
   returns void
-  language sql volatile
+  language sql
+  volatile
   set search_path = pg_catalog
-  as $$ select app_private.rebuild_name_words('app.hub_name_words', 'hub_id', 'app.hubs', 'name') $$;
+  as $$
+  select
+    app_private.rebuild_name_words('app.hub_name_words', 'hub_id', 'app.hubs', 'name')
+$$;
+
 comment on function app_private.rebuild_hub_name_words() is
   'Sets every hub''s name words from the names (app_private.rebuild_name_words): the repair after a bulk load made with triggers off. Called by the scale benchmark (every app_private.rebuild_*) and test/http/search/search-words.test.ts.';
 
@@ -843,11 +1156,21 @@ comment on function app_private.rebuild_hub_name_words() is
 -- app.name_words_match, at most p_limit rows, through the hub name words' and hubs' policies (the
 -- caller's rights): GET /search/hubs with q. Read from a cursor in the order of hub_name_words_word,
 -- each word's hub by a probe, whatever the statistics say the word holds (as app.user_name_matches).
-create or replace function app.hub_name_matches(p_query text, p_after_word text, p_after_id uuid, p_limit integer)
-  returns table (word text, hub_id uuid, name text, is_recommended boolean)
-  language plpgsql volatile
-  set search_path = pg_catalog
-  rows 20
+create or replace function app.hub_name_matches(
+  p_query text,
+  p_after_word text,
+  p_after_id uuid,
+  p_limit integer
+)
+  returns table(
+      word text,
+      hub_id uuid,
+      name text,
+      is_recommended boolean
+)
+  language plpgsql
+  volatile
+  set search_path = pg_catalog rows 20
   as $$
 declare
   v_rows refcursor;
@@ -883,25 +1206,46 @@ begin
   close v_rows;
 end
 $$;
+
 comment on function app.hub_name_matches(text, text, uuid, integer) is
   'Hubs with a name word starting with the query''s first word, by word and id after a cursor, each once, through the hub name words'' and hubs'' policies; read from a cursor in index order, so a page reads about a page whatever the statistics say. Called by GET /search/hubs.';
+
 grant execute on function app.hub_name_matches(text, text, uuid, integer) to app_user;
 
-create or replace function app.invitation_preview(p_invitation_id uuid)
-  returns table (hub_id uuid, name text, description text, photo_key text, member_count integer)
-  language sql stable security definer
+create or replace function app.invitation_preview(
+  p_invitation_id uuid
+)
+  returns table(
+      hub_id uuid,
+      name text,
+      description text,
+      photo_key text,
+      member_count integer
+)
+  language sql
+  stable
+  security definer
   set search_path = pg_catalog
   as $$
-  select h.id, h.name, h.description, app.image_key(a.status, a.display_key, a.object_key), app_private.counter_value('hub_members', h.id)::integer
-  from app.hub_invitations i
-  join app.hubs h on h.id = i.hub_id
-  left join app.assets a on a.id = h.profile_asset_id
-  where i.id = p_invitation_id
+  select
+    h.id,
+    h.name,
+    h.description,
+    app.image_key(a.status, a.display_key, a.object_key),
+    app_private.counter_value('hub_members', h.id)::integer
+  from
+    app.hub_invitations i
+    join app.hubs h on h.id = i.hub_id
+    left join app.assets a on a.id = h.profile_asset_id
+  where
+    i.id = p_invitation_id
     and i.status = 'invited'
     and i.expires_at > now()
 $$;
+
 comment on function app.invitation_preview(uuid) is
   'The safe preview of a hub through a pending, unexpired invitation (name, description, image, member count). Called by the web page /hub-invitations/{invitationId}.';
+
 grant execute on function app.invitation_preview(uuid) to app_anonymous;
 
 -- The co-member select policies of app.phone_identities and app.hub_profiles ask, per row, whether
@@ -911,9 +1255,13 @@ grant execute on function app.invitation_preview(uuid) to app_anonymous;
 -- membership of the viewer and one of the other user in one hub, and the viewer at access level 4
 -- (account hiding removes a hidden account's memberships, so a hidden account is nobody's
 -- co-member here either).
-create or replace function app.viewer_shares_hub_with(p_user_id uuid)
+create or replace function app.viewer_shares_hub_with(
+  p_user_id uuid
+)
   returns boolean
-  language plpgsql stable security definer
+  language plpgsql
+  stable
+  security definer
   set search_path = pg_catalog
   as $$
 begin
@@ -923,61 +1271,163 @@ begin
                  where mine.user_id = app.viewer_id());
 end
 $$;
-COMMENT ON FUNCTION app.viewer_shares_hub_with(p_user_id uuid) IS 'Whether the viewer (access level 4) and p_user_id are members of one hub, asked per row by the co-member select policies of app.hub_profiles and app.phone_identities.';
+
+comment on function app.viewer_shares_hub_with(p_user_id uuid) is
+  'Whether the viewer (access level 4) and p_user_id are members of one hub, asked per row by the co-member select policies of app.hub_profiles and app.phone_identities.';
+
 grant execute on function app.viewer_shares_hub_with(uuid) to app_user;
 
 -- Every (user, hub) relation the list shows, computed from the rows (the reference the kept rows
 -- are checked against, and what a rebuild writes).
 create or replace function app_private.hub_list_relations()
-  returns table (user_id uuid, hub_id uuid, status text, role app.hub_role, invitation_id uuid, expires_at timestamptz)
-  language sql stable
+  returns table(
+      user_id uuid,
+      hub_id uuid,
+      status text,
+      role app.hub_role,
+      invitation_id uuid,
+      expires_at timestamptz
+)
+  language sql
+  stable
   set search_path = pg_catalog
   as $$
-  select distinct on (r.user_id, r.hub_id) r.user_id, r.hub_id, r.status, r.role, r.invitation_id, r.expires_at
-  from (
-    select m.user_id, m.hub_id, 'member' as status, m.role, null::uuid as invitation_id, 'infinity'::timestamptz as expires_at, 1 as rank
-      from app.hub_memberships m
+  select distinct on(r.user_id,
+    r.hub_id)
+    r.user_id,
+    r.hub_id,
+    r.status,
+    r.role,
+    r.invitation_id,
+    r.expires_at
+  from(
+    select
+      m.user_id,
+      m.hub_id,
+      'member' as status,
+      m.role,
+      null::uuid as invitation_id,
+      'infinity'::timestamptz as expires_at,
+      1 as rank
+    from
+      app.hub_memberships m
     union all
-    select r.user_id, r.hub_id, 'pending_admin_approval', null, null, 'infinity', 2
-      from app.hub_join_requests r where r.status = 'pending'
+    select
+      r.user_id,
+      r.hub_id,
+      'pending_admin_approval',
+      null,
+      null,
+      'infinity',
+      2
+    from
+      app.hub_join_requests r
+    where
+      r.status = 'pending'
     union all
-    select i.invitee_id, i.hub_id, 'invited', null, i.id, i.expires_at, 3
-      from app.hub_invitations i where i.status = 'invited' and i.invitee_id is not null and i.expires_at > now()
-  ) r
-  order by r.user_id, r.hub_id, r.rank, r.expires_at desc, r.invitation_id
+    select
+      i.invitee_id,
+      i.hub_id,
+      'invited',
+      null,
+      i.id,
+      i.expires_at,
+      3
+    from
+      app.hub_invitations i
+    where
+      i.status = 'invited'
+      and i.invitee_id is not null
+      and i.expires_at > now()) r
+order by
+  r.user_id,
+  r.hub_id,
+  r.rank,
+  r.expires_at desc,
+  r.invitation_id
 $$;
+
 comment on function app_private.hub_list_relations() is
   'Every (user, hub) relation GET /users/me/hubs shows (member, pending_admin_approval, invited), computed from the rows: the reference of app_private.hub_list_entry_drift and what app_private.rebuild_hub_list_entries writes.';
 
 -- The same for one (user, hub): three index probes.
-create or replace function app_private.hub_list_relation(p_user_id uuid, p_hub_id uuid)
-  returns table (status text, role app.hub_role, invitation_id uuid, expires_at timestamptz)
-  language sql stable
+create or replace function app_private.hub_list_relation(
+  p_user_id uuid,
+  p_hub_id uuid
+)
+  returns table(
+      status text,
+      role app.hub_role,
+      invitation_id uuid,
+      expires_at timestamptz
+)
+  language sql
+  stable
   set search_path = pg_catalog
   as $$
-  select r.status, r.role, r.invitation_id, r.expires_at
-  from (
-    select 'member' as status, m.role, null::uuid as invitation_id, 'infinity'::timestamptz as expires_at, 1 as rank
-      from app.hub_memberships m where m.hub_id = p_hub_id and m.user_id = p_user_id
+  select
+    r.status,
+    r.role,
+    r.invitation_id,
+    r.expires_at
+  from(
+    select
+      'member' as status,
+      m.role,
+      null::uuid as invitation_id,
+      'infinity'::timestamptz as expires_at,
+      1 as rank
+    from
+      app.hub_memberships m
+    where
+      m.hub_id = p_hub_id
+      and m.user_id = p_user_id
     union all
-    select 'pending_admin_approval', null, null, 'infinity', 2
-      from app.hub_join_requests r where r.hub_id = p_hub_id and r.user_id = p_user_id and r.status = 'pending'
+    select
+      'pending_admin_approval',
+      null,
+      null,
+      'infinity',
+      2
+    from
+      app.hub_join_requests r
+    where
+      r.hub_id = p_hub_id
+      and r.user_id = p_user_id
+      and r.status = 'pending'
     union all
-    select 'invited', null, i.id, i.expires_at, 3
-      from app.hub_invitations i
-      where i.invitee_id = p_user_id and i.hub_id = p_hub_id and i.status = 'invited' and i.expires_at > now()
-  ) r
-  order by r.rank, r.expires_at desc, r.invitation_id
-  limit 1
+    select
+      'invited',
+      null,
+      i.id,
+      i.expires_at,
+      3
+    from
+      app.hub_invitations i
+    where
+      i.invitee_id = p_user_id
+      and i.hub_id = p_hub_id
+      and i.status = 'invited'
+      and i.expires_at > now()) r
+order by
+  r.rank,
+  r.expires_at desc,
+  r.invitation_id
+limit 1
 $$;
+
 comment on function app_private.hub_list_relation(uuid, uuid) is
   'The relation GET /users/me/hubs shows for one (user, hub), by three index probes. Used by app_private.refresh_hub_list_entry and app.viewer_hub_status (GET /hubs/{hubId}).';
 
 -- Makes the row of (user, hub) agree with the relation rows: written, updated or deleted. A new
 -- row starts at the hub's latest activity; a kept row keeps its key (or takes the hub's, if newer).
-create or replace function app_private.refresh_hub_list_entry(p_user_id uuid, p_hub_id uuid)
+create or replace function app_private.refresh_hub_list_entry(
+  p_user_id uuid,
+  p_hub_id uuid
+)
   returns void
-  language plpgsql volatile
+  language plpgsql
+  volatile
   set search_path = pg_catalog
   as $$
 declare
@@ -998,6 +1448,7 @@ begin
           invitation_id = excluded.invitation_id, expires_at = excluded.expires_at;
 end
 $$;
+
 comment on function app_private.refresh_hub_list_entry(uuid, uuid) is
   'Makes the kept row of GET /users/me/hubs for one (user, hub) agree with the relation rows (written, updated or deleted). Called by app_private.hub_list_relation_changed.';
 
@@ -1005,7 +1456,8 @@ comment on function app_private.refresh_hub_list_entry(uuid, uuid) is
 -- after. tg_argv[0] names the user column (user_id, or invitee_id of an invitation).
 create or replace function app_private.hub_list_relation_changed()
   returns trigger
-  language plpgsql security definer
+  language plpgsql
+  security definer
   set search_path = pg_catalog
   as $$
 declare
@@ -1028,6 +1480,7 @@ begin
   return null;
 end
 $$;
+
 comment on function app_private.hub_list_relation_changed() is
   'Refreshes the kept rows of GET /users/me/hubs for the (user, hub) pairs a change touches, before and after. Runs from the triggers _300_list_entry on app.hub_memberships, app.hub_join_requests and app.hub_invitations.';
 
@@ -1035,41 +1488,98 @@ comment on function app_private.hub_list_relation_changed() is
 -- one range of the page index. Rows of removed hubs (whose relations are ended with the hub) and
 -- of expired invitations are passed over; the caller still reads each hub under its policy.
 -- Positional parameters: test/sql/database/read-plans.test.ts explains this body as it is.
-create or replace function app.my_hub_page(p_before_at timestamptz, p_before_id uuid, p_limit int)
-  returns table (hub_id uuid, activity_at timestamptz, status text, role app.hub_role, invitation_id uuid)
-  language sql stable security definer
+create or replace function app.my_hub_page(
+  p_before_at timestamptz,
+  p_before_id uuid,
+  p_limit int
+)
+  returns table(
+      hub_id uuid,
+      activity_at timestamptz,
+      status text,
+      role app.hub_role,
+      invitation_id uuid
+)
+  language sql
+  stable
+  security definer
   -- A page (at most 51 rows): the planner then joins each row to its hub by index, never scans hubs.
   rows 50
   set search_path = pg_catalog
   as $$
-  select e.hub_id, e.activity_at, e.status, e.role, e.invitation_id
-  from app_private.hub_list_entries e
-  where e.user_id = app.viewer_id()
-    and (e.activity_at, e.hub_id) < (coalesce($1::timestamptz, 'infinity'), coalesce($2::uuid, 'ffffffff-ffff-ffff-ffff-ffffffffffff'))
+  select
+    e.hub_id,
+    e.activity_at,
+    e.status,
+    e.role,
+    e.invitation_id
+  from
+    app_private.hub_list_entries e
+  where
+    e.user_id = app.viewer_id()
+    and(e.activity_at,
+      e.hub_id) <(coalesce($1::timestamptz, 'infinity'),
+      coalesce($2::uuid, 'ffffffff-ffff-ffff-ffff-ffffffffffff'))
     and e.expires_at > now()
-    and exists (select from app.hubs h where h.id = e.hub_id and h.removed_at is null)
-  order by e.activity_at desc, e.hub_id desc
+    and exists(
+      select
+      from
+        app.hubs h
+      where
+        h.id = e.hub_id
+        and h.removed_at is null)
+  order by
+    e.activity_at desc,
+    e.hub_id desc
   limit $3::int
 $$;
+
 comment on function app.my_hub_page(timestamp with time zone, uuid, integer) is
   'The viewer''s page of GET /users/me/hubs, newest activity first, after a cursor: one range of the kept rows, passing over removed hubs and expired invitations. Called by GET /users/me/hubs.';
+
 grant execute on function app.my_hub_page(timestamp with time zone, uuid, integer) to app_user;
 
 -- Checks and repairs (like app_private.counter_drift and rebuild_counters): the (user, hub) pairs
 -- whose kept row differs from the relation rows (missing, extra or another relation); no rows: all
 -- agree. Scans the three tables: for tests and repairs, never requests.
 create or replace function app_private.hub_list_entry_drift()
-  returns table (user_id uuid, hub_id uuid, kept text, computed text)
-  language sql stable
+  returns table(
+      user_id uuid,
+      hub_id uuid,
+      kept text,
+      computed text
+)
+  language sql
+  stable
   set search_path = pg_catalog
   as $$
-  select coalesce(k.user_id, c.user_id), coalesce(k.hub_id, c.hub_id),
-         case when k.user_id is not null then concat_ws(' ', k.status, k.role, k.invitation_id, k.expires_at) end,
-         case when c.user_id is not null then concat_ws(' ', c.status, c.role, c.invitation_id, c.expires_at) end
-  from (select e.* from app_private.hub_list_entries e where e.expires_at > now()) k
-  full join app_private.hub_list_relations() c on c.user_id = k.user_id and c.hub_id = k.hub_id
-  where (k.status, k.role, k.invitation_id, k.expires_at) is distinct from (c.status, c.role, c.invitation_id, c.expires_at)
+  select
+    coalesce(k.user_id, c.user_id),
+    coalesce(k.hub_id, c.hub_id),
+    case when k.user_id is not null then
+      concat_ws(' ', k.status, k.role, k.invitation_id, k.expires_at)
+    end,
+    case when c.user_id is not null then
+      concat_ws(' ', c.status, c.role, c.invitation_id, c.expires_at)
+    end
+  from(
+    select
+      e.*
+    from
+      app_private.hub_list_entries e
+    where
+      e.expires_at > now()) k
+  full join app_private.hub_list_relations() c on c.user_id = k.user_id
+    and c.hub_id = k.hub_id
+where(k.status,
+  k.role,
+  k.invitation_id,
+  k.expires_at) is distinct from(c.status,
+  c.role,
+  c.invitation_id,
+  c.expires_at)
 $$;
+
 comment on function app_private.hub_list_entry_drift() is
   'The check of the kept rows of GET /users/me/hubs: the (user, hub) pairs whose row differs from the relation rows (no rows: all agree). Scans three tables; run by tests (test/http/hubs/hub-activity.test.ts), never by a request.';
 
@@ -1090,21 +1600,36 @@ begin
   left join (select a.hub_id, max(a.last_active_at) as last_active_at from app.hub_activity a group by a.hub_id) a on a.hub_id = r.hub_id;
 end
 $$;
+
 comment on function app_private.rebuild_hub_list_entries() is
   'Sets every kept row of GET /users/me/hubs from the relation rows, at its hub''s latest activity: the repair after a restore or a bulk load made with triggers off. Called by the scale benchmark (every app_private.rebuild_*).';
 
-create or replace view app.hub_stats with (security_invoker = true) as
-  select h.id as hub_id, m.member_count
-  from app.hubs h
-  cross join lateral (select app.hub_member_count(h.id) as member_count) m;
+create or replace view app.hub_stats with ( security_invoker = true
+) as
+select
+  h.id as hub_id,
+  m.member_count
+from
+  app.hubs h
+  cross join lateral (
+    select
+      app.hub_member_count(
+        h.id
+) as member_count) m;
 
-COMMENT ON VIEW app.hub_stats IS '@primaryKey hub_id
+comment on view app.hub_stats is '@primaryKey hub_id
 @foreignKey (hub_id) references app.hubs (id)';
 
 -- Invitations: the invited user sees theirs; active members see their hub's (with masked phones).
 create policy hub_invitations_select on app.hub_invitations
   for select to app_user
-  using (invitee_id = (select app.viewer_id()) or hub_id = any ((select app.viewer_active_hub_ids())::uuid[]));
+    using (invitee_id =(
+      select
+        app.viewer_id())
+        or hub_id = any ((
+          select
+            app.viewer_active_hub_ids())::uuid[]));
+
 comment on policy hub_invitations_select on app.hub_invitations is
   'An invited user sees their invitations; active members see their hub''s (with masked phones). Serves GET /hubs/{hubId}/invitations and the invitations POST /hubs answers.';
 
@@ -1113,7 +1638,10 @@ grant select (id, hub_id, invited_by, masked_phone, requires_admin_approval, sta
 -- Invite links: the hub's admins only. Anyone holding a token previews it through a function.
 create policy hub_invite_links_select_admin on app.hub_invite_links
   for select to app_user
-  using (hub_id = any ((select app.viewer_admin_hub_ids())::uuid[]));
+    using (hub_id = any ((
+      select
+        app.viewer_admin_hub_ids())::uuid[]));
+
 comment on policy hub_invite_links_select_admin on app.hub_invite_links is
   'Invite links are visible to the hub''s admins only (the internal GraphQL API); a token holder previews a link through app.invite_link_preview.';
 
@@ -1122,106 +1650,167 @@ grant select (id, hub_id, expires_at) on app.hub_invite_links to app_user;
 -- Join requests: the requester sees theirs; the hub's admins see the hub's.
 create policy hub_join_requests_select on app.hub_join_requests
   for select to app_user
-  using (user_id = (select app.viewer_id()) or hub_id = any ((select app.viewer_admin_hub_ids())::uuid[]));
+    using (user_id =(
+      select
+        app.viewer_id())
+        or hub_id = any ((
+          select
+            app.viewer_admin_hub_ids())::uuid[]));
+
 comment on policy hub_join_requests_select on app.hub_join_requests is
   'A requester sees their join requests; the hub''s admins see the hub''s. Serves GET /hubs/{hubId}/join-requests.';
 
 grant select (id, hub_id, user_id, source, status, created_at) on app.hub_join_requests to app_user;
 
-create policy hub_memberships_select_admin on app.hub_memberships for select to app_admin using (true);
+create policy hub_memberships_select_admin on app.hub_memberships
+  for select to app_admin
+    using (true);
+
 comment on policy hub_memberships_select_admin on app.hub_memberships is
   'Admin tooling (app_admin: admin GraphQL, npm run admin) reads every membership.';
 
 create policy hub_memberships_select_related on app.hub_memberships
   for select to app_user
-  using (user_id = (select app.viewer_id()) or hub_id = any ((select app.viewer_related_hub_ids())::uuid[]));
+    using (user_id =(
+      select
+        app.viewer_id())
+        or hub_id = any ((
+          select
+            app.viewer_related_hub_ids())::uuid[]));
+
 comment on policy hub_memberships_select_related on app.hub_memberships is
   'A user sees their own memberships and every membership of a hub they are related to (app.viewer_related_hub_ids). Serves the viewer role of GET /hubs/{hubId} and the internal GraphQL API.';
 
 grant select on app.hub_memberships to app_admin;
+
 grant select (hub_id, user_id, role) on app.hub_memberships to app_user;
 
 -- As public as the hub names they come from: every hub is visible to signed-in users
 -- (hubs_select_signed_in).
-create policy hub_name_words_select_signed_in on app.hub_name_words for select to app_user using (true);
+create policy hub_name_words_select_signed_in on app.hub_name_words
+  for select to app_user
+    using (true);
+
 comment on policy hub_name_words_select_signed_in on app.hub_name_words is
   'Hub name words are as public as hub names: every signed-in user reads them. Serves GET /search/hubs.';
 
 grant select (hub_id, word) on app.hub_name_words to app_user;
 
 create policy hub_profiles_insert_self on app.hub_profiles
-  for insert to app_user
-  with check (user_id = (select app.viewer_id()));
+  for insert
+    to app_user
+    with check (user_id =( select app.viewer_id()));
+
 comment on policy hub_profiles_insert_self on app.hub_profiles is
   'A user creates only their own Hub identity (PATCH /users/me/hub-profile).';
 
 create policy hub_profiles_select_self_or_co_members on app.hub_profiles
   for select to app_user
-  using (user_id = (select app.viewer_id()) or app.viewer_shares_hub_with(user_id));
+    using (user_id =(
+      select
+        app.viewer_id())
+        or app.viewer_shares_hub_with(user_id));
 
-COMMENT ON POLICY hub_profiles_select_self_or_co_members ON app.hub_profiles IS 'The Hub identity (display name, image) is shown to its owner (GET and PATCH /users/me/hub-profile) and to co-members of an active hub (member lists, discussion message authors). The co-member test is a per-row probe (app.viewer_shares_hub_with), after the cheap self test.';
+comment on policy hub_profiles_select_self_or_co_members on app.hub_profiles is
+  'The Hub identity (display name, image) is shown to its owner (GET and PATCH /users/me/hub-profile) and to co-members of an active hub (member lists, discussion message authors). The co-member test is a per-row probe (app.viewer_shares_hub_with), after the cheap self test.';
 
 create policy hub_profiles_update_self on app.hub_profiles
   for update to app_user
-  using (user_id = (select app.viewer_id()))
-  with check (user_id = (select app.viewer_id()));
+    using (user_id =( select app.viewer_id()))
+    with check (user_id =(
+      select
+        app.viewer_id()));
+
 comment on policy hub_profiles_update_self on app.hub_profiles is
   'A user edits only their own Hub identity, and only the granted columns (PATCH /users/me/hub-profile).';
 
 grant insert (user_id, display_name, profile_asset_id) on app.hub_profiles to app_user;
+
 grant update (display_name, profile_asset_id, updated_at) on app.hub_profiles to app_user;
+
 grant select (user_id, display_name, profile_asset_id) on app.hub_profiles to app_anonymous;
 
 grant select (hub_id, member_count) on app.hub_stats to app_user;
+
 grant select (hub_id, member_count) on app.hub_stats to app_admin;
 
-create policy hubs_select_admin on app.hubs for select to app_admin using (true);
+create policy hubs_select_admin on app.hubs
+  for select to app_admin
+    using (true);
+
 comment on policy hubs_select_admin on app.hubs is
   'Admin tooling (app_admin: admin GraphQL, npm run admin) reads every hub, removed ones too.';
 
-create policy hubs_select_signed_in on app.hubs for select to app_user using (removed_at is null);
+create policy hubs_select_signed_in on app.hubs
+  for select to app_user
+    using (removed_at is null);
+
 comment on policy hubs_select_signed_in on app.hubs is
   'Every hub that is not removed is visible to signed-in users. Serves GET /hubs/{hubId}, GET /search/hubs, GET /users/me/hubs and the hubs named in cards and lists.';
 
 -- Every other change goes through the hub functions (app.create_hub, app.update_hub, ...);
 -- internal tooling sets the recommended flag (GET /search/hubs with an empty q lists recommended hubs).
-create policy hubs_update_recommended_admin on app.hubs for update to app_admin using (true) with check (true);
+create policy hubs_update_recommended_admin on app.hubs
+  for update to app_admin
+    using (true)
+    with check (true);
+
 comment on policy hubs_update_recommended_admin on app.hubs is
   'Admin tooling sets the recommended flag of a hub (the only column granted to app_admin); every other change goes through the hub functions. GET /search/hubs with an empty q lists recommended hubs.';
 
 grant select on app.hubs to app_admin;
+
 grant update (is_recommended) on app.hubs to app_admin;
+
 -- Not last_activity_at: the time of the hub's activity before per-member activity rows, never
 -- written since; the latest activity is app.hub_last_activity_at (read by REST's hub cards).
 grant select (id, name, description, profile_asset_id, custom_link, is_recommended) on app.hubs to app_anonymous;
 
-create trigger _300_list_entry after insert or delete or update of status, hub_id, invitee_id, expires_at on app.hub_invitations
-  for each row execute function app_private.hub_list_relation_changed('invitee_id');
+create trigger _300_list_entry
+  after insert or delete or update of status,
+  hub_id,
+  invitee_id,
+  expires_at on app.hub_invitations for each row
+  execute function app_private.hub_list_relation_changed('invitee_id');
+
 comment on trigger _300_list_entry on app.hub_invitations is
   'Keeps the kept rows of GET /users/me/hubs with each invitation change (app_private.hub_list_relation_changed, on invitee_id).';
 
-create trigger _300_list_entry after insert or delete or update of status, hub_id, user_id on app.hub_join_requests
-  for each row execute function app_private.hub_list_relation_changed('user_id');
+create trigger _300_list_entry
+  after insert or delete or update of status,
+  hub_id,
+  user_id on app.hub_join_requests for each row
+  execute function app_private.hub_list_relation_changed('user_id');
+
 comment on trigger _300_list_entry on app.hub_join_requests is
   'Keeps the kept rows of GET /users/me/hubs with each join request change (app_private.hub_list_relation_changed).';
 
-create trigger _300_list_entry after insert or delete or update of role, hub_id, user_id on app.hub_memberships
-  for each row execute function app_private.hub_list_relation_changed('user_id');
+create trigger _300_list_entry
+  after insert or delete or update of role,
+  hub_id,
+  user_id on app.hub_memberships for each row
+  execute function app_private.hub_list_relation_changed('user_id');
+
 comment on trigger _300_list_entry on app.hub_memberships is
   'Keeps the kept rows of GET /users/me/hubs with each membership change (app_private.hub_list_relation_changed).';
 
-create trigger _300_name_words_insert after insert on app.hubs
-  for each row execute function app_private.hub_name_words_sync();
-comment on trigger _300_name_words_insert on app.hubs is
-  'Writes a new hub''s name words (app_private.hub_name_words_sync).';
+create trigger _300_name_words_insert
+  after insert on app.hubs for each row
+  execute function app_private.hub_name_words_sync();
 
-create trigger _300_name_words_update after update of name on app.hubs
-  for each row when (old.name is distinct from new.name) execute function app_private.hub_name_words_sync();
+comment on trigger _300_name_words_insert on app.hubs is 'Writes a new hub''s name words (app_private.hub_name_words_sync).';
+
+create trigger _300_name_words_update
+  after update of name on app.hubs for each row
+  when(old.name is distinct from new.name)
+  execute function app_private.hub_name_words_sync();
+
 comment on trigger _300_name_words_update on app.hubs is
   'Rewrites a hub''s name words when its name changes (app_private.hub_name_words_sync).';
 
 create trigger _300_attach_invitations
-  after insert on app.phone_identities
-  for each row execute function app_private.attach_phone_invitations();
+  after insert on app.phone_identities for each row
+  execute function app_private.attach_phone_invitations();
+
 comment on trigger _300_attach_invitations on app.phone_identities is
   'A newly verified phone picks up the invitations that waited for it (app_private.attach_phone_invitations).';
