@@ -1,7 +1,7 @@
 // Process configuration from the environment, read once at startup. Every environment variable the
 // service reads is one entry of settingDefinitions below: how its text becomes a value (and the
 // StartupError a bad value stops the start with) and its row of the README's "Configuration" table,
-// which `npm run docs:config` writes from them (test/docs/config.test.ts fails when it is stale).
+// which `npm run docs:config` writes from them (test/docs/config/config.test.ts fails when it is stale).
 // loadConfig puts the settings together, with the rules that join two of them.
 import { randomBytes } from 'node:crypto';
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';

@@ -1,6 +1,6 @@
 // npm run docs:config: writes the README's configuration table from the settings of config.ts (one
 // row per environment variable: name, type, default, meaning), between its two markers.
-// test/docs/config.test.ts fails when the table is stale.
+// test/docs/config/config.test.ts fails when the table is stale.
 import { readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { settingRows } from '../config.ts';

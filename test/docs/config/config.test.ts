@@ -3,9 +3,9 @@
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { requiredInProduction, settingRows, settingsSchema } from '../../config.ts';
-import { readmePath, readmeWithSettings } from '../../tools/config-docs.ts';
-import { projectRoot } from '../helpers/process.ts';
+import { requiredInProduction, settingRows, settingsSchema } from '../../../config.ts';
+import { readmePath, readmeWithSettings } from '../../../tools/config-docs.ts';
+import { projectRoot } from '../../helpers/process.ts';
 
 describe('the configuration table of README.md', () => {
   it('is current (npm run docs:config rewrites it)', () => {
