@@ -537,6 +537,40 @@ grant execute on function app.hub_member_count(uuid) to app_user;
 
 grant execute on function app.hub_member_count(uuid) to app_admin;
 
+-- The counting triggers under the names they had before triggers were named _NNN_ (their
+-- replacements are the generated _500_count_* of counters.generated.sql): dropped where present,
+-- in the transaction of their table that creates the replacements (db/sql-apply.ts), so no write
+-- goes uncounted or is counted twice. The lines go once every database has run them.
+drop trigger if exists comments_counted_delete on app.comments;
+
+drop trigger if exists comments_counted_insert on app.comments;
+
+drop trigger if exists comments_counted_update on app.comments;
+
+drop trigger if exists follows_counted_delete on app.follows;
+
+drop trigger if exists follows_counted_insert on app.follows;
+
+drop trigger if exists follows_counted_update on app.follows;
+
+drop trigger if exists hub_memberships_counted_delete on app.hub_memberships;
+
+drop trigger if exists hub_memberships_counted_insert on app.hub_memberships;
+
+drop trigger if exists hub_memberships_counted_update on app.hub_memberships;
+
+drop trigger if exists posts_counted_delete on app.posts;
+
+drop trigger if exists posts_counted_insert on app.posts;
+
+drop trigger if exists posts_counted_update on app.posts;
+
+drop trigger if exists vote_receipts_counted_delete on app.vote_receipts;
+
+drop trigger if exists vote_receipts_counted_insert on app.vote_receipts;
+
+drop trigger if exists vote_receipts_counted_update on app.vote_receipts;
+
 -- The functions the counting triggers used before the rule and the counters were each stated once
 -- (the generated app_private.count_<table> functions and app_private.counted_by): no caller is
 -- left. count_comments, count_posts and count_follows kept their names and are replaced in place.
