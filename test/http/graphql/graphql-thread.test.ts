@@ -3,6 +3,7 @@
 // than the API's thread, with a pool of its own. Read from the operating system (Linux's
 // /proc/self/task): the thread's nice value, and which thread spends the CPU time of operations.
 import { readFileSync, readlinkSync } from 'node:fs';
+import os from 'node:os';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { graphqlThreadNiceness } from '../../../server/graphql/mount.ts';
 import { startTestApp, type TestApp } from '../../helpers/app.ts';
@@ -92,7 +93,17 @@ describe.runIf(linux)('the internal GraphQL thread', () => {
     const own = Number(readlinkSync('/proc/thread-self').split('/').pop());
     // Warm: connections, and the code of planning.
     expect((await graphql(planned(0))).status).toBe(200);
+    // Which thread spends the time, not how long the operations wait for it: at the process's own
+    // priority for the measurement (as root), so that a busy machine does not starve the thread at
+    // nice 10 past the test's time-out. Its priority is the test above.
+    const lowered = threadStat(threadId as number).nice;
+    try {
+      os.setPriority(threadId as number, 0);
+    } catch {
+      // Not root: a thread's priority can only be lowered.
+    }
     const before = { graphql: threadStat(threadId as number).cpuTicks, rest: threadStat(own).cpuTicks };
+    const started = performance.now();
     for (let round = 1; round <= 20; round++) {
       const { status, body } = await graphql(planned(round));
       expect(status).toBe(200);
@@ -100,9 +111,18 @@ describe.runIf(linux)('the internal GraphQL thread', () => {
       expect(body.data?.[`r${round}a9`]?.nodes).toHaveLength(10);
     }
     const spent = { graphql: threadStat(threadId as number).cpuTicks - before.graphql, rest: threadStat(own).cpuTicks - before.rest };
+    os.setPriority(threadId as number, lowered);
+    // What this thread spends anyway over as long (the app's timers, the job runner's polls): on a
+    // busy machine the operations take longer, and that part grows with them, not with the work.
+    // Read over an idle window of up to 3 s and scaled to the rounds' time.
+    const elapsed = performance.now() - started;
+    const window = Math.min(elapsed, 3000);
+    const idleFrom = threadStat(own).cpuTicks;
+    await new Promise((resolve) => setTimeout(resolve, window));
+    const anyway = Math.round(((threadStat(own).cpuTicks - idleFrom) * elapsed) / window);
     // This thread also sent the requests, checked the tokens and read the answers; the GraphQL
     // thread planned, ran and wrote the operations, which is most of the work.
-    expect(spent.graphql, JSON.stringify(spent)).toBeGreaterThan(2 * spent.rest);
+    expect(spent.graphql, JSON.stringify({ ...spent, anyway, elapsed: Math.round(elapsed) })).toBeGreaterThan(2 * (spent.rest - anyway));
   });
 
   it('leaves the session check and admission on the API thread, and runs operations on its own pool', async () => {

@@ -3,7 +3,9 @@
 // nothing but pixels, the contract's sizes and crops, nothing enlarged, HEIC in and WebP/JPEG out,
 // hostile files refused from their header, and a decoder that is killed, hangs or grows past its
 // memory bound failing its one image while the next one processes.
-import { readdirSync, readFileSync } from 'node:fs';
+import { execFileSync } from 'node:child_process';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
+import os from 'node:os';
 import sharp from 'sharp';
 import { thumbHashToApproximateAspectRatio, thumbHashToAverageRGBA } from 'thumbhash';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -390,11 +392,17 @@ describe('decoder processes', () => {
   });
 
   it('a decoder past its CPU time bound is killed and the image refused; the next image processes', async () => {
-    const { processor, pid } = await oneDecoder({ memoryMb: 1024, timeoutMs: 100 });
+    const { processor, pid } = await oneDecoder({ memoryMb: 1024, timeoutMs: 200 });
+    // In the idle class a decoder gets no CPU at all while other processes want it (a busy
+    // machine), and is then replaced as starved after four times the bound of wall time, which is
+    // another rule (below). Here it competes as an ordinary process, so its CPU time bound is what
+    // ends it, however busy the machine.
+    if (existsSync('/usr/bin/chrt')) execFileSync('/usr/bin/chrt', ['--other', '-p', '0', String(pid)]);
+    else os.setPriority(pid, 0);
     try {
       const slow = processor.process(photo, 'image/jpeg', 'fit'); // about 0.7 s of CPU
       const next = processor.process(await small(), 'image/jpeg', 'fit');
-      expect(await refusal(slow)).toMatchObject({ code: 'IMAGE_UNREADABLE', message: 'the decoder took over 100 ms of CPU' });
+      expect(await refusal(slow)).toMatchObject({ code: 'IMAGE_UNREADABLE', message: 'the decoder took over 200 ms of CPU' });
       expect((await next).width).toBe(64);
       await until(() => !decoderPids().includes(pid), 'the killed decoder gone');
     } finally {
