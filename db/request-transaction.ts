@@ -6,6 +6,9 @@
 //   statements  unnamed extended-protocol statements with bind parameters
 //   [commit]
 //
+// (A transaction that is one statement without bind parameters, sent with its opening and commit,
+// is one simple-query text: opening, statement, commit.)
+//
 // so a request whose handler runs one statement (the vote) is one round trip, and nothing outlives
 // the transaction on the connection: no session setting, no named prepared statement. That is
 // what lets the API pool go through a transaction-mode pooler (db/pools.ts).
@@ -204,6 +207,9 @@ export class RequestTransaction {
     if (this.#done) throw new Error('request transaction already finished');
     const client = await this.#connect();
     if (this.#done) throw new Error('request transaction already finished');
+    const [only] = statements;
+    if (!this.#opened && commit && statements.length === 1 && only && !only.values?.length && this.#prelude.length === 0)
+      return [await this.#sendWhole(client, only.text)];
     const stream = client.connection.stream;
     stream.cork();
     let opened = this.#opened;
@@ -252,6 +258,36 @@ export class RequestTransaction {
     }
     if (committedOutcome) throw committedOutcome.error;
     return outcomes.slice(leading.length).map((outcome) => (outcome as PromiseFulfilledResult<pg.QueryResult>).value);
+  }
+
+  /**
+   * The whole transaction as one simple-query text (opening, the session check when deferred, the
+   * statement, commit): a request whose one statement has no bind parameters. One message is one
+   * answer for the server to send, where three are three. When a statement fails, those behind it
+   * did not run: the transaction is rolled back before the connection goes back to the pool
+   * (destroyed when even that fails), and the error is thrown.
+   */
+  async #sendWhole(client: pg.PoolClient, text: string): Promise<pg.QueryResult> {
+    const gate = this.#gateLevel === null ? '' : ` ${sessionGate(this.#gateLevel)}`;
+    this.#gateLevel = null;
+    this.#done = true;
+    this.#client = undefined;
+    this.#opened = Promise.resolve();
+    let results: pg.QueryResult[];
+    try {
+      results = (await client.query(`${this.#opening()}${gate} ${text}; commit`)) as unknown as pg.QueryResult[];
+    } catch (error) {
+      await client.query('rollback').then(
+        () => client.release(),
+        () => client.release(true),
+      );
+      if (refusesSession(error)) this.#viewer = anonymousViewer;
+      throw error;
+    }
+    client.release();
+    this.#limitCounts.push(...limitCountsOf(results));
+    this.#committed = true;
+    return results[results.length - 2] as pg.QueryResult;
   }
 
   /** The viewer's settings and the transaction's bounds, set in the transaction only (one simple-query text). */

@@ -2924,19 +2924,26 @@ CREATE FUNCTION app.onboarding_status_gated(p_required integer) RETURNS TABLE(ac
     LANGUAGE plpgsql STABLE SECURITY DEFINER
     SET search_path TO 'pg_catalog'
     AS $$
+declare
+  v_live boolean;
 begin
-  if p_required is not null then
-    perform app.viewer_session_gate(p_required);
-  end if;
-  return query
   select app.access_level_of(u.full_name, u.username, u.terms_accepted_at, p.user_id is not null, u.media_completed_at, u.contacts_synced_at),
          u.full_name is not null and u.username is not null and u.terms_accepted_at is not null,
          u.media_completed_at is not null,
          p.user_id is not null,
-         u.contacts_synced_at
-  from app.users u
-  left join app.phone_identities p on p.user_id = u.id
-  where u.id = app.viewer_id();
+         u.contacts_synced_at,
+         p_required is null or exists (select from app_private.live_session(app.viewer_session_id(), u.id))
+    into access_level, profile_basics_completed, media_completed, phone_confirmed, contacts_synced_at, v_live
+    from app.users u
+    left join app.phone_identities p on p.user_id = u.id
+    where u.id = app.viewer_id();
+  if p_required is not null then
+    perform app.session_gate(case when v_live then access_level end, p_required);
+  end if;
+  -- (v_live is null when the viewer has no row: no status.)
+  if v_live is not null then
+    return next;
+  end if;
 end
 $$;
 
@@ -2945,7 +2952,7 @@ $$;
 -- Name: FUNCTION onboarding_status_gated(p_required integer); Type: COMMENT; Schema: app; Owner: -
 --
 
-COMMENT ON FUNCTION app.onboarding_status_gated(p_required integer) IS 'The viewer''s onboarding progress and access level, one row, after the session check at level p_required (app.viewer_session_gate; none when null). Called by GET /users/me/onboarding/status.';
+COMMENT ON FUNCTION app.onboarding_status_gated(p_required integer) IS 'The viewer''s onboarding progress and access level, one row, read together with the session check at level p_required (app_private.live_session, then app.session_gate on the row''s level; no check when null). Called by GET /users/me/onboarding/status.';
 
 
 --
@@ -8101,6 +8108,32 @@ COMMENT ON FUNCTION app_private.live_notifications(p_from xid8, p_to xid8) IS 'T
 
 
 --
+-- Name: live_session(uuid, uuid); Type: FUNCTION; Schema: app_private; Owner: -
+--
+
+CREATE FUNCTION app_private.live_session(p_session_id uuid, p_user_id uuid) RETURNS TABLE(user_id uuid)
+    LANGUAGE sql STABLE
+    AS $$
+  select
+    s.user_id
+  from
+    app.sessions s
+  where
+    s.id = p_session_id
+    and s.user_id = p_user_id
+    and s.revoked_at is null
+    and s.expires_at > now()
+$$;
+
+
+--
+-- Name: FUNCTION live_session(p_session_id uuid, p_user_id uuid); Type: COMMENT; Schema: app_private; Owner: -
+--
+
+COMMENT ON FUNCTION app_private.live_session(p_session_id uuid, p_user_id uuid) IS 'The session''s user when the session is live (the user''s, not revoked, not expired); no row when it may not act. The one liveness rule: inlined by app_private.session_level and app.onboarding_status_gated.';
+
+
+--
 -- Name: live_sessions_sync(uuid[], uuid[]); Type: FUNCTION; Schema: app_private; Owner: -
 --
 
@@ -10622,13 +10655,8 @@ CREATE FUNCTION app_private.session_level(p_session_id uuid, p_user_id uuid) RET
   select
     l.level
   from
-    app.sessions s
+    app_private.live_session(p_session_id, p_user_id) s
   cross join lateral app_private.user_level(s.user_id) l
-where
-  s.id = p_session_id
-  and s.user_id = p_user_id
-  and s.revoked_at is null
-  and s.expires_at > now()
 $$;
 
 
@@ -18705,6 +18733,13 @@ GRANT ALL ON FUNCTION app_private.live_badges(p_from xid8, p_to xid8) TO authent
 
 REVOKE ALL ON FUNCTION app_private.live_notifications(p_from xid8, p_to xid8) FROM PUBLIC;
 GRANT ALL ON FUNCTION app_private.live_notifications(p_from xid8, p_to xid8) TO authenticator;
+
+
+--
+-- Name: FUNCTION live_session(p_session_id uuid, p_user_id uuid); Type: ACL; Schema: app_private; Owner: -
+--
+
+REVOKE ALL ON FUNCTION app_private.live_session(p_session_id uuid, p_user_id uuid) FROM PUBLIC;
 
 
 --

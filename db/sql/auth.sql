@@ -912,8 +912,33 @@ $$;
 comment on function app_private.user_level(uuid) is
   'A user''s access level, read from their row and phone identities through app.access_level_of. Inlined by app.user_access_level and app_private.session_level.';
 
--- The level of a live session: the session is this user's, not revoked and not expired. No row:
--- the session may not act (401).
+-- A live session: the session is this user's, not revoked and not expired. No row: the session may
+-- not act (401). The liveness rule itself, inlined by its readers.
+create or replace function app_private.live_session(
+  p_session_id uuid,
+  p_user_id uuid
+)
+  returns table(
+      user_id uuid
+)
+  language sql
+  stable
+  as $$
+  select
+    s.user_id
+  from
+    app.sessions s
+  where
+    s.id = p_session_id
+    and s.user_id = p_user_id
+    and s.revoked_at is null
+    and s.expires_at > now()
+$$;
+
+comment on function app_private.live_session(uuid, uuid) is
+  'The session''s user when the session is live (the user''s, not revoked, not expired); no row when it may not act. The one liveness rule: inlined by app_private.session_level and app.onboarding_status_gated.';
+
+-- The level of a live session (app_private.live_session). No row: the session may not act (401).
 create or replace function app_private.session_level(
   p_session_id uuid,
   p_user_id uuid
@@ -927,13 +952,8 @@ create or replace function app_private.session_level(
   select
     l.level
   from
-    app.sessions s
+    app_private.live_session(p_session_id, p_user_id) s
   cross join lateral app_private.user_level(s.user_id) l
-where
-  s.id = p_session_id
-  and s.user_id = p_user_id
-  and s.revoked_at is null
-  and s.expires_at > now()
 $$;
 
 comment on function app_private.session_level(uuid, uuid) is

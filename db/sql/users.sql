@@ -16,9 +16,11 @@ comment on function app_private.users_reject_reserved_handle() is
   'Keeps reserved handles out of app.users.username (USERNAME_TAKEN), whoever writes the handle. Runs from the trigger _110_reject_reserved_handle on app.users, on the writes of PUT /users/me/onboarding/profile-basics and PATCH /users/me/profile.';
 
 -- The viewer's onboarding progress. GET /users/me/onboarding/status sends its session check inside
--- this statement (p_required, the endpoint's level: the gate runs first, before any read, and
--- aborts the transaction when the session may not act), so the request is one statement; the
--- writes' answers and GraphQL read it through app.onboarding_status() with no gate of its own.
+-- this statement (p_required, the endpoint's level), so the request is one statement: the status
+-- read is the session check's read too (the viewer's row, joined to the live session: no second
+-- read of the user), and the gate (app.session_gate: UNAUTHORIZED when the session is not live, a
+-- 403 code below p_required) runs on it before anything is returned. The writes' answers and
+-- GraphQL read it through app.onboarding_status() with no gate (p_required null).
 create or replace function app.onboarding_status_gated(
   p_required int
 )
@@ -34,24 +36,31 @@ create or replace function app.onboarding_status_gated(
   security definer
   set search_path = pg_catalog
   as $$
+declare
+  v_live boolean;
 begin
-  if p_required is not null then
-    perform app.viewer_session_gate(p_required);
-  end if;
-  return query
   select app.access_level_of(u.full_name, u.username, u.terms_accepted_at, p.user_id is not null, u.media_completed_at, u.contacts_synced_at),
          u.full_name is not null and u.username is not null and u.terms_accepted_at is not null,
          u.media_completed_at is not null,
          p.user_id is not null,
-         u.contacts_synced_at
-  from app.users u
-  left join app.phone_identities p on p.user_id = u.id
-  where u.id = app.viewer_id();
+         u.contacts_synced_at,
+         p_required is null or exists (select from app_private.live_session(app.viewer_session_id(), u.id))
+    into access_level, profile_basics_completed, media_completed, phone_confirmed, contacts_synced_at, v_live
+    from app.users u
+    left join app.phone_identities p on p.user_id = u.id
+    where u.id = app.viewer_id();
+  if p_required is not null then
+    perform app.session_gate(case when v_live then access_level end, p_required);
+  end if;
+  -- (v_live is null when the viewer has no row: no status.)
+  if v_live is not null then
+    return next;
+  end if;
 end
 $$;
 
 comment on function app.onboarding_status_gated(integer) is
-  'The viewer''s onboarding progress and access level, one row, after the session check at level p_required (app.viewer_session_gate; none when null). Called by GET /users/me/onboarding/status.';
+  'The viewer''s onboarding progress and access level, one row, read together with the session check at level p_required (app_private.live_session, then app.session_gate on the row''s level; no check when null). Called by GET /users/me/onboarding/status.';
 
 grant execute on function app.onboarding_status_gated(int) to app_user;
 

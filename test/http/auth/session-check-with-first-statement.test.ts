@@ -217,7 +217,7 @@ describe('one write, one round trip: the whole request transaction on one connec
     }
   });
 
-  it("runs the onboarding status's own gate first, in place of the deferred check", async () => {
+  it("runs the onboarding status's own gate on its read, in place of the deferred check", async () => {
     const gated = 'select access_level from app.onboarding_status_gated($1)';
     const open = async (user: TestUser, level: number) => {
       const tx = new RequestTransaction(app.pools.api, anonymousViewer);
@@ -252,9 +252,15 @@ describe('one write, one round trip: the whole request transaction on one connec
       const probe =
         "select current_user::text as role, current_setting('app.user_id', true) as user_id, current_setting('app.session_id', true) as session_id";
       const revoked = await loggedOut(1);
-      // A refused gate first, on a fresh connection: the statement behind it changes nothing.
+      // A refused gate first, on a fresh connection: the statement behind it changes nothing. (A
+      // statement without parameters goes out with the opening and commit as one simple-query text.)
       expect(await run(pool, revoked, 1, 'select * from app.onboarding_status()', [])).toBe('UNAUTHORIZED');
       expect(await run(pool, author, 1, 'select access_level from app.onboarding_status()', [])).toEqual([{ access_level: 4 }]);
+      // The statement itself failing, in that one text: the commit behind it did not run, and the
+      // transaction is rolled back before the connection is used again.
+      expect(await run(pool, author, 1, "select app.fail('POST_NOT_FOUND')", [])).toBe('POST_NOT_FOUND');
+      expect(await run(pool, author, 1, 'select access_level from app.onboarding_status_gated(1)', [])).toEqual([{ access_level: 4 }]);
+      expect(await run(pool, revoked, 1, 'select access_level from app.onboarding_status_gated(1)', [], 1)).toBe('UNAUTHORIZED');
       const bounded = `${probe}, current_setting('statement_timeout') as statement_timeout, current_setting('lock_timeout') as lock_timeout`;
       expect(await run(pool, author, 1, bounded, [])).toEqual([
         { role: 'app_user', user_id: author.id, session_id: await sessionOf(author), statement_timeout: '5s', lock_timeout: '2s' },
