@@ -6,12 +6,13 @@
 //   statements  unnamed extended-protocol statements with bind parameters
 //   [commit]
 //
-// (A transaction that is one statement without bind parameters, sent with its opening and commit,
-// is one simple-query text: opening, statement, commit.)
-//
 // so a request whose handler runs one statement (the vote) is one round trip, and nothing outlives
 // the transaction on the connection: no session setting, no named prepared statement. That is
-// what lets the API pool go through a transaction-mode pooler (db/pools.ts).
+// what lets the API pool go through a transaction-mode pooler (db/pools.ts). Such a one-statement
+// transaction is even one message, a simple-query text (opening, statement, commit), when its
+// values are plain strings, numbers or booleans: they are written in as quoted literals
+// (withLiterals), which the server reads as it reads untyped bind parameters. One message is one
+// answer for the server to flush and for the API to read, where three are three.
 //
 // What is held for the opening: the deferred session check (deferSession: app.viewer_session_gate,
 // which raises the 401/403 codes, travels with the first statement) and the prelude (prepend: a
@@ -21,9 +22,11 @@
 //
 // The answers of limit statements (db/limit-counts.ts: a write limit in the prelude, or a handler's
 // own) are kept as they arrive, with whether the transaction committed, for the RateLimit headers.
-import type pg from 'pg';
+import pg from 'pg';
 import { limitCountsOf, type LimitCount } from './limit-counts.ts';
 import { anonymousViewer, beginAs, sessionGate, sqlLiteral, type Viewer } from './viewer.ts';
+
+const { escapeLiteral } = pg;
 
 /** The bounds of every statement of the transaction (API_STATEMENT_TIMEOUT_MS, API_LOCK_TIMEOUT_MS). */
 export interface TransactionBounds {
@@ -207,9 +210,8 @@ export class RequestTransaction {
     if (this.#done) throw new Error('request transaction already finished');
     const client = await this.#connect();
     if (this.#done) throw new Error('request transaction already finished');
-    const [only] = statements;
-    if (!this.#opened && commit && statements.length === 1 && only && !only.values?.length && this.#prelude.length === 0)
-      return [await this.#sendWhole(client, only.text)];
+    const whole = !this.#opened && commit && statements.length === 1 && this.#prelude.length === 0 && withLiterals(statements[0]);
+    if (whole) return [await this.#sendWhole(client, whole)];
     const stream = client.connection.stream;
     stream.cork();
     let opened = this.#opened;
@@ -262,10 +264,10 @@ export class RequestTransaction {
 
   /**
    * The whole transaction as one simple-query text (opening, the session check when deferred, the
-   * statement, commit): a request whose one statement has no bind parameters. One message is one
-   * answer for the server to send, where three are three. When a statement fails, those behind it
-   * did not run: the transaction is rolled back before the connection goes back to the pool
-   * (destroyed when even that fails), and the error is thrown.
+   * statement with its values written in, commit): a request that is one statement. One message is
+   * one answer for the server to send and one for the API to read, where three are three. When a
+   * statement fails, those behind it did not run: the transaction is rolled back before the
+   * connection goes back to the pool (destroyed when even that fails), and the error is thrown.
    */
   async #sendWhole(client: pg.PoolClient, text: string): Promise<pg.QueryResult> {
     const gate = this.#gateLevel === null ? '' : ` ${sessionGate(this.#gateLevel)}`;
@@ -321,4 +323,31 @@ export class RequestTransaction {
       if (commit) throw error;
     }
   }
+}
+
+/**
+ * A statement with its bind parameters written in as quoted literals (pg's escapeLiteral), for the
+ * one-text transaction; undefined when it cannot be: a value that is not a string, number, boolean
+ * or null (bytes, dates, arrays and objects stay bind parameters), or a text with a quote or a
+ * dollar quote, where `$n` might not be a parameter. A quoted literal is, like an untyped bind
+ * parameter, of unknown type until its place in the statement gives it one, so the server reads
+ * the two alike.
+ */
+export function withLiterals(statement: pg.QueryConfig | undefined): string | undefined {
+  if (!statement || /'|\$\$/.test(statement.text)) return undefined;
+  const values = statement.values ?? [];
+  const literals: string[] = [];
+  for (const value of values) {
+    if (value === null || value === undefined) literals.push('null');
+    else if (typeof value === 'string' || typeof value === 'number' || typeof value === 'boolean')
+      literals.push(escapeLiteral(String(value)));
+    else return undefined;
+  }
+  let unknown = false;
+  const text = statement.text.replace(/\$(\d+)/g, (_, n: string) => {
+    const literal = literals[Number(n) - 1];
+    if (literal === undefined) unknown = true;
+    return literal ?? '';
+  });
+  return unknown ? undefined : text;
 }

@@ -25,8 +25,7 @@ const onboardingStatus = z
 /**
  * The status as the request's last statement, committed in the same round trip. `gateLevel`: the
  * session check travels inside the statement (app.onboarding_status_gated reads it with the
- * status), in place of a deferred check of its own; the level is a number of ours, written into the
- * text, so the whole request is one simple-query message (db/request-transaction.ts).
+ * status), in place of a deferred check of its own: the request is one message.
  */
 async function readStatus(tx: RequestTransaction, gateLevel?: number): Promise<z.input<typeof onboardingStatus>> {
   const { rows } = await tx.queryAndCommit<{
@@ -36,10 +35,8 @@ async function readStatus(tx: RequestTransaction, gateLevel?: number): Promise<z
     phone_confirmed: boolean;
     contacts_synced_at: Date | null;
   }>(
-    gateLevel === undefined
-      ? 'select * from app.onboarding_status()'
-      : `select * from app.onboarding_status_gated(${Math.trunc(gateLevel)})`,
-    [],
+    gateLevel === undefined ? 'select * from app.onboarding_status()' : 'select * from app.onboarding_status_gated($1)',
+    gateLevel === undefined ? [] : [gateLevel],
     gateLevel,
   );
   const row = rows[0];

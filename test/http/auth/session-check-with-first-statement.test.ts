@@ -9,7 +9,7 @@ import pg from 'pg';
 import { survivesServerLoss } from '../../../db/pools.ts';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { roleUrl } from '../../../db/roles.ts';
-import { RequestTransaction } from '../../../db/request-transaction.ts';
+import { RequestTransaction, withLiterals } from '../../../db/request-transaction.ts';
 import { anonymousViewer, userViewer } from '../../../db/viewer.ts';
 import type { TestApp } from '../../helpers/app.ts';
 import { asViewer, rowsOrError } from '../../helpers/sql.ts';
@@ -271,6 +271,71 @@ describe('one write, one round trip: the whole request transaction on one connec
                 (select count(*) from pg_prepared_statements)::int as prepared`,
       );
       expect(rows).toEqual([{ role: 'authenticator', user_id: '', statement_timeout: '0', prepared: 0 }]);
+    } finally {
+      await pool.end();
+    }
+  });
+});
+
+describe('a one-statement transaction as one message: its values written in as literals', () => {
+  it('writes plain values in and leaves every other statement to bind parameters', () => {
+    expect(withLiterals({ text: 'select $1, $2, $10, $3', values: ['a', 2, null, true, 5, 6, 7, 8, 9, 'ten'] })).toBe(
+      "select 'a', '2', 'ten', null",
+    );
+    expect(withLiterals({ text: 'select 1' })).toBe('select 1');
+    // Bytes, dates, arrays and objects stay bind parameters; so does a text where $n may be quoted.
+    expect(withLiterals({ text: 'select $1', values: [Buffer.from('x')] })).toBeUndefined();
+    expect(withLiterals({ text: 'select $1', values: [new Date()] })).toBeUndefined();
+    expect(withLiterals({ text: 'select $1', values: [['a']] })).toBeUndefined();
+    expect(withLiterals({ text: "select '$1', $1", values: ['a'] })).toBeUndefined();
+    expect(withLiterals({ text: 'select $$x$$, $1', values: ['a'] })).toBeUndefined();
+    expect(withLiterals({ text: 'select $2', values: ['a'] })).toBeUndefined();
+  });
+
+  it('reads every value as the server reads it bound: quotes, backslashes, unicode, numbers and types by place', async () => {
+    const values = ["it's", 'back\\slash \\x41', "'); drop table app.users; --", 'ünïcødé 🗳️', '42', 7, -1.5, true, null];
+    const text = `select $1::text as a, $2::text as b, $3::text as c, $4::text as d, $5::int + 1 as e, $6 + 1 as f,
+                  $7::numeric as g, $8::boolean as h, $9::uuid is null as i`;
+    const written = withLiterals({ text, values });
+    expect(written).toBeDefined();
+    const viaText = (await app.owner.query(written as string)).rows;
+    expect(viaText).toEqual((await app.owner.query(text, values)).rows);
+    expect(viaText[0]).toMatchObject({ a: "it's", b: 'back\\slash \\x41', c: "'); drop table app.users; --", e: 43, h: true, i: true });
+  });
+
+  it('sends the vote as one message, and a refusal inside it leaves the connection clean', async () => {
+    const pool = authenticatorPool();
+    try {
+      const post = await createPost(app, author, slider);
+      const voter = await userAtLevel(app, 2);
+      const { rows } = await app.owner.query<{ id: string }>(
+        'select id from app.sessions where user_id = $1 order by created_at desc limit 1',
+        [voter.id],
+      );
+      const sessionId = (rows[0] as { id: string }).id;
+      const params = [
+        post.id,
+        app.services.ballots.keyId,
+        app.services.ballots.seal(post.id, null, 'left').toString('hex'),
+        '{}',
+        '{}',
+        '5',
+      ];
+      const castVote = 'select voted_at, hub_ids from app.cast_vote($1, $2, $3, $4, $5, $6)';
+      expect(withLiterals({ text: castVote, values: params })).toBeDefined();
+      const vote = () => {
+        const tx = new RequestTransaction(pool, anonymousViewer);
+        tx.deferSession(userViewer(voter.id, sessionId), 2);
+        return tx.queryAndCommit(castVote, params, 2).then(
+          (result) => result.rows,
+          (error: { message: string }) => error.message,
+        );
+      };
+      expect(await vote()).toMatchObject([{ hub_ids: [] }]);
+      expect(await vote()).toBe('VOTE_ALREADY_CAST');
+      expect(await voteWrites(post.id)).toMatchObject({ receipts: 1, counted: 1 });
+      const { rows: state } = await pool.query("select current_user::text as role, current_setting('app.user_id', true) as user_id");
+      expect(state).toEqual([{ role: 'authenticator', user_id: '' }]);
     } finally {
       await pool.end();
     }
