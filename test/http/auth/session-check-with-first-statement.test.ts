@@ -303,6 +303,20 @@ describe('a one-statement transaction as one message: its values written in as l
     expect(viaText[0]).toMatchObject({ a: "it's", b: 'back\\slash \\x41', c: "'); drop table app.users; --", e: 43, h: true, i: true });
   });
 
+  it("keeps the transaction's statement bound inside the one text", async () => {
+    const pool = authenticatorPool();
+    try {
+      const tx = new RequestTransaction(pool, anonymousViewer, { statementTimeoutMs: 300, lockTimeoutMs: 300 });
+      const started = Date.now();
+      const failure = await tx.queryAndCommit('select pg_sleep($1)', [3]).catch((error: { code?: string }) => error.code);
+      expect(failure).toBe('57014');
+      expect(Date.now() - started).toBeLessThan(2500);
+      expect((await pool.query("select current_setting('statement_timeout') as t")).rows).toEqual([{ t: '0' }]);
+    } finally {
+      await pool.end();
+    }
+  });
+
   it('sends the vote as one message, and a refusal inside it leaves the connection clean', async () => {
     const pool = authenticatorPool();
     try {
