@@ -13,9 +13,7 @@
 //      PostgreSQL compares its own parse of both), a trigger by pg_get_triggerdef of the same
 //      statement run on a temporary copy of the table, a view by pg_get_viewdef of a temporary view of
 //      the same query, a comment by its text. What differs is changed per table, in a transaction of
-//      its own under a short lock_timeout, retried until the table is free (db/lock-retry.ts). A
-//      trigger replaced by one of another name is dropped there too (`drop trigger if exists`, when
-//      it is present), in the transaction that creates its replacement.
+//      its own under a short lock_timeout, retried until the table is free (db/lock-retry.ts).
 //   3. Grants on tables, views and columns (no lock), once the views exist.
 //   4. Functions a file drops (`drop function if exists`, no table lock), once the triggers,
 //      policies and views that called them were replaced in step 2.
@@ -196,16 +194,6 @@ async function tableUnitChanges(client: pg.Client, unit: Unit): Promise<string[]
   const main = unit.statements[0] as Statement;
   const comments = unit.statements.filter((statement) => /-comment$/.test(statement.target.kind));
   const texts = (list: Statement[]) => list.map((statement) => statement.text);
-  if (target.kind === 'trigger-drop') {
-    // A trigger replaced by one of another name: dropped in the transaction of its table that
-    // creates the replacement (the statements of one table run together), so no write between
-    // goes uncounted or is counted twice; nothing to do once it is gone.
-    const { rows } = await client.query(
-      'select from pg_trigger t where t.tgname = $1 and t.tgrelid = to_regclass($2) and not t.tgisinternal',
-      [target.name, target.table],
-    );
-    return rows.length > 0 ? texts(unit.statements) : [];
-  }
   if (target.kind === 'policy' || target.kind === 'policy-comment') {
     const { rows } = await client.query<{
       permissive: boolean;
@@ -350,7 +338,6 @@ function rawCatalogQuery(target: Target): { text: string; values: unknown[] } {
       return tableObjectRow('pg_policy', 'polname', 'polrelid', target.name, target.table);
     case 'trigger':
     case 'trigger-comment':
-    case 'trigger-drop':
       return tableObjectRow('pg_trigger', 'tgname', 'tgrelid', target.name, target.table);
     case 'view':
     case 'view-comment':

@@ -24,7 +24,6 @@ export type Target =
   | { kind: 'policy-comment'; name: string; table: string }
   | { kind: 'trigger'; name: string; table: string }
   | { kind: 'trigger-comment'; name: string; table: string }
-  | { kind: 'trigger-drop'; name: string; table: string }
   | { kind: 'view'; view: string }
   | { kind: 'view-comment'; view: string }
   | { kind: 'row-security'; table: string; force: boolean };
@@ -118,8 +117,6 @@ export function targetOf(text: string): Target {
     return { kind: 'policy-comment', name: m[1] as string, table: m[2] as string };
   if ((m = new RegExp(`^create trigger (${name}) (?:before|after|instead of) .*? on (${qualified}) `).exec(head)))
     return { kind: 'trigger', name: m[1] as string, table: m[2] as string };
-  if ((m = new RegExp(`^drop trigger (?:if exists )?(${name}) on (${qualified});?$`).exec(head)))
-    return { kind: 'trigger-drop', name: m[1] as string, table: m[2] as string };
   if ((m = new RegExp(`^comment on trigger (${name}) on (${qualified}) is `).exec(head)))
     return { kind: 'trigger-comment', name: m[1] as string, table: m[2] as string };
   if ((m = new RegExp(`^create or replace view (${qualified})[ (]`).exec(head))) return { kind: 'view', view: m[1] as string };
@@ -159,8 +156,6 @@ export function targetKey(target: Target): string {
     case 'policy':
     case 'policy-comment':
       return `policy ${target.name} on ${target.table}`;
-    case 'trigger-drop':
-      return `dropped trigger ${target.name} on ${target.table}`;
     case 'trigger':
     case 'trigger-comment':
       return `trigger ${target.name} on ${target.table}`;
@@ -179,7 +174,6 @@ export function lockedRelation(target: Target): string | undefined {
     case 'policy-comment':
     case 'trigger':
     case 'trigger-comment':
-    case 'trigger-drop':
     case 'row-security':
       return target.table;
     case 'view':

@@ -1091,8 +1091,6 @@ create trigger _800_announce_revoked
 comment on trigger _800_announce_revoked on app.sessions is
   'Announces a revoked session to every process (app_private.announce_session_revoked).';
 
-drop trigger if exists sessions_announce_revoked on app.sessions;
-
 -- Reads from streaming replicas (DATABASE_REPLICA_URLS, db/replicas.ts). Each session has a floor in
 -- app_private.session_read_floors (unlogged, primary only): the WAL position a replica must have
 -- replayed before it serves that session, so a session sees its own writes and never reads its past.

@@ -444,5 +444,3 @@ create trigger _400_count_message
 
 comment on trigger _400_count_message on app.hub_discussion_messages is
   'Counts each new message into its discussion and thread root (app_private.hub_discussion_messages_count).';
-
-drop trigger if exists hub_discussion_messages_count on app.hub_discussion_messages;

@@ -998,15 +998,11 @@ create trigger _500_count_unread_update
 
 comment on trigger _500_count_unread_update on app.notifications is 'Counts rows read or unread again (app_private.count_unread).';
 
-drop trigger if exists notifications_count_unread_changes on app.notifications;
-
 create trigger _500_count_unread_delete
   after delete on app.notifications referencing old table as old_rows for each statement
   execute function app_private.count_unread();
 
 comment on trigger _500_count_unread_delete on app.notifications is 'Uncounts deleted unread rows (app_private.count_unread).';
-
-drop trigger if exists notifications_count_unread_deletes on app.notifications;
 
 create trigger _500_count_unread_insert
   after insert on app.notifications referencing new table as new_rows for each statement
@@ -1014,16 +1010,12 @@ create trigger _500_count_unread_insert
 
 comment on trigger _500_count_unread_insert on app.notifications is 'Counts new unread rows (app_private.count_unread).';
 
-drop trigger if exists notifications_count_unread_inserts on app.notifications;
-
 create trigger _800_record_badge_changes
   after update on app.notifications referencing old table as old_rows new table as new_rows for each statement
   execute function app_private.record_badge_changes();
 
 comment on trigger _800_record_badge_changes on app.notifications is
   'Records a badge change when rows are read (app_private.record_badge_changes).';
-
-drop trigger if exists notifications_record_badge_changes on app.notifications;
 
 create trigger _400_move_repost_unread
   after update of deleted_at,
@@ -1034,13 +1026,9 @@ create trigger _400_move_repost_unread
 comment on trigger _400_move_repost_unread on app.posts is
   'Moves a repost''s unread rows between buckets when its visibility changes (app_private.move_repost_unread).';
 
-drop trigger if exists posts_move_repost_unread on app.posts;
-
 create trigger _400_move_repost_unread_delete
   after delete on app.posts for each row
   execute function app_private.move_repost_unread();
 
 comment on trigger _400_move_repost_unread_delete on app.posts is
   'Moves a repost''s unread rows between buckets when it is deleted (app_private.move_repost_unread).';
-
-drop trigger if exists posts_move_repost_unread_on_delete on app.posts;

@@ -431,5 +431,3 @@ create trigger _300_forget_push_devices
 
 comment on trigger _300_forget_push_devices on app.sessions is
   'When a session is revoked, its push devices are deleted (app_private.forget_revoked_session_devices): a signed-out device gets no more pushes.';
-
-drop trigger if exists sessions_forget_push_devices on app.sessions;

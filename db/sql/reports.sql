@@ -700,8 +700,6 @@ create trigger _100_append_only
 comment on trigger _100_append_only on app.moderation_log is
   'Refuses every update and delete of a log row (app_private.moderation_log_append_only): the log is append-only, for the owner too.';
 
-drop trigger if exists moderation_log_append_only on app.moderation_log;
-
 create trigger _100_no_truncate
   before truncate on app.moderation_log for each statement
   execute function app_private.moderation_log_append_only();
@@ -709,13 +707,9 @@ create trigger _100_no_truncate
 comment on trigger _100_no_truncate on app.moderation_log is
   'Refuses a truncate of the log (app_private.moderation_log_append_only): the log is append-only, for the owner too.';
 
-drop trigger if exists moderation_log_no_truncate on app.moderation_log;
-
 create trigger _200_snapshot
   before insert on app.reports for each row
   execute function app_private.report_filed();
 
 comment on trigger _200_snapshot on app.reports is
   'Every new report starts open, undecided, with the snapshot of its target (app_private.report_filed), whoever inserts it.';
-
-drop trigger if exists reports_snapshot on app.reports;

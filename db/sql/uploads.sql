@@ -822,16 +822,12 @@ create trigger _100_check_profile_asset
 comment on trigger _100_check_profile_asset on app.hub_profiles is
   'A hub profile''s image must be the user''s own profile photo (app_private.check_profile_asset).';
 
-drop trigger if exists hub_profiles_check_profile_asset on app.hub_profiles;
-
 create trigger _800_queue_replaced_photo
   after update of profile_asset_id on app.hub_profiles for each row
   execute function app_private.queue_replaced_asset();
 
 comment on trigger _800_queue_replaced_photo on app.hub_profiles is
   'Queues the replaced hub profile image for deletion (app_private.queue_replaced_asset).';
-
-drop trigger if exists hub_profiles_queue_replaced_photo on app.hub_profiles;
 
 create trigger _100_check_profile_asset
   before update of profile_asset_id on app.users for each row
@@ -840,13 +836,9 @@ create trigger _100_check_profile_asset
 comment on trigger _100_check_profile_asset on app.users is
   'A user''s profile image must be their own profile photo (app_private.check_profile_asset).';
 
-drop trigger if exists users_check_profile_asset on app.users;
-
 create trigger _800_queue_replaced_photo
   after update of profile_asset_id on app.users for each row
   execute function app_private.queue_replaced_asset();
 
 comment on trigger _800_queue_replaced_photo on app.users is
   'Queues the replaced profile image for deletion (app_private.queue_replaced_asset).';
-
-drop trigger if exists users_queue_replaced_photo on app.users;

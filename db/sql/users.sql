@@ -908,16 +908,12 @@ create trigger _300_remove_follows
 comment on trigger _300_remove_follows on app.blocks is
   'A block ends the follows between the two users (app_private.blocks_remove_follows).';
 
-drop trigger if exists blocks_remove_follows on app.blocks;
-
 create trigger _300_name_words_insert
   after insert on app.users for each row
   when(new.full_name is not null)
   execute function app_private.user_name_words_sync();
 
 comment on trigger _300_name_words_insert on app.users is 'Writes a new user''s name words (app_private.user_name_words_sync).';
-
-drop trigger if exists users_name_words_insert on app.users;
 
 create trigger _300_name_words_update
   after update of full_name on app.users for each row
@@ -927,13 +923,9 @@ create trigger _300_name_words_update
 comment on trigger _300_name_words_update on app.users is
   'Rewrites a user''s name words when the full name changes (app_private.user_name_words_sync).';
 
-drop trigger if exists users_name_words_update on app.users;
-
 create trigger _110_reject_reserved_handle
   before insert or update of username on app.users for each row
   execute function app_private.users_reject_reserved_handle();
 
 comment on trigger _110_reject_reserved_handle on app.users is
   'Rejects a reserved handle on insert and on a handle change (app_private.users_reject_reserved_handle).';
-
-drop trigger if exists users_reserved_handle on app.users;

@@ -614,8 +614,6 @@ create trigger _300_seed_vote_counters
 
 comment on trigger _300_seed_vote_counters on app.post_hubs is 'Seeds the hub counter rows of a slider post when it is placed in a hub.';
 
-drop trigger if exists post_hubs_seed_vote_counters on app.post_hubs;
-
 create trigger _300_seed_vote_counters
   after insert on app.posts for each row
   when(new.slider_text is not null)
@@ -623,15 +621,11 @@ create trigger _300_seed_vote_counters
 
 comment on trigger _300_seed_vote_counters on app.posts is 'Seeds the global counter rows of a new slider post.';
 
-drop trigger if exists posts_seed_vote_counters on app.posts;
-
 create trigger _510_move_votes_received_delete
   after delete on app.posts referencing old table as old_rows for each statement
   execute function app_private.move_votes_received();
 
 comment on trigger _510_move_votes_received_delete on app.posts is 'Keeps authors'' votesReceived when posts are purged.';
-
-drop trigger if exists posts_votes_received_delete on app.posts;
 
 create trigger _510_move_votes_received_update
   after update on app.posts referencing old table as old_rows new table as new_rows for each statement
@@ -639,5 +633,3 @@ create trigger _510_move_votes_received_update
 
 comment on trigger _510_move_votes_received_update on app.posts is
   'Keeps authors'' votesReceived when posts are deleted, restored or move to another author.';
-
-drop trigger if exists posts_votes_received_update on app.posts;

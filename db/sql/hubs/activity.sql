@@ -192,13 +192,9 @@ create trigger _300_hub_lists_insert
 comment on trigger _300_hub_lists_insert on app.hub_activity is
   'First activity of a user in a hub: moves the hub list rows (app_private.hub_activity_moved).';
 
-drop trigger if exists hub_activity_list_inserts on app.hub_activity;
-
 create trigger _300_hub_lists_update
   after update on app.hub_activity referencing new table as new_rows for each statement
   execute function app_private.hub_activity_moved();
 
 comment on trigger _300_hub_lists_update on app.hub_activity is
   'Later activity of a user in a hub: moves the hub list rows (app_private.hub_activity_moved).';
-
-drop trigger if exists hub_activity_list_updates on app.hub_activity;

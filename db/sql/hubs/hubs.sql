@@ -1776,8 +1776,6 @@ create trigger _300_list_entry
 comment on trigger _300_list_entry on app.hub_invitations is
   'Keeps the kept rows of GET /users/me/hubs with each invitation change (app_private.hub_list_relation_changed, on invitee_id).';
 
-drop trigger if exists hub_invitations_list_entry on app.hub_invitations;
-
 create trigger _300_list_entry
   after insert or delete or update of status,
   hub_id,
@@ -1786,8 +1784,6 @@ create trigger _300_list_entry
 
 comment on trigger _300_list_entry on app.hub_join_requests is
   'Keeps the kept rows of GET /users/me/hubs with each join request change (app_private.hub_list_relation_changed).';
-
-drop trigger if exists hub_join_requests_list_entry on app.hub_join_requests;
 
 create trigger _300_list_entry
   after insert or delete or update of role,
@@ -1798,15 +1794,11 @@ create trigger _300_list_entry
 comment on trigger _300_list_entry on app.hub_memberships is
   'Keeps the kept rows of GET /users/me/hubs with each membership change (app_private.hub_list_relation_changed).';
 
-drop trigger if exists hub_memberships_list_entry on app.hub_memberships;
-
 create trigger _300_name_words_insert
   after insert on app.hubs for each row
   execute function app_private.hub_name_words_sync();
 
 comment on trigger _300_name_words_insert on app.hubs is 'Writes a new hub''s name words (app_private.hub_name_words_sync).';
-
-drop trigger if exists hubs_name_words_insert on app.hubs;
 
 create trigger _300_name_words_update
   after update of name on app.hubs for each row
@@ -1816,13 +1808,9 @@ create trigger _300_name_words_update
 comment on trigger _300_name_words_update on app.hubs is
   'Rewrites a hub''s name words when its name changes (app_private.hub_name_words_sync).';
 
-drop trigger if exists hubs_name_words_update on app.hubs;
-
 create trigger _300_attach_invitations
   after insert on app.phone_identities for each row
   execute function app_private.attach_phone_invitations();
 
 comment on trigger _300_attach_invitations on app.phone_identities is
   'A newly verified phone picks up the invitations that waited for it (app_private.attach_phone_invitations).';
-
-drop trigger if exists phone_identities_attach_invitations on app.phone_identities;

@@ -178,24 +178,22 @@ function unreachable(previous: Release, before: string[], identity: string): boo
 }
 
 /**
- * Each trigger the statements create, `trigger <name> on <table>`, with what it fires on: its timing
- * and events and its table (`after insert on app.t`).
+ * The triggers a new migration renames, as `trigger <old> on <table>` to `trigger <new> on <table>`:
+ * rows ('app.table', 'old', 'new') of a statement that runs `alter trigger %I on %s rename to %I`.
  */
-function triggerHeads(statements: string[]): Map<string, string> {
-  const heads = new Map<string, string>();
-  for (const statement of statements) {
-    const m = /^create trigger ([a-z0-9_]+) (.*?) on ([a-z0-9_.]+) /.exec(statement);
-    if (m) heads.set(`trigger ${m[1]} on ${m[3]}`, `${m[2]} on ${m[3]}`);
-  }
-  return heads;
+function renamedTriggers(statements: string[]): Map<string, string> {
+  const renamed = new Map<string, string>();
+  for (const statement of statements.filter((text) => text.includes('alter trigger %i on %s rename to %i')))
+    for (const m of statement.matchAll(/\('([a-z0-9_]+\.[a-z0-9_]+)','([a-z0-9_]+)','([a-z0-9_]+)'\)/g))
+      renamed.set(`trigger ${m[2]} on ${m[1]}`, `trigger ${m[3]} on ${m[1]}`);
+  return renamed;
 }
 
 /**
  * What `current` removes that `previous` did not declare retired, each as a line naming the object
  * and where: empty when the release only expands. Two removals need no retired release first
- * (docs/database.md): a function the previous release cannot call (unreachable), and a trigger
- * db/sql drops while it creates a replacement that fires on the same events of the same table (the
- * runner runs both in the one transaction of that table).
+ * (docs/database.md): a function the previous release cannot call (unreachable), and a trigger a
+ * new migration renames to a name db/sql now defines.
  */
 export function contractions(previous: Release, current: Release): string[] {
   const problems: string[] = [];
@@ -208,15 +206,15 @@ export function contractions(previous: Release, current: Release): string[] {
   for (const statement of after.filter((text) => !known.has(text)))
     for (const identity of removedBy(statement)) removed.set(identity, 'removed by db/sql');
   const landed = new Set(previous.migrations.map(({ file }) => file));
-  for (const migration of current.migrations.filter(({ file }) => !landed.has(file)))
+  const renamed = new Map<string, string>();
+  for (const migration of current.migrations.filter(({ file }) => !landed.has(file))) {
     for (const statement of statementsOf([migration]))
       for (const identity of removedBy(statement)) removed.set(normalise(identity), `removed by migrations/${migration.file}`);
-  const headsBefore = triggerHeads(before);
-  const headsNow = new Set(triggerHeads(after).values());
-  const droppedBySql = new Set(after.flatMap((statement) => (statement.startsWith('drop trigger ') ? removedBy(statement) : [])));
+    for (const [from, to] of renamedTriggers(statementsOf([migration]))) renamed.set(from, to);
+  }
   for (const [identity, how] of removed) {
-    const head = headsBefore.get(identity);
-    if (head !== undefined && droppedBySql.has(identity) && headsNow.has(head)) continue;
+    const renamedTo = renamed.get(identity);
+    if (renamedTo !== undefined && now.has(renamedTo)) continue;
     if (unreachable(previous, before, identity)) continue;
     if (!previous.retired.has(normalise(identity)))
       problems.push(`${identity}: ${how}, but the previous release did not list it in db/retired.txt (it may still use it)`);
@@ -354,7 +352,7 @@ alter table app.t drop constraint t_check;`;
     expect(contractions(declared, next)).toEqual([]);
   });
 
-  it('accepts a function the previous release cannot call, and a trigger db/sql drops beside its replacement', () => {
+  it('accepts a function the previous release cannot call, and a trigger a new migration renames to one db/sql defines', () => {
     const previous = {
       ...release({
         'a.sql': `create or replace function app_private.count_t() returns trigger language plpgsql as $$ begin return null; end $$;
@@ -365,25 +363,29 @@ grant execute on function app_private.granted() to app_worker;
 create or replace function app_private.named() returns int language sql as $$ select 2 $$;
 comment on function app_private.named() is 'named by TypeScript';
 create trigger t_counted after insert on app.t for each row execute function app_private.count_t();
-create trigger t_deleted after delete on app.t for each row execute function app_private.count_t();
-create trigger t_other after update on app.t for each row execute function app_private.count_t();`,
+create trigger t_other after insert on app.t for each row execute function app_private.count_t();`,
       }),
       namesInCode: (name: string) => name === 'named',
     };
-    const next = release({
-      'a.sql': `create or replace function app_private.count_rows() returns trigger language plpgsql as $$ begin return null; end $$;
+    const rename = `-- Up Migration
+do $$ declare v record; begin
+  for v in select * from (values ('app.t', 't_counted', '_500_count'), ('app.t', 't_other', '_600_gone')) r (tbl, old_name, new_name) loop
+    execute format('alter trigger %I on %s rename to %I', v.old_name, v.tbl, v.new_name);
+  end loop;
+end $$;`;
+    const next = release(
+      {
+        'a.sql': `create or replace function app_private.count_rows() returns trigger language plpgsql as $$ begin return null; end $$;
 comment on function app_private.count_rows() is 'counts';
 create trigger _500_count after insert on app.t for each row execute function app_private.count_rows();
-drop trigger if exists t_counted on app.t;
-drop trigger if exists t_deleted on app.t;
 drop function if exists app_private.count_t();`,
-    });
-    // t_deleted is dropped with no trigger on deletes left to replace it, and t_other is no longer
-    // defined: removals.
+      },
+      { '0440_rename.sql': rename },
+    );
+    // t_other is renamed to a trigger db/sql does not define: a removal.
     expect(contractions(previous, next).map((line) => line.split(':')[0])).toEqual([
       'function app_private.granted()',
       'function app_private.named()',
-      'trigger t_deleted on app.t',
       'trigger t_other on app.t',
     ]);
   });
