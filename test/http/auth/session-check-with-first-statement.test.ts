@@ -337,6 +337,18 @@ describe('a one-statement transaction as one message: its values written in as l
       ];
       const castVote = 'select voted_at, hub_ids from app.cast_vote($1, $2, $3, $4, $5, $6)';
       expect(withLiterals({ text: castVote, values: params })).toBeDefined();
+      // Every message the pool's connections are given, as the text they carry.
+      const sent: string[] = [];
+      pool.on('acquire', (client: pg.PoolClient & { counted?: boolean }) => {
+        if (client.counted) return;
+        client.counted = true;
+        const query = client.query.bind(client) as (...args: unknown[]) => unknown;
+        (client as { query: unknown }).query = (...args: unknown[]) => {
+          const [config] = args;
+          sent.push(typeof config === 'string' ? config : (config as { text: string }).text);
+          return query(...args);
+        };
+      });
       const vote = () => {
         const tx = new RequestTransaction(pool, anonymousViewer);
         tx.deferSession(userViewer(voter.id, sessionId), 2);
@@ -346,7 +358,14 @@ describe('a one-statement transaction as one message: its values written in as l
         );
       };
       expect(await vote()).toMatchObject([{ hub_ids: [] }]);
+      // One text: the opening, the vote with its values written in, and commit.
+      expect(sent).toHaveLength(1);
+      expect(sent[0]).toMatch(
+        /^begin; select set_config\('role', 'app_user', true\).* select voted_at, hub_ids from app\.cast_vote\('[0-9a-f-]{36}', .*; commit$/s,
+      );
       expect(await vote()).toBe('VOTE_ALREADY_CAST');
+      // The refused one: its text, then the rollback before the connection went back.
+      expect(sent.slice(1).map((text) => text.slice(-8))).toEqual(['; commit', 'rollback']);
       expect(await voteWrites(post.id)).toMatchObject({ receipts: 1, counted: 1 });
       const { rows: state } = await pool.query("select current_user::text as role, current_setting('app.user_id', true) as user_id");
       expect(state).toEqual([{ role: 'authenticator', user_id: '' }]);
