@@ -22,7 +22,7 @@ import type { ThreadAnswer, ThreadOptions, ThreadQuestion, ThreadReply } from '.
 export const internalGraphqlPath = '/internal/graphql';
 
 /** The GraphQL thread's nice value: below the API's other threads, so REST keeps the CPU it needs. */
-export const graphqlThreadNiceness = 10;
+export const graphqlThreadNiceness = 5;
 
 export interface InternalGraphql {
   /** Express middleware: serves internalGraphqlPath and passes every other request on. */

@@ -3,7 +3,7 @@
 // running the plan, serialising the answer) is tens of milliseconds of JavaScript for the heaviest
 // operations the bounds allow; on REST's event loop every REST request would wait behind it. Here
 // it runs on an event loop of its own, with a pool of its own, and once every role's schema is
-// built, at a lower CPU priority than the process's other threads (Linux nice 10 on this thread
+// built, at a lower CPU priority than the process's other threads (Linux nice 5 on this thread
 // alone): REST's latency does not follow GraphQL's (docs/performance.md, "Internal GraphQL beside REST").
 //
 // The main thread authenticates a request, takes its admission (admission.ts), and posts the
