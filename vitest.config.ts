@@ -1,5 +1,16 @@
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { defineConfig } from 'vitest/config';
 import { BaseSequencer, type TestSpecification } from 'vitest/node';
+
+/**
+ * Node's module compile cache (V8 code cache on disk, keyed by each file's content) for every
+ * process of the run: the test workers, their GraphQL threads, and the service and CLI processes the
+ * tests start (they inherit the environment). Each of those otherwise compiles the same modules
+ * again: an API process's start took 2.1 s of CPU without it and 1.5 s with it, the admin CLI's
+ * 0.4 s and 0.16 s. Set before the workers are forked; an operator's NODE_COMPILE_CACHE wins.
+ */
+process.env.NODE_COMPILE_CACHE ??= path.join(path.dirname(fileURLToPath(import.meta.url)), 'node_modules', '.cache', 'node-compile-cache');
 
 /**
  * HTTP test files that also run with the API and GraphQL pools behind a real PgBouncer in
