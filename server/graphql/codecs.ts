@@ -1,14 +1,15 @@
 // PostgreSQL types PostGraphile has no codec for. Without one it warns on every schema build and
-// drops the column or function; with one the object is known, and the grants and the function
-// allow-list (exposure.ts) decide whether it shows. Both are read as strings:
+// drops the column; with one the object is known, and the grants decide whether it shows. Read as a
+// string:
 //
 // - xid8: app.notifications.tx_id, the commit order the notification stream reads. No API role may
 //   select it, so it never reaches the GraphQL schema.
-// - pg_lsn: the argument of app.replica_caught_up, the replica read check (server/http/replica-reads.ts),
-//   which the allow-list does not expose.
+//
+// (pg_lsn, the argument of app.replica_caught_up, needs none: exposure.ts removes every function it
+// does not list before the build reads the database.)
 import type {} from 'postgraphile';
 
-const textTypes = ['xid8', 'pg_lsn'] as const;
+const textTypes = ['xid8'] as const;
 
 export const TextCodecsPlugin: GraphileConfig.Plugin = {
   name: 'InternalGraphqlTextCodecsPlugin',

@@ -52,13 +52,17 @@ async function graphql(
 }
 
 describe.runIf(linux)('the internal GraphQL thread', () => {
-  it('is a thread of this process, at a lower priority than the thread that serves REST', async () => {
+  it('is a thread of this process, at a lower priority than the thread that serves REST, but not below nice 5', async () => {
     const { threadId } = await app.services.graphql.poolStats();
     const own = Number(readlinkSync('/proc/thread-self').split('/').pop());
     expect(threadId).toEqual(expect.any(Number));
     expect(threadId).not.toBe(own);
     expect(threadStat(threadId as number).nice).toBe(graphqlThreadNiceness);
     expect(threadStat(own).nice).toBe(0);
+    // Nice 5 is a third of a nice-0 thread's weight; at nice 10 (a tenth) a CPU spike starved the
+    // thread past the admission's 2 s (docs/internal-tooling.md).
+    expect(graphqlThreadNiceness).toBeGreaterThan(0);
+    expect(graphqlThreadNiceness).toBeLessThanOrEqual(5);
   });
 
   it("builds every role's schema at the priority of the process after the first request, and lowers its own only then", async () => {
@@ -131,6 +135,8 @@ describe.runIf(linux)('the internal GraphQL thread', () => {
     // has a third of a nice-0 thread's weight, so its operations slow down but are not starved
     // (at nice 10, a tenth, beside the test suite's own processes and two more they waited past the
     // admission's 2 s and the test's time-out). Each operation is a new document, planned again.
+    // How long is the machine's: alone on this 2-core VM, 0.2-0.3 s at nice 5, 0.7-0.8 s at nice 10
+    // and 3-4 s at nice 19, so the 5 s bound holds the outcome and the test above the priority.
     expect((await graphql(planned(100))).status).toBe(200);
     const { threadId } = await app.services.graphql.poolStats();
     const cpuBefore = threadStat(threadId as number).cpuTicks;
