@@ -793,8 +793,7 @@ begin
   if cardinality(hub_ids) > 0 then
     -- (This statement sees the ballots the vote just wrote: its own count is in.)
     for v_scope in
-      select b.hub_id from app_private.sealed_ballots b where b.post_id = p_post_id and b.hub_id = any (hub_ids)
-      group by b.hub_id having app_private.vote_fills_batch(count(*), p_batch)
+      select p.hub_id from app_private.pending_ballots(p_post_id, hub_ids) p where app_private.vote_fills_batch(p.pending, p_batch)
     loop
       perform app_private.queue_tally(p_post_id, v_scope);
     end loop;
@@ -5287,6 +5286,7 @@ COMMENT ON FUNCTION app_private.attach_phone_invitations() IS 'A verified phone 
 CREATE FUNCTION app_private.ballots_to_tally(p_post_id uuid, p_hub_id uuid, p_batch integer) RETURNS TABLE(id uuid, key_id text, sealed text)
     LANGUAGE plpgsql SECURITY DEFINER
     SET search_path TO 'pg_catalog'
+    SET enable_seqscan TO 'off'
     AS $$
 begin
   perform pg_advisory_xact_lock(hashtextextended('tally_ballots:' || p_post_id || ':' || coalesce(p_hub_id::text, 'global'), 0));
@@ -8913,6 +8913,35 @@ COMMENT ON FUNCTION app_private.open_join_request(p_hub_id uuid, p_source app.jo
 
 
 --
+-- Name: pending_ballots(uuid, uuid[]); Type: FUNCTION; Schema: app_private; Owner: -
+--
+
+CREATE FUNCTION app_private.pending_ballots(p_post_id uuid, p_hub_ids uuid[]) RETURNS TABLE(hub_id uuid, pending bigint)
+    LANGUAGE sql STABLE
+    SET search_path TO 'pg_catalog'
+    SET enable_seqscan TO 'off'
+    AS $$
+  select
+    b.hub_id,
+    count(*)
+  from
+    app_private.sealed_ballots b
+  where
+    b.post_id = p_post_id
+    and b.hub_id = any(p_hub_ids)
+  group by
+    b.hub_id
+$$;
+
+
+--
+-- Name: FUNCTION pending_ballots(p_post_id uuid, p_hub_ids uuid[]); Type: COMMENT; Schema: app_private; Owner: -
+--
+
+COMMENT ON FUNCTION app_private.pending_ballots(p_post_id uuid, p_hub_ids uuid[]) IS 'The pending ballots of a post per hub scope among p_hub_ids (scopes holding none are left out), read on the scope index. Called by app.cast_vote to queue the tally of each hub scope its vote filled to a batch.';
+
+
+--
 -- Name: pending_invitation(uuid); Type: FUNCTION; Schema: app_private; Owner: -
 --
 
@@ -10534,6 +10563,7 @@ COMMENT ON FUNCTION app_private.scope_visible(p_kind "char", p_scope uuid, p_use
 CREATE FUNCTION app_private.sealed_tally(p_post_id uuid, p_hub_id uuid) RETURNS jsonb
     LANGUAGE sql STABLE
     SET search_path TO 'pg_catalog'
+    SET enable_seqscan TO 'off'
     AS $$
   select
     jsonb_build_object('c',(
@@ -11031,6 +11061,7 @@ COMMENT ON FUNCTION app_private.take_sliding_limit(p_key text, p_limit integer, 
 CREATE FUNCTION app_private.tally_ballots(p_post_id uuid, p_hub_id uuid, p_ids uuid[], p_counts bigint[], p_batch integer) RETURNS integer
     LANGUAGE plpgsql SECURITY DEFINER
     SET search_path TO 'pg_catalog'
+    SET enable_seqscan TO 'off'
     AS $$
 declare
   v_deleted int;
@@ -18925,6 +18956,13 @@ REVOKE ALL ON FUNCTION app_private.notification_visible(p_notification app.notif
 --
 
 REVOKE ALL ON FUNCTION app_private.open_join_request(p_hub_id uuid, p_source app.join_request_source, p_invitation_id uuid, p_invite_link_id uuid) FROM PUBLIC;
+
+
+--
+-- Name: FUNCTION pending_ballots(p_post_id uuid, p_hub_ids uuid[]); Type: ACL; Schema: app_private; Owner: -
+--
+
+REVOKE ALL ON FUNCTION app_private.pending_ballots(p_post_id uuid, p_hub_ids uuid[]) FROM PUBLIC;
 
 
 --

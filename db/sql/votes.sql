@@ -142,8 +142,7 @@ begin
   if cardinality(hub_ids) > 0 then
     -- (This statement sees the ballots the vote just wrote: its own count is in.)
     for v_scope in
-      select b.hub_id from app_private.sealed_ballots b where b.post_id = p_post_id and b.hub_id = any (hub_ids)
-      group by b.hub_id having app_private.vote_fills_batch(count(*), p_batch)
+      select p.hub_id from app_private.pending_ballots(p_post_id, hub_ids) p where app_private.vote_fills_batch(p.pending, p_batch)
     loop
       perform app_private.queue_tally(p_post_id, v_scope);
     end loop;
@@ -269,7 +268,12 @@ comment on function app_private.post_hubs_seed_vote_counters() is
 -- enum, the columns and the list equal).
 -- Two branches, one per kind of scope; the one that does not apply is cut off by its constant
 -- test (a hub branch with a null p_hub_id matches nothing). Called, not inlined (its subqueries keep
--- PostgreSQL from inlining a scalar SQL function).
+-- PostgreSQL from inlining a scalar SQL function). Its plan is cached per connection, and the
+-- pending ballots come and go: planned while app_private.sealed_ballots was empty or a page, it
+-- read the whole table on every later call (a sequential scan, the cheapest plan of an empty
+-- table) until the table's statistics next changed, so a vote cost more with every ballot pending
+-- anywhere. enable_seqscan = off keeps both scopes on the scope index (sealed_ballots_scope and
+-- the counters' key) whatever the table held when the plan was made.
 create or replace function app_private.sealed_tally(
   p_post_id uuid,
   p_hub_id uuid
@@ -278,6 +282,7 @@ create or replace function app_private.sealed_tally(
   language sql
   stable
   set search_path = pg_catalog
+  set enable_seqscan = off
   as $$
   select
     jsonb_build_object('c',(
@@ -340,6 +345,37 @@ $$;
 comment on function app_private.batch_ready(bigint, integer) is
   'The tallier''s batch rule: a scope''s pending ballots are a batch when there are at least p_batch of them and never fewer than two. Used by ballots_to_tally, tally_ballots and queue_due_tallies (worker task tally_ballots and its minute sweep).';
 
+-- The pending ballots of a post in each of the hub scopes p_hub_ids that holds any (the hub
+-- scopes a vote just wrote to). Planned without sequential scans, as app_private.sealed_tally is:
+-- a plan cached while the table was nearly empty would otherwise read every pending ballot.
+create or replace function app_private.pending_ballots(
+  p_post_id uuid,
+  p_hub_ids uuid[]
+)
+  returns table(
+      hub_id uuid,
+      pending bigint
+)
+  language sql
+  stable
+  set search_path = pg_catalog
+  set enable_seqscan = off
+  as $$
+  select
+    b.hub_id,
+    count(*)
+  from
+    app_private.sealed_ballots b
+  where
+    b.post_id = p_post_id
+    and b.hub_id = any(p_hub_ids)
+  group by
+    b.hub_id
+$$;
+
+comment on function app_private.pending_ballots(uuid, uuid[]) is
+  'The pending ballots of a post per hub scope among p_hub_ids (scopes holding none are left out), read on the scope index. Called by app.cast_vote to queue the tally of each hub scope its vote filled to a batch.';
+
 -- Whether the vote that brought a scope's pending ballots to p_pending queues its tally: once per
 -- p_batch votes, so a post whose tallier is busy does not queue a job on every vote (concurrent
 -- votes may each see another count; the minute sweep catches what they miss).
@@ -379,6 +415,9 @@ comment on function app_private.queue_tally(uuid, uuid) is
 
 grant execute on function app_private.queue_tally(uuid, uuid) to app_worker;
 
+-- The tallier's two steps read and delete the ballots of one scope, on the worker's long-lived
+-- connections: without sequential scans, as app_private.sealed_tally (a plan cached while the
+-- table was nearly empty would read every pending ballot on each run).
 create or replace function app_private.ballots_to_tally(
   p_post_id uuid,
   p_hub_id uuid,
@@ -393,6 +432,7 @@ create or replace function app_private.ballots_to_tally(
   volatile
   security definer
   set search_path = pg_catalog
+  set enable_seqscan = off
   as $$
 begin
   perform pg_advisory_xact_lock(hashtextextended('tally_ballots:' || p_post_id || ':' || coalesce(p_hub_id::text, 'global'), 0));
@@ -435,6 +475,7 @@ create or replace function app_private.tally_ballots(
   volatile
   security definer
   set search_path = pg_catalog
+  set enable_seqscan = off
   as $$
 declare
   v_deleted int;

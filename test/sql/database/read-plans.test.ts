@@ -25,6 +25,7 @@ import {
   scansOf,
   type PlanNode,
 } from '../../helpers/plans.ts';
+import { beginAs } from '../../../db/viewer.ts';
 import { asViewer } from '../../helpers/sql.ts';
 import { appWithScaleData } from '../../helpers/worlds.ts';
 
@@ -398,6 +399,43 @@ describe('GET /posts/{postId}/vote/hubs (app.vote_tally, 0311)', () => {
     const answer = await asViewer(app, 'app_user', viewer, (client) => client.query('select app.vote_tally($1, null) as tally', [post]));
     expect(answer.rows[0].tally.c).toEqual([0, expected.rows[0].l, 0, expected.rows[0].r, 0]);
     expect(expected.rows[0].l + expected.rows[0].r).toBeGreaterThan(0);
+  });
+
+  it("reads only the scope's pending ballots, even on a connection that planned the read while none were pending", async () => {
+    // The tally read's plan is cached per connection (the vote reads it too): made while
+    // sealed_ballots is empty, its cheapest plan is a sequential scan, which would then read every
+    // ballot pending anywhere on each later call.
+    const post = benchId(space.post, s.votesPosts + 1);
+    await app.owner.query('delete from app_private.sealed_ballots');
+    await app.owner.query('vacuum analyze app_private.sealed_ballots');
+    const client = await app.pools.api.connect();
+    try {
+      const tallyRead = async () => {
+        await client.query(beginAs({ role: 'app_user', userId: viewer, sessionId: null }));
+        try {
+          const ballotsRead = async () => (await readsInTransaction(client)).get('sealed_ballots') as number;
+          const before = await ballotsRead();
+          const { rows } = await client.query('select app.vote_tally($1, null) as tally', [post]);
+          return { ballots: rows[0].tally.b.length, read: (await ballotsRead()) - before };
+        } finally {
+          await client.query('rollback');
+        }
+      };
+      // Past the plan cache's five custom plans: the connection now holds the generic plan.
+      for (let i = 0; i < 7; i++) expect(await tallyRead()).toEqual({ ballots: 0, read: 0 });
+      await app.owner.query(
+        `insert into app_private.sealed_ballots (post_id, hub_id, key_id, nonce, ciphertext)
+         select p.id, null::uuid, 'plan', decode(repeat('00', 12), 'hex'), decode(repeat('00', 17), 'hex')
+         from (select id from app.posts where id <> $1 limit 500) p cross join generate_series(1, 4)
+         union all
+         select $1::uuid, null, 'plan', decode(repeat('00', 12), 'hex'), decode(repeat('00', 17), 'hex') from generate_series(1, 3)`,
+        [post],
+      );
+      expect(await tallyRead()).toEqual({ ballots: 3, read: 3 });
+    } finally {
+      client.release();
+      await app.owner.query(`delete from app_private.sealed_ballots where key_id = 'plan'`);
+    }
   });
 });
 
