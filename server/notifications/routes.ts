@@ -163,7 +163,9 @@ export const endpoints = [
       'token check). Response headers: Content-Type: text/event-stream, Cache-Control: no-store, X-Accel-Buffering: no. ' +
       'Each event is `id: <notification id>`, `event: notification`, `data: <the row exactly as GET /notifications ' +
       'lists it, as JSON>`. A `: ping` comment line is sent every 25 s. The server closes the stream after 3600 s; ' +
-      'reconnect at once, sending Last-Event-ID. Logging out (or any revocation of the session) closes its streams. A ' +
+      'reconnect at once, sending Last-Event-ID. The answer (200 and these headers) comes once the stream is set up and ' +
+      'its session checked again: a session ended meanwhile answers 401. Logging out (or any revocation of the session) ' +
+      'closes its streams. A ' +
       'session keeps at most 5 streams open: opening a sixth closes its oldest after a `: closed: more than 5 streams ' +
       'open for this session` comment. Events carry the rows written from about the moment the stream opens, usually ' +
       'within 100 ms of their commit, each only if the viewer may see it at that moment (hub membership is checked ' +
@@ -184,24 +186,43 @@ export const endpoints = [
       if (!req.accepts('text/event-stream')) throw new ApiError('SSE_NOT_SUPPORTED');
       const owner = { userId: viewer.userId as string, sessionId: viewer.sessionId as string };
       const lastEventId = req.get('last-event-id');
-      const { stream, replayBefore } = notificationHub.open(res, owner, lastEventId !== undefined);
+      const resume = lastEventId !== undefined;
+      const { stream, replayBefore } = notificationHub.open(res, owner, resume);
+      // The session was checked when this request began. Checked again now that the stream is
+      // registered (its rows held from here), so that a logout committed in between, whose
+      // announcement may have come before the registration, is not missed. Only then does the
+      // stream answer 200: a client's 200 is a stream set up for a live session.
+      let live: boolean;
       try {
-        // The session was checked when this request began. Checked again now that the stream is
-        // registered, so that a logout committed in between (whose announcement may have arrived
-        // before the registration) still closes it.
         const { rows } = await tx.query<{ live: boolean }>('select app.session_access_level($1, $2) is not null as live', [
           owner.sessionId,
           owner.userId,
         ]);
-        if (!rows[0]?.live) stream.close();
-        else if (lastEventId !== undefined && replayBefore !== undefined) {
+        live = rows[0]?.live === true;
+      } catch (error) {
+        stream.close();
+        throw error;
+      }
+      if (!live) {
+        stream.close();
+        throw new ApiError('UNAUTHORIZED');
+      }
+      // Closed before it began: the client left (nothing to answer), or the hub closed it meanwhile
+      // (a batch that could not be read, a sixth stream of the session): the client opens again.
+      if (stream.closed) {
+        if (res.destroyed) return undefined;
+        throw new ApiError('SERVICE_UNAVAILABLE', {}, { 'Retry-After': '1' });
+      }
+      stream.begin(resume);
+      if (resume && replayBefore !== undefined) {
+        try {
           const replay = await readReplay(tx, storage, lastEventId, replayBefore);
           stream.release(replay.events, replay.truncated ? 'replay truncated' : undefined, replay.after);
+        } catch (error) {
+          // The response is a stream already: close it, and the client resumes.
+          log.warn({ err: error }, 'notification stream replay failed');
+          stream.close();
         }
-      } catch (error) {
-        // The response is a stream already: close it, and the client resumes.
-        log.warn({ err: error }, 'notification stream setup failed');
-        stream.close();
       }
       return undefined;
     },

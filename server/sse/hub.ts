@@ -117,14 +117,14 @@ export class NotificationHub {
   }
 
   /**
-   * Answers the request with a notification stream for the session (503 while the hub has never
-   * reached the database). With `resume`, live events wait for the stream's release, after the
-   * replay of the rows below `replayBefore`.
+   * Registers a notification stream for the session (503 while the hub has never reached the
+   * database): live rows for it are held from now on, and sent once the request begins the
+   * stream (SseStream.begin). With `resume`, the replay covers the rows below `replayBefore`.
    */
   open(res: Response, owner: StreamOwner, resume = false): OpenedStream {
     if (this.#stopped || this.#readTo === undefined) throw new ApiError('SERVICE_UNAVAILABLE', {}, { 'Retry-After': '5' });
     const replayBefore = resume ? (this.#reading ?? this.#readTo) : undefined;
-    return { stream: this.#streams.open(res, owner, resume), replayBefore };
+    return { stream: this.#streams.open(res, owner), replayBefore };
   }
 
   async #connect(): Promise<void> {

@@ -36,41 +36,59 @@ export class SseStream {
   /** The order in which streams opened in this process (SseStreams.lastOpened). */
   readonly sequence: number;
   #res: Response;
-  #timers: NodeJS.Timeout[];
+  #timing: { pingMs: number; maxMs: number };
+  #timers: NodeJS.Timeout[] = [];
   #onClose: (stream: SseStream) => void;
   #closed = false;
-  /** Live events that arrive while the replay is being read: sent after it. */
-  #held: SseEvent[] | undefined;
+  /** Whether the response has begun (status 200 and the headers sent). */
+  #begun = false;
+  /** Live events that arrive before the stream begins, or while its replay is read: sent after. */
+  #held: SseEvent[] | undefined = [];
   /** The place a resumed stream started after (the client has every row up to it). */
   #after: Position | undefined;
 
+  /**
+   * Registers a stream that has not answered yet: live events for it are held until it begins
+   * (begin), so that the request can check its session first and answer 200 only for a stream
+   * that is set up.
+   */
   constructor(
     res: Response,
     owner: StreamOwner,
     sequence: number,
     timing: { pingMs: number; maxMs: number },
-    hold: boolean,
     onClose: (stream: SseStream) => void,
   ) {
     this.owner = owner;
     this.sequence = sequence;
     this.#res = res;
+    this.#timing = timing;
     this.#onClose = onClose;
-    this.#held = hold ? [] : undefined;
+    res.on('close', () => this.#release());
+    // A client that left while the request was being authenticated: its 'close' has already passed.
+    if (!res.socket || res.socket.destroyed) this.#release();
+  }
+
+  /**
+   * Answers status 200 with the event-stream headers and starts the pings and the maximum
+   * duration. Without `hold`, the events held so far follow at once and the stream is live; with
+   * it, they wait for release (a resumed stream's replay goes first).
+   */
+  begin(hold: boolean): void {
+    if (this.#closed || this.#begun) return;
+    this.#begun = true;
     // Connection: close: a stream's connection is not reused once the stream ends (an hour later,
     // or at shutdown, which then does not wait for idle keep-alive connections).
-    res.writeHead(200, {
+    this.#res.writeHead(200, {
       'Content-Type': 'text/event-stream',
       'Cache-Control': 'no-store',
       'X-Accel-Buffering': 'no',
       Connection: 'close',
     });
-    res.flushHeaders();
-    res.socket?.setNoDelay(true);
-    this.#timers = [setInterval(() => this.#write(': ping\n\n'), timing.pingMs), setTimeout(() => this.close(), timing.maxMs)];
-    res.on('close', () => this.#release());
-    // A client that left while the request was being authenticated: its 'close' has already passed.
-    if (!res.socket || res.socket.destroyed) this.#release();
+    this.#res.flushHeaders();
+    this.#res.socket?.setNoDelay(true);
+    this.#timers = [setInterval(() => this.#write(': ping\n\n'), this.#timing.pingMs), setTimeout(() => this.close(), this.#timing.maxMs)];
+    if (!hold) this.release([], undefined, undefined);
   }
 
   get closed(): boolean {
@@ -112,15 +130,18 @@ export class SseStream {
     this.#write(`: ${text}\n\n`);
   }
 
-  /** Ends the response; the client sees the stream end. */
+  /**
+   * Ends the stream: a stream that has begun ends its response (the client sees the stream end);
+   * one that has not leaves the answer to its request (SseStream.closed).
+   */
   close(): void {
     if (this.#closed) return;
-    this.#res.end();
+    if (this.#begun) this.#res.end();
     this.#release();
   }
 
   #write(text: string): void {
-    if (this.#closed) return;
+    if (this.#closed || !this.#begun) return;
     this.#res.write(text);
     if (this.#res.writableLength > maxBufferedBytes) this.#res.destroy();
   }
@@ -160,12 +181,9 @@ export class SseStreams {
     return this.#sessionsVersion;
   }
 
-  /**
-   * Answers the request with a stream (status 200 and the event-stream headers) and registers it.
-   * With `hold`, live events wait until the stream's release (the replay goes first).
-   */
-  open(res: Response, owner: StreamOwner, hold = false): SseStream {
-    const stream = new SseStream(res, owner, ++this.#lastOpened, this.#timing, hold, (closed) => this.#forget(closed));
+  /** Registers a stream for the request; it answers when it begins (SseStream.begin). */
+  open(res: Response, owner: StreamOwner): SseStream {
+    const stream = new SseStream(res, owner, ++this.#lastOpened, this.#timing, (closed) => this.#forget(closed));
     if (stream.closed) return stream;
     let streams = this.#bySession.get(owner.sessionId);
     if (!streams) {
