@@ -10704,6 +10704,7 @@ COMMENT ON FUNCTION app_private.session_level(p_session_id uuid, p_user_id uuid)
 CREATE FUNCTION app_private.session_read_floor(p_session_id uuid, p_user_id uuid) RETURNS TABLE(level integer, floor pg_lsn)
     LANGUAGE plpgsql SECURITY DEFINER
     SET search_path TO 'pg_catalog'
+    SET enable_seqscan TO 'off'
     AS $$
 begin
   level := app.session_access_level(p_session_id, p_user_id);

@@ -1122,7 +1122,10 @@ grant execute on function app_private.note_session_read_floor(uuid) to authentic
 -- The session check of a read that may go to a replica, on the primary (a revoked session stops at
 -- once): the session's access level (null when it may not act) and its floor. A session without a
 -- floor (new, or the primary restarted after a crash, which empties the unlogged table) gets the
--- primary's position now, which is past everything it may have written or read before.
+-- primary's position now, which is past everything it may have written or read before. Planned
+-- without sequential scans: the floors are swept, and a plan cached on an API connection while the
+-- table was empty (a sequential scan) would read every floor on each request until the table's
+-- next analyze.
 create or replace function app_private.session_read_floor(
   p_session_id uuid,
   p_user_id uuid
@@ -1135,6 +1138,7 @@ create or replace function app_private.session_read_floor(
   volatile
   security definer
   set search_path = pg_catalog
+  set enable_seqscan = off
   as $$
 begin
   level := app.session_access_level(p_session_id, p_user_id);

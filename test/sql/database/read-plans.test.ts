@@ -439,6 +439,49 @@ describe('GET /posts/{postId}/vote/hubs (app.vote_tally, 0311)', () => {
   });
 });
 
+describe('the session check of a replica read without Read-Floor (app_private.session_read_floor)', () => {
+  it('reads only its own floor, even on a connection that planned the read while no floor was kept', async () => {
+    // The floors are swept; a plan cached while the table was empty (a sequential scan) would read
+    // every floor on each later request.
+    const { rows } = await app.owner.query<{ id: string }>(
+      `insert into app.sessions (user_id, expires_at) values ($1, now() + interval '1 day') returning id`,
+      [viewer],
+    );
+    const session = rows[0]?.id as string;
+    await app.owner.query('delete from app_private.session_read_floors');
+    await app.owner.query('vacuum analyze app_private.session_read_floors');
+    const client = await app.pools.api.connect();
+    try {
+      const floorRead = async () => {
+        await client.query('begin');
+        try {
+          const floorsRead = async () => (await readsInTransaction(client)).get('session_read_floors') as number;
+          const before = await floorsRead();
+          const answer = await client.query('select level, floor from app_private.session_read_floor($1, $2)', [session, viewer]);
+          return { level: answer.rows[0].level, read: (await floorsRead()) - before };
+        } finally {
+          await client.query('rollback');
+        }
+      };
+      // Past the plan cache's five custom plans; each read notes the floor it lacks (rolled back).
+      const { level } = await floorRead();
+      expect(level).toBeGreaterThanOrEqual(1);
+      for (let i = 0; i < 6; i++) expect(await floorRead()).toMatchObject({ level });
+      await app.owner.query(
+        `insert into app_private.session_read_floors (session_id, floor)
+         select gen_random_uuid(), pg_current_wal_insert_lsn() from generate_series(1, 2000)
+         union all select $1::uuid, pg_current_wal_insert_lsn()`,
+        [session],
+      );
+      expect(await floorRead()).toEqual({ level, read: 1 });
+    } finally {
+      client.release();
+      await app.owner.query('delete from app_private.session_read_floors');
+      await app.owner.query('delete from app.sessions where id = $1', [session]);
+    }
+  });
+});
+
 describe('GET /users/me/hubs (app.my_hub_page, 0330)', () => {
   // The joiner belongs to 2,000 hubs (2 .. 2,001).
   const joiner = user(s.joiner);
