@@ -4,7 +4,7 @@
 // 2,000 rows behind every hot dimension), and must read about a page of rows, never the
 // collection. A plan that starts scanning the collection again reads thousands.
 import type pg from 'pg';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { commentPageSql } from '../../../server/comments/routes.ts';
 import { messagePageSql } from '../../../server/discussions/routes.ts';
 import { savedDiscussionPageSql } from '../../../server/discussions/saved.ts';
@@ -400,82 +400,123 @@ describe('GET /posts/{postId}/vote/hubs (app.vote_tally, 0311)', () => {
     expect(answer.rows[0].tally.c).toEqual([0, expected.rows[0].l, 0, expected.rows[0].r, 0]);
     expect(expected.rows[0].l + expected.rows[0].r).toBeGreaterThan(0);
   });
+});
 
-  it("reads only the scope's pending ballots, even on a connection that planned the read while none were pending", async () => {
-    // The tally read's plan is cached per connection (the vote reads it too): made while
-    // sealed_ballots is empty, its cheapest plan is a sequential scan, which would then read every
-    // ballot pending anywhere on each later call.
-    const post = benchId(space.post, s.votesPosts + 1);
-    await app.owner.query('delete from app_private.sealed_ballots');
-    await app.owner.query('vacuum analyze app_private.sealed_ballots');
-    const client = await app.pools.api.connect();
-    try {
-      const tallyRead = async () => {
-        await client.query(beginAs({ role: 'app_user', userId: viewer, sessionId: null }));
-        try {
-          const ballotsRead = async () => (await readsInTransaction(client)).get('sealed_ballots') as number;
-          const before = await ballotsRead();
-          const { rows } = await client.query('select app.vote_tally($1, null) as tally', [post]);
-          return { ballots: rows[0].tally.b.length, read: (await ballotsRead()) - before };
-        } finally {
-          await client.query('rollback');
-        }
-      };
-      // Past the plan cache's five custom plans: the connection now holds the generic plan.
-      for (let i = 0; i < 7; i++) expect(await tallyRead()).toEqual({ ballots: 0, read: 0 });
-      await app.owner.query(
-        `insert into app_private.sealed_ballots (post_id, hub_id, key_id, nonce, ciphertext)
-         select p.id, null::uuid, 'plan', decode(repeat('00', 12), 'hex'), decode(repeat('00', 17), 'hex')
-         from (select id from app.posts where id <> $1 limit 500) p cross join generate_series(1, 4)
-         union all
-         select $1::uuid, null, 'plan', decode(repeat('00', 12), 'hex'), decode(repeat('00', 17), 'hex') from generate_series(1, 3)`,
-        [post],
-      );
-      expect(await tallyRead()).toEqual({ ballots: 3, read: 3 });
-    } finally {
-      client.release();
-      await app.owner.query(`delete from app_private.sealed_ballots where key_id = 'plan'`);
-    }
+/**
+ * What `read` answers and reads of app_private.`table` on one connection of `pool` whose plan for it
+ * was made while the table was empty (vacuumed so, as a quiet queue table is), once `fill` has put
+ * rows in it. Such a plan is a sequential scan, the cheapest of an empty table, and the connection
+ * keeps it (past the plan cache's five custom plans, the generic one made then) until the table's
+ * next analyze: it would read every row on each later call. Each read runs in a transaction opened
+ * by `opening` and rolled back.
+ */
+async function readOnAPlanMadeEmpty<T>(
+  pool: pg.Pool,
+  table: string,
+  opening: string,
+  read: (client: pg.PoolClient) => Promise<T>,
+  fill: () => Promise<unknown>,
+): Promise<{ empty: { answer: T; read: number }; filled: { answer: T; read: number } }> {
+  await app.owner.query(`delete from app_private.${table}`);
+  await app.owner.query(`vacuum analyze app_private.${table}`);
+  const client = await pool.connect();
+  try {
+    const once = async () => {
+      await client.query(opening);
+      try {
+        const rowsRead = async () => (await readsInTransaction(client)).get(table) as number;
+        const before = await rowsRead();
+        const answer = await read(client);
+        return { answer, read: (await rowsRead()) - before };
+      } finally {
+        await client.query('rollback');
+      }
+    };
+    let empty = await once();
+    for (let i = 0; i < 6; i++) empty = await once();
+    await fill();
+    return { empty, filled: await once() };
+  } finally {
+    client.release();
+  }
+}
+
+describe('reads of the pending ballots (app_private.sealed_ballots), on a plan made while none were pending', () => {
+  const post = benchId(space.post, s.votesPosts + 1);
+  const hub = benchId(space.hub, s.hub);
+  const ballot = `'plan', decode(repeat('00', 12), 'hex'), decode(repeat('00', 17), 'hex')`;
+  /** 2,000 ballots of other posts, and 3 of the post in the global scope and 3 in the hub's. */
+  const fill = () =>
+    app.owner.query(
+      `insert into app_private.sealed_ballots (post_id, hub_id, key_id, nonce, ciphertext)
+       select p.id, null::uuid, ${ballot} from (select id from app.posts where id <> $1 limit 500) p cross join generate_series(1, 4)
+       union all select $1::uuid, null, ${ballot} from generate_series(1, 3)
+       union all select $1::uuid, $2::uuid, ${ballot} from generate_series(1, 3)`,
+      [post, hub],
+    );
+  afterEach(() => app.owner.query(`delete from app_private.sealed_ballots where key_id = 'plan'`));
+
+  it("the tally read (app.vote_tally, and every vote) reads only the scope's ballots", async () => {
+    const { empty, filled } = await readOnAPlanMadeEmpty(
+      app.pools.api,
+      'sealed_ballots',
+      beginAs({ role: 'app_user', userId: viewer, sessionId: null }),
+      async (client) => (await client.query('select app.vote_tally($1, null) as tally', [post])).rows[0].tally.b.length,
+      fill,
+    );
+    expect(empty).toEqual({ answer: 0, read: 0 });
+    expect(filled).toEqual({ answer: 3, read: 3 });
+  });
+
+  it("a vote's count of its hub scopes (app_private.pending_ballots) reads only those scopes' ballots", async () => {
+    const { filled } = await readOnAPlanMadeEmpty(
+      app.owner,
+      'sealed_ballots',
+      'begin',
+      async (client) =>
+        (await client.query('select hub_id, pending::int from app_private.pending_ballots($1, array[$2::uuid])', [post, hub])).rows,
+      fill,
+    );
+    expect(filled).toEqual({ answer: [{ hub_id: hub, pending: 3 }], read: 3 });
+  });
+
+  it("the tallier's read (app_private.ballots_to_tally) reads only the scope's ballots", async () => {
+    const { filled } = await readOnAPlanMadeEmpty(
+      app.owner,
+      'sealed_ballots',
+      'begin',
+      async (client) => (await client.query('select id from app_private.ballots_to_tally($1, null, 3)', [post])).rows.length,
+      fill,
+    );
+    expect(filled).toEqual({ answer: 3, read: 3 });
   });
 });
 
 describe('the session check of a replica read without Read-Floor (app_private.session_read_floor)', () => {
   it('reads only its own floor, even on a connection that planned the read while no floor was kept', async () => {
-    // The floors are swept; a plan cached while the table was empty (a sequential scan) would read
-    // every floor on each later request.
     const { rows } = await app.owner.query<{ id: string }>(
       `insert into app.sessions (user_id, expires_at) values ($1, now() + interval '1 day') returning id`,
       [viewer],
     );
     const session = rows[0]?.id as string;
-    await app.owner.query('delete from app_private.session_read_floors');
-    await app.owner.query('vacuum analyze app_private.session_read_floors');
-    const client = await app.pools.api.connect();
     try {
-      const floorRead = async () => {
-        await client.query('begin');
-        try {
-          const floorsRead = async () => (await readsInTransaction(client)).get('session_read_floors') as number;
-          const before = await floorsRead();
-          const answer = await client.query('select level, floor from app_private.session_read_floor($1, $2)', [session, viewer]);
-          return { level: answer.rows[0].level, read: (await floorsRead()) - before };
-        } finally {
-          await client.query('rollback');
-        }
-      };
-      // Past the plan cache's five custom plans; each read notes the floor it lacks (rolled back).
-      const { level } = await floorRead();
-      expect(level).toBeGreaterThanOrEqual(1);
-      for (let i = 0; i < 6; i++) expect(await floorRead()).toMatchObject({ level });
-      await app.owner.query(
-        `insert into app_private.session_read_floors (session_id, floor)
-         select gen_random_uuid(), pg_current_wal_insert_lsn() from generate_series(1, 2000)
-         union all select $1::uuid, pg_current_wal_insert_lsn()`,
-        [session],
+      // Each read notes the floor the session lacks (rolled back with it).
+      const { empty, filled } = await readOnAPlanMadeEmpty(
+        app.pools.api,
+        'session_read_floors',
+        'begin',
+        async (client) => (await client.query('select level from app_private.session_read_floor($1, $2)', [session, viewer])).rows[0].level,
+        () =>
+          app.owner.query(
+            `insert into app_private.session_read_floors (session_id, floor)
+             select gen_random_uuid(), pg_current_wal_insert_lsn() from generate_series(1, 2000)
+             union all select $1::uuid, pg_current_wal_insert_lsn()`,
+            [session],
+          ),
       );
-      expect(await floorRead()).toEqual({ level, read: 1 });
+      expect(empty.answer).toBeGreaterThanOrEqual(1);
+      expect(filled).toEqual({ answer: empty.answer, read: 1 });
     } finally {
-      client.release();
       await app.owner.query('delete from app_private.session_read_floors');
       await app.owner.query('delete from app.sessions where id = $1', [session]);
     }
