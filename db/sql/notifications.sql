@@ -950,6 +950,7 @@ create or replace function app_private.count_unread()
   as $$
 declare
   v_changes app_private.unread_change[];
+  v_reposts uuid[];
 begin
   -- Transition tables exist only for the events that have them: each branch reads its own.
   if tg_op = 'INSERT' then
@@ -964,8 +965,12 @@ begin
   if cardinality(v_changes) = 0 then
     return null;
   end if;
-  -- The reposts first: their visibility cannot change until this transaction ends.
-  perform app_private.lock_reposts(array(select distinct c.post_id from unnest(v_changes) c where c.type = 'post_reposted' and c.hub_id is null));
+  -- The reposts first: their visibility cannot change until this transaction ends. (Called only
+  -- when there are some: its statement, with an empty array, was planned anew on every call.)
+  v_reposts := array(select distinct c.post_id from unnest(v_changes) c where c.type = 'post_reposted' and c.hub_id is null);
+  if cardinality(v_reposts) > 0 then
+    perform app_private.lock_reposts(v_reposts);
+  end if;
   perform app_private.add_unread(array_agg(c.user_id), array_agg(b.kind), array_agg(b.scope_id), array_agg(c.delta::bigint))
   from unnest(v_changes) c
   cross join lateral app_private.unread_bucket(c.type, c.hub_id, c.post_id) b;
