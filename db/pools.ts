@@ -6,8 +6,8 @@
 //
 // With a pooler (`poolerUrl`, DATABASE_POOLER_URL: PgBouncer in transaction mode) the API and
 // GraphQL pools connect through it, with the same roles and passwords. Everything they send is
-// then bound to one transaction: settings are set_config(..., true) in the transaction
-// (db/request-transaction.ts, server/graphql/auth.ts), statements are unnamed, advisory locks are
+// then bound to one transaction: settings are `set local` (db/request-transaction.ts) or
+// set_config(..., true) (server/graphql/auth.ts) in the transaction, statements are unnamed, advisory locks are
 // transaction locks. What needs a session stays on the owner's direct route: the worker pool
 // (graphile-worker's LISTEN and its client_connection_check_interval), the live delivery's LISTEN
 // connection, its reader (a temporary table) and the dispatcher's leader lock (server/sse), and

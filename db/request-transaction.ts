@@ -1,8 +1,8 @@
 // The transaction of one HTTP request, opened lazily as the request's viewer, and the one way its
 // statements reach the server: pipelined on the (pipelined) API pool's connection, in one write,
 //
-//   opening     begin; select set_config(role, app.user_id, app.session_id, statement_timeout,
-//               lock_timeout, all `true`: this transaction only); [session gate;] [prelude;]
+//   opening     begin; set local role, app.user_id, app.session_id, statement_timeout, lock_timeout
+//               (this transaction only); [session gate;] [prelude;]
 //   statements  unnamed extended-protocol statements with bind parameters
 //   [commit]
 //
@@ -333,14 +333,16 @@ export class RequestTransaction {
  * parameter, of unknown type until its place in the statement gives it one, so the server reads
  * the two alike.
  */
+/** A text as a quoted literal: pg's escapeLiteral, whose character loop only a quote or a backslash needs. */
+const quoted = (text: string): string => (/['\\]/.test(text) ? escapeLiteral(text) : `'${text}'`);
+
 export function withLiterals(statement: pg.QueryConfig | undefined): string | undefined {
   if (!statement || /'|\$\$/.test(statement.text)) return undefined;
   const values = statement.values ?? [];
   const literals: string[] = [];
   for (const value of values) {
     if (value === null || value === undefined) literals.push('null');
-    else if (typeof value === 'string' || typeof value === 'number' || typeof value === 'boolean')
-      literals.push(escapeLiteral(String(value)));
+    else if (typeof value === 'string' || typeof value === 'number' || typeof value === 'boolean') literals.push(quoted(String(value)));
     else return undefined;
   }
   let unknown = false;

@@ -1,5 +1,5 @@
 // The viewer of a transaction: `set local role` to the viewer's role and the viewer's identity in
-// `app.user_id` / `app.session_id` (set_config(..., true)), so row-level security decides what the
+// `app.user_id` / `app.session_id` (`set local`), so row-level security decides what the
 // transaction sees. Nothing else passes identity to SQL. Requests use it through
 // db/request-transaction.ts; the live notification reader and the SQL tests through beginAs.
 export type ViewerRole = 'app_anonymous' | 'app_user' | 'app_admin';
@@ -37,15 +37,19 @@ export function sqlLiteral(value: string | null): string {
 /**
  * `begin` plus the viewer's settings and `extra` ones (a request's statement_timeout and
  * lock_timeout), as one simple-query text (one round trip), every setting local to the transaction
- * (set_config(..., true)), so nothing outlives it on the connection (safe behind a transaction-mode
- * pooler). Values are quoted literals of verified identifiers (a signed token checked against the
+ * (`set local`), so nothing outlives it on the connection (safe behind a transaction-mode pooler).
+ * `set local` is a utility statement: nothing to plan or execute, where one `select` of
+ * set_config(..., true) calls was planned and run on every request (measured on PostgreSQL 18:
+ * 44 µs of the server's CPU for the opening against 70 µs). Names are this module's (checked
+ * here); values are quoted literals of verified identifiers (a signed token checked against the
  * database), a role name and numbers.
  */
 export function beginAs(viewer: Viewer, extra: [name: string, value: string][] = []): string {
-  const settings = [...viewerSettings(viewer), ...extra].map(
-    ([name, value]) => `set_config(${sqlLiteral(name)}, ${sqlLiteral(value)}, true)`,
-  );
-  return `begin; select ${settings.join(', ')};`;
+  const settings = [...viewerSettings(viewer), ...extra].map(([name, value]) => {
+    if (!/^[a-z_]+(\.[a-z_]+)?$/.test(name)) throw new Error(`not a setting name: ${name}`);
+    return `set local ${name} = ${sqlLiteral(value)};`;
+  });
+  return `begin; ${settings.join(' ')}`;
 }
 
 /**

@@ -361,7 +361,7 @@ describe('a one-statement transaction as one message: its values written in as l
       // One text: the opening, the vote with its values written in, and commit.
       expect(sent).toHaveLength(1);
       expect(sent[0]).toMatch(
-        /^begin; select set_config\('role', 'app_user', true\).* select voted_at, hub_ids from app\.cast_vote\('[0-9a-f-]{36}', .*; commit$/s,
+        /^begin; set local role = 'app_user';.* select voted_at, hub_ids from app\.cast_vote\('[0-9a-f-]{36}', .*; commit$/s,
       );
       expect(await vote()).toBe('VOTE_ALREADY_CAST');
       // The refused one: its text, then the rollback before the connection went back.

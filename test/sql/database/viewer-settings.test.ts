@@ -51,3 +51,24 @@ it('an anonymous transaction has no viewer, and a session that is not live fails
   expect(seen).toEqual([{ role: 'app_anonymous', user_id: null }]);
   await expect(asViewer([beginAs(userViewer(randomUUID(), randomUUID())), sessionGate(2)])).rejects.toThrow('UNAUTHORIZED');
 });
+
+it('sets every setting for the transaction only, as statements with nothing to plan, and writes no other name', async () => {
+  const viewer = userViewer(randomUUID(), randomUUID());
+  const opening = beginAs(viewer, [['statement_timeout', '5000']]);
+  expect(opening).toBe(
+    `begin; set local role = 'app_user'; set local app.user_id = '${viewer.userId}'; set local app.session_id = '${viewer.sessionId}'; set local statement_timeout = '5000';`,
+  );
+  const client = new pg.Client({ connectionString: app.ownerUrl });
+  await client.connect();
+  try {
+    const state =
+      "select current_user::text as role, coalesce(current_setting('app.user_id', true), '') as user_id, current_setting('statement_timeout') as timeout";
+    const before = (await client.query(state)).rows;
+    const inside = (await client.query(`${opening} ${state}; commit`)) as unknown as pg.QueryResult[];
+    expect(inside.at(-2)?.rows).toEqual([{ role: 'app_user', user_id: viewer.userId, timeout: '5s' }]);
+    expect((await client.query(state)).rows).toEqual(before);
+  } finally {
+    await client.end();
+  }
+  expect(() => beginAs(viewer, [["statement_timeout = 0; set role 'owner'; --", '1']])).toThrow('not a setting name');
+});
