@@ -38,6 +38,7 @@ create or replace function app.onboarding_status_gated(
   as $$
 declare
   v_live boolean;
+  v_level int;
 begin
   select app.access_level_of(u.full_name, u.username, u.terms_accepted_at, p.user_id is not null, u.media_completed_at, u.contacts_synced_at),
          u.full_name is not null and u.username is not null and u.terms_accepted_at is not null,
@@ -50,7 +51,9 @@ begin
     left join app.phone_identities p on p.user_id = u.id
     where u.id = app.viewer_id();
   if p_required is not null then
-    perform app.session_gate(case when v_live then access_level end, p_required);
+    -- (An assignment, not perform: a function call over variables is then a simple expression,
+    -- evaluated without a statement of its own to start and end.)
+    v_level := app.session_gate(case when v_live then access_level end, p_required);
   end if;
   -- (v_live is null when the viewer has no row: no status.)
   if v_live is not null then
