@@ -139,7 +139,7 @@ async function perform(item: LoadItem): Promise<void> {
       const results = (await (pool as pg.Pool).query(
         `${beginAs(viewer)} select app.session_access_level(${sqlLiteral(item.sessionId)}, ${sqlLiteral(item.userId)}) as level; commit`,
       )) as unknown as pg.QueryResult<{ level: number | null }>[];
-      if ((results[2]?.rows[0]?.level ?? null) === null) throw new Error('session refused');
+      if ((results.at(-2)?.rows[0]?.level ?? null) === null) throw new Error('session refused');
       return;
     }
     case 'http-vote': {

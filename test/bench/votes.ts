@@ -52,7 +52,11 @@ const concurrency = Number(process.env.BENCH_CONCURRENCY ?? 16);
 const repeats = Number(process.env.BENCH_REPEATS ?? 3);
 const beforeRef = process.env.BENCH_BEFORE;
 const spreadPosts = 1000;
-const warmupCount = concurrency * 4;
+// Eight operations per connection before the timed ones: a statement inside a PL/pgSQL or SQL
+// function is planned for its parameters on each of its first five calls on a connection, and its
+// plan for good on the sixth; a pool's connection serves thousands of requests, so those plans are
+// not what a request costs.
+const warmupCount = concurrency * 8;
 const positions = ['strong_left', 'left', 'neutral', 'right', 'strong_right'];
 const log = (line: string) => process.stdout.write(`${line}\n`);
 
