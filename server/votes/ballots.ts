@@ -6,7 +6,7 @@
 // same length. The API opens a scope's pending ballots at read time, the tallier when it folds a
 // batch of them into the counters (worker/tasks/votes/tally-ballots.ts, handed this box by main.ts
 // as the BallotOpener it states). Nothing here logs, and no error names a position.
-import { createCipheriv, createDecipheriv, randomBytes } from 'node:crypto';
+import { createCipheriv, createDecipheriv, createSecretKey, randomBytes, type KeyObject } from 'node:crypto';
 import { setBounded } from '../../bounded-map.ts';
 
 export const ballotPositions = ['strong_left', 'left', 'neutral', 'right', 'strong_right'] as const;
@@ -37,8 +37,13 @@ function associatedData(postId: string, hubId: string | null): Buffer {
 const rememberedMax = 100_000;
 
 export class BallotBox {
-  readonly #sealing: BallotKey;
-  readonly #keys: Map<string, Buffer>;
+  readonly #sealingId: string;
+  /**
+   * The keys as key objects, made once: given the bytes, every cipher first makes one of its own
+   * (a seal cost 18 µs of CPU that way, 5.8 µs with the key object, Node 24).
+   */
+  readonly #sealingKey: KeyObject;
+  readonly #keys: Map<string, KeyObject>;
   /**
    * Position index by post, scope and stored ballot ('keyId:base64'): the post and scope are part
    * of the key, so a ballot copied to another post or scope is not found here and fails to open
@@ -51,12 +56,13 @@ export class BallotBox {
     const first = keys[0];
     if (!first) throw new Error('BallotBox needs a key');
     for (const { key } of keys) if (key.length !== 32) throw new Error('a ballot key is 32 bytes');
-    this.#sealing = first;
-    this.#keys = new Map(keys.map(({ id, key }) => [id, key]));
+    this.#keys = new Map(keys.map(({ id, key }) => [id, createSecretKey(key)]));
+    this.#sealingId = first.id;
+    this.#sealingKey = createSecretKey(first.key);
   }
 
   get keyId(): string {
-    return this.#sealing.id;
+    return this.#sealingId;
   }
 
   /** nonce || ciphertext || tag (29 bytes) of `position` for this post and scope, under the sealing key. */
@@ -64,10 +70,10 @@ export class BallotBox {
     const index = ballotPositions.indexOf(position);
     if (index < 0) throw new Error('not a vote position');
     const nonce = randomBytes(nonceBytes);
-    const cipher = createCipheriv('aes-256-gcm', this.#sealing.key, nonce, { authTagLength: tagBytes });
+    const cipher = createCipheriv('aes-256-gcm', this.#sealingKey, nonce, { authTagLength: tagBytes });
     cipher.setAAD(associatedData(postId, hubId));
     const sealed = Buffer.concat([nonce, cipher.update(Buffer.of(index)), cipher.final(), cipher.getAuthTag()]);
-    this.#remember(postId, hubId, `${this.#sealing.id}:${sealed.toString('base64')}`, index);
+    this.#remember(postId, hubId, `${this.#sealingId}:${sealed.toString('base64')}`, index);
     return sealed;
   }
 
