@@ -325,6 +325,9 @@ export class RequestTransaction {
   }
 }
 
+/** A text as a quoted literal: pg's escapeLiteral, whose character loop only a quote or a backslash needs. */
+const quoted = (text: string): string => (/['\\]/.test(text) ? escapeLiteral(text) : `'${text}'`);
+
 /**
  * A statement with its bind parameters written in as quoted literals (pg's escapeLiteral), for the
  * one-text transaction; undefined when it cannot be: a value that is not a string, number, boolean
@@ -333,9 +336,6 @@ export class RequestTransaction {
  * parameter, of unknown type until its place in the statement gives it one, so the server reads
  * the two alike.
  */
-/** A text as a quoted literal: pg's escapeLiteral, whose character loop only a quote or a backslash needs. */
-const quoted = (text: string): string => (/['\\]/.test(text) ? escapeLiteral(text) : `'${text}'`);
-
 export function withLiterals(statement: pg.QueryConfig | undefined): string | undefined {
   if (!statement || /'|\$\$/.test(statement.text)) return undefined;
   const values = statement.values ?? [];

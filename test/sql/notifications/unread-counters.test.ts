@@ -232,6 +232,36 @@ describe('badge counters', () => {
 });
 
 describe('under concurrent writers', () => {
+  it('share-lock the repost a row is about until the writer commits, and no post for rows about none', async () => {
+    const [recipient] = recipients as [TestUser];
+    const writer = await app.owner.connect();
+    try {
+      // What the writing transaction holds on posts, seen from its own connection.
+      const postLocks = () =>
+        writer.query<{ n: number }>(
+          `select count(*)::int as n from pg_locks where pid = pg_backend_pid() and locktype = 'tuple' or
+             (pid = pg_backend_pid() and locktype = 'relation' and relation = 'app.posts'::regclass and mode = 'RowShareLock')`,
+        );
+      await writer.query('begin');
+      await writer.query(`insert into app.notifications (recipient_id, type) values ($1, 'user_followed')`, [recipient.id]);
+      expect((await postLocks()).rows).toEqual([{ n: 0 }]);
+      await writer.query(`insert into app.notifications (recipient_id, type, post_id) values ($1, 'post_reposted', $2)`, [
+        recipient.id,
+        reposts[1],
+      ]);
+      expect((await postLocks()).rows[0]?.n).toBeGreaterThan(0);
+      // Another transaction cannot change the repost's visibility until the writer commits (the row's
+      // foreign key alone takes a key-share lock, which a visibility update does not wait for).
+      await expect(app.owner.query('select from app.posts where id = $1 for no key update nowait', [reposts[1]])).rejects.toMatchObject({
+        code: '55P03',
+      });
+      await writer.query('rollback');
+      await app.owner.query('select from app.posts where id = $1 for no key update nowait', [reposts[1]]);
+    } finally {
+      writer.release();
+    }
+  });
+
   it('stay exact: parallel inserts for one user, mark-read, and reposts deleted and restored meanwhile', async () => {
     const [recipient] = recipients as [TestUser];
     const writers = Array.from({ length: 6 }, async (_, writer) => {
