@@ -55,6 +55,11 @@ export interface LoadJob {
   /** sql mode: how the API of the schema under test checks the vote's session. */
   sessionCheck: SessionCheck;
   concurrency: number;
+  /**
+   * Operations per second to start the timed operations at (the n-th not before n / pace seconds),
+   * `concurrency` at most at a time; none: each as soon as a connection is free.
+   */
+  pace?: number | undefined;
   warmup: LoadItem[];
   items: LoadItem[];
 }
@@ -160,12 +165,17 @@ async function perform(item: LoadItem): Promise<void> {
   }
 }
 
-async function run(items: LoadItem[]): Promise<number> {
+async function run(items: LoadItem[], pace?: number): Promise<number> {
   let next = 0;
   const started = performance.now();
   await Promise.all(
     Array.from({ length: concurrency }, async () => {
-      while (next < items.length) await perform(items[next++] as LoadItem);
+      while (next < items.length) {
+        const n = next++;
+        const wait = pace ? started + (n * 1000) / pace - performance.now() : 0;
+        if (wait > 0) await new Promise((resolve) => setTimeout(resolve, wait));
+        await perform(items[n] as LoadItem);
+      }
     }),
   );
   return (performance.now() - started) / 1000;
@@ -187,7 +197,7 @@ try {
   await once(process.stdin, 'data');
   const before = cpuSeconds(pids);
   const ownBefore = process.cpuUsage();
-  const seconds = await run(job.items);
+  const seconds = await run(job.items, job.pace);
   const own = process.cpuUsage(ownBefore);
   const dbCpuSeconds = pool ? cpuDelta(before, cpuSeconds(pids)) : null;
   result = { rate: job.items.length / seconds, seconds, dbCpuSeconds, loadCpuSeconds: (own.user + own.system) / 1e6 };
