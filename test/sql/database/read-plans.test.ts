@@ -490,6 +490,43 @@ describe('reads of the pending ballots (app_private.sealed_ballots), on a plan m
     );
     expect(filled).toEqual({ answer: 3, read: 3 });
   });
+
+  it("the tallier's write (app_private.tally_ballots) reads only the post's ballots", async () => {
+    // The batch: three ids that match nothing while the table is empty (each call then deletes
+    // none and refuses, after planning its delete), the scope's three ballots once filled.
+    let batch: string[] = [crypto.randomUUID(), crypto.randomUUID(), crypto.randomUUID()];
+    const { empty, filled } = await readOnAPlanMadeEmpty(
+      app.owner,
+      'sealed_ballots',
+      'begin',
+      async (client) => {
+        await client.query('savepoint tally');
+        try {
+          const { rows } = await client.query<{ n: number }>(
+            'select app_private.tally_ballots($1, null, $2::uuid[], $3::bigint[], 3) as n',
+            [post, batch, [3, 0, 0, 0, 0]],
+          );
+          return rows[0]?.n;
+        } catch (error) {
+          await client.query('rollback to savepoint tally');
+          return (error as Error).message;
+        }
+      },
+      async () => {
+        await fill();
+        const { rows } = await app.owner.query<{ id: string }>(
+          `select id from app_private.sealed_ballots where post_id = $1 and hub_id is null`,
+          [post],
+        );
+        batch = rows.map((row) => row.id);
+      },
+    );
+    expect(empty.answer).toMatch(/0 of 3 ballots were still pending/);
+    // By id or by the post's scope index: the batch, or the post's six (three a scope), never the table's 2,006.
+    expect(filled.answer).toBe(3);
+    expect(filled.read).toBeGreaterThanOrEqual(3);
+    expect(filled.read).toBeLessThanOrEqual(6);
+  });
 });
 
 describe('the session check of a replica read without Read-Floor (app_private.session_read_floor)', () => {
