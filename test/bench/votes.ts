@@ -102,12 +102,9 @@ const allPhases: Phase[] = [
  * BENCH_PHASES=session,onboarding runs those phases only (a goal whose phases did not run is left
  * out); session-paced runs whenever onboarding does, right after it.
  */
-const phases: Phase[] = process.env.BENCH_PHASES
-  ? allPhases.filter(
-      (phase) =>
-        process.env.BENCH_PHASES!.split(',').includes(phase) ||
-        (phase === 'session-paced' && process.env.BENCH_PHASES!.split(',').includes('onboarding')),
-    )
+const named = process.env.BENCH_PHASES?.split(',');
+const phases: Phase[] = named
+  ? allPhases.filter((phase) => named.includes(phase) || (phase === 'session-paced' && named.includes('onboarding')))
   : allPhases;
 /** Phases that need sealed ballots (a BENCH_BEFORE schema without them skips them). */
 const sealedPhases: Phase[] = ['contract-floor', 'summary-pending', 'summary-tallied'];
@@ -334,7 +331,7 @@ async function runPhase(variant: Variant, phase: Phase, pace?: number): Promise<
     return { rate: Number.NaN, cpuMs: null, otherCpuMs: null, serviceCpuMs: null, loadCpuMs: 0 };
   const postCount = phase === 'hot' ? 1 : spreadPosts;
   const reads = phase === 'summary-pending' || phase === 'summary-tallied';
-  const needsPosts = phase !== 'floor' && phase !== 'session' && phase !== 'session-paced' && phase !== 'onboarding';
+  const needsPosts = !(['floor', 'session', 'session-paced', 'onboarding'] as Phase[]).includes(phase);
   const posts = needsPosts
     ? await makePosts(variant.owner, data, postCount, phase === 'hub' ? 'hub' : 'public')
     : Array.from({ length: spreadPosts }, () => crypto.randomUUID());
